@@ -1,0 +1,3 @@
+module hostpath.dev/manager
+
+go 1.25.0

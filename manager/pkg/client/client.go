@@ -1,0 +1,222 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// DefaultTokenFile is where Kubernetes mounts a pod's service account token.
+const DefaultTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+// maxResponseBytes bounds what the client reads of any response body.
+const maxResponseBytes = 4 << 20
+
+// TokenSource returns the bearer token to send with a call.
+type TokenSource func() (string, error)
+
+// StaticToken returns a TokenSource that always returns token.
+func StaticToken(token string) TokenSource {
+	return func() (string, error) { return token, nil }
+}
+
+// FileToken returns a TokenSource that reads the token from path at every
+// call, so rotated projected service account tokens are picked up.
+func FileToken(path string) TokenSource {
+	return func() (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("read token file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+}
+
+// Client calls one manager. It is safe for concurrent use.
+type Client struct {
+	base  *url.URL
+	token TokenSource
+	http  *http.Client
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the HTTP client (default: one with a 30 s timeout).
+func WithHTTPClient(c *http.Client) Option { return func(cl *Client) { cl.http = c } }
+
+// WithToken sets where bearer tokens come from (default: none is sent).
+func WithToken(ts TokenSource) Option { return func(cl *Client) { cl.token = ts } }
+
+// New returns a client for the manager at baseURL, e.g. "http://198.18.1.5:8080".
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse manager URL %q: %w", baseURL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("manager URL %q: want http(s)://host[:port]", baseURL)
+	}
+	c := &Client{base: u, http: &http.Client{Timeout: 30 * time.Second}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// BaseURL returns the manager's address.
+func (c *Client) BaseURL() string { return c.base.String() }
+
+// Error is a non-2xx answer from the manager.
+type Error struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Reason and Message come from the JSON body.
+	Status
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("manager answered %d %s: %s", e.StatusCode, e.Reason, e.Message)
+}
+
+// ReasonOf returns the Reason of an *Error in err's chain, or "" when err is
+// not an answer from the manager (a transport error, for example).
+func ReasonOf(err error) Reason {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ""
+}
+
+// Host calls GET /v1/host.
+func (c *Client) Host(ctx context.Context) (*Host, error) {
+	var h Host
+	if err := c.do(ctx, http.MethodGet, "/v1/host", nil, &h); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// PreparePool calls PUT /v1/pools/{pool}: it creates the pool's base
+// directory if missing and returns the pool's state.
+func (c *Client) PreparePool(ctx context.Context, pool string) (*Pool, error) {
+	var p Pool
+	if err := c.do(ctx, http.MethodPut, "/v1/pools/"+url.PathEscape(pool), nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// ListVolumes calls GET /v1/pools/{pool}/volumes.
+func (c *Client) ListVolumes(ctx context.Context, pool string) (*VolumeList, error) {
+	var l VolumeList
+	if err := c.do(ctx, http.MethodGet, volumesPath(pool, ""), nil, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// GetVolume calls GET /v1/pools/{pool}/volumes/{name}.
+func (c *Client) GetVolume(ctx context.Context, pool, name string) (*Volume, error) {
+	var v Volume
+	if err := c.do(ctx, http.MethodGet, volumesPath(pool, name), nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// CreateVolume calls PUT /v1/pools/{pool}/volumes/{name}. It is idempotent.
+func (c *Client) CreateVolume(ctx context.Context, pool, name string, req CreateVolumeRequest) (*Volume, error) {
+	var v Volume
+	if err := c.do(ctx, http.MethodPut, volumesPath(pool, name), &req, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// DeleteVolume calls DELETE /v1/pools/{pool}/volumes/{name}. Deleting a
+// volume that does not exist succeeds.
+func (c *Client) DeleteVolume(ctx context.Context, pool, name string) error {
+	return c.do(ctx, http.MethodDelete, volumesPath(pool, name), nil, nil)
+}
+
+func volumesPath(pool, name string) string {
+	p := "/v1/pools/" + url.PathEscape(pool) + "/volumes"
+	if name != "" {
+		p += "/" + url.PathEscape(name)
+	}
+	return p
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	u := *c.base
+	u.RawPath = strings.TrimSuffix(c.base.EscapedPath(), "/") + path
+	u.Path, _ = url.PathUnescape(u.RawPath)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != nil {
+		tok, err := c.token()
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return fmt.Errorf("%s %s: read response: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		e := &Error{StatusCode: resp.StatusCode}
+		if json.Unmarshal(data, &e.Status) != nil || e.Reason == "" {
+			e.Reason = reasonForStatus(resp.StatusCode)
+			e.Message = strings.TrimSpace(string(data))
+		}
+		return fmt.Errorf("%s %s: %w", method, path, e)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: decode response: %w", method, path, err)
+	}
+	return nil
+}
+
+// reasonForStatus maps a bare HTTP status (a proxy's answer, say) to a Reason.
+func reasonForStatus(code int) Reason {
+	for _, r := range []Reason{ReasonBadRequest, ReasonUnauthorized, ReasonForbidden, ReasonNotFound,
+		ReasonMethodNotAllowed, ReasonConflict, ReasonRequestTooLarge, ReasonInsufficientStorage} {
+		if r.Status() == code {
+			return r
+		}
+	}
+	return ReasonInternal
+}

@@ -1,0 +1,149 @@
+// Package client holds the JSON types of the hostpath manager's HTTP API and a
+// typed Go client for it. It is the manager module's only exported package:
+// the provisioner and the host definer talk to managers through it.
+package client
+
+import "net/http"
+
+// APIGroup is the RBAC API group the manager authorises callers against with
+// SubjectAccessReview. A caller needs a ClusterRole rule on this group (see
+// the README, "Manager HTTP API").
+const APIGroup = "hostpath.dev"
+
+// RBAC resources the manager checks, one per kind of object its API serves.
+const (
+	// ResourceHosts is checked with verb "get" for GET /v1/host.
+	ResourceHosts = "hosts"
+	// ResourcePools is checked with verb "update" for PUT /v1/pools/{pool}.
+	ResourcePools = "pools"
+	// ResourceVolumes is checked with verbs "list", "get", "create" and
+	// "delete" for the /v1/pools/{pool}/volumes routes.
+	ResourceVolumes = "volumes"
+)
+
+// Host is the body of GET /v1/host: who the manager's node is and what its
+// storage pools hold.
+type Host struct {
+	// NodeName is the Kubernetes node the manager runs on.
+	NodeName string `json:"nodeName"`
+	// HostID is a random identifier generated once and persisted in the
+	// manager's state directory. Two nodes reporting the same HostID are a
+	// cloned host.
+	HostID string `json:"hostID"`
+	// BootID changes at every boot of the host (/proc/sys/kernel/random/boot_id).
+	BootID string `json:"bootID"`
+	// MachineID is the host's /etc/machine-id, empty when unreadable.
+	MachineID string `json:"machineID,omitempty"`
+	// Pools lists the configured storage pools, sorted by name.
+	Pools []Pool `json:"pools"`
+}
+
+// Pool describes one storage pool: a named directory on the host under which
+// volume directories are created.
+type Pool struct {
+	// Name is the pool's name, as configured with --pool NAME=PATH.
+	Name string `json:"name"`
+	// Path is the pool's absolute path on the host.
+	Path string `json:"path"`
+	// CapacityBytes is the size of the filesystem holding the pool.
+	CapacityBytes int64 `json:"capacityBytes"`
+	// FreeBytes is what an unprivileged writer can still use on it.
+	FreeBytes int64 `json:"freeBytes"`
+	// Inodes is the filesystem's total inode count (0 when not reported).
+	Inodes int64 `json:"inodes"`
+	// FreeInodes is the filesystem's free inode count.
+	FreeInodes int64 `json:"freeInodes"`
+	// Error is set when the pool's statistics could not be read (for
+	// example, the path does not exist yet).
+	Error string `json:"error,omitempty"`
+}
+
+// Volume is one volume directory in a pool.
+type Volume struct {
+	// Name is the directory's name inside the pool.
+	Name string `json:"name"`
+	// Pool is the pool's name.
+	Pool string `json:"pool"`
+	// Path is the directory's absolute path on the host, what a PV's
+	// hostPath points at.
+	Path string `json:"path"`
+	// Mode is the directory's permission bits in octal, e.g. "0777".
+	Mode string `json:"mode"`
+}
+
+// VolumeList is the body of GET /v1/pools/{pool}/volumes.
+type VolumeList struct {
+	// Items are the pool's volumes, sorted by name.
+	Items []Volume `json:"items"`
+}
+
+// CreateVolumeRequest is the optional body of PUT
+// /v1/pools/{pool}/volumes/{name}.
+type CreateVolumeRequest struct {
+	// Mode is the permission bits in octal ("0777" when empty). An existing
+	// directory gets this mode too.
+	Mode string `json:"mode,omitempty"`
+	// RequiredBytes, when positive, makes the call fail with 507 and reason
+	// InsufficientStorage if the pool has less free space, unless the
+	// directory already exists.
+	RequiredBytes int64 `json:"requiredBytes,omitempty"`
+}
+
+// Reason is the machine-readable cause of an API error.
+type Reason string
+
+// The reasons an API error carries, each with its HTTP status.
+const (
+	// ReasonBadRequest (400): a malformed body, an invalid name or mode.
+	ReasonBadRequest Reason = "BadRequest"
+	// ReasonUnauthorized (401): no bearer token, or TokenReview rejected it.
+	ReasonUnauthorized Reason = "Unauthorized"
+	// ReasonForbidden (403): SubjectAccessReview denied the call.
+	ReasonForbidden Reason = "Forbidden"
+	// ReasonNotFound (404): no such pool, volume or route.
+	ReasonNotFound Reason = "NotFound"
+	// ReasonMethodNotAllowed (405): the route exists, the method does not.
+	ReasonMethodNotAllowed Reason = "MethodNotAllowed"
+	// ReasonConflict (409): something that is not a volume directory (a
+	// file, a symlink) already has the name.
+	ReasonConflict Reason = "Conflict"
+	// ReasonRequestTooLarge (413): the body is over the size limit.
+	ReasonRequestTooLarge Reason = "RequestTooLarge"
+	// ReasonInsufficientStorage (507): the pool has less free space than
+	// requested.
+	ReasonInsufficientStorage Reason = "InsufficientStorage"
+	// ReasonInternal (500): anything else; the message says what failed.
+	ReasonInternal Reason = "Internal"
+)
+
+// Status returns the HTTP status code that goes with the reason.
+func (r Reason) Status() int {
+	switch r {
+	case ReasonBadRequest:
+		return http.StatusBadRequest
+	case ReasonUnauthorized:
+		return http.StatusUnauthorized
+	case ReasonForbidden:
+		return http.StatusForbidden
+	case ReasonNotFound:
+		return http.StatusNotFound
+	case ReasonMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case ReasonConflict:
+		return http.StatusConflict
+	case ReasonRequestTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case ReasonInsufficientStorage:
+		return http.StatusInsufficientStorage
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// Status is the JSON body of every error response.
+type Status struct {
+	// Reason is machine-readable.
+	Reason Reason `json:"reason"`
+	// Message is for people: what failed and, where it helps, what to do.
+	Message string `json:"message"`
+}

@@ -1,0 +1,17 @@
+# shellcheck shell=bash
+# Common settings for the scripts in this folder. Source it; do not run it.
+
+# K8S_VERSION pins every Kubernetes component the local cluster runs. It
+# matches the k8s.io/client-go minor the modules use (v0.34.x).
+K8S_VERSION=${K8S_VERSION:-v1.34.4}
+# ETCD_VERSION pins etcd, built from go.etcd.io/etcd/server/v3.
+ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# CACHE_DIR keeps build outputs between runs (git-ignored).
+CACHE_DIR=${CACHE_DIR:-$REPO_ROOT/.cache}
+# K8S_BIN holds the pinned Kubernetes binaries.
+K8S_BIN=$CACHE_DIR/k8s/$K8S_VERSION/bin
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
