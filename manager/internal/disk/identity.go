@@ -1,0 +1,149 @@
+package disk
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"k8s.io/klog/v2"
+)
+
+// HostIDFile is the name of the file in the state directory that holds the
+// host ID.
+const HostIDFile = "host-id"
+
+// Default locations of the kernel's and systemd's identifiers.
+const (
+	DefaultBootIDFile    = "/proc/sys/kernel/random/boot_id"
+	DefaultMachineIDFile = "/etc/machine-id"
+)
+
+var hostIDRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// IdentityConfig locates the files a host's identity is read from.
+type IdentityConfig struct {
+	// StateDir holds the host ID file; it is created if missing.
+	StateDir string
+	// BootIDFile is read at every call of BootID.
+	BootIDFile string
+	// MachineIDFile is read at every call of MachineID; it may be missing.
+	MachineIDFile string
+}
+
+// Identity is who the host is: a host ID generated once and kept in the
+// state directory (a random UUID; it survives reboots and manager upgrades,
+// and is copied along when a disk image is cloned, which is how clones are
+// caught), the kernel's boot ID and the machine ID.
+type Identity struct {
+	hostID string
+	cfg    IdentityConfig
+}
+
+// LoadIdentity reads the host ID from the state directory, creating the
+// directory and a new random ID (written atomically) on first use. A host ID
+// file that exists but does not hold a host ID is an error, not replaced:
+// the host's identity must not change behind the operator's back.
+func LoadIdentity(ctx context.Context, cfg IdentityConfig) (*Identity, error) {
+	if cfg.StateDir == "" {
+		return nil, errors.New("no state directory configured")
+	}
+	if cfg.BootIDFile == "" {
+		cfg.BootIDFile = DefaultBootIDFile
+	}
+	path := filepath.Join(cfg.StateDir, HostIDFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		id := strings.TrimSpace(string(b))
+		if !hostIDRE.MatchString(id) {
+			return nil, fmt.Errorf("host ID file %s does not hold a host ID (a random UUID); remove it to have a new one generated", path)
+		}
+		return &Identity{hostID: id, cfg: cfg}, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("read host ID: %w", err)
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	id := newUUID()
+	if err := writeFileAtomic(cfg.StateDir, HostIDFile, []byte(id+"\n")); err != nil {
+		return nil, fmt.Errorf("write host ID: %w", err)
+	}
+	klog.FromContext(ctx).Info("Generated a new host ID", "hostID", id, "file", path)
+	return &Identity{hostID: id, cfg: cfg}, nil
+}
+
+// HostID returns the persistent host ID.
+func (i *Identity) HostID() string { return i.hostID }
+
+// BootID returns the kernel's boot ID, which changes at every boot.
+func (i *Identity) BootID() (string, error) {
+	b, err := os.ReadFile(i.cfg.BootIDFile)
+	if err != nil {
+		return "", fmt.Errorf("read boot ID: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// MachineID returns the machine ID, or "" when it cannot be read.
+func (i *Identity) MachineID(ctx context.Context) string {
+	if i.cfg.MachineIDFile == "" {
+		return ""
+	}
+	b, err := os.ReadFile(i.cfg.MachineIDFile)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Cannot read the machine ID", "file", i.cfg.MachineIDFile, "err", err)
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics instead)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// writeFileAtomic writes data to dir/name through a synced temporary file
+// renamed into place, then syncs dir: a crash leaves the old file or the new
+// one, never a torn one.
+func writeFileAtomic(dir, name string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
