@@ -1,0 +1,100 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// componentLogLines is how much of each component log DumpOnFailure prints.
+const componentLogLines = 40
+
+// DumpOnFailure logs, for a failed test, the events of namespaces and of
+// SystemNamespace, the state and logs of the pods in those namespaces, and the
+// tail of every component log in .cluster/logs.
+func (f *Framework) DumpOnFailure(ctx context.Context, t testing.TB, namespaces ...string) {
+	t.Helper()
+	var b strings.Builder
+	for _, ns := range append(namespaces, SystemNamespace) {
+		f.dumpNamespace(ctx, &b, ns)
+	}
+	f.dumpComponentLogs(&b)
+	t.Logf("Diagnostics after failure:\n%s", b.String())
+}
+
+func (f *Framework) dumpNamespace(ctx context.Context, b *strings.Builder, ns string) {
+	fmt.Fprintf(b, "=== Events in %s\n", ns)
+	events, err := f.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fmt.Fprintf(b, "list events: %v\n", err)
+	} else {
+		items := events.Items
+		sort.Slice(items, func(i, j int) bool { return eventTime(items[i]).Time.Before(eventTime(items[j]).Time) })
+		for _, e := range items {
+			fmt.Fprintf(b, "%s %s %s/%s %s: %s (x%d)\n", eventTime(e).UTC().Format("15:04:05"), e.Type,
+				e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message, max(e.Count, 1))
+		}
+	}
+	pods, err := f.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fmt.Fprintf(b, "list pods: %v\n", err)
+		return
+	}
+	for _, p := range pods.Items {
+		fmt.Fprintf(b, "=== Pod %s/%s on %q: %s %s\n", ns, p.Name, p.Spec.NodeName, p.Status.Phase, podWaitReasons(&p))
+		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+			for _, previous := range []bool{false, true} {
+				raw, err := f.Client.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{
+					Container: c.Name, Previous: previous, TailLines: ptrInt64(100),
+				}).DoRaw(ctx)
+				if err != nil {
+					if !previous {
+						fmt.Fprintf(b, "--- logs of %s: %v\n", c.Name, err)
+					}
+					continue
+				}
+				which := "logs"
+				if previous {
+					which = "logs of the previous run"
+				}
+				fmt.Fprintf(b, "--- %s of %s:\n%s\n", which, c.Name, bytes.TrimSpace(raw))
+			}
+		}
+	}
+}
+
+func (f *Framework) dumpComponentLogs(b *strings.Builder) {
+	files, _ := filepath.Glob(filepath.Join(f.ClusterDir, "logs", "*.log"))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > componentLogLines {
+			lines = lines[len(lines)-componentLogLines:]
+		}
+		fmt.Fprintf(b, "=== Last %d lines of %s\n%s\n", len(lines), file, strings.Join(lines, "\n"))
+	}
+}
+
+func eventTime(e corev1.Event) metav1.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp
+	case !e.EventTime.IsZero():
+		return metav1.NewTime(e.EventTime.Time)
+	default:
+		return e.CreationTimestamp
+	}
+}
+
+func ptrInt64(v int64) *int64 { return &v }

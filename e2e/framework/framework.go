@@ -1,0 +1,138 @@
+// Package framework runs the e2e tests against the local cluster that
+// scripts/cluster-up.sh starts: it finds the cluster's kubeconfig, installs
+// the product (kubectl apply -k manifests/), and gives tests helpers that wait
+// on conditions, create throwaway namespaces, map node paths to this machine,
+// and dump what is needed to debug a failure.
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const (
+	// KubeconfigEnv overrides the kubeconfig path (default
+	// <repo>/.cluster/kubeconfig).
+	KubeconfigEnv = "HOSTPATH_KUBECONFIG"
+	// RequiredEnv, when "true", turns "no cluster" from a skip into a failure
+	// (scripts/test.sh sets it).
+	RequiredEnv = "HOSTPATH_E2E_REQUIRED"
+	// KubernetesVersionEnv overrides KubernetesVersion.
+	KubernetesVersionEnv = "K8S_VERSION"
+	// KubernetesVersion is the version of the cluster's components; the
+	// matching kubectl is in <repo>/.cache/k8s/<version>/bin.
+	KubernetesVersion = "v1.34.4"
+	// SystemNamespace is where the product runs.
+	SystemNamespace = "hostpath-system"
+	// TestToolsImage has busybox and nettool (e2e/cmd/nettool).
+	TestToolsImage = "hostpath.dev/testtools:dev"
+	// RealNodePrefix starts the names of the nodes that run a kubelet.
+	RealNodePrefix = "hostpath-node-"
+	// FakeNodeLabel marks the nodes made by scripts/fake-nodes.sh.
+	FakeNodeLabel = "hostpath.dev/fake-node"
+	// PoolPath and StatePath are the host paths each node has its own copy of.
+	PoolPath = "/var/hpvolumes"
+	// StatePath is the manager's state directory on a node.
+	StatePath = "/var/lib/hostpath"
+)
+
+// ErrNoCluster means no local cluster answers; the suite skips.
+var ErrNoCluster = errors.New("no local cluster is up")
+
+// Framework is a connection to the local cluster.
+type Framework struct {
+	// RepoRoot is the repository's top folder (where go.work is).
+	RepoRoot string
+	// ClusterDir is <repo>/.cluster.
+	ClusterDir string
+	// Kubeconfig is the admin kubeconfig in use.
+	Kubeconfig string
+	// Config is the admin REST config.
+	Config *rest.Config
+	// Client is an admin clientset.
+	Client kubernetes.Interface
+	// KubectlPath is the kubectl of the cluster's version.
+	KubectlPath string
+}
+
+// New finds the repository and the cluster's kubeconfig and checks that the
+// API server answers. It returns an error wrapping ErrNoCluster when there is
+// no kubeconfig or the API server does not answer.
+func New(ctx context.Context) (*Framework, error) {
+	root, err := FindRepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	f := &Framework{RepoRoot: root, ClusterDir: filepath.Join(root, ".cluster")}
+	f.Kubeconfig = os.Getenv(KubeconfigEnv)
+	if f.Kubeconfig == "" {
+		f.Kubeconfig = filepath.Join(f.ClusterDir, "kubeconfig")
+	}
+	version := os.Getenv(KubernetesVersionEnv)
+	if version == "" {
+		version = KubernetesVersion
+	}
+	f.KubectlPath = filepath.Join(root, ".cache", "k8s", version, "bin", "kubectl")
+	if _, err := os.Stat(f.Kubeconfig); err != nil {
+		return nil, fmt.Errorf("%w: no kubeconfig at %s (run `make cluster-up`)", ErrNoCluster, f.Kubeconfig)
+	}
+	f.Config, err = clientcmd.BuildConfigFromFlags("", f.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", f.Kubeconfig, err)
+	}
+	f.Config.QPS, f.Config.Burst = 50, 100
+	f.Config.UserAgent = "hostpath-e2e"
+	f.Client, err = kubernetes.NewForConfig(f.Config)
+	if err != nil {
+		return nil, fmt.Errorf("create clientset: %w", err)
+	}
+	probeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := f.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(probeCtx); err != nil {
+		return nil, fmt.Errorf("%w: the API server %s does not answer (run `make cluster-up`): %v", ErrNoCluster, f.Config.Host, err)
+	}
+	return f, nil
+}
+
+// FindRepoRoot walks up from the working directory to the folder that holds
+// go.work.
+func FindRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("get working directory: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("repository root (a folder with go.work) not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// NodeDir maps hostPath, a path under PoolPath or StatePath on node, to where
+// that node's copy is on this machine (.cluster/nodes/<node>/...).
+func (f *Framework) NodeDir(node, hostPath string) (string, error) {
+	clean := filepath.Clean(hostPath)
+	for base, folder := range map[string]string{PoolPath: "hpvolumes", StatePath: "state"} {
+		if clean == base || strings.HasPrefix(clean, base+"/") {
+			if node == "" || strings.ContainsAny(node, "/\\") || node == "." || node == ".." {
+				return "", fmt.Errorf("invalid node name %q", node)
+			}
+			return filepath.Join(f.ClusterDir, "nodes", node, folder, strings.TrimPrefix(clean, base)), nil
+		}
+	}
+	return "", fmt.Errorf("%s is not under %s or %s", hostPath, PoolPath, StatePath)
+}

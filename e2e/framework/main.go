@@ -1,0 +1,116 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// WorkloadTimeout bounds the wait for the product's DaemonSets and
+// Deployments after `kubectl apply -k manifests/`.
+const WorkloadTimeout = 3 * time.Minute
+
+var global *Framework
+
+// Cluster returns the framework Main set up; only valid in tests run by it.
+func Cluster() *Framework {
+	if global == nil {
+		panic("framework.Cluster called outside a TestMain that ran framework.Main")
+	}
+	return global
+}
+
+// Main is the body of the suite's TestMain: it connects to the local cluster
+// (skipping the whole suite with a message and exit code 0 when none is up,
+// unless HOSTPATH_E2E_REQUIRED=true), installs the kustomize base
+// (manifests/kustomization.yaml, when it exists) and waits until every
+// DaemonSet and Deployment in SystemNamespace is rolled out, then runs the
+// tests. It returns the exit code.
+func Main(m *testing.M) int {
+	ctx := context.Background()
+	f, err := New(ctx)
+	if err != nil {
+		if errors.Is(err, ErrNoCluster) && os.Getenv(RequiredEnv) != "true" {
+			fmt.Printf("SKIP: e2e tests not run: %v\n", err)
+			return 0
+		}
+		fmt.Printf("FAIL: e2e setup: %v\n", err)
+		return 1
+	}
+	global = f
+	if err := f.InstallProduct(ctx); err != nil {
+		fmt.Printf("FAIL: e2e setup: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// InstallProduct runs `kubectl apply -k manifests/` and waits for the
+// product's workloads; it does nothing (but say so) when
+// manifests/kustomization.yaml does not exist yet.
+func (f *Framework) InstallProduct(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join(f.RepoRoot, "manifests", "kustomization.yaml")); err != nil {
+		fmt.Println("e2e: manifests/kustomization.yaml does not exist yet: the product is not installed")
+		return nil
+	}
+	start := time.Now()
+	out, err := f.Kubectl(ctx, "apply", "-k", "manifests/")
+	if err != nil {
+		return fmt.Errorf("install the product: %w", err)
+	}
+	fmt.Print(out)
+	if err := f.WaitForWorkloads(ctx, SystemNamespace, WorkloadTimeout); err != nil {
+		return err
+	}
+	fmt.Printf("e2e: product installed and rolled out in %v\n", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// WaitForWorkloads waits until every DaemonSet and Deployment in ns has all
+// its pods updated and available.
+func (f *Framework) WaitForWorkloads(ctx context.Context, ns string, timeout time.Duration) error {
+	var pending []string
+	err := wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		pending = pending[:0]
+		dss, err := f.Client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			pending = append(pending, err.Error())
+			return false, nil
+		}
+		for _, d := range dss.Items {
+			s := d.Status
+			if s.ObservedGeneration < d.Generation || s.UpdatedNumberScheduled != s.DesiredNumberScheduled ||
+				s.NumberAvailable != s.DesiredNumberScheduled {
+				pending = append(pending, fmt.Sprintf("DaemonSet %s: %d/%d available", d.Name, s.NumberAvailable, s.DesiredNumberScheduled))
+			}
+		}
+		deps, err := f.Client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			pending = append(pending, err.Error())
+			return false, nil
+		}
+		for _, d := range deps.Items {
+			s := d.Status
+			want := int32(1)
+			if d.Spec.Replicas != nil {
+				want = *d.Spec.Replicas
+			}
+			if s.ObservedGeneration < d.Generation || s.UpdatedReplicas != want || s.AvailableReplicas != want || s.Replicas != want {
+				pending = append(pending, fmt.Sprintf("Deployment %s: %d/%d available", d.Name, s.AvailableReplicas, want))
+			}
+		}
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("workloads in %s not rolled out after %v: %s", ns, timeout, strings.Join(pending, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# cluster-down.sh: stop the local cluster and remove everything cluster-up.sh
+# made: the processes it recorded (by PID, each checked against the program
+# it started), the containers and containerd shims of every node (by the PID
+# files runc and containerd keep), iptables chains, bridges, the blackhole
+# route, cgroups, mount points, sysctl changes, and .cluster/ itself.
+# It also cleans up after a cluster that crashed or was never torn down.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster-lib.sh"
+
+T0=$(now)
+phase() { log "[$(since "$T0")s] $*"; }
+require_root
+
+# stop NAME...: SIGTERM the recorded processes together, wait up to
+# STOP_TIMEOUT seconds, then SIGKILL what is left.
+STOP_TIMEOUT=${STOP_TIMEOUT:-8}
+stop() {
+  local name pid exe live=() i
+  for name in "$@"; do
+    [ -f "$RUN_DIR/$name.pid" ] || continue
+    read -r pid exe < "$RUN_DIR/$name.pid" || true
+    if pid_alive "$name"; then
+      kill -TERM "$pid" 2>/dev/null && live+=("$pid")
+    fi
+    rm -f "$RUN_DIR/$name.pid"
+  done
+  [ ${#live[@]} -gt 0 ] || return 0
+  for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
+    local left=()
+    for pid in "${live[@]}"; do [ -e "/proc/$pid" ] && left+=("$pid"); done
+    live=("${left[@]+"${left[@]}"}")
+    [ ${#live[@]} -eq 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${live[@]+"${live[@]}"}"; do
+    log "PID $pid did not stop after ${STOP_TIMEOUT}s: SIGKILL"
+    kill -KILL "$pid" 2>/dev/null
+  done
+  return 0
+}
+
+# kill_pid_file FILE: SIGKILL the process whose PID FILE holds, if it is
+# still the program PROG (a shim or a container's init).
+kill_pid_file() {
+  local pid
+  pid=$(tr -dc '0-9' < "$1" 2>/dev/null)
+  [ -n "$pid" ] && [ -e "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null
+  return 0
+}
+
+nodes=$(node_numbers)
+if [ -z "$nodes" ]; then
+  # No record: look for node folders of an earlier cluster.
+  for d in "$NODES_DIR/$NODE_PREFIX"*; do [ -d "$d" ] && nodes="$nodes ${d##*-}"; done
+fi
+
+[ -d "$RUN_DIR" ] && stop fake-nodes kube-proxy
+# Kubelets first, so nothing restarts the containers stopped next.
+stop $(for n in $nodes; do echo "kubelet-$n"; done)
+phase "Stopped kube-proxy and kubelets"
+for n in $nodes; do
+  nd=$NODES_DIR/$(node_name "$n")
+  # Containers: their init processes, from runc's state files.
+  for st in "$nd"/run-containerd/runc/*/*/state.json; do
+    [ -f "$st" ] || continue
+    pid=$(grep -o '"init_process_pid":[0-9]*' "$st" | cut -d: -f2)
+    [ -n "$pid" ] && [ -e "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null
+  done
+  # containerd shims, from the PID files containerd keeps.
+  for f in "$nd"/run-containerd/io.containerd.runtime.v2.task/*/*/shim.pid; do
+    [ -f "$f" ] && kill_pid_file "$f"
+  done
+done
+stop $(for n in $nodes; do echo "containerd-$n"; done)
+phase "Stopped containers, shims and containerd"
+
+stop kube-scheduler kube-controller-manager
+STOP_TIMEOUT=5 stop kube-apiserver
+stop etcd
+phase "Stopped the control plane"
+
+# Anything still running from the cluster's folders (a crash that lost the
+# PID files): listed and stopped by PID.
+for p in /proc/[0-9]*; do
+  pid=${p#/proc/}
+  [ "$pid" = $$ ] && continue
+  exe=$(readlink "$p/exe" 2>/dev/null) || continue
+  case $exe in "$K8S_BIN"/* | /usr/bin/containerd*) ;; *) continue ;; esac
+  if tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -qF -- "$CLUSTER_DIR/"; then
+    log "Leftover process $pid: $(tr '\0' ' ' < "$p/cmdline" | cut -c1-120): SIGKILL"
+    kill -KILL "$pid" 2>/dev/null
+  fi
+done
+
+# iptables: kube-proxy's chains, then KUBE-FIREWALL if it was not there before.
+if iptables-save 2>/dev/null | grep -q 'KUBE-'; then
+  "$K8S_BIN/kube-proxy" --cleanup > "$LOG_DIR/kube-proxy-cleanup.log" 2>&1 ||
+    log "kube-proxy --cleanup failed (see $LOG_DIR/kube-proxy-cleanup.log)"
+fi
+if [ -f "$RUN_DIR/no-kube-firewall" ] || [ ! -d "$RUN_DIR" ]; then
+  for c in INPUT OUTPUT; do
+    while iptables -w -t filter -D "$c" -j KUBE-FIREWALL 2>/dev/null; do :; done
+  done
+  iptables -w -t filter -F KUBE-FIREWALL 2>/dev/null && iptables -w -t filter -X KUBE-FIREWALL 2>/dev/null
+fi
+phase "Removed iptables chains"
+
+# Bridges (the node bridges go with their last veth only if empty: delete).
+for b in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+  case $b in "$API_BRIDGE" | hpbr[0-9]*) ip link del "$b" && log "Deleted bridge $b" ;; esac
+done
+while ip route del blackhole "$NET_RANGE" 2>/dev/null; do log "Deleted blackhole route $NET_RANGE"; done
+
+# Sysctls kubelet, kube-proxy or the bridge plugin changed.
+if [ -f "$RUN_DIR/sysctl-orig.txt" ]; then
+  while IFS= read -r kv; do
+    [ -n "$kv" ] && sysctl -q -w "$kv" > /dev/null 2>&1
+  done < "$RUN_DIR/sysctl-orig.txt"
+  log "Restored sysctls: $(tr '\n' ' ' < "$RUN_DIR/sysctl-orig.txt")"
+fi
+
+# cgroups of the nodes (they empty out once the processes are gone).
+for c in /sys/fs/cgroup/*/"$NODE_PREFIX"*; do
+  [ -d "$c" ] || continue
+  for ((i = 0; i < 50; i++)); do
+    find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
+    [ -d "$c" ] || break
+    sleep 0.1
+  done
+  [ -d "$c" ] && log "WARNING: cgroup $c is still in use"
+done
+
+# Mount points cluster-up.sh created on this machine (empty on the host: the
+# bind mounts only ever existed in the nodes' namespaces).
+if [ -f "$RUN_DIR/created-paths" ]; then
+  tac "$RUN_DIR/created-paths" | while read -r p; do rmdir "$p" 2>/dev/null || log "Kept $p (not empty)"; done
+fi
+# Nothing of the cluster may stay mounted on the host.
+awk '{print $2}' /proc/mounts | grep -F "$CLUSTER_DIR/" | sort -r | while read -r m; do umount -l "$m"; done
+
+rm -rf --one-file-system "${CLUSTER_DIR:?}"
+phase "Cluster down: processes stopped, host state restored, $CLUSTER_DIR removed"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# ensure-packages.sh: install the Debian packages the local cluster and the
+# image build need, running `apt-get update` once and only when one is missing.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+PACKAGES=(containerd runc containernetworking-plugins busybox-static skopeo umoci
+  iptables conntrack socat openssl curl util-linux iproute2 ca-certificates)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+[ "$(id -u)" -eq 0 ] || die "missing packages ${missing[*]}: run as root (apt-get install)"
+log "Installing ${missing[*]} with apt"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+log "Installed ${missing[*]}"

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# images.sh [--base]: build the local cluster's images as OCI image tarballs
+# (static Go binaries, umoci + skopeo from Debian; no Docker engine, no
+# registry), cache them in .cache/images/<name>.tar, and import them into the
+# containerd of every running node.
+#
+#   hostpath.dev/manager:dev      runs as root (creates directories in root-owned pools)
+#   hostpath.dev/provisioner:dev  runs as 65532
+#   hostpath.dev/hostdefiner:dev  runs as 65532
+#   hostpath.dev/testtools:dev    busybox + nettool (e2e/cmd/nettool), for test pods
+#   registry.k8s.io/pause:3.10    the pod sandbox (e2e/cmd/pause)
+#
+# With --base only the last two are built (cluster-up.sh uses it) and nothing
+# is imported. An image whose content did not change is not rebuilt.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster-lib.sh"
+
+BASE_ONLY=false
+[ "${1:-}" = --base ] && BASE_ONLY=true
+T0=$(now)
+"$(dirname "$0")/ensure-packages.sh"
+mkdir -p "$IMAGES_DIR/bin"
+# One image build at a time (several people may run `make images`).
+exec 9> "$IMAGES_DIR/.lock"
+flock 9
+
+# gobuild DIR PKG NAME: a static binary into $IMAGES_DIR/bin/NAME.
+gobuild() {
+  (cd "$REPO_ROOT/$1" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$IMAGES_DIR/bin/$3" "$2")
+}
+
+# populate_* ROOTFS: fill an image's root filesystem.
+populate_common() {
+  mkdir -p "$1/etc" "$1/tmp"
+  chmod 1777 "$1/tmp"
+  printf 'root:x:0:0:root:/root:/bin/sh\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > "$1/etc/passwd"
+  printf 'root:x:0:\nnonroot:x:65532:\n' > "$1/etc/group"
+}
+populate_program() { # ROOTFS PROGRAM
+  populate_common "$1"
+  install -D -m 0755 "$IMAGES_DIR/bin/$2" "$1/usr/local/bin/$2"
+}
+populate_testtools() {
+  populate_common "$1"
+  mkdir -p "$1/bin" "$1/data"
+  install -m 0755 /bin/busybox "$1/bin/busybox"
+  for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$1/bin/$a"; done
+  install -m 0755 "$IMAGES_DIR/bin/nettool" "$1/bin/nettool"
+}
+populate_pause() {
+  install -m 0755 "$IMAGES_DIR/bin/pause" "$1/pause"
+}
+
+# image FILE REF POPULATE INPUTS [umoci config flags...]: build REF into
+# $IMAGES_DIR/FILE.tar unless INPUTS (space-separated files that go into the
+# image), this script and the flags are unchanged since the last build.
+built=()
+image() {
+  local file=$1 ref=$2 populate=$3 inputs=$4 key work
+  shift 4
+  # shellcheck disable=SC2086 # INPUTS is a list.
+  key=$( {
+    sha256sum $inputs "$0"
+    echo "$ref $populate $*"
+  } | sha256sum | cut -c1-64)
+  built+=("$file")
+  if [ -f "$IMAGES_DIR/$file.tar" ] && [ "$(cat "$IMAGES_DIR/$file.key" 2>/dev/null)" = "$key" ]; then
+    return 0
+  fi
+  work=$(mktemp -d "$IMAGES_DIR/work-$file.XXXXXX")
+  umoci init --layout "$work/oci"
+  umoci new --image "$work/oci:img"
+  umoci unpack --rootless --image "$work/oci:img" "$work/bundle" > /dev/null
+  "$populate" "$work/bundle/rootfs" "$file"
+  umoci repack --image "$work/oci:img" "$work/bundle"
+  umoci config --image "$work/oci:img" --architecture amd64 --os linux "$@"
+  skopeo copy --quiet "oci:$work/oci:img" "docker-archive:$work/image.tar:$ref"
+  mv "$work/image.tar" "$IMAGES_DIR/$file.tar"
+  echo "$key" > "$IMAGES_DIR/$file.key"
+  rm -rf "$work"
+  log "Built $ref ($(du -h "$IMAGES_DIR/$file.tar" | cut -f1))"
+}
+
+gobuild e2e ./cmd/pause pause
+gobuild e2e ./cmd/nettool nettool
+image pause registry.k8s.io/pause:3.10 populate_pause "$IMAGES_DIR/bin/pause" \
+  --config.entrypoint /pause --config.user 65535:65535
+image testtools hostpath.dev/testtools:dev populate_testtools "$IMAGES_DIR/bin/nettool /bin/busybox" \
+  --config.cmd /bin/sh --config.env PATH=/bin --config.workingdir /
+if ! $BASE_ONLY; then
+  for p in manager provisioner hostdefiner; do
+    if [ ! -f "$REPO_ROOT/$p/cmd/$p/main.go" ]; then
+      log "Skipping hostpath.dev/$p:dev: $p/cmd/$p/main.go does not exist yet"
+      continue
+    fi
+    gobuild "$p" "./cmd/$p" "$p"
+    user=65532:65532
+    [ "$p" = manager ] && user=0:0
+    image "$p" "hostpath.dev/$p:dev" populate_program "$IMAGES_DIR/bin/$p" \
+      --config.entrypoint "/usr/local/bin/$p" --config.user "$user" --config.workingdir /
+  done
+fi
+log "Images ready in $IMAGES_DIR after $(since "$T0")s: ${built[*]}"
+$BASE_ONLY && exit 0
+
+# Import into every running node.
+imported=0
+for n in $(node_numbers); do
+  pid_alive "containerd-$n" || continue
+  for f in "${built[@]}"; do
+    ctr --address "$(node_sock "$n")" -n k8s.io images import "$IMAGES_DIR/$f.tar" > /dev/null ||
+      die "importing $f into $(node_name "$n") failed"
+  done
+  imported=$((imported + 1))
+done
+if [ "$imported" -eq 0 ]; then
+  log "No running node: images not imported (cluster-up.sh imports the cached images)"
+else
+  log "Imported ${built[*]} into $imported node(s) after $(since "$T0")s"
+  log "Running pods keep their old image: restart them (kubectl rollout restart) to use the new one"
+fi
