@@ -205,9 +205,13 @@ func TestCreateVolume(t *testing.T) {
 		{desc: "file with the name", name: "v1", mode: 0o777, wantErr: ErrConflict,
 			setup: func(t *testing.T, e *testEnv) { mustWrite(t, filepath.Join(e.pool, "v1"), "x") }},
 		{desc: "symlink to a directory outside", name: "v1", mode: 0o777, wantErr: ErrConflict,
-			setup: func(t *testing.T, e *testEnv) { mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "v1")) }},
+			setup: func(t *testing.T, e *testEnv) {
+				mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "v1"))
+			}},
 		{desc: "dangling symlink", name: "v1", mode: 0o777, wantErr: ErrConflict,
-			setup: func(t *testing.T, e *testEnv) { mustSymlink(t, "/nonexistent-hostpath-test", filepath.Join(e.pool, "v1")) }},
+			setup: func(t *testing.T, e *testEnv) {
+				mustSymlink(t, "/nonexistent-hostpath-test", filepath.Join(e.pool, "v1"))
+			}},
 		{desc: "traversal", name: "../sibling", mode: 0o777, wantErr: ErrInvalid},
 		{desc: "unknown pool", pool: "other", name: "v1", mode: 0o777, wantErr: ErrNotFound},
 		{desc: "invalid pool", pool: "..", name: "v1", mode: 0o777, wantErr: ErrInvalid},
@@ -289,7 +293,9 @@ func TestDeleteVolume(t *testing.T) {
 			}},
 		{desc: "symlink with the name is a conflict and stays", name: "v1", wantErr: ErrConflict,
 			survivors: []string{"pool/v1", "sibling/data/keep.txt"},
-			setup: func(t *testing.T, e *testEnv) { mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "v1")) }},
+			setup: func(t *testing.T, e *testEnv) {
+				mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "v1"))
+			}},
 		{desc: "file with the name is a conflict and stays", name: "v1", wantErr: ErrConflict,
 			survivors: []string{"pool/v1"},
 			setup:     func(t *testing.T, e *testEnv) { mustWrite(t, filepath.Join(e.pool, "v1"), "x") }},
