@@ -1,0 +1,179 @@
+// Package app is the provisioner program: its flags, and Run, which wires the
+// informers, the manager discovery and the library's ProvisionController.
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+// Flag names.
+const (
+	FlagNodeName         = "node-name"
+	FlagProvisionerName  = "provisioner-name"
+	FlagKubeconfig       = "kubeconfig"
+	FlagKubeAPIQPS       = "kube-api-qps"
+	FlagKubeAPIBurst     = "kube-api-burst"
+	FlagWorkers          = "workers"
+	FlagResyncPeriod     = "resync-period"
+	FlagMetricsAddress   = "metrics-address"
+	FlagNamespace        = "namespace"
+	FlagInstanceSelector = "instance-selector"
+	FlagManagerNamespace = "manager-namespace"
+	FlagManagerSelector  = "manager-selector"
+	FlagManagerPort      = "manager-port"
+	FlagManagerURL       = "manager-url"
+	FlagManagerTokenFile = "manager-token-file"
+)
+
+// Environment variables that give flags their default.
+const (
+	// EnvNodeName is the fallback of --node-name (downward API spec.nodeName).
+	EnvNodeName = "NODE_NAME"
+	// EnvPodNamespace is the fallback of --namespace and --manager-namespace
+	// (downward API metadata.namespace).
+	EnvPodNamespace = "POD_NAMESPACE"
+)
+
+// Defaults.
+const (
+	DefaultProvisionerName  = "hostpath.dev/provisioner"
+	DefaultKubeAPIQPS       = 50
+	DefaultKubeAPIBurst     = 100
+	DefaultWorkers          = 8
+	DefaultResyncPeriod     = 15 * time.Minute
+	DefaultMetricsAddress   = ":8081"
+	DefaultInstanceSelector = "app.kubernetes.io/name=hostpath-provisioner"
+	DefaultManagerSelector  = "app.kubernetes.io/name=hostpath-manager"
+	DefaultManagerPort      = 8080
+)
+
+// Options are the provisioner's settings, from flags.
+type Options struct {
+	NodeName         string
+	ProvisionerName  string
+	Kubeconfig       string
+	KubeAPIQPS       float32
+	KubeAPIBurst     int
+	Workers          int
+	ResyncPeriod     time.Duration
+	MetricsAddress   string
+	Namespace        string
+	InstanceSelector string
+	ManagerNamespace string
+	ManagerSelector  string
+	ManagerPort      int
+	ManagerURL       string
+	ManagerTokenFile string
+}
+
+// NewOptions returns the defaults, with the environment fallbacks applied.
+func NewOptions() *Options {
+	return &Options{
+		NodeName:         os.Getenv(EnvNodeName),
+		ProvisionerName:  DefaultProvisionerName,
+		KubeAPIQPS:       DefaultKubeAPIQPS,
+		KubeAPIBurst:     DefaultKubeAPIBurst,
+		Workers:          DefaultWorkers,
+		ResyncPeriod:     DefaultResyncPeriod,
+		MetricsAddress:   DefaultMetricsAddress,
+		Namespace:        os.Getenv(EnvPodNamespace),
+		InstanceSelector: DefaultInstanceSelector,
+		ManagerNamespace: os.Getenv(EnvPodNamespace),
+		ManagerSelector:  DefaultManagerSelector,
+		ManagerPort:      DefaultManagerPort,
+		ManagerTokenFile: client.DefaultTokenFile,
+	}
+}
+
+// AddFlags binds the options to fs, and klog's flags too.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.NodeName, FlagNodeName, o.NodeName, "The node this instance runs on and provisions for. Defaults to the "+EnvNodeName+" environment variable; required.")
+	fs.StringVar(&o.ProvisionerName, FlagProvisionerName, o.ProvisionerName, "The provisioner name that StorageClasses name in their provisioner field.")
+	fs.StringVar(&o.Kubeconfig, FlagKubeconfig, o.Kubeconfig, "The kubeconfig file to reach the API server with. Defaults to the in-cluster configuration.")
+	fs.Float32Var(&o.KubeAPIQPS, FlagKubeAPIQPS, o.KubeAPIQPS, "The sustained queries per second to the API server.")
+	fs.IntVar(&o.KubeAPIBurst, FlagKubeAPIBurst, o.KubeAPIBurst, "The burst of queries to the API server.")
+	fs.IntVar(&o.Workers, FlagWorkers, o.Workers, "The number of claim workers and of volume workers, each.")
+	fs.DurationVar(&o.ResyncPeriod, FlagResyncPeriod, o.ResyncPeriod, "How often every claim and volume is looked at again even when nothing changed.")
+	fs.StringVar(&o.MetricsAddress, FlagMetricsAddress, o.MetricsAddress, "The address that serves /healthz, /readyz and the Prometheus /metrics.")
+	fs.StringVar(&o.Namespace, FlagNamespace, o.Namespace, "The namespace of this instance and its peers. Defaults to the "+EnvPodNamespace+" environment variable; required.")
+	fs.StringVar(&o.InstanceSelector, FlagInstanceSelector, o.InstanceSelector, "The label selector of the provisioner pods (this instance and its peers).")
+	fs.StringVar(&o.ManagerNamespace, FlagManagerNamespace, o.ManagerNamespace, "The namespace of the manager pods. Defaults to the "+EnvPodNamespace+" environment variable.")
+	fs.StringVar(&o.ManagerSelector, FlagManagerSelector, o.ManagerSelector, "The label selector of the manager pods.")
+	fs.IntVar(&o.ManagerPort, FlagManagerPort, o.ManagerPort, "The port the managers serve their API on.")
+	fs.StringVar(&o.ManagerURL, FlagManagerURL, o.ManagerURL, "A fixed manager URL, such as http://127.0.0.1:8080, used for every node instead of finding the manager pod of the node (for one-node setups). Defaults to empty: find the pods.")
+	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read at every call.")
+
+	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(gofs)
+	fs.AddGoFlagSet(gofs)
+}
+
+// Validate reports every option that cannot work.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, fmt.Errorf("--%s (or %s) is required", FlagNodeName, EnvNodeName))
+	}
+	if o.ProvisionerName == "" {
+		errs = append(errs, fmt.Errorf("--%s must not be empty", FlagProvisionerName))
+	}
+	if o.KubeAPIQPS <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagKubeAPIQPS))
+	}
+	if o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--%s must be at least 1", FlagKubeAPIBurst))
+	}
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--%s must be at least 1", FlagWorkers))
+	}
+	if o.ResyncPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagResyncPeriod))
+	}
+	if _, _, err := net.SplitHostPort(o.MetricsAddress); err != nil {
+		errs = append(errs, fmt.Errorf("--%s: %w", FlagMetricsAddress, err))
+	}
+	if o.Namespace == "" {
+		errs = append(errs, fmt.Errorf("--%s (or %s) is required", FlagNamespace, EnvPodNamespace))
+	}
+	if err := validateSelector(FlagInstanceSelector, o.InstanceSelector); err != nil {
+		errs = append(errs, err)
+	}
+	if o.ManagerURL != "" {
+		if _, err := client.New(o.ManagerURL); err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", FlagManagerURL, err))
+		}
+	} else {
+		if o.ManagerNamespace == "" {
+			errs = append(errs, fmt.Errorf("--%s (or %s) is required unless --%s is set", FlagManagerNamespace, EnvPodNamespace, FlagManagerURL))
+		}
+		if err := validateSelector(FlagManagerSelector, o.ManagerSelector); err != nil {
+			errs = append(errs, err)
+		}
+		if o.ManagerPort < 1 || o.ManagerPort > 65535 {
+			errs = append(errs, fmt.Errorf("--%s must be a port from 1 to 65535", FlagManagerPort))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validateSelector checks that the flag's value is a non-empty label selector.
+func validateSelector(flagName, value string) error {
+	if value == "" {
+		return fmt.Errorf("--%s must not be empty", flagName)
+	}
+	if _, err := labels.Parse(value); err != nil {
+		return fmt.Errorf("--%s: %w", flagName, err)
+	}
+	return nil
+}

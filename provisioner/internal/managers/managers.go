@@ -1,0 +1,102 @@
+// Package managers finds the hostpath manager that serves a node: the Ready
+// manager pod scheduled to the node, read from a pod lister, or one static
+// URL for every node.
+package managers
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+// NotFoundError says that no Ready manager pod runs on a node.
+type NotFoundError struct {
+	// Node is the node without a manager.
+	Node string
+	// Selector is the label selector the manager pods were looked up with.
+	Selector string
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("no Ready manager pod (selector %s) on node %q", e.Selector, e.Node)
+}
+
+// Resolver returns a client for the manager of a node. It is safe for
+// concurrent use.
+type Resolver struct {
+	pods     corelisters.PodNamespaceLister
+	selector labels.Selector
+	port     int
+	static   *client.Client
+	opts     []client.Option
+
+	mu      sync.Mutex
+	clients map[string]*client.Client
+}
+
+// NewResolver returns a Resolver that finds manager pods matching selector
+// through pods and calls them on port, with opts for every client.
+func NewResolver(pods corelisters.PodNamespaceLister, selector labels.Selector, port int, opts ...client.Option) *Resolver {
+	return &Resolver{pods: pods, selector: selector, port: port, opts: opts, clients: map[string]*client.Client{}}
+}
+
+// NewStaticResolver returns a Resolver that answers the manager at baseURL
+// for every node (for one-node setups and debugging).
+func NewStaticResolver(baseURL string, opts ...client.Option) (*Resolver, error) {
+	c, err := client.New(baseURL, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Resolver{static: c}, nil
+}
+
+// ForNode returns a client for the manager on node. The error is a
+// *NotFoundError when no Ready manager pod with an IP runs there.
+func (r *Resolver) ForNode(node string) (*client.Client, error) {
+	if r.static != nil {
+		return r.static, nil
+	}
+	pods, err := r.pods.List(r.selector)
+	if err != nil {
+		return nil, fmt.Errorf("list manager pods: %w", err)
+	}
+	var ip string
+	for _, p := range pods {
+		if p.Spec.NodeName == node && p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(p) {
+			ip = p.Status.PodIP
+			break
+		}
+	}
+	if ip == "" {
+		return nil, &NotFoundError{Node: node, Selector: r.selector.String()}
+	}
+	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(r.port))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.clients[node]; ok && c.BaseURL() == url {
+		return c, nil
+	}
+	c, err := client.New(url, r.opts...)
+	if err != nil {
+		return nil, err
+	}
+	r.clients[node] = c
+	return c, nil
+}
+
+// podReady reports whether the pod's Ready condition is True.
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}

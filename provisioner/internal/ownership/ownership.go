@@ -1,0 +1,116 @@
+// Package ownership decides, without a leader, which provisioner instance acts
+// for an object: rendezvous (highest random weight) hashing of the object's key
+// over the live instances. Every instance that sees the same set of live
+// instances picks the same owner, and when an instance comes or goes only the
+// objects it owned (or will own) move.
+package ownership
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+)
+
+// Owner returns the candidate with the highest rendezvous weight for key, or
+// "" when there is no candidate. The result does not depend on the order of
+// candidates.
+func Owner(key string, candidates []string) string {
+	var (
+		best       string
+		bestWeight uint64
+	)
+	for _, c := range candidates {
+		w := weight(key, c)
+		if best == "" || w > bestWeight || w == bestWeight && c < best {
+			best, bestWeight = c, w
+		}
+	}
+	return best
+}
+
+// weight is the rendezvous weight of candidate for key.
+func weight(key, candidate string) uint64 {
+	h := sha256.New()
+	h.Write([]byte(key))
+	h.Write([]byte{0})
+	h.Write([]byte(candidate))
+	return binary.BigEndian.Uint64(h.Sum(nil)[:8])
+}
+
+// Instances tracks the provisioner instances (one pod per node) through a pod
+// lister, and names each instance by its node.
+type Instances struct {
+	pods     corelisters.PodNamespaceLister
+	selector labels.Selector
+	self     string
+}
+
+// NewInstances returns an Instances that lists the pods matching selector
+// through pods. self is the node of the calling instance.
+func NewInstances(pods corelisters.PodNamespaceLister, selector labels.Selector, self string) *Instances {
+	return &Instances{pods: pods, selector: selector, self: self}
+}
+
+// Self returns the node of the calling instance.
+func (i *Instances) Self() string { return i.self }
+
+// Live returns the sorted nodes of the instances whose pod is Ready and not
+// terminating. The calling instance is always included: it is alive, even
+// while its own pod is not Ready yet.
+func (i *Instances) Live() ([]string, error) {
+	pods, err := i.pods.List(i.selector)
+	if err != nil {
+		return nil, fmt.Errorf("list provisioner pods: %w", err)
+	}
+	nodes := []string{i.self}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && podReady(p) {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	slices.Sort(nodes)
+	return slices.Compact(nodes), nil
+}
+
+// OnNode reports whether an instance pod that is not terminating is
+// scheduled to node, Ready or not.
+func (i *Instances) OnNode(node string) (bool, error) {
+	if node == i.self {
+		return true, nil
+	}
+	pods, err := i.pods.List(i.selector)
+	if err != nil {
+		return false, fmt.Errorf("list provisioner pods: %w", err)
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName == node && p.DeletionTimestamp == nil {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// IsOwner reports whether the calling instance owns key among the live
+// instances.
+func (i *Instances) IsOwner(key string) (bool, error) {
+	live, err := i.Live()
+	if err != nil {
+		return false, err
+	}
+	return Owner(key, live) == i.self, nil
+}
+
+// podReady reports whether the pod's Ready condition is True.
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,27 @@
+// Package provisioner is the node-mode hostpath provisioner: the
+// sig-storage-lib-external-provisioner Provisioner, Qualifier and
+// DeletionGuard of one instance, which runs on one node and acts only for the
+// claims and volumes of that node.
+//
+// How a claim is handled:
+//
+//  1. ShouldProvision (the Qualifier) reads the claim's StorageClass from the
+//     informer cache and ignores claims of other provisioners.
+//  2. It picks the claim's node from the annotations, in order
+//     hostpath.dev/provision-on-node, kubevirt.io/provisionOnNode,
+//     volume.kubernetes.io/selected-node; an explicit annotation wins over
+//     the scheduler's choice, with a Warning event.
+//  3. Only the instance of that node says yes. A WaitForFirstConsumer claim
+//     pinned by annotation gets volume.kubernetes.io/selected-node from that
+//     instance, so the library provisions it without a consumer.
+//  4. A claim that names no node (Immediate class), a node that does not
+//     exist or a node without an instance gets one Warning event, from the
+//     one instance that rendezvous hashing of the claim UID over the live
+//     instances elects. No other instance writes anything.
+//  5. Provision validates the class parameters and the claim, asks the node's
+//     manager for the directory, and returns the PV with hostPath and node
+//     affinity; manager errors map to the library's states in
+//     provisioningState.
+//  6. ShouldDelete (the DeletionGuard) lets only the instance of the PV's
+//     node delete; Delete removes the directory through the manager.
+package provisioner

@@ -1,0 +1,179 @@
+package provisioner
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// StorageClass parameter keys.
+const (
+	// ParamMode selects the volume mode: ModeNode or ModeMultihost.
+	ParamMode = "mode"
+	// ParamPool names the manager's storage pool.
+	ParamPool = "pool"
+	// ParamPathPattern is the template of the volume's directory name.
+	ParamPathPattern = "pathPattern"
+	// ParamDirMode is the octal permission of the volume's directory.
+	ParamDirMode = "dirMode"
+)
+
+// Mode is a volume mode, the StorageClass parameter "mode".
+type Mode string
+
+// The volume modes.
+const (
+	// ModeNode is one directory on one node, with node affinity to it.
+	ModeNode Mode = "node"
+	// ModeMultihost is the same directory on every node (not supported yet).
+	ModeMultihost Mode = "multihost"
+)
+
+// Defaults of the StorageClass parameters.
+const (
+	DefaultMode        = ModeNode
+	DefaultPool        = "default"
+	DefaultPathPattern = "${pvc.metadata.namespace}-${pvc.metadata.name}-${pv.metadata.name}"
+	DefaultDirMode     = "0777"
+)
+
+// The variables a pathPattern may use.
+const (
+	VarClaimNamespace = "pvc.metadata.namespace"
+	VarClaimName      = "pvc.metadata.name"
+	VarVolumeName     = "pv.metadata.name"
+)
+
+// MaxDirectoryLength is the longest directory name a pathPattern may produce.
+const MaxDirectoryLength = 253
+
+var (
+	directoryRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	poolRE      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	knownParams = []string{ParamMode, ParamPool, ParamPathPattern, ParamDirMode}
+)
+
+// Parameters are a StorageClass's validated parameters.
+type Parameters struct {
+	// Mode is the volume mode.
+	Mode Mode
+	// Pool is the storage pool's name.
+	Pool string
+	// PathPattern is the directory name template.
+	PathPattern string
+	// DirMode is the directory's permission bits in octal, as the manager
+	// expects them (e.g. "0777").
+	DirMode string
+}
+
+// ParameterError is a StorageClass parameter that is unknown or has a bad
+// value.
+type ParameterError struct {
+	// Parameter is the parameter's key.
+	Parameter string
+	// Problem says what is wrong and what is allowed.
+	Problem string
+}
+
+func (e *ParameterError) Error() string {
+	return fmt.Sprintf("StorageClass parameter %q: %s", e.Parameter, e.Problem)
+}
+
+// ParseParameters validates a StorageClass's parameters and fills in the
+// defaults. The error is a *ParameterError naming the first bad parameter
+// in key order.
+func ParseParameters(params map[string]string) (Parameters, error) {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(knownParams, k) {
+			return Parameters{}, &ParameterError{Parameter: k, Problem: "unknown parameter; the known parameters are " + strings.Join(knownParams, ", ")}
+		}
+	}
+	p := Parameters{Mode: DefaultMode, Pool: DefaultPool, PathPattern: DefaultPathPattern, DirMode: DefaultDirMode}
+	if v, ok := params[ParamMode]; ok {
+		switch Mode(v) {
+		case ModeNode, ModeMultihost:
+			p.Mode = Mode(v)
+		default:
+			return Parameters{}, &ParameterError{Parameter: ParamMode, Problem: fmt.Sprintf("%q is not a mode; use %q or %q", v, ModeNode, ModeMultihost)}
+		}
+	}
+	if v, ok := params[ParamPool]; ok {
+		if !poolRE.MatchString(v) {
+			return Parameters{}, &ParameterError{Parameter: ParamPool, Problem: fmt.Sprintf("%q is not a pool name: use 1-63 lower-case letters, digits and '-', starting and ending with a letter or digit", v)}
+		}
+		p.Pool = v
+	}
+	if v, ok := params[ParamPathPattern]; ok {
+		// Expanding with example values checks the syntax, the variables
+		// and the literal text; Directory checks the real name again.
+		if _, err := expand(v, "namespace", "claim", "pvc-00000000-0000-0000-0000-000000000000"); err != nil {
+			return Parameters{}, &ParameterError{Parameter: ParamPathPattern, Problem: err.Error()}
+		}
+		p.PathPattern = v
+	}
+	if v, ok := params[ParamDirMode]; ok {
+		m, err := strconv.ParseUint(v, 8, 32)
+		if err != nil || m > 0o7777 || len(v) > 5 {
+			return Parameters{}, &ParameterError{Parameter: ParamDirMode, Problem: fmt.Sprintf("%q is not an octal mode from 0 to 07777, such as 0770", v)}
+		}
+		p.DirMode = fmt.Sprintf("%04o", m)
+	}
+	return p, nil
+}
+
+// Directory expands the pathPattern for a claim and its volume. The error is
+// a *ParameterError when the result is not one safe directory name.
+func (p Parameters) Directory(claimNamespace, claimName, pvName string) (string, error) {
+	dir, err := expand(p.PathPattern, claimNamespace, claimName, pvName)
+	if err != nil {
+		return "", &ParameterError{Parameter: ParamPathPattern, Problem: err.Error()}
+	}
+	return dir, nil
+}
+
+// expand substitutes the variables of pattern and checks that the result is
+// one directory name strictly inside the pool.
+func expand(pattern, claimNamespace, claimName, pvName string) (string, error) {
+	vars := map[string]string{VarClaimNamespace: claimNamespace, VarClaimName: claimName, VarVolumeName: pvName}
+	var b strings.Builder
+	for rest := pattern; rest != ""; {
+		i := strings.Index(rest, "${")
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i])
+		rest = rest[i+2:]
+		j := strings.IndexByte(rest, '}')
+		if j < 0 {
+			return "", fmt.Errorf("pattern %q has an unterminated \"${\"", pattern)
+		}
+		name := rest[:j]
+		v, ok := vars[name]
+		if !ok {
+			return "", fmt.Errorf("pattern %q uses unknown variable ${%s}; the variables are ${%s}, ${%s} and ${%s}", pattern, name, VarClaimNamespace, VarClaimName, VarVolumeName)
+		}
+		b.WriteString(v)
+		rest = rest[j+1:]
+	}
+	dir := b.String()
+	switch {
+	case dir == "":
+		return "", fmt.Errorf("pattern %q gives an empty directory name", pattern)
+	case len(dir) > MaxDirectoryLength:
+		return "", fmt.Errorf("pattern %q gives a directory name of %d characters, the limit is %d", pattern, len(dir), MaxDirectoryLength)
+	case strings.Contains(dir, ".."):
+		return "", fmt.Errorf("pattern %q gives %q, which contains \"..\": the directory must stay inside the pool", pattern, dir)
+	case !directoryRE.MatchString(dir):
+		return "", fmt.Errorf("pattern %q gives %q, which is not one directory name: use letters, digits, '.', '_' and '-', starting with a letter or digit (no '/', no absolute path)", pattern, dir)
+	}
+	return dir, nil
+}

@@ -1,0 +1,70 @@
+package provisioner
+
+import (
+	"errors"
+	"fmt"
+
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+
+	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/managers"
+)
+
+// ManagerClientRole is the ClusterRole that grants access to the manager API.
+const ManagerClientRole = "hostpath-manager-client"
+
+// provisioningState maps the error of a manager call made while provisioning
+// to the library's state, and wraps it with what the user should know.
+// reschedulable says whether the claim's node came from the scheduler, so
+// that another node may be tried.
+//
+//   - transport errors, 5xx answers, no manager on the node: in background,
+//     the library retries;
+//   - 401/403: in background with a message about the missing RBAC: it
+//     works once the binding is fixed;
+//   - 507 (no space) and 404 (no such pool on the node): reschedule when the
+//     scheduler chose the node, finished otherwise;
+//   - other 4xx (400 bad request, 409 conflict, ...): finished.
+func provisioningState(err error, reschedulable bool) (controller.ProvisioningState, error) {
+	if err == nil {
+		return controller.ProvisioningFinished, nil
+	}
+	var nf *managers.NotFoundError
+	if errors.As(err, &nf) {
+		return controller.ProvisioningInBackground, fmt.Errorf("%w; will retry", err)
+	}
+	reason := client.ReasonOf(err)
+	switch reason {
+	case "":
+		return controller.ProvisioningInBackground, fmt.Errorf("manager unreachable: %w; will retry", err)
+	case client.ReasonUnauthorized, client.ReasonForbidden:
+		return controller.ProvisioningInBackground, rbacError(err)
+	case client.ReasonInsufficientStorage, client.ReasonNotFound:
+		what := "not enough free space in the pool"
+		if reason == client.ReasonNotFound {
+			what = "the pool is not configured on the node"
+		}
+		if reschedulable {
+			return controller.ProvisioningReschedule, fmt.Errorf("%s, asking the scheduler for another node: %w", what, err)
+		}
+		return controller.ProvisioningFinished, fmt.Errorf("%s: %w", what, err)
+	}
+	if reason.Status() >= 500 {
+		return controller.ProvisioningInBackground, fmt.Errorf("%w; will retry", err)
+	}
+	return controller.ProvisioningFinished, err
+}
+
+// deletionError wraps the error of a manager call made while deleting.
+func deletionError(err error) error {
+	switch client.ReasonOf(err) {
+	case client.ReasonUnauthorized, client.ReasonForbidden:
+		return rbacError(err)
+	}
+	return err
+}
+
+// rbacError says what to fix when the manager rejects the provisioner.
+func rbacError(err error) error {
+	return fmt.Errorf("the manager rejected the provisioner's service account: bind it to the ClusterRole %s; will retry: %w", ManagerClientRole, err)
+}
