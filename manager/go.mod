@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/prometheus/client_golang v1.22.0
+	github.com/spf13/pflag v1.0.10
 	golang.org/x/sys v0.31.0
 	k8s.io/api v0.34.4
 	k8s.io/apimachinery v0.34.4

@@ -1,0 +1,285 @@
+// Package app wires the manager's flags to its HTTP server: Options holds
+// the settings, Run serves the API until its context ends and then shuts
+// down gracefully.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"hostpath.dev/manager/internal/auth"
+	"hostpath.dev/manager/internal/disk"
+	"hostpath.dev/manager/internal/server"
+)
+
+// Flag names and the environment variables some of them fall back to.
+const (
+	FlagNodeName              = "node-name"
+	EnvNodeName               = "NODE_NAME"
+	FlagPool                  = "pool"
+	FlagStateDir              = "state-dir"
+	FlagMachineIDFile         = "machine-id-file"
+	FlagBootIDFile            = "boot-id-file"
+	FlagListenAddress         = "listen-address"
+	FlagMaxBodyBytes          = "max-body-bytes"
+	FlagReadHeaderTimeout     = "read-header-timeout"
+	FlagReadTimeout           = "read-timeout"
+	FlagWriteTimeout          = "write-timeout"
+	FlagIdleTimeout           = "idle-timeout"
+	FlagShutdownTimeout       = "shutdown-timeout"
+	FlagTokenCacheTTL         = "token-cache-ttl"
+	FlagTokenRejectedCacheTTL = "token-rejected-cache-ttl"
+	FlagAllowedCacheTTL       = "authz-allowed-cache-ttl"
+	FlagDeniedCacheTTL        = "authz-denied-cache-ttl"
+	FlagAuthCacheSize         = "auth-cache-size"
+	FlagInsecureSkipAuth      = "insecure-skip-auth"
+	FlagKubeconfig            = "kubeconfig"
+	FlagKubeAPIQPS            = "kube-api-qps"
+	FlagKubeAPIBurst          = "kube-api-burst"
+)
+
+// DefaultPool is the --pool default.
+const DefaultPool = "default=/var/hpvolumes"
+
+// Options holds the manager's settings.
+type Options struct {
+	// NodeName is the node the manager runs on.
+	NodeName string
+	// Pools are NAME=PATH pairs.
+	Pools []string
+	// StateDir holds the host ID.
+	StateDir string
+	// MachineIDFile and BootIDFile are read for /v1/host.
+	MachineIDFile, BootIDFile string
+	// ListenAddress is where the API is served (host:port).
+	ListenAddress string
+	// MaxBodyBytes limits request bodies.
+	MaxBodyBytes int64
+	// HTTP server timeouts.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// ShutdownTimeout bounds the graceful shutdown.
+	ShutdownTimeout time.Duration
+	// Auth tunes the TokenReview and SubjectAccessReview caches.
+	Auth auth.Options
+	// InsecureSkipAuth lets every call through unauthenticated.
+	InsecureSkipAuth bool
+	// Kubeconfig is the path of a kubeconfig; empty means in-cluster.
+	Kubeconfig string
+	// KubeAPIQPS and KubeAPIBurst limit calls to the API server.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+}
+
+// NewOptions returns Options with their defaults; the node name defaults to
+// $NODE_NAME.
+func NewOptions() *Options {
+	return &Options{
+		NodeName:          os.Getenv(EnvNodeName),
+		Pools:             []string{DefaultPool},
+		StateDir:          "/var/lib/hostpath",
+		MachineIDFile:     disk.DefaultMachineIDFile,
+		BootIDFile:        disk.DefaultBootIDFile,
+		ListenAddress:     ":8080",
+		MaxBodyBytes:      server.DefaultMaxBodyBytes,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      10 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ShutdownTimeout:   30 * time.Second,
+		Auth:              auth.DefaultOptions(),
+		KubeAPIQPS:        20,
+		KubeAPIBurst:      40,
+	}
+}
+
+// AddFlags binds the options to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.NodeName, FlagNodeName, o.NodeName, "Name of the Kubernetes node the manager runs on, reported by /v1/host. Defaults to $"+EnvNodeName+"; required.")
+	fs.StringArrayVar(&o.Pools, FlagPool, o.Pools, "Storage pool as NAME=PATH, with NAME a DNS label and PATH an absolute directory on the host; repeat the flag for more pools (giving it replaces the default).")
+	fs.StringVar(&o.StateDir, FlagStateDir, o.StateDir, "Directory that keeps the host ID, created if missing.")
+	fs.StringVar(&o.MachineIDFile, FlagMachineIDFile, o.MachineIDFile, "File holding the machine ID reported by /v1/host; empty to report none.")
+	fs.StringVar(&o.BootIDFile, FlagBootIDFile, o.BootIDFile, "File holding the kernel's boot ID reported by /v1/host.")
+	fs.StringVar(&o.ListenAddress, FlagListenAddress, o.ListenAddress, "Address (host:port) to serve the API, /healthz and /metrics on.")
+	fs.Int64Var(&o.MaxBodyBytes, FlagMaxBodyBytes, o.MaxBodyBytes, "Largest request body accepted, in bytes; larger ones get 413.")
+	fs.DurationVar(&o.ReadHeaderTimeout, FlagReadHeaderTimeout, o.ReadHeaderTimeout, "Time allowed to read a request's headers.")
+	fs.DurationVar(&o.ReadTimeout, FlagReadTimeout, o.ReadTimeout, "Time allowed to read a whole request.")
+	fs.DurationVar(&o.WriteTimeout, FlagWriteTimeout, o.WriteTimeout, "Time allowed to serve a request, removal of a large volume included.")
+	fs.DurationVar(&o.IdleTimeout, FlagIdleTimeout, o.IdleTimeout, "Time an idle keep-alive connection is kept open.")
+	fs.DurationVar(&o.ShutdownTimeout, FlagShutdownTimeout, o.ShutdownTimeout, "Time allowed for requests in flight to finish at shutdown.")
+	fs.DurationVar(&o.Auth.AuthenticatedTTL, FlagTokenCacheTTL, o.Auth.AuthenticatedTTL, "How long a token accepted by TokenReview is remembered.")
+	fs.DurationVar(&o.Auth.UnauthenticatedTTL, FlagTokenRejectedCacheTTL, o.Auth.UnauthenticatedTTL, "How long a token rejected by TokenReview is remembered.")
+	fs.DurationVar(&o.Auth.AllowedTTL, FlagAllowedCacheTTL, o.Auth.AllowedTTL, "How long a call allowed by SubjectAccessReview is remembered.")
+	fs.DurationVar(&o.Auth.DeniedTTL, FlagDeniedCacheTTL, o.Auth.DeniedTTL, "How long a call denied by SubjectAccessReview is remembered.")
+	fs.IntVar(&o.Auth.CacheSize, FlagAuthCacheSize, o.Auth.CacheSize, "Most entries kept in each of the token and access caches.")
+	fs.BoolVar(&o.InsecureSkipAuth, FlagInsecureSkipAuth, o.InsecureSkipAuth, "Serve /v1 to anyone, without TokenReview and SubjectAccessReview. Only for a test bench: anyone who reaches the port can create and delete directories.")
+	fs.StringVar(&o.Kubeconfig, FlagKubeconfig, o.Kubeconfig, "Path of a kubeconfig for the API server; empty means the in-cluster service account.")
+	fs.Float32Var(&o.KubeAPIQPS, FlagKubeAPIQPS, o.KubeAPIQPS, "Queries per second to the API server (reviews that miss the caches).")
+	fs.IntVar(&o.KubeAPIBurst, FlagKubeAPIBurst, o.KubeAPIBurst, "Burst of queries to the API server.")
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, fmt.Errorf("--%s (or $%s) is required", FlagNodeName, EnvNodeName))
+	}
+	if _, err := o.poolMap(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.StateDir == "" {
+		errs = append(errs, fmt.Errorf("--%s must not be empty", FlagStateDir))
+	}
+	if o.BootIDFile == "" {
+		errs = append(errs, fmt.Errorf("--%s must not be empty", FlagBootIDFile))
+	}
+	if _, _, err := net.SplitHostPort(o.ListenAddress); err != nil {
+		errs = append(errs, fmt.Errorf("--%s %q: %w", FlagListenAddress, o.ListenAddress, err))
+	}
+	if o.MaxBodyBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagMaxBodyBytes))
+	}
+	for name, d := range map[string]time.Duration{
+		FlagReadHeaderTimeout: o.ReadHeaderTimeout, FlagReadTimeout: o.ReadTimeout, FlagWriteTimeout: o.WriteTimeout,
+		FlagIdleTimeout: o.IdleTimeout, FlagShutdownTimeout: o.ShutdownTimeout,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be positive", name))
+		}
+	}
+	for name, d := range map[string]time.Duration{
+		FlagTokenCacheTTL: o.Auth.AuthenticatedTTL, FlagTokenRejectedCacheTTL: o.Auth.UnauthenticatedTTL,
+		FlagAllowedCacheTTL: o.Auth.AllowedTTL, FlagDeniedCacheTTL: o.Auth.DeniedTTL,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("--%s must not be negative", name))
+		}
+	}
+	if o.Auth.CacheSize <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagAuthCacheSize))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--%s and --%s must be positive", FlagKubeAPIQPS, FlagKubeAPIBurst))
+	}
+	return errors.Join(errs...)
+}
+
+// poolMap parses the --pool values; the disk package checks names and paths.
+func (o *Options) poolMap() (map[string]string, error) {
+	if len(o.Pools) == 0 {
+		return nil, fmt.Errorf("--%s: at least one pool is needed", FlagPool)
+	}
+	pools := map[string]string{}
+	for _, p := range o.Pools {
+		name, path, ok := strings.Cut(p, "=")
+		if !ok || name == "" || path == "" {
+			return nil, fmt.Errorf("--%s %q: want NAME=PATH", FlagPool, p)
+		}
+		if err := disk.ValidatePoolName(name); err != nil {
+			return nil, fmt.Errorf("--%s %q: %w", FlagPool, p, err)
+		}
+		if _, dup := pools[name]; dup {
+			return nil, fmt.Errorf("--%s: pool %q is given twice", FlagPool, name)
+		}
+		pools[name] = path
+	}
+	return pools, nil
+}
+
+// Run serves the API on o.ListenAddress until ctx ends, then shuts down
+// gracefully. o must have passed Validate.
+func Run(ctx context.Context, o *Options) error {
+	ln, err := net.Listen("tcp", o.ListenAddress)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.ListenAddress, err)
+	}
+	return serve(ctx, o, ln)
+}
+
+func serve(ctx context.Context, o *Options, ln net.Listener) error {
+	defer ln.Close()
+	logger := klog.FromContext(ctx)
+	pools, err := o.poolMap()
+	if err != nil {
+		return err
+	}
+	store, err := disk.New(ctx, disk.Config{
+		NodeName: o.NodeName,
+		Pools:    pools,
+		Identity: disk.IdentityConfig{StateDir: o.StateDir, BootIDFile: o.BootIDFile, MachineIDFile: o.MachineIDFile},
+	})
+	if err != nil {
+		return fmt.Errorf("set up storage: %w", err)
+	}
+	authorizer, err := o.authorizer(ctx)
+	if err != nil {
+		return err
+	}
+	handler, err := server.New(server.Config{NodeName: o.NodeName, Backend: store, Authorizer: authorizer, MaxBodyBytes: o.MaxBodyBytes})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		ReadTimeout:       o.ReadTimeout,
+		WriteTimeout:      o.WriteTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		// Requests keep the logger but not the cancellation: at shutdown,
+		// calls in flight finish their work.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("Serving the manager API", "address", ln.Addr().String(), "node", o.NodeName, "pools", store.PoolNames(), "hostID", mustHost(ctx, store))
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("Shutting down", "timeout", o.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
+}
+
+func mustHost(ctx context.Context, s *disk.Store) string {
+	h, err := s.Host(ctx)
+	if err != nil {
+		return ""
+	}
+	return h.HostID
+}
+
+func (o *Options) authorizer(ctx context.Context) (auth.Authorizer, error) {
+	if o.InsecureSkipAuth {
+		klog.FromContext(ctx).Error(nil, "WARNING: authentication and authorisation are OFF (--"+FlagInsecureSkipAuth+"): anyone who reaches the port can create and delete directories in the pools")
+		return auth.AllowAll{}, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("API server configuration: %w", err)
+	}
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	cfg.UserAgent = "hostpath-manager"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("API client: %w", err)
+	}
+	return auth.NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), o.Auth), nil
+}

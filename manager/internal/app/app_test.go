@@ -1,0 +1,226 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2/ktesting"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+func TestAddFlags(t *testing.T) {
+	t.Setenv(EnvNodeName, "from-env")
+	o := NewOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--pool=fast=/mnt/fast", "--pool", "slow=/mnt/slow", "--max-body-bytes=10", "--authz-denied-cache-ttl=3s", "--insecure-skip-auth"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.NodeName != "from-env" {
+		t.Errorf("NodeName = %q, want the $%s value", o.NodeName, EnvNodeName)
+	}
+	if strings.Join(o.Pools, ",") != "fast=/mnt/fast,slow=/mnt/slow" {
+		t.Errorf("Pools = %v: the flag must replace the default", o.Pools)
+	}
+	if o.MaxBodyBytes != 10 || o.Auth.DeniedTTL != 3*time.Second || !o.InsecureSkipAuth {
+		t.Errorf("options = %+v", o)
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !strings.HasSuffix(f.Usage, ".") || strings.ToUpper(f.Usage[:1]) != f.Usage[:1] {
+			t.Errorf("--%s help is not a sentence: %q", f.Name, f.Usage)
+		}
+	})
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		desc   string
+		modify func(o *Options)
+		want   string // "" means valid
+	}{
+		{desc: "defaults with a node name", modify: func(o *Options) {}},
+		{desc: "no node name", modify: func(o *Options) { o.NodeName = "" }, want: "--node-name"},
+		{desc: "no pool", modify: func(o *Options) { o.Pools = nil }, want: "at least one pool"},
+		{desc: "pool without path", modify: func(o *Options) { o.Pools = []string{"default"} }, want: "NAME=PATH"},
+		{desc: "bad pool name", modify: func(o *Options) { o.Pools = []string{"My_Pool=/x"} }, want: "DNS label"},
+		{desc: "duplicate pool", modify: func(o *Options) { o.Pools = []string{"a=/x", "a=/y"} }, want: "twice"},
+		{desc: "bad address", modify: func(o *Options) { o.ListenAddress = "8080" }, want: "--listen-address"},
+		{desc: "zero body limit", modify: func(o *Options) { o.MaxBodyBytes = 0 }, want: "--max-body-bytes"},
+		{desc: "zero timeout", modify: func(o *Options) { o.WriteTimeout = 0 }, want: "--write-timeout"},
+		{desc: "negative TTL", modify: func(o *Options) { o.Auth.DeniedTTL = -1 }, want: "--authz-denied-cache-ttl"},
+		{desc: "zero cache", modify: func(o *Options) { o.Auth.CacheSize = 0 }, want: "--auth-cache-size"},
+		{desc: "zero QPS", modify: func(o *Options) { o.KubeAPIQPS = 0 }, want: "--kube-api-qps"},
+		{desc: "no state dir", modify: func(o *Options) { o.StateDir = "" }, want: "--state-dir"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			o := NewOptions()
+			o.NodeName = "n"
+			tc.modify(o)
+			err := o.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate error = %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// decodeReview decodes a request body in whatever encoding client-go chose
+// (protobuf or JSON).
+func decodeReview(t *testing.T, r *http.Request, into runtime.Object) {
+	t.Helper()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Errorf("read request: %v", err)
+		return
+	}
+	if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, into); err != nil {
+		t.Errorf("decode %s: %v", r.URL.Path, err)
+	}
+}
+
+// fakeAPIServer answers TokenReviews (token "good" is user alice) and
+// SubjectAccessReviews (alice may get hosts, nothing else).
+func fakeAPIServer(t *testing.T) string {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /apis/authentication.k8s.io/v1/tokenreviews", func(w http.ResponseWriter, r *http.Request) {
+		var tr authnv1.TokenReview
+		decodeReview(t, r, &tr)
+		tr.APIVersion, tr.Kind = "authentication.k8s.io/v1", "TokenReview"
+		if tr.Spec.Token == "good" {
+			tr.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{Username: "alice"}}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&tr)
+	})
+	mux.HandleFunc("POST /apis/authorization.k8s.io/v1/subjectaccessreviews", func(w http.ResponseWriter, r *http.Request) {
+		var sar authzv1.SubjectAccessReview
+		decodeReview(t, r, &sar)
+		sar.APIVersion, sar.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
+		ra := sar.Spec.ResourceAttributes
+		sar.Status.Allowed = sar.Spec.User == "alice" && ra.Group == client.APIGroup && ra.Resource == "hosts" && ra.Verb == "get"
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&sar)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	data := `apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster:
+    server: ` + srv.URL + `
+contexts:
+- name: fake
+  context:
+    cluster: fake
+    user: fake
+users:
+- name: fake
+  user: {}
+current-context: fake
+`
+	if err := os.WriteFile(kubeconfig, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
+}
+
+func TestServe(t *testing.T) {
+	for _, tc := range []struct {
+		desc     string
+		insecure bool
+		token    string
+		wantHost error // nil: GET /v1/host succeeds
+		wantPut  client.Reason
+	}{
+		{desc: "authorised for get only", token: "good", wantPut: client.ReasonForbidden},
+		{desc: "no token", token: "", wantHost: errors.New("401"), wantPut: client.ReasonUnauthorized},
+		{desc: "rejected token", token: "forged", wantHost: errors.New("401"), wantPut: client.ReasonUnauthorized},
+		{desc: "insecure skips auth", insecure: true, token: ""},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			dir := t.TempDir()
+			bootID := filepath.Join(dir, "boot_id")
+			if err := os.WriteFile(bootID, []byte("b\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o := NewOptions()
+			o.NodeName = "node-a"
+			o.Pools = []string{"default=" + filepath.Join(dir, "pool")}
+			o.StateDir = filepath.Join(dir, "state")
+			o.BootIDFile = bootID
+			o.MachineIDFile = ""
+			o.InsecureSkipAuth = tc.insecure
+			if !tc.insecure {
+				o.Kubeconfig = fakeAPIServer(t)
+			}
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- serve(ctx, o, ln) }()
+
+			opts := []client.Option{}
+			if tc.token != "" {
+				opts = append(opts, client.WithToken(client.StaticToken(tc.token)))
+			}
+			c, err := client.New("http://"+ln.Addr().String(), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := c.Host(ctx)
+			if (err == nil) != (tc.wantHost == nil) {
+				t.Fatalf("Host: %v", err)
+			}
+			if err == nil && (h.NodeName != "node-a" || h.HostID == "") {
+				t.Errorf("Host = %+v", h)
+			}
+			if _, err := c.PreparePool(ctx, "default"); client.ReasonOf(err) != tc.wantPut {
+				t.Errorf("PreparePool error = %v, want reason %q", err, tc.wantPut)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve returned %v after shutdown", err)
+			}
+		})
+	}
+}
+
+func TestRunReportsListenErrors(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	o := NewOptions()
+	o.ListenAddress = "198.18.255.254:bad"
+	if err := Run(ctx, o); err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Errorf("Run error = %v", err)
+	}
+}
