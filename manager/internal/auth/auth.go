@@ -242,8 +242,8 @@ func (r *Reviewer) authorize(ctx context.Context, u *User, attrs Attributes) err
 		r.grants.Add(key, nil, r.opts.AllowedTTL)
 		return nil
 	}
-	msg := fmt.Sprintf("user %q cannot %s; grant it an RBAC rule with apiGroups [%s], resources [%s], verbs [%s] (the ClusterRole hostpath-manager-client has them all)",
-		u.Name, attrs, client.APIGroup, attrs.Resource, attrs.Verb)
+	msg := fmt.Sprintf("user %q cannot %s; grant it an RBAC rule with apiGroups [%s], resources [%s], verbs [%s] (the ClusterRole %s has them all)",
+		u.Name, attrs, client.APIGroup, attrs.Resource, attrs.Verb, client.ClientClusterRole)
 	if res.Status.Reason != "" {
 		msg += "; authorizer: " + res.Status.Reason
 	}

@@ -10,6 +10,11 @@ import "net/http"
 // the README, "Manager HTTP API").
 const APIGroup = "hostpath.dev"
 
+// ClientClusterRole is the ClusterRole, installed by manifests/, that grants
+// every permission the manager checks; bind a caller's service account to it
+// with a ClusterRoleBinding.
+const ClientClusterRole = "hostpath-manager-client"
+
 // RBAC resources the manager checks, one per kind of object its API serves.
 const (
 	// ResourceHosts is checked with verb "get" for GET /v1/host.

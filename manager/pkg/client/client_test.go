@@ -1,0 +1,279 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/klog/v2/ktesting"
+
+	"hostpath.dev/manager/internal/auth"
+	"hostpath.dev/manager/internal/disk"
+	"hostpath.dev/manager/internal/server"
+	"hostpath.dev/manager/pkg/client"
+)
+
+// tokenAuthorizer allows every call that carries token "t".
+type tokenAuthorizer struct{}
+
+func (tokenAuthorizer) Authorize(_ context.Context, token string, _ auth.Attributes) (*auth.User, error) {
+	if token != "t" {
+		return nil, &auth.Error{Reason: client.ReasonUnauthorized, Message: "bad token"}
+	}
+	return &auth.User{Name: "tester"}, nil
+}
+
+// TestAgainstServer drives the real server through the client.
+func TestAgainstServer(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	dir := t.TempDir()
+	pool := filepath.Join(dir, "pool")
+	if err := os.WriteFile(filepath.Join(dir, "boot_id"), []byte("b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, err := disk.New(ctx, disk.Config{
+		NodeName: "node-a",
+		Pools:    map[string]string{"default": pool},
+		Identity: disk.IdentityConfig{StateDir: filepath.Join(dir, "state"), BootIDFile: filepath.Join(dir, "boot_id")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler, err := server.New(server.Config{NodeName: "node-a", Backend: store, Authorizer: tokenAuthorizer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handler)
+	defer srv.Close()
+	c, err := client.New(srv.URL, client.WithToken(client.StaticToken("t")))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	h, err := c.Host(ctx)
+	if err != nil || h.NodeName != "node-a" || len(h.Pools) != 1 || h.Pools[0].Error == "" {
+		t.Fatalf("Host = %+v, %v (want the unprepared pool to report an error)", h, err)
+	}
+	if _, err := c.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{}); client.ReasonOf(err) != client.ReasonNotFound {
+		t.Errorf("CreateVolume before PreparePool: %v", err)
+	}
+	if p, err := c.PreparePool(ctx, "default"); err != nil || p.Path != pool || p.FreeBytes <= 0 {
+		t.Fatalf("PreparePool = %+v, %v", p, err)
+	}
+	for i := 0; i < 2; i++ { // idempotent
+		v, err := c.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Mode: "0750", RequiredBytes: 1})
+		if err != nil || v.Path != filepath.Join(pool, "v1") || v.Mode != "0750" {
+			t.Fatalf("CreateVolume #%d = %+v, %v", i, v, err)
+		}
+	}
+	if v, err := c.GetVolume(ctx, "default", "v1"); err != nil || v.Name != "v1" {
+		t.Errorf("GetVolume = %+v, %v", v, err)
+	}
+	if l, err := c.ListVolumes(ctx, "default"); err != nil || len(l.Items) != 1 {
+		t.Errorf("ListVolumes = %+v, %v", l, err)
+	}
+	for i := 0; i < 2; i++ { // idempotent
+		if err := c.DeleteVolume(ctx, "default", "v1"); err != nil {
+			t.Fatalf("DeleteVolume #%d: %v", i, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(pool, "v1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("volume still on disk: %v", err)
+	}
+
+	for _, tc := range []struct {
+		desc string
+		call func() error
+		want client.Reason
+	}{
+		{"get deleted", func() error { _, err := c.GetVolume(ctx, "default", "v1"); return err }, client.ReasonNotFound},
+		{"slash in name is escaped, then refused", func() error {
+			_, err := c.CreateVolume(ctx, "default", "../escape", client.CreateVolumeRequest{})
+			return err
+		}, client.ReasonBadRequest},
+		{"dot-dot name", func() error { return c.DeleteVolume(ctx, "default", "..") }, client.ReasonBadRequest},
+		{"no space", func() error {
+			_, err := c.CreateVolume(ctx, "default", "big", client.CreateVolumeRequest{RequiredBytes: 1 << 62})
+			return err
+		}, client.ReasonInsufficientStorage},
+		{"bad mode", func() error {
+			_, err := c.CreateVolume(ctx, "default", "v2", client.CreateVolumeRequest{Mode: "rwx"})
+			return err
+		}, client.ReasonBadRequest},
+		{"unknown pool", func() error { _, err := c.ListVolumes(ctx, "other"); return err }, client.ReasonNotFound},
+	} {
+		if err := tc.call(); client.ReasonOf(err) != tc.want {
+			t.Errorf("%s: error %v, want reason %s", tc.desc, err, tc.want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "escape")); err == nil {
+		t.Error("a directory was created outside the pool")
+	}
+
+	anon, _ := client.New(srv.URL)
+	if _, err := anon.Host(ctx); client.ReasonOf(err) != client.ReasonUnauthorized {
+		t.Errorf("Host without a token: %v", err)
+	}
+}
+
+// TestRequests checks what goes on the wire.
+func TestRequests(t *testing.T) {
+	type seen struct{ method, path, auth, contentType, body string }
+	for _, tc := range []struct {
+		desc string
+		base string
+		call func(ctx context.Context, c *client.Client) error
+		want seen
+	}{
+		{"host", "", func(ctx context.Context, c *client.Client) error { _, err := c.Host(ctx); return err },
+			seen{"GET", "/v1/host", "Bearer tok", "", ""}},
+		{"prepare pool", "", func(ctx context.Context, c *client.Client) error { _, err := c.PreparePool(ctx, "p"); return err },
+			seen{"PUT", "/v1/pools/p", "Bearer tok", "", ""}},
+		{"list", "", func(ctx context.Context, c *client.Client) error { _, err := c.ListVolumes(ctx, "p"); return err },
+			seen{"GET", "/v1/pools/p/volumes", "Bearer tok", "", ""}},
+		{"get escapes the name", "", func(ctx context.Context, c *client.Client) error { _, err := c.GetVolume(ctx, "p", "a/b c"); return err },
+			seen{"GET", "/v1/pools/p/volumes/a%2Fb%20c", "Bearer tok", "", ""}},
+		{"create sends JSON", "", func(ctx context.Context, c *client.Client) error {
+			_, err := c.CreateVolume(ctx, "p", "v", client.CreateVolumeRequest{Mode: "0700", RequiredBytes: 5})
+			return err
+		}, seen{"PUT", "/v1/pools/p/volumes/v", "Bearer tok", "application/json", `{"mode":"0700","requiredBytes":5}`}},
+		{"delete", "", func(ctx context.Context, c *client.Client) error { return c.DeleteVolume(ctx, "p", "v") },
+			seen{"DELETE", "/v1/pools/p/volumes/v", "Bearer tok", "", ""}},
+		{"base path is kept", "/prefix/", func(ctx context.Context, c *client.Client) error { _, err := c.Host(ctx); return err },
+			seen{"GET", "/prefix/v1/host", "Bearer tok", "", ""}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			var got seen
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				got = seen{r.Method, r.URL.EscapedPath(), r.Header.Get("Authorization"), r.Header.Get("Content-Type"), string(b)}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, "{}")
+			}))
+			defer srv.Close()
+			c, err := client.New(srv.URL+tc.base, client.WithToken(client.StaticToken("tok")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.call(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("request = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		desc        string
+		code        int
+		body        string
+		wantReason  client.Reason
+		wantMessage string
+	}{
+		{"JSON status", 409, `{"reason":"Conflict","message":"a file"}`, client.ReasonConflict, "a file"},
+		{"plain 404 from a proxy", 404, "404 page not found", client.ReasonNotFound, "404 page not found"},
+		{"plain 413", 413, "too big", client.ReasonRequestTooLarge, "too big"},
+		{"plain 507", 507, "", client.ReasonInsufficientStorage, ""},
+		{"plain 502", 502, "bad gateway", client.ReasonInternal, "bad gateway"},
+		{"JSON without a reason", 403, `{"message":"x"}`, client.ReasonForbidden, `{"message":"x"}`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.code)
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			c, _ := client.New(srv.URL)
+			err := c.DeleteVolume(ctx, "p", "v")
+			var e *client.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v is not a *client.Error", err)
+			}
+			if e.StatusCode != tc.code || e.Reason != tc.wantReason || e.Message != tc.wantMessage {
+				t.Errorf("error = %+v, want %d %s %q", e, tc.code, tc.wantReason, tc.wantMessage)
+			}
+			if client.ReasonOf(err) != tc.wantReason {
+				t.Errorf("ReasonOf = %s", client.ReasonOf(err))
+			}
+		})
+	}
+	if client.ReasonOf(errors.New("dial tcp: refused")) != "" {
+		t.Error("ReasonOf of a transport error is not empty")
+	}
+}
+
+func TestReasonStatus(t *testing.T) {
+	for reason, code := range map[client.Reason]int{
+		client.ReasonBadRequest: 400, client.ReasonUnauthorized: 401, client.ReasonForbidden: 403,
+		client.ReasonNotFound: 404, client.ReasonMethodNotAllowed: 405, client.ReasonConflict: 409,
+		client.ReasonRequestTooLarge: 413, client.ReasonInsufficientStorage: 507, client.ReasonInternal: 500,
+		client.Reason("Unknown"): 500,
+	} {
+		if got := reason.Status(); got != code {
+			t.Errorf("%s.Status() = %d, want %d", reason, got, code)
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"http://198.18.1.5:8080", true},
+		{"https://manager.example:8443/base", true},
+		{"198.18.1.5:8080", false},
+		{"ftp://h", false},
+		{"http://", false},
+		{"http://h/%zz", false},
+	} {
+		c, err := client.New(tc.url)
+		if (err == nil) != tc.ok {
+			t.Errorf("New(%q) error = %v, want ok=%v", tc.url, err, tc.ok)
+		}
+		if err == nil && c.BaseURL() != tc.url {
+			t.Errorf("BaseURL() = %q, want %q", c.BaseURL(), tc.url)
+		}
+	}
+}
+
+func TestTokenSources(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	path := filepath.Join(t.TempDir(), "token")
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Header.Get("Authorization"))
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer srv.Close()
+	c, _ := client.New(srv.URL, client.WithToken(client.FileToken(path)))
+	if _, err := c.Host(ctx); err == nil {
+		t.Error("Host succeeded without a token file")
+	}
+	for i := 1; i <= 2; i++ { // rotated tokens are picked up
+		if err := os.WriteFile(path, []byte(fmt.Sprintf(" tok%d\n", i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Host(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(seen, ",") != "Bearer tok1,Bearer tok2" {
+		t.Errorf("Authorization headers = %v", seen)
+	}
+	if tok, err := client.StaticToken("s")(); tok != "s" || err != nil {
+		t.Errorf("StaticToken = %q, %v", tok, err)
+	}
+}
