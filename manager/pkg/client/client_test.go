@@ -138,7 +138,10 @@ func TestRequests(t *testing.T) {
 			seen{"PUT", "/v1/pools/p", "Bearer tok", "", ""}},
 		{"list", "", func(ctx context.Context, c *client.Client) error { _, err := c.ListVolumes(ctx, "p"); return err },
 			seen{"GET", "/v1/pools/p/volumes", "Bearer tok", "", ""}},
-		{"get escapes the name", "", func(ctx context.Context, c *client.Client) error { _, err := c.GetVolume(ctx, "p", "a/b c"); return err },
+		{"get escapes the name", "", func(ctx context.Context, c *client.Client) error {
+			_, err := c.GetVolume(ctx, "p", "a/b c")
+			return err
+		},
 			seen{"GET", "/v1/pools/p/volumes/a%2Fb%20c", "Bearer tok", "", ""}},
 		{"create sends JSON", "", func(ctx context.Context, c *client.Client) error {
 			_, err := c.CreateVolume(ctx, "p", "v", client.CreateVolumeRequest{Mode: "0700", RequiredBytes: 5})
