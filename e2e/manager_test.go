@@ -1,0 +1,336 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"hostpath.dev/e2e/framework"
+)
+
+// What the manager's API answers, as curl sees it (manager/pkg/client has
+// the full types).
+type managerStatus struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+type managerHost struct {
+	NodeName string `json:"nodeName"`
+	HostID   string `json:"hostID"`
+	BootID   string `json:"bootID"`
+	Pools    []struct {
+		Name      string `json:"name"`
+		Path      string `json:"path"`
+		FreeBytes int64  `json:"freeBytes"`
+	} `json:"pools"`
+}
+
+type managerVolume struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+	Mode string `json:"mode"`
+}
+
+const managerTimeout = 2 * time.Minute
+
+// managerPods waits until every real node runs a ready manager pod and
+// returns their base URLs by node.
+func managerPods(ctx context.Context, t *testing.T, f *framework.Framework, nodes []string) map[string]string {
+	t.Helper()
+	urls := map[string]string{}
+	framework.WaitFor(ctx, t, managerTimeout, "a ready manager pod on every node", func(ctx context.Context) (bool, error) {
+		pods, err := f.Client.CoreV1().Pods(framework.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=hostpath-manager"})
+		if err != nil {
+			return false, err
+		}
+		clear(urls)
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(&p) {
+				urls[p.Spec.NodeName] = "http://" + p.Status.PodIP + ":8080"
+			}
+		}
+		for _, n := range nodes {
+			if urls[n] == "" {
+				return false, fmt.Errorf("no ready manager pod on %s", n)
+			}
+		}
+		return true, nil
+	})
+	return urls
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// callManager sends one request; rawPath goes on the wire as written.
+func callManager(ctx context.Context, t *testing.T, method, base, rawPath, token, body string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+rawPath, rd)
+	if err != nil {
+		t.Fatalf("Build request %s %s: %v", method, rawPath, err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s%s: %v", method, base, rawPath, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("Read the answer to %s %s: %v", method, rawPath, err)
+	}
+	return resp.StatusCode, data
+}
+
+// wantStatus checks a JSON error answer.
+func wantStatus(t *testing.T, what string, code int, body []byte, wantCode int, wantReason string) managerStatus {
+	t.Helper()
+	var st managerStatus
+	if code != wantCode {
+		t.Fatalf("%s: status %d, want %d; body %s", what, code, wantCode, body)
+	}
+	if err := json.Unmarshal(body, &st); err != nil || st.Reason != wantReason || st.Message == "" {
+		t.Fatalf("%s: body %s, want JSON with reason %s and a message", what, body, wantReason)
+	}
+	return st
+}
+
+// listDir returns the names in dir, sorted ("" when dir is missing).
+func listDir(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+// TestManager calls the managers of the real nodes like curl would: no
+// token, a token without the RBAC rule, an authorised token; it creates and
+// deletes a volume and checks the node's pool on this machine.
+func TestManager(t *testing.T) {
+	f := framework.Cluster()
+	ctx := t.Context()
+	nodes, err := f.RealNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) < 2 {
+		t.Fatalf("Need at least 2 real nodes, found %v", nodes)
+	}
+	ns := f.Namespace(ctx, t)
+	urls := managerPods(ctx, t, f, nodes)
+	node, other := nodes[0], nodes[1]
+	base := urls[node]
+
+	// Two service accounts: one bound to the client ClusterRole, one not.
+	for _, sa := range []string{"allowed", "denied"} {
+		if _, err := f.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("Create ServiceAccount %s: %v", sa, err)
+		}
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-manager-client", Labels: map[string]string{"hostpath.dev/e2e": "true"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "hostpath-manager-client"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "allowed"}},
+	}
+	if _, err := f.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Create ClusterRoleBinding: %v", err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := f.Client.RbacV1().ClusterRoleBindings().Delete(cctx, binding.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("Delete ClusterRoleBinding %s: %v", binding.Name, err)
+		}
+	})
+	allowed, err := f.ServiceAccountToken(ctx, ns, "allowed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied, err := f.ServiceAccountToken(ctx, ns, "denied")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("healthz needs no token", func(t *testing.T) {
+		code, body := callManager(ctx, t, "GET", base, "/healthz", "", "")
+		if code != http.StatusOK {
+			t.Fatalf("GET /healthz: %d %s", code, body)
+		}
+	})
+
+	t.Run("no token is 401", func(t *testing.T) {
+		code, body := callManager(ctx, t, "GET", base, "/v1/host", "", "")
+		st := wantStatus(t, "GET /v1/host without a token", code, body, http.StatusUnauthorized, "Unauthorized")
+		if !strings.Contains(st.Message, "token") {
+			t.Errorf("401 message does not say why: %q", st.Message)
+		}
+	})
+
+	t.Run("forged token is 401", func(t *testing.T) {
+		code, body := callManager(ctx, t, "GET", base, "/v1/host", "not-a-token", "")
+		wantStatus(t, "GET /v1/host with a forged token", code, body, http.StatusUnauthorized, "Unauthorized")
+	})
+
+	t.Run("token without the RBAC rule is 403", func(t *testing.T) {
+		code, body := callManager(ctx, t, "GET", base, "/v1/host", denied, "")
+		st := wantStatus(t, "GET /v1/host as "+ns+"/denied", code, body, http.StatusForbidden, "Forbidden")
+		for _, want := range []string{"system:serviceaccount:" + ns + ":denied", "get", "hosts", "hostpath.dev"} {
+			if !strings.Contains(st.Message, want) {
+				t.Errorf("403 message %q does not name %q", st.Message, want)
+			}
+		}
+		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/e2e-denied", denied, "")
+		wantStatus(t, "PUT a volume as "+ns+"/denied", code, body, http.StatusForbidden, "Forbidden")
+	})
+
+	hostIDs := map[string]string{}
+	t.Run("authorised token gets the host", func(t *testing.T) {
+		for _, n := range nodes {
+			var h managerHost
+			// RBAC changes reach the API server's authorizer within moments.
+			framework.WaitFor(ctx, t, 30*time.Second, "GET /v1/host on "+n+" to be allowed", func(ctx context.Context) (bool, error) {
+				code, body := callManager(ctx, t, "GET", urls[n], "/v1/host", allowed, "")
+				if code != http.StatusOK {
+					return false, fmt.Errorf("status %d: %s", code, body)
+				}
+				return true, json.Unmarshal(body, &h)
+			})
+			if h.NodeName != n || h.HostID == "" || h.BootID == "" || len(h.Pools) == 0 || h.Pools[0].Path != framework.PoolPath || h.Pools[0].FreeBytes <= 0 {
+				t.Errorf("GET /v1/host on %s = %+v", n, h)
+			}
+			hostIDs[n] = h.HostID
+		}
+		if hostIDs[node] == hostIDs[other] {
+			t.Errorf("Both nodes report host ID %s", hostIDs[node])
+		}
+		if data, err := os.ReadFile(filepath.Join(f.ClusterDir, "nodes", node, "state", "host-id")); err != nil || strings.TrimSpace(string(data)) != hostIDs[node] {
+			t.Errorf("host ID of %s is not persisted in its state directory: %q, %v", node, data, err)
+		}
+	})
+
+	name := "e2e-" + framework.RandomSuffix()
+	hostPath := path.Join(framework.PoolPath, name)
+	here, err := f.NodeDir(node, hostPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	there, err := f.NodeDir(other, hostPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(here); _ = os.RemoveAll(there) })
+
+	t.Run("PUT creates the directory on that node only", func(t *testing.T) {
+		code, body := callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+name, allowed, `{"mode":"0750"}`)
+		if code != http.StatusCreated {
+			t.Fatalf("PUT %s: %d %s", name, code, body)
+		}
+		var v managerVolume
+		if err := json.Unmarshal(body, &v); err != nil || v.Path != hostPath || v.Mode != "0750" {
+			t.Errorf("PUT answered %s", body)
+		}
+		fi, err := os.Lstat(here)
+		if err != nil || !fi.IsDir() {
+			t.Fatalf("%s is not a directory on %s (%s): %v", hostPath, node, here, err)
+		}
+		if fi.Mode().Perm() != 0o750 {
+			t.Errorf("%s has mode %v, want 0750", here, fi.Mode().Perm())
+		}
+		if _, err := os.Lstat(there); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s appeared on %s too (%s): %v", hostPath, other, there, err)
+		}
+		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+name, allowed, `{"mode":"0750"}`)
+		if code != http.StatusOK {
+			t.Errorf("second PUT %s: %d %s, want 200", name, code, body)
+		}
+		code, body = callManager(ctx, t, "GET", base, "/v1/pools/default/volumes", allowed, "")
+		if code != http.StatusOK || !strings.Contains(string(body), `"name":"`+name+`"`) {
+			t.Errorf("GET volumes: %d %s", code, body)
+		}
+	})
+
+	t.Run("DELETE removes it", func(t *testing.T) {
+		if err := os.WriteFile(filepath.Join(here, "data"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			code, body := callManager(ctx, t, "DELETE", base, "/v1/pools/default/volumes/"+name, allowed, "")
+			if code != http.StatusNoContent {
+				t.Fatalf("DELETE #%d: %d %s", i+1, code, body)
+			}
+		}
+		if _, err := os.Lstat(here); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s still exists: %v", here, err)
+		}
+		code, body := callManager(ctx, t, "GET", base, "/v1/pools/default/volumes/"+name, allowed, "")
+		wantStatus(t, "GET the deleted volume", code, body, http.StatusNotFound, "NotFound")
+	})
+
+	t.Run("traversal names are 400 and nothing appears outside", func(t *testing.T) {
+		pool, err := f.NodeDir(node, framework.PoolPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodeRoot := filepath.Dir(pool) // .cluster/nodes/<node>
+		beforePool, beforeNode := listDir(t, pool), listDir(t, nodeRoot)
+		for _, p := range []string{
+			"/v1/pools/default/volumes/..",
+			"/v1/pools/default/volumes/%2e%2e",
+			"/v1/pools/default/volumes/..%2Fstate",
+			"/v1/pools/default/volumes/a%2F..%2F..%2Fescape",
+			"/v1/pools/default/volumes/%2Fetc",
+			"/v1/pools/default/volumes/.hidden",
+			"/v1/pools/default/volumes/a%00b",
+			"/v1/pools/..%2F..%2Fetc/volumes/x",
+		} {
+			for _, method := range []string{"PUT", "DELETE"} {
+				code, body := callManager(ctx, t, method, base, p, allowed, "")
+				wantStatus(t, method+" "+p, code, body, http.StatusBadRequest, "BadRequest")
+			}
+		}
+		if got := listDir(t, pool); got != beforePool {
+			t.Errorf("pool of %s changed: %q -> %q", node, beforePool, got)
+		}
+		if got := listDir(t, nodeRoot); got != beforeNode {
+			t.Errorf("%s changed: %q -> %q", nodeRoot, beforeNode, got)
+		}
+	})
+}
