@@ -124,7 +124,7 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 		if err != nil || m > 0o7777 || len(v) > 5 {
 			return Parameters{}, &ParameterError{Parameter: ParamDirMode, Problem: fmt.Sprintf("%q is not an octal mode from 0 to 07777, such as 0770", v)}
 		}
-		p.DirMode = fmt.Sprintf("%04o", m)
+		p.DirMode = fmt.Sprintf("0%03o", m)
 	}
 	return p, nil
 }

@@ -1,0 +1,119 @@
+package ownership
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestOwner(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3", "n4"}
+	if got := Owner("k", nil); got != "" {
+		t.Errorf("Owner with no candidates = %q, want empty", got)
+	}
+	counts := map[string]int{}
+	moved := 0
+	for i := range 4000 {
+		key := fmt.Sprintf("uid-%d", i)
+		owner := Owner(key, nodes)
+		counts[owner]++
+		// The order of candidates does not matter.
+		reversed := slices.Clone(nodes)
+		slices.Reverse(reversed)
+		if got := Owner(key, reversed); got != owner {
+			t.Fatalf("Owner(%q) = %q for reversed candidates, %q before", key, got, owner)
+		}
+		// Removing an instance moves only the keys it owned.
+		without := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == "n2" })
+		after := Owner(key, without)
+		if owner != "n2" && after != owner {
+			t.Fatalf("Owner(%q) moved from %q to %q when n2 left", key, owner, after)
+		}
+		if owner == "n2" {
+			moved++
+		}
+	}
+	for _, n := range nodes {
+		if counts[n] < 800 || counts[n] > 1200 {
+			t.Errorf("node %s owns %d of 4000 keys, want about 1000: %v", n, counts[n], counts)
+		}
+	}
+	if moved != counts["n2"] {
+		t.Errorf("moved %d keys, want %d", moved, counts["n2"])
+	}
+}
+
+func pod(name, node string, ready bool, deleting bool) *v1.Pod {
+	status := v1.ConditionFalse
+	if ready {
+		status = v1.ConditionTrue
+	}
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"app": "p"}},
+		Spec:       v1.PodSpec{NodeName: node},
+		Status:     v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: status}}},
+	}
+	if deleting {
+		now := metav1.NewTime(time.Unix(0, 0))
+		p.DeletionTimestamp = &now
+	}
+	return p
+}
+
+func TestInstances(t *testing.T) {
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	pods := factory.Core().V1().Pods()
+	other := pod("other", "n9", true, false)
+	other.Labels = map[string]string{"app": "else"}
+	for _, p := range []*v1.Pod{
+		pod("a", "n1", true, false),
+		pod("b", "n2", false, false), // not ready yet
+		pod("c", "n3", true, true),   // terminating
+		pod("d", "n4", true, false),
+		other,
+	} {
+		if err := pods.Informer().GetIndexer().Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel := labels.SelectorFromSet(labels.Set{"app": "p"})
+
+	// The calling instance counts even before its pod is Ready.
+	inst := NewInstances(pods.Lister().Pods("ns"), sel, "n2")
+	live, err := inst.Live()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"n1", "n2", "n4"}; !slices.Equal(live, want) {
+		t.Errorf("Live = %v, want %v", live, want)
+	}
+	for node, want := range map[string]bool{"n1": true, "n2": true, "n3": false, "n4": true, "n9": false, "n5": false} {
+		if got, _ := inst.OnNode(node); got != want {
+			t.Errorf("OnNode(%s) = %v, want %v", node, got, want)
+		}
+	}
+	// Every Ready instance elects the same owner: exactly one says yes.
+	for i := range 50 {
+		key := fmt.Sprintf("uid-%d", i)
+		owners := 0
+		for _, self := range []string{"n1", "n4"} {
+			ok, err := NewInstances(pods.Lister().Pods("ns"), sel, self).IsOwner(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				owners++
+			}
+		}
+		if owners != 1 {
+			t.Errorf("key %s has %d owners, want 1", key, owners)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package provisioner
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseParameters(t *testing.T) {
+	tests := []struct {
+		name      string
+		params    map[string]string
+		want      Parameters
+		wantParam string // the parameter the error names; "" for success
+		wantText  string
+	}{
+		{name: "defaults", params: nil, want: Parameters{Mode: ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777"}},
+		{
+			name:   "all set",
+			params: map[string]string{ParamMode: "node", ParamPool: "fast-ssd", ParamPathPattern: "${pvc.metadata.name}", ParamDirMode: "2770"},
+			want:   Parameters{Mode: ModeNode, Pool: "fast-ssd", PathPattern: "${pvc.metadata.name}", DirMode: "02770"},
+		},
+		{name: "multihost parses", params: map[string]string{ParamMode: "multihost"}, want: Parameters{Mode: ModeMultihost, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777"}},
+		{name: "short dirMode", params: map[string]string{ParamDirMode: "755"}, want: Parameters{Mode: ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0755"}},
+		{name: "unknown parameter", params: map[string]string{"size": "1Gi"}, wantParam: "size", wantText: "known parameters are mode, pool, pathPattern, dirMode"},
+		{name: "parameter keys are case-sensitive", params: map[string]string{"Mode": "node"}, wantParam: "Mode", wantText: "unknown parameter"},
+		{name: "bad mode", params: map[string]string{ParamMode: "cluster"}, wantParam: ParamMode, wantText: `"cluster" is not a mode`},
+		{name: "empty pool", params: map[string]string{ParamPool: ""}, wantParam: ParamPool},
+		{name: "pool with a slash", params: map[string]string{ParamPool: "a/b"}, wantParam: ParamPool},
+		{name: "upper-case pool", params: map[string]string{ParamPool: "Default"}, wantParam: ParamPool},
+		{name: "dirMode not octal", params: map[string]string{ParamDirMode: "0789"}, wantParam: ParamDirMode},
+		{name: "dirMode too large", params: map[string]string{ParamDirMode: "17777"}, wantParam: ParamDirMode},
+		{name: "dirMode symbolic", params: map[string]string{ParamDirMode: "rwx"}, wantParam: ParamDirMode},
+		{name: "bad pathPattern", params: map[string]string{ParamPathPattern: "/abs/${pvc.metadata.name}"}, wantParam: ParamPathPattern},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseParameters(tc.params)
+			if tc.wantParam == "" {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+				if got != tc.want {
+					t.Errorf("got %+v, want %+v", got, tc.want)
+				}
+				return
+			}
+			var pe *ParameterError
+			if !errors.As(err, &pe) || pe.Parameter != tc.wantParam {
+				t.Fatalf("err = %v, want a ParameterError naming %q", err, tc.wantParam)
+			}
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("err = %v, want it to contain %q", err, tc.wantText)
+			}
+		})
+	}
+}
+
+func TestDirectory(t *testing.T) {
+	long := strings.Repeat("n", MaxDirectoryLength-1) // with "x-": one too many
+	tests := []struct {
+		pattern string
+		name    string // claim name
+		want    string // "" for an error
+	}{
+		{pattern: DefaultPathPattern, name: "data", want: "ns-data-pvc-1"},
+		{pattern: "${pvc.metadata.name}", name: "data", want: "data"},
+		{pattern: "vol_${pv.metadata.name}.d", name: "data", want: "vol_pvc-1.d"},
+		{pattern: "static", name: "data", want: "static"},
+		{pattern: "${pvc.metadata.namespace}${pvc.metadata.namespace}", name: "data", want: "nsns"},
+		{pattern: "", name: "data"},
+		{pattern: "..", name: "data"},
+		{pattern: "../${pvc.metadata.name}", name: "data"},
+		{pattern: "${pvc.metadata.name}/..", name: "data"},
+		{pattern: "a/../../etc", name: "data"},
+		{pattern: "/etc/${pvc.metadata.name}", name: "data"},
+		{pattern: "a/${pvc.metadata.name}", name: "data"},
+		{pattern: ".hidden-${pvc.metadata.name}", name: "data"},
+		{pattern: "-${pvc.metadata.name}", name: "data"},
+		{pattern: "a..b", name: "data"},
+		{pattern: "${pvc.metadata.name}", name: ".."},
+		{pattern: "x${pvc.metadata.name}", name: "/../../etc"},
+		{pattern: "a\\b", name: "data"},
+		{pattern: "a%2fb", name: "data"},
+		{pattern: "${pvc.metadata.labels}", name: "data"},
+		{pattern: "${pvc.metadata.name", name: "data"},
+		{pattern: "${}", name: "data"},
+		{pattern: "$HOME", name: "data"},
+		{pattern: "x-${pvc.metadata.name}", name: long},
+	}
+	for _, tc := range tests {
+		t.Run(tc.pattern+"|"+tc.name, func(t *testing.T) {
+			p := Parameters{PathPattern: tc.pattern}
+			got, err := p.Directory("ns", tc.name, "pvc-1")
+			if tc.want == "" {
+				var pe *ParameterError
+				if !errors.As(err, &pe) || pe.Parameter != ParamPathPattern {
+					t.Errorf("Directory = %q, %v; want a ParameterError naming %s", got, err, ParamPathPattern)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("Directory = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,57 @@
+package provisioner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+
+	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/managers"
+)
+
+func TestProvisioningState(t *testing.T) {
+	answer := func(reason client.Reason) error {
+		return fmt.Errorf("PUT /v1/pools/default/volumes/x: %w", &client.Error{StatusCode: reason.Status(), Status: client.Status{Reason: reason, Message: "m"}})
+	}
+	tests := []struct {
+		name          string
+		err           error
+		reschedulable bool
+		want          controller.ProvisioningState
+		wantText      string
+	}{
+		{name: "transport error", err: errors.New("dial tcp: connection refused"), want: controller.ProvisioningInBackground, wantText: "manager unreachable"},
+		{name: "timeout", err: fmt.Errorf("PUT: %w", context.DeadlineExceeded), want: controller.ProvisioningInBackground},
+		{name: "no manager on the node", err: &managers.NotFoundError{Node: "n", Selector: "s"}, want: controller.ProvisioningInBackground, wantText: "no Ready manager pod"},
+		{name: "500", err: answer(client.ReasonInternal), want: controller.ProvisioningInBackground},
+		{name: "500 on a scheduled claim", err: answer(client.ReasonInternal), reschedulable: true, want: controller.ProvisioningInBackground},
+		{name: "507 pinned", err: answer(client.ReasonInsufficientStorage), want: controller.ProvisioningFinished, wantText: "not enough free space"},
+		{name: "507 scheduled", err: answer(client.ReasonInsufficientStorage), reschedulable: true, want: controller.ProvisioningReschedule, wantText: "another node"},
+		{name: "404 pinned", err: answer(client.ReasonNotFound), want: controller.ProvisioningFinished, wantText: "pool is not configured"},
+		{name: "404 scheduled", err: answer(client.ReasonNotFound), reschedulable: true, want: controller.ProvisioningReschedule},
+		{name: "400", err: answer(client.ReasonBadRequest), want: controller.ProvisioningFinished},
+		{name: "400 scheduled", err: answer(client.ReasonBadRequest), reschedulable: true, want: controller.ProvisioningFinished},
+		{name: "409", err: answer(client.ReasonConflict), want: controller.ProvisioningFinished},
+		{name: "413", err: answer(client.ReasonRequestTooLarge), want: controller.ProvisioningFinished},
+		{name: "401", err: answer(client.ReasonUnauthorized), want: controller.ProvisioningInBackground, wantText: "ClusterRole " + ManagerClientRole},
+		{name: "403", err: answer(client.ReasonForbidden), want: controller.ProvisioningInBackground, wantText: "ClusterRole " + ManagerClientRole},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			state, err := provisioningState(tc.err, tc.reschedulable)
+			if state != tc.want {
+				t.Errorf("state = %s, want %s", state, tc.want)
+			}
+			if !errors.Is(err, tc.err) && !strings.Contains(err.Error(), tc.err.Error()) {
+				t.Errorf("err = %v does not carry %v", err, tc.err)
+			}
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("err = %v, want it to contain %q", err, tc.wantText)
+			}
+		})
+	}
+}

@@ -1,0 +1,246 @@
+package provisioner
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+
+	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/managers"
+)
+
+const testPVName = "pvc-0000-uid"
+
+// wantPV is the PV expected for claim ns/data of class with the directory dir
+// on selfNode (whose hostname label is selfNode-host).
+func wantPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir string) *v1.PersistentVolume {
+	reclaim := v1.PersistentVolumeReclaimDelete
+	if class.ReclaimPolicy != nil {
+		reclaim = *class.ReclaimPolicy
+	}
+	dirType := v1.HostPathDirectory
+	fs := v1.PersistentVolumeFilesystem
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: testPVName, Annotations: map[string]string{
+			AnnNode: selfNode, AnnPool: "default", AnnDirectory: dir,
+			AnnClaimNamespace: "ns", AnnClaimName: "data", AnnMode: "node",
+		}},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: c.Spec.Resources.Requests[v1.ResourceStorage]},
+			AccessModes:                   c.Spec.AccessModes,
+			PersistentVolumeReclaimPolicy: reclaim,
+			MountOptions:                  class.MountOptions,
+			VolumeMode:                    &fs,
+			PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{
+				Path: "/var/hpvolumes/" + dir, Type: &dirType,
+			}},
+			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{selfNode + "-host"}}},
+			}}}},
+		},
+	}
+}
+
+func TestProvision(t *testing.T) {
+	retain := v1.PersistentVolumeReclaimRetain
+	retainClass := class("retain", storagev1.VolumeBindingImmediate, map[string]string{ParamPool: "default", ParamDirMode: "0770", ParamPathPattern: "${pvc.metadata.name}.${pv.metadata.name}"})
+	retainClass.ReclaimPolicy = &retain
+	retainClass.MountOptions = []string{"noatime"}
+	immediate := class("immediate", storagev1.VolumeBindingImmediate, nil)
+	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil)
+	defaultDir := "ns-data-" + testPVName
+
+	insufficient := fmt.Errorf("PUT: %w", &client.Error{StatusCode: 507, Status: client.Status{Reason: client.ReasonInsufficientStorage, Message: "pool default has 1 KiB free"}})
+	tests := []struct {
+		name        string
+		class       *storagev1.StorageClass
+		claim       *v1.PersistentVolumeClaim
+		managerErr  error
+		wantState   controller.ProvisioningState
+		wantErr     string // substring; "" for success
+		wantIgnored bool
+		wantCreate  string // "" for no manager call
+		wantPV      *v1.PersistentVolume
+	}{
+		{
+			name: "Immediate claim pinned by annotation", class: immediate,
+			claim:     claim("immediate", AnnProvisionOnNode+"="+selfNode),
+			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi",
+			wantPV: wantPV(immediate, claim("immediate"), defaultDir),
+		},
+		{
+			name: "WaitForFirstConsumer claim on the selected node", class: wffc,
+			claim:     claim("wffc", AnnSelectedNode+"="+selfNode),
+			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi",
+			wantPV: wantPV(wffc, claim("wffc"), defaultDir),
+		},
+		{
+			name: "Retain class with parameters and mount options", class: retainClass,
+			claim:     withAccessModes(claim("retain", AnnKubevirtProvisionOnNode+"="+selfNode), v1.ReadWriteOncePod, v1.ReadOnlyMany),
+			wantState: controller.ProvisioningFinished, wantCreate: "default/data." + testPVName + " 0770 1Gi",
+			wantPV: wantPV(retainClass, withAccessModes(claim("retain"), v1.ReadWriteOncePod, v1.ReadOnlyMany), "data."+testPVName),
+		},
+		{
+			name: "ReadWriteMany is refused", class: immediate,
+			claim:     withAccessModes(claim("immediate", AnnProvisionOnNode+"="+selfNode), v1.ReadWriteMany),
+			wantState: controller.ProvisioningFinished, wantErr: "ReadWriteMany is not supported in mode \"node\"",
+		},
+		{
+			name: "unknown parameter", class: class("bad", storagev1.VolumeBindingImmediate, map[string]string{"size": "1"}),
+			claim:     claim("bad", AnnProvisionOnNode+"="+selfNode),
+			wantState: controller.ProvisioningFinished, wantErr: `StorageClass parameter "size": unknown parameter`,
+		},
+		{
+			name: "pathPattern that escapes the pool", class: class("bad", storagev1.VolumeBindingImmediate, map[string]string{ParamPathPattern: "../${pvc.metadata.name}"}),
+			claim:     claim("bad", AnnProvisionOnNode+"="+selfNode),
+			wantState: controller.ProvisioningFinished, wantErr: `StorageClass parameter "pathPattern"`,
+		},
+		{
+			name: "multihost is not supported yet", class: class("multihost", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost"}),
+			claim:     claim("multihost"),
+			wantState: controller.ProvisioningFinished, wantErr: `mode "multihost" is not supported yet`,
+		},
+		{
+			name: "claim moved to another node since ShouldProvision", class: immediate,
+			claim:     claim("immediate", AnnProvisionOnNode+"="+otherNode),
+			wantState: controller.ProvisioningFinished, wantIgnored: true,
+		},
+		{
+			name: "no space on a pinned claim is final", class: wffc,
+			claim:      claim("wffc", AnnProvisionOnNode+"="+selfNode, AnnSelectedNode+"="+selfNode),
+			managerErr: insufficient,
+			wantState:  controller.ProvisioningFinished, wantErr: "not enough free space in the pool", wantCreate: "default/" + defaultDir + " 0777 1Gi",
+		},
+		{
+			name: "no space on a scheduled claim asks for another node", class: wffc,
+			claim:      claim("wffc", AnnSelectedNode+"="+selfNode),
+			managerErr: insufficient,
+			wantState:  controller.ProvisioningReschedule, wantErr: "asking the scheduler for another node", wantCreate: "default/" + defaultDir + " 0777 1Gi",
+		},
+		{
+			name: "manager unreachable is retried", class: immediate,
+			claim:      claim("immediate", AnnProvisionOnNode+"="+selfNode),
+			managerErr: errors.New("dial tcp 198.18.1.2:8080: connection refused"),
+			wantState:  controller.ProvisioningInBackground, wantErr: "manager unreachable", wantCreate: "default/" + defaultDir + " 0777 1Gi",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t, fakeInstances{}, testNodes()...)
+			f.manager.err = tc.managerErr
+			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: tc.class, PVName: testPVName, PVC: tc.claim})
+			if state != tc.wantState {
+				t.Errorf("state = %s, want %s", state, tc.wantState)
+			}
+			var ignored *controller.IgnoredError
+			switch {
+			case tc.wantIgnored:
+				if !errors.As(err, &ignored) {
+					t.Errorf("err = %v, want IgnoredError", err)
+				}
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("err = %v, want none", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("err = %v, want one containing %q", err, tc.wantErr)
+			}
+			gotCreate := strings.Join(f.manager.creates, ", ")
+			if gotCreate != tc.wantCreate {
+				t.Errorf("manager creates = %q, want %q", gotCreate, tc.wantCreate)
+			}
+			if tc.wantPV == nil {
+				if pv != nil {
+					t.Errorf("pv = %v, want nil", pv)
+				}
+				return
+			}
+			if !equality.Semantic.DeepEqual(pv, tc.wantPV) {
+				t.Errorf("pv =\n%#v\nwant\n%#v", pv, tc.wantPV)
+			}
+		})
+	}
+}
+
+func TestProvisionWithoutManager(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t, fakeInstances{}, testNodes()...)
+	f.prov.cfg.Managers = func(node string) (VolumeManager, error) {
+		return nil, &managers.NotFoundError{Node: node, Selector: "app=m"}
+	}
+	_, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{
+		StorageClass: class("immediate", storagev1.VolumeBindingImmediate, nil), PVName: testPVName,
+		PVC: claim("immediate", AnnProvisionOnNode+"="+selfNode),
+	})
+	if state != controller.ProvisioningInBackground || err == nil || !strings.Contains(err.Error(), "no Ready manager pod") {
+		t.Errorf("Provision = %s, %v; want in background with no Ready manager pod", state, err)
+	}
+}
+
+func TestProvisionNodeWithoutHostnameLabel(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t, fakeInstances{}, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: selfNode}})
+	_, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{
+		StorageClass: class("immediate", storagev1.VolumeBindingImmediate, nil), PVName: testPVName,
+		PVC: claim("immediate", AnnProvisionOnNode+"="+selfNode),
+	})
+	if state != controller.ProvisioningFinished || err == nil || !strings.Contains(err.Error(), v1.LabelHostname) {
+		t.Errorf("Provision = %s, %v; want finished naming the %s label", state, err, v1.LabelHostname)
+	}
+	if len(f.manager.creates) != 0 {
+		t.Errorf("manager creates = %q, want none", f.manager.creates)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	forbidden := &client.Error{StatusCode: 403, Status: client.Status{Reason: client.ReasonForbidden, Message: "denied"}}
+	tests := []struct {
+		name        string
+		node        string
+		managerErr  error
+		wantDelete  string
+		wantIgnored bool
+		wantErr     string
+	}{
+		{name: "own volume", node: selfNode, wantDelete: "default/dir"},
+		{name: "volume of another node", node: otherNode, wantIgnored: true},
+		{name: "manager forbids", node: selfNode, managerErr: forbidden, wantDelete: "default/dir", wantErr: "bind it to the ClusterRole " + ManagerClientRole},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t, fakeInstances{})
+			f.manager.err = tc.managerErr
+			pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", Annotations: map[string]string{
+				AnnNode: tc.node, AnnPool: "default", AnnDirectory: "dir",
+			}}}
+			err := f.prov.Delete(ctx, pv)
+			var ignored *controller.IgnoredError
+			switch {
+			case tc.wantIgnored:
+				if !errors.As(err, &ignored) {
+					t.Errorf("err = %v, want IgnoredError", err)
+				}
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("err = %v, want none", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("err = %v, want one containing %q", err, tc.wantErr)
+			}
+			if got := strings.Join(f.manager.deletes, ", "); got != tc.wantDelete {
+				t.Errorf("manager deletes = %q, want %q", got, tc.wantDelete)
+			}
+		})
+	}
+}
+
+func withAccessModes(c *v1.PersistentVolumeClaim, modes ...v1.PersistentVolumeAccessMode) *v1.PersistentVolumeClaim {
+	c.Spec.AccessModes = modes
+	return c
+}
