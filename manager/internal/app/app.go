@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -271,7 +272,13 @@ func (o *Options) authorizer(ctx context.Context) (auth.Authorizer, error) {
 		klog.FromContext(ctx).Error(nil, "WARNING: authentication and authorisation are OFF (--"+FlagInsecureSkipAuth+"): anyone who reaches the port can create and delete directories in the pools")
 		return auth.AllowAll{}, nil
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	var cfg *rest.Config
+	var err error
+	if o.Kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("API server configuration: %w", err)
 	}

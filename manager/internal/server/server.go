@@ -5,6 +5,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -303,16 +304,19 @@ func writeError(w http.ResponseWriter, reason client.Reason, msg string) {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // messages are read in terminals, not browsers
+	if err := enc.Encode(v); err != nil {
 		code = http.StatusInternalServerError
-		b, _ = json.Marshal(client.Status{Reason: client.ReasonInternal, Message: "encode response: " + err.Error()})
+		buf.Reset()
+		_ = enc.Encode(client.Status{Reason: client.ReasonInternal, Message: "encode response: " + err.Error()})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(buf.Bytes())
 }
 
 // statusRecorder remembers the status code written.
