@@ -61,7 +61,7 @@ image() {
   shift 4
   # shellcheck disable=SC2086 # INPUTS is a list.
   key=$( {
-    sha256sum $inputs "$0"
+    for f in $inputs "$0"; do sha256sum < "$f"; done
     echo "$ref $populate $*"
   } | sha256sum | cut -c1-64)
   built+=("$file")
@@ -104,19 +104,31 @@ fi
 log "Images ready in $IMAGES_DIR after $(since "$T0")s: ${built[*]}"
 $BASE_ONLY && exit 0
 
-# Import into every running node.
-imported=0
-for n in $(node_numbers); do
-  pid_alive "containerd-$n" || continue
+# Import into every running node, in parallel, what the node does not have
+# yet (each node keeps the keys of its imported images).
+import_node() { # N
+  local n=$1 f marker nd
+  nd=$(node_dir "$n")
+  mkdir -p "$nd/images"
   for f in "${built[@]}"; do
+    marker=$nd/images/$f.key
+    cmp -s "$IMAGES_DIR/$f.key" "$marker" && continue
     ctr --address "$(node_sock "$n")" -n k8s.io images import "$IMAGES_DIR/$f.tar" > /dev/null ||
       die "importing $f into $(node_name "$n") failed"
+    cp "$IMAGES_DIR/$f.key" "$marker"
+    log "Imported $f into $(node_name "$n")"
   done
-  imported=$((imported + 1))
+}
+pids=()
+for n in $(node_numbers); do
+  pid_alive "containerd-$n" || continue
+  import_node "$n" &
+  pids+=($!)
 done
-if [ "$imported" -eq 0 ]; then
+for p in "${pids[@]+"${pids[@]}"}"; do wait "$p" || die "import failed"; done
+if [ ${#pids[@]} -eq 0 ]; then
   log "No running node: images not imported (cluster-up.sh imports the cached images)"
 else
-  log "Imported ${built[*]} into $imported node(s) after $(since "$T0")s"
-  log "Running pods keep their old image: restart them (kubectl rollout restart) to use the new one"
+  log "Images up to date in ${#pids[@]} node(s) after $(since "$T0")s"
+  log "Running pods keep their old image: restart them (kubectl rollout restart) to use a new one"
 fi

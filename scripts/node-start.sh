@@ -79,10 +79,12 @@ t0=$(now)
 start_bg "containerd-$N" "$LOG_DIR/containerd-$NODE.log" containerd --config "$ND/etc/containerd.toml"
 wait_until 30 "containerd of $NODE" ctr --address /run/containerd/containerd.sock version
 log "$NODE: containerd up after $(since "$t0")s"
+mkdir -p "$ND/images"
 for img in "$IMAGES_DIR"/*.tar; do
   [ -f "$img" ] || continue
   ctr --address /run/containerd/containerd.sock -n k8s.io images import "$img" > /dev/null ||
     die "$NODE: importing $img failed"
+  cp "${img%.tar}.key" "$ND/images/" 2>/dev/null || true
 done
 log "$NODE: images imported after $(since "$t0")s"
 

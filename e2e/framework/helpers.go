@@ -71,6 +71,12 @@ func (f *Framework) Namespace(ctx context.Context, t testing.TB) string {
 	if _, err := f.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("Create namespace %s: %v", ns.Name, err)
 	}
+	// Pods are refused until the controller manager made the default
+	// ServiceAccount.
+	WaitFor(ctx, t, time.Minute, "ServiceAccount "+ns.Name+"/default", func(ctx context.Context) (bool, error) {
+		_, err := f.Client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, err
+	})
 	t.Cleanup(func() {
 		// The test's context may be cancelled by now.
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)

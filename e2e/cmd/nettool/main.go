@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -63,7 +64,11 @@ func run(ctx context.Context, args []string) int {
 		o.URL = fs.Arg(0)
 		res, err := nettool.Get(ctx, o)
 		if res.Status != 0 {
-			fmt.Printf("STATUS %d\n%s", res.Status, res.Body)
+			body := res.Body
+			if !strings.HasSuffix(body, "\n") {
+				body += "\n"
+			}
+			fmt.Printf("STATUS %d\n%s", res.Status, body)
 		}
 		switch {
 		case err == nil:

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# test.sh (make test): everything CI runs, in order: verify (gofmt, vet,
+# GOWORK=off builds), unit tests of every module, the Kubernetes build, a
+# fresh local cluster, the images, the e2e suite, and the cluster teardown,
+# which always runs (also after a failure or Ctrl-C). Prints the wall time of
+# every phase; exits non-zero if any phase failed.
+# KEEP_CLUSTER=1 leaves the cluster up at the end.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster-lib.sh"
+cd "$REPO_ROOT"
+
+MAKE=${MAKE:-make}
+T0=$(now)
+results=()
+failed=""
+
+# phase NAME COMMAND...: run one phase unless an earlier one failed.
+phase() {
+  local name=$1 t rc
+  shift
+  [ -z "$failed" ] || { results+=("$(printf '%-13s skipped' "$name")"); return 0; }
+  log "=== $name: $*"
+  t=$(now)
+  "$@"
+  rc=$?
+  results+=("$(printf '%-13s %6ss  %s' "$name" "$(since "$t")" "$([ $rc -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
+  [ $rc -eq 0 ] || failed=$name
+}
+
+finish() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [ -z "${KEEP_CLUSTER:-}" ]; then
+    local t
+    t=$(now)
+    log "=== cluster-down"
+    "$REPO_ROOT/scripts/cluster-down.sh"
+    local drc=$?
+    results+=("$(printf '%-13s %6ss  %s' cluster-down "$(since "$t")" "$([ $drc -eq 0 ] && echo ok || echo FAILED)")")
+    [ $drc -eq 0 ] || failed=${failed:-cluster-down}
+  else
+    log "KEEP_CLUSTER is set: the cluster stays up (make cluster-down stops it)"
+  fi
+  log "=== Summary (wall times)"
+  printf '  %s\n' "${results[@]}" >&2
+  printf '  %-13s %6ss\n' total "$(since "$T0")" >&2
+  if [ -n "$failed" ] || [ "$rc" -ne 0 ]; then
+    log "make test FAILED${failed:+ in phase $failed}"
+    exit 1
+  fi
+  log "make test passed"
+  exit 0
+}
+trap finish EXIT
+trap 'failed=${failed:-interrupted}; exit 130' INT TERM
+
+[ "$(id -u)" -eq 0 ] || die "make test needs root (it starts a local Kubernetes cluster)"
+phase packages "$REPO_ROOT/scripts/ensure-packages.sh"
+phase verify "$MAKE" --no-print-directory verify
+phase unit "$MAKE" --no-print-directory unit
+phase k8s "$REPO_ROOT/scripts/build-k8s.sh"
+phase cluster-up "$REPO_ROOT/scripts/cluster-up.sh"
+phase images "$REPO_ROOT/scripts/images.sh"
+phase e2e env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e
