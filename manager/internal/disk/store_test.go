@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -468,5 +469,35 @@ func TestLoadIdentity(t *testing.T) {
 	}
 	if _, err := LoadIdentity(ctx, IdentityConfig{}); err == nil {
 		t.Error("LoadIdentity without a state directory succeeded")
+	}
+}
+
+func TestConcurrentCreateDelete(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	e := newTestEnv(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for i := 0; i < 100; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if _, _, err := e.store.CreateVolume(ctx, "default", "v", 0o755, 0); err != nil {
+				errs <- err
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if _, err := e.store.DeleteVolume(ctx, "default", "v"); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent call failed: %v", err)
+	}
+	if n := len(e.store.locks.locks); n != 0 {
+		t.Errorf("%d per-volume locks left after all calls returned", n)
 	}
 }
