@@ -37,6 +37,8 @@ type Attributes struct {
 	Name string
 }
 
+// String renders the attributes for messages, e.g. `create volumes in API
+// group "hostpath.dev" (name "v1")`.
 func (a Attributes) String() string {
 	s := fmt.Sprintf("%s %s in API group %q", a.Verb, a.Resource, client.APIGroup)
 	if a.Name != "" {
@@ -61,6 +63,7 @@ type Error struct {
 	Message string
 }
 
+// Error returns the message.
 func (e *Error) Error() string { return e.Message }
 
 // Authorizer decides whether the holder of token may do attrs. It returns

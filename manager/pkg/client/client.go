@@ -83,6 +83,7 @@ type Error struct {
 	Status
 }
 
+// Error says the status, reason and message.
 func (e *Error) Error() string {
 	return fmt.Sprintf("manager answered %d %s: %s", e.StatusCode, e.Reason, e.Message)
 }
