@@ -333,4 +333,44 @@ func TestManager(t *testing.T) {
 			t.Errorf("%s changed: %q -> %q", nodeRoot, beforeNode, got)
 		}
 	})
+	t.Run("symlinks planted in the pool are not followed", func(t *testing.T) {
+		stateFile, err := f.NodeDir(node, path.Join(framework.StatePath, "host-id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A symlink named like a volume, pointing at the manager's state
+		// directory, and a volume holding such a symlink, as a pod could
+		// leave them.
+		link := "e2e-link-" + framework.RandomSuffix()
+		linkHere, _ := f.NodeDir(node, path.Join(framework.PoolPath, link))
+		vol := "e2e-vol-" + framework.RandomSuffix()
+		volHere, _ := f.NodeDir(node, path.Join(framework.PoolPath, vol))
+		t.Cleanup(func() { _ = os.Remove(linkHere); _ = os.RemoveAll(volHere) })
+		if err := os.Symlink(framework.StatePath, linkHere); err != nil {
+			t.Fatal(err)
+		}
+		for _, method := range []string{"PUT", "DELETE"} {
+			code, body := callManager(ctx, t, method, base, "/v1/pools/default/volumes/"+link, allowed, "")
+			wantStatus(t, method+" a symlink", code, body, http.StatusConflict, "Conflict")
+		}
+		if fi, err := os.Lstat(linkHere); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			t.Errorf("the planted symlink was changed: %v %v", fi, err)
+		}
+		if err := os.MkdirAll(volHere, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(framework.StatePath, filepath.Join(volHere, "state")); err != nil {
+			t.Fatal(err)
+		}
+		code, body := callManager(ctx, t, "DELETE", base, "/v1/pools/default/volumes/"+vol, allowed, "")
+		if code != http.StatusNoContent {
+			t.Fatalf("DELETE a volume holding a symlink out: %d %s", code, body)
+		}
+		if _, err := os.Lstat(volHere); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s still exists: %v", volHere, err)
+		}
+		if data, err := os.ReadFile(stateFile); err != nil || strings.TrimSpace(string(data)) == "" {
+			t.Errorf("the state directory behind the symlink was touched: %s: %q, %v", stateFile, data, err)
+		}
+	})
 }
