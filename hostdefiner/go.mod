@@ -7,6 +7,6 @@ require (
 	k8s.io/klog/v2 v2.140.0
 )
 
-require github.com/go-logr/logr v1.4.1 // indirect
+require github.com/go-logr/logr v1.4.2 // indirect
 
 replace hostpath.dev/manager => ../manager
