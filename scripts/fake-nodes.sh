@@ -33,7 +33,8 @@ up)
   (cd "$REPO_ROOT/e2e" && CGO_ENABLED=0 go build -o "$BIN" ./cmd/fakenodes)
   stop_renewer
   start_bg fake-nodes "$LOG_DIR/fake-nodes.log" "$BIN" --kubeconfig "$CLUSTER_KUBECONFIG" --count "$count" "$@"
-  wait_until 300 "$count fake nodes" grep -qx ready "$LOG_DIR/fake-nodes.log" || {
+  wait_until 300 "$count fake nodes" sh -c "grep -qx ready '$LOG_DIR/fake-nodes.log' || ! kill -0 $(cut -d' ' -f1 "$RUN_DIR/fake-nodes.pid")"
+  grep -qx ready "$LOG_DIR/fake-nodes.log" || {
     tail -5 "$LOG_DIR/fake-nodes.log" >&2
     die "fake nodes did not come up"
   }

@@ -7,6 +7,7 @@ package fakenodes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -175,7 +177,7 @@ func ensureNode(ctx context.Context, client kubernetes.Interface, want *corev1.N
 		corev1.ResourcePods:             resource.MustParse("110"),
 		corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
 	}
-	node.Status = corev1.NodeStatus{
+	status := corev1.NodeStatus{
 		Capacity:    capacity,
 		Allocatable: capacity,
 		Phase:       corev1.NodeRunning,
@@ -189,7 +191,13 @@ func ensureNode(ctx context.Context, client kubernetes.Interface, want *corev1.N
 			ContainerRuntimeVersion: "fake://0", MachineID: node.Name, SystemUUID: node.Name, BootID: "fake",
 		},
 	}
-	node, err = client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	// A merge patch: controllers change the Node right after it is created,
+	// so an update would conflict.
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return nil, fmt.Errorf("encode status of node %s: %w", want.Name, err)
+	}
+	node, err = client.CoreV1().Nodes().Patch(ctx, want.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		return nil, fmt.Errorf("set status of node %s: %w", want.Name, err)
 	}
