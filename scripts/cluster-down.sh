@@ -41,15 +41,6 @@ stop() {
   return 0
 }
 
-# kill_pid_file FILE: SIGKILL the process whose PID FILE holds, if it is
-# still the program PROG (a shim or a container's init).
-kill_pid_file() {
-  local pid
-  pid=$(tr -dc '0-9' < "$1" 2>/dev/null)
-  [ -n "$pid" ] && [ -e "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null
-  return 0
-}
-
 nodes=$(node_numbers)
 if [ -z "$nodes" ]; then
   # No record: look for node folders of an earlier cluster.
@@ -68,9 +59,14 @@ for n in $nodes; do
     pid=$(grep -o '"init_process_pid":[0-9]*' "$st" | cut -d: -f2)
     [ -n "$pid" ] && [ -e "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null
   done
-  # containerd shims, from the PID files containerd keeps.
-  for f in "$nd"/run-containerd/io.containerd.runtime.v2.task/*/*/shim.pid; do
-    [ -f "$f" ] && kill_pid_file "$f"
+  # containerd shims: the shim programs in this node's mount namespace
+  # (containerd 1.6 keeps no shim PID file).
+  ns=$(cat "$RUN_DIR/mntns-$n" 2>/dev/null) || continue
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] || continue
+    case $(readlink "$p/exe" 2>/dev/null) in
+    */containerd-shim*) kill -KILL "${p#/proc/}" 2>/dev/null ;;
+    esac
   done
 done
 stop $(for n in $nodes; do echo "containerd-$n"; done)

@@ -18,6 +18,8 @@ IP=$(node_ip "$N")
 [ "$(readlink /proc/self/ns/mnt)" != "$(readlink /proc/1/ns/mnt)" ] ||
   die "node-start.sh must run in a private mount namespace (use cluster-up.sh)"
 
+# cluster-down.sh finds this node's containerd shims by their mount namespace.
+readlink /proc/self/ns/mnt > "$RUN_DIR/mntns-$N"
 for b in "${NODE_BINDS[@]}"; do
   mount --bind "$ND/${b#*:}" "${b%%:*}"
 done
