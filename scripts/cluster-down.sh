@@ -136,5 +136,29 @@ fi
 # Nothing of the cluster may stay mounted on the host.
 awk '{print $2}' /proc/mounts | grep -F "$CLUSTER_DIR/" | sort -r | while read -r m; do umount -l "$m"; done
 
+# What is left of the cluster on this machine (nothing, normally).
+node_ns=$(cat "$RUN_DIR"/mntns-* 2>/dev/null | tr '\n' ' ')
 rm -rf --one-file-system "${CLUSTER_DIR:?}"
+left_procs=()
+for p in /proc/[0-9]*; do
+  exe=$(readlink "$p/exe" 2>/dev/null) || continue
+  ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
+  case $exe in
+  "$K8S_BIN"/* | /usr/bin/containerd*)
+    if [[ " $node_ns " == *" $ns "* ]] || tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -qF -- "$CLUSTER_DIR/"; then
+      left_procs+=("${p#/proc/}")
+    fi
+    ;;
+  esac
+done
+left_links=$(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -cE "^($API_BRIDGE|hpbr[0-9]+)(@|$)")
+left_routes=$(ip route show 2>/dev/null | grep -c '^198\.1[89]\.')
+left_mounts=$(grep -cF "$CLUSTER_DIR" /proc/mounts)
+left_cgroups=$(compgen -G "/sys/fs/cgroup/*/$NODE_PREFIX*" | wc -l)
+left_chains=$(iptables-save 2>/dev/null | grep -c '^:KUBE-')
+log "Left behind: processes=${#left_procs[@]} bridges=$left_links routes=$left_routes mounts=$left_mounts cgroups=$left_cgroups kube-chains=$left_chains"
 phase "Cluster down: processes stopped, host state restored, $CLUSTER_DIR removed"
+if [ ${#left_procs[@]} -gt 0 ] || [ $((left_links + left_routes + left_mounts + left_cgroups)) -gt 0 ]; then
+  log "WARNING: cluster leftovers remain (processes: ${left_procs[*]:-none})"
+  exit 1
+fi
