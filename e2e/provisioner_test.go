@@ -1,0 +1,561 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"hostpath.dev/e2e/framework"
+)
+
+// What users see of the provisioner (README, "Provisioner"): the names are
+// repeated here on purpose, so that renaming one breaks a test.
+const (
+	provisionerName       = "hostpath.dev/provisioner"
+	provisionerSelector   = "app.kubernetes.io/name=hostpath-provisioner"
+	annProvisionOnNode    = "hostpath.dev/provision-on-node"
+	annKubevirtOnNode     = "kubevirt.io/provisionOnNode"
+	annSelectedNode       = "volume.kubernetes.io/selected-node"
+	annPVNode             = "hostpath.dev/node"
+	annPVPool             = "hostpath.dev/pool"
+	annPVDirectory        = "hostpath.dev/directory"
+	annPVClaimNamespace   = "hostpath.dev/claim-namespace"
+	annPVClaimName        = "hostpath.dev/claim-name"
+	annPVMode             = "hostpath.dev/mode"
+	annPVProvisionedBy    = "pv.kubernetes.io/provisioned-by"
+	provisionTimeout      = 2 * time.Minute
+	classWaitForConsumer  = "hostpath"
+	classRetain           = "hostpath-retain"
+	classImmediate        = "hostpath-immediate"
+	eventProvisioningFail = "ProvisioningFailed"
+)
+
+// provEnv is what every provisioner test starts from.
+type provEnv struct {
+	f     *framework.Framework
+	ns    string
+	nodes []string
+	// instances maps each real node to the name of its provisioner pod.
+	instances map[string]string
+}
+
+// setupProvisioner makes a namespace and waits until a Ready provisioner runs
+// on each of (at least two) real nodes.
+func setupProvisioner(ctx context.Context, t *testing.T) *provEnv {
+	t.Helper()
+	f := framework.Cluster()
+	nodes, err := f.RealNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) < 2 {
+		t.Fatalf("Real nodes = %v, want at least 2", nodes)
+	}
+	env := &provEnv{f: f, nodes: nodes}
+	framework.WaitFor(ctx, t, provisionTimeout, "a Ready provisioner on every node", func(ctx context.Context) (bool, error) {
+		pods, err := f.Client.CoreV1().Pods(framework.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: provisionerSelector})
+		if err != nil {
+			return false, err
+		}
+		env.instances = map[string]string{}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && podIsReady(&p) {
+				env.instances[p.Spec.NodeName] = p.Name
+			}
+		}
+		for _, n := range nodes {
+			if env.instances[n] == "" {
+				return false, fmt.Errorf("no Ready provisioner pod on %s", n)
+			}
+		}
+		return true, nil
+	})
+	env.ns = f.Namespace(ctx, t)
+	return env
+}
+
+func podIsReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// other returns a real node that is not node.
+func (e *provEnv) other(node string) string {
+	for _, n := range e.nodes {
+		if n != node {
+			return n
+		}
+	}
+	return ""
+}
+
+// storageClass creates a cluster-scoped StorageClass for this test and
+// deletes it when the test ends.
+func (e *provEnv) storageClass(ctx context.Context, t *testing.T, what string, binding storagev1.VolumeBindingMode, params map[string]string) string {
+	t.Helper()
+	sc := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: "e2e-" + what + "-" + framework.RandomSuffix()},
+		Provisioner:       provisionerName,
+		Parameters:        params,
+		VolumeBindingMode: &binding,
+	}
+	if _, err := e.f.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Create StorageClass %s: %v", sc.Name, err)
+	}
+	t.Cleanup(func() {
+		_ = e.f.Client.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{})
+	})
+	return sc.Name
+}
+
+// claim creates a claim of class with the given size and annotations.
+func (e *provEnv) claim(ctx context.Context, t *testing.T, name, class, size string, mode corev1.PersistentVolumeAccessMode, annotations map[string]string) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name, Annotations: annotations},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: &class,
+			AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse(size),
+			}},
+		},
+	}
+	created, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("Create claim %s/%s: %v", e.ns, name, err)
+	}
+	return created
+}
+
+// waitBound waits until the claim is Bound and returns it with its PV.
+func (e *provEnv) waitBound(ctx context.Context, t *testing.T, name string) (*corev1.PersistentVolumeClaim, *corev1.PersistentVolume) {
+	t.Helper()
+	var pvc *corev1.PersistentVolumeClaim
+	framework.WaitFor(ctx, t, provisionTimeout, "claim "+e.ns+"/"+name+" to be Bound", func(ctx context.Context) (bool, error) {
+		c, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		pvc = c
+		if c.Status.Phase != corev1.ClaimBound {
+			return false, fmt.Errorf("claim is %s; events: %s", c.Status.Phase, e.eventSummary(ctx, name))
+		}
+		return true, nil
+	})
+	pv, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Get the PV of %s/%s: %v", e.ns, name, err)
+	}
+	return pvc, pv
+}
+
+// events returns the events about a claim of the test's namespace.
+func (e *provEnv) events(ctx context.Context, claim string) ([]corev1.Event, error) {
+	list, err := e.f.Client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+		"involvedObject.kind": "PersistentVolumeClaim",
+		"involvedObject.name": claim,
+	}.String()})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+func (e *provEnv) eventSummary(ctx context.Context, claim string) string {
+	events, err := e.events(ctx, claim)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, ev := range events {
+		out = append(out, fmt.Sprintf("%s %s: %s", ev.Type, ev.Reason, ev.Message))
+	}
+	return strings.Join(out, " | ")
+}
+
+// waitEvent waits for an event about the claim with the type and reason
+// whose message contains text, and returns it.
+func (e *provEnv) waitEvent(ctx context.Context, t *testing.T, claim, eventType, reason, text string) corev1.Event {
+	t.Helper()
+	var found corev1.Event
+	framework.WaitFor(ctx, t, provisionTimeout, fmt.Sprintf("a %s %s event on claim %s containing %q", eventType, reason, claim, text), func(ctx context.Context) (bool, error) {
+		events, err := e.events(ctx, claim)
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events {
+			if ev.Type == eventType && ev.Reason == reason && strings.Contains(ev.Message, text) {
+				found = ev
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("events so far: %s", e.eventSummary(ctx, claim))
+	})
+	return found
+}
+
+// eventNode returns the node of the provisioner instance that emitted ev, or
+// "" when no provisioner did: the library's events name the pod in their
+// source component, the provisioner's own name the node as source host.
+func (e *provEnv) eventNode(ev corev1.Event) string {
+	component := ev.Source.Component
+	if component == "" {
+		component = ev.ReportingController
+	}
+	if component == provisionerName {
+		if ev.Source.Host != "" {
+			return ev.Source.Host
+		}
+		return ev.ReportingInstance
+	}
+	if !strings.HasPrefix(component, provisionerName+"_") {
+		return ""
+	}
+	for node, pod := range e.instances {
+		if strings.HasPrefix(component, provisionerName+"_"+pod+"_") {
+			return node
+		}
+	}
+	return "unknown instance " + component
+}
+
+// checkOneSource checks that every provisioner event about the claim comes
+// from the instance on node, and that there is at least one.
+func (e *provEnv) checkOneSource(ctx context.Context, t *testing.T, claim, node string) {
+	t.Helper()
+	events, err := e.events(ctx, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string][]string{}
+	for _, ev := range events {
+		if n := e.eventNode(ev); n != "" {
+			sources[n] = append(sources[n], ev.Reason)
+		}
+	}
+	if len(sources) != 1 || sources[node] == nil {
+		t.Errorf("Provisioner events on claim %s by instance node = %v, want all from the instance on %s", claim, sources, node)
+	}
+}
+
+// checkPV checks what a user sees on a node-mode PV made for claim on node.
+func (e *provEnv) checkPV(ctx context.Context, t *testing.T, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, node string, reclaim corev1.PersistentVolumeReclaimPolicy) {
+	t.Helper()
+	n, err := e.f.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAnn := map[string]string{
+		annPVProvisionedBy: provisionerName, annPVNode: node, annPVPool: "default",
+		annPVClaimNamespace: pvc.Namespace, annPVClaimName: pvc.Name, annPVMode: "node",
+	}
+	for k, v := range wantAnn {
+		if got := pv.Annotations[k]; got != v {
+			t.Errorf("PV %s annotation %s = %q, want %q", pv.Name, k, got, v)
+		}
+	}
+	dir := pv.Annotations[annPVDirectory]
+	if want := pvc.Namespace + "-" + pvc.Name + "-" + pv.Name; dir != want {
+		t.Errorf("PV %s directory = %q, want %q (the default pathPattern)", pv.Name, dir, want)
+	}
+	hp := pv.Spec.HostPath
+	if hp == nil || hp.Path != framework.PoolPath+"/"+dir || hp.Type == nil || *hp.Type != corev1.HostPathDirectory {
+		t.Errorf("PV %s hostPath = %+v, want %s/%s of type Directory", pv.Name, hp, framework.PoolPath, dir)
+	}
+	want := fmt.Sprintf("[{[{%s In [%s]}] []}]", corev1.LabelHostname, n.Labels[corev1.LabelHostname])
+	if na := pv.Spec.NodeAffinity; na == nil || na.Required == nil || fmt.Sprint(na.Required.NodeSelectorTerms) != want {
+		t.Errorf("PV %s node affinity = %+v, want required %s", pv.Name, pv.Spec.NodeAffinity, want)
+	}
+	if got, want := pv.Spec.Capacity[corev1.ResourceStorage], pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(want) != 0 {
+		t.Errorf("PV %s capacity = %s, want the request %s", pv.Name, got.String(), want.String())
+	}
+	if fmt.Sprint(pv.Spec.AccessModes) != fmt.Sprint(pvc.Spec.AccessModes) {
+		t.Errorf("PV %s access modes = %v, want the claim's %v", pv.Name, pv.Spec.AccessModes, pvc.Spec.AccessModes)
+	}
+	if pv.Spec.PersistentVolumeReclaimPolicy != reclaim {
+		t.Errorf("PV %s reclaim policy = %s, want %s", pv.Name, pv.Spec.PersistentVolumeReclaimPolicy, reclaim)
+	}
+}
+
+// nodePath is where this machine sees node's copy of the PV's directory.
+func (e *provEnv) nodePath(t *testing.T, node string, pv *corev1.PersistentVolume, file ...string) string {
+	t.Helper()
+	p, err := e.f.NodeDir(node, pv.Spec.HostPath.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(append([]string{p}, file...)...)
+}
+
+// poolEntries returns the entries of every node's pool whose name contains
+// text.
+func (e *provEnv) poolEntries(t *testing.T, text string) []string {
+	t.Helper()
+	var out []string
+	for _, n := range e.nodes {
+		pool, err := e.f.NodeDir(n, framework.PoolPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(pool)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		for _, en := range entries {
+			if strings.Contains(en.Name(), text) {
+				out = append(out, filepath.Join(n, en.Name()))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// writerPod runs the testtools image with the claim at /data and command.
+func writerPod(ns, name, node, claim, command string) *corev1.Pod {
+	p := framework.TestToolsPod(ns, name, node, command)
+	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+	}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	return p
+}
+
+// deleteAndWaitGone deletes the pod (if any) and the claim, and waits until
+// both are gone.
+func (e *provEnv) deleteAndWaitGone(ctx context.Context, t *testing.T, pod, claim string) {
+	t.Helper()
+	if pod != "" {
+		if err := e.f.Client.CoreV1().Pods(e.ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("Delete pod %s: %v", pod, err)
+		}
+		framework.WaitFor(ctx, t, provisionTimeout, "pod "+pod+" to be gone", func(ctx context.Context) (bool, error) {
+			_, err := e.f.Client.CoreV1().Pods(e.ns).Get(ctx, pod, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	}
+	if err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("Delete claim %s: %v", claim, err)
+	}
+	framework.WaitFor(ctx, t, provisionTimeout, "claim "+claim+" to be gone", func(ctx context.Context) (bool, error) {
+		_, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, claim, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// TestProvisionerWaitForFirstConsumer is the walkthrough: a claim of the
+// WaitForFirstConsumer class and a pod that writes a file; the claim binds on
+// the pod's node, the file is in that node's pool and nowhere else, and
+// deleting pod and claim removes the directory.
+func TestProvisionerWaitForFirstConsumer(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	pvc := e.claim(ctx, t, "test-claim", classWaitForConsumer, "10Mi", corev1.ReadWriteOnce, nil)
+	pod, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, "test-pod", "", pvc.Name, "echo hello > /data/SUCCESS"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod = e.f.WaitForPodSucceeded(ctx, t, e.ns, pod.Name, provisionTimeout)
+	node := pod.Spec.NodeName
+
+	pvc, pv := e.waitBound(ctx, t, pvc.Name)
+	if got := pvc.Annotations[annSelectedNode]; got != node {
+		t.Errorf("Claim selected-node = %q, want the pod's node %q", got, node)
+	}
+	e.checkPV(ctx, t, pvc, pv, node, corev1.PersistentVolumeReclaimDelete)
+	e.checkOneSource(ctx, t, pvc.Name, node)
+
+	file := e.nodePath(t, node, pv, "SUCCESS")
+	if data, err := os.ReadFile(file); err != nil || string(data) != "hello\n" {
+		t.Errorf("File on %s at %s = %q, %v; want \"hello\\n\"", node, file, data, err)
+	}
+	elsewhere := e.nodePath(t, e.other(node), pv)
+	if _, err := os.Stat(elsewhere); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Directory on the other node %s: stat %s = %v, want it not to exist", e.other(node), elsewhere, err)
+	}
+
+	e.deleteAndWaitGone(ctx, t, pod.Name, pvc.Name)
+	dir := e.nodePath(t, node, pv)
+	framework.WaitFor(ctx, t, provisionTimeout, "the PV and directory "+dir+" to be deleted", func(ctx context.Context) (bool, error) {
+		if _, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("PV %s still exists (%v)", pv.Name, err)
+		}
+		_, err := os.Stat(dir)
+		return errors.Is(err, os.ErrNotExist), err
+	})
+}
+
+// TestProvisionerPinnedClaims: claims that name their node bind there without
+// any pod, with each annotation key, in an Immediate class and in a
+// WaitForFirstConsumer one; only that node's instance acts for them.
+func TestProvisionerPinnedClaims(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	tests := []struct {
+		name  string
+		class string
+		key   string
+		node  string
+	}{
+		{name: "pinned-hostpath", class: classImmediate, key: annProvisionOnNode, node: e.nodes[1]},
+		{name: "pinned-kubevirt", class: classImmediate, key: annKubevirtOnNode, node: e.nodes[0]},
+		{name: "pinned-wffc", class: classWaitForConsumer, key: annProvisionOnNode, node: e.nodes[1]},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pvc := e.claim(ctx, t, tc.name, tc.class, "1Mi", corev1.ReadWriteOnce, map[string]string{tc.key: tc.node})
+			pvc, pv := e.waitBound(ctx, t, pvc.Name)
+			e.checkPV(ctx, t, pvc, pv, tc.node, corev1.PersistentVolumeReclaimDelete)
+			if tc.class == classWaitForConsumer {
+				if got := pvc.Annotations[annSelectedNode]; got != tc.node {
+					t.Errorf("Claim selected-node = %q, want %q set by the provisioner", got, tc.node)
+				}
+				e.waitEvent(ctx, t, pvc.Name, corev1.EventTypeNormal, "NodeSelected", annProvisionOnNode)
+			}
+			e.waitEvent(ctx, t, pvc.Name, corev1.EventTypeNormal, "ProvisioningSucceeded", pv.Name)
+			e.checkOneSource(ctx, t, pvc.Name, tc.node)
+			if info, err := os.Stat(e.nodePath(t, tc.node, pv)); err != nil || !info.IsDir() {
+				t.Errorf("Directory on %s: %v, want a directory", tc.node, err)
+			}
+			if _, err := os.Stat(e.nodePath(t, e.other(tc.node), pv)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("Directory on the other node %s: %v, want none", e.other(tc.node), err)
+			}
+		})
+	}
+}
+
+// TestProvisionerRetain: with reclaimPolicy Retain the directory and its
+// file stay after the claim is deleted, and the PV is Released.
+func TestProvisionerRetain(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	node := e.nodes[0]
+	pvc := e.claim(ctx, t, "keep", classRetain, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	pvc, pv := e.waitBound(ctx, t, pvc.Name)
+	dir := e.nodePath(t, node, pv)
+	t.Cleanup(func() {
+		// A retained volume is the operator's to remove.
+		_ = e.f.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+		_ = os.RemoveAll(dir)
+	})
+	e.checkPV(ctx, t, pvc, pv, node, corev1.PersistentVolumeReclaimRetain)
+
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, "writer", node, pvc.Name, "echo kept > /data/data.txt"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.f.WaitForPodSucceeded(ctx, t, e.ns, "writer", provisionTimeout)
+	e.deleteAndWaitGone(ctx, t, "writer", pvc.Name)
+
+	framework.WaitFor(ctx, t, provisionTimeout, "PV "+pv.Name+" to be Released", func(ctx context.Context) (bool, error) {
+		got, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return got.Status.Phase == corev1.VolumeReleased, fmt.Errorf("PV is %s", got.Status.Phase)
+	})
+	if data, err := os.ReadFile(filepath.Join(dir, "data.txt")); err != nil || string(data) != "kept\n" {
+		t.Errorf("Retained file = %q, %v; want \"kept\\n\"", data, err)
+	}
+}
+
+// TestProvisionerFailures: claims that cannot be provisioned stay Pending
+// with a Warning event that says why, and no directory is created.
+func TestProvisionerFailures(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	node := e.nodes[0]
+	pinned := map[string]string{annProvisionOnNode: node}
+	badPattern := e.storageClass(ctx, t, "badpattern", storagev1.VolumeBindingImmediate, map[string]string{"pathPattern": "../${pvc.metadata.name}"})
+	unknownParam := e.storageClass(ctx, t, "unknownparam", storagev1.VolumeBindingImmediate, map[string]string{"size": "1Gi"})
+	multihost := e.storageClass(ctx, t, "multihost", storagev1.VolumeBindingImmediate, map[string]string{"mode": "multihost"})
+
+	tests := []struct {
+		name        string
+		class       string
+		size        string
+		mode        corev1.PersistentVolumeAccessMode
+		annotations map[string]string
+		reason      string
+		text        string
+		// fromNode is the instance that must report ("" for the one
+		// elected among all).
+		fromNode string
+	}{
+		{name: "bad-pattern", class: badPattern, annotations: pinned, reason: eventProvisioningFail, text: `StorageClass parameter "pathPattern"`, fromNode: node},
+		{name: "unknown-parameter", class: unknownParam, annotations: pinned, reason: eventProvisioningFail, text: `StorageClass parameter "size": unknown parameter`, fromNode: node},
+		{name: "no-node", class: classImmediate, reason: "NodeNotSpecified", text: "add the annotation " + annProvisionOnNode},
+		{name: "missing-node", class: classImmediate, annotations: map[string]string{annProvisionOnNode: "no-such-node"}, reason: "NodeNotFound", text: `Node "no-such-node" named by ` + annProvisionOnNode + " does not exist"},
+		{name: "oversized", class: classImmediate, size: "8Pi", annotations: pinned, reason: eventProvisioningFail, text: "not enough free space in the pool", fromNode: node},
+		{name: "read-write-many", class: classImmediate, mode: corev1.ReadWriteMany, annotations: pinned, reason: eventProvisioningFail, text: "access mode ReadWriteMany is not supported", fromNode: node},
+		{name: "multihost", class: multihost, reason: eventProvisioningFail, text: `mode "multihost" is not supported yet`},
+	}
+	claims := map[string]*corev1.PersistentVolumeClaim{}
+	for _, tc := range tests {
+		size, mode := tc.size, tc.mode
+		if size == "" {
+			size = "1Mi"
+		}
+		if mode == "" {
+			mode = corev1.ReadWriteOnce
+		}
+		claims[tc.name] = e.claim(ctx, t, tc.name, tc.class, size, mode, tc.annotations)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pvc := claims[tc.name]
+			ev := e.waitEvent(ctx, t, pvc.Name, corev1.EventTypeWarning, tc.reason, tc.text)
+			t.Logf("Event: %s %s: %s", ev.Type, ev.Reason, ev.Message)
+			got, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, pvc.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Phase != corev1.ClaimPending || got.Spec.VolumeName != "" {
+				t.Errorf("Claim is %s bound to %q, want Pending and unbound", got.Status.Phase, got.Spec.VolumeName)
+			}
+			if entries := e.poolEntries(t, string(pvc.UID)); len(entries) != 0 {
+				t.Errorf("Pool entries for the claim = %v, want none", entries)
+			}
+			if tc.fromNode != "" {
+				e.checkOneSource(ctx, t, pvc.Name, tc.fromNode)
+			}
+		})
+	}
+	// By now every instance has seen every claim many times over: the
+	// claims no node owns were reported by one instance only.
+	for _, name := range []string{"no-node", "missing-node", "multihost"} {
+		events, err := e.events(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := map[string]bool{}
+		for _, ev := range events {
+			if n := e.eventNode(ev); n != "" {
+				from[n] = true
+			}
+		}
+		if len(from) != 1 {
+			t.Errorf("Claim %s has provisioner events from instances %v, want exactly one: %s", name, from, e.eventSummary(ctx, name))
+		}
+	}
+	if entries := e.poolEntries(t, e.ns); len(entries) != 0 {
+		t.Errorf("Pool entries for the namespace = %v, want none", entries)
+	}
+}
