@@ -21,16 +21,17 @@ require_root
 # cluster_healthy: every recorded process runs, the API server is ready and
 # every real node is Ready.
 cluster_healthy() {
-  local f n ready
+  local f n ready name
   [ -f "$RUN_DIR/nodes" ] && [ -f "$CLUSTER_KUBECONFIG" ] || return 1
   for f in "$RUN_DIR"/*.pid; do
-    [ -f "$f" ] || return 1
-    pid_alive "$(basename "$f" .pid)" || return 1
+    name=$(basename "$f" .pid)
+    [ "$name" = fake-nodes ] && continue
+    pid_alive "$name" || { log "The cluster is not healthy: $name is not running"; return 1; }
   done
-  kc get --raw /readyz > /dev/null 2>&1 || return 1
+  kc get --raw /readyz > /dev/null 2>&1 || { log "The cluster is not healthy: the API server is not ready"; return 1; }
   for n in $(node_numbers); do
-    ready=$(kc get node "$(node_name "$n")" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) || return 1
-    [ "$ready" = True ] || return 1
+    ready=$(kc get node "$(node_name "$n")" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) || true
+    [ "$ready" = True ] || { log "The cluster is not healthy: $(node_name "$n") is not Ready"; return 1; }
   done
 }
 
