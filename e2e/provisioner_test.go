@@ -398,8 +398,10 @@ func TestProvisionerWaitForFirstConsumer(t *testing.T) {
 		if _, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("PV %s still exists (%v)", pv.Name, err)
 		}
-		_, err := os.Stat(dir)
-		return errors.Is(err, os.ErrNotExist), err
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			return false, fmt.Errorf("directory still there (stat: %v)", err)
+		}
+		return true, nil
 	})
 }
 
@@ -469,7 +471,10 @@ func TestProvisionerRetain(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return got.Status.Phase == corev1.VolumeReleased, fmt.Errorf("PV is %s", got.Status.Phase)
+		if got.Status.Phase != corev1.VolumeReleased {
+			return false, fmt.Errorf("PV is %s", got.Status.Phase)
+		}
+		return true, nil
 	})
 	if data, err := os.ReadFile(filepath.Join(dir, "data.txt")); err != nil || string(data) != "kept\n" {
 		t.Errorf("Retained file = %q, %v; want \"kept\\n\"", data, err)
