@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -41,6 +44,10 @@ const (
 	classRetain           = "hostpath-retain"
 	classImmediate        = "hostpath-immediate"
 	eventProvisioningFail = "ProvisioningFailed"
+	// provisionerMetricsPort serves /healthz, /readyz and /metrics.
+	provisionerMetricsPort = "8081"
+	// failedMetric counts failed provisioning per class.
+	failedMetric = "controller_persistentvolumeclaim_provision_failed_total"
 )
 
 // provEnv is what every provisioner test starts from.
@@ -50,6 +57,8 @@ type provEnv struct {
 	nodes []string
 	// instances maps each real node to the name of its provisioner pod.
 	instances map[string]string
+	// addresses maps each real node to its provisioner's metrics address.
+	addresses map[string]string
 }
 
 // setupProvisioner makes a namespace and waits until a Ready provisioner runs
@@ -70,10 +79,11 @@ func setupProvisioner(ctx context.Context, t *testing.T) *provEnv {
 		if err != nil {
 			return false, err
 		}
-		env.instances = map[string]string{}
+		env.instances, env.addresses = map[string]string{}, map[string]string{}
 		for _, p := range pods.Items {
 			if p.DeletionTimestamp == nil && podIsReady(&p) {
 				env.instances[p.Spec.NodeName] = p.Name
+				env.addresses[p.Spec.NodeName] = net.JoinHostPort(p.Status.PodIP, provisionerMetricsPort)
 			}
 		}
 		for _, n := range nodes {
@@ -329,6 +339,26 @@ func (e *provEnv) poolEntries(t *testing.T, text string) []string {
 	return out
 }
 
+// get returns the body of GET path on the provisioner of node, failing the
+// test unless it answers 200.
+func (e *provEnv) get(ctx context.Context, t *testing.T, node, path string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.addresses[node]+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s from the provisioner on %s: %v", path, node, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s from the provisioner on %s = %d %q, %v; want 200", path, node, resp.StatusCode, body, err)
+	}
+	return string(body)
+}
+
 // writerPod runs the testtools image with the claim at /data and command.
 func writerPod(ns, name, node, claim, command string) *corev1.Pod {
 	p := framework.TestToolsPod(ns, name, node, command)
@@ -543,8 +573,15 @@ func TestProvisionerFailures(t *testing.T) {
 			}
 		})
 	}
-	// By now every instance has seen every claim many times over: the
-	// claims no node owns were reported by one instance only.
+	// A claim pinned to each node, created after the others and bound,
+	// shows that every instance has processed the failing claims too.
+	for _, n := range e.nodes {
+		e.claim(ctx, t, "sentinel-"+n, classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: n})
+	}
+	for _, n := range e.nodes {
+		e.waitBound(ctx, t, "sentinel-"+n)
+	}
+	// The claims no node owns were reported by one instance only.
 	for _, name := range []string{"no-node", "missing-node", "multihost"} {
 		events, err := e.events(ctx, name)
 		if err != nil {
@@ -560,7 +597,21 @@ func TestProvisionerFailures(t *testing.T) {
 			t.Errorf("Claim %s has provisioner events from instances %v, want exactly one: %s", name, from, e.eventSummary(ctx, name))
 		}
 	}
-	if entries := e.poolEntries(t, e.ns); len(entries) != 0 {
-		t.Errorf("Pool entries for the namespace = %v, want none", entries)
+	// Only the owner counts the failure: the other instance has no
+	// series for the class at all.
+	series := failedMetric + `{class="` + badPattern + `"`
+	if m := e.get(ctx, t, node, "/metrics"); !strings.Contains(m, series) {
+		t.Errorf("Metrics of the provisioner on %s lack %s", node, series)
+	}
+	if m := e.get(ctx, t, e.other(node), "/metrics"); strings.Contains(m, `"`+badPattern+`"`) {
+		t.Errorf("Metrics of the provisioner on %s mention class %s, want nothing from a non-owner", e.other(node), badPattern)
+	}
+	for _, n := range e.nodes {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			e.get(ctx, t, n, path)
+		}
+	}
+	if entries := e.poolEntries(t, e.ns+"-"); len(entries) != 2 {
+		t.Errorf("Pool entries for the namespace = %v, want only the two sentinels", entries)
 	}
 }
