@@ -446,14 +446,24 @@ func TestProvisionerPinnedClaims(t *testing.T) {
 		class string
 		key   string
 		node  string
+		// also are more annotations, naming other nodes.
+		also map[string]string
 	}{
 		{name: "pinned-hostpath", class: classImmediate, key: annProvisionOnNode, node: e.nodes[1]},
 		{name: "pinned-kubevirt", class: classImmediate, key: annKubevirtOnNode, node: e.nodes[0]},
 		{name: "pinned-wffc", class: classWaitForConsumer, key: annProvisionOnNode, node: e.nodes[1]},
+		{
+			name: "conflicting-annotations", class: classImmediate, key: annProvisionOnNode, node: e.nodes[0],
+			also: map[string]string{annKubevirtOnNode: e.nodes[1]},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pvc := e.claim(ctx, t, tc.name, tc.class, "1Mi", corev1.ReadWriteOnce, map[string]string{tc.key: tc.node})
+			annotations := map[string]string{tc.key: tc.node}
+			for k, v := range tc.also {
+				annotations[k] = v
+			}
+			pvc := e.claim(ctx, t, tc.name, tc.class, "1Mi", corev1.ReadWriteOnce, annotations)
 			pvc, pv := e.waitBound(ctx, t, pvc.Name)
 			e.checkPV(ctx, t, pvc, pv, tc.node, corev1.PersistentVolumeReclaimDelete)
 			if tc.class == classWaitForConsumer {
@@ -461,6 +471,10 @@ func TestProvisionerPinnedClaims(t *testing.T) {
 					t.Errorf("Claim selected-node = %q, want %q set by the provisioner", got, tc.node)
 				}
 				e.waitEvent(ctx, t, pvc.Name, corev1.EventTypeNormal, "NodeSelected", annProvisionOnNode)
+			}
+			if tc.also != nil {
+				e.waitEvent(ctx, t, pvc.Name, corev1.EventTypeWarning, "NodeAnnotationConflict",
+					fmt.Sprintf("the volume goes to %q (%s wins)", tc.node, tc.key))
 			}
 			e.waitEvent(ctx, t, pvc.Name, corev1.EventTypeNormal, "ProvisioningSucceeded", pv.Name)
 			e.checkOneSource(ctx, t, pvc.Name, tc.node)
