@@ -47,9 +47,10 @@ type Config struct {
 	Node string
 	// Client writes claims (the selected-node annotation).
 	Client kubernetes.Interface
-	// Classes, Nodes: informer caches.
+	// Classes reads StorageClasses from the informer cache.
 	Classes storagelisters.StorageClassLister
-	Nodes   corelisters.NodeLister
+	// Nodes reads Nodes from the informer cache.
+	Nodes corelisters.NodeLister
 	// Instances tells which instance is elected for claims no node owns.
 	Instances Instances
 	// Managers returns the manager of a node.
