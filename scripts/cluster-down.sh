@@ -84,14 +84,15 @@ for p in /proc/[0-9]*; do
   [ "$pid" = $$ ] && continue
   exe=$(readlink "$p/exe" 2>/dev/null) || continue
   case $exe in "$K8S_BIN"/* | /usr/bin/containerd*) ;; *) continue ;; esac
-  if tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -qF -- "$CLUSTER_DIR/"; then
+  if [[ "$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null)" == *"$CLUSTER_DIR/"* ]]; then
     log "Leftover process $pid: $(tr '\0' ' ' < "$p/cmdline" | cut -c1-120): SIGKILL"
     kill -KILL "$pid" 2>/dev/null
   fi
 done
 
 # iptables: kube-proxy's chains, then KUBE-FIREWALL if it was not there before.
-if iptables-save 2>/dev/null | grep -q 'KUBE-'; then
+# (grep reads all input: with `grep -q`, pipefail would see iptables-save's SIGPIPE.)
+if [ "$(iptables-save 2>/dev/null | grep -c 'KUBE-')" -gt 0 ]; then
   "$K8S_BIN/kube-proxy" --cleanup > "$LOG_DIR/kube-proxy-cleanup.log" 2>&1 ||
     log "kube-proxy --cleanup failed (see $LOG_DIR/kube-proxy-cleanup.log)"
 fi
@@ -145,7 +146,7 @@ for p in /proc/[0-9]*; do
   ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
   case $exe in
   "$K8S_BIN"/* | /usr/bin/containerd*)
-    if [[ " $node_ns " == *" $ns "* ]] || tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -qF -- "$CLUSTER_DIR/"; then
+    if [[ " $node_ns " == *" $ns "* ]] || [[ "$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null)" == *"$CLUSTER_DIR/"* ]]; then
       left_procs+=("${p#/proc/}")
     fi
     ;;

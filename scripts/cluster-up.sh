@@ -39,7 +39,7 @@ cluster_healthy() {
 leftovers() {
   [ -e "$CLUSTER_DIR" ] && return 0
   ip link show "$API_BRIDGE" > /dev/null 2>&1 && return 0
-  ip route show type blackhole | grep -q "^blackhole $NET_RANGE" && return 0
+  [[ "$(ip route show type blackhole)" == *"blackhole $NET_RANGE"* ]] && return 0
   compgen -G "/sys/fs/cgroup/*/$NODE_PREFIX*" > /dev/null && return 0
   return 1
 }

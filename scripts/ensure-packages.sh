@@ -8,7 +8,7 @@ PACKAGES=(containerd runc containernetworking-plugins busybox-static skopeo umoc
   iptables conntrack socat openssl curl util-linux iproute2 ca-certificates)
 missing=()
 for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 [ "$(id -u)" -eq 0 ] || die "missing packages ${missing[*]}: run as root (apt-get install)"
