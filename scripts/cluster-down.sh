@@ -12,6 +12,7 @@ set -uo pipefail
 T0=$(now)
 phase() { log "[$(since "$T0")s] $*"; }
 require_root
+refuse_foreign_cluster
 
 # stop NAME...: SIGTERM the recorded processes together, wait up to
 # STOP_TIMEOUT seconds, then SIGKILL what is left.

@@ -103,6 +103,27 @@ wait_until() {
   done
 }
 
+# foreign_cluster: exit 0 and print the PID of a kube-apiserver that serves on
+# API_IP:API_PORT but was not started from this checkout (another clone's
+# cluster: this one must leave the shared addresses alone).
+foreign_cluster() {
+  local p mine=""
+  [ -f "$RUN_DIR/kube-apiserver.pid" ] && mine=$(cut -d' ' -f1 "$RUN_DIR/kube-apiserver.pid")
+  for p in $(ss -ltnpH "src $API_IP:$API_PORT" 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+    [ "$p" = "$mine" ] && continue
+    echo "$p"
+    return 0
+  done
+  return 1
+}
+
+# refuse_foreign_cluster: die if another checkout's cluster is running.
+refuse_foreign_cluster() {
+  local p
+  p=$(foreign_cluster) || return 0
+  die "a local cluster of another checkout is running (kube-apiserver PID $p: $(tr '\0' ' ' < "/proc/$p/cmdline" | grep -o -- '--tls-cert-file=[^ ]*')); stop it with make cluster-down there first"
+}
+
 require_root() {
   [ "$(id -u)" -eq 0 ] || die "the local cluster needs root (kubelet, containerd, bridges, iptables)"
 }

@@ -16,6 +16,7 @@ S=$(cd "$(dirname "$0")" && pwd)
 T0=$(now)
 phase() { log "[$(since "$T0")s] $*"; }
 require_root
+refuse_foreign_cluster
 [[ $NODES =~ ^[1-9][0-9]?$ ]] && [ "$NODES" -le 50 ] || die "NODES must be 1..50, got $NODES"
 
 # cluster_healthy: every recorded process runs, the API server is ready and
