@@ -83,6 +83,12 @@ func TestProvision(t *testing.T) {
 			wantPV: wantPV(wffc, claim("wffc"), defaultDir),
 		},
 		{
+			name: "annotation wins over the scheduler's node", class: wffc,
+			claim:     claim("wffc", AnnProvisionOnNode+"="+selfNode, AnnSelectedNode+"="+otherNode),
+			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi",
+			wantPV: wantPV(wffc, claim("wffc"), defaultDir),
+		},
+		{
 			name: "Retain class with parameters and mount options", class: retainClass,
 			claim:     withAccessModes(claim("retain", AnnKubevirtProvisionOnNode+"="+selfNode), v1.ReadWriteOncePod, v1.ReadOnlyMany),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data." + testPVName + " 0770 1Gi",
