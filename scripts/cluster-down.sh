@@ -58,7 +58,10 @@ for n in $nodes; do
   for st in "$nd"/run-containerd/runc/*/*/state.json; do
     [ -f "$st" ] || continue
     pid=$(grep -o '"init_process_pid":[0-9]*' "$st" | cut -d: -f2)
-    [ -n "$pid" ] && [ -e "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null
+    start=$(grep -o '"init_process_start":[0-9]*' "$st" | cut -d: -f2)
+    [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || continue
+    # Same process only if it started when runc recorded (PIDs are reused).
+    [ "$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f20)" = "$start" ] && kill -KILL "$pid" 2>/dev/null
   done
   # containerd shims: the shim programs in this node's mount namespace
   # (containerd 1.6 keeps no shim PID file).
@@ -94,6 +97,7 @@ done
 # iptables: kube-proxy's chains, then KUBE-FIREWALL if it was not there before.
 # (grep reads all input: with `grep -q`, pipefail would see iptables-save's SIGPIPE.)
 if [ "$(iptables-save 2>/dev/null | grep -c 'KUBE-')" -gt 0 ]; then
+  mkdir -p "$LOG_DIR"
   "$K8S_BIN/kube-proxy" --cleanup > "$LOG_DIR/kube-proxy-cleanup.log" 2>&1 ||
     log "kube-proxy --cleanup failed (see $LOG_DIR/kube-proxy-cleanup.log)"
 fi
