@@ -50,6 +50,7 @@ fi
 
 [ -d "$RUN_DIR" ] && stop fake-nodes kube-proxy
 # Kubelets first, so nothing restarts the containers stopped next.
+# shellcheck disable=SC2046 # one word per node
 stop $(for n in $nodes; do echo "kubelet-$n"; done)
 phase "Stopped kube-proxy and kubelets"
 for n in $nodes; do
@@ -73,6 +74,7 @@ for n in $nodes; do
     esac
   done
 done
+# shellcheck disable=SC2046 # one word per node
 stop $(for n in $nodes; do echo "containerd-$n"; done)
 phase "Stopped containers, shims and containerd"
 

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # The settings are used by the scripts that source this file.
 # Settings and helpers of the local cluster (cluster-up.sh, cluster-down.sh,
 # node-start.sh, images.sh, fake-nodes.sh). Source it after lib.sh.
 #

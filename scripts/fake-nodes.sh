@@ -15,9 +15,9 @@ BIN=$CACHE_DIR/bin/fakenodes
 [ -f "$CLUSTER_KUBECONFIG" ] || die "no local cluster (run make cluster-up)"
 
 stop_renewer() {
-  local pid exe
+  local pid
   pid_alive fake-nodes || { rm -f "$RUN_DIR/fake-nodes.pid"; return 0; }
-  read -r pid exe < "$RUN_DIR/fake-nodes.pid"
+  read -r pid _ < "$RUN_DIR/fake-nodes.pid"
   kill -TERM "$pid"
   wait_until 10 "fake node renewer $pid to stop" sh -c "! kill -0 $pid 2>/dev/null" || kill -KILL "$pid"
   rm -f "$RUN_DIR/fake-nodes.pid"
