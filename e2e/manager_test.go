@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path"
@@ -54,34 +55,10 @@ const managerTimeout = 2 * time.Minute
 func managerPods(ctx context.Context, t *testing.T, f *framework.Framework, nodes []string) map[string]string {
 	t.Helper()
 	urls := map[string]string{}
-	framework.WaitFor(ctx, t, managerTimeout, "a ready manager pod on every node", func(ctx context.Context) (bool, error) {
-		pods, err := f.Client.CoreV1().Pods(framework.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=hostpath-manager"})
-		if err != nil {
-			return false, err
-		}
-		clear(urls)
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(&p) {
-				urls[p.Spec.NodeName] = "http://" + p.Status.PodIP + ":8080"
-			}
-		}
-		for _, n := range nodes {
-			if urls[n] == "" {
-				return false, fmt.Errorf("no ready manager pod on %s", n)
-			}
-		}
-		return true, nil
-	})
-	return urls
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
+	for node, p := range f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, "app.kubernetes.io/name=hostpath-manager", nodes, managerTimeout) {
+		urls[node] = "http://" + net.JoinHostPort(p.Status.PodIP, "8080")
 	}
-	return false
+	return urls
 }
 
 // callManager sends one request; rawPath goes on the wire as written.
@@ -147,13 +124,7 @@ func listDir(t *testing.T, dir string) string {
 func TestManager(t *testing.T) {
 	f := framework.Cluster()
 	ctx := t.Context()
-	nodes, err := f.RealNodes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(nodes) < 2 {
-		t.Fatalf("Need at least 2 real nodes, found %v", nodes)
-	}
+	nodes := f.TwoRealNodes(ctx, t)
 	ns := f.Namespace(ctx, t)
 	urls := managerPods(ctx, t, f, nodes)
 	node, other := nodes[0], nodes[1]

@@ -66,44 +66,14 @@ type provEnv struct {
 func setupProvisioner(ctx context.Context, t *testing.T) *provEnv {
 	t.Helper()
 	f := framework.Cluster()
-	nodes, err := f.RealNodes(ctx)
-	if err != nil {
-		t.Fatal(err)
+	nodes := f.TwoRealNodes(ctx, t)
+	env := &provEnv{f: f, nodes: nodes, instances: map[string]string{}, addresses: map[string]string{}}
+	for node, p := range f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, provisionerSelector, nodes, provisionTimeout) {
+		env.instances[node] = p.Name
+		env.addresses[node] = net.JoinHostPort(p.Status.PodIP, provisionerMetricsPort)
 	}
-	if len(nodes) < 2 {
-		t.Fatalf("Real nodes = %v, want at least 2", nodes)
-	}
-	env := &provEnv{f: f, nodes: nodes}
-	framework.WaitFor(ctx, t, provisionTimeout, "a Ready provisioner on every node", func(ctx context.Context) (bool, error) {
-		pods, err := f.Client.CoreV1().Pods(framework.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: provisionerSelector})
-		if err != nil {
-			return false, err
-		}
-		env.instances, env.addresses = map[string]string{}, map[string]string{}
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && podIsReady(&p) {
-				env.instances[p.Spec.NodeName] = p.Name
-				env.addresses[p.Spec.NodeName] = net.JoinHostPort(p.Status.PodIP, provisionerMetricsPort)
-			}
-		}
-		for _, n := range nodes {
-			if env.instances[n] == "" {
-				return false, fmt.Errorf("no Ready provisioner pod on %s", n)
-			}
-		}
-		return true, nil
-	})
 	env.ns = f.Namespace(ctx, t)
 	return env
-}
-
-func podIsReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // other returns a real node that is not node.

@@ -25,13 +25,7 @@ const podTimeout = 2 * time.Minute
 func TestSmoke(t *testing.T) {
 	f := framework.Cluster()
 	ctx := t.Context()
-	nodes, err := f.RealNodes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(nodes) < 2 {
-		t.Fatalf("Need at least 2 real nodes, found %v", nodes)
-	}
+	nodes := f.TwoRealNodes(ctx, t)
 	ns := f.Namespace(ctx, t)
 
 	t.Run("hostPath is per node", func(t *testing.T) {

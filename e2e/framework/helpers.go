@@ -235,3 +235,54 @@ func TestToolsPod(ns, name, node string, command ...string) *corev1.Pod {
 		},
 	}
 }
+
+// TwoRealNodes returns the real nodes, sorted, and fails the test when there
+// are fewer than two: every test that compares nodes needs a second one.
+func (f *Framework) TwoRealNodes(ctx context.Context, t testing.TB) []string {
+	t.Helper()
+	nodes, err := f.RealNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) < 2 {
+		t.Fatalf("Need at least 2 real nodes, found %v", nodes)
+	}
+	return nodes
+}
+
+// PodReady reports whether a pod's Ready condition is true.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ReadyPodsByNode waits until every node of nodes runs a Ready pod matching
+// selector in namespace ns, and returns one such pod per node.
+func (f *Framework) ReadyPodsByNode(ctx context.Context, t testing.TB, ns, selector string, nodes []string, timeout time.Duration) map[string]*corev1.Pod {
+	t.Helper()
+	byNode := map[string]*corev1.Pod{}
+	WaitFor(ctx, t, timeout, fmt.Sprintf("a Ready pod %s on every node", selector), func(ctx context.Context) (bool, error) {
+		pods, err := f.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, err
+		}
+		clear(byNode)
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.DeletionTimestamp == nil && p.Status.PodIP != "" && PodReady(p) {
+				byNode[p.Spec.NodeName] = p
+			}
+		}
+		for _, n := range nodes {
+			if byNode[n] == nil {
+				return false, fmt.Errorf("no Ready pod %s on %s", selector, n)
+			}
+		}
+		return true, nil
+	})
+	return byNode
+}

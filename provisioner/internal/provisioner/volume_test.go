@@ -147,17 +147,7 @@ func TestProvision(t *testing.T) {
 			if state != tc.wantState {
 				t.Errorf("state = %s, want %s", state, tc.wantState)
 			}
-			var ignored *controller.IgnoredError
-			switch {
-			case tc.wantIgnored:
-				if !errors.As(err, &ignored) {
-					t.Errorf("err = %v, want IgnoredError", err)
-				}
-			case tc.wantErr == "" && err != nil:
-				t.Errorf("err = %v, want none", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Errorf("err = %v, want one containing %q", err, tc.wantErr)
-			}
+			checkErr(t, err, tc.wantIgnored, tc.wantErr)
 			gotCreate := strings.Join(f.manager.creates, ", ")
 			if gotCreate != tc.wantCreate {
 				t.Errorf("manager creates = %q, want %q", gotCreate, tc.wantCreate)
@@ -228,17 +218,7 @@ func TestDelete(t *testing.T) {
 				AnnNode: tc.node, AnnPool: "default", AnnDirectory: "dir",
 			}}}
 			err := f.prov.Delete(ctx, pv)
-			var ignored *controller.IgnoredError
-			switch {
-			case tc.wantIgnored:
-				if !errors.As(err, &ignored) {
-					t.Errorf("err = %v, want IgnoredError", err)
-				}
-			case tc.wantErr == "" && err != nil:
-				t.Errorf("err = %v, want none", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Errorf("err = %v, want one containing %q", err, tc.wantErr)
-			}
+			checkErr(t, err, tc.wantIgnored, tc.wantErr)
 			if got := strings.Join(f.manager.deletes, ", "); got != tc.wantDelete {
 				t.Errorf("manager deletes = %q, want %q", got, tc.wantDelete)
 			}
@@ -249,4 +229,21 @@ func TestDelete(t *testing.T) {
 func withAccessModes(c *v1.PersistentVolumeClaim, modes ...v1.PersistentVolumeAccessMode) *v1.PersistentVolumeClaim {
 	c.Spec.AccessModes = modes
 	return c
+}
+
+// checkErr checks a Provision or Delete error: an IgnoredError when
+// wantIgnored, else none when wantErr is empty, else one containing wantErr.
+func checkErr(t *testing.T, err error, wantIgnored bool, wantErr string) {
+	t.Helper()
+	var ignored *controller.IgnoredError
+	switch {
+	case wantIgnored:
+		if !errors.As(err, &ignored) {
+			t.Errorf("err = %v, want IgnoredError", err)
+		}
+	case wantErr == "" && err != nil:
+		t.Errorf("err = %v, want none", err)
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Errorf("err = %v, want one containing %q", err, wantErr)
+	}
 }
