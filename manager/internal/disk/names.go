@@ -1,92 +1,39 @@
 package disk
 
 import (
-	"fmt"
 	"io/fs"
-	"regexp"
-	"strconv"
+
+	"hostpath.dev/manager/pkg/client"
 )
 
-// MaxVolumeNameLength is the longest volume name accepted: the Linux limit
-// for one path component (NAME_MAX).
-const MaxVolumeNameLength = 255
+// The name and mode rules are the API's (manager/pkg/client), so that callers
+// check exactly what the Store enforces. These wrappers give their errors the
+// kind ErrInvalid.
 
-var (
-	volumeNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	poolNameRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-)
+// MaxVolumeNameLength is client.MaxVolumeNameLength.
+const MaxVolumeNameLength = client.MaxVolumeNameLength
 
-// ValidateVolumeName reports whether name may name a volume directory.
-//
-// A volume name is exactly one path component of 1 to 255 characters from
-// [A-Za-z0-9._-] that starts with a letter or digit. So it is never "." or
-// "..", never hidden, never absolute, and holds no slash, backslash, NUL,
-// percent sign or other character that could be decoded into one of those.
-func ValidateVolumeName(name string) error {
-	switch {
-	case name == "":
-		return invalidf("volume name is empty")
-	case len(name) > MaxVolumeNameLength:
-		return invalidf("volume name is %d bytes long, the limit is %d", len(name), MaxVolumeNameLength)
-	case !volumeNameRE.MatchString(name):
-		return invalidf("volume name %q is invalid: it must be one path component of letters, digits, '.', '_' and '-' that starts with a letter or digit", name)
-	}
-	return nil
-}
+// DefaultMode is client.DefaultMode.
+const DefaultMode = client.DefaultMode
 
-// ValidatePoolName reports whether name may name a storage pool: a DNS label
-// (RFC 1123), 1 to 63 lower-case letters, digits and '-', starting and ending
-// with a letter or digit.
-func ValidatePoolName(name string) error {
-	if !poolNameRE.MatchString(name) {
-		return invalidf("pool name %q is invalid: it must be a DNS label (1-63 lower-case letters, digits and '-', starting and ending with a letter or digit)", name)
-	}
-	return nil
-}
+// ValidateVolumeName is client.ValidateVolumeName, with kind ErrInvalid.
+func ValidateVolumeName(name string) error { return invalid(client.ValidateVolumeName(name)) }
 
-// DefaultMode is the mode of a volume directory when the request names none.
-const DefaultMode fs.FileMode = 0o777
+// ValidatePoolName is client.ValidatePoolName, with kind ErrInvalid.
+func ValidatePoolName(name string) error { return invalid(client.ValidatePoolName(name)) }
 
-// ParseMode parses an octal permission string such as "0777" or "2775" into
-// a FileMode with the permission, setuid, setgid and sticky bits. The empty
-// string means DefaultMode.
+// ParseMode is client.ParseMode, with kind ErrInvalid.
 func ParseMode(s string) (fs.FileMode, error) {
-	if s == "" {
-		return DefaultMode, nil
-	}
-	if len(s) > 5 {
-		return 0, invalidf("mode %q is invalid: want an octal number from 0 to 07777", s)
-	}
-	v, err := strconv.ParseUint(s, 8, 32)
-	if err != nil || v > 0o7777 {
-		return 0, invalidf("mode %q is invalid: want an octal number from 0 to 07777", s)
-	}
-	m := fs.FileMode(v & 0o777)
-	if v&0o4000 != 0 {
-		m |= fs.ModeSetuid
-	}
-	if v&0o2000 != 0 {
-		m |= fs.ModeSetgid
-	}
-	if v&0o1000 != 0 {
-		m |= fs.ModeSticky
-	}
-	return m, nil
+	m, err := client.ParseMode(s)
+	return m, invalid(err)
 }
 
-// FormatMode renders the permission, setuid, setgid and sticky bits of m in
-// octal with a leading zero, e.g. "0777" or "02775": the inverse of
-// ParseMode.
-func FormatMode(m fs.FileMode) string {
-	v := uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		v |= 0o4000
+// FormatMode is client.FormatMode.
+func FormatMode(m fs.FileMode) string { return client.FormatMode(m) }
+
+func invalid(err error) error {
+	if err == nil {
+		return nil
 	}
-	if m&fs.ModeSetgid != 0 {
-		v |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		v |= 0o1000
-	}
-	return fmt.Sprintf("%04o", v)
+	return invalidf("%s", err)
 }

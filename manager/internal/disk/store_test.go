@@ -139,9 +139,9 @@ func TestParseFormatMode(t *testing.T) {
 		{"0777", 0o777, "0777", true},
 		{"750", 0o750, "0750", true},
 		{"0", 0, "0000", true},
-		{"2775", 0o775 | fs.ModeSetgid, "2775", true},
-		{"01777", 0o777 | fs.ModeSticky, "1777", true},
-		{"4700", 0o700 | fs.ModeSetuid, "4700", true},
+		{"2775", 0o775 | fs.ModeSetgid, "02775", true},
+		{"01777", 0o777 | fs.ModeSticky, "01777", true},
+		{"4700", 0o700 | fs.ModeSetuid, "04700", true},
 		{"10000", 0, "", false},
 		{"0888", 0, "", false},
 		{"rwx", 0, "", false},
@@ -197,7 +197,7 @@ func TestCreateVolume(t *testing.T) {
 		wantMode    string
 	}{
 		{desc: "new directory gets the exact mode", name: "v1", mode: 0o777, wantCreated: true, wantMode: "0777"},
-		{desc: "setgid mode", name: "v1", mode: 0o775 | fs.ModeSetgid, wantCreated: true, wantMode: "2775"},
+		{desc: "setgid mode", name: "v1", mode: 0o775 | fs.ModeSetgid, wantCreated: true, wantMode: "02775"},
 		{desc: "existing directory gets the new mode", name: "v1", mode: 0o750, wantMode: "0750",
 			setup: func(t *testing.T, e *testEnv) {
 				mustMkdir(t, filepath.Join(e.pool, "v1"))

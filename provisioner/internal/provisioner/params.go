@@ -2,11 +2,11 @@ package provisioner
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
+
+	"hostpath.dev/manager/pkg/client"
 )
 
 // StorageClass parameter keys.
@@ -47,14 +47,11 @@ const (
 	VarVolumeName     = "pv.metadata.name"
 )
 
-// MaxDirectoryLength is the longest directory name a pathPattern may produce.
-const MaxDirectoryLength = 253
+// MaxDirectoryLength is the longest directory name a pathPattern may
+// produce: the manager's limit for a volume name.
+const MaxDirectoryLength = client.MaxVolumeNameLength
 
-var (
-	directoryRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	poolRE      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	knownParams = []string{ParamMode, ParamPool, ParamPathPattern, ParamDirMode}
-)
+var knownParams = []string{ParamMode, ParamPool, ParamPathPattern, ParamDirMode}
 
 // Parameters are a StorageClass's validated parameters.
 type Parameters struct {
@@ -106,8 +103,8 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 		}
 	}
 	if v, ok := params[ParamPool]; ok {
-		if !poolRE.MatchString(v) {
-			return Parameters{}, &ParameterError{Parameter: ParamPool, Problem: fmt.Sprintf("%q is not a pool name: use 1-63 lower-case letters, digits and '-', starting and ending with a letter or digit", v)}
+		if err := client.ValidatePoolName(v); err != nil {
+			return Parameters{}, &ParameterError{Parameter: ParamPool, Problem: err.Error()}
 		}
 		p.Pool = v
 	}
@@ -120,11 +117,11 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 		p.PathPattern = v
 	}
 	if v, ok := params[ParamDirMode]; ok {
-		m, err := strconv.ParseUint(v, 8, 32)
-		if err != nil || m > 0o7777 || len(v) > 5 {
+		m, err := client.ParseMode(v)
+		if err != nil || v == "" {
 			return Parameters{}, &ParameterError{Parameter: ParamDirMode, Problem: fmt.Sprintf("%q is not an octal mode from 0 to 07777, such as 0770", v)}
 		}
-		p.DirMode = fmt.Sprintf("0%03o", m)
+		p.DirMode = client.FormatMode(m)
 	}
 	return p, nil
 }
@@ -172,7 +169,7 @@ func expand(pattern, claimNamespace, claimName, pvName string) (string, error) {
 		return "", fmt.Errorf("pattern %q gives a directory name of %d characters, the limit is %d", pattern, len(dir), MaxDirectoryLength)
 	case strings.Contains(dir, ".."):
 		return "", fmt.Errorf("pattern %q gives %q, which contains \"..\": the directory must stay inside the pool", pattern, dir)
-	case !directoryRE.MatchString(dir):
+	case client.ValidateVolumeName(dir) != nil:
 		return "", fmt.Errorf("pattern %q gives %q, which is not one directory name: use letters, digits, '.', '_' and '-', starting with a letter or digit (no '/', no absolute path)", pattern, dir)
 	}
 	return dir, nil
