@@ -22,31 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hostpath.dev/e2e/framework"
+	"hostpath.dev/manager/pkg/client"
 )
-
-// What the manager's API answers, as curl sees it (manager/pkg/client has
-// the full types).
-type managerStatus struct {
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-}
-
-type managerHost struct {
-	NodeName string `json:"nodeName"`
-	HostID   string `json:"hostID"`
-	BootID   string `json:"bootID"`
-	Pools    []struct {
-		Name      string `json:"name"`
-		Path      string `json:"path"`
-		FreeBytes int64  `json:"freeBytes"`
-	} `json:"pools"`
-}
-
-type managerVolume struct {
-	Name string `json:"name"`
-	Path string `json:"path"`
-	Mode string `json:"mode"`
-}
 
 const managerTimeout = 2 * time.Minute
 
@@ -88,13 +65,13 @@ func callManager(ctx context.Context, t *testing.T, method, base, rawPath, token
 }
 
 // wantStatus checks a JSON error answer.
-func wantStatus(t *testing.T, what string, code int, body []byte, wantCode int, wantReason string) managerStatus {
+func wantStatus(t *testing.T, what string, code int, body []byte, wantCode int, wantReason string) client.Status {
 	t.Helper()
-	var st managerStatus
+	var st client.Status
 	if code != wantCode {
 		t.Fatalf("%s: status %d, want %d; body %s", what, code, wantCode, body)
 	}
-	if err := json.Unmarshal(body, &st); err != nil || st.Reason != wantReason || st.Message == "" {
+	if err := json.Unmarshal(body, &st); err != nil || string(st.Reason) != wantReason || st.Message == "" {
 		t.Fatalf("%s: body %s, want JSON with reason %s and a message", what, body, wantReason)
 	}
 	return st
@@ -195,7 +172,7 @@ func TestManager(t *testing.T) {
 	hostIDs := map[string]string{}
 	t.Run("authorised token gets the host", func(t *testing.T) {
 		for _, n := range nodes {
-			var h managerHost
+			var h client.Host
 			// RBAC changes reach the API server's authorizer within moments.
 			framework.WaitFor(ctx, t, 30*time.Second, "GET /v1/host on "+n+" to be allowed", func(ctx context.Context) (bool, error) {
 				code, body := callManager(ctx, t, "GET", urls[n], "/v1/host", allowed, "")
@@ -234,7 +211,7 @@ func TestManager(t *testing.T) {
 		if code != http.StatusCreated {
 			t.Fatalf("PUT %s: %d %s", name, code, body)
 		}
-		var v managerVolume
+		var v client.Volume
 		if err := json.Unmarshal(body, &v); err != nil || v.Path != hostPath || v.Mode != "0750" {
 			t.Errorf("PUT answered %s", body)
 		}
