@@ -20,7 +20,7 @@ FUZZTIME ?= 60s
 
 .PHONY: help
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build the three programs into bin/.
@@ -32,7 +32,7 @@ fmt: ## Format all Go code.
 	gofmt -w $(MODULES)
 
 .PHONY: verify
-verify: ## gofmt, go vet, GOWORK=off builds, and a clean tree after `make tidy`.
+verify: ## gofmt, go vet, and GOWORK=off builds of every module.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) build ./...); done
