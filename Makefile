@@ -79,6 +79,10 @@ deploy: ## Install the product on the local cluster (kubectl apply -k manifests/
 e2e: ## Run the e2e suite against the running local cluster.
 	cd e2e && $(GO) test -count=1 -timeout 30m -v ./...
 
+.PHONY: bench
+bench: ## Provisioning throughput on the running local cluster, provisioner defaults vs client-go's rate limits (N=100).
+	scripts/bench-provision.sh
+
 .PHONY: demo
 demo: cluster-up images deploy ## Bring the cluster up with the product on it and run the smoke demo.
 	scripts/demo.sh

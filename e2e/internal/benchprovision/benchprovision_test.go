@@ -1,0 +1,232 @@
+package benchprovision
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func TestPercentile(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		values []time.Duration
+		p      float64
+		want   time.Duration
+	}{
+		{nil, 50, 0},
+		{ms(7), 95, 7 * time.Millisecond},
+		{ms(5, 1, 4, 2, 3), 50, 3 * time.Millisecond},
+		{ms(1, 2, 3, 4), 50, 2 * time.Millisecond},
+		{ms(10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20), 95, 19 * time.Millisecond},
+		{ms(1, 2, 3), 100, 3 * time.Millisecond},
+	} {
+		if got := Percentile(tc.values, tc.p); got != tc.want {
+			t.Errorf("Percentile(%v, %v) = %v, want %v", tc.values, tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestWithRates(t *testing.T) {
+	in := []string{"--metrics-address=:8081", "--kube-api-qps=50", "--v=2", "--kube-api-burst", "100", "-kube-api-qps=7"}
+	orig := append([]string(nil), in...)
+	if got, want := WithRates(in, 0, 0), []string{"--metrics-address=:8081", "--v=2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("strip: got %q, want %q", got, want)
+	}
+	want := []string{"--metrics-address=:8081", "--v=2", "--kube-api-qps=5", "--kube-api-burst=10"}
+	if got := WithRates(in, 5, 10); !reflect.DeepEqual(got, want) {
+		t.Errorf("set: got %q, want %q", got, want)
+	}
+	if !reflect.DeepEqual(in, orig) {
+		t.Errorf("input changed: %q", in)
+	}
+	if got := WithRates(nil, 0, 0); got == nil || len(got) != 0 {
+		t.Errorf("nil args: got %#v, want an empty list", got)
+	}
+}
+
+func TestHostDir(t *testing.T) {
+	pv := func(node, path string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: "pv", Annotations: map[string]string{PVNodeAnnotation: node}},
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: path}}},
+		}
+	}
+	got, err := HostDir(pv("n1", "/var/hpvolumes/ns-c-pv"), "/x/nodes", "/var/hpvolumes")
+	if err != nil || got != "/x/nodes/n1/hpvolumes/ns-c-pv" {
+		t.Errorf("HostDir = %q, %v", got, err)
+	}
+	for _, bad := range []*corev1.PersistentVolume{
+		pv("", "/var/hpvolumes/a"),
+		pv("../n", "/var/hpvolumes/a"),
+		pv("n1", "/var/other/a"),
+		pv("n1", "/var/hpvolumes"),
+		pv("n1", "/var/hpvolumes/../a"),
+		{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{PVNodeAnnotation: "n1"}}},
+	} {
+		if got, err := HostDir(bad, "/x/nodes", "/var/hpvolumes"); err == nil {
+			t.Errorf("HostDir(%v) = %q, want an error", bad, got)
+		}
+	}
+}
+
+func TestCompare(t *testing.T) {
+	a := Result{Label: "defaults", Settings: "qps 50", Count: 10, Nodes: []string{"n1", "n2"}, AllPVsSeconds: 2, PVsPerSecond: 5}
+	b := Result{Label: "baseline", Settings: "qps 5", Count: 10, Nodes: []string{"n1", "n2"}, AllPVsSeconds: 8, PVsPerSecond: 1.25}
+	var buf bytes.Buffer
+	if err := Compare(&buf, a, b); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"defaults/baseline", "qps 50", "all PVs exist (s)", "0.25", "PVs/s", "4.00", "deletes/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// fakeProvisioner plays the provisioner and the namespace controller on a
+// fake clientset: every claim gets a PV, a directory under nodesDir and the
+// phase Bound; a deleted namespace takes its PVs and directories along.
+func fakeProvisioner(ctx context.Context, t *testing.T, client *fake.Clientset, nodesDir string) {
+	claims, err := client.CoreV1().PersistentVolumeClaims("").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nss, err := client.CoreV1().Namespaces().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer claims.Stop()
+		defer nss.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-claims.ResultChan():
+				pvc, ok := ev.Object.(*corev1.PersistentVolumeClaim)
+				if !ok || ev.Type != watch.Added {
+					continue
+				}
+				node := pvc.Annotations[NodeAnnotation]
+				dir := pvc.Namespace + "-" + pvc.Name
+				if err := os.MkdirAll(filepath.Join(nodesDir, node, "hpvolumes", dir), 0o755); err != nil {
+					t.Error(err)
+				}
+				pv := &corev1.PersistentVolume{
+					ObjectMeta: metav1.ObjectMeta{Name: "pvc-" + string(pvc.UID), Annotations: map[string]string{PVNodeAnnotation: node}},
+					Spec: corev1.PersistentVolumeSpec{
+						PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/hpvolumes/" + dir}},
+						ClaimRef:               &corev1.ObjectReference{Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
+					},
+				}
+				if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+					t.Error(err)
+				}
+				pvc = pvc.DeepCopy()
+				pvc.Status.Phase = corev1.ClaimBound
+				if _, err := client.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+					t.Error(err)
+				}
+			case ev := <-nss.ResultChan():
+				ns, ok := ev.Object.(*corev1.Namespace)
+				if !ok || ev.Type != watch.Deleted {
+					continue
+				}
+				pvs, err := client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				for _, pv := range pvs.Items {
+					if pv.Spec.ClaimRef.Namespace != ns.Name {
+						continue
+					}
+					dir, err := HostDir(&pv, nodesDir, "/var/hpvolumes")
+					if err != nil {
+						t.Error(err)
+					}
+					if err := os.Remove(dir); err != nil {
+						t.Error(err)
+					}
+					if err := client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		}
+	}()
+}
+
+func TestRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset(
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fake-1", Labels: map[string]string{FakeNodeLabel: "true"}}},
+	)
+	// The fake clientset neither generates names nor sets UIDs.
+	client.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(k8stesting.CreateAction).GetObject().(metav1.Object)
+		if obj.GetName() == "" {
+			obj.SetName(obj.GetGenerateName() + "abcde")
+		}
+		obj.SetUID(types.UID(obj.GetNamespace() + "." + obj.GetName()))
+		return false, nil, nil
+	})
+	nodesDir := t.TempDir()
+	fakeProvisioner(ctx, t, client, nodesDir)
+
+	o := Options{Label: "test", RunID: "r1", Count: 20, StorageClass: "hostpath-immediate", Size: resource.MustParse("1Mi"),
+		Workers: 4, Timeout: 30 * time.Second, NodesDir: nodesDir, PoolPath: "/var/hpvolumes", Poll: 10 * time.Millisecond}
+	res, err := Run(ctx, client, o)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Count != 20 || res.Dirs != 20 || !reflect.DeepEqual(res.Nodes, []string{"n1", "n2"}) || res.Namespace != "hostpath-bench-abcde" {
+		t.Errorf("result %+v", res)
+	}
+	if res.AllPVsSeconds <= 0 || res.AllBoundSeconds <= 0 || res.PVsPerSecond <= 0 || res.BindsPerSecond <= 0 ||
+		res.PVsGoneSeconds <= 0 || res.DeletesPerSecond <= 0 || res.LatencyP95Seconds < res.LatencyP50Seconds {
+		t.Errorf("figures %+v", res)
+	}
+	for _, n := range []string{"n1", "n2"} {
+		left, err := os.ReadDir(filepath.Join(nodesDir, n, "hpvolumes"))
+		if err != nil || len(left) != 0 {
+			t.Errorf("node %s: %d directories left (%v)", n, len(left), err)
+		}
+	}
+	claims, err := client.CoreV1().PersistentVolumeClaims(res.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perNode := map[string]int{}
+	for _, c := range claims.Items {
+		perNode[c.Annotations[NodeAnnotation]]++
+	}
+	if !reflect.DeepEqual(perNode, map[string]int{"n1": 10, "n2": 10}) {
+		t.Errorf("claims per node %v", perNode)
+	}
+}
