@@ -24,7 +24,7 @@ N=${N:-100}
 while [ $# -gt 0 ]; do
   case $1 in
   -n | --count) N=${2:?-n needs a number}; shift 2 ;;
-  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "the number of claims must be a positive integer, got '$N'"
