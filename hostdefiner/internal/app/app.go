@@ -9,6 +9,7 @@ package app
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -34,9 +35,12 @@ func NewOptions() *Options {
 	return &Options{HealthAddress: ":8081"}
 }
 
-// AddFlags binds the options to fs.
+// AddFlags binds the options to fs, and klog's flags too.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.HealthAddress, flagHealthAddress, o.HealthAddress, "Address (host:port) to serve /healthz on. Default :8081.")
+	fs.StringVar(&o.HealthAddress, flagHealthAddress, o.HealthAddress, "Address (host:port) to serve /healthz on.")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
 }
 
 // Validate checks the options.
