@@ -15,3 +15,9 @@ K8S_BIN=$CACHE_DIR/k8s/$K8S_VERSION/bin
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+
+# Go needs a cache directory; CI may run with a bare environment.
+if [ -z "${HOME:-}" ]; then
+  HOME=$(getent passwd "$(id -u)" | cut -d: -f6)
+  export HOME
+fi
