@@ -21,3 +21,8 @@ if [ -z "${HOME:-}" ]; then
   HOME=$(getent passwd "$(id -u)" | cut -d: -f6)
   export HOME
 fi
+# The Go toolchain lives in /usr/local/go on this project's machines.
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+  PATH=/usr/local/go/bin:$PATH
+  export PATH
+fi
