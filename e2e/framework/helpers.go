@@ -127,12 +127,7 @@ func (f *Framework) WaitForPodRunning(ctx context.Context, t testing.TB, ns, nam
 			return false, err
 		}
 		pod = p
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady {
-				return c.Status == corev1.ConditionTrue, nil
-			}
-		}
-		return false, nil
+		return PodReady(p), nil
 	})
 	return pod
 }

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"sync"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/podutil"
 )
 
 // NotFoundError says that no Ready manager pod runs on a node.
@@ -69,7 +69,7 @@ func (r *Resolver) ForNode(node string) (*client.Client, error) {
 	}
 	var ip string
 	for _, p := range pods {
-		if p.Spec.NodeName == node && p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(p) {
+		if p.Spec.NodeName == node && p.Status.PodIP != "" && podutil.Serving(p) {
 			ip = p.Status.PodIP
 			break
 		}
@@ -89,14 +89,4 @@ func (r *Resolver) ForNode(node string) (*client.Client, error) {
 	}
 	r.clients[node] = c
 	return c, nil
-}
-
-// podReady reports whether the pod's Ready condition is True.
-func podReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -11,9 +11,10 @@ import (
 	"fmt"
 	"slices"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"hostpath.dev/provisioner/internal/podutil"
 )
 
 // Owner returns the candidate with the highest rendezvous weight for key, or
@@ -69,7 +70,7 @@ func (i *Instances) Live() ([]string, error) {
 	}
 	nodes := []string{i.self}
 	for _, p := range pods {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && podReady(p) {
+		if podutil.Serving(p) {
 			nodes = append(nodes, p.Spec.NodeName)
 		}
 	}
@@ -103,14 +104,4 @@ func (i *Instances) IsOwner(key string) (bool, error) {
 		return false, err
 	}
 	return Owner(key, live) == i.self, nil
-}
-
-// podReady reports whether the pod's Ready condition is True.
-func podReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
