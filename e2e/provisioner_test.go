@@ -76,6 +76,28 @@ func setupProvisioner(ctx context.Context, t *testing.T) *provEnv {
 	return env
 }
 
+// nodeWithoutProvisioner adds a Node object that no kubelet runs and that
+// the DaemonSets do not tolerate (the fake nodes' label and taint), so no
+// provisioner instance exists for it; the test deletes it at the end.
+func (e *provEnv) nodeWithoutProvisioner(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	name := "e2e-idle-" + framework.RandomSuffix()
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			framework.FakeNodeLabel: "true", corev1.LabelHostname: name}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: framework.FakeNodeLabel, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+	}
+	if _, err := e.f.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Create node %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := e.f.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("Delete node %s: %v", name, err)
+		}
+	})
+	return name
+}
+
 // other returns a real node that is not node.
 func (e *provEnv) other(node string) string {
 	for _, n := range e.nodes {
@@ -505,6 +527,7 @@ func TestProvisionerFailures(t *testing.T) {
 	badPattern := e.storageClass(ctx, t, "badpattern", storagev1.VolumeBindingImmediate, map[string]string{"pathPattern": "../${pvc.metadata.name}"})
 	unknownParam := e.storageClass(ctx, t, "unknownparam", storagev1.VolumeBindingImmediate, map[string]string{"size": "1Gi"})
 	multihost := e.storageClass(ctx, t, "multihost", storagev1.VolumeBindingImmediate, map[string]string{"mode": "multihost"})
+	idle := e.nodeWithoutProvisioner(ctx, t)
 
 	tests := []struct {
 		name        string
@@ -522,6 +545,7 @@ func TestProvisionerFailures(t *testing.T) {
 		{name: "unknown-parameter", class: unknownParam, annotations: pinned, reason: eventProvisioningFail, text: `StorageClass parameter "size": unknown parameter`, fromNode: node},
 		{name: "no-node", class: classImmediate, reason: "NodeNotSpecified", text: "add the annotation " + annProvisionOnNode},
 		{name: "missing-node", class: classImmediate, annotations: map[string]string{annProvisionOnNode: "no-such-node"}, reason: "NodeNotFound", text: `Node "no-such-node" named by ` + annProvisionOnNode + " does not exist"},
+		{name: "no-provisioner", class: classImmediate, annotations: map[string]string{annProvisionOnNode: idle}, reason: "NoProvisionerOnNode", text: fmt.Sprintf("No hostpath provisioner runs on node %q", idle)},
 		{name: "oversized", class: classImmediate, size: "8Pi", annotations: pinned, reason: eventProvisioningFail, text: "not enough free space in the pool", fromNode: node},
 		{name: "read-write-many", class: classImmediate, mode: corev1.ReadWriteMany, annotations: pinned, reason: eventProvisioningFail, text: "access mode ReadWriteMany is not supported", fromNode: node},
 		{name: "multihost", class: multihost, reason: eventProvisioningFail, text: `mode "multihost" is not supported yet`},
@@ -566,7 +590,7 @@ func TestProvisionerFailures(t *testing.T) {
 		e.waitBound(ctx, t, "sentinel-"+n)
 	}
 	// The claims no node owns were reported by one instance only.
-	for _, name := range []string{"no-node", "missing-node", "multihost"} {
+	for _, name := range []string{"no-node", "missing-node", "no-provisioner", "multihost"} {
 		events, err := e.events(ctx, name)
 		if err != nil {
 			t.Fatal(err)
