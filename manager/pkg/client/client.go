@@ -40,18 +40,45 @@ func FileToken(path string) TokenSource {
 	}
 }
 
+// Default per-call time limits of a Client.
+const (
+	// DefaultCallTimeout bounds every call but DeleteVolume.
+	DefaultCallTimeout = 30 * time.Second
+	// DefaultDeleteTimeout bounds DeleteVolume: removing a large tree takes
+	// long, so it matches the manager's default --write-timeout.
+	DefaultDeleteTimeout = 10 * time.Minute
+)
+
 // Client calls one manager. It is safe for concurrent use.
 type Client struct {
-	base  *url.URL
-	token TokenSource
-	http  *http.Client
+	base          *url.URL
+	token         TokenSource
+	http          *http.Client
+	callTimeout   time.Duration
+	deleteTimeout time.Duration
 }
 
 // Option configures a Client.
 type Option func(*Client)
 
-// WithHTTPClient sets the HTTP client (default: one with a 30 s timeout).
+// WithHTTPClient sets the HTTP client (default: http.DefaultTransport, the
+// time limits come from WithTimeouts).
 func WithHTTPClient(c *http.Client) Option { return func(cl *Client) { cl.http = c } }
+
+// WithTimeouts sets the time limit of each call (DefaultCallTimeout) and of
+// DeleteVolume (DefaultDeleteTimeout); zero keeps the default. When a call
+// gives up, its connection is closed and the manager stops the work it was
+// doing for it.
+func WithTimeouts(call, del time.Duration) Option {
+	return func(cl *Client) {
+		if call > 0 {
+			cl.callTimeout = call
+		}
+		if del > 0 {
+			cl.deleteTimeout = del
+		}
+	}
+}
 
 // WithToken sets where bearer tokens come from (default: none is sent).
 func WithToken(ts TokenSource) Option { return func(cl *Client) { cl.token = ts } }
@@ -65,7 +92,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("manager URL %q: want http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: u, http: &http.Client{Timeout: 30 * time.Second}}
+	c := &Client{base: u, http: &http.Client{}, callTimeout: DefaultCallTimeout, deleteTimeout: DefaultDeleteTimeout}
 	for _, o := range opts {
 		o(c)
 	}
@@ -81,6 +108,13 @@ type Error struct {
 	StatusCode int
 	// Reason and Message come from the JSON body.
 	Status
+}
+
+// Errorf returns an *Error with reason and a message: the one error type
+// of the contract, used by the manager's implementation to say which answer
+// a failure gets and by callers to read it (ReasonOf).
+func Errorf(reason Reason, format string, args ...any) *Error {
+	return &Error{StatusCode: reason.Status(), Status: Status{Reason: reason, Message: fmt.Sprintf(format, args...)}}
 }
 
 // Error says the status, reason and message.
@@ -135,7 +169,8 @@ func (c *Client) GetVolume(ctx context.Context, pool, name string) (*Volume, err
 	return &v, nil
 }
 
-// CreateVolume calls PUT /v1/pools/{pool}/volumes/{name}. It is idempotent.
+// CreateVolume calls PUT /v1/pools/{pool}/volumes/{name}. It is idempotent
+// for the same req.Owner.
 func (c *Client) CreateVolume(ctx context.Context, pool, name string, req CreateVolumeRequest) (*Volume, error) {
 	var v Volume
 	if err := c.do(ctx, http.MethodPut, volumesPath(pool, name), &req, &v); err != nil {
@@ -144,10 +179,26 @@ func (c *Client) CreateVolume(ctx context.Context, pool, name string, req Create
 	return &v, nil
 }
 
+// SetOwner calls PUT /v1/pools/{pool}/volumes/{name}/owner: it adopts a
+// directory without an owner record (req.Previous ""), hands a retained
+// directory to a new PersistentVolume, or marks it retained.
+func (c *Client) SetOwner(ctx context.Context, pool, name string, req SetOwnerRequest) (*Volume, error) {
+	var v Volume
+	if err := c.do(ctx, http.MethodPut, volumesPath(pool, name)+"/owner", &req, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // DeleteVolume calls DELETE /v1/pools/{pool}/volumes/{name}. Deleting a
 // volume that does not exist succeeds.
-func (c *Client) DeleteVolume(ctx context.Context, pool, name string) error {
-	return c.do(ctx, http.MethodDelete, volumesPath(pool, name), nil, nil)
+func (c *Client) DeleteVolume(ctx context.Context, pool, name string, opts DeleteOptions) error {
+	q := url.Values{}
+	q.Set("owner", opts.Owner)
+	if opts.IfEmpty {
+		q.Set("ifEmpty", "true")
+	}
+	return c.do(ctx, http.MethodDelete, volumesPath(pool, name)+"?"+q.Encode(), nil, nil)
 }
 
 func volumesPath(pool, name string) string {
@@ -167,7 +218,14 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		body = bytes.NewReader(b)
 	}
+	timeout := c.callTimeout
+	if method == http.MethodDelete {
+		timeout = c.deleteTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	u := *c.base
+	path, u.RawQuery, _ = strings.Cut(path, "?")
 	u.RawPath = strings.TrimSuffix(c.base.EscapedPath(), "/") + path
 	u.Path, _ = url.PathUnescape(u.RawPath)
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
@@ -214,7 +272,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 // reasonForStatus maps a bare HTTP status (a proxy's answer, say) to a Reason.
 func reasonForStatus(code int) Reason {
 	for _, r := range []Reason{ReasonBadRequest, ReasonUnauthorized, ReasonForbidden, ReasonNotFound,
-		ReasonMethodNotAllowed, ReasonConflict, ReasonRequestTooLarge, ReasonInsufficientStorage} {
+		ReasonMethodNotAllowed, ReasonConflict, ReasonRequestTooLarge, ReasonTooManyRequests, ReasonInsufficientStorage} {
 		if r.Status() == code {
 			return r
 		}

@@ -23,8 +23,8 @@ import (
 // tokenAuthorizer allows every call that carries token "t".
 type tokenAuthorizer struct{}
 
-func (tokenAuthorizer) Authorize(_ context.Context, token string, _ auth.Attributes) (*auth.User, error) {
-	if token != "t" {
+func (tokenAuthorizer) Authorize(_ context.Context, caller auth.Caller, _ auth.Attributes) (*auth.User, error) {
+	if caller.Token != "t" {
 		return nil, &auth.Error{Reason: client.ReasonUnauthorized, Message: "bad token"}
 	}
 	return &auth.User{Name: "tester"}, nil
@@ -61,26 +61,37 @@ func TestAgainstServer(t *testing.T) {
 	if err != nil || h.NodeName != "node-a" || len(h.Pools) != 1 || h.Pools[0].Error == "" {
 		t.Fatalf("Host = %+v, %v (want the unprepared pool to report an error)", h, err)
 	}
-	if _, err := c.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{}); client.ReasonOf(err) != client.ReasonNotFound {
+	if _, err := c.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-1"}); client.ReasonOf(err) != client.ReasonNotFound {
 		t.Errorf("CreateVolume before PreparePool: %v", err)
 	}
 	if p, err := c.PreparePool(ctx, "default"); err != nil || p.Path != pool || p.FreeBytes <= 0 {
 		t.Fatalf("PreparePool = %+v, %v", p, err)
 	}
 	for i := 0; i < 2; i++ { // idempotent
-		v, err := c.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Mode: "0750", RequiredBytes: 1})
-		if err != nil || v.Path != filepath.Join(pool, "v1") || v.Mode != "0750" {
+		v, err := c.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-1", Mode: "0750", RequiredBytes: 1})
+		if err != nil || v.Path != filepath.Join(pool, "v1") || v.Mode != "0750" || v.Owner != "pv-1" || v.OwnedSince == nil {
 			t.Fatalf("CreateVolume #%d = %+v, %v", i, v, err)
 		}
 	}
 	if v, err := c.GetVolume(ctx, "default", "v1"); err != nil || v.Name != "v1" {
 		t.Errorf("GetVolume = %+v, %v", v, err)
 	}
-	if l, err := c.ListVolumes(ctx, "default"); err != nil || len(l.Items) != 1 {
+	if l, err := c.ListVolumes(ctx, "default"); err != nil || len(l.Items) != 1 || l.Items[0].Owner != "pv-1" {
 		t.Errorf("ListVolumes = %+v, %v", l, err)
 	}
+	_, err = c.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-2"})
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.StatusCode != 409 || ce.Reason != client.ReasonOwnerConflict || ce.Owner != "pv-1" {
+		t.Errorf("CreateVolume by another owner: %v, want 409 OwnerConflict naming pv-1", err)
+	}
+	if err := c.DeleteVolume(ctx, "default", "v1", client.DeleteOptions{Owner: "pv-2"}); client.ReasonOf(err) != client.ReasonOwnerConflict {
+		t.Errorf("DeleteVolume by another owner: %v, want OwnerConflict", err)
+	}
+	if v, err := c.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: "pv-1", Previous: "pv-1", Retained: true}); err != nil || !v.Retained {
+		t.Errorf("SetOwner retained = %+v, %v", v, err)
+	}
 	for i := 0; i < 2; i++ { // idempotent
-		if err := c.DeleteVolume(ctx, "default", "v1"); err != nil {
+		if err := c.DeleteVolume(ctx, "default", "v1", client.DeleteOptions{Owner: "pv-1"}); err != nil {
 			t.Fatalf("DeleteVolume #%d: %v", i, err)
 		}
 	}
@@ -95,16 +106,20 @@ func TestAgainstServer(t *testing.T) {
 	}{
 		{"get deleted", func() error { _, err := c.GetVolume(ctx, "default", "v1"); return err }, client.ReasonNotFound},
 		{"slash in name is escaped, then refused", func() error {
-			_, err := c.CreateVolume(ctx, "default", "../escape", client.CreateVolumeRequest{})
+			_, err := c.CreateVolume(ctx, "default", "../escape", client.CreateVolumeRequest{Owner: "pv-1"})
 			return err
 		}, client.ReasonBadRequest},
-		{"dot-dot name", func() error { return c.DeleteVolume(ctx, "default", "..") }, client.ReasonBadRequest},
+		{"dot-dot name", func() error { return c.DeleteVolume(ctx, "default", "..", client.DeleteOptions{Owner: "pv-1"}) }, client.ReasonBadRequest},
+		{"no owner", func() error {
+			_, err := c.CreateVolume(ctx, "default", "v3", client.CreateVolumeRequest{})
+			return err
+		}, client.ReasonBadRequest},
 		{"no space", func() error {
-			_, err := c.CreateVolume(ctx, "default", "big", client.CreateVolumeRequest{RequiredBytes: 1 << 62})
+			_, err := c.CreateVolume(ctx, "default", "big", client.CreateVolumeRequest{Owner: "pv-1", RequiredBytes: 1 << 62})
 			return err
 		}, client.ReasonInsufficientStorage},
 		{"bad mode", func() error {
-			_, err := c.CreateVolume(ctx, "default", "v2", client.CreateVolumeRequest{Mode: "rwx"})
+			_, err := c.CreateVolume(ctx, "default", "v2", client.CreateVolumeRequest{Owner: "pv-1", Mode: "rwx"})
 			return err
 		}, client.ReasonBadRequest},
 		{"unknown pool", func() error { _, err := c.ListVolumes(ctx, "other"); return err }, client.ReasonNotFound},
@@ -144,11 +159,16 @@ func TestRequests(t *testing.T) {
 		},
 			seen{"GET", "/v1/pools/p/volumes/a%2Fb%20c", "Bearer tok", "", ""}},
 		{"create sends JSON", "", func(ctx context.Context, c *client.Client) error {
-			_, err := c.CreateVolume(ctx, "p", "v", client.CreateVolumeRequest{Mode: "0700", RequiredBytes: 5})
+			_, err := c.CreateVolume(ctx, "p", "v", client.CreateVolumeRequest{Owner: "pv-1", Mode: "0700", RequiredBytes: 5})
 			return err
-		}, seen{"PUT", "/v1/pools/p/volumes/v", "Bearer tok", "application/json", `{"mode":"0700","requiredBytes":5}`}},
-		{"delete", "", func(ctx context.Context, c *client.Client) error { return c.DeleteVolume(ctx, "p", "v") },
-			seen{"DELETE", "/v1/pools/p/volumes/v", "Bearer tok", "", ""}},
+		}, seen{"PUT", "/v1/pools/p/volumes/v", "Bearer tok", "application/json", `{"owner":"pv-1","mode":"0700","requiredBytes":5}`}},
+		{"delete", "", func(ctx context.Context, c *client.Client) error {
+			return c.DeleteVolume(ctx, "p", "v", client.DeleteOptions{Owner: "pv-1", IfEmpty: true})
+		}, seen{"DELETE", "/v1/pools/p/volumes/v?ifEmpty=true&owner=pv-1", "Bearer tok", "", ""}},
+		{"set owner", "", func(ctx context.Context, c *client.Client) error {
+			_, err := c.SetOwner(ctx, "p", "v", client.SetOwnerRequest{Owner: "pv-2", Previous: "pv-1"})
+			return err
+		}, seen{"PUT", "/v1/pools/p/volumes/v/owner", "Bearer tok", "application/json", `{"owner":"pv-2","previous":"pv-1"}`}},
 		{"base path is kept", "/prefix/", func(ctx context.Context, c *client.Client) error { _, err := c.Host(ctx); return err },
 			seen{"GET", "/prefix/v1/host", "Bearer tok", "", ""}},
 	} {
@@ -157,7 +177,11 @@ func TestRequests(t *testing.T) {
 			var got seen
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				b, _ := io.ReadAll(r.Body)
-				got = seen{r.Method, r.URL.EscapedPath(), r.Header.Get("Authorization"), r.Header.Get("Content-Type"), string(b)}
+				path := r.URL.EscapedPath()
+				if r.URL.RawQuery != "" {
+					path += "?" + r.URL.RawQuery
+				}
+				got = seen{r.Method, path, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), string(b)}
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = io.WriteString(w, "{}")
 			}))
@@ -199,7 +223,7 @@ func TestErrors(t *testing.T) {
 			}))
 			defer srv.Close()
 			c, _ := client.New(srv.URL)
-			err := c.DeleteVolume(ctx, "p", "v")
+			err := c.DeleteVolume(ctx, "p", "v", client.DeleteOptions{Owner: "pv-1"})
 			var e *client.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error %v is not a *client.Error", err)

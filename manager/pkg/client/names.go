@@ -5,6 +5,9 @@ import (
 	"io/fs"
 	"regexp"
 	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // MaxVolumeNameLength is the longest volume name accepted: the Linux limit
@@ -32,6 +35,18 @@ func ValidateVolumeName(name string) error {
 		return fmt.Errorf("volume name is %d bytes long, the limit is %d", len(name), MaxVolumeNameLength)
 	case !volumeNameRE.MatchString(name):
 		return fmt.Errorf("volume name %q is invalid: it must be one path component of letters, digits, '.', '_' and '-' that starts with a letter or digit", name)
+	}
+	return nil
+}
+
+// ValidateOwner reports whether name may name the owner of a volume: a
+// PersistentVolume name (a DNS subdomain, at most 253 characters).
+func ValidateOwner(name string) error {
+	if name == "" {
+		return fmt.Errorf("owner is empty: name the PersistentVolume the directory is for")
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("owner %q is not a PersistentVolume name: %s", name, strings.Join(errs, "; "))
 	}
 	return nil
 }

@@ -3,7 +3,10 @@
 // the provisioner and the host definer talk to managers through it.
 package client
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+)
 
 // APIGroup is the RBAC API group the manager authorises callers against with
 // SubjectAccessReview. A caller needs a ClusterRole rule on this group (see
@@ -15,16 +18,30 @@ const APIGroup = "hostpath.dev"
 // with a ClusterRoleBinding.
 const ClientClusterRole = "hostpath-manager-client"
 
-// RBAC resources the manager checks, one per kind of object its API serves.
+// RBAC resources the manager checks with SubjectAccessReview. RBAC's
+// resourceNames match whole names, so volume calls are authorised on their
+// pool: resource "pools", subresource "volumes", name the pool. A grant for
+// one pool is then one rule with resources ["pools/volumes"] and
+// resourceNames [POOL].
 const (
-	// ResourceHosts is checked with verb "get" for GET /v1/host.
+	// ResourceHosts is checked with verb "get" (name: the node) for GET
+	// /v1/host.
 	ResourceHosts = "hosts"
-	// ResourcePools is checked with verb "update" for PUT /v1/pools/{pool}.
+	// ResourcePools is checked with verb "update" (name: the pool) for PUT
+	// /v1/pools/{pool}, and is the resource of every volume call.
 	ResourcePools = "pools"
-	// ResourceVolumes is checked with verbs "list", "get", "create" and
-	// "delete" for the /v1/pools/{pool}/volumes routes.
-	ResourceVolumes = "volumes"
+	// SubresourceVolumes is the subresource of ResourcePools checked for
+	// the /v1/pools/{pool}/volumes routes (name: the pool), with verbs
+	// "list", "get", "create", "update" (the owner record) and "delete".
+	SubresourceVolumes = "volumes"
 )
+
+// TokenAudience is the audience a bearer token sent to the manager must be
+// issued for (a projected service account token, or `kubectl create token
+// SA --audience hostpath.dev/manager`). A token for the API server's own
+// audience is refused, so a stolen manager token is worth nothing to the API
+// server and the reverse.
+const TokenAudience = "hostpath.dev/manager"
 
 // Host is the body of GET /v1/host: who the manager's node is and what its
 // storage pools hold.
@@ -74,6 +91,15 @@ type Volume struct {
 	Path string `json:"path"`
 	// Mode is the directory's permission bits in octal, e.g. "0777".
 	Mode string `json:"mode"`
+	// Owner is the PersistentVolume the directory belongs to, from the
+	// manager's owner record; empty for a directory without a record (made
+	// before owner records existed, and not adopted yet).
+	Owner string `json:"owner,omitempty"`
+	// OwnedSince is when the owner record was written.
+	OwnedSince *time.Time `json:"ownedSince,omitempty"`
+	// Retained says that the owner was deleted with reclaim policy Retain:
+	// the directory keeps its data until someone reuses or removes it.
+	Retained bool `json:"retained,omitempty"`
 }
 
 // VolumeList is the body of GET /v1/pools/{pool}/volumes.
@@ -82,9 +108,13 @@ type VolumeList struct {
 	Items []Volume `json:"items"`
 }
 
-// CreateVolumeRequest is the optional body of PUT
-// /v1/pools/{pool}/volumes/{name}.
+// CreateVolumeRequest is the body of PUT /v1/pools/{pool}/volumes/{name}.
 type CreateVolumeRequest struct {
+	// Owner is the PersistentVolume the directory is for (required). A new
+	// directory gets an owner record naming it; an existing directory
+	// must already belong to Owner, or the call fails with 409 and reason
+	// OwnerConflict.
+	Owner string `json:"owner"`
 	// Mode is the permission bits in octal ("0777" when empty). An existing
 	// directory gets this mode too.
 	Mode string `json:"mode,omitempty"`
@@ -92,6 +122,32 @@ type CreateVolumeRequest struct {
 	// InsufficientStorage if the pool has less free space, unless the
 	// directory already exists.
 	RequiredBytes int64 `json:"requiredBytes,omitempty"`
+}
+
+// SetOwnerRequest is the body of PUT /v1/pools/{pool}/volumes/{name}/owner:
+// a compare-and-swap of an existing directory's owner record.
+type SetOwnerRequest struct {
+	// Owner is the PersistentVolume the directory belongs to from now on.
+	Owner string `json:"owner"`
+	// Previous must be the current owner ("" for a directory without an
+	// owner record), or the call fails with 409 and reason OwnerConflict.
+	// Owner == Previous only updates Retained.
+	Previous string `json:"previous"`
+	// Retained marks the directory as kept after its owner was deleted with
+	// reclaim policy Retain.
+	Retained bool `json:"retained,omitempty"`
+}
+
+// DeleteOptions are the query parameters of DELETE
+// /v1/pools/{pool}/volumes/{name}.
+type DeleteOptions struct {
+	// Owner (query "owner", required) must be the directory's owner; a
+	// directory that belongs to another PersistentVolume, or to none, is
+	// left alone with 409 and reason OwnerConflict.
+	Owner string
+	// IfEmpty (query "ifEmpty=true") removes the directory only when it
+	// holds nothing; otherwise the answer is 409 with reason NotEmpty.
+	IfEmpty bool
 }
 
 // Reason is the machine-readable cause of an API error.
@@ -110,10 +166,22 @@ const (
 	// ReasonMethodNotAllowed (405): the route exists, the method does not.
 	ReasonMethodNotAllowed Reason = "MethodNotAllowed"
 	// ReasonConflict (409): something that is not a volume directory (a
-	// file, a symlink) already has the name.
+	// file, a symlink) already has the name, or a filesystem is mounted
+	// inside the volume.
 	ReasonConflict Reason = "Conflict"
+	// ReasonOwnerConflict (409): the directory belongs to another
+	// PersistentVolume (Status.Owner names it), or has no owner record
+	// where one is needed (Status.Owner is empty).
+	ReasonOwnerConflict Reason = "OwnerConflict"
+	// ReasonNotEmpty (409): a delete with IfEmpty found data in the
+	// directory.
+	ReasonNotEmpty Reason = "NotEmpty"
 	// ReasonRequestTooLarge (413): the body is over the size limit.
 	ReasonRequestTooLarge Reason = "RequestTooLarge"
+	// ReasonTooManyRequests (429): the caller's address has too many
+	// requests in flight or token reviews; retry after the Retry-After
+	// header's seconds.
+	ReasonTooManyRequests Reason = "TooManyRequests"
 	// ReasonInsufficientStorage (507): the pool has less free space than
 	// requested.
 	ReasonInsufficientStorage Reason = "InsufficientStorage"
@@ -134,8 +202,10 @@ func (r Reason) Status() int {
 		return http.StatusNotFound
 	case ReasonMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case ReasonConflict:
+	case ReasonConflict, ReasonOwnerConflict, ReasonNotEmpty:
 		return http.StatusConflict
+	case ReasonTooManyRequests:
+		return http.StatusTooManyRequests
 	case ReasonRequestTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case ReasonInsufficientStorage:
@@ -151,4 +221,7 @@ type Status struct {
 	Reason Reason `json:"reason"`
 	// Message is for people: what failed and, where it helps, what to do.
 	Message string `json:"message"`
+	// Owner is the directory's current owner, with reason OwnerConflict
+	// ("" when it has none).
+	Owner string `json:"owner,omitempty"`
 }
