@@ -1,35 +1,28 @@
 package disk
 
-import (
-	"errors"
-	"fmt"
-)
+import "hostpath.dev/manager/pkg/client"
 
-// Kinds of failure the Store reports. Test with errors.Is; the error's text
-// is a message for people and does not repeat the kind.
-var (
-	// ErrInvalid: a name or mode breaks the rules.
-	ErrInvalid = errors.New("invalid")
-	// ErrNotFound: no such pool, pool directory or volume.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: the name is taken by something that is not a volume
-	// directory (a file, a symlink, a device).
-	ErrConflict = errors.New("conflict")
-	// ErrInsufficientStorage: the pool has less free space than requested.
-	ErrInsufficientStorage = errors.New("insufficient storage")
-)
+// The Store reports every failure that has an answer in the API as a
+// *client.Error made by client.Errorf: its Reason says which answer it gets
+// (test with errors.As or client.ReasonOf), its Message is for people.
+// Anything else (an I/O error, say) is an internal error.
 
-// kindError carries one of the kinds above with its own message.
-type kindError struct {
-	kind error
-	msg  string
+func badRequestf(format string, args ...any) error {
+	return client.Errorf(client.ReasonBadRequest, format, args...)
 }
 
-func (e *kindError) Error() string { return e.msg }
-func (e *kindError) Unwrap() error { return e.kind }
-
-func kindf(kind error, format string, args ...any) error {
-	return &kindError{kind: kind, msg: fmt.Sprintf(format, args...)}
+func notFoundf(format string, args ...any) error {
+	return client.Errorf(client.ReasonNotFound, format, args...)
 }
 
-func invalidf(format string, args ...any) error { return kindf(ErrInvalid, format, args...) }
+func conflictf(format string, args ...any) error {
+	return client.Errorf(client.ReasonConflict, format, args...)
+}
+
+// ownerConflictf is an OwnerConflict naming owner, the directory's current
+// owner ("" when it has no owner record).
+func ownerConflictf(owner, format string, args ...any) error {
+	e := client.Errorf(client.ReasonOwnerConflict, format, args...)
+	e.Owner = owner
+	return e
+}

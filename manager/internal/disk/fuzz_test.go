@@ -2,6 +2,7 @@ package disk
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"k8s.io/klog/v2/ktesting"
+
+	"hostpath.dev/manager/pkg/client"
 )
 
 // confinementSeeds are traversal attempts; some name the symlinks that
@@ -22,7 +25,7 @@ var confinementSeeds = []string{
 	strings.Repeat("a", 255), strings.Repeat("a", 256), strings.Repeat("../", 100) + "x",
 	"escape-root", "escape-root/tmp", "escape-root/etc/passwd", "escape-sibling", "escape-sibling/new",
 	"escape-sibling/..", "escape-abs", "escape-abs/keep.txt", "escape-outside-file", "loop", "loop/x",
-	"inner", "inner/..", "file", "file/x", ".hidden", "pool", "sibling", "outside-file",
+	"inner", "inner/..", "owned", "owned/data", ".hostpath", ".hostpath/owners", ".hostpath/owners/owned", "hostpath", "file", "file/x", ".hidden", "pool", "sibling", "outside-file",
 }
 
 // plantEscapes fills the pool with the traps a pod could leave behind.
@@ -100,19 +103,28 @@ func diff(before, after map[string]string) []change {
 	return out
 }
 
-// FuzzConfinement creates, reads and deletes volumes with arbitrary names
-// (and pool names) through the Store, next to symlinks planted inside the
-// pool that point to /, to a sibling directory and to an outside file, and
-// checks the filesystem after every call: nothing outside the pool root is
-// created, changed or removed, the planted entries stay as they were, and a
-// name that succeeds is exactly one valid directory entry under the pool.
+// FuzzConfinement creates, adopts, reads and deletes volumes with arbitrary
+// names, pool names and owners through the Store, next to symlinks planted
+// inside the pool that point to /, to a sibling directory and to an outside
+// file, and checks the filesystem after every call: nothing outside the pool
+// root is created, changed or removed; inside it, only the volume's own
+// subtree and its owner record (with the metadata directories) change, and
+// only when the name is valid and the directory is free, the owner's or
+// adopted first (a directory without a record is refused until SetOwner
+// adopts it); a name that succeeds is exactly one valid directory entry
+// under the pool with a record naming its owner, and a second
+// PersistentVolume can neither take nor remove it.
 func FuzzConfinement(f *testing.F) {
 	for _, s := range confinementSeeds {
-		f.Add("default", s, uint16(0o755))
+		f.Add("default", s, "pv-a", uint16(0o755))
 	}
-	f.Add("..", "x", uint16(0o777))
-	f.Add("default/..", "x", uint16(0o777))
-	f.Add("default", "x", uint16(0o7777))
+	f.Add("..", "x", "pv-a", uint16(0o777))
+	f.Add("default/..", "x", "pv-a", uint16(0o777))
+	f.Add("default", "x", "pv-a", uint16(0o7777))
+	for _, o := range []string{"", "pv-b", "../x", "a/b", ".hostpath", "PV", strings.Repeat("a", 254), "owned"} {
+		f.Add("default", "x", o, uint16(0o700))
+	}
+	f.Add("default", "owned", "pv-b", uint16(0o700))
 
 	base := f.TempDir()
 	work := filepath.Join(base, "work") // everything the test owns
@@ -121,61 +133,143 @@ func FuzzConfinement(f *testing.F) {
 	mustMkdir(f, filepath.Join(work, "sibling", "data"))
 	mustWrite(f, filepath.Join(work, "sibling", "data", "keep.txt"), "keep")
 	mustWrite(f, filepath.Join(base, "boot_id"), "boot\n")
+	mustWrite(f, filepath.Join(base, "mountinfo"), "28 1 259:2 / / rw - ext4 /dev/root rw\n")
 	plantEscapes(f, work, pool)
 	_, ctx := ktesting.NewTestContext(f)
 	ctx = context.WithoutCancel(ctx)
 	store, err := New(ctx, Config{
-		NodeName: "fuzz",
-		Pools:    map[string]string{"default": pool},
-		Identity: IdentityConfig{StateDir: filepath.Join(base, "state"), BootIDFile: filepath.Join(base, "boot_id")},
+		NodeName:      "fuzz",
+		Pools:         map[string]string{"default": pool},
+		Identity:      IdentityConfig{StateDir: filepath.Join(base, "state"), BootIDFile: filepath.Join(base, "boot_id")},
+		MountInfoFile: filepath.Join(base, "mountinfo"),
 	})
 	if err != nil {
 		f.Fatal(err)
 	}
+	// "owned" is a volume of PersistentVolume pv-owner, which no input
+	// names: it must survive every input.
+	if _, _, err := store.CreateVolume(ctx, "default", "owned", "pv-owner", 0o755, 0); err != nil {
+		f.Fatal(err)
+	}
+	mustWrite(f, filepath.Join(pool, "owned", "data"), "owned data")
 	wantRoot := rootNames(f)
+	records := filepath.Join(pool, OwnersDir)
 
-	f.Fuzz(func(t *testing.T, poolName, name string, mode uint16) {
-		// "inner" is a real volume holding a symlink out of the pool; put it
-		// back if an earlier input deleted it.
+	f.Fuzz(func(t *testing.T, poolName, name, owner string, mode uint16) {
+		if owner == "pv-owner" {
+			t.Skip("the owner of the volume that must survive")
+		}
+		_, ctx := ktesting.NewTestContext(t) // f's logger may not be used inside the target
+		// "inner" is a directory without a record holding a symlink out
+		// of the pool; put it back if an earlier input adopted and
+		// deleted it.
 		if _, err := os.Lstat(filepath.Join(pool, "inner")); errors.Is(err, fs.ErrNotExist) {
 			mustMkdir(t, filepath.Join(pool, "inner"))
 			mustSymlink(t, "../../sibling", filepath.Join(pool, "inner", "up"))
 		}
 		before := snapshot(t, work)
 		vol := filepath.Join(pool, name)
-		// Only the volume's own subtree may change, and only when the name
-		// is valid and held by a directory or nothing.
-		mayChange := poolName == "default" && ValidateVolumeName(name) == nil &&
+		rec := filepath.Join(records, name)
+		recordOwner := ""
+		if data, err := os.ReadFile(rec); err == nil && ValidateVolumeName(name) == nil {
+			var r record
+			if err := json.Unmarshal(data, &r); err != nil {
+				t.Fatalf("record %s: %v", rec, err)
+			}
+			recordOwner = r.Owner
+		}
+		// Only the volume's own subtree and its record may change, and
+		// only when the names are valid, the name is held by a directory
+		// or nothing, and the owner record (if any) names owner (or the
+		// directory has no record: SetOwner adopts it).
+		valid := poolName == "default" && ValidateVolumeName(name) == nil && client.ValidateOwner(owner) == nil &&
 			(before[vol] == "" || strings.HasPrefix(before[vol], "d"))
+		exists := before[vol] != ""
+		adopt := valid && exists && recordOwner == ""
+		mayChange := valid && (recordOwner == owner || recordOwner == "")
 		check := func(step string, err error) map[string]string {
 			t.Helper()
 			after := snapshot(t, work)
 			for _, d := range diff(before, after) {
-				if !mayChange || (d.path != vol && !strings.HasPrefix(d.path, vol+"/")) {
-					t.Fatalf("%s(%q, %q, %o) (err %v) changed the filesystem outside the volume: %s %s",
-						step, poolName, name, mode, err, d.what, d.path)
+				inVolume := d.path == vol || strings.HasPrefix(d.path, vol+"/")
+				inMeta := d.path == rec || d.path == filepath.Join(pool, MetadataDir) || d.path == records
+				if !mayChange || !(inVolume || inMeta) {
+					t.Fatalf("%s(%q, %q, %q, %o) (err %v) changed the filesystem outside the volume: %s %s",
+						step, poolName, name, owner, mode, err, d.what, d.path)
 				}
 			}
 			if got := rootNames(t); got != wantRoot {
 				t.Fatalf("%s(%q, %q) changed /: now\n%s", step, poolName, name, got)
 			}
+			if _, err := os.Stat(filepath.Join(pool, "owned", "data")); err != nil {
+				t.Fatalf("%s(%q, %q, %q) removed another PersistentVolume's data: %v", step, poolName, name, owner, err)
+			}
 			return after
 		}
+		checkReason := func(step string, err error) {
+			t.Helper()
+			switch r := client.ReasonOf(err); r {
+			case client.ReasonBadRequest, client.ReasonNotFound, client.ReasonConflict, client.ReasonOwnerConflict:
+			default:
+				t.Fatalf("%s(%q, %q, %q): unexpected error %v", step, poolName, name, owner, err)
+			}
+		}
 
-		v, created, err := store.CreateVolume(ctx, poolName, name, fs.FileMode(mode)&fs.ModePerm, 0)
+		if adopt {
+			// A directory without a record is refused until it is adopted.
+			_, _, err := store.CreateVolume(ctx, poolName, name, owner, fs.FileMode(mode)&fs.ModePerm, 0)
+			var ce *client.Error
+			if !errors.As(err, &ce) || ce.Reason != client.ReasonOwnerConflict || ce.Owner != "" {
+				t.Fatalf("CreateVolume(%q, %q) over a directory without a record: %v, want OwnerConflict", name, owner, err)
+			}
+			if d := diff(before, snapshot(t, work)); len(d) > 0 {
+				t.Fatalf("refused CreateVolume(%q) changed %v", name, d)
+			}
+			if _, err := store.SetOwner(ctx, poolName, name, owner, "", false); err != nil {
+				t.Fatalf("SetOwner(%q, %q) adopting a directory: %v", name, owner, err)
+			}
+			check("SetOwner", nil)
+		}
+		v, created, err := store.CreateVolume(ctx, poolName, name, owner, fs.FileMode(mode)&fs.ModePerm, 0)
 		check("CreateVolume", err)
 		if err == nil {
 			if !mayChange {
-				t.Fatalf("CreateVolume(%q, %q) succeeded on an invalid name or over a non-directory", poolName, name)
+				t.Fatalf("CreateVolume(%q, %q, %q) succeeded on an invalid name, over a non-directory or over another owner's directory", poolName, name, owner)
 			}
-			if v.Path != vol || filepath.Dir(v.Path) != pool {
-				t.Fatalf("CreateVolume(%q) path %q is not directly under the pool", name, v.Path)
+			if v.Path != vol || filepath.Dir(v.Path) != pool || v.Owner != owner {
+				t.Fatalf("CreateVolume(%q) returned %+v", name, v)
 			}
 			if fi, err := os.Lstat(v.Path); err != nil || !fi.IsDir() || fi.Mode().Perm() != fs.FileMode(mode)&fs.ModePerm {
 				t.Fatalf("CreateVolume(%q, %o) left %v (err %v)", name, mode, fi, err)
 			}
-		} else if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrConflict) {
-			t.Fatalf("CreateVolume(%q, %q): unexpected error %v", poolName, name, err)
+			if data, err := os.ReadFile(rec); err != nil || !strings.Contains(string(data), fmt.Sprintf("%q", owner)) {
+				t.Fatalf("CreateVolume(%q, %q) left record %q (err %v)", name, owner, data, err)
+			}
+			// Another PersistentVolume can neither take nor remove it.
+			other := "other-" + strings.TrimPrefix(owner, "other-")
+			if len(other) > 253 {
+				other = "other-pv"
+			}
+			snap := snapshot(t, work)
+			_, _, err1 := store.CreateVolume(ctx, poolName, name, other, 0o777, 0)
+			_, err2 := store.DeleteVolume(ctx, poolName, name, other, false)
+			_, err3 := store.SetOwner(ctx, poolName, name, other, "", false)
+			for _, err := range []error{err1, err2, err3} {
+				var ce *client.Error
+				if !errors.As(err, &ce) || ce.Reason != client.ReasonOwnerConflict || ce.Owner != owner {
+					t.Fatalf("%q acting on %q's volume %q: %v, want OwnerConflict naming %q", other, owner, name, err, owner)
+				}
+			}
+			if d := diff(snap, snapshot(t, work)); len(d) > 0 {
+				t.Fatalf("%q acting on %q's volume %q changed %v", other, owner, name, d)
+			}
+			// The owner may mark it retained.
+			if _, err := store.SetOwner(ctx, poolName, name, owner, owner, true); err != nil {
+				t.Fatalf("SetOwner(%q, %q) by its owner: %v", name, owner, err)
+			}
+			check("SetOwner", err)
+		} else {
+			checkReason("CreateVolume", err)
 		}
 
 		_, _ = store.GetVolume(ctx, poolName, name)
@@ -188,14 +282,17 @@ func FuzzConfinement(f *testing.F) {
 		}
 		check("Get/ListVolumes", nil)
 
-		deleted, err := store.DeleteVolume(ctx, poolName, name)
+		deleted, err := store.DeleteVolume(ctx, poolName, name, owner, false)
 		after := check("DeleteVolume", err)
 		if err == nil && mayChange {
 			for p := range after {
-				if p == vol || strings.HasPrefix(p, vol+"/") {
+				if p == vol || strings.HasPrefix(p, vol+"/") || p == rec {
 					t.Fatalf("DeleteVolume(%q) left %s", name, p)
 				}
 			}
+		}
+		if err != nil {
+			checkReason("DeleteVolume", err)
 		}
 		if created && !deleted {
 			t.Fatalf("DeleteVolume(%q) deleted nothing after CreateVolume created it (err %v)", name, err)

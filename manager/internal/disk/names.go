@@ -6,34 +6,27 @@ import (
 	"hostpath.dev/manager/pkg/client"
 )
 
-// The name and mode rules are the API's (manager/pkg/client), so that callers
-// check exactly what the Store enforces. These wrappers give their errors the
-// kind ErrInvalid.
+// The name, owner and mode rules are the API's (manager/pkg/client), so that
+// callers check exactly what the Store enforces. These wrappers turn the
+// rules' errors into *client.Error values with reason BadRequest.
 
-// MaxVolumeNameLength is client.MaxVolumeNameLength.
-const MaxVolumeNameLength = client.MaxVolumeNameLength
+// ValidateVolumeName is client.ValidateVolumeName with reason BadRequest.
+func ValidateVolumeName(name string) error { return badRequest(client.ValidateVolumeName(name)) }
 
-// DefaultMode is client.DefaultMode.
-const DefaultMode = client.DefaultMode
+// ValidatePoolName is client.ValidatePoolName with reason BadRequest.
+func ValidatePoolName(name string) error { return badRequest(client.ValidatePoolName(name)) }
 
-// ValidateVolumeName is client.ValidateVolumeName, with kind ErrInvalid.
-func ValidateVolumeName(name string) error { return invalid(client.ValidateVolumeName(name)) }
-
-// ValidatePoolName is client.ValidatePoolName, with kind ErrInvalid.
-func ValidatePoolName(name string) error { return invalid(client.ValidatePoolName(name)) }
-
-// ParseMode is client.ParseMode, with kind ErrInvalid.
+// ParseMode is client.ParseMode with reason BadRequest.
 func ParseMode(s string) (fs.FileMode, error) {
 	m, err := client.ParseMode(s)
-	return m, invalid(err)
+	return m, badRequest(err)
 }
 
-// FormatMode is client.FormatMode.
-func FormatMode(m fs.FileMode) string { return client.FormatMode(m) }
+func validateOwner(owner string) error { return badRequest(client.ValidateOwner(owner)) }
 
-func invalid(err error) error {
+func badRequest(err error) error {
 	if err == nil {
 		return nil
 	}
-	return invalidf("%s", err)
+	return badRequestf("%s", err)
 }

@@ -1,36 +1,61 @@
 package disk
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"k8s.io/klog/v2/ktesting"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+// t0 dates the records tests write by hand; the Store's clock reads t1.
+var (
+	t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	t1 = t0.Add(time.Hour)
 )
 
 // testEnv is a pool "default" at base/pool with a sibling directory and
-// files outside it, and the identity files under base/state.
+// files outside it, the identity files under base/state, a mount table at
+// base/mountinfo and a clock that reads t1.
 type testEnv struct {
-	base, pool string
-	store      *Store
+	base, pool, mountInfo string
+	store                 *Store
 }
 
-func newTestEnv(t testing.TB) *testEnv {
+// fakeMounts are mount table lines that exist in every testEnv: mounts at,
+// above and beside the pool, none inside a volume.
+const fakeMounts = `22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw
+28 1 259:2 / / rw,relatime shared:1 - ext4 /dev/root rw
+40 28 0:33 / BASE rw,relatime shared:20 - tmpfs tmpfs rw
+41 40 259:2 /var/hpvolumes BASE/pool rw,relatime shared:1 - ext4 /dev/root rw
+42 40 0:34 / BASE/pool/v10 rw,relatime shared:21 - tmpfs tmpfs rw
+43 40 0:35 / BASE/pool/v1-other\040x rw,relatime shared:22 - tmpfs tmpfs rw
+`
+
+func newTestEnv(t testing.TB, extraMounts ...string) *testEnv {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	base := t.TempDir()
-	e := &testEnv{base: base, pool: filepath.Join(base, "pool")}
+	e := &testEnv{base: base, pool: filepath.Join(base, "pool"), mountInfo: filepath.Join(base, "mountinfo")}
 	for _, d := range []string{e.pool, filepath.Join(base, "sibling", "data")} {
 		mustMkdir(t, d)
 	}
 	mustWrite(t, filepath.Join(base, "sibling", "data", "keep.txt"), "outside")
 	mustWrite(t, filepath.Join(base, "boot_id"), "boot-1\n")
 	mustWrite(t, filepath.Join(base, "machine-id"), "machine-1\n")
+	mounts := fakeMounts + strings.Join(extraMounts, "\n") + "\n"
+	mustWrite(t, e.mountInfo, strings.ReplaceAll(mounts, "BASE", base))
 	s, err := New(ctx, Config{
 		NodeName: "node-a",
 		Pools:    map[string]string{"default": e.pool},
@@ -39,12 +64,49 @@ func newTestEnv(t testing.TB) *testEnv {
 			BootIDFile:    filepath.Join(base, "boot_id"),
 			MachineIDFile: filepath.Join(base, "machine-id"),
 		},
+		MountInfoFile: e.mountInfo,
+		Clock:         testingclock.NewFakePassiveClock(t1),
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	e.store = s
 	return e
+}
+
+// writeRecord writes an owner record by hand, dated t0.
+func (e *testEnv) writeRecord(t testing.TB, name, owner string, retained bool) {
+	t.Helper()
+	mustMkdir(t, filepath.Join(e.pool, OwnersDir))
+	data, err := json.Marshal(map[string]any{"owner": owner, "ownedSince": t0.Format(time.RFC3339), "retained": retained})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(e.pool, OwnersDir, name), string(data))
+}
+
+// record reads an owner record by hand; nil when there is none.
+func (e *testEnv) record(t testing.TB, name string) *record {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(e.pool, OwnersDir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r record
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("record %s: %v", name, err)
+	}
+	return &r
+}
+
+// volume makes the volume directory name holding a file "data".
+func (e *testEnv) volume(t testing.TB, name string) {
+	t.Helper()
+	mustMkdir(t, filepath.Join(e.pool, name))
+	mustWrite(t, filepath.Join(e.pool, name, "data"), "data of "+name)
 }
 
 func mustMkdir(t testing.TB, p string) {
@@ -68,6 +130,43 @@ func mustSymlink(t testing.TB, target, link string) {
 	}
 }
 
+// checkErr fails unless err has reason want ("" for no error), and, for
+// OwnerConflict, names owner.
+func checkErr(t testing.TB, op string, err error, want client.Reason, owner string) {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		return
+	}
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Reason != want {
+		t.Fatalf("%s error = %v, want reason %s", op, err, want)
+	}
+	if ce.StatusCode != want.Status() {
+		t.Errorf("%s error status %d, want %d", op, ce.StatusCode, want.Status())
+	}
+	if want == client.ReasonOwnerConflict && ce.Owner != owner {
+		t.Errorf("%s error names owner %q, want %q (%v)", op, ce.Owner, owner, err)
+	}
+}
+
+// checkRecord fails unless volume name has a record naming owner (nil: no
+// record) dated since and retained as given.
+func checkRecord(t testing.TB, e *testEnv, name string, want *record) {
+	t.Helper()
+	got := e.record(t, name)
+	switch {
+	case want == nil && got != nil:
+		t.Errorf("record of %s = %+v, want none", name, got)
+	case want != nil && got == nil:
+		t.Errorf("no record of %s, want %+v", name, want)
+	case want != nil && (got.Owner != want.Owner || !got.OwnedSince.Equal(want.OwnedSince) || got.Retained != want.Retained):
+		t.Errorf("record of %s = %+v, want %+v", name, got, want)
+	}
+}
+
 func TestValidateVolumeName(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -83,6 +182,7 @@ func TestValidateVolumeName(t *testing.T) {
 		{".", false},
 		{"..", false},
 		{".hidden", false},
+		{MetadataDir, false},
 		{"-flag", false},
 		{"_x", false},
 		{"a/b", false},
@@ -98,8 +198,8 @@ func TestValidateVolumeName(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("ValidateVolumeName(%q) = %v, want ok=%v", tc.name, err, tc.ok)
 		}
-		if err != nil && !errors.Is(err, ErrInvalid) {
-			t.Errorf("ValidateVolumeName(%q) error %v is not ErrInvalid", tc.name, err)
+		if err != nil && client.ReasonOf(err) != client.ReasonBadRequest {
+			t.Errorf("ValidateVolumeName(%q) error %v is not a BadRequest", tc.name, err)
 		}
 	}
 }
@@ -122,13 +222,17 @@ func TestValidatePoolName(t *testing.T) {
 		{"..", false},
 		{"a/b", false},
 	} {
-		if err := ValidatePoolName(tc.name); (err == nil) != tc.ok {
+		err := ValidatePoolName(tc.name)
+		if (err == nil) != tc.ok {
 			t.Errorf("ValidatePoolName(%q) = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if err != nil && client.ReasonOf(err) != client.ReasonBadRequest {
+			t.Errorf("ValidatePoolName(%q) error %v is not a BadRequest", tc.name, err)
 		}
 	}
 }
 
-func TestParseFormatMode(t *testing.T) {
+func TestParseMode(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want fs.FileMode
@@ -154,12 +258,15 @@ func TestParseFormatMode(t *testing.T) {
 			continue
 		}
 		if !tc.ok {
+			if client.ReasonOf(err) != client.ReasonBadRequest {
+				t.Errorf("ParseMode(%q) error %v is not a BadRequest", tc.in, err)
+			}
 			continue
 		}
 		if got != tc.want {
 			t.Errorf("ParseMode(%q) = %v, want %v", tc.in, got, tc.want)
 		}
-		if s := FormatMode(got); s != tc.out {
+		if s := client.FormatMode(got); s != tc.out {
 			t.Errorf("FormatMode(%v) = %q, want %q", got, s, tc.out)
 		}
 	}
@@ -190,38 +297,87 @@ func TestCreateVolume(t *testing.T) {
 		desc        string
 		setup       func(t *testing.T, e *testEnv)
 		pool, name  string
+		owner       string // "pv-a" when empty
 		mode        fs.FileMode
 		required    int64
-		wantErr     error
+		wantReason  client.Reason
+		wantOwner   string // named by an OwnerConflict
+		wantMessage string // part of the error message
+		wantErr     bool   // an error that is not a *client.Error
 		wantCreated bool
 		wantMode    string
+		wantRecord  *record // after a success
 	}{
-		{desc: "new directory gets the exact mode", name: "v1", mode: 0o777, wantCreated: true, wantMode: "0777"},
-		{desc: "setgid mode", name: "v1", mode: 0o775 | fs.ModeSetgid, wantCreated: true, wantMode: "02775"},
-		{desc: "existing directory gets the new mode", name: "v1", mode: 0o750, wantMode: "0750",
+		{desc: "new directory gets the exact mode and a record", name: "v1", mode: 0o777,
+			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1}},
+		{desc: "setgid mode", name: "v1", mode: 0o775 | fs.ModeSetgid,
+			wantCreated: true, wantMode: "02775", wantRecord: &record{Owner: "pv-a", OwnedSince: t1}},
+		{desc: "own existing directory gets the new mode", name: "v1", mode: 0o750, wantMode: "0750",
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true},
 			setup: func(t *testing.T, e *testEnv) {
-				mustMkdir(t, filepath.Join(e.pool, "v1"))
-				mustWrite(t, filepath.Join(e.pool, "v1", "data"), "x")
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", true)
 			}},
-		{desc: "file with the name", name: "v1", mode: 0o777, wantErr: ErrConflict,
+		{desc: "record without directory (crash before mkdir) makes the directory", name: "v1", mode: 0o700,
+			wantCreated: true, wantMode: "0700", wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
+			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
+		{desc: "directory of another PV", name: "v1", mode: 0o777,
+			wantReason: client.ReasonOwnerConflict, wantOwner: "pv-b", wantMessage: `belongs to PersistentVolume "pv-b"`,
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-b", false)
+			}},
+		{desc: "record of another PV without directory", name: "v1", mode: 0o777,
+			wantReason: client.ReasonOwnerConflict, wantOwner: "pv-b",
+			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-b", false) }},
+		{desc: "directory without a record must be adopted", name: "v1", mode: 0o777,
+			wantReason: client.ReasonOwnerConflict, wantOwner: "", wantMessage: "/v1/pools/default/volumes/v1/owner",
+			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
+		{desc: "file with the name", name: "v1", mode: 0o777, wantReason: client.ReasonConflict,
 			setup: func(t *testing.T, e *testEnv) { mustWrite(t, filepath.Join(e.pool, "v1"), "x") }},
-		{desc: "symlink to a directory outside", name: "v1", mode: 0o777, wantErr: ErrConflict,
+		{desc: "file with the name and an own record", name: "v1", mode: 0o777, wantReason: client.ReasonConflict,
+			setup: func(t *testing.T, e *testEnv) {
+				mustWrite(t, filepath.Join(e.pool, "v1"), "x")
+				e.writeRecord(t, "v1", "pv-a", false)
+			}},
+		{desc: "symlink to a directory outside", name: "v1", mode: 0o777, wantReason: client.ReasonConflict,
 			setup: func(t *testing.T, e *testEnv) {
 				mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "v1"))
 			}},
-		{desc: "dangling symlink", name: "v1", mode: 0o777, wantErr: ErrConflict,
+		{desc: "dangling symlink", name: "v1", mode: 0o777, wantReason: client.ReasonConflict,
 			setup: func(t *testing.T, e *testEnv) {
 				mustSymlink(t, "/nonexistent-hostpath-test", filepath.Join(e.pool, "v1"))
 			}},
-		{desc: "traversal", name: "../sibling", mode: 0o777, wantErr: ErrInvalid},
-		{desc: "unknown pool", pool: "other", name: "v1", mode: 0o777, wantErr: ErrNotFound},
-		{desc: "invalid pool", pool: "..", name: "v1", mode: 0o777, wantErr: ErrInvalid},
-		{desc: "bad mode bits", name: "v1", mode: fs.ModeDir | 0o777, wantErr: ErrInvalid},
-		{desc: "not enough space", name: "v1", mode: 0o777, required: 1 << 62, wantErr: ErrInsufficientStorage},
-		{desc: "space is not checked for an existing directory", name: "v1", mode: 0o777, required: 1 << 62, wantMode: "0777",
-			setup: func(t *testing.T, e *testEnv) { mustMkdir(t, filepath.Join(e.pool, "v1")) }},
-		{desc: "enough space", name: "v1", mode: 0o700, required: 1, wantCreated: true, wantMode: "0700"},
-		{desc: "pool directory missing", name: "v1", mode: 0o777, wantErr: ErrNotFound,
+		{desc: "metadata directory is a symlink", name: "v1", mode: 0o777, wantErr: true,
+			setup: func(t *testing.T, e *testEnv) {
+				mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, MetadataDir))
+			}},
+		{desc: "corrupt record", name: "v1", mode: 0o777, wantErr: true,
+			setup: func(t *testing.T, e *testEnv) {
+				mustMkdir(t, filepath.Join(e.pool, OwnersDir))
+				mustWrite(t, filepath.Join(e.pool, OwnersDir, "v1"), `{"owner": "Not A PV"}`)
+			}},
+		{desc: "traversal", name: "../sibling", mode: 0o777, wantReason: client.ReasonBadRequest},
+		{desc: "metadata directory name", name: MetadataDir, mode: 0o777, wantReason: client.ReasonBadRequest},
+		{desc: "empty owner", name: "v1", owner: "-", mode: 0o777, wantReason: client.ReasonBadRequest},
+		{desc: "owner not a PV name", name: "v1", owner: "PV_A", mode: 0o777, wantReason: client.ReasonBadRequest},
+		{desc: "unknown pool", pool: "other", name: "v1", mode: 0o777, wantReason: client.ReasonNotFound},
+		{desc: "invalid pool", pool: "..", name: "v1", mode: 0o777, wantReason: client.ReasonBadRequest},
+		{desc: "bad mode bits", name: "v1", mode: fs.ModeDir | 0o777, wantReason: client.ReasonBadRequest},
+		{desc: "not enough space writes nothing", name: "v1", mode: 0o777, required: 1 << 62,
+			wantReason: client.ReasonInsufficientStorage},
+		{desc: "not enough space to finish an own record", name: "v1", mode: 0o777, required: 1 << 62,
+			wantReason: client.ReasonInsufficientStorage,
+			setup:      func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
+		{desc: "space is not checked for an existing directory", name: "v1", mode: 0o777, required: 1 << 62,
+			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", false)
+			}},
+		{desc: "enough space", name: "v1", mode: 0o700, required: 1,
+			wantCreated: true, wantMode: "0700", wantRecord: &record{Owner: "pv-a", OwnedSince: t1}},
+		{desc: "pool directory missing", name: "v1", mode: 0o777, wantReason: client.ReasonNotFound,
 			setup: func(t *testing.T, e *testEnv) { os.RemoveAll(e.pool) }},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -230,17 +386,31 @@ func TestCreateVolume(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, e)
 			}
-			pool := tc.pool
+			pool, owner := tc.pool, tc.owner
 			if pool == "" {
 				pool = "default"
 			}
-			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, tc.mode, tc.required)
-			if tc.wantErr != nil {
-				if !errors.Is(err, tc.wantErr) {
-					t.Fatalf("CreateVolume error = %v, want %v", err, tc.wantErr)
+			switch owner {
+			case "":
+				owner = "pv-a"
+			case "-":
+				owner = ""
+			}
+			before := snapshot(t, e.base)
+			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, owner, tc.mode, tc.required)
+			if tc.wantErr || tc.wantReason != "" {
+				if tc.wantErr {
+					if err == nil || client.ReasonOf(err) != "" {
+						t.Fatalf("CreateVolume error = %v, want an internal error", err)
+					}
+				} else {
+					checkErr(t, "CreateVolume", err, tc.wantReason, tc.wantOwner)
 				}
-				if _, err := os.Stat(filepath.Join(e.base, "sibling", "data", "keep.txt")); err != nil {
-					t.Errorf("outside file: %v", err)
+				if !strings.Contains(err.Error(), tc.wantMessage) {
+					t.Errorf("CreateVolume error %q does not say %q", err, tc.wantMessage)
+				}
+				if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
+					t.Errorf("failed CreateVolume changed the filesystem: %v", d)
 				}
 				return
 			}
@@ -254,55 +424,81 @@ func TestCreateVolume(t *testing.T) {
 			if v.Path != want || v.Name != tc.name || v.Pool != "default" || v.Mode != tc.wantMode {
 				t.Errorf("volume = %+v, want path %s mode %s", v, want, tc.wantMode)
 			}
+			if v.Owner != owner || v.OwnedSince == nil || !v.OwnedSince.Equal(tc.wantRecord.OwnedSince) || v.Retained != tc.wantRecord.Retained {
+				t.Errorf("volume = %+v, want owner record %+v", v, tc.wantRecord)
+			}
 			fi, err := os.Lstat(want)
 			if err != nil || !fi.IsDir() {
 				t.Fatalf("directory on disk: %v %v", fi, err)
 			}
-			if got := FormatMode(fi.Mode()); got != tc.wantMode {
+			if got := client.FormatMode(fi.Mode()); got != tc.wantMode {
 				t.Errorf("mode on disk = %s, want %s", got, tc.wantMode)
 			}
+			checkRecord(t, e, tc.name, tc.wantRecord)
 		})
 	}
 }
 
-func TestDeleteVolume(t *testing.T) {
+func TestSetOwner(t *testing.T) {
 	for _, tc := range []struct {
-		desc        string
-		setup       func(t *testing.T, e *testEnv)
-		name        string
-		wantErr     error
-		wantDeleted bool
-		// survivors must exist afterwards (relative to base).
-		survivors []string
+		desc            string
+		setup           func(t *testing.T, e *testEnv)
+		name            string
+		owner, previous string
+		retained        bool
+		wantReason      client.Reason
+		wantOwner       string
+		wantRecord      *record
 	}{
-		{desc: "missing volume succeeds", name: "v1"},
-		{desc: "tree is removed", name: "v1", wantDeleted: true,
+		{desc: "adopt a directory without a record", name: "v1", owner: "pv-a", previous: "",
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t1},
+			setup:      func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
+		{desc: "adopt as retained", name: "v1", owner: "pv-a", previous: "", retained: true,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t1, Retained: true},
+			setup:      func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
+		{desc: "wrong previous for a directory without a record", name: "v1", owner: "pv-a", previous: "pv-x",
+			wantReason: client.ReasonOwnerConflict, wantOwner: "",
+			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
+		{desc: "mark retained keeps the date", name: "v1", owner: "pv-a", previous: "pv-a", retained: true,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true},
 			setup: func(t *testing.T, e *testEnv) {
-				mustMkdir(t, filepath.Join(e.pool, "v1", "a", "b"))
-				mustWrite(t, filepath.Join(e.pool, "v1", "a", "b", "f"), "x")
-				if err := os.Chmod(filepath.Join(e.pool, "v1", "a"), 0o500); err != nil {
-					t.Fatal(err)
-				}
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", false)
 			}},
-		{desc: "symlinks inside are removed, not followed", name: "v1", wantDeleted: true,
-			survivors: []string{"sibling/data/keep.txt", "sibling/data"},
+		{desc: "same record again", name: "v1", owner: "pv-a", previous: "pv-a",
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
 			setup: func(t *testing.T, e *testEnv) {
-				mustMkdir(t, filepath.Join(e.pool, "v1"))
-				mustSymlink(t, filepath.Join(e.base, "sibling", "data"), filepath.Join(e.pool, "v1", "abs"))
-				mustSymlink(t, "../../sibling/data", filepath.Join(e.pool, "v1", "rel"))
-				mustSymlink(t, "/", filepath.Join(e.pool, "v1", "root"))
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", false)
 			}},
-		{desc: "symlink with the name is a conflict and stays", name: "v1", wantErr: ErrConflict,
-			survivors: []string{"pool/v1", "sibling/data/keep.txt"},
+		{desc: "take over a retained directory", name: "v1", owner: "pv-b", previous: "pv-a",
+			wantRecord: &record{Owner: "pv-b", OwnedSince: t1},
 			setup: func(t *testing.T, e *testEnv) {
-				mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "v1"))
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", true)
 			}},
-		{desc: "file with the name is a conflict and stays", name: "v1", wantErr: ErrConflict,
-			survivors: []string{"pool/v1"},
-			setup:     func(t *testing.T, e *testEnv) { mustWrite(t, filepath.Join(e.pool, "v1"), "x") }},
-		{desc: "traversal", name: "..", wantErr: ErrInvalid, survivors: []string{"pool", "sibling/data/keep.txt"}},
-		{desc: "pool directory missing succeeds", name: "v1",
-			setup: func(t *testing.T, e *testEnv) { os.RemoveAll(e.pool) }},
+		{desc: "adopting an owned directory", name: "v1", owner: "pv-b", previous: "",
+			wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a",
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", true)
+			}},
+		{desc: "wrong previous owner", name: "v1", owner: "pv-b", previous: "pv-c",
+			wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a",
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", false)
+			}},
+		{desc: "missing directory", name: "v1", owner: "pv-a", previous: "", wantReason: client.ReasonNotFound},
+		{desc: "record without directory", name: "v1", owner: "pv-a", previous: "pv-a", wantReason: client.ReasonNotFound,
+			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
+		{desc: "file with the name", name: "v1", owner: "pv-a", previous: "", wantReason: client.ReasonConflict,
+			setup: func(t *testing.T, e *testEnv) { mustWrite(t, filepath.Join(e.pool, "v1"), "x") }},
+		{desc: "invalid owner", name: "v1", owner: "", previous: "", wantReason: client.ReasonBadRequest,
+			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
+		{desc: "invalid previous owner", name: "v1", owner: "pv-a", previous: "../x", wantReason: client.ReasonBadRequest,
+			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
+		{desc: "invalid name", name: "..", owner: "pv-a", previous: "", wantReason: client.ReasonBadRequest},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -310,24 +506,143 @@ func TestDeleteVolume(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, e)
 			}
-			deleted, err := e.store.DeleteVolume(ctx, "default", tc.name)
-			if !errors.Is(err, tc.wantErr) {
-				t.Fatalf("DeleteVolume error = %v, want %v", err, tc.wantErr)
-			}
-			if deleted != tc.wantDeleted {
-				t.Errorf("deleted = %v, want %v", deleted, tc.wantDeleted)
-			}
-			if tc.wantErr == nil {
-				if _, err := os.Lstat(filepath.Join(e.pool, tc.name)); !errors.Is(err, fs.ErrNotExist) {
-					t.Errorf("volume still there: %v", err)
+			before := snapshot(t, e.base)
+			v, err := e.store.SetOwner(ctx, "default", tc.name, tc.owner, tc.previous, tc.retained)
+			checkErr(t, "SetOwner", err, tc.wantReason, tc.wantOwner)
+			if err != nil {
+				if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
+					t.Errorf("failed SetOwner changed the filesystem: %v", d)
 				}
+				return
 			}
-			for _, s := range tc.survivors {
-				if _, err := os.Lstat(filepath.Join(e.base, s)); err != nil {
-					t.Errorf("%s was removed: %v", s, err)
-				}
+			if v.Owner != tc.wantRecord.Owner || v.OwnedSince == nil || !v.OwnedSince.Equal(tc.wantRecord.OwnedSince) || v.Retained != tc.wantRecord.Retained {
+				t.Errorf("volume = %+v, want owner record %+v", v, tc.wantRecord)
+			}
+			checkRecord(t, e, tc.name, tc.wantRecord)
+			if data, err := os.ReadFile(filepath.Join(e.pool, tc.name, "data")); err != nil || string(data) != "data of "+tc.name {
+				t.Errorf("volume data changed: %q %v", data, err)
 			}
 		})
+	}
+}
+
+// TestOwnerScenarios plays sequences of calls from different
+// PersistentVolumes on one directory name.
+func TestOwnerScenarios(t *testing.T) {
+	type step struct {
+		op              string // create, set or delete
+		owner, previous string
+		retained        bool
+		ifEmpty         bool
+		wantReason      client.Reason
+		wantOwner       string
+	}
+	for _, tc := range []struct {
+		desc  string
+		setup func(t *testing.T, e *testEnv)
+		steps []step
+		// wantData says whether v1/data survives; wantRecord is the final
+		// record.
+		wantData   bool
+		wantRecord *record
+	}{
+		{desc: "two PVs ask for the same directory",
+			steps: []step{
+				{op: "create", owner: "pv-a"},
+				{op: "create", owner: "pv-b", wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a"},
+				{op: "delete", owner: "pv-b", wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a"},
+				{op: "set", owner: "pv-b", previous: "", wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a"},
+			},
+			wantData: true, wantRecord: &record{Owner: "pv-a", OwnedSince: t1}},
+		{desc: "adoption of a directory made before owner records",
+			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") },
+			steps: []step{
+				{op: "create", owner: "pv-a", wantReason: client.ReasonOwnerConflict, wantOwner: ""},
+				{op: "delete", owner: "pv-a", wantReason: client.ReasonOwnerConflict, wantOwner: ""},
+				{op: "set", owner: "pv-a", previous: ""},
+				{op: "create", owner: "pv-a"},
+				{op: "delete", owner: "pv-a", ifEmpty: true, wantReason: client.ReasonNotEmpty},
+				{op: "delete", owner: "pv-a"},
+				{op: "delete", owner: "pv-a"},
+			}},
+		{desc: "takeover of a retained directory",
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", false)
+			},
+			steps: []step{
+				{op: "set", owner: "pv-a", previous: "pv-a", retained: true},
+				{op: "create", owner: "pv-b", wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a"},
+				{op: "set", owner: "pv-b", previous: "pv-x", wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a"},
+				{op: "set", owner: "pv-b", previous: "pv-a"},
+				{op: "create", owner: "pv-b"},
+				{op: "delete", owner: "pv-a", wantReason: client.ReasonOwnerConflict, wantOwner: "pv-b"},
+			},
+			wantData: true, wantRecord: &record{Owner: "pv-b", OwnedSince: t1}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			e := newTestEnv(t)
+			if tc.setup != nil {
+				tc.setup(t, e)
+			}
+			for i, s := range tc.steps {
+				var err error
+				switch s.op {
+				case "create":
+					_, _, err = e.store.CreateVolume(ctx, "default", "v1", s.owner, 0o755, 0)
+					if err == nil {
+						mustWrite(t, filepath.Join(e.pool, "v1", "data"), "data of v1")
+					}
+				case "set":
+					_, err = e.store.SetOwner(ctx, "default", "v1", s.owner, s.previous, s.retained)
+				case "delete":
+					_, err = e.store.DeleteVolume(ctx, "default", "v1", s.owner, s.ifEmpty)
+				}
+				checkErr(t, s.op, err, s.wantReason, s.wantOwner)
+				if t.Failed() {
+					t.Fatalf("step %d (%+v) failed", i, s)
+				}
+			}
+			_, err := os.Stat(filepath.Join(e.pool, "v1", "data"))
+			if (err == nil) != tc.wantData {
+				t.Errorf("data survives: %v, want %v", err == nil, tc.wantData)
+			}
+			checkRecord(t, e, "v1", tc.wantRecord)
+		})
+	}
+}
+
+func TestRecordFormat(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	e := newTestEnv(t)
+	name := strings.Repeat("a", client.MaxVolumeNameLength)
+	if _, _, err := e.store.CreateVolume(ctx, "default", name, "pv-a", 0o755, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.SetOwner(ctx, "default", name, "pv-a", "pv-a", true); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(e.pool, ".hostpath", "owners", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"owner": "pv-a", "ownedSince": "2025-01-02T04:04:05Z", "retained": true}
+	if !maps.Equal(got, want) {
+		t.Errorf("record = %s, want %v", data, want)
+	}
+	for _, d := range []string{MetadataDir, OwnersDir} {
+		if fi, err := os.Lstat(filepath.Join(e.pool, d)); err != nil || fi.Mode() != fs.ModeDir|0o700 {
+			t.Errorf("%s: %v %v, want a directory with mode 0700", d, fi.Mode(), err)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(e.pool, OwnersDir))
+	if err != nil || len(entries) != 1 || entries[0].Name() != name {
+		t.Errorf("owners directory holds %v (%v), want only the record", entries, err)
 	}
 }
 
@@ -339,6 +654,8 @@ func TestListAndGetVolumes(t *testing.T) {
 	mustMkdir(t, filepath.Join(e.pool, ".hidden"))
 	mustWrite(t, filepath.Join(e.pool, "file"), "x")
 	mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "link"))
+	e.writeRecord(t, "a", "pv-a", true)
+	e.writeRecord(t, "orphan", "pv-o", false) // a record without directory
 
 	l, err := e.store.ListVolumes(ctx, "default")
 	if err != nil {
@@ -351,34 +668,44 @@ func TestListAndGetVolumes(t *testing.T) {
 	if got := strings.Join(names, ","); got != "a,b" {
 		t.Errorf("ListVolumes = %s, want a,b", got)
 	}
-	if _, err := e.store.ListVolumes(ctx, "nope"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("ListVolumes(unknown pool) error = %v", err)
+	if a := l.Items[0]; a.Owner != "pv-a" || !a.Retained || a.OwnedSince == nil || !a.OwnedSince.Equal(t0) {
+		t.Errorf("ListVolumes item a = %+v, want owner pv-a, retained, since %v", a, t0)
 	}
+	if b := l.Items[1]; b.Owner != "" || b.OwnedSince != nil || b.Retained {
+		t.Errorf("ListVolumes item b = %+v, want no owner", b)
+	}
+	_, err = e.store.ListVolumes(ctx, "nope")
+	checkErr(t, "ListVolumes(unknown pool)", err, client.ReasonNotFound, "")
 
 	for _, tc := range []struct {
-		name    string
-		wantErr error
+		name       string
+		wantReason client.Reason
+		wantOwner  string
 	}{
-		{"a", nil},
-		{"missing", ErrNotFound},
-		{"file", ErrConflict},
-		{"link", ErrConflict},
-		{"../pool", ErrInvalid},
+		{"a", "", "pv-a"},
+		{"b", "", ""},
+		{"missing", client.ReasonNotFound, ""},
+		{"orphan", client.ReasonNotFound, ""},
+		{"file", client.ReasonConflict, ""},
+		{"link", client.ReasonConflict, ""},
+		{"../pool", client.ReasonBadRequest, ""},
+		{MetadataDir, client.ReasonBadRequest, ""},
 	} {
 		v, err := e.store.GetVolume(ctx, "default", tc.name)
-		if !errors.Is(err, tc.wantErr) {
-			t.Errorf("GetVolume(%q) error = %v, want %v", tc.name, err, tc.wantErr)
-			continue
+		checkErr(t, "GetVolume("+tc.name+")", err, tc.wantReason, "")
+		if err == nil && (v.Path != filepath.Join(e.pool, tc.name) || v.Owner != tc.wantOwner) {
+			t.Errorf("GetVolume(%q) = %+v, want owner %q", tc.name, v, tc.wantOwner)
 		}
-		if err == nil && v.Path != filepath.Join(e.pool, tc.name) {
-			t.Errorf("GetVolume(%q) = %+v", tc.name, v)
-		}
+	}
+
+	mustWrite(t, filepath.Join(e.pool, OwnersDir, "b"), "{not json")
+	if _, err := e.store.ListVolumes(ctx, "default"); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Errorf("ListVolumes with a corrupt record: error = %v", err)
 	}
 
 	os.RemoveAll(e.pool)
-	if _, err := e.store.ListVolumes(ctx, "default"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("ListVolumes(missing pool directory) error = %v, want ErrNotFound", err)
-	}
+	_, err = e.store.ListVolumes(ctx, "default")
+	checkErr(t, "ListVolumes(missing pool directory)", err, client.ReasonNotFound, "")
 }
 
 func TestPreparePoolAndHost(t *testing.T) {
@@ -410,15 +737,13 @@ func TestPreparePoolAndHost(t *testing.T) {
 	if _, err := e.store.PreparePool(ctx, "default"); err != nil {
 		t.Errorf("second PreparePool: %v", err)
 	}
-	if _, err := e.store.PreparePool(ctx, "other"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("PreparePool(unknown) error = %v", err)
-	}
+	_, err = e.store.PreparePool(ctx, "other")
+	checkErr(t, "PreparePool(unknown)", err, client.ReasonNotFound, "")
 
 	os.RemoveAll(e.pool)
 	mustWrite(t, e.pool, "not a directory")
-	if _, err := e.store.PreparePool(ctx, "default"); !errors.Is(err, ErrConflict) {
-		t.Errorf("PreparePool over a file: error = %v, want ErrConflict", err)
-	}
+	_, err = e.store.PreparePool(ctx, "default")
+	checkErr(t, "PreparePool over a file", err, client.ReasonConflict, "")
 
 	os.Remove(filepath.Join(e.base, "boot_id"))
 	if _, err := e.store.Host(ctx); err == nil {
@@ -477,27 +802,56 @@ func TestConcurrentCreateDelete(t *testing.T) {
 	e := newTestEnv(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
-	for i := 0; i < 100; i++ {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			if _, _, err := e.store.CreateVolume(ctx, "default", "v", 0o755, 0); err != nil {
+	for range 100 {
+		wg.Go(func() {
+			if _, _, err := e.store.CreateVolume(ctx, "default", "v", "pv-a", 0o755, 0); err != nil {
 				errs <- err
 			}
-		}()
-		go func() {
-			defer wg.Done()
-			if _, err := e.store.DeleteVolume(ctx, "default", "v"); err != nil {
+		})
+		wg.Go(func() {
+			if _, err := e.store.DeleteVolume(ctx, "default", "v", "pv-a", false); err != nil {
 				errs <- err
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Errorf("concurrent call failed: %v", err)
 	}
-	if n := len(e.store.locks.locks); n != 0 {
-		t.Errorf("%d per-volume locks left after all calls returned", n)
+	// Whatever the order, the directory and its record come and go together.
+	_, err := os.Stat(filepath.Join(e.pool, "v"))
+	if rec := e.record(t, "v"); (err == nil) != (rec != nil) {
+		t.Errorf("directory exists: %v, record: %+v", err == nil, rec)
+	}
+}
+
+func TestConcurrentOwners(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	e := newTestEnv(t)
+	owners := []string{"pv-a", "pv-b", "pv-c", "pv-d", "pv-e", "pv-f", "pv-g", "pv-h"}
+	results := make([]error, len(owners))
+	var wg sync.WaitGroup
+	for i, o := range owners {
+		wg.Go(func() { _, _, results[i] = e.store.CreateVolume(ctx, "default", "v", o, 0o755, 0) })
+	}
+	wg.Wait()
+	rec := e.record(t, "v")
+	if rec == nil {
+		t.Fatal("no record")
+	}
+	winners := 0
+	for i, err := range results {
+		if err == nil {
+			winners++
+			if owners[i] != rec.Owner {
+				t.Errorf("%s succeeded but the record names %s", owners[i], rec.Owner)
+			}
+			continue
+		}
+		checkErr(t, "CreateVolume as "+owners[i], err, client.ReasonOwnerConflict, rec.Owner)
+	}
+	if winners != 1 {
+		t.Errorf("%d owners got the directory, want 1", winners)
 	}
 }
