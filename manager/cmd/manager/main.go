@@ -1,7 +1,8 @@
 // Command manager is the only hostpath program that touches host disks: on
-// each node it serves an authenticated HTTP API that creates, lists and
-// removes volume directories in the node's storage pools. See
-// manager/internal/app for its flags and the README, "Manager HTTP API".
+// each node it serves an authenticated HTTP API that creates, lists, hands
+// over and removes volume directories in the node's storage pools, each
+// directory owned by one PersistentVolume. See manager/internal/app for its
+// flags and the README, "Manager HTTP API".
 package main
 
 import (

@@ -22,32 +22,40 @@ import (
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/disk"
 	"hostpath.dev/manager/internal/server"
+	"hostpath.dev/manager/pkg/client"
 )
+
+// The disk package's Store is the server's Backend.
+var _ server.Backend = &disk.Store{}
 
 // Flag names and the environment variables some of them fall back to.
 const (
-	FlagNodeName              = "node-name"
-	EnvNodeName               = "NODE_NAME"
-	FlagPool                  = "pool"
-	FlagStateDir              = "state-dir"
-	FlagMachineIDFile         = "machine-id-file"
-	FlagBootIDFile            = "boot-id-file"
-	FlagListenAddress         = "listen-address"
-	FlagMaxBodyBytes          = "max-body-bytes"
-	FlagReadHeaderTimeout     = "read-header-timeout"
-	FlagReadTimeout           = "read-timeout"
-	FlagWriteTimeout          = "write-timeout"
-	FlagIdleTimeout           = "idle-timeout"
-	FlagShutdownTimeout       = "shutdown-timeout"
-	FlagTokenCacheTTL         = "token-cache-ttl"
-	FlagTokenRejectedCacheTTL = "token-rejected-cache-ttl"
-	FlagAllowedCacheTTL       = "authz-allowed-cache-ttl"
-	FlagDeniedCacheTTL        = "authz-denied-cache-ttl"
-	FlagAuthCacheSize         = "auth-cache-size"
-	FlagInsecureSkipAuth      = "insecure-skip-auth"
-	FlagKubeconfig            = "kubeconfig"
-	FlagKubeAPIQPS            = "kube-api-qps"
-	FlagKubeAPIBurst          = "kube-api-burst"
+	FlagNodeName               = "node-name"
+	EnvNodeName                = "NODE_NAME"
+	FlagPool                   = "pool"
+	FlagStateDir               = "state-dir"
+	FlagMachineIDFile          = "machine-id-file"
+	FlagBootIDFile             = "boot-id-file"
+	FlagListenAddress          = "listen-address"
+	FlagMaxBodyBytes           = "max-body-bytes"
+	FlagReadHeaderTimeout      = "read-header-timeout"
+	FlagReadTimeout            = "read-timeout"
+	FlagWriteTimeout           = "write-timeout"
+	FlagIdleTimeout            = "idle-timeout"
+	FlagShutdownTimeout        = "shutdown-timeout"
+	FlagTokenCacheTTL          = "token-cache-ttl"
+	FlagTokenRejectedCacheTTL  = "token-rejected-cache-ttl"
+	FlagAllowedCacheTTL        = "authz-allowed-cache-ttl"
+	FlagDeniedCacheTTL         = "authz-denied-cache-ttl"
+	FlagAuthCacheSize          = "auth-cache-size"
+	FlagTokenAudience          = "token-audience"
+	FlagMaxInFlightPerAddress  = "max-in-flight-per-address"
+	FlagReviewsPerAddressQPS   = "token-reviews-per-address-qps"
+	FlagReviewsPerAddressBurst = "token-reviews-per-address-burst"
+	FlagInsecureSkipAuth       = "insecure-skip-auth"
+	FlagKubeconfig             = "kubeconfig"
+	FlagKubeAPIQPS             = "kube-api-qps"
+	FlagKubeAPIBurst           = "kube-api-burst"
 )
 
 // DefaultPool is the --pool default.
@@ -71,8 +79,11 @@ type Options struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// ShutdownTimeout bounds the graceful shutdown.
 	ShutdownTimeout time.Duration
-	// Auth tunes the TokenReview and SubjectAccessReview caches.
+	// Auth tunes the TokenReview and SubjectAccessReview caches and sets
+	// the token audience.
 	Auth auth.Options
+	// Limits bounds what each client address may cost.
+	Limits auth.LimitOptions
 	// InsecureSkipAuth lets every call through unauthenticated.
 	InsecureSkipAuth bool
 	// Kubeconfig is the path of a kubeconfig; empty means in-cluster.
@@ -99,6 +110,7 @@ func NewOptions() *Options {
 		IdleTimeout:       2 * time.Minute,
 		ShutdownTimeout:   30 * time.Second,
 		Auth:              auth.DefaultOptions(),
+		Limits:            auth.DefaultLimitOptions(),
 		KubeAPIQPS:        20,
 		KubeAPIBurst:      40,
 	}
@@ -122,7 +134,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Auth.UnauthenticatedTTL, FlagTokenRejectedCacheTTL, o.Auth.UnauthenticatedTTL, "How long a token rejected by TokenReview is remembered.")
 	fs.DurationVar(&o.Auth.AllowedTTL, FlagAllowedCacheTTL, o.Auth.AllowedTTL, "How long a call allowed by SubjectAccessReview is remembered.")
 	fs.DurationVar(&o.Auth.DeniedTTL, FlagDeniedCacheTTL, o.Auth.DeniedTTL, "How long a call denied by SubjectAccessReview is remembered.")
-	fs.IntVar(&o.Auth.CacheSize, FlagAuthCacheSize, o.Auth.CacheSize, "Most entries kept in each of the token and access caches.")
+	fs.IntVar(&o.Auth.CacheSize, FlagAuthCacheSize, o.Auth.CacheSize, "Most entries kept in each of the four caches: accepted tokens, rejected tokens, allowed calls, denied calls.")
+	fs.StringVar(&o.Auth.Audience, FlagTokenAudience, o.Auth.Audience, "Audience a bearer token must be issued for; tokens for other audiences, the API server's included, are refused.")
+	fs.IntVar(&o.Limits.MaxInFlight, FlagMaxInFlightPerAddress, o.Limits.MaxInFlight, "Most /v1 requests one client address may have in flight; more get 429.")
+	fs.Float64Var(&o.Limits.ReviewQPS, FlagReviewsPerAddressQPS, o.Limits.ReviewQPS, "TokenReviews per second one client address may cause with tokens that are not cached; more get 429.")
+	fs.IntVar(&o.Limits.ReviewBurst, FlagReviewsPerAddressBurst, o.Limits.ReviewBurst, "TokenReviews one client address may cause at once with tokens that are not cached.")
 	fs.BoolVar(&o.InsecureSkipAuth, FlagInsecureSkipAuth, o.InsecureSkipAuth, "Serve /v1 to anyone, without TokenReview and SubjectAccessReview. Only for a test bench: anyone who reaches the port can create and delete directories.")
 	fs.StringVar(&o.Kubeconfig, FlagKubeconfig, o.Kubeconfig, "Path of a kubeconfig for the API server; empty means the in-cluster service account.")
 	fs.Float32Var(&o.KubeAPIQPS, FlagKubeAPIQPS, o.KubeAPIQPS, "Queries per second to the API server (reviews that miss the caches).")
@@ -169,6 +185,15 @@ func (o *Options) Validate() error {
 	if o.Auth.CacheSize <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive", FlagAuthCacheSize))
 	}
+	if o.Auth.Audience == "" {
+		errs = append(errs, fmt.Errorf("--%s must not be empty", FlagTokenAudience))
+	}
+	if o.Limits.MaxInFlight <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagMaxInFlightPerAddress))
+	}
+	if o.Limits.ReviewQPS <= 0 || o.Limits.ReviewBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--%s and --%s must be positive", FlagReviewsPerAddressQPS, FlagReviewsPerAddressBurst))
+	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--%s and --%s must be positive", FlagKubeAPIQPS, FlagKubeAPIBurst))
 	}
@@ -186,7 +211,7 @@ func (o *Options) poolMap() (map[string]string, error) {
 		if !ok || name == "" || path == "" {
 			return nil, fmt.Errorf("--%s %q: want NAME=PATH", FlagPool, p)
 		}
-		if err := disk.ValidatePoolName(name); err != nil {
+		if err := client.ValidatePoolName(name); err != nil {
 			return nil, fmt.Errorf("--%s %q: %w", FlagPool, p, err)
 		}
 		if _, dup := pools[name]; dup {
@@ -222,11 +247,12 @@ func serve(ctx context.Context, o *Options, ln net.Listener) error {
 	if err != nil {
 		return fmt.Errorf("set up storage: %w", err)
 	}
-	authorizer, err := o.authorizer(ctx)
+	limits := auth.NewPerAddress(o.Limits)
+	authorizer, err := o.authorizer(ctx, limits)
 	if err != nil {
 		return err
 	}
-	handler, err := server.New(server.Config{NodeName: o.NodeName, Backend: store, Authorizer: authorizer, MaxBodyBytes: o.MaxBodyBytes})
+	handler, err := server.New(server.Config{NodeName: o.NodeName, Backend: store, Authorizer: authorizer, Limits: limits, MaxBodyBytes: o.MaxBodyBytes})
 	if err != nil {
 		return err
 	}
@@ -267,7 +293,7 @@ func mustHost(ctx context.Context, s *disk.Store) string {
 	return h.HostID
 }
 
-func (o *Options) authorizer(ctx context.Context) (auth.Authorizer, error) {
+func (o *Options) authorizer(ctx context.Context, limits *auth.PerAddress) (auth.Authorizer, error) {
 	if o.InsecureSkipAuth {
 		klog.FromContext(ctx).Error(nil, "WARNING: authentication and authorisation are OFF (--"+FlagInsecureSkipAuth+"): anyone who reaches the port can create and delete directories in the pools")
 		return auth.AllowAll{}, nil
@@ -288,5 +314,7 @@ func (o *Options) authorizer(ctx context.Context) (auth.Authorizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API client: %w", err)
 	}
-	return auth.NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), o.Auth), nil
+	opts := o.Auth
+	opts.Limits = limits
+	return auth.NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), opts), nil
 }

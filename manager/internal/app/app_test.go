@@ -3,13 +3,14 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,8 @@ func TestAddFlags(t *testing.T) {
 	o := NewOptions()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)
-	if err := fs.Parse([]string{"--pool=fast=/mnt/fast", "--pool", "slow=/mnt/slow", "--max-body-bytes=10", "--authz-denied-cache-ttl=3s", "--insecure-skip-auth"}); err != nil {
+	if err := fs.Parse([]string{"--pool=fast=/mnt/fast", "--pool", "slow=/mnt/slow", "--max-body-bytes=10", "--authz-denied-cache-ttl=3s", "--insecure-skip-auth",
+		"--token-audience=other", "--max-in-flight-per-address=3", "--token-reviews-per-address-qps=0.5", "--token-reviews-per-address-burst=4"}); err != nil {
 		t.Fatal(err)
 	}
 	if o.NodeName != "from-env" {
@@ -38,7 +40,8 @@ func TestAddFlags(t *testing.T) {
 	if strings.Join(o.Pools, ",") != "fast=/mnt/fast,slow=/mnt/slow" {
 		t.Errorf("Pools = %v: the flag must replace the default", o.Pools)
 	}
-	if o.MaxBodyBytes != 10 || o.Auth.DeniedTTL != 3*time.Second || !o.InsecureSkipAuth {
+	if o.MaxBodyBytes != 10 || o.Auth.DeniedTTL != 3*time.Second || !o.InsecureSkipAuth || o.Auth.Audience != "other" ||
+		o.Limits.MaxInFlight != 3 || o.Limits.ReviewQPS != 0.5 || o.Limits.ReviewBurst != 4 {
 		t.Errorf("options = %+v", o)
 	}
 	fs.VisitAll(func(f *pflag.Flag) {
@@ -66,6 +69,10 @@ func TestValidate(t *testing.T) {
 		{desc: "negative TTL", modify: func(o *Options) { o.Auth.DeniedTTL = -1 }, want: "--authz-denied-cache-ttl"},
 		{desc: "zero cache", modify: func(o *Options) { o.Auth.CacheSize = 0 }, want: "--auth-cache-size"},
 		{desc: "zero QPS", modify: func(o *Options) { o.KubeAPIQPS = 0 }, want: "--kube-api-qps"},
+		{desc: "no audience", modify: func(o *Options) { o.Auth.Audience = "" }, want: "--token-audience"},
+		{desc: "zero in flight", modify: func(o *Options) { o.Limits.MaxInFlight = 0 }, want: "--max-in-flight-per-address"},
+		{desc: "zero review QPS", modify: func(o *Options) { o.Limits.ReviewQPS = 0 }, want: "--token-reviews-per-address-qps"},
+		{desc: "zero review burst", modify: func(o *Options) { o.Limits.ReviewBurst = 0 }, want: "--token-reviews-per-address-burst"},
 		{desc: "no state dir", modify: func(o *Options) { o.StateDir = "" }, want: "--state-dir"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -100,16 +107,24 @@ func decodeReview(t *testing.T, r *http.Request, into runtime.Object) {
 	}
 }
 
-// fakeAPIServer answers TokenReviews (token "good" is user alice) and
-// SubjectAccessReviews (alice may get hosts, nothing else).
+// fakeAPIServer answers TokenReviews like the API server, audiences
+// included: token "good" is alice's for the manager's audience, "plain"
+// alice's for the API server's own. SubjectAccessReviews: alice may get
+// hosts, nothing else.
 func fakeAPIServer(t *testing.T) string {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /apis/authentication.k8s.io/v1/tokenreviews", func(w http.ResponseWriter, r *http.Request) {
 		var tr authnv1.TokenReview
 		decodeReview(t, r, &tr)
 		tr.APIVersion, tr.Kind = "authentication.k8s.io/v1", "TokenReview"
-		if tr.Spec.Token == "good" {
-			tr.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{Username: "alice"}}
+		issuedFor := map[string]string{"good": client.TokenAudience, "plain": "https://kubernetes.default.svc"}[tr.Spec.Token]
+		switch {
+		case issuedFor == "":
+			tr.Status.Error = "invalid bearer token"
+		case !slices.Contains(tr.Spec.Audiences, issuedFor):
+			tr.Status.Error = fmt.Sprintf("token audiences [%q] is invalid for the target audiences %q", issuedFor, tr.Spec.Audiences)
+		default:
+			tr.Status = authnv1.TokenReviewStatus{Authenticated: true, Audiences: []string{issuedFor}, User: authnv1.UserInfo{Username: "alice"}}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(&tr)
@@ -148,71 +163,109 @@ current-context: fake
 	return kubeconfig
 }
 
+// testOptions are valid Options for a temporary directory; with a fake API
+// server unless insecure.
+func testOptions(t *testing.T, insecure bool) *Options {
+	dir := t.TempDir()
+	bootID := filepath.Join(dir, "boot_id")
+	if err := os.WriteFile(bootID, []byte("b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := NewOptions()
+	o.NodeName = "node-a"
+	o.Pools = []string{"default=" + filepath.Join(dir, "pool")}
+	o.StateDir = filepath.Join(dir, "state")
+	o.BootIDFile = bootID
+	o.MachineIDFile = ""
+	o.InsecureSkipAuth = insecure
+	if !insecure {
+		o.Kubeconfig = fakeAPIServer(t)
+	}
+	return o
+}
+
+// startServe runs serve on a local port until the test ends and returns
+// the manager's URL.
+func startServe(t *testing.T, o *Options) string {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, o, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve returned %v after shutdown", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
 func TestServe(t *testing.T) {
 	for _, tc := range []struct {
-		desc     string
-		insecure bool
-		token    string
-		wantHost error // nil: GET /v1/host succeeds
-		wantPut  client.Reason
+		desc      string
+		insecure  bool
+		token     string
+		wantHost  client.Reason // "": GET /v1/host succeeds
+		wantInMsg string
+		wantPut   client.Reason
 	}{
 		{desc: "authorised for get only", token: "good", wantPut: client.ReasonForbidden},
-		{desc: "no token", token: "", wantHost: errors.New("401"), wantPut: client.ReasonUnauthorized},
-		{desc: "rejected token", token: "forged", wantHost: errors.New("401"), wantPut: client.ReasonUnauthorized},
+		{desc: "no token", token: "", wantHost: client.ReasonUnauthorized, wantPut: client.ReasonUnauthorized},
+		{desc: "rejected token", token: "forged", wantHost: client.ReasonUnauthorized, wantPut: client.ReasonUnauthorized},
+		{desc: "API server token", token: "plain", wantHost: client.ReasonUnauthorized, wantPut: client.ReasonUnauthorized,
+			wantInMsg: "kubectl create token SA --audience hostpath.dev/manager"},
 		{desc: "insecure skips auth", insecure: true, token: ""},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			ctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			dir := t.TempDir()
-			bootID := filepath.Join(dir, "boot_id")
-			if err := os.WriteFile(bootID, []byte("b\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			o := NewOptions()
-			o.NodeName = "node-a"
-			o.Pools = []string{"default=" + filepath.Join(dir, "pool")}
-			o.StateDir = filepath.Join(dir, "state")
-			o.BootIDFile = bootID
-			o.MachineIDFile = ""
-			o.InsecureSkipAuth = tc.insecure
-			if !tc.insecure {
-				o.Kubeconfig = fakeAPIServer(t)
-			}
-			if err := o.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- serve(ctx, o, ln) }()
-
+			base := startServe(t, testOptions(t, tc.insecure))
 			opts := []client.Option{}
 			if tc.token != "" {
 				opts = append(opts, client.WithToken(client.StaticToken(tc.token)))
 			}
-			c, err := client.New("http://"+ln.Addr().String(), opts...)
+			c, err := client.New(base, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			h, err := c.Host(ctx)
-			if (err == nil) != (tc.wantHost == nil) {
-				t.Fatalf("Host: %v", err)
+			if client.ReasonOf(err) != tc.wantHost {
+				t.Fatalf("Host: %v, want reason %q", err, tc.wantHost)
 			}
 			if err == nil && (h.NodeName != "node-a" || h.HostID == "") {
 				t.Errorf("Host = %+v", h)
 			}
+			if err != nil && !strings.Contains(err.Error(), tc.wantInMsg) {
+				t.Errorf("Host error %q does not contain %q", err, tc.wantInMsg)
+			}
 			if _, err := c.PreparePool(ctx, "default"); client.ReasonOf(err) != tc.wantPut {
 				t.Errorf("PreparePool error = %v, want reason %q", err, tc.wantPut)
 			}
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("serve returned %v after shutdown", err)
-			}
 		})
+	}
+}
+
+// TestServeLimitsTokenReviews: the per-address limits are wired: past the
+// burst, a new token gets 429 instead of a TokenReview.
+func TestServeLimitsTokenReviews(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	o := testOptions(t, false)
+	o.Limits.ReviewQPS, o.Limits.ReviewBurst = 0.001, 1
+	base := startServe(t, o)
+	for i, want := range []client.Reason{client.ReasonUnauthorized, client.ReasonTooManyRequests} {
+		c, err := client.New(base, client.WithToken(client.StaticToken(fmt.Sprintf("junk-%d", i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Host(ctx); client.ReasonOf(err) != want {
+			t.Errorf("new token %d: %v, want reason %s", i, err, want)
+		}
 	}
 }
 

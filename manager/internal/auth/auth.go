@@ -1,9 +1,22 @@
 // Package auth decides who may call the manager's /v1 API, the way the
 // kubelet guards its own API: the caller's bearer token is checked with a
-// TokenReview and the call is authorised with a SubjectAccessReview on the
-// hostpath.dev API group (see pkg/client for the resources and verbs).
-// Both answers are cached briefly, with separate lifetimes for yes and no,
-// in caches of bounded size.
+// TokenReview for the manager's own audience (client.TokenAudience, so a
+// token meant for the API server is refused) and the call is authorised
+// with a SubjectAccessReview on the hostpath.dev API group (see pkg/client
+// for the resources and verbs).
+//
+// Answers are cached briefly in four bounded LRU caches: accepted tokens,
+// rejected tokens, allowed calls and denied calls, each with its own
+// lifetime, so a stream of junk tokens can evict only other junk, never a
+// valid token or an allowed call.
+//
+// Strangers cannot starve the manager: PerAddress bounds, per client
+// address, the requests in flight (a counter that exists only while
+// requests do) and the TokenReviews caused by tokens in neither cache (a
+// token bucket from golang.org/x/time/rate, kept in an LRU table of bounded
+// size whose entries expire once they would be full again). There is no
+// global cap, so a flood from one address never refuses another address's
+// freshly rotated token.
 package auth
 
 import (
@@ -13,6 +26,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,16 +46,26 @@ import (
 type Attributes struct {
 	// Verb is the RBAC verb: get, list, create, update or delete.
 	Verb string
-	// Resource is one of client.ResourceHosts, ResourcePools, ResourceVolumes.
+	// Resource is client.ResourceHosts or client.ResourcePools.
 	Resource string
-	// Name is the object's name (node, pool or volume); empty for list.
+	// Subresource is client.SubresourceVolumes for the volume routes.
+	Subresource string
+	// Name is the object's name: the node or the pool.
 	Name string
 }
 
-// String renders the attributes for messages, e.g. `create volumes in API
-// group "hostpath.dev" (name "v1")`.
+// resource is the resource as RBAC rules spell it, e.g. "pools/volumes".
+func (a Attributes) resource() string {
+	if a.Subresource == "" {
+		return a.Resource
+	}
+	return a.Resource + "/" + a.Subresource
+}
+
+// String renders the attributes for messages, e.g. `create pools/volumes
+// in API group "hostpath.dev" (name "fast")`.
 func (a Attributes) String() string {
-	s := fmt.Sprintf("%s %s in API group %q", a.Verb, a.Resource, client.APIGroup)
+	s := fmt.Sprintf("%s %s in API group %q", a.Verb, a.resource(), client.APIGroup)
 	if a.Name != "" {
 		s += fmt.Sprintf(" (name %q)", a.Name)
 	}
@@ -56,21 +81,33 @@ type User struct {
 }
 
 // Error is a refused call: Reason is client.ReasonUnauthorized (who the
-// caller is could not be established) or client.ReasonForbidden (the caller
-// lacks the permission). Message says which, for the caller to read.
+// caller is could not be established), client.ReasonForbidden (the caller
+// lacks the permission) or client.ReasonTooManyRequests (the caller's
+// address is over a limit; RetryAfter says when to come back). Message
+// says which, for the caller to read.
 type Error struct {
-	Reason  client.Reason
-	Message string
+	Reason     client.Reason
+	Message    string
+	RetryAfter time.Duration
 }
 
 // Error returns the message.
 func (e *Error) Error() string { return e.Message }
 
-// Authorizer decides whether the holder of token may do attrs. It returns
-// the caller, an *Error when the call is refused, or another error when the
-// decision could not be made (the API server is unreachable, say).
+// Caller is who sends a call: its bearer token and the address it comes
+// from (the connection's remote IP, never a header).
+type Caller struct {
+	// Token is the bearer token, "" when none was sent.
+	Token string
+	// Address is the client's IP address; the zero Addr when unknown.
+	Address netip.Addr
+}
+
+// Authorizer decides whether caller may do attrs. It returns the user, an
+// *Error when the call is refused, or another error when the decision
+// could not be made (the API server is unreachable, say).
 type Authorizer interface {
-	Authorize(ctx context.Context, token string, attrs Attributes) (*User, error)
+	Authorize(ctx context.Context, caller Caller, attrs Attributes) (*User, error)
 }
 
 // BearerToken returns the token of an "Authorization: Bearer <token>"
@@ -89,7 +126,7 @@ func BearerToken(h http.Header) (string, error) {
 	return token, nil
 }
 
-// Options tune the Reviewer's caches.
+// Options tune the Reviewer.
 type Options struct {
 	// AuthenticatedTTL is how long an accepted token is remembered.
 	AuthenticatedTTL time.Duration
@@ -99,11 +136,14 @@ type Options struct {
 	AllowedTTL time.Duration
 	// DeniedTTL is how long a denied decision is remembered.
 	DeniedTTL time.Duration
-	// CacheSize bounds each cache (entries); the least recently used go first.
+	// CacheSize bounds each of the four caches (entries); the least
+	// recently used go first.
 	CacheSize int
-	// Audiences, when set, are the audiences the token must be valid for;
-	// empty means the API server's own.
-	Audiences []string
+	// Audience is the audience a token must be issued for
+	// (client.TokenAudience when empty).
+	Audience string
+	// Limits, when set, bounds the TokenReviews each address causes.
+	Limits *PerAddress
 	// Clock is for tests; nil means the real clock.
 	Clock cache.Clock
 }
@@ -116,6 +156,7 @@ func DefaultOptions() Options {
 		AllowedTTL:         1 * time.Minute,
 		DeniedTTL:          10 * time.Second,
 		CacheSize:          1024,
+		Audience:           client.TokenAudience,
 	}
 }
 
@@ -124,16 +165,14 @@ type Reviewer struct {
 	tokens authnclient.TokenReviewInterface
 	sars   authzclient.SubjectAccessReviewInterface
 	opts   Options
-	users  *cache.LRUExpireCache // sha256(token) -> tokenResult
-	grants *cache.LRUExpireCache // sha256(user, attrs) -> error (nil: allowed)
+	// Keys are sha256 hashes of the token, or of the user and attributes.
+	accepted *cache.LRUExpireCache // -> *User
+	rejected *cache.LRUExpireCache // -> *Error
+	allowed  *cache.LRUExpireCache // -> struct{}
+	denied   *cache.LRUExpireCache // -> *Error
 }
 
 var _ Authorizer = &Reviewer{}
-
-type tokenResult struct {
-	user *User
-	err  *Error
-}
 
 // NewReviewer returns a Reviewer that creates TokenReviews and
 // SubjectAccessReviews with the given clients (the manager's service
@@ -142,21 +181,25 @@ func NewReviewer(tokens authnclient.TokenReviewInterface, sars authzclient.Subje
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = DefaultOptions().CacheSize
 	}
+	if opts.Audience == "" {
+		opts.Audience = client.TokenAudience
+	}
 	newCache := func() *cache.LRUExpireCache {
 		if opts.Clock != nil {
 			return cache.NewLRUExpireCacheWithClock(opts.CacheSize, opts.Clock)
 		}
 		return cache.NewLRUExpireCache(opts.CacheSize)
 	}
-	return &Reviewer{tokens: tokens, sars: sars, opts: opts, users: newCache(), grants: newCache()}
+	return &Reviewer{tokens: tokens, sars: sars, opts: opts,
+		accepted: newCache(), rejected: newCache(), allowed: newCache(), denied: newCache()}
 }
 
 // Authorize implements Authorizer.
-func (r *Reviewer) Authorize(ctx context.Context, token string, attrs Attributes) (*User, error) {
-	if token == "" {
-		return nil, &Error{Reason: client.ReasonUnauthorized, Message: "no bearer token: send \"Authorization: Bearer <token>\" with a service account token (for example from kubectl create token)"}
+func (r *Reviewer) Authorize(ctx context.Context, caller Caller, attrs Attributes) (*User, error) {
+	if caller.Token == "" {
+		return nil, &Error{Reason: client.ReasonUnauthorized, Message: "no bearer token: send \"Authorization: Bearer <token>\" with " + r.tokenHint()}
 	}
-	user, err := r.authenticate(ctx, token)
+	user, err := r.authenticate(ctx, caller)
 	if err != nil {
 		return nil, err
 	}
@@ -166,42 +209,73 @@ func (r *Reviewer) Authorize(ctx context.Context, token string, attrs Attributes
 	return user, nil
 }
 
-func (r *Reviewer) authenticate(ctx context.Context, token string) (*User, error) {
-	sum := sha256.Sum256([]byte(token))
-	key := hex.EncodeToString(sum[:])
-	if v, ok := r.users.Get(key); ok {
-		res := v.(tokenResult)
-		if res.err != nil {
-			return nil, res.err
-		}
-		return res.user, nil
+// tokenHint says which tokens the manager takes.
+func (r *Reviewer) tokenHint() string {
+	return fmt.Sprintf("a service account token for audience %q (for example from `kubectl create token SA --audience %s`, or a projected token with that audience)",
+		r.opts.Audience, r.opts.Audience)
+}
+
+func hashKey(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func (r *Reviewer) authenticate(ctx context.Context, caller Caller) (*User, error) {
+	key := hashKey([]byte(caller.Token))
+	if v, ok := r.accepted.Get(key); ok {
+		return v.(*User), nil
+	}
+	if v, ok := r.rejected.Get(key); ok {
+		return nil, v.(*Error)
+	}
+	if err := r.opts.Limits.AllowReview(caller.Address); err != nil {
+		klog.FromContext(ctx).V(3).Info("Token review refused", "address", addrString(caller.Address))
+		return nil, err
 	}
 	review, err := r.tokens.Create(ctx, &authnv1.TokenReview{
-		Spec: authnv1.TokenReviewSpec{Token: token, Audiences: r.opts.Audiences},
+		Spec: authnv1.TokenReviewSpec{Token: caller.Token, Audiences: []string{r.opts.Audience}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("token review: %w", err)
 	}
-	st := review.Status
+	if e := r.refusal(review.Status); e != nil {
+		r.rejected.Add(key, e, r.opts.UnauthenticatedTTL)
+		klog.FromContext(ctx).V(3).Info("Token rejected", "address", addrString(caller.Address), "reason", e.Message)
+		return nil, e
+	}
+	u := userOf(review.Status.User)
+	r.accepted.Add(key, u, r.opts.AuthenticatedTTL)
+	return u, nil
+}
+
+// refusal returns why a TokenReview's status does not let the caller in,
+// or nil. Authenticated is not enough: the API server must also confirm
+// the manager's audience, or the token was meant for someone else.
+func (r *Reviewer) refusal(st authnv1.TokenReviewStatus) *Error {
 	if !st.Authenticated {
 		msg := "the token was rejected by TokenReview"
 		if st.Error != "" {
 			msg += ": " + st.Error
 		}
-		e := &Error{Reason: client.ReasonUnauthorized, Message: msg}
-		r.users.Add(key, tokenResult{err: e}, r.opts.UnauthenticatedTTL)
-		klog.FromContext(ctx).V(3).Info("Token rejected", "reason", st.Error)
-		return nil, e
+		return &Error{Reason: client.ReasonUnauthorized, Message: msg + "; the manager needs " + r.tokenHint()}
 	}
-	u := &User{Name: st.User.Username, UID: st.User.UID, Groups: st.User.Groups}
-	if len(st.User.Extra) > 0 {
+	if !slices.Contains(st.Audiences, r.opts.Audience) {
+		return &Error{Reason: client.ReasonUnauthorized, Message: fmt.Sprintf(
+			"the token of %q is valid, but TokenReview did not confirm audience %q (audiences %q); the manager needs %s",
+			st.User.Username, r.opts.Audience, st.Audiences, r.tokenHint())}
+	}
+	return nil
+}
+
+func userOf(ui authnv1.UserInfo) *User {
+	u := &User{Name: ui.Username, UID: ui.UID, Groups: ui.Groups}
+	if len(ui.Extra) > 0 {
 		u.Extra = map[string][]string{}
-		for k, v := range st.User.Extra {
+		for k, v := range ui.Extra {
 			u.Extra[k] = v
 		}
 	}
-	r.users.Add(key, tokenResult{user: u}, r.opts.AuthenticatedTTL)
-	return u, nil
+	return u
 }
 
 func (r *Reviewer) authorize(ctx context.Context, u *User, attrs Attributes) error {
@@ -212,23 +286,38 @@ func (r *Reviewer) authorize(ctx context.Context, u *User, attrs Attributes) err
 	if err != nil {
 		return fmt.Errorf("cache key: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	key := hex.EncodeToString(sum[:])
-	if v, ok := r.grants.Get(key); ok {
-		if v == nil {
-			return nil
-		}
+	key := hashKey(b)
+	if _, ok := r.allowed.Get(key); ok {
+		return nil
+	}
+	if v, ok := r.denied.Get(key); ok {
 		return v.(*Error)
 	}
+	res, err := r.sars.Create(ctx, subjectAccessReview(u, attrs), metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("subject access review: %w", err)
+	}
+	if res.Status.Allowed {
+		r.allowed.Add(key, struct{}{}, r.opts.AllowedTTL)
+		return nil
+	}
+	e := &Error{Reason: client.ReasonForbidden, Message: denial(u, attrs, res.Status)}
+	r.denied.Add(key, e, r.opts.DeniedTTL)
+	klog.FromContext(ctx).V(3).Info("Call denied", "user", u.Name, "verb", attrs.Verb, "resource", attrs.resource(), "name", attrs.Name)
+	return e
+}
+
+func subjectAccessReview(u *User, attrs Attributes) *authzv1.SubjectAccessReview {
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 		User:   u.Name,
 		UID:    u.UID,
 		Groups: u.Groups,
 		ResourceAttributes: &authzv1.ResourceAttributes{
-			Group:    client.APIGroup,
-			Resource: attrs.Resource,
-			Verb:     attrs.Verb,
-			Name:     attrs.Name,
+			Group:       client.APIGroup,
+			Resource:    attrs.Resource,
+			Subresource: attrs.Subresource,
+			Verb:        attrs.Verb,
+			Name:        attrs.Name,
 		},
 	}}
 	if len(u.Extra) > 0 {
@@ -237,26 +326,24 @@ func (r *Reviewer) authorize(ctx context.Context, u *User, attrs Attributes) err
 			sar.Spec.Extra[k] = v
 		}
 	}
-	res, err := r.sars.Create(ctx, sar, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("subject access review: %w", err)
+	return sar
+}
+
+// denial says what the caller lacks and how to grant it.
+func denial(u *User, attrs Attributes, st authzv1.SubjectAccessReviewStatus) string {
+	msg := fmt.Sprintf("user %q cannot %s; grant it an RBAC rule with apiGroups [%s], resources [%s], verbs [%s]",
+		u.Name, attrs, client.APIGroup, attrs.resource(), attrs.Verb)
+	if attrs.Name != "" {
+		msg += fmt.Sprintf(" (add resourceNames [%s] to grant only this one)", attrs.Name)
 	}
-	if res.Status.Allowed {
-		r.grants.Add(key, nil, r.opts.AllowedTTL)
-		return nil
+	msg += fmt.Sprintf(", or bind it to the ClusterRole %s, which has them all", client.ClientClusterRole)
+	if st.Reason != "" {
+		msg += "; authorizer: " + st.Reason
 	}
-	msg := fmt.Sprintf("user %q cannot %s; grant it an RBAC rule with apiGroups [%s], resources [%s], verbs [%s] (the ClusterRole %s has them all)",
-		u.Name, attrs, client.APIGroup, attrs.Resource, attrs.Verb, client.ClientClusterRole)
-	if res.Status.Reason != "" {
-		msg += "; authorizer: " + res.Status.Reason
+	if st.EvaluationError != "" {
+		msg += "; evaluation error: " + st.EvaluationError
 	}
-	if res.Status.EvaluationError != "" {
-		msg += "; evaluation error: " + res.Status.EvaluationError
-	}
-	e := &Error{Reason: client.ReasonForbidden, Message: msg}
-	r.grants.Add(key, e, r.opts.DeniedTTL)
-	klog.FromContext(ctx).V(3).Info("Call denied", "user", u.Name, "verb", attrs.Verb, "resource", attrs.Resource, "name", attrs.Name)
-	return e
+	return msg
 }
 
 // AllowAll lets every call through as user "system:anonymous". It is what
@@ -266,6 +353,6 @@ type AllowAll struct{}
 var _ Authorizer = AllowAll{}
 
 // Authorize implements Authorizer.
-func (AllowAll) Authorize(context.Context, string, Attributes) (*User, error) {
+func (AllowAll) Authorize(context.Context, Caller, Attributes) (*User, error) {
 	return &User{Name: "system:anonymous"}, nil
 }

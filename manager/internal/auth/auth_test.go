@@ -2,7 +2,10 @@ package auth
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,16 +21,60 @@ import (
 	"hostpath.dev/manager/pkg/client"
 )
 
-// fakeAPI answers TokenReviews from tokens (token -> user name) and
-// SubjectAccessReviews from grants ("user verb resource name"), counting
-// the calls.
+// apiServerAudience is the audience of a plain service account token.
+const apiServerAudience = "https://kubernetes.default.svc"
+
+// fakeToken is a token the fake API server knows.
+type fakeToken struct {
+	user      string
+	audiences []string // what the token was issued for
+	// confirm is what status.audiences says when the token is accepted;
+	// nil means the intersection with spec.audiences, as the API server
+	// does.
+	confirm []string
+}
+
+// fakeAPI answers TokenReviews from tokens, honouring audiences like the
+// API server, and SubjectAccessReviews from grants ("user verb
+// resource/subresource name"), counting the calls.
 type fakeAPI struct {
-	tokens      map[string]string
+	tokens      map[string]fakeToken
 	grants      map[string]bool
 	tokenCalls  int
 	sarCalls    int
+	lastTR      *authnv1.TokenReview
 	lastSAR     *authzv1.SubjectAccessReview
 	failReviews bool
+}
+
+func (f *fakeAPI) reviewToken(tr *authnv1.TokenReview) {
+	f.lastTR = tr.DeepCopy()
+	tok, ok := f.tokens[tr.Spec.Token]
+	if !ok {
+		tr.Status = authnv1.TokenReviewStatus{Error: "invalid bearer token"}
+		return
+	}
+	want := tr.Spec.Audiences
+	if len(want) == 0 {
+		want = []string{apiServerAudience}
+	}
+	var both []string
+	for _, a := range tok.audiences {
+		if slices.Contains(want, a) {
+			both = append(both, a)
+		}
+	}
+	if len(both) == 0 {
+		tr.Status = authnv1.TokenReviewStatus{Error: fmt.Sprintf("[invalid bearer token, token audiences %q is invalid for the target audiences %q]", tok.audiences, want)}
+		return
+	}
+	if tok.confirm != nil {
+		both = tok.confirm
+	}
+	tr.Status = authnv1.TokenReviewStatus{Authenticated: true, Audiences: both, User: authnv1.UserInfo{
+		Username: tok.user, UID: "uid-" + tok.user, Groups: []string{"system:serviceaccounts"},
+		Extra: map[string]authnv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"p"}},
+	}}
 }
 
 func (f *fakeAPI) clientset() *fake.Clientset {
@@ -38,14 +85,7 @@ func (f *fakeAPI) clientset() *fake.Clientset {
 			return true, nil, errors.New("connection refused")
 		}
 		tr := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenReview).DeepCopy()
-		if name, ok := f.tokens[tr.Spec.Token]; ok {
-			tr.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{
-				Username: name, UID: "uid-" + name, Groups: []string{"system:serviceaccounts"},
-				Extra: map[string]authnv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"p"}},
-			}}
-		} else {
-			tr.Status = authnv1.TokenReviewStatus{Error: "invalid bearer token"}
-		}
+		f.reviewToken(tr)
 		return true, tr, nil
 	})
 	cs.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -53,7 +93,7 @@ func (f *fakeAPI) clientset() *fake.Clientset {
 		sar := a.(k8stesting.CreateAction).GetObject().(*authzv1.SubjectAccessReview).DeepCopy()
 		f.lastSAR = sar
 		ra := sar.Spec.ResourceAttributes
-		if ra.Group == client.APIGroup && f.grants[strings.Join([]string{sar.Spec.User, ra.Verb, ra.Resource, ra.Name}, " ")] {
+		if ra.Group == client.APIGroup && f.grants[strings.Join([]string{sar.Spec.User, ra.Verb, ra.Resource + "/" + ra.Subresource, ra.Name}, " ")] {
 			sar.Status = authzv1.SubjectAccessReviewStatus{Allowed: true}
 		} else {
 			sar.Status = authzv1.SubjectAccessReviewStatus{Reason: "no RBAC policy matched"}
@@ -63,8 +103,27 @@ func (f *fakeAPI) clientset() *fake.Clientset {
 	return cs
 }
 
+func newFakeAPI() *fakeAPI {
+	return &fakeAPI{
+		tokens: map[string]fakeToken{
+			"good":  {user: "alice", audiences: []string{client.TokenAudience}},
+			"plain": {user: "alice", audiences: []string{apiServerAudience}},
+			"noaud": {user: "alice", audiences: []string{client.TokenAudience}, confirm: []string{}},
+		},
+		grants: map[string]bool{"alice create pools/volumes fast": true, "alice get hosts/ n": true},
+	}
+}
+
+func (f *fakeAPI) reviewer(opts Options) *Reviewer {
+	cs := f.clientset()
+	return NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), opts)
+}
+
+func volumes(verb, pool string) Attributes {
+	return Attributes{Verb: verb, Resource: client.ResourcePools, Subresource: client.SubresourceVolumes, Name: pool}
+}
+
 func TestAuthorize(t *testing.T) {
-	create := Attributes{Verb: "create", Resource: client.ResourceVolumes, Name: "v1"}
 	for _, tc := range []struct {
 		desc        string
 		token       string
@@ -72,22 +131,31 @@ func TestAuthorize(t *testing.T) {
 		failReviews bool
 		wantReason  client.Reason // "" means allowed
 		wantOther   bool          // a non-*Error error
-		wantInMsg   string
+		wantInMsg   []string
 	}{
-		{desc: "allowed", token: "good", attrs: create},
-		{desc: "no token", token: "", attrs: create, wantReason: client.ReasonUnauthorized, wantInMsg: "no bearer token"},
-		{desc: "rejected token", token: "bad", attrs: create, wantReason: client.ReasonUnauthorized, wantInMsg: "invalid bearer token"},
-		{desc: "missing permission", token: "good", attrs: Attributes{Verb: "delete", Resource: client.ResourceVolumes, Name: "v1"},
-			wantReason: client.ReasonForbidden, wantInMsg: `user "alice" cannot delete volumes in API group "hostpath.dev" (name "v1")`},
-		{desc: "other name", token: "good", attrs: Attributes{Verb: "create", Resource: client.ResourceVolumes, Name: "v2"}, wantReason: client.ReasonForbidden},
-		{desc: "API server down", token: "good", attrs: create, failReviews: true, wantOther: true},
+		{desc: "allowed on its pool", token: "good", attrs: volumes("create", "fast")},
+		{desc: "no token", token: "", attrs: volumes("create", "fast"), wantReason: client.ReasonUnauthorized,
+			wantInMsg: []string{"no bearer token", "--audience hostpath.dev/manager"}},
+		{desc: "rejected token", token: "bad", attrs: volumes("create", "fast"), wantReason: client.ReasonUnauthorized,
+			wantInMsg: []string{"invalid bearer token", "kubectl create token SA --audience hostpath.dev/manager"}},
+		{desc: "API server token is refused", token: "plain", attrs: volumes("create", "fast"), wantReason: client.ReasonUnauthorized,
+			wantInMsg: []string{`audience "hostpath.dev/manager"`, "kubectl create token SA --audience hostpath.dev/manager"}},
+		{desc: "authenticated without the audience is refused", token: "noaud", attrs: volumes("create", "fast"), wantReason: client.ReasonUnauthorized,
+			wantInMsg: []string{`did not confirm audience "hostpath.dev/manager"`}},
+		{desc: "missing verb", token: "good", attrs: volumes("delete", "fast"), wantReason: client.ReasonForbidden,
+			wantInMsg: []string{`user "alice" cannot delete pools/volumes in API group "hostpath.dev" (name "fast")`,
+				"resources [pools/volumes], verbs [delete]", "resourceNames [fast]", client.ClientClusterRole}},
+		{desc: "other pool", token: "good", attrs: volumes("create", "slow"), wantReason: client.ReasonForbidden},
+		{desc: "API server down", token: "good", attrs: volumes("create", "fast"), failReviews: true, wantOther: true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			api := &fakeAPI{tokens: map[string]string{"good": "alice"}, grants: map[string]bool{"alice create volumes v1": true}, failReviews: tc.failReviews}
-			cs := api.clientset()
-			r := NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), DefaultOptions())
-			u, err := r.Authorize(ctx, tc.token, tc.attrs)
+			api := newFakeAPI()
+			api.failReviews = tc.failReviews
+			u, err := api.reviewer(DefaultOptions()).Authorize(ctx, Caller{Token: tc.token}, tc.attrs)
+			if api.lastTR != nil && !slices.Equal(api.lastTR.Spec.Audiences, []string{client.TokenAudience}) {
+				t.Errorf("TokenReview audiences = %q, want only %q", api.lastTR.Spec.Audiences, client.TokenAudience)
+			}
 			var ae *Error
 			switch {
 			case tc.wantOther:
@@ -104,15 +172,17 @@ func TestAuthorize(t *testing.T) {
 				spec := api.lastSAR.Spec
 				ra := spec.ResourceAttributes
 				if spec.User != "alice" || spec.UID != "uid-alice" || len(spec.Groups) != 1 || len(spec.Extra) != 1 ||
-					ra.Group != "hostpath.dev" || ra.Resource != "volumes" || ra.Verb != "create" || ra.Name != "v1" {
+					ra.Group != "hostpath.dev" || ra.Resource != "pools" || ra.Subresource != "volumes" || ra.Verb != "create" || ra.Name != "fast" {
 					t.Errorf("SubjectAccessReview spec = %+v, attributes %+v", spec, ra)
 				}
 			default:
 				if !errors.As(err, &ae) || ae.Reason != tc.wantReason {
 					t.Fatalf("error = %v, want reason %s", err, tc.wantReason)
 				}
-				if !strings.Contains(ae.Message, tc.wantInMsg) {
-					t.Errorf("message %q does not contain %q", ae.Message, tc.wantInMsg)
+				for _, want := range tc.wantInMsg {
+					if !strings.Contains(ae.Message, want) {
+						t.Errorf("message %q does not contain %q", ae.Message, want)
+					}
 				}
 			}
 		})
@@ -121,15 +191,14 @@ func TestAuthorize(t *testing.T) {
 
 func TestCaching(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	api := &fakeAPI{tokens: map[string]string{"good": "alice"}, grants: map[string]bool{"alice get hosts n": true}}
-	cs := api.clientset()
+	api := newFakeAPI()
 	clock := clocktesting.NewFakeClock(time.Now())
 	opts := DefaultOptions()
 	opts.Clock = clock
 	opts.CacheSize = 2
-	r := NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), opts)
+	r := api.reviewer(opts)
 	get := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
-	list := Attributes{Verb: "list", Resource: "volumes"}
+	list := volumes("list", "fast")
 
 	steps := []struct {
 		desc                  string
@@ -153,7 +222,7 @@ func TestCaching(t *testing.T) {
 	}
 	for _, s := range steps {
 		clock.Step(s.advance)
-		_, err := r.Authorize(ctx, s.token, s.attrs)
+		_, err := r.Authorize(ctx, Caller{Token: s.token}, s.attrs)
 		if (err == nil) != s.wantAllowed {
 			t.Errorf("%s: error = %v, want allowed %v", s.desc, err, s.wantAllowed)
 		}
@@ -165,22 +234,102 @@ func TestCaching(t *testing.T) {
 			t.Errorf("%s: %d token reviews, %d access reviews; want %d, %d", s.desc, api.tokenCalls, api.sarCalls, s.wantTokens, s.wantSARs)
 		}
 	}
-	if n := len(r.users.Keys()); n > opts.CacheSize {
-		t.Errorf("token cache holds %d entries, bound is %d", n, opts.CacheSize)
+}
+
+// TestJunkCannotEvict: rejected tokens and denied calls have caches of
+// their own, so a stream of them leaves the accepted token and the allowed
+// call cached.
+func TestJunkCannotEvict(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	api := newFakeAPI()
+	opts := DefaultOptions()
+	opts.CacheSize = 2
+	r := api.reviewer(opts)
+	get := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
+	if _, err := r.Authorize(ctx, Caller{Token: "good"}, get); err != nil {
+		t.Fatal(err)
+	}
+	const junk = 10
+	for i := range junk {
+		if _, err := r.Authorize(ctx, Caller{Token: fmt.Sprintf("junk-%d", i)}, get); err == nil {
+			t.Fatal("junk token accepted")
+		}
+		if _, err := r.Authorize(ctx, Caller{Token: "good"}, volumes("delete", fmt.Sprintf("p%d", i))); err == nil {
+			t.Fatal("denied call allowed")
+		}
+	}
+	tokens, sars := api.tokenCalls, api.sarCalls
+	if _, err := r.Authorize(ctx, Caller{Token: "good"}, get); err != nil {
+		t.Fatal(err)
+	}
+	if api.tokenCalls != tokens || api.sarCalls != sars {
+		t.Errorf("after %d junk tokens and denied calls, the good token took %d more TokenReviews and %d more SubjectAccessReviews, want 0",
+			junk, api.tokenCalls-tokens, api.sarCalls-sars)
+	}
+	for name, c := range map[string]interface{ Keys() []any }{"accepted": r.accepted, "rejected": r.rejected, "allowed": r.allowed, "denied": r.denied} {
+		if n := len(c.Keys()); n > opts.CacheSize {
+			t.Errorf("%s cache holds %d entries, bound is %d", name, n, opts.CacheSize)
+		}
+	}
+}
+
+// TestReviewLimitPerAddress: only TokenReviews that miss both caches take
+// from the address's bucket; another address has its own.
+func TestReviewLimitPerAddress(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	api := newFakeAPI()
+	clock := clocktesting.NewFakeClock(time.Now())
+	opts := DefaultOptions()
+	opts.Limits = NewPerAddress(LimitOptions{ReviewQPS: 1, ReviewBurst: 2, Clock: clock})
+	r := api.reviewer(opts)
+	get := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
+	flood, other := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+
+	steps := []struct {
+		desc       string
+		token      string
+		addr       netip.Addr
+		advance    time.Duration
+		wantReason client.Reason // "" means allowed
+		wantTokens int
+	}{
+		{"first new token", "good", flood, 0, "", 1},
+		{"second new token", "junk-1", flood, 0, client.ReasonUnauthorized, 2},
+		{"third new token is over the burst", "junk-2", flood, 0, client.ReasonTooManyRequests, 2},
+		{"cached accepted token needs no review", "good", flood, 0, "", 2},
+		{"cached rejected token needs no review", "junk-1", flood, 0, client.ReasonUnauthorized, 2},
+		{"another address has its own bucket", "junk-3", other, 0, client.ReasonUnauthorized, 3},
+		{"the bucket refills", "junk-2", flood, time.Second, client.ReasonUnauthorized, 4},
+	}
+	for _, s := range steps {
+		clock.Step(s.advance)
+		_, err := r.Authorize(ctx, Caller{Token: s.token, Address: s.addr}, get)
+		var ae *Error
+		switch {
+		case s.wantReason == "" && err != nil:
+			t.Errorf("%s: %v, want allowed", s.desc, err)
+		case s.wantReason != "" && (!errors.As(err, &ae) || ae.Reason != s.wantReason):
+			t.Errorf("%s: %v, want reason %s", s.desc, err, s.wantReason)
+		case s.wantReason == client.ReasonTooManyRequests && (ae.RetryAfter <= 0 || ae.RetryAfter > time.Second):
+			t.Errorf("%s: RetryAfter %v, want the time to the next token (at most 1s)", s.desc, ae.RetryAfter)
+		}
+		if api.tokenCalls != s.wantTokens {
+			t.Errorf("%s: %d TokenReviews, want %d", s.desc, api.tokenCalls, s.wantTokens)
+		}
 	}
 }
 
 func TestReviewErrorsAreNotCached(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	api := &fakeAPI{tokens: map[string]string{"good": "alice"}, grants: map[string]bool{"alice get hosts n": true}, failReviews: true}
-	cs := api.clientset()
-	r := NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), DefaultOptions())
+	api := newFakeAPI()
+	api.failReviews = true
+	r := api.reviewer(DefaultOptions())
 	attrs := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
-	if _, err := r.Authorize(ctx, "good", attrs); err == nil {
+	if _, err := r.Authorize(ctx, Caller{Token: "good"}, attrs); err == nil {
 		t.Fatal("Authorize succeeded while the API server fails")
 	}
 	api.failReviews = false
-	if _, err := r.Authorize(ctx, "good", attrs); err != nil {
+	if _, err := r.Authorize(ctx, Caller{Token: "good"}, attrs); err != nil {
 		t.Fatalf("Authorize after recovery: %v", err)
 	}
 }
@@ -210,7 +359,7 @@ func TestBearerToken(t *testing.T) {
 
 func TestAllowAll(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	if u, err := (AllowAll{}).Authorize(ctx, "", Attributes{}); err != nil || u.Name == "" {
+	if u, err := (AllowAll{}).Authorize(ctx, Caller{}, Attributes{}); err != nil || u.Name == "" {
 		t.Errorf("AllowAll = %v, %v", u, err)
 	}
 }

@@ -1,7 +1,15 @@
-// Package server is the manager's HTTP layer: routes, authentication and
-// authorisation, body limits, JSON in and out, metrics. The work is done by
-// a Backend (the disk package's Store); every error becomes a JSON
-// client.Status with a reason and its status code.
+// Package server is the manager's HTTP layer: routes, request checks,
+// authentication and authorisation, per-address limits, body limits, JSON
+// in and out, metrics. The work is done by a Backend (the disk package's
+// Store); every error becomes a JSON client.Status with a reason and its
+// status code.
+//
+// A /v1 request goes through these steps, cheapest first, so that a
+// stranger's bad input costs no API server call: the route and a clean
+// path (404, 405, 400); pool and volume names and query parameters (400);
+// a slot among its address's requests in flight (429); the body, strict
+// JSON (413, 400); TokenReview and SubjectAccessReview (401, 403, 429);
+// then the Backend.
 package server
 
 import (
@@ -13,9 +21,9 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/netip"
 	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,24 +32,30 @@ import (
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/internal/auth"
-	"hostpath.dev/manager/internal/disk"
 	"hostpath.dev/manager/pkg/client"
 )
 
 // Backend does the work behind the routes; disk.Store implements it. Its
-// errors are matched with errors.Is against disk.ErrInvalid (400),
-// disk.ErrNotFound (404), disk.ErrConflict (409) and
-// disk.ErrInsufficientStorage (507); anything else is a 500.
+// refusals are *client.Error values (client.Errorf), answered with their
+// Status (reason, message, owner); any other error is a 500.
 type Backend interface {
+	// Host describes the node and its pools.
 	Host(ctx context.Context) (*client.Host, error)
+	// PreparePool creates the pool's directory if missing.
 	PreparePool(ctx context.Context, pool string) (*client.Pool, error)
+	// ListVolumes lists a pool's volume directories.
 	ListVolumes(ctx context.Context, pool string) (*client.VolumeList, error)
+	// GetVolume describes one volume directory.
 	GetVolume(ctx context.Context, pool, name string) (*client.Volume, error)
-	CreateVolume(ctx context.Context, pool, name string, mode fs.FileMode, requiredBytes int64) (*client.Volume, bool, error)
-	DeleteVolume(ctx context.Context, pool, name string) (bool, error)
+	// CreateVolume makes the directory for owner, or checks that an
+	// existing one belongs to owner; it reports whether it made it.
+	CreateVolume(ctx context.Context, pool, name, owner string, mode fs.FileMode, requiredBytes int64) (*client.Volume, bool, error)
+	// SetOwner replaces the owner record if it names previous.
+	SetOwner(ctx context.Context, pool, name, owner, previous string, retained bool) (*client.Volume, error)
+	// DeleteVolume removes the directory if it belongs to owner (and, with
+	// ifEmpty, holds nothing); it reports whether there was one.
+	DeleteVolume(ctx context.Context, pool, name, owner string, ifEmpty bool) (bool, error)
 }
-
-var _ Backend = &disk.Store{}
 
 // DefaultMaxBodyBytes is the default limit of a request body.
 const DefaultMaxBodyBytes = 64 << 10
@@ -54,6 +68,9 @@ type Config struct {
 	Backend Backend
 	// Authorizer checks every /v1 call.
 	Authorizer auth.Authorizer
+	// Limits bounds the /v1 requests each client address has in flight;
+	// nil means no limit.
+	Limits *auth.PerAddress
 	// MaxBodyBytes limits request bodies (DefaultMaxBodyBytes when 0).
 	MaxBodyBytes int64
 }
@@ -85,50 +102,81 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
-	s.route("GET /v1/host", client.ResourceHosts, "get", func(*http.Request) string { return cfg.NodeName }, s.getHost)
-	s.route("PUT /v1/pools/{pool}", client.ResourcePools, "update", pathValue("pool"), s.preparePool)
-	s.route("GET /v1/pools/{pool}/volumes", client.ResourceVolumes, "list", nil, s.listVolumes)
-	s.route("GET /v1/pools/{pool}/volumes/{name}", client.ResourceVolumes, "get", pathValue("name"), s.getVolume)
-	s.route("PUT /v1/pools/{pool}/volumes/{name}", client.ResourceVolumes, "create", pathValue("name"), s.createVolume)
-	s.route("DELETE /v1/pools/{pool}/volumes/{name}", client.ResourceVolumes, "delete", pathValue("name"), s.deleteVolume)
+	host := func(*call) auth.Attributes {
+		return auth.Attributes{Verb: "get", Resource: client.ResourceHosts, Name: cfg.NodeName}
+	}
+	pool := func(c *call) auth.Attributes {
+		return auth.Attributes{Verb: "update", Resource: client.ResourcePools, Name: c.pool}
+	}
+	s.route("GET /v1/host", host, parser{}, s.getHost)
+	s.route("PUT /v1/pools/{pool}", pool, parser{}, s.preparePool)
+	s.route("GET /v1/pools/{pool}/volumes", volumes("list"), parser{}, s.listVolumes)
+	s.route("GET /v1/pools/{pool}/volumes/{name}", volumes("get"), parser{}, s.getVolume)
+	s.route("PUT /v1/pools/{pool}/volumes/{name}", volumes("create"), parser{body: parseCreate}, s.createVolume)
+	s.route("PUT /v1/pools/{pool}/volumes/{name}/owner", volumes("update"), parser{body: parseSetOwner}, s.setOwner)
+	s.route("DELETE /v1/pools/{pool}/volumes/{name}", volumes("delete"), parser{query: parseDelete}, s.deleteVolume)
 	return s, nil
 }
 
-func pathValue(key string) func(*http.Request) string {
-	return func(r *http.Request) string { return r.PathValue(key) }
+// volumes returns the attributes of the volume routes: verb on the pool's
+// volumes subresource, so that RBAC can grant one pool by resourceNames.
+func volumes(verb string) func(*call) auth.Attributes {
+	return func(c *call) auth.Attributes {
+		return auth.Attributes{Verb: verb, Resource: client.ResourcePools, Subresource: client.SubresourceVolumes, Name: c.pool}
+	}
 }
 
-// handlerFunc is a /v1 handler; user is the authorised caller.
-type handlerFunc func(w http.ResponseWriter, r *http.Request, user *auth.User)
+// handlerFunc serves a checked, authorised /v1 call.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, c *call)
 
-// route registers an authorised /v1 route: the caller needs verb on
-// resource (named by name(r), if name is set) in group hostpath.dev.
-func (s *Server) route(pattern, resource, verb string, name func(*http.Request) string, h handlerFunc) {
+// route registers a /v1 route: p checks the request, attrs names what the
+// caller needs in group hostpath.dev, h does the work.
+func (s *Server) route(pattern string, attrs func(*call) auth.Attributes, p parser, h handlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		attrs := auth.Attributes{Verb: verb, Resource: resource}
-		if name != nil {
-			attrs.Name = name(r)
-		}
-		token, err := auth.BearerToken(r.Header)
-		var user *auth.User
-		if err == nil {
-			user, err = s.cfg.Authorizer.Authorize(r.Context(), token, attrs)
-		}
+		c, err := p.check(r)
 		if err != nil {
-			var ae *auth.Error
-			if errors.As(err, &ae) {
-				if ae.Reason == client.ReasonUnauthorized {
-					w.Header().Set("WWW-Authenticate", `Bearer realm="hostpath-manager"`)
-				}
-				writeError(w, ae.Reason, ae.Message)
-				return
-			}
-			klog.FromContext(r.Context()).Error(err, "Cannot authorise a call", "route", pattern)
-			writeError(w, client.ReasonInternal, "cannot authorise the call: "+err.Error())
+			writeError(w, client.ReasonBadRequest, err.Error())
 			return
 		}
-		h(w, r, user)
+		addr := clientAddress(r)
+		leave, err := s.cfg.Limits.Enter(addr)
+		if err != nil {
+			s.writeRefusal(w, r, err)
+			return
+		}
+		defer leave()
+		if err := p.readBody(r, c); err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				writeError(w, client.ReasonRequestTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", tooLarge.Limit))
+				return
+			}
+			writeError(w, client.ReasonBadRequest, err.Error())
+			return
+		}
+		token, err := auth.BearerToken(r.Header)
+		if err == nil {
+			c.user, err = s.cfg.Authorizer.Authorize(r.Context(), auth.Caller{Token: token, Address: addr}, attrs(c))
+		}
+		if err != nil {
+			s.writeRefusal(w, r, err)
+			return
+		}
+		if c.user == nil {
+			c.user = &auth.User{}
+		}
+		h(w, r, c)
 	})
+}
+
+// clientAddress is the IP address the request's connection comes from.
+// Headers such as X-Forwarded-For are ignored: anyone can send them.
+func clientAddress(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
 }
 
 // ServeHTTP implements http.Handler: it limits the body, rejects unclean
@@ -169,134 +217,35 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) string {
 	return r.Pattern
 }
 
-func (s *Server) getHost(w http.ResponseWriter, r *http.Request, _ *auth.User) {
-	h, err := s.cfg.Backend.Host(r.Context())
-	if err != nil {
-		s.writeBackendError(w, r, err)
+// writeRefusal answers an error of the limits or the Authorizer.
+func (s *Server) writeRefusal(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *auth.Error
+	if !errors.As(err, &ae) {
+		klog.FromContext(r.Context()).Error(err, "Cannot authorise a call", "method", r.Method, "path", r.URL.Path)
+		writeError(w, client.ReasonInternal, "cannot authorise the call: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, h)
+	switch ae.Reason {
+	case client.ReasonUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="hostpath-manager"`)
+	case client.ReasonTooManyRequests:
+		w.Header().Set("Retry-After", strconv.Itoa(auth.RetryAfterSeconds(ae.RetryAfter)))
+	}
+	writeError(w, ae.Reason, ae.Message)
 }
 
-func (s *Server) preparePool(w http.ResponseWriter, r *http.Request, user *auth.User) {
-	pool := r.PathValue("pool")
-	p, err := s.cfg.Backend.PreparePool(r.Context(), pool)
-	if err != nil {
-		s.writeBackendError(w, r, err)
-		return
-	}
-	klog.FromContext(r.Context()).V(2).Info("Prepared pool", "pool", pool, "path", p.Path, "user", user.Name)
-	writeJSON(w, http.StatusOK, p)
-}
-
-func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, _ *auth.User) {
-	l, err := s.cfg.Backend.ListVolumes(r.Context(), r.PathValue("pool"))
-	if err != nil {
-		s.writeBackendError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, l)
-}
-
-func (s *Server) getVolume(w http.ResponseWriter, r *http.Request, _ *auth.User) {
-	v, err := s.cfg.Backend.GetVolume(r.Context(), r.PathValue("pool"), r.PathValue("name"))
-	if err != nil {
-		s.writeBackendError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
-}
-
-func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, user *auth.User) {
-	var req client.CreateVolumeRequest
-	if err := decodeOptionalJSON(r.Body, &req); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeError(w, client.ReasonRequestTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", tooLarge.Limit))
-			return
-		}
-		writeError(w, client.ReasonBadRequest, "invalid request body: "+err.Error())
-		return
-	}
-	mode, err := disk.ParseMode(req.Mode)
-	if err != nil {
-		writeError(w, client.ReasonBadRequest, err.Error())
-		return
-	}
-	if req.RequiredBytes < 0 {
-		writeError(w, client.ReasonBadRequest, "requiredBytes must not be negative")
-		return
-	}
-	pool, name := r.PathValue("pool"), r.PathValue("name")
-	v, created, err := s.cfg.Backend.CreateVolume(r.Context(), pool, name, mode, req.RequiredBytes)
-	if err != nil {
-		s.writeBackendError(w, r, err)
-		return
-	}
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
-		klog.FromContext(r.Context()).Info("Created volume", "pool", pool, "volume", name, "path", v.Path, "mode", v.Mode, "user", user.Name)
-	}
-	writeJSON(w, code, v)
-}
-
-func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request, user *auth.User) {
-	pool, name := r.PathValue("pool"), r.PathValue("name")
-	deleted, err := s.cfg.Backend.DeleteVolume(r.Context(), pool, name)
-	if err != nil {
-		s.writeBackendError(w, r, err)
-		return
-	}
-	if deleted {
-		klog.FromContext(r.Context()).Info("Deleted volume", "pool", pool, "volume", name, "user", user.Name)
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// decodeOptionalJSON decodes one JSON object into v; an empty body leaves v
-// alone. Unknown fields and trailing data are errors.
-func decodeOptionalJSON(body io.Reader, v any) error {
-	data, err := io.ReadAll(body)
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(string(data)) == "" {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("data after the JSON object")
-	}
-	return nil
-}
-
-// reasonOf maps a backend error to its reason.
-func reasonOf(err error) client.Reason {
-	switch {
-	case errors.Is(err, disk.ErrInvalid):
-		return client.ReasonBadRequest
-	case errors.Is(err, disk.ErrNotFound):
-		return client.ReasonNotFound
-	case errors.Is(err, disk.ErrConflict):
-		return client.ReasonConflict
-	case errors.Is(err, disk.ErrInsufficientStorage):
-		return client.ReasonInsufficientStorage
-	default:
-		return client.ReasonInternal
-	}
-}
-
+// writeBackendError answers a Backend error: a *client.Error with its
+// Status, anything else with 500.
 func (s *Server) writeBackendError(w http.ResponseWriter, r *http.Request, err error) {
-	reason := reasonOf(err)
-	if reason == client.ReasonInternal {
+	st := client.Status{Reason: client.ReasonInternal, Message: err.Error()}
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Reason != "" {
+		st = ce.Status
+	}
+	if st.Reason == client.ReasonInternal {
 		klog.FromContext(r.Context()).Error(err, "Request failed", "method", r.Method, "path", r.URL.Path)
 	}
-	writeError(w, reason, err.Error())
+	writeJSON(w, st.Reason.Status(), st)
 }
 
 func writeError(w http.ResponseWriter, reason client.Reason, msg string) {

@@ -1,95 +1,35 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
-	"io/fs"
+	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"k8s.io/klog/v2/ktesting"
 
 	"hostpath.dev/manager/internal/auth"
-	"hostpath.dev/manager/internal/disk"
 	"hostpath.dev/manager/pkg/client"
 )
 
-// fakeAuthorizer knows three tokens: "admin" may do anything, "reader" may
-// only get and list, "broken" makes the decision fail.
-type fakeAuthorizer struct{}
-
-func (fakeAuthorizer) Authorize(_ context.Context, token string, a auth.Attributes) (*auth.User, error) {
-	switch token {
-	case "":
-		return nil, &auth.Error{Reason: client.ReasonUnauthorized, Message: "no bearer token"}
-	case "admin":
-		return &auth.User{Name: "admin"}, nil
-	case "reader":
-		if a.Verb == "get" || a.Verb == "list" {
-			return &auth.User{Name: "reader"}, nil
-		}
-		return nil, &auth.Error{Reason: client.ReasonForbidden, Message: "reader cannot " + a.String()}
-	case "broken":
-		return nil, errors.New("token review: connection refused")
-	}
-	return nil, &auth.Error{Reason: client.ReasonUnauthorized, Message: "token rejected"}
-}
-
-// failingBackend fails every call with an internal error.
-type failingBackend struct{}
-
-var errDisk = errors.New("input/output error")
-
-func (failingBackend) Host(context.Context) (*client.Host, error) { return nil, errDisk }
-func (failingBackend) PreparePool(context.Context, string) (*client.Pool, error) {
-	return nil, errDisk
-}
-func (failingBackend) ListVolumes(context.Context, string) (*client.VolumeList, error) {
-	return nil, errDisk
-}
-func (failingBackend) GetVolume(context.Context, string, string) (*client.Volume, error) {
-	return nil, errDisk
-}
-func (failingBackend) CreateVolume(context.Context, string, string, fs.FileMode, int64) (*client.Volume, bool, error) {
-	return nil, false, errDisk
-}
-func (failingBackend) DeleteVolume(context.Context, string, string) (bool, error) {
-	return false, errDisk
-}
-
 type env struct {
-	base, pool string
-	srv        *Server
+	srv     *Server
+	backend *fakeBackend
+	authz   *fakeAuthorizer
 }
 
-func newEnv(t *testing.T, backend Backend) *env {
+func newEnv(t *testing.T, backend *fakeBackend, limits *auth.PerAddress) *env {
 	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
-	base := t.TempDir()
-	e := &env{base: base, pool: filepath.Join(base, "pool")}
-	if err := os.WriteFile(filepath.Join(base, "boot_id"), []byte("boot-1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	if backend == nil {
-		store, err := disk.New(ctx, disk.Config{
-			NodeName: "node-a",
-			Pools:    map[string]string{"default": e.pool},
-			Identity: disk.IdentityConfig{StateDir: filepath.Join(base, "state"), BootIDFile: filepath.Join(base, "boot_id")},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.PreparePool(ctx, "default"); err != nil {
-			t.Fatal(err)
-		}
-		backend = store
+		backend = &fakeBackend{}
 	}
-	srv, err := New(Config{NodeName: "node-a", Backend: backend, Authorizer: fakeAuthorizer{}, MaxBodyBytes: 1024})
+	e := &env{backend: backend, authz: &fakeAuthorizer{}}
+	srv, err := New(Config{NodeName: "node-a", Backend: backend, Authorizer: e.authz, Limits: limits, MaxBodyBytes: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,17 +37,14 @@ func newEnv(t *testing.T, backend Backend) *env {
 	return e
 }
 
-func (e *env) mkdir(t *testing.T, name string) {
-	if err := os.MkdirAll(filepath.Join(e.pool, name), 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
-type call struct {
+type httpCall struct {
 	method, path, token, body string
+	// remote is the client's address:port (httptest's default when empty).
+	remote string
+	header http.Header
 }
 
-func (e *env) do(t *testing.T, c call) *httptest.ResponseRecorder {
+func (e *env) do(t *testing.T, c httpCall) *httptest.ResponseRecorder {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	var body io.Reader
@@ -115,6 +52,12 @@ func (e *env) do(t *testing.T, c call) *httptest.ResponseRecorder {
 		body = strings.NewReader(c.body)
 	}
 	req := httptest.NewRequestWithContext(ctx, c.method, "http://manager"+c.path, body)
+	if c.remote != "" {
+		req.RemoteAddr = c.remote
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
+	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -123,209 +66,308 @@ func (e *env) do(t *testing.T, c call) *httptest.ResponseRecorder {
 	return w
 }
 
+// checkAnswer checks the status code and, for errors, the JSON Status.
+func checkAnswer(t *testing.T, w *httptest.ResponseRecorder, wantCode int, wantReason client.Reason) client.Status {
+	t.Helper()
+	body := w.Body.Bytes()
+	if w.Code != wantCode {
+		t.Fatalf("status %d, want %d; body %s", w.Code, wantCode, body)
+	}
+	var st client.Status
+	if wantReason == "" {
+		return st
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("error Content-Type = %q", ct)
+	}
+	mustUnmarshal(t, body, &st)
+	if st.Reason != wantReason || st.Message == "" {
+		t.Errorf("status = %+v, want reason %s and a message", st, wantReason)
+	}
+	if wantReason.Status() != w.Code {
+		t.Errorf("reason %s goes with %d, answered %d", st.Reason, wantReason.Status(), w.Code)
+	}
+	switch {
+	case w.Code == 401 && w.Header().Get("WWW-Authenticate") == "":
+		t.Error("401 without WWW-Authenticate")
+	case w.Code == 405 && w.Header().Get("Allow") == "":
+		t.Error("405 without Allow")
+	case w.Code == 429 && w.Header().Get("Retry-After") == "":
+		t.Error("429 without Retry-After")
+	}
+	return st
+}
+
+func onPool(verb, pool string) *auth.Attributes {
+	return &auth.Attributes{Verb: verb, Resource: client.ResourcePools, Subresource: client.SubresourceVolumes, Name: pool}
+}
+
+const vol = "/v1/pools/fast/volumes/v1"
+
+// routeCase is one call of TestRoutes.
+type routeCase struct {
+	desc        string
+	call        httpCall
+	wantCode    int
+	wantReason  client.Reason
+	wantAttrs   *auth.Attributes // nil: not checked
+	wantBackend string           // the Backend call; "" for none
+	check       func(t *testing.T, body []byte)
+}
+
+var routeCases = []routeCase{
+	{desc: "healthz needs no token", call: httpCall{method: "GET", path: "/healthz"}, wantCode: 200},
+	{desc: "metrics need no token", call: httpCall{method: "GET", path: "/metrics"}, wantCode: 200,
+		check: func(t *testing.T, body []byte) {
+			if !strings.Contains(string(body), "go_goroutines") {
+				t.Error("no Go metrics")
+			}
+		}},
+	{desc: "host", call: httpCall{method: "GET", path: "/v1/host", token: "reader"}, wantCode: 200,
+		wantAttrs: &auth.Attributes{Verb: "get", Resource: "hosts", Name: "node-a"}, wantBackend: "Host"},
+	{desc: "prepare pool", call: httpCall{method: "PUT", path: "/v1/pools/default", token: "admin"}, wantCode: 200,
+		wantAttrs: &auth.Attributes{Verb: "update", Resource: "pools", Name: "default"}, wantBackend: "PreparePool default"},
+	{desc: "list", call: httpCall{method: "GET", path: "/v1/pools/fast/volumes", token: "reader"}, wantCode: 200,
+		wantAttrs: onPool("list", "fast"), wantBackend: "ListVolumes fast",
+		check: func(t *testing.T, body []byte) {
+			var l client.VolumeList
+			if mustUnmarshal(t, body, &l); len(l.Items) != 1 || l.Items[0].Owner != "pv-a" {
+				t.Errorf("list = %+v", l)
+			}
+		}},
+	{desc: "get", call: httpCall{method: "GET", path: vol, token: "reader"}, wantCode: 200,
+		wantAttrs: onPool("get", "fast"), wantBackend: "GetVolume fast v1"},
+	{desc: "get a volume named owner", call: httpCall{method: "GET", path: "/v1/pools/fast/volumes/owner", token: "reader"}, wantCode: 200,
+		wantAttrs: onPool("get", "fast"), wantBackend: "GetVolume fast owner"},
+	{desc: "create", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","mode":"0750","requiredBytes":10}`}, wantCode: 201,
+		wantAttrs: onPool("create", "fast"), wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0750 required=10",
+		check: func(t *testing.T, body []byte) {
+			var v client.Volume
+			if mustUnmarshal(t, body, &v); v.Owner != "pv-1" || v.Mode != "0750" || v.Name != "v1" {
+				t.Errorf("volume = %+v", v)
+			}
+		}},
+	{desc: "create with default mode", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1"}`}, wantCode: 201,
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0"},
+	{desc: "create existing", call: httpCall{method: "PUT", path: "/v1/pools/fast/volumes/existing", token: "admin", body: `{"owner":"pv-1"}`}, wantCode: 200,
+		wantBackend: "CreateVolume fast existing owner=pv-1 mode=0777 required=0"},
+	{desc: "hand over", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-2","previous":"pv-1"}`}, wantCode: 200,
+		wantAttrs: onPool("update", "fast"), wantBackend: "SetOwner fast v1 owner=pv-2 previous=pv-1 retained=false"},
+	{desc: "adopt", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-1","previous":""}`}, wantCode: 200,
+		wantBackend: "SetOwner fast v1 owner=pv-1 previous= retained=false"},
+	{desc: "mark retained", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-1","previous":"pv-1","retained":true}`}, wantCode: 200,
+		wantBackend: "SetOwner fast v1 owner=pv-1 previous=pv-1 retained=true",
+		check: func(t *testing.T, body []byte) {
+			var v client.Volume
+			if mustUnmarshal(t, body, &v); !v.Retained {
+				t.Errorf("volume = %+v", v)
+			}
+		}},
+	{desc: "delete", call: httpCall{method: "DELETE", path: vol + "?owner=pv-1", token: "admin"}, wantCode: 204,
+		wantAttrs: onPool("delete", "fast"), wantBackend: "DeleteVolume fast v1 owner=pv-1 ifEmpty=false"},
+	{desc: "delete if empty", call: httpCall{method: "DELETE", path: vol + "?ifEmpty=true&owner=pv-1", token: "admin"}, wantCode: 204,
+		wantBackend: "DeleteVolume fast v1 owner=pv-1 ifEmpty=true"},
+
+	// Refusals.
+	{desc: "no token", call: httpCall{method: "GET", path: "/v1/host"}, wantCode: 401, wantReason: client.ReasonUnauthorized},
+	{desc: "rejected token", call: httpCall{method: "GET", path: "/v1/host", token: "stolen"}, wantCode: 401, wantReason: client.ReasonUnauthorized},
+	{desc: "not a bearer token", call: httpCall{method: "GET", path: "/v1/host", header: http.Header{"Authorization": {"Basic eDp5"}}},
+		wantCode: 401, wantReason: client.ReasonUnauthorized},
+	{desc: "missing permission", call: httpCall{method: "DELETE", path: vol + "?owner=pv-1", token: "reader"}, wantCode: 403, wantReason: client.ReasonForbidden},
+	{desc: "create needs create", call: httpCall{method: "PUT", path: vol, token: "reader", body: `{"owner":"pv-1"}`}, wantCode: 403, wantReason: client.ReasonForbidden},
+	{desc: "authorizer over a limit", call: httpCall{method: "GET", path: "/v1/host", token: "busy"}, wantCode: 429, wantReason: client.ReasonTooManyRequests},
+	{desc: "authorizer fails", call: httpCall{method: "GET", path: "/v1/host", token: "broken"}, wantCode: 500, wantReason: client.ReasonInternal},
+}
+
+// TestRoutes: each route reaches the Backend with the request's values and
+// asks the Authorizer for its attributes (volume calls on the pool).
 func TestRoutes(t *testing.T) {
-	big := `{"mode":"0777","requiredBytes":1` + strings.Repeat(" ", 2000) + `}`
-	for _, tc := range []struct {
-		desc       string
-		backend    Backend
-		setup      func(t *testing.T, e *env)
-		call       call
-		wantCode   int
-		wantReason client.Reason
-		check      func(t *testing.T, e *env, body []byte)
-	}{
-		// Unauthenticated endpoints.
-		{desc: "healthz needs no token", call: call{method: "GET", path: "/healthz"}, wantCode: 200},
-		{desc: "metrics need no token", call: call{method: "GET", path: "/metrics"}, wantCode: 200,
-			check: func(t *testing.T, _ *env, body []byte) {
-				if !strings.Contains(string(body), "go_goroutines") {
-					t.Error("no Go metrics")
-				}
-			}},
-
-		// Authentication and authorisation.
-		{desc: "no token", call: call{method: "GET", path: "/v1/host"}, wantCode: 401, wantReason: client.ReasonUnauthorized},
-		{desc: "rejected token", call: call{method: "GET", path: "/v1/host", token: "stolen"}, wantCode: 401, wantReason: client.ReasonUnauthorized},
-		{desc: "not a bearer token", call: call{method: "GET", path: "/v1/pools/default/volumes", token: "-"}, wantCode: 401, wantReason: client.ReasonUnauthorized},
-		{desc: "missing permission", call: call{method: "DELETE", path: "/v1/pools/default/volumes/v1", token: "reader"}, wantCode: 403, wantReason: client.ReasonForbidden,
-			setup: func(t *testing.T, e *env) { e.mkdir(t, "v1") },
-			check: func(t *testing.T, e *env, _ []byte) {
-				if _, err := os.Stat(filepath.Join(e.pool, "v1")); err != nil {
-					t.Errorf("forbidden delete removed the volume: %v", err)
-				}
-			}},
-		{desc: "authorizer fails", call: call{method: "GET", path: "/v1/host", token: "broken"}, wantCode: 500, wantReason: client.ReasonInternal},
-
-		// GET /v1/host.
-		{desc: "host", call: call{method: "GET", path: "/v1/host", token: "reader"}, wantCode: 200,
-			check: func(t *testing.T, e *env, body []byte) {
-				var h client.Host
-				mustUnmarshal(t, body, &h)
-				if h.NodeName != "node-a" || h.BootID != "boot-1" || h.HostID == "" || len(h.Pools) != 1 ||
-					h.Pools[0].Path != e.pool || h.Pools[0].CapacityBytes <= 0 {
-					t.Errorf("host = %+v", h)
-				}
-			}},
-		{desc: "host fails", backend: failingBackend{}, call: call{method: "GET", path: "/v1/host", token: "admin"}, wantCode: 500, wantReason: client.ReasonInternal},
-
-		// PUT /v1/pools/{pool}.
-		{desc: "prepare pool", call: call{method: "PUT", path: "/v1/pools/default", token: "admin"}, wantCode: 200,
-			setup: func(t *testing.T, e *env) { os.RemoveAll(e.pool) },
-			check: func(t *testing.T, e *env, body []byte) {
-				var p client.Pool
-				mustUnmarshal(t, body, &p)
-				if fi, err := os.Stat(e.pool); err != nil || !fi.IsDir() || p.Name != "default" {
-					t.Errorf("pool %+v, directory: %v", p, err)
-				}
-			}},
-		{desc: "prepare unknown pool", call: call{method: "PUT", path: "/v1/pools/other", token: "admin"}, wantCode: 404, wantReason: client.ReasonNotFound},
-		{desc: "prepare invalid pool", call: call{method: "PUT", path: "/v1/pools/Bad_Pool", token: "admin"}, wantCode: 400, wantReason: client.ReasonBadRequest},
-		{desc: "prepare pool over a file", call: call{method: "PUT", path: "/v1/pools/default", token: "admin"}, wantCode: 409, wantReason: client.ReasonConflict,
-			setup: func(t *testing.T, e *env) {
-				os.RemoveAll(e.pool)
-				os.WriteFile(e.pool, nil, 0o644)
-			}},
-		{desc: "prepare pool fails", backend: failingBackend{}, call: call{method: "PUT", path: "/v1/pools/default", token: "admin"}, wantCode: 500, wantReason: client.ReasonInternal},
-
-		// GET /v1/pools/{pool}/volumes.
-		{desc: "list", call: call{method: "GET", path: "/v1/pools/default/volumes", token: "reader"}, wantCode: 200,
-			setup: func(t *testing.T, e *env) { e.mkdir(t, "b"); e.mkdir(t, "a") },
-			check: func(t *testing.T, _ *env, body []byte) {
-				var l client.VolumeList
-				mustUnmarshal(t, body, &l)
-				if len(l.Items) != 2 || l.Items[0].Name != "a" || l.Items[1].Name != "b" {
-					t.Errorf("list = %+v", l)
-				}
-			}},
-		{desc: "list empty pool is an empty array", call: call{method: "GET", path: "/v1/pools/default/volumes", token: "reader"}, wantCode: 200,
-			check: func(t *testing.T, _ *env, body []byte) {
-				if !strings.Contains(string(body), `"items":[]`) {
-					t.Errorf("body = %s", body)
-				}
-			}},
-		{desc: "list unknown pool", call: call{method: "GET", path: "/v1/pools/other/volumes", token: "reader"}, wantCode: 404, wantReason: client.ReasonNotFound},
-		{desc: "list unprepared pool", call: call{method: "GET", path: "/v1/pools/default/volumes", token: "reader"}, wantCode: 404, wantReason: client.ReasonNotFound,
-			setup: func(t *testing.T, e *env) { os.RemoveAll(e.pool) }},
-		{desc: "list fails", backend: failingBackend{}, call: call{method: "GET", path: "/v1/pools/default/volumes", token: "admin"}, wantCode: 500, wantReason: client.ReasonInternal},
-
-		// GET /v1/pools/{pool}/volumes/{name}.
-		{desc: "get", call: call{method: "GET", path: "/v1/pools/default/volumes/v1", token: "reader"}, wantCode: 200,
-			setup: func(t *testing.T, e *env) { e.mkdir(t, "v1") },
-			check: func(t *testing.T, e *env, body []byte) {
-				var v client.Volume
-				mustUnmarshal(t, body, &v)
-				if v.Name != "v1" || v.Pool != "default" || v.Path != filepath.Join(e.pool, "v1") {
-					t.Errorf("volume = %+v", v)
-				}
-			}},
-		{desc: "get missing", call: call{method: "GET", path: "/v1/pools/default/volumes/v1", token: "reader"}, wantCode: 404, wantReason: client.ReasonNotFound},
-		{desc: "get a file", call: call{method: "GET", path: "/v1/pools/default/volumes/f", token: "reader"}, wantCode: 409, wantReason: client.ReasonConflict,
-			setup: func(t *testing.T, e *env) { os.WriteFile(filepath.Join(e.pool, "f"), nil, 0o644) }},
-		{desc: "get fails", backend: failingBackend{}, call: call{method: "GET", path: "/v1/pools/default/volumes/v1", token: "admin"}, wantCode: 500, wantReason: client.ReasonInternal},
-
-		// PUT /v1/pools/{pool}/volumes/{name}.
-		{desc: "create without body", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin"}, wantCode: 201,
-			check: wantDir("v1", "0777")},
-		{desc: "create with mode", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin", body: `{"mode":"0750"}`}, wantCode: 201,
-			check: wantDir("v1", "0750")},
-		{desc: "create existing sets the mode", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin", body: `{"mode":"0700","requiredBytes":1}`}, wantCode: 200,
-			setup: func(t *testing.T, e *env) { e.mkdir(t, "v1") }, check: wantDir("v1", "0700")},
-		{desc: "create with enough space", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin", body: `{"requiredBytes":1}`}, wantCode: 201,
-			check: wantDir("v1", "0777")},
-		{desc: "create without space", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin", body: `{"requiredBytes":4611686018427387904}`},
-			wantCode: 507, wantReason: client.ReasonInsufficientStorage, check: wantNoEntry("v1")},
-		{desc: "create bad mode", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin", body: `{"mode":"999"}`},
-			wantCode: 400, wantReason: client.ReasonBadRequest, check: wantNoEntry("v1")},
-		{desc: "create negative size", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin", body: `{"requiredBytes":-1}`},
-			wantCode: 400, wantReason: client.ReasonBadRequest},
-		{desc: "create unknown field", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin", body: `{"path":"/etc"}`},
-			wantCode: 400, wantReason: client.ReasonBadRequest, check: wantNoEntry("v1")},
-		{desc: "create malformed body", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin", body: `{"mode":`},
-			wantCode: 400, wantReason: client.ReasonBadRequest},
-		{desc: "create trailing data", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin", body: `{} {}`},
-			wantCode: 400, wantReason: client.ReasonBadRequest},
-		{desc: "create body too large", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin", body: big},
-			wantCode: 413, wantReason: client.ReasonRequestTooLarge, check: wantNoEntry("v1")},
-		{desc: "create over a symlink", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin"}, wantCode: 409, wantReason: client.ReasonConflict,
-			setup: func(t *testing.T, e *env) { os.Symlink(e.base, filepath.Join(e.pool, "v1")) }},
-		{desc: "create hidden name", call: call{method: "PUT", path: "/v1/pools/default/volumes/.v1", token: "admin"}, wantCode: 400, wantReason: client.ReasonBadRequest,
-			check: wantNoEntry(".v1")},
-		{desc: "create encoded slash", call: call{method: "PUT", path: "/v1/pools/default/volumes/..%2Fescape", token: "admin"}, wantCode: 400, wantReason: client.ReasonBadRequest,
-			check: func(t *testing.T, e *env, _ []byte) {
-				if _, err := os.Lstat(filepath.Join(e.base, "escape")); err == nil {
-					t.Error("created a directory outside the pool")
-				}
-			}},
-		{desc: "create encoded dots", call: call{method: "PUT", path: "/v1/pools/default/volumes/%2e%2e", token: "admin"}, wantCode: 400, wantReason: client.ReasonBadRequest},
-		{desc: "create with dot-dot path", call: call{method: "PUT", path: "/v1/pools/default/volumes/../../x", token: "admin"}, wantCode: 400, wantReason: client.ReasonBadRequest},
-		{desc: "create in unknown pool", call: call{method: "PUT", path: "/v1/pools/other/volumes/v1", token: "admin"}, wantCode: 404, wantReason: client.ReasonNotFound},
-		{desc: "create fails", backend: failingBackend{}, call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin"}, wantCode: 500, wantReason: client.ReasonInternal},
-		{desc: "create needs create", call: call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "reader"}, wantCode: 403, wantReason: client.ReasonForbidden,
-			check: wantNoEntry("v1")},
-
-		// DELETE /v1/pools/{pool}/volumes/{name}.
-		{desc: "delete", call: call{method: "DELETE", path: "/v1/pools/default/volumes/v1", token: "admin"}, wantCode: 204,
-			setup: func(t *testing.T, e *env) { e.mkdir(t, "v1/sub") }, check: wantNoEntry("v1")},
-		{desc: "delete missing", call: call{method: "DELETE", path: "/v1/pools/default/volumes/v1", token: "admin"}, wantCode: 204},
-		{desc: "delete a symlink", call: call{method: "DELETE", path: "/v1/pools/default/volumes/v1", token: "admin"}, wantCode: 409, wantReason: client.ReasonConflict,
-			setup: func(t *testing.T, e *env) { os.Symlink(e.base, filepath.Join(e.pool, "v1")) }},
-		{desc: "delete invalid name", call: call{method: "DELETE", path: "/v1/pools/default/volumes/a%2F..%2F..", token: "admin"}, wantCode: 400, wantReason: client.ReasonBadRequest},
-		{desc: "delete fails", backend: failingBackend{}, call: call{method: "DELETE", path: "/v1/pools/default/volumes/v1", token: "admin"}, wantCode: 500, wantReason: client.ReasonInternal},
-
-		// Unknown routes and methods.
-		{desc: "unknown route", call: call{method: "GET", path: "/v2/host", token: "admin"}, wantCode: 404, wantReason: client.ReasonNotFound},
-		{desc: "unknown route without token", call: call{method: "GET", path: "/"}, wantCode: 404, wantReason: client.ReasonNotFound},
-		{desc: "trailing slash", call: call{method: "GET", path: "/v1/host/", token: "admin"}, wantCode: 400, wantReason: client.ReasonBadRequest},
-		{desc: "wrong method", call: call{method: "POST", path: "/v1/pools/default/volumes/v1", token: "admin"}, wantCode: 405, wantReason: client.ReasonMethodNotAllowed,
-			check: func(t *testing.T, _ *env, body []byte) {
-				if !strings.Contains(string(body), "DELETE") {
-					t.Errorf("405 does not name the allowed methods: %s", body)
-				}
-			}},
-		{desc: "wrong method on host", call: call{method: "DELETE", path: "/v1/host"}, wantCode: 405, wantReason: client.ReasonMethodNotAllowed},
-	} {
+	for _, tc := range routeCases {
 		t.Run(tc.desc, func(t *testing.T) {
-			e := newEnv(t, tc.backend)
-			if tc.setup != nil {
-				tc.setup(t, e)
-			}
+			e := newEnv(t, nil, nil)
 			w := e.do(t, tc.call)
-			body := w.Body.Bytes()
-			if w.Code != tc.wantCode {
-				t.Fatalf("%s %s: status %d, want %d; body %s", tc.call.method, tc.call.path, w.Code, tc.wantCode, body)
-			}
-			if tc.wantReason != "" {
-				if ct := w.Header().Get("Content-Type"); ct != "application/json" {
-					t.Errorf("error Content-Type = %q", ct)
-				}
-				var st client.Status
-				mustUnmarshal(t, body, &st)
-				if st.Reason != tc.wantReason || st.Message == "" {
-					t.Errorf("status = %+v, want reason %s and a message", st, tc.wantReason)
-				}
-				if tc.wantReason.Status() != w.Code {
-					t.Errorf("reason %s goes with %d, answered %d", st.Reason, tc.wantReason.Status(), w.Code)
+			checkAnswer(t, w, tc.wantCode, tc.wantReason)
+			if tc.wantAttrs != nil {
+				if got := e.authz.calls(); len(got) != 1 || !reflect.DeepEqual(got[0], *tc.wantAttrs) {
+					t.Errorf("authorizer asked %+v, want %+v", got, *tc.wantAttrs)
 				}
 			}
-			if w.Code == 401 && w.Header().Get("WWW-Authenticate") == "" {
-				t.Error("401 without WWW-Authenticate")
-			}
-			if w.Code == 405 && w.Header().Get("Allow") == "" {
-				t.Error("405 without Allow")
+			if got := strings.Join(e.backend.recorded(), "; "); got != tc.wantBackend {
+				t.Errorf("backend calls %q, want %q", got, tc.wantBackend)
 			}
 			if tc.check != nil {
-				tc.check(t, e, body)
+				tc.check(t, w.Body.Bytes())
 			}
 		})
 	}
 }
 
+// TestBadInputCostsNoReview: malformed paths, names, queries and bodies
+// are answered before the Authorizer is asked (so before any TokenReview)
+// and never reach the Backend.
+func TestBadInputCostsNoReview(t *testing.T) {
+	big := `{"owner":"pv-1","requiredBytes":1` + strings.Repeat(" ", 2000) + `}`
+	for _, tc := range []struct {
+		desc       string
+		call       httpCall
+		wantCode   int
+		wantReason client.Reason
+		wantInMsg  string
+	}{
+		// Routes and paths.
+		{"unknown route", httpCall{method: "GET", path: "/v2/host"}, 404, client.ReasonNotFound, "no route"},
+		{"unknown route under /v1", httpCall{method: "GET", path: "/v1/pools/fast/volumes/v1/data"}, 404, client.ReasonNotFound, ""},
+		{"trailing slash", httpCall{method: "GET", path: "/v1/host/"}, 400, client.ReasonBadRequest, "not clean"},
+		{"dot-dot path", httpCall{method: "PUT", path: "/v1/pools/fast/volumes/../../x"}, 400, client.ReasonBadRequest, "not clean"},
+		{"wrong method", httpCall{method: "POST", path: vol}, 405, client.ReasonMethodNotAllowed, "DELETE"},
+		{"wrong method on owner", httpCall{method: "GET", path: vol + "/owner"}, 405, client.ReasonMethodNotAllowed, "PUT"},
+		{"wrong method on host", httpCall{method: "DELETE", path: "/v1/host"}, 405, client.ReasonMethodNotAllowed, "GET"},
+
+		// Names.
+		{"invalid pool", httpCall{method: "PUT", path: "/v1/pools/Bad_Pool"}, 400, client.ReasonBadRequest, "DNS label"},
+		{"invalid pool of a volume", httpCall{method: "GET", path: "/v1/pools/Bad_Pool/volumes"}, 400, client.ReasonBadRequest, "DNS label"},
+		{"hidden name", httpCall{method: "GET", path: "/v1/pools/fast/volumes/.v1"}, 400, client.ReasonBadRequest, "volume name"},
+		{"encoded slash", httpCall{method: "PUT", path: "/v1/pools/fast/volumes/a%2Fb", body: `{"owner":"pv-1"}`}, 400, client.ReasonBadRequest, "volume name"},
+		{"encoded dot-dot", httpCall{method: "PUT", path: "/v1/pools/fast/volumes/..%2Fescape", body: `{"owner":"pv-1"}`}, 400, client.ReasonBadRequest, "not clean"},
+		{"encoded dots", httpCall{method: "DELETE", path: "/v1/pools/fast/volumes/%2e%2e?owner=pv-1"}, 400, client.ReasonBadRequest, "not clean"},
+		{"encoded NUL", httpCall{method: "GET", path: "/v1/pools/fast/volumes/v%00"}, 400, client.ReasonBadRequest, "volume name"},
+
+		// Queries.
+		{"query on a route without one", httpCall{method: "GET", path: "/v1/pools/fast/volumes?limit=1"}, 400, client.ReasonBadRequest, "no query parameters"},
+		{"delete without owner", httpCall{method: "DELETE", path: vol}, 400, client.ReasonBadRequest, "owner"},
+		{"delete with invalid owner", httpCall{method: "DELETE", path: vol + "?owner=PV_1"}, 400, client.ReasonBadRequest, "owner"},
+		{"delete with unknown parameter", httpCall{method: "DELETE", path: vol + "?owner=pv-1&force=true"}, 400, client.ReasonBadRequest, `"force"`},
+		{"delete with owner twice", httpCall{method: "DELETE", path: vol + "?owner=pv-1&owner=pv-2"}, 400, client.ReasonBadRequest, "2 times"},
+		{"delete with bad ifEmpty", httpCall{method: "DELETE", path: vol + "?owner=pv-1&ifEmpty=yes"}, 400, client.ReasonBadRequest, "ifEmpty"},
+		{"malformed query", httpCall{method: "DELETE", path: vol + "?owner=%zz"}, 400, client.ReasonBadRequest, "query"},
+
+		// Bodies.
+		{"create without body", httpCall{method: "PUT", path: vol}, 400, client.ReasonBadRequest, "empty"},
+		{"create without owner", httpCall{method: "PUT", path: vol, body: `{"mode":"0750"}`}, 400, client.ReasonBadRequest, "owner"},
+		{"create with invalid owner", httpCall{method: "PUT", path: vol, body: `{"owner":"../pv"}`}, 400, client.ReasonBadRequest, "owner"},
+		{"create bad mode", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","mode":"999"}`}, 400, client.ReasonBadRequest, "mode"},
+		{"create negative size", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","requiredBytes":-1}`}, 400, client.ReasonBadRequest, "negative"},
+		{"create unknown field", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","path":"/etc"}`}, 400, client.ReasonBadRequest, `"path"`},
+		{"create key in other case", httpCall{method: "PUT", path: vol, body: `{"Owner":"pv-1"}`}, 400, client.ReasonBadRequest, "case-sensitive"},
+		{"create key in upper case", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","MODE":"0700"}`}, 400, client.ReasonBadRequest, "case-sensitive"},
+		{"create duplicate key", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","owner":"pv-2"}`}, 400, client.ReasonBadRequest, "twice"},
+		{"create trailing object", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1"} {}`}, 400, client.ReasonBadRequest, "after"},
+		{"create trailing brace", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1"}}`}, 400, client.ReasonBadRequest, "after"},
+		{"create malformed", httpCall{method: "PUT", path: vol, body: `{"owner":`}, 400, client.ReasonBadRequest, "invalid request body"},
+		{"create not an object", httpCall{method: "PUT", path: vol, body: `null`}, 400, client.ReasonBadRequest, "not a JSON object"},
+		{"create wrong type", httpCall{method: "PUT", path: vol, body: `{"owner":["pv-1"]}`}, 400, client.ReasonBadRequest, "owner"},
+		{"create body too large", httpCall{method: "PUT", path: vol, body: big}, 413, client.ReasonRequestTooLarge, "1024"},
+		{"set owner without owner", httpCall{method: "PUT", path: vol + "/owner", body: `{"previous":"pv-1"}`}, 400, client.ReasonBadRequest, "owner"},
+		{"set owner bad previous", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","previous":"PV 1"}`}, 400, client.ReasonBadRequest, "previous"},
+		{"set owner unknown field", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","force":true}`}, 400, client.ReasonBadRequest, `"force"`},
+		{"set owner duplicate key", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","retained":false,"retained":true}`}, 400, client.ReasonBadRequest, "twice"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			e := newEnv(t, nil, nil)
+			tc.call.token = "admin"
+			st := checkAnswer(t, e.do(t, tc.call), tc.wantCode, tc.wantReason)
+			if !strings.Contains(st.Message, tc.wantInMsg) {
+				t.Errorf("message %q does not contain %q", st.Message, tc.wantInMsg)
+			}
+			if got := e.authz.calls(); len(got) != 0 {
+				t.Errorf("the authorizer was asked %+v for bad input", got)
+			}
+			if got := e.backend.recorded(); len(got) != 0 {
+				t.Errorf("bad input reached the backend: %q", got)
+			}
+		})
+	}
+}
+
+// TestBackendErrors: a *client.Error, even wrapped, is answered with its
+// Status, the owner included; any other error is a 500.
+func TestBackendErrors(t *testing.T) {
+	ownerConflict := client.Errorf(client.ReasonOwnerConflict, "volume v1 belongs to PersistentVolume pv-other")
+	ownerConflict.Owner = "pv-other"
+	for _, tc := range []struct {
+		desc       string
+		err        error
+		call       httpCall
+		wantReason client.Reason
+		wantOwner  string
+	}{
+		{"owner conflict on create", ownerConflict, httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1"}`}, client.ReasonOwnerConflict, "pv-other"},
+		{"owner conflict on hand-over", ownerConflict, httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-2","previous":"pv-1"}`}, client.ReasonOwnerConflict, "pv-other"},
+		{"wrapped owner conflict on delete", fmt.Errorf("delete: %w", ownerConflict), httpCall{method: "DELETE", path: vol + "?owner=pv-1"}, client.ReasonOwnerConflict, "pv-other"},
+		{"not empty", client.Errorf(client.ReasonNotEmpty, "volume v1 holds 3 entries"), httpCall{method: "DELETE", path: vol + "?owner=pv-1&ifEmpty=true"}, client.ReasonNotEmpty, ""},
+		{"not a directory", client.Errorf(client.ReasonConflict, "v1 is a symlink"), httpCall{method: "GET", path: vol}, client.ReasonConflict, ""},
+		{"unknown pool", client.Errorf(client.ReasonNotFound, "no pool fast"), httpCall{method: "GET", path: "/v1/pools/fast/volumes"}, client.ReasonNotFound, ""},
+		{"no space", client.Errorf(client.ReasonInsufficientStorage, "1 byte free"), httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1"}`}, client.ReasonInsufficientStorage, ""},
+		{"backend's own validation", client.Errorf(client.ReasonBadRequest, "bad"), httpCall{method: "PUT", path: "/v1/pools/fast"}, client.ReasonBadRequest, ""},
+		{"other error", errors.New("input/output error"), httpCall{method: "GET", path: "/v1/host"}, client.ReasonInternal, ""},
+		{"client error without reason", &client.Error{}, httpCall{method: "GET", path: "/v1/host"}, client.ReasonInternal, ""},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			e := newEnv(t, &fakeBackend{err: tc.err}, nil)
+			tc.call.token = "admin"
+			st := checkAnswer(t, e.do(t, tc.call), tc.wantReason.Status(), tc.wantReason)
+			if st.Owner != tc.wantOwner {
+				t.Errorf("owner = %q, want %q", st.Owner, tc.wantOwner)
+			}
+		})
+	}
+}
+
+// TestInFlightLimitPerAddress: an address at its limit gets 429 with
+// Retry-After, whatever X-Forwarded-For says; other addresses, /healthz
+// and /metrics are served.
+func TestInFlightLimitPerAddress(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	e := newEnv(t, &fakeBackend{entered: entered, release: release}, auth.NewPerAddress(auth.LimitOptions{MaxInFlight: 1}))
+	const busy = "192.0.2.1:1000"
+	done := make(chan *httptest.ResponseRecorder)
+	go func() {
+		done <- e.do(t, httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1"}`, remote: busy})
+	}()
+	<-entered // the first request holds the address's only slot
+
+	for _, tc := range []struct {
+		desc       string
+		call       httpCall
+		wantCode   int
+		wantReason client.Reason
+	}{
+		{"same address", httpCall{method: "GET", path: vol, token: "admin", remote: "192.0.2.1:2000"}, 429, client.ReasonTooManyRequests},
+		{"same address, forged X-Forwarded-For", httpCall{method: "GET", path: vol, token: "admin", remote: "192.0.2.1:2001",
+			header: http.Header{"X-Forwarded-For": {"198.51.100.7"}, "X-Real-Ip": {"198.51.100.7"}}}, 429, client.ReasonTooManyRequests},
+		{"same address over IPv4-mapped IPv6", httpCall{method: "GET", path: vol, token: "admin", remote: "[::ffff:192.0.2.1]:2002"}, 429, client.ReasonTooManyRequests},
+		{"other address", httpCall{method: "GET", path: vol, token: "admin", remote: "192.0.2.2:1000"}, 200, ""},
+		{"healthz is not limited", httpCall{method: "GET", path: "/healthz", remote: "192.0.2.1:2003"}, 200, ""},
+		{"metrics are not limited", httpCall{method: "GET", path: "/metrics", remote: "192.0.2.1:2004"}, 200, ""},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			w := e.do(t, tc.call)
+			checkAnswer(t, w, tc.wantCode, tc.wantReason)
+			if tc.wantCode == 429 && w.Header().Get("Retry-After") != "1" {
+				t.Errorf("Retry-After = %q, want 1", w.Header().Get("Retry-After"))
+			}
+		})
+	}
+	close(release)
+	checkAnswer(t, <-done, 201, "")
+	checkAnswer(t, e.do(t, httpCall{method: "GET", path: vol, token: "admin", remote: busy}), 200, "")
+}
+
+func TestRetryAfterOfAuthorizer(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	w := e.do(t, httpCall{method: "GET", path: "/v1/host", token: "busy"})
+	checkAnswer(t, w, 429, client.ReasonTooManyRequests)
+	if got := w.Header().Get("Retry-After"); got != "2" {
+		t.Errorf("Retry-After = %q, want 1.5s rounded up to 2", got)
+	}
+}
+
 func TestMetricsCountRequests(t *testing.T) {
-	e := newEnv(t, nil)
-	e.do(t, call{method: "PUT", path: "/v1/pools/default/volumes/v1", token: "admin"})
-	e.do(t, call{method: "GET", path: "/v1/host"})
-	e.do(t, call{method: "GET", path: "/nope"})
-	body := e.do(t, call{method: "GET", path: "/metrics"}).Body.String()
+	e := newEnv(t, nil, nil)
+	e.do(t, httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1"}`})
+	e.do(t, httpCall{method: "GET", path: "/v1/host"})
+	e.do(t, httpCall{method: "GET", path: "/nope"})
+	body := e.do(t, httpCall{method: "GET", path: "/metrics"}).Body.String()
 	for _, want := range []string{
 		`hostpath_manager_http_requests_total{code="201",route="PUT /v1/pools/{pool}/volumes/{name}"} 1`,
 		`hostpath_manager_http_requests_total{code="401",route="GET /v1/host"} 1`,
@@ -339,35 +381,11 @@ func TestMetricsCountRequests(t *testing.T) {
 }
 
 func TestNewNeedsBackendAndAuthorizer(t *testing.T) {
-	if _, err := New(Config{Authorizer: fakeAuthorizer{}}); err == nil {
+	if _, err := New(Config{Authorizer: &fakeAuthorizer{}}); err == nil {
 		t.Error("New without a backend succeeded")
 	}
-	if _, err := New(Config{Backend: failingBackend{}}); err == nil {
+	if _, err := New(Config{Backend: &fakeBackend{}}); err == nil {
 		t.Error("New without an authorizer succeeded")
-	}
-}
-
-func wantDir(name, mode string) func(t *testing.T, e *env, body []byte) {
-	return func(t *testing.T, e *env, body []byte) {
-		t.Helper()
-		var v client.Volume
-		mustUnmarshal(t, body, &v)
-		if v.Name != name || v.Mode != mode || v.Path != filepath.Join(e.pool, name) {
-			t.Errorf("volume = %+v, want %s mode %s", v, name, mode)
-		}
-		fi, err := os.Lstat(filepath.Join(e.pool, name))
-		if err != nil || !fi.IsDir() || disk.FormatMode(fi.Mode()) != mode {
-			t.Errorf("on disk: %v, %v; want a directory with mode %s", fi, err, mode)
-		}
-	}
-}
-
-func wantNoEntry(name string) func(t *testing.T, e *env, _ []byte) {
-	return func(t *testing.T, e *env, _ []byte) {
-		t.Helper()
-		if _, err := os.Lstat(filepath.Join(e.pool, name)); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("%s exists in the pool: %v", name, err)
-		}
 	}
 }
 

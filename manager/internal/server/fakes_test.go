@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"time"
+
+	"hostpath.dev/manager/internal/auth"
+	"hostpath.dev/manager/pkg/client"
+)
+
+// fakeAuthorizer knows these tokens: "admin" may do anything, "reader" may
+// only get and list, "broken" makes the decision fail, "busy" is over a
+// limit. It records what it was asked.
+type fakeAuthorizer struct {
+	mu    sync.Mutex
+	asked []auth.Attributes
+}
+
+func (f *fakeAuthorizer) Authorize(_ context.Context, c auth.Caller, a auth.Attributes) (*auth.User, error) {
+	f.mu.Lock()
+	f.asked = append(f.asked, a)
+	f.mu.Unlock()
+	switch c.Token {
+	case "":
+		return nil, &auth.Error{Reason: client.ReasonUnauthorized, Message: "no bearer token"}
+	case "admin":
+		return &auth.User{Name: "admin"}, nil
+	case "reader":
+		if a.Verb == "get" || a.Verb == "list" {
+			return &auth.User{Name: "reader"}, nil
+		}
+		return nil, &auth.Error{Reason: client.ReasonForbidden, Message: "reader cannot " + a.String()}
+	case "broken":
+		return nil, errors.New("token review: connection refused")
+	case "busy":
+		return nil, &auth.Error{Reason: client.ReasonTooManyRequests, Message: "slow down", RetryAfter: 1500 * time.Millisecond}
+	}
+	return nil, &auth.Error{Reason: client.ReasonUnauthorized, Message: "token rejected"}
+}
+
+func (f *fakeAuthorizer) calls() []auth.Attributes {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]auth.Attributes(nil), f.asked...)
+}
+
+// fakeBackend records its calls as strings and answers with canned
+// objects, or with err when set. When entered is set, CreateVolume sends
+// on it and then waits for release to be closed.
+type fakeBackend struct {
+	err     error
+	entered chan<- struct{}
+	release <-chan struct{}
+
+	mu    sync.Mutex
+	calls []string
+}
+
+var _ Backend = &fakeBackend{}
+
+func (f *fakeBackend) record(format string, args ...any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+	return f.err
+}
+
+func (f *fakeBackend) recorded() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func volume(pool, name, owner string, mode fs.FileMode) *client.Volume {
+	return &client.Volume{Name: name, Pool: pool, Path: "/pools/" + pool + "/" + name, Mode: client.FormatMode(mode), Owner: owner}
+}
+
+func (f *fakeBackend) Host(context.Context) (*client.Host, error) {
+	if err := f.record("Host"); err != nil {
+		return nil, err
+	}
+	return &client.Host{NodeName: "node-a", HostID: "h", BootID: "b", Pools: []client.Pool{{Name: "default", Path: "/pools/default"}}}, nil
+}
+
+func (f *fakeBackend) PreparePool(_ context.Context, pool string) (*client.Pool, error) {
+	if err := f.record("PreparePool %s", pool); err != nil {
+		return nil, err
+	}
+	return &client.Pool{Name: pool, Path: "/pools/" + pool}, nil
+}
+
+func (f *fakeBackend) ListVolumes(_ context.Context, pool string) (*client.VolumeList, error) {
+	if err := f.record("ListVolumes %s", pool); err != nil {
+		return nil, err
+	}
+	return &client.VolumeList{Items: []client.Volume{*volume(pool, "a", "pv-a", 0o777)}}, nil
+}
+
+func (f *fakeBackend) GetVolume(_ context.Context, pool, name string) (*client.Volume, error) {
+	if err := f.record("GetVolume %s %s", pool, name); err != nil {
+		return nil, err
+	}
+	return volume(pool, name, "pv-1", 0o777), nil
+}
+
+func (f *fakeBackend) CreateVolume(_ context.Context, pool, name, owner string, mode fs.FileMode, requiredBytes int64) (*client.Volume, bool, error) {
+	if f.entered != nil {
+		f.entered <- struct{}{}
+		<-f.release
+	}
+	if err := f.record("CreateVolume %s %s owner=%s mode=%s required=%d", pool, name, owner, client.FormatMode(mode), requiredBytes); err != nil {
+		return nil, false, err
+	}
+	return volume(pool, name, owner, mode), name != "existing", nil
+}
+
+func (f *fakeBackend) SetOwner(_ context.Context, pool, name, owner, previous string, retained bool) (*client.Volume, error) {
+	if err := f.record("SetOwner %s %s owner=%s previous=%s retained=%t", pool, name, owner, previous, retained); err != nil {
+		return nil, err
+	}
+	v := volume(pool, name, owner, 0o777)
+	v.Retained = retained
+	return v, nil
+}
+
+func (f *fakeBackend) DeleteVolume(_ context.Context, pool, name, owner string, ifEmpty bool) (bool, error) {
+	if err := f.record("DeleteVolume %s %s owner=%s ifEmpty=%t", pool, name, owner, ifEmpty); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"net/http"
+
+	"k8s.io/klog/v2"
+)
+
+func (s *Server) getHost(w http.ResponseWriter, r *http.Request, _ *call) {
+	h, err := s.cfg.Backend.Host(r.Context())
+	if err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+func (s *Server) preparePool(w http.ResponseWriter, r *http.Request, c *call) {
+	p, err := s.cfg.Backend.PreparePool(r.Context(), c.pool)
+	if err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	klog.FromContext(r.Context()).V(2).Info("Prepared pool", "pool", c.pool, "path", p.Path, "user", c.user.Name)
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, c *call) {
+	l, err := s.cfg.Backend.ListVolumes(r.Context(), c.pool)
+	if err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
+
+func (s *Server) getVolume(w http.ResponseWriter, r *http.Request, c *call) {
+	v, err := s.cfg.Backend.GetVolume(r.Context(), c.pool, c.name)
+	if err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
+	req := c.create
+	v, created, err := s.cfg.Backend.CreateVolume(r.Context(), c.pool, c.name, req.Owner, c.mode, req.RequiredBytes)
+	if err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+		klog.FromContext(r.Context()).Info("Created volume", "pool", c.pool, "volume", c.name, "owner", req.Owner, "path", v.Path, "mode", v.Mode, "user", c.user.Name)
+	}
+	writeJSON(w, code, v)
+}
+
+func (s *Server) setOwner(w http.ResponseWriter, r *http.Request, c *call) {
+	req := c.setOwner
+	v, err := s.cfg.Backend.SetOwner(r.Context(), c.pool, c.name, req.Owner, req.Previous, req.Retained)
+	if err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	klog.FromContext(r.Context()).Info("Set volume owner", "pool", c.pool, "volume", c.name, "owner", req.Owner, "previous", req.Previous, "retained", req.Retained, "user", c.user.Name)
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request, c *call) {
+	deleted, err := s.cfg.Backend.DeleteVolume(r.Context(), c.pool, c.name, c.del.Owner, c.del.IfEmpty)
+	if err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	if deleted {
+		klog.FromContext(r.Context()).Info("Deleted volume", "pool", c.pool, "volume", c.name, "owner", c.del.Owner, "user", c.user.Name)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

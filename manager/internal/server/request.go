@@ -1,0 +1,218 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+
+	"hostpath.dev/manager/internal/auth"
+	"hostpath.dev/manager/pkg/client"
+)
+
+// call is one checked /v1 request: its names, query and body.
+type call struct {
+	pool, name string
+	// user is the authorised caller, set before the handler runs.
+	user *auth.User
+	// create and mode are the body of PUT .../volumes/{name}.
+	create client.CreateVolumeRequest
+	mode   fs.FileMode
+	// setOwner is the body of PUT .../volumes/{name}/owner.
+	setOwner client.SetOwnerRequest
+	// del is the query of DELETE .../volumes/{name}.
+	del client.DeleteOptions
+}
+
+// parser checks a route's request. A nil query means the route takes no
+// query parameters; a nil body means its body is not read.
+type parser struct {
+	query func(q url.Values, c *call) error
+	body  func(data []byte, c *call) error
+}
+
+// check validates the path's names and the query: cheap checks, done
+// before the request takes a slot or costs a review.
+func (p parser) check(r *http.Request) (*call, error) {
+	c := &call{pool: r.PathValue("pool"), name: r.PathValue("name")}
+	if strings.Contains(r.Pattern, "{pool}") {
+		if err := client.ValidatePoolName(c.pool); err != nil {
+			return nil, err
+		}
+	}
+	if strings.Contains(r.Pattern, "{name}") {
+		if err := client.ValidateVolumeName(c.name); err != nil {
+			return nil, err
+		}
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("invalid query: %w", err)
+	}
+	if p.query == nil {
+		if len(q) > 0 {
+			return nil, fmt.Errorf("%s takes no query parameters, got %q", r.Pattern, r.URL.RawQuery)
+		}
+		return c, nil
+	}
+	if err := p.query(q, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// readBody reads and decodes the body, if the route takes one.
+func (p parser) readBody(r *http.Request, c *call) error {
+	if p.body == nil {
+		return nil
+	}
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return fmt.Errorf("read request body: %w", err)
+	}
+	if err := p.body(data, c); err != nil {
+		return fmt.Errorf("invalid request body: %w", err)
+	}
+	return nil
+}
+
+// parseDelete reads DELETE's query: owner (required) and ifEmpty.
+func parseDelete(q url.Values, c *call) error {
+	for key, values := range q {
+		if key != "owner" && key != "ifEmpty" {
+			return fmt.Errorf("unknown query parameter %q: DELETE takes owner and ifEmpty", key)
+		}
+		if len(values) != 1 {
+			return fmt.Errorf("query parameter %q is given %d times", key, len(values))
+		}
+	}
+	c.del.Owner = q.Get("owner")
+	if err := client.ValidateOwner(c.del.Owner); err != nil {
+		return fmt.Errorf("query parameter owner: %w", err)
+	}
+	switch v, ok := q["ifEmpty"]; {
+	case !ok || v[0] == "false":
+	case v[0] == "true":
+		c.del.IfEmpty = true
+	default:
+		return fmt.Errorf("query parameter ifEmpty is %q, want true or false", v[0])
+	}
+	return nil
+}
+
+// parseCreate reads PUT .../volumes/{name}'s body: owner is required.
+func parseCreate(data []byte, c *call) error {
+	if err := decodeStrict(data, &c.create); err != nil {
+		return err
+	}
+	if err := client.ValidateOwner(c.create.Owner); err != nil {
+		return err
+	}
+	mode, err := client.ParseMode(c.create.Mode)
+	if err != nil {
+		return err
+	}
+	c.mode = mode
+	if c.create.RequiredBytes < 0 {
+		return errors.New("requiredBytes must not be negative")
+	}
+	return nil
+}
+
+// parseSetOwner reads PUT .../volumes/{name}/owner's body.
+func parseSetOwner(data []byte, c *call) error {
+	if err := decodeStrict(data, &c.setOwner); err != nil {
+		return err
+	}
+	if err := client.ValidateOwner(c.setOwner.Owner); err != nil {
+		return err
+	}
+	if c.setOwner.Previous != "" {
+		if err := client.ValidateOwner(c.setOwner.Previous); err != nil {
+			return fmt.Errorf("previous: %w", err)
+		}
+	}
+	return nil
+}
+
+// decodeStrict decodes data, one JSON object, into the struct v points
+// at. Stricter than encoding/json: every key must be exactly a field's
+// JSON name (Go would also take "OWNER" for "owner"), no key may repeat
+// (Go would keep the last), and nothing may follow the object (Decoder.More
+// misses a stray "}").
+func decodeStrict(data []byte, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return errors.New("the body is empty, want a JSON object")
+	}
+	if err := checkKeys(data, jsonFields(v)); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
+		return errors.New("data after the JSON object")
+	}
+	return nil
+}
+
+// checkKeys checks the top-level keys of the JSON object in data: each
+// one of fields, none twice.
+func checkKeys(data []byte, fields []string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil {
+		return err
+	} else if tok != json.Delim('{') {
+		return fmt.Errorf("the body is not a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if !slices.Contains(fields, key) {
+			i := slices.IndexFunc(fields, func(f string) bool { return strings.EqualFold(f, key) })
+			if i >= 0 {
+				return fmt.Errorf("unknown field %q: field names are case-sensitive, did you mean %q?", key, fields[i])
+			}
+			return fmt.Errorf("unknown field %q: want %s", key, strings.Join(fields, ", "))
+		}
+		if seen[key] {
+			return fmt.Errorf("field %q is given twice", key)
+		}
+		seen[key] = true
+		if err := dec.Decode(&json.RawMessage{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsonFields lists the JSON names of the fields of the struct v points at.
+func jsonFields(v any) []string {
+	t := reflect.TypeOf(v).Elem()
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case name == "":
+			names = append(names, f.Name)
+		default:
+			names = append(names, name)
+		}
+	}
+	return names
+}
