@@ -15,25 +15,30 @@ import (
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/reclaim"
 )
 
 // Flag names.
 const (
-	FlagNodeName         = "node-name"
-	FlagProvisionerName  = "provisioner-name"
-	FlagKubeconfig       = "kubeconfig"
-	FlagKubeAPIQPS       = "kube-api-qps"
-	FlagKubeAPIBurst     = "kube-api-burst"
-	FlagWorkers          = "workers"
-	FlagResyncPeriod     = "resync-period"
-	FlagMetricsAddress   = "metrics-address"
-	FlagNamespace        = "namespace"
-	FlagInstanceSelector = "instance-selector"
-	FlagManagerNamespace = "manager-namespace"
-	FlagManagerSelector  = "manager-selector"
-	FlagManagerPort      = "manager-port"
-	FlagManagerURL       = "manager-url"
-	FlagManagerTokenFile = "manager-token-file"
+	FlagNodeName             = "node-name"
+	FlagProvisionerName      = "provisioner-name"
+	FlagKubeconfig           = "kubeconfig"
+	FlagKubeAPIQPS           = "kube-api-qps"
+	FlagKubeAPIBurst         = "kube-api-burst"
+	FlagWorkers              = "workers"
+	FlagResyncPeriod         = "resync-period"
+	FlagMetricsAddress       = "metrics-address"
+	FlagNamespace            = "namespace"
+	FlagInstanceSelector     = "instance-selector"
+	FlagManagerNamespace     = "manager-namespace"
+	FlagManagerSelector      = "manager-selector"
+	FlagManagerPort          = "manager-port"
+	FlagManagerURL           = "manager-url"
+	FlagManagerTokenFile     = "manager-token-file"
+	FlagManagerTimeout       = "manager-timeout"
+	FlagManagerDeleteTimeout = "manager-delete-timeout"
+	FlagOrphanSweepPeriod    = "orphan-sweep-period"
+	FlagOrphanGracePeriod    = "orphan-grace-period"
 )
 
 // Environment variables that give flags their default.
@@ -56,6 +61,16 @@ const (
 	DefaultInstanceSelector = "app.kubernetes.io/name=hostpath-provisioner"
 	DefaultManagerSelector  = "app.kubernetes.io/name=hostpath-manager"
 	DefaultManagerPort      = 8080
+	// DefaultManagerTokenFile is where the DaemonSet mounts the projected
+	// service account token of audience client.TokenAudience
+	// (hostpath.dev/manager), meant for the managers only: the API server
+	// refuses it, and the managers refuse the pod's own API token.
+	DefaultManagerTokenFile = "/var/run/secrets/hostpath.dev/manager/token"
+	// DefaultManagerTimeout bounds every manager call but deletes.
+	DefaultManagerTimeout = client.DefaultCallTimeout
+	// DefaultManagerDeleteTimeout bounds a manager delete; it matches the
+	// manager's default --write-timeout.
+	DefaultManagerDeleteTimeout = client.DefaultDeleteTimeout
 )
 
 // Options are the provisioner's settings, from flags.
@@ -75,6 +90,16 @@ type Options struct {
 	ManagerPort      int
 	ManagerURL       string
 	ManagerTokenFile string
+	// ManagerTimeout bounds every manager call but deletes.
+	ManagerTimeout time.Duration
+	// ManagerDeleteTimeout bounds a manager delete.
+	ManagerDeleteTimeout time.Duration
+	// OrphanSweepPeriod is how often the node's pools are swept for
+	// orphaned directories; 0 turns the sweeper off.
+	OrphanSweepPeriod time.Duration
+	// OrphanGracePeriod is how old an owner record must be before its
+	// directory can count as orphaned.
+	OrphanGracePeriod time.Duration
 }
 
 // NewOptions returns the defaults, with the environment fallbacks applied.
@@ -92,7 +117,12 @@ func NewOptions() *Options {
 		ManagerNamespace: os.Getenv(EnvPodNamespace),
 		ManagerSelector:  DefaultManagerSelector,
 		ManagerPort:      DefaultManagerPort,
-		ManagerTokenFile: client.DefaultTokenFile,
+		ManagerTokenFile: DefaultManagerTokenFile,
+
+		ManagerTimeout:       DefaultManagerTimeout,
+		ManagerDeleteTimeout: DefaultManagerDeleteTimeout,
+		OrphanSweepPeriod:    reclaim.DefaultSweepPeriod,
+		OrphanGracePeriod:    reclaim.DefaultSweepGrace,
 	}
 }
 
@@ -112,7 +142,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ManagerSelector, FlagManagerSelector, o.ManagerSelector, "The label selector of the manager pods.")
 	fs.IntVar(&o.ManagerPort, FlagManagerPort, o.ManagerPort, "The port the managers serve their API on.")
 	fs.StringVar(&o.ManagerURL, FlagManagerURL, o.ManagerURL, "A fixed manager URL, such as http://127.0.0.1:8080, used for every node instead of finding the manager pod of the node (for one-node setups). Defaults to empty: find the pods.")
-	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read at every call.")
+	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read at every call: a projected service account token of audience "+client.TokenAudience+". Empty sends no token.")
+	fs.DurationVar(&o.ManagerTimeout, FlagManagerTimeout, o.ManagerTimeout, "The time limit of each manager call but deletes.")
+	fs.DurationVar(&o.OrphanSweepPeriod, FlagOrphanSweepPeriod, o.OrphanSweepPeriod, "How often this instance looks for orphaned directories in its node's pools (directories whose owner PV was never created) and removes the empty ones; 0 turns it off.")
+	fs.DurationVar(&o.OrphanGracePeriod, FlagOrphanGracePeriod, o.OrphanGracePeriod, "How long after its owner record was written a directory may count as orphaned; keep it well above the time a PV takes to be saved.")
+	fs.DurationVar(&o.ManagerDeleteTimeout, FlagManagerDeleteTimeout, o.ManagerDeleteTimeout, "The time limit of a manager delete, which removes a whole directory tree; keep it no shorter than the managers' --write-timeout.")
 
 	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(gofs)
@@ -148,6 +182,18 @@ func (o *Options) Validate() error {
 	}
 	if err := validateSelector(FlagInstanceSelector, o.InstanceSelector); err != nil {
 		errs = append(errs, err)
+	}
+	if o.ManagerTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagManagerTimeout))
+	}
+	if o.ManagerDeleteTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagManagerDeleteTimeout))
+	}
+	if o.OrphanSweepPeriod < 0 {
+		errs = append(errs, fmt.Errorf("--%s must not be negative", FlagOrphanSweepPeriod))
+	}
+	if o.OrphanGracePeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagOrphanGracePeriod))
 	}
 	if o.ManagerURL != "" {
 		if _, err := client.New(o.ManagerURL); err != nil {

@@ -1,10 +1,18 @@
 package app
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"hostpath.dev/manager/pkg/client"
 )
 
 func TestOptions(t *testing.T) {
@@ -23,6 +31,11 @@ func TestOptions(t *testing.T) {
 			env:     map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
 			args:    []string{"--kube-api-qps=0", "--kube-api-burst=0", "--workers=0", "--metrics-address=8081", "--manager-selector=a==b==c", "--manager-port=70000", "--instance-selector="},
 			wantErr: []string{"--kube-api-qps", "--kube-api-burst", "--workers", "--metrics-address", "--manager-selector", "--manager-port", "--instance-selector"},
+		},
+		{name: "timeouts", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--manager-timeout=5s", "--manager-delete-timeout=1h"}},
+		{
+			name: "bad timeouts", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
+			args: []string{"--manager-timeout=0", "--manager-delete-timeout=-1s"}, wantErr: []string{"--manager-timeout must be positive", "--manager-delete-timeout must be positive"},
 		},
 		{name: "bad manager URL", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--manager-url=ftp://x"}, wantErr: []string{"--manager-url"}},
 	}
@@ -52,5 +65,61 @@ func TestOptions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDefaults checks the defaults that must match the contract and the
+// manager: tokens of the manager's audience, the client's time limits.
+func TestDefaults(t *testing.T) {
+	o := NewOptions()
+	if o.ManagerTokenFile != "/var/run/secrets/hostpath.dev/manager/token" || o.ManagerTokenFile == client.DefaultTokenFile {
+		t.Errorf("ManagerTokenFile = %q, want the projected token of audience %s", o.ManagerTokenFile, client.TokenAudience)
+	}
+	if o.ManagerTimeout != client.DefaultCallTimeout || o.ManagerDeleteTimeout != client.DefaultDeleteTimeout {
+		t.Errorf("timeouts = %s, %s; want %s, %s", o.ManagerTimeout, o.ManagerDeleteTimeout, client.DefaultCallTimeout, client.DefaultDeleteTimeout)
+	}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--manager-timeout=5s", "--manager-delete-timeout=1h"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.ManagerTimeout != 5*time.Second || o.ManagerDeleteTimeout != time.Hour {
+		t.Errorf("timeouts = %s, %s after flags; want 5s, 1h", o.ManagerTimeout, o.ManagerDeleteTimeout)
+	}
+}
+
+// TestDaemonSetToken checks that the DaemonSet mounts, at the default
+// --manager-token-file, a read-only projected token of the manager's audience.
+func TestDaemonSetToken(t *testing.T) {
+	f, err := os.Open("../../../manifests/provisioner/daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ds appsv1.DaemonSet
+	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&ds); err != nil {
+		t.Fatal(err)
+	}
+	dir, file := filepath.Split(DefaultManagerTokenFile)
+	var source *v1.ServiceAccountTokenProjection
+	for _, vol := range ds.Spec.Template.Spec.Volumes {
+		for _, m := range ds.Spec.Template.Spec.Containers[0].VolumeMounts {
+			if m.Name != vol.Name || filepath.Clean(m.MountPath) != filepath.Clean(dir) || !m.ReadOnly || vol.Projected == nil {
+				continue
+			}
+			for _, s := range vol.Projected.Sources {
+				if s.ServiceAccountToken != nil && s.ServiceAccountToken.Path == file {
+					source = s.ServiceAccountToken
+				}
+			}
+		}
+	}
+	switch {
+	case source == nil:
+		t.Fatalf("no read-only projected service account token %q mounted at %s", file, dir)
+	case source.Audience != client.TokenAudience:
+		t.Errorf("token audience = %q, want %q", source.Audience, client.TokenAudience)
+	case source.ExpirationSeconds == nil || *source.ExpirationSeconds != 3600:
+		t.Errorf("token expirationSeconds = %v, want 3600", source.ExpirationSeconds)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -28,6 +29,18 @@ func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("no Ready manager pod (selector %s) on node %q", e.Selector, e.Node)
 }
 
+// ClientOptions returns the options of every manager client: bearer tokens
+// read from tokenFile at every call (none when it is empty), and the time
+// limits of a call and of a delete (client.WithTimeouts; zero keeps the
+// client's default).
+func ClientOptions(tokenFile string, callTimeout, deleteTimeout time.Duration) []client.Option {
+	opts := []client.Option{client.WithTimeouts(callTimeout, deleteTimeout)}
+	if tokenFile != "" {
+		opts = append(opts, client.WithToken(client.FileToken(tokenFile)))
+	}
+	return opts
+}
+
 // Resolver returns a client for the manager of a node. It is safe for
 // concurrent use.
 type Resolver struct {
@@ -42,7 +55,8 @@ type Resolver struct {
 }
 
 // NewResolver returns a Resolver that finds manager pods matching selector
-// through pods and calls them on port, with opts for every client.
+// through pods and calls them on port, with opts (see ClientOptions) for
+// every client.
 func NewResolver(pods corelisters.PodNamespaceLister, selector labels.Selector, port int, opts ...client.Option) *Resolver {
 	return &Resolver{pods: pods, selector: selector, port: port, opts: opts, clients: map[string]*client.Client{}}
 }

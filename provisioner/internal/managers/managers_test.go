@@ -1,14 +1,24 @@
 package managers
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"hostpath.dev/manager/pkg/client"
 )
 
 func managerPod(name, node, ip string, ready bool) *v1.Pod {
@@ -64,5 +74,49 @@ func TestResolver(t *testing.T) {
 	}
 	if c, err := static.ForNode("any"); err != nil || c.BaseURL() != "http://127.0.0.1:8080" {
 		t.Errorf("static ForNode = %v, %v", c, err)
+	}
+}
+
+// TestClientOptions checks that manager clients send the token file's
+// current content and give up after the configured time limits, closing the
+// connection (the handler sees its request canceled).
+func TestClientOptions(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/slow") {
+			<-r.Context().Done()
+			return
+		}
+		_ = json.NewEncoder(w).Encode(client.Volume{Name: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")})
+	}))
+	defer srv.Close()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	writeToken := func(tok string) {
+		if err := os.WriteFile(tokenFile, []byte(tok+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeToken("first")
+	r, err := NewStaticResolver(srv.URL, ClientOptions(tokenFile, 20*time.Millisecond, 40*time.Millisecond)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.ForNode("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Longer than the limits set here, shorter than the defaults.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tok := range []string{"first", "rotated"} {
+		writeToken(tok)
+		if v, err := c.GetVolume(ctx, "default", "fast"); err != nil || v.Name != tok {
+			t.Errorf("GetVolume sent token %v (err %v), want %q", v, err, tok)
+		}
+	}
+	if _, err := c.GetVolume(ctx, "default", "slow"); !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		t.Errorf("GetVolume of a stuck manager = %v, want the call's own deadline exceeded", err)
+	}
+	if err := c.DeleteVolume(ctx, "default", "slow", client.DeleteOptions{Owner: "pv"}); !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		t.Errorf("DeleteVolume of a stuck manager = %v, want the delete's own deadline exceeded", err)
 	}
 }

@@ -13,8 +13,17 @@ const (
 	AnnSelectedNode = "volume.kubernetes.io/selected-node"
 )
 
+// AnnReuseDirectory on a claim names an existing directory of the pool to
+// use instead of the pathPattern (node mode): a directory kept by a deleted
+// Retain volume, or one without an owner record that no volume names. The
+// directory is handed to the new volume only after those checks.
+const AnnReuseDirectory = "hostpath.dev/reuse-directory"
+
 // PersistentVolume annotations saying what a volume is.
 const (
+	// AnnProvisionedBy names the provisioner that made a volume; the
+	// library sets it.
+	AnnProvisionedBy = "pv.kubernetes.io/provisioned-by"
 	// AnnNode is the node that holds the directory (node mode).
 	AnnNode = "hostpath.dev/node"
 	// AnnPool is the storage pool.

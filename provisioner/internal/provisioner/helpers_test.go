@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -41,29 +42,122 @@ func (f fakeInstances) OnNode(node string) (bool, error) {
 	return false, nil
 }
 
-// fakeManager records calls and answers with err (or a volume).
+// fakeManager keeps directories with owner records by the manager's rules,
+// records calls, and answers err (when set) to creates and deletes.
 type fakeManager struct {
-	mu      sync.Mutex
-	err     error
-	creates []string // pool/name mode bytes
-	deletes []string // pool/name
+	mu          sync.Mutex
+	err         error
+	setOwnerErr error
+	volumes     map[string]*client.Volume // by pool/name
+	creates     []string                  // pool/name mode bytes by owner
+	deletes     []string                  // pool/name by owner
+	setOwners   []string                  // pool/name previous->owner
+	gets        []string                  // pool/name
+	lists       []string                  // pool
+}
+
+// ownerConflict is the manager's 409 OwnerConflict naming owner.
+func ownerConflict(owner string) error {
+	return fmt.Errorf("PUT /v1/pools/default/volumes/x: %w", &client.Error{StatusCode: 409, Status: client.Status{
+		Reason: client.ReasonOwnerConflict, Message: "the directory belongs to " + owner, Owner: owner}})
+}
+
+// answer is the manager's error of reason.
+func answer(reason client.Reason) error {
+	return fmt.Errorf("GET /v1/pools/default/volumes/x: %w", &client.Error{StatusCode: reason.Status(), Status: client.Status{Reason: reason, Message: "m"}})
+}
+
+// have adds a directory owned by owner ("" for none) to the fake.
+func (f *fakeManager) have(pool, name, owner string) {
+	if f.volumes == nil {
+		f.volumes = map[string]*client.Volume{}
+	}
+	f.volumes[pool+"/"+name] = &client.Volume{Name: name, Pool: pool, Path: "/var/hpvolumes/" + name, Mode: "0777", Owner: owner}
+}
+
+// owner returns the owner of a directory, and false when it does not exist.
+func (f *fakeManager) owner(pool, name string) (string, bool) {
+	v, ok := f.volumes[pool+"/"+name]
+	if !ok {
+		return "", false
+	}
+	return v.Owner, true
+}
+
+func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*client.VolumeList, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists = append(f.lists, pool)
+	l := &client.VolumeList{}
+	for _, v := range f.volumes {
+		if v.Pool == pool {
+			l.Items = append(l.Items, *v)
+		}
+	}
+	return l, nil
+}
+
+func (f *fakeManager) GetVolume(_ context.Context, pool, name string) (*client.Volume, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gets = append(f.gets, pool+"/"+name)
+	v, ok := f.volumes[pool+"/"+name]
+	if !ok {
+		return nil, answer(client.ReasonNotFound)
+	}
+	c := *v
+	return &c, nil
 }
 
 func (f *fakeManager) CreateVolume(_ context.Context, pool, name string, req client.CreateVolumeRequest) (*client.Volume, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.creates = append(f.creates, pool+"/"+name+" "+req.Mode+" "+resource.NewQuantity(req.RequiredBytes, resource.BinarySI).String())
+	f.creates = append(f.creates, pool+"/"+name+" "+req.Mode+" "+resource.NewQuantity(req.RequiredBytes, resource.BinarySI).String()+" by "+req.Owner)
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &client.Volume{Name: name, Pool: pool, Path: "/var/hpvolumes/" + name, Mode: req.Mode}, nil
+	if owner, ok := f.owner(pool, name); ok && owner != req.Owner {
+		return nil, ownerConflict(owner)
+	}
+	f.have(pool, name, req.Owner)
+	return &client.Volume{Name: name, Pool: pool, Path: "/var/hpvolumes/" + name, Mode: req.Mode, Owner: req.Owner}, nil
 }
 
-func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string) error {
+func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.deletes = append(f.deletes, pool+"/"+name)
-	return f.err
+	f.setOwners = append(f.setOwners, pool+"/"+name+" "+req.Previous+"->"+req.Owner)
+	if f.setOwnerErr != nil {
+		return nil, f.setOwnerErr
+	}
+	owner, ok := f.owner(pool, name)
+	switch {
+	case !ok:
+		return nil, answer(client.ReasonNotFound)
+	case owner != req.Previous:
+		return nil, ownerConflict(owner)
+	}
+	f.volumes[pool+"/"+name].Owner = req.Owner
+	c := *f.volumes[pool+"/"+name]
+	return &c, nil
+}
+
+func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string, opts client.DeleteOptions) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deletes = append(f.deletes, pool+"/"+name+" by "+opts.Owner)
+	if f.err != nil {
+		return f.err
+	}
+	owner, ok := f.owner(pool, name)
+	switch {
+	case !ok:
+		return nil
+	case owner != opts.Owner:
+		return ownerConflict(owner)
+	}
+	delete(f.volumes, pool+"/"+name)
+	return nil
 }
 
 // fixture is a Provisioner on selfNode over fake caches.
@@ -80,6 +174,7 @@ func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	classes := factory.Storage().V1().StorageClasses()
 	nodes := factory.Core().V1().Nodes()
+	volumes := factory.Core().V1().PersistentVolumes()
 	for _, obj := range objects {
 		var err error
 		switch o := obj.(type) {
@@ -87,6 +182,11 @@ func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 			err = classes.Informer().GetIndexer().Add(o)
 		case *v1.Node:
 			err = nodes.Informer().GetIndexer().Add(o)
+		case *v1.PersistentVolume:
+			// In the cache and on the API server.
+			if err = volumes.Informer().GetIndexer().Add(o); err == nil {
+				err = kube.Tracker().Add(o)
+			}
 		default:
 			t.Fatalf("unexpected object %T", obj)
 		}
@@ -101,6 +201,7 @@ func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 		Client:    kube,
 		Classes:   classes.Lister(),
 		Nodes:     nodes.Lister(),
+		Volumes:   volumes.Lister(),
 		Instances: inst,
 		Managers:  func(string) (VolumeManager, error) { return f.manager, nil },
 		Recorder:  f.recorder,
@@ -169,4 +270,13 @@ func claim(className string, annotations ...string) *v1.PersistentVolumeClaim {
 		c.Annotations[k] = v
 	}
 	return c
+}
+
+// volume returns a node-mode PV of this provisioner named name whose
+// annotations name dir of pool on nodeName, made for claim ns/claimName.
+func volume(name, nodeName, pool, dir, claimName string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+		AnnProvisionedBy: testProvisioner, AnnNode: nodeName, AnnPool: pool, AnnDirectory: dir,
+		AnnClaimNamespace: "team-a", AnnClaimName: claimName, AnnMode: string(ModeNode),
+	}}}
 }

@@ -1,6 +1,8 @@
 package provisioner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"sort"
@@ -47,9 +49,14 @@ const (
 	VarVolumeName     = "pv.metadata.name"
 )
 
-// MaxDirectoryLength is the longest directory name a pathPattern may
-// produce: the manager's limit for a volume name.
+// MaxDirectoryLength is the longest directory name: the manager's limit for
+// a volume name. A longer expanded pathPattern is shortened to it (see
+// Parameters.Directory).
 const MaxDirectoryLength = client.MaxVolumeNameLength
+
+// hashSuffixLength is the number of hex digits of SHA-256 that end a
+// shortened directory name.
+const hashSuffixLength = 16
 
 var knownParams = []string{ParamMode, ParamPool, ParamPathPattern, ParamDirMode}
 
@@ -126,8 +133,12 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 	return p, nil
 }
 
-// Directory expands the pathPattern for a claim and its volume. The error is
-// a *ParameterError when the result is not one safe directory name.
+// Directory expands the pathPattern for a claim and its volume. A result
+// longer than MaxDirectoryLength bytes (a long namespace and claim name in
+// the default pattern, say) is shortened to its first bytes, "-" and 16 hex
+// digits of the SHA-256 of the whole result, 255 bytes in all; a name that
+// fits is never changed. The error is a *ParameterError when the result is
+// not one safe directory name.
 func (p Parameters) Directory(claimNamespace, claimName, pvName string) (string, error) {
 	dir, err := expand(p.PathPattern, claimNamespace, claimName, pvName)
 	if err != nil {
@@ -165,12 +176,45 @@ func expand(pattern, claimNamespace, claimName, pvName string) (string, error) {
 	switch {
 	case dir == "":
 		return "", fmt.Errorf("pattern %q gives an empty directory name", pattern)
-	case len(dir) > MaxDirectoryLength:
-		return "", fmt.Errorf("pattern %q gives a directory name of %d characters, the limit is %d", pattern, len(dir), MaxDirectoryLength)
 	case strings.Contains(dir, ".."):
 		return "", fmt.Errorf("pattern %q gives %q, which contains \"..\": the directory must stay inside the pool", pattern, dir)
-	case client.ValidateVolumeName(dir) != nil:
+	case validName(dir) != nil:
 		return "", fmt.Errorf("pattern %q gives %q, which is not one directory name: use letters, digits, '.', '_' and '-', starting with a letter or digit (no '/', no absolute path)", pattern, dir)
 	}
+	if len(dir) > MaxDirectoryLength {
+		dir = shorten(dir)
+	}
+	if err := client.ValidateVolumeName(dir); err != nil {
+		return "", fmt.Errorf("pattern %q: %w", pattern, err)
+	}
 	return dir, nil
+}
+
+// validName checks name with the manager's rules but for its length, which
+// shorten fixes: the part beyond the limit is checked in pieces, each behind
+// a letter (a piece may start with any allowed character).
+func validName(name string) error {
+	if len(name) <= MaxDirectoryLength {
+		return client.ValidateVolumeName(name)
+	}
+	if err := client.ValidateVolumeName(name[:MaxDirectoryLength]); err != nil {
+		return err
+	}
+	for rest := name[MaxDirectoryLength:]; rest != ""; {
+		n := min(len(rest), MaxDirectoryLength-1)
+		if err := client.ValidateVolumeName("x" + rest[:n]); err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	return nil
+}
+
+// shorten returns the first bytes of a name too long for a directory, "-"
+// and hashSuffixLength hex digits of the SHA-256 of the whole name:
+// MaxDirectoryLength bytes, and distinct long names stay distinct.
+func shorten(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	suffix := "-" + hex.EncodeToString(sum[:])[:hashSuffixLength]
+	return name[:MaxDirectoryLength-len(suffix)] + suffix
 }

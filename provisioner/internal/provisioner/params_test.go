@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"hostpath.dev/manager/pkg/client"
 )
 
 func TestParseParameters(t *testing.T) {
@@ -86,7 +88,11 @@ func TestDirectory(t *testing.T) {
 		{pattern: "${pvc.metadata.name", name: "data"},
 		{pattern: "${}", name: "data"},
 		{pattern: "$HOME", name: "data"},
-		{pattern: "x-${pvc.metadata.name}", name: long},
+		{pattern: "x-${pvc.metadata.name}", name: long, want: "x-" + long[:MaxDirectoryLength-2-17] + "-9bf11c46d1d1ab2d"},
+		{pattern: "x-${pvc.metadata.name}", name: long[:MaxDirectoryLength-2], want: "x-" + long[:MaxDirectoryLength-2]},
+		{pattern: "x-${pvc.metadata.name}/" + strings.Repeat("y", 300), name: "data"},
+		{pattern: "x-${pvc.metadata.name}" + strings.Repeat("y", 300) + "..", name: "data"},
+		{pattern: "x-${pvc.metadata.name}" + strings.Repeat("y", 300) + "%2f", name: "data"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.pattern+"|"+tc.name, func(t *testing.T) {
@@ -103,5 +109,35 @@ func TestDirectory(t *testing.T) {
 				t.Errorf("Directory = %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDirectoryLongNames checks that the default pattern works for every
+// valid claim: a name over 255 bytes is cut with a hash suffix, stays a valid
+// volume name, and distinct claims keep distinct directories.
+func TestDirectoryLongNames(t *testing.T) {
+	ns := strings.Repeat("n", 63)    // the longest namespace
+	name := strings.Repeat("c", 253) // the longest claim name
+	pv := "pvc-" + strings.Repeat("f", 36)
+	p := Parameters{PathPattern: DefaultPathPattern}
+	seen := map[string]string{}
+	for _, claimName := range []string{name, name[:252] + "d", name[:200] + ".x", "short"} {
+		dir, err := p.Directory(ns, claimName, pv)
+		if err != nil {
+			t.Fatalf("Directory(%q) = %v", claimName, err)
+		}
+		full := ns + "-" + claimName + "-" + pv
+		switch {
+		case len(full) <= MaxDirectoryLength && dir != full:
+			t.Errorf("Directory(%q) = %q, want the unshortened %q", claimName, dir, full)
+		case len(full) > MaxDirectoryLength && (len(dir) != MaxDirectoryLength || !strings.HasPrefix(dir, full[:MaxDirectoryLength-17]+"-")):
+			t.Errorf("Directory(%q) = %q (%d bytes), want 255 bytes: a prefix of %q, '-' and a hash", claimName, dir, len(dir), full)
+		case client.ValidateVolumeName(dir) != nil || strings.Contains(dir, ".."):
+			t.Errorf("Directory(%q) = %q, not a valid volume name", claimName, dir)
+		}
+		if other, dup := seen[dir]; dup {
+			t.Errorf("claims %q and %q both get %q", other, claimName, dir)
+		}
+		seen[dir] = claimName
 	}
 }

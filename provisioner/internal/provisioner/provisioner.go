@@ -22,13 +22,24 @@ import (
 	"hostpath.dev/manager/pkg/client"
 )
 
-// VolumeManager is what the provisioner needs of a node's manager.
+// VolumeManager is what the provisioner needs of a node's manager
+// (*client.Client).
 type VolumeManager interface {
-	// CreateVolume creates (or finds) a volume directory; idempotent.
+	// ListVolumes lists the volume directories of a pool with their owners.
+	ListVolumes(ctx context.Context, pool string) (*client.VolumeList, error)
+	// GetVolume reads one volume directory and its owner.
+	GetVolume(ctx context.Context, pool, name string) (*client.Volume, error)
+	// CreateVolume creates (or finds) a volume directory for req.Owner;
+	// idempotent for the same owner, 409 OwnerConflict for another.
 	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest) (*client.Volume, error)
-	// DeleteVolume removes a volume directory; deleting a missing one succeeds.
-	DeleteVolume(ctx context.Context, pool, name string) error
+	// SetOwner compares and swaps the owner record of a directory.
+	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error)
+	// DeleteVolume removes a volume directory of opts.Owner; deleting a
+	// missing one succeeds.
+	DeleteVolume(ctx context.Context, pool, name string, opts client.DeleteOptions) error
 }
+
+var _ VolumeManager = &client.Client{}
 
 // Instances is what the provisioner needs to know about its peers.
 type Instances interface {
@@ -51,6 +62,9 @@ type Config struct {
 	Classes storagelisters.StorageClassLister
 	// Nodes reads Nodes from the informer cache.
 	Nodes corelisters.NodeLister
+	// Volumes reads PersistentVolumes from the informer cache: which
+	// volumes name a directory (reuse, adoption, conflict messages).
+	Volumes corelisters.PersistentVolumeLister
 	// Instances tells which instance is elected for claims no node owns.
 	Instances Instances
 	// Managers returns the manager of a node.

@@ -22,6 +22,11 @@ const ManagerClientRole = "hostpath-manager-client"
 //     the library retries;
 //   - 401/403: in background with a message about the missing RBAC: it
 //     works once the binding is fixed;
+//   - 429 (too many requests): in background, the library retries;
+//   - 409 OwnerConflict (the directory belongs to another PersistentVolume,
+//     or to none): finished with the error, also when the scheduler chose the
+//     node: two claims never share a directory (Provision words the message
+//     with ownerConflictError);
 //   - 507 (no space) and 404 (no such pool on the node): reschedule when the
 //     scheduler chose the node, finished otherwise;
 //   - other 4xx (400 bad request, 409 conflict, ...): finished.
@@ -39,6 +44,10 @@ func provisioningState(err error, reschedulable bool) (controller.ProvisioningSt
 		return controller.ProvisioningInBackground, fmt.Errorf("manager unreachable: %w; will retry", err)
 	case client.ReasonUnauthorized, client.ReasonForbidden:
 		return controller.ProvisioningInBackground, rbacError(err)
+	case client.ReasonTooManyRequests:
+		return controller.ProvisioningInBackground, fmt.Errorf("the manager is busy: %w; will retry", err)
+	case client.ReasonOwnerConflict:
+		return controller.ProvisioningFinished, err
 	case client.ReasonInsufficientStorage, client.ReasonNotFound:
 		what := "not enough free space in the pool"
 		if reason == client.ReasonNotFound {
@@ -62,6 +71,17 @@ func deletionError(err error) error {
 		return rbacError(err)
 	}
 	return err
+}
+
+// conflictOwner returns the current owner that a 409 OwnerConflict of the
+// manager names ("" for a directory without an owner record), and whether
+// err is such an answer.
+func conflictOwner(err error) (string, bool) {
+	var e *client.Error
+	if !errors.As(err, &e) || e.Reason != client.ReasonOwnerConflict {
+		return "", false
+	}
+	return e.Owner, true
 }
 
 // rbacError says what to fix when the manager rejects the provisioner.

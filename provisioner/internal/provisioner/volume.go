@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,13 +16,16 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/reclaim"
 )
 
 // supportedAccessModes are the access modes one node's directory can serve.
 var supportedAccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.ReadWriteOncePod, v1.ReadOnlyMany}
 
 // Provision creates the claim's directory through this node's manager and
-// returns its PV.
+// returns its PV. The directory is the expanded pathPattern, or the one the
+// claim's AnnReuseDirectory names; the manager records the PV as its owner,
+// so a directory of another PV is never handed out.
 func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
 	claim := opts.PVC
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pvc", klog.KObj(claim), "pv", opts.PVName)
@@ -42,34 +46,38 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 		// The claim changed since ShouldProvision: its owner handles it.
 		return nil, controller.ProvisioningFinished, &controller.IgnoredError{Reason: fmt.Sprintf("the claim now belongs to node %q", choice.node)}
 	}
-	node, err := p.cfg.Nodes.Get(p.cfg.Node)
+	hostname, state, err := p.hostname()
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, controller.ProvisioningInBackground, fmt.Errorf("node %q is not in the cache yet; will retry", p.cfg.Node)
-		}
-		return nil, controller.ProvisioningInBackground, fmt.Errorf("read node %q: %w", p.cfg.Node, err)
+		return nil, state, err
 	}
-	hostname := node.Labels[v1.LabelHostname]
-	if hostname == "" {
-		return nil, controller.ProvisioningFinished, fmt.Errorf("node %q has no %s label to give the volume node affinity", node.Name, v1.LabelHostname)
-	}
-	dir, err := params.Directory(claim.Namespace, claim.Name, opts.PVName)
+	size := claim.Spec.Resources.Requests[v1.ResourceStorage]
+	requiredBytes, err := requestedBytes(size)
 	if err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
-	size := claim.Spec.Resources.Requests[v1.ResourceStorage]
+	dir, reuse, err := claimDirectory(params, claim, opts.PVName)
+	if err != nil {
+		return nil, controller.ProvisioningFinished, err
+	}
+	// Another node has neither the directory to reuse nor its owner.
+	reschedulable := !choice.pinned() && !reuse
 
 	mgr, err := p.cfg.Managers(p.cfg.Node)
 	if err != nil {
-		state, err := provisioningState(err, !choice.pinned())
+		state, err := provisioningState(err, reschedulable)
 		return nil, state, err
 	}
-	vol, err := mgr.CreateVolume(ctx, params.Pool, dir, client.CreateVolumeRequest{Mode: params.DirMode, RequiredBytes: size.Value()})
+	if reuse {
+		if state, err := p.reuseDirectory(ctx, mgr, params.Pool, dir, opts.PVName); err != nil {
+			return nil, state, err
+		}
+	}
+	vol, err := mgr.CreateVolume(ctx, params.Pool, dir, client.CreateVolumeRequest{Owner: opts.PVName, Mode: params.DirMode, RequiredBytes: requiredBytes})
 	if err != nil {
-		state, err := provisioningState(fmt.Errorf("create directory %q in pool %q on node %q: %w", dir, params.Pool, p.cfg.Node, err), !choice.pinned())
+		state, err := provisioningState(p.createError(err, params.Pool, dir), reschedulable)
 		return nil, state, err
 	}
-	logger.V(2).Info("Created the volume directory", "node", p.cfg.Node, "pool", params.Pool, "path", vol.Path)
+	logger.V(2).Info("Created the volume directory", "node", p.cfg.Node, "pool", params.Pool, "path", vol.Path, "reused", reuse)
 	return buildPV(pvInput{
 		name:     opts.PVName,
 		class:    opts.StorageClass,
@@ -81,6 +89,51 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 		path:     vol.Path,
 		size:     size,
 	}), controller.ProvisioningFinished, nil
+}
+
+// hostname returns the kubernetes.io/hostname label of this node, which the
+// PV's node affinity names.
+func (p *Provisioner) hostname() (string, controller.ProvisioningState, error) {
+	node, err := p.cfg.Nodes.Get(p.cfg.Node)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", controller.ProvisioningInBackground, fmt.Errorf("node %q is not in the cache yet; will retry", p.cfg.Node)
+		}
+		return "", controller.ProvisioningInBackground, fmt.Errorf("read node %q: %w", p.cfg.Node, err)
+	}
+	hostname := node.Labels[v1.LabelHostname]
+	if hostname == "" {
+		return "", controller.ProvisioningFinished, fmt.Errorf("node %q has no %s label to give the volume node affinity", node.Name, v1.LabelHostname)
+	}
+	return hostname, controller.ProvisioningFinished, nil
+}
+
+// maxVolumeSize is the largest request the manager can be asked for: its
+// free-space check takes an int64 byte count.
+var maxVolumeSize = *resource.NewQuantity(math.MaxInt64, resource.BinarySI)
+
+// requestedBytes returns the exact byte count of a storage request, or an
+// error when it does not fit in an int64 (Quantity.Value would wrap or clamp
+// it, and the manager would skip its free-space check).
+func requestedBytes(size resource.Quantity) (int64, error) {
+	if size.Cmp(maxVolumeSize) > 0 {
+		return 0, fmt.Errorf("the claim requests %s of storage, more than the largest volume size of %d bytes: request less", size.String(), int64(math.MaxInt64))
+	}
+	return size.Value(), nil
+}
+
+// claimDirectory returns the directory a claim's volume gets: the one its
+// AnnReuseDirectory names (reuse true), or the expanded pathPattern.
+func claimDirectory(params Parameters, claim *v1.PersistentVolumeClaim, pvName string) (dir string, reuse bool, err error) {
+	name, ok := claim.Annotations[AnnReuseDirectory]
+	if !ok {
+		dir, err := params.Directory(claim.Namespace, claim.Name, pvName)
+		return dir, false, err
+	}
+	if err := client.ValidateVolumeName(name); err != nil {
+		return "", true, fmt.Errorf("claim annotation %s: %w", AnnReuseDirectory, err)
+	}
+	return name, true, nil
 }
 
 // checkClaim rejects claims one node's directory cannot serve.
@@ -121,15 +174,18 @@ type pvInput struct {
 // buildPV returns the PV of a node-mode volume. The library adds the claim
 // reference, the storage class name and pv.kubernetes.io/provisioned-by.
 func buildPV(in pvInput) *v1.PersistentVolume {
-	reclaim := v1.PersistentVolumeReclaimDelete
+	policy := v1.PersistentVolumeReclaimDelete
 	if in.class.ReclaimPolicy != nil {
-		reclaim = *in.class.ReclaimPolicy
+		policy = *in.class.ReclaimPolicy
 	}
 	hostPathType := v1.HostPathDirectory
 	fs := v1.PersistentVolumeFilesystem
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: in.name,
+			// The instance of the node removes or retains the directory
+			// before the PV goes, however it is deleted (package reclaim).
+			Finalizers: []string{reclaim.Finalizer},
 			Annotations: map[string]string{
 				AnnNode:           in.node,
 				AnnPool:           in.pool,
@@ -142,7 +198,7 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: in.size},
 			AccessModes:                   slices.Clone(in.claim.Spec.AccessModes),
-			PersistentVolumeReclaimPolicy: reclaim,
+			PersistentVolumeReclaimPolicy: policy,
 			MountOptions:                  slices.Clone(in.class.MountOptions),
 			VolumeMode:                    &fs,
 			PersistentVolumeSource: v1.PersistentVolumeSource{
@@ -161,7 +217,10 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 	}
 }
 
-// Delete removes a PV's directory through the manager of its node.
+// Delete removes a PV's directory through the manager of its node, as the
+// directory's owner. A directory without an owner record (made before the
+// manager kept them) is adopted first (see Adopt) and the delete tried once
+// more; a directory of another PV is left alone.
 func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
 	node := pv.Annotations[AnnNode]
 	if node != p.cfg.Node {
@@ -175,8 +234,20 @@ func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error
 	if err != nil {
 		return err
 	}
-	if err := mgr.DeleteVolume(ctx, pool, dir); err != nil {
-		return deletionError(fmt.Errorf("delete directory %q in pool %q on node %q: %w", dir, pool, node, err))
+	opts := client.DeleteOptions{Owner: pv.Name}
+	err = mgr.DeleteVolume(ctx, pool, dir, opts)
+	if owner, conflict := conflictOwner(err); conflict && owner == "" {
+		if err := p.Adopt(ctx, pv); err != nil {
+			return fmt.Errorf("delete the directory of PersistentVolume %s: %w", pv.Name, err)
+		}
+		err = mgr.DeleteVolume(ctx, pool, dir, opts)
+	}
+	if owner, conflict := conflictOwner(err); conflict {
+		return fmt.Errorf("%s belongs to %s, not to PersistentVolume %q: it was left alone with its data; delete this PersistentVolume by hand (%w)",
+			p.where(pool, dir), ownerText(owner), pv.Name, err)
+	}
+	if err != nil {
+		return deletionError(fmt.Errorf("delete %s: %w", p.where(pool, dir), err))
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted the volume directory", "pv", pv.Name, "node", node, "pool", pool, "directory", dir)
 	return nil

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
@@ -32,7 +33,7 @@ func wantPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir stri
 		ObjectMeta: metav1.ObjectMeta{Name: testPVName, Annotations: map[string]string{
 			AnnNode: selfNode, AnnPool: "default", AnnDirectory: dir,
 			AnnClaimNamespace: "ns", AnnClaimName: "data", AnnMode: "node",
-		}},
+		}, Finalizers: []string{"hostpath.dev/directory-protection"}},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: c.Spec.Resources.Requests[v1.ResourceStorage]},
 			AccessModes:                   c.Spec.AccessModes,
@@ -58,12 +59,24 @@ func TestProvision(t *testing.T) {
 	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil)
 	defaultDir := "ns-data-" + testPVName
 
+	shared := class("shared", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamPathPattern: "${pvc.metadata.name}"})
+	longName := strings.Repeat("a", 253)
+	longDir, err := Parameters{PathPattern: DefaultPathPattern}.Directory("ns", longName, testPVName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	longPV := wantPV(immediate, claim("immediate"), longDir)
+	longPV.Annotations[AnnClaimName] = longName
+	const maxInt64 = "9223372036854775807"
+
 	insufficient := fmt.Errorf("PUT: %w", &client.Error{StatusCode: 507, Status: client.Status{Reason: client.ReasonInsufficientStorage, Message: "pool default has 1 KiB free"}})
 	tests := []struct {
 		name        string
 		class       *storagev1.StorageClass
 		claim       *v1.PersistentVolumeClaim
 		managerErr  error
+		existing    map[string]string // directories of pool default and their owners
+		volumes     []any             // PVs in the cache
 		wantState   controller.ProvisioningState
 		wantErr     string // substring; "" for success
 		wantIgnored bool
@@ -73,25 +86,25 @@ func TestProvision(t *testing.T) {
 		{
 			name: "Immediate claim pinned by annotation", class: immediate,
 			claim:     claim("immediate", AnnProvisionOnNode+"="+selfNode),
-			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi",
+			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 			wantPV: wantPV(immediate, claim("immediate"), defaultDir),
 		},
 		{
 			name: "WaitForFirstConsumer claim on the selected node", class: wffc,
 			claim:     claim("wffc", AnnSelectedNode+"="+selfNode),
-			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi",
+			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 			wantPV: wantPV(wffc, claim("wffc"), defaultDir),
 		},
 		{
 			name: "annotation wins over the scheduler's node", class: wffc,
 			claim:     claim("wffc", AnnProvisionOnNode+"="+selfNode, AnnSelectedNode+"="+otherNode),
-			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi",
+			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 			wantPV: wantPV(wffc, claim("wffc"), defaultDir),
 		},
 		{
 			name: "Retain class with parameters and mount options", class: retainClass,
 			claim:     withAccessModes(claim("retain", AnnKubevirtProvisionOnNode+"="+selfNode), v1.ReadWriteOncePod, v1.ReadOnlyMany),
-			wantState: controller.ProvisioningFinished, wantCreate: "default/data." + testPVName + " 0770 1Gi",
+			wantState: controller.ProvisioningFinished, wantCreate: "default/data." + testPVName + " 0770 1Gi by " + testPVName,
 			wantPV: wantPV(retainClass, withAccessModes(claim("retain"), v1.ReadWriteOncePod, v1.ReadOnlyMany), "data."+testPVName),
 		},
 		{
@@ -123,26 +136,80 @@ func TestProvision(t *testing.T) {
 			name: "no space on a pinned claim is final", class: wffc,
 			claim:      claim("wffc", AnnProvisionOnNode+"="+selfNode, AnnSelectedNode+"="+selfNode),
 			managerErr: insufficient,
-			wantState:  controller.ProvisioningFinished, wantErr: "not enough free space in the pool", wantCreate: "default/" + defaultDir + " 0777 1Gi",
+			wantState:  controller.ProvisioningFinished, wantErr: "not enough free space in the pool", wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 		},
 		{
 			name: "no space on a scheduled claim asks for another node", class: wffc,
 			claim:      claim("wffc", AnnSelectedNode+"="+selfNode),
 			managerErr: insufficient,
-			wantState:  controller.ProvisioningReschedule, wantErr: "asking the scheduler for another node", wantCreate: "default/" + defaultDir + " 0777 1Gi",
+			wantState:  controller.ProvisioningReschedule, wantErr: "asking the scheduler for another node", wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 		},
 		{
 			name: "manager unreachable is retried", class: immediate,
 			claim:      claim("immediate", AnnProvisionOnNode+"="+selfNode),
 			managerErr: errors.New("dial tcp 198.18.1.2:8080: connection refused"),
-			wantState:  controller.ProvisioningInBackground, wantErr: "manager unreachable", wantCreate: "default/" + defaultDir + " 0777 1Gi",
+			wantState:  controller.ProvisioningInBackground, wantErr: "manager unreachable", wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
+		},
+		{
+			name: "directory of another claim's volume is refused, without asking for another node", class: shared,
+			claim:     claim("shared", AnnSelectedNode+"="+selfNode),
+			existing:  map[string]string{"data": "pvc-other"},
+			volumes:   []any{volume("pvc-other", selfNode, "default", "data", "data")},
+			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
+			wantErr: `directory "data" in pool "default" on node "node-a" belongs to PersistentVolume "pvc-other" (claim team-a/data); two claims cannot share a directory: use a pathPattern with ${pv.metadata.name}, or reuse a retained directory with the annotation hostpath.dev/reuse-directory`,
+		},
+		{
+			name: "directory of a deleted volume is not taken without the annotation", class: shared,
+			claim:     claim("shared", AnnSelectedNode+"="+selfNode),
+			existing:  map[string]string{"data": "pvc-gone"},
+			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
+			wantErr: `belongs to PersistentVolume "pvc-gone" (deleted: the directory was retained); two claims cannot share a directory`,
+		},
+		{
+			name: "directory without an owner record is not taken", class: shared,
+			claim:     claim("shared", AnnSelectedNode+"="+selfNode),
+			existing:  map[string]string{"data": ""},
+			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
+			wantErr: `directory "data" in pool "default" on node "node-a" belongs to no PersistentVolume (it has no owner record`,
+		},
+		{
+			name: "the volume's own directory again (a retry)", class: shared,
+			claim:     claim("shared", AnnSelectedNode+"="+selfNode),
+			existing:  map[string]string{"data": testPVName},
+			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
+			wantPV: wantPV(shared, claim("shared"), "data"),
+		},
+		{
+			name: "request beyond int64 is refused, not parsed into a wrong size", class: immediate,
+			claim:     withSize(claim("immediate", AnnProvisionOnNode+"="+selfNode), "1e19"),
+			wantState: controller.ProvisioningFinished, wantErr: "the claim requests 10e18 of storage, more than the largest volume size of " + maxInt64 + " bytes",
+		},
+		{
+			name: "request one byte beyond int64 is refused", class: immediate,
+			claim:     withSize(claim("immediate", AnnProvisionOnNode+"="+selfNode), "9223372036854775808"),
+			wantState: controller.ProvisioningFinished, wantErr: "more than the largest volume size",
+		},
+		{
+			name: "largest int64 request is sent exactly", class: immediate,
+			claim:     withSize(claim("immediate", AnnProvisionOnNode+"="+selfNode), maxInt64),
+			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 " + maxInt64 + " by " + testPVName,
+			wantPV: wantPV(immediate, withSize(claim("immediate"), maxInt64), defaultDir),
+		},
+		{
+			name: "claim name too long for the default pattern gets a hash suffix", class: immediate,
+			claim:     withName(claim("immediate", AnnProvisionOnNode+"="+selfNode), longName),
+			wantState: controller.ProvisioningFinished, wantCreate: "default/" + longDir + " 0777 1Gi by " + testPVName,
+			wantPV: longPV,
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newFixture(t, fakeInstances{}, testNodes()...)
+			f := newFixture(t, fakeInstances{}, append(testNodes(), tc.volumes...)...)
 			f.manager.err = tc.managerErr
+			for dir, owner := range tc.existing {
+				f.manager.have("default", dir, owner)
+			}
 			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: tc.class, PVName: testPVName, PVC: tc.claim})
 			if state != tc.wantState {
 				t.Errorf("state = %s, want %s", state, tc.wantState)
@@ -198,32 +265,72 @@ func TestProvisionNodeWithoutHostnameLabel(t *testing.T) {
 func TestDelete(t *testing.T) {
 	forbidden := &client.Error{StatusCode: 403, Status: client.Status{Reason: client.ReasonForbidden, Message: "denied"}}
 	tests := []struct {
-		name        string
-		node        string
-		managerErr  error
-		wantDelete  string
-		wantIgnored bool
-		wantErr     string
+		name          string
+		node          string
+		owner         string // owner record of default/dir; "-" for no directory
+		volumes       []any  // other PVs in the cache
+		managerErr    error
+		wantDeletes   string
+		wantSetOwners string
+		wantIgnored   bool
+		wantErr       string
+		wantKept      bool // the directory is still there
 	}{
-		{name: "own volume", node: selfNode, wantDelete: "default/dir"},
-		{name: "volume of another node", node: otherNode, wantIgnored: true},
-		{name: "manager forbids", node: selfNode, managerErr: forbidden, wantDelete: "default/dir", wantErr: "bind it to the ClusterRole " + ManagerClientRole},
+		{name: "own volume", node: selfNode, owner: "pv", wantDeletes: "default/dir by pv"},
+		{name: "directory already gone", node: selfNode, owner: "-", wantDeletes: "default/dir by pv"},
+		{name: "volume of another node", node: otherNode, owner: "pv", wantIgnored: true, wantKept: true},
+		{
+			name: "manager forbids", node: selfNode, owner: "pv", managerErr: forbidden,
+			wantDeletes: "default/dir by pv", wantErr: "bind it to the ClusterRole " + ManagerClientRole, wantKept: true,
+		},
+		{
+			name: "directory of another volume is left alone", node: selfNode, owner: "pvc-other",
+			wantDeletes: "default/dir by pv", wantKept: true,
+			wantErr: `directory "dir" in pool "default" on node "node-a" belongs to PersistentVolume "pvc-other", not to PersistentVolume "pv": it was left alone`,
+		},
+		{
+			name: "directory made before owner records is adopted, then deleted", node: selfNode, owner: "",
+			wantDeletes: "default/dir by pv, default/dir by pv", wantSetOwners: "default/dir ->pv",
+		},
+		{
+			name: "directory two volumes share is neither adopted nor deleted", node: selfNode, owner: "",
+			volumes:     []any{volume("pv-twin", selfNode, "default", "dir", "twin")},
+			wantDeletes: "default/dir by pv", wantKept: true,
+			wantErr: `the PersistentVolumes "pv", "pv-twin" all use it: deleting either would delete the other's data; resolve by hand`,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newFixture(t, fakeInstances{})
+			pv := volume("pv", tc.node, "default", "dir", "data")
+			f := newFixture(t, fakeInstances{}, append([]any{pv}, tc.volumes...)...)
+			if tc.owner != "-" {
+				f.manager.have("default", "dir", tc.owner)
+			}
 			f.manager.err = tc.managerErr
-			pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", Annotations: map[string]string{
-				AnnNode: tc.node, AnnPool: "default", AnnDirectory: "dir",
-			}}}
 			err := f.prov.Delete(ctx, pv)
 			checkErr(t, err, tc.wantIgnored, tc.wantErr)
-			if got := strings.Join(f.manager.deletes, ", "); got != tc.wantDelete {
-				t.Errorf("manager deletes = %q, want %q", got, tc.wantDelete)
+			if got := strings.Join(f.manager.deletes, ", "); got != tc.wantDeletes {
+				t.Errorf("manager deletes = %q, want %q", got, tc.wantDeletes)
+			}
+			if got := strings.Join(f.manager.setOwners, ", "); got != tc.wantSetOwners {
+				t.Errorf("manager owner changes = %q, want %q", got, tc.wantSetOwners)
+			}
+			if _, kept := f.manager.owner("default", "dir"); kept != tc.wantKept {
+				t.Errorf("directory kept = %v, want %v", kept, tc.wantKept)
 			}
 		})
 	}
+}
+
+func withSize(c *v1.PersistentVolumeClaim, size string) *v1.PersistentVolumeClaim {
+	c.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse(size)
+	return c
+}
+
+func withName(c *v1.PersistentVolumeClaim, name string) *v1.PersistentVolumeClaim {
+	c.Name = name
+	return c
 }
 
 func withAccessModes(c *v1.PersistentVolumeClaim, modes ...v1.PersistentVolumeAccessMode) *v1.PersistentVolumeClaim {

@@ -1,0 +1,112 @@
+package provisioner
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2/ktesting"
+)
+
+func TestAdopt(t *testing.T) {
+	foreign := volume("pv", selfNode, "default", "dir", "data")
+	foreign.Annotations[AnnProvisionedBy] = "example.com/other"
+	tests := []struct {
+		name          string
+		pv            *v1.PersistentVolume
+		owner         string // owner record of default/dir; "-" for no directory
+		volumes       []any  // other PVs in the cache
+		setOwnerErr   error
+		wantSetOwners string
+		wantErr       string
+		wantOwner     string
+	}{
+		{name: "directory without owner record", owner: "", wantSetOwners: "default/dir ->pv", wantOwner: "pv"},
+		{name: "already adopted", owner: "pv", wantOwner: "pv"},
+		{name: "directory gone", owner: "-", wantOwner: "-"},
+		{
+			name: "adopted concurrently by the same volume", owner: "", setOwnerErr: ownerConflict("pv"),
+			wantSetOwners: "default/dir ->pv", wantOwner: "",
+		},
+		{
+			name: "two volumes share the directory", owner: "",
+			volumes: []any{volume("pv-twin", selfNode, "default", "dir", "twin"), volume("pv-third", selfNode, "default", "dir", "third")},
+			wantErr: `directory "dir" in pool "default" on node "node-a" has no owner record and the PersistentVolumes "pv", "pv-third", "pv-twin" all use it: deleting either would delete the other's data; resolve by hand`,
+		},
+		{
+			name: "owned by another volume", owner: "pvc-other",
+			wantErr: `belongs to PersistentVolume "pvc-other", but PersistentVolume "pv" names it`, wantOwner: "pvc-other",
+		},
+		{name: "volume of another node", pv: volume("pv", otherNode, "default", "dir", "data"), owner: ""},
+		{name: "volume of another provisioner", pv: foreign, owner: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			pv := tc.pv
+			if pv == nil {
+				pv = volume("pv", selfNode, "default", "dir", "data")
+			}
+			f := newFixture(t, fakeInstances{}, append([]any{pv}, tc.volumes...)...)
+			if tc.owner != "-" {
+				f.manager.have("default", "dir", tc.owner)
+			}
+			f.manager.setOwnerErr = tc.setOwnerErr
+			err := f.prov.Adopt(ctx, pv)
+			checkErr(t, err, false, tc.wantErr)
+			if got := strings.Join(f.manager.setOwners, ", "); got != tc.wantSetOwners {
+				t.Errorf("manager owner changes = %q, want %q", got, tc.wantSetOwners)
+			}
+			owner, ok := f.manager.owner("default", "dir")
+			if !ok {
+				owner = "-"
+			}
+			if owner != tc.wantOwner {
+				t.Errorf("owner record = %q, want %q", owner, tc.wantOwner)
+			}
+		})
+	}
+}
+
+func TestAdoptAll(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t, fakeInstances{},
+		volume("pv-legacy", selfNode, "default", "legacy", "a"),       // no record: adopted
+		volume("pv-fast", selfNode, "fast", "legacy", "b"),            // same name, other pool: adopted
+		volume("pv-owned", selfNode, "default", "owned", "c"),         // has its record: left alone
+		volume("pv-gone", selfNode, "default", "gone", "d"),           // no directory: left alone
+		volume("pv-one", selfNode, "default", "shared", "e"),          // two volumes, one directory:
+		volume("pv-two", selfNode, "default", "shared", "f"),          // neither adopted, one error
+		volume("pv-remote", otherNode, "default", "remote", "g"),      // another node's
+		volume("pv-remote-twin", otherNode, "default", "legacy", "h"), // same name on another node does not count
+	)
+	f.manager.have("default", "legacy", "")
+	f.manager.have("fast", "legacy", "")
+	f.manager.have("default", "owned", "pv-owned")
+	f.manager.have("default", "shared", "")
+	f.manager.have("default", "remote", "")
+
+	err := f.prov.AdoptAll(ctx)
+	const wantErr = `the PersistentVolumes "pv-one", "pv-two" all use it: deleting either would delete the other's data; resolve by hand`
+	if err == nil || strings.Count(err.Error(), wantErr) != 1 {
+		t.Errorf("AdoptAll = %v, want one error containing %q", err, wantErr)
+	}
+	if got, want := strings.Join(f.manager.setOwners, ", "), "default/legacy ->pv-legacy, fast/legacy ->pv-fast"; got != want {
+		t.Errorf("manager owner changes = %q, want %q", got, want)
+	}
+	if got, want := strings.Join(f.manager.lists, ", "), "default, fast"; got != want || len(f.manager.gets) != 0 {
+		t.Errorf("manager lists = %q and gets = %q, want lists %q and no gets", got, f.manager.gets, want)
+	}
+	for _, dir := range []string{"shared", "remote"} {
+		if owner, _ := f.manager.owner("default", dir); owner != "" {
+			t.Errorf("default/%s owner = %q, want none", dir, owner)
+		}
+	}
+
+	// Again: nothing left to adopt, the same error.
+	f.manager.setOwners = nil
+	err = f.prov.AdoptAll(ctx)
+	if err == nil || !strings.Contains(err.Error(), wantErr) || len(f.manager.setOwners) != 0 {
+		t.Errorf("second AdoptAll = %v with owner changes %q, want the same error and none", err, f.manager.setOwners)
+	}
+}

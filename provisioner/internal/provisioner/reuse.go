@@ -1,0 +1,187 @@
+package provisioner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+// reuseDirectory hands the existing directory dir of pool to the volume
+// pvName, for a claim with AnnReuseDirectory. It refuses, with the state
+// Finished and a message for the claim's event, a directory that does not
+// exist, that another PV names, or whose owner PV still exists; otherwise it
+// sets the owner record to pvName (compare-and-swap on the old owner). A nil
+// error means the directory is pvName's.
+func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, pool, dir, pvName string) (controller.ProvisioningState, error) {
+	where := p.where(pool, dir)
+	vol, err := mgr.GetVolume(ctx, pool, dir)
+	if client.ReasonOf(err) == client.ReasonNotFound {
+		return controller.ProvisioningFinished, fmt.Errorf("the claim annotation %s names %s, which does not exist: name an existing directory, or remove the annotation (%w)", AnnReuseDirectory, where, err)
+	}
+	if err != nil {
+		return provisioningState(fmt.Errorf("read %s to reuse it: %w", where, err), false)
+	}
+	if vol.Owner == pvName {
+		// Handed over by an earlier attempt that failed later on.
+		return controller.ProvisioningFinished, nil
+	}
+	if state, err := p.checkReusable(ctx, vol, pool, pvName); err != nil {
+		return state, err
+	}
+	_, err = mgr.SetOwner(ctx, pool, dir, client.SetOwnerRequest{Owner: pvName, Previous: vol.Owner})
+	if owner, conflict := conflictOwner(err); conflict && owner == pvName {
+		err = nil
+	}
+	if err != nil {
+		return provisioningState(p.createError(err, pool, dir), false)
+	}
+	klog.FromContext(ctx).Info("Reused a volume directory", "node", p.cfg.Node, "pool", pool, "directory", dir, "previousOwner", vol.Owner)
+	return controller.ProvisioningFinished, nil
+}
+
+// checkReusable refuses a directory that any PV other than pvName names in
+// its annotations, or whose owner PV still exists (in the cache or, to be
+// sure, on the API server). A directory without an owner record that no PV
+// names may be reused.
+func (p *Provisioner) checkReusable(ctx context.Context, vol *client.Volume, pool, pvName string) (controller.ProvisioningState, error) {
+	where := p.where(pool, vol.Name)
+	names, err := p.volumesNaming(pool, vol.Name)
+	if err != nil {
+		return controller.ProvisioningInBackground, fmt.Errorf("find the volumes that use %s: %w; will retry", where, err)
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return n == pvName })
+	if len(names) > 0 {
+		return controller.ProvisioningFinished, fmt.Errorf("cannot reuse %s: the PersistentVolumes %s use it; only the directory of a deleted volume can be reused (delete the released volume first)", where, quoteAll(names))
+	}
+	if vol.Owner == "" {
+		return controller.ProvisioningFinished, nil
+	}
+	exists, err := p.volumeExists(ctx, vol.Owner)
+	if err != nil {
+		return controller.ProvisioningInBackground, fmt.Errorf("check whether PersistentVolume %q, the owner of %s, still exists: %w; will retry", vol.Owner, where, err)
+	}
+	if exists {
+		return controller.ProvisioningFinished, fmt.Errorf("cannot reuse %s: it belongs to PersistentVolume %q, which still exists; only the directory of a deleted volume can be reused", where, vol.Owner)
+	}
+	return controller.ProvisioningFinished, nil
+}
+
+// volumeExists reports whether the PV name exists: in the informer cache,
+// else on the API server (the cache may lag behind a new volume).
+func (p *Provisioner) volumeExists(ctx context.Context, name string) (bool, error) {
+	if p.cfg.Volumes != nil {
+		_, err := p.cfg.Volumes.Get(name)
+		if err == nil {
+			return true, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+	}
+	_, err := p.cfg.Client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("get PersistentVolume %q: %w", name, err)
+}
+
+// volumesNaming returns the sorted names of the PVs (from the informer cache)
+// whose annotations name the directory dir of pool on this node.
+func (p *Provisioner) volumesNaming(pool, dir string) ([]string, error) {
+	if p.cfg.Volumes == nil {
+		return nil, errors.New("the provisioner has no PersistentVolume cache")
+	}
+	pvs, err := p.cfg.Volumes.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list PersistentVolumes: %w", err)
+	}
+	want := dirKey{node: p.cfg.Node, pool: pool, dir: dir}
+	var names []string
+	for _, pv := range pvs {
+		if k, ok := keyOf(pv); ok && k == want {
+			names = append(names, pv.Name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// dirKey is a directory of a pool on a node.
+type dirKey struct{ node, pool, dir string }
+
+// keyOf returns the directory a PV's annotations name.
+func keyOf(pv *v1.PersistentVolume) (dirKey, bool) {
+	k := dirKey{node: pv.Annotations[AnnNode], pool: pv.Annotations[AnnPool], dir: pv.Annotations[AnnDirectory]}
+	return k, k.node != "" && k.pool != "" && k.dir != ""
+}
+
+// createError words the error of a create or owner change of the directory
+// dir: a 409 OwnerConflict says whose the directory is and how to get a
+// directory of one's own; other errors only say what failed.
+func (p *Provisioner) createError(err error, pool, dir string) error {
+	owner, conflict := conflictOwner(err)
+	if !conflict {
+		return fmt.Errorf("create %s: %w", p.where(pool, dir), err)
+	}
+	return fmt.Errorf("%s belongs to %s; two claims cannot share a directory: use a pathPattern with ${%s}, or reuse a retained directory with the annotation %s (%w)",
+		p.where(pool, dir), p.describeOwner(owner), VarVolumeName, AnnReuseDirectory, err)
+}
+
+// describeOwner names the owner of a directory and, from the cache, its claim.
+func (p *Provisioner) describeOwner(owner string) string {
+	text := ownerText(owner)
+	if owner == "" || p.cfg.Volumes == nil {
+		return text
+	}
+	pv, err := p.cfg.Volumes.Get(owner)
+	switch {
+	case apierrors.IsNotFound(err):
+		return text + " (deleted: the directory was retained)"
+	case err != nil:
+		return text
+	}
+	ns, name := pv.Annotations[AnnClaimNamespace], pv.Annotations[AnnClaimName]
+	if name == "" && pv.Spec.ClaimRef != nil {
+		ns, name = pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name
+	}
+	if name == "" {
+		return text
+	}
+	return fmt.Sprintf("%s (claim %s/%s)", text, ns, name)
+}
+
+// ownerText names the owner a manager reports.
+func ownerText(owner string) string {
+	if owner == "" {
+		return "no PersistentVolume (it has no owner record: made before owner records existed, or by hand)"
+	}
+	return fmt.Sprintf("PersistentVolume %q", owner)
+}
+
+// where names a directory of a pool on this node for messages.
+func (p *Provisioner) where(pool, dir string) string {
+	return fmt.Sprintf("directory %q in pool %q on node %q", dir, pool, p.cfg.Node)
+}
+
+// quoteAll quotes names and joins them with commas.
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}
