@@ -15,6 +15,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -28,10 +30,10 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
 
-	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/managers"
 	"hostpath.dev/provisioner/internal/ownership"
 	"hostpath.dev/provisioner/internal/provisioner"
+	"hostpath.dev/provisioner/internal/reclaim"
 )
 
 // userAgent identifies the provisioner to the API server.
@@ -66,10 +68,7 @@ func (o *Options) Run(ctx context.Context) error {
 	synced := []cache.InformerSynced{claims.Informer().HasSynced, volumes.Informer().HasSynced,
 		classes.Informer().HasSynced, nodes.Informer().HasSynced, peerPods.Informer().HasSynced}
 
-	var tokenOpts []client.Option
-	if o.ManagerTokenFile != "" {
-		tokenOpts = append(tokenOpts, client.WithToken(client.FileToken(o.ManagerTokenFile)))
-	}
+	tokenOpts := managers.ClientOptions(o.ManagerTokenFile, o.ManagerTimeout, o.ManagerDeleteTimeout)
 	var resolver *managers.Resolver
 	var managerFactory informers.SharedInformerFactory
 	if o.ManagerURL != "" {
@@ -96,6 +95,7 @@ func (o *Options) Run(ctx context.Context) error {
 		Client:    kube,
 		Classes:   classes.Lister(),
 		Nodes:     nodes.Lister(),
+		Volumes:   volumes.Lister(),
 		Instances: instances,
 		Managers: func(node string) (provisioner.VolumeManager, error) {
 			c, err := resolver.ForNode(node)
@@ -105,6 +105,23 @@ func (o *Options) Run(ctx context.Context) error {
 			return c, nil
 		},
 		Recorder: recorder,
+	})
+	reclaimManagers := func(node string) (reclaim.Manager, error) {
+		c, err := resolver.ForNode(node)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	reclaimer := reclaim.NewController(reclaim.Config{
+		ProvisionerName: o.ProvisionerName, Node: o.NodeName, Annotations: reclaimAnnotations,
+		FieldManager: provisioner.FieldManager, Client: kube, Volumes: volumes, Nodes: nodes,
+		Instances: instances, Managers: reclaimManagers, Recorder: recorder,
+	})
+	sweeper := reclaim.NewSweeper(reclaim.SweeperConfig{
+		ProvisionerName: o.ProvisionerName, Node: o.NodeName, Annotations: reclaimAnnotations,
+		Client: kube, Volumes: volumes, Managers: reclaimManagers, Recorder: recorder,
+		Period: o.OrphanSweepPeriod, Grace: o.OrphanGracePeriod,
 	})
 	if _, err := claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
@@ -171,10 +188,46 @@ func (o *Options) Run(ctx context.Context) error {
 		return fmt.Errorf("wait for informer caches: %w", context.Cause(ctx))
 	}
 	ready.Store(true)
+	go runUntilDone(ctx, "reclaim controller", func(ctx context.Context) error { return reclaimer.Run(ctx, o.Workers) })
+	if o.OrphanSweepPeriod > 0 {
+		go runUntilDone(ctx, "orphan sweeper", sweeper.Run)
+	}
+	go adoptAll(ctx, prov)
 	logger.Info("Starting the provisioner", "provisioner", o.ProvisionerName, "workers", o.Workers)
 	ctrl.Run(ctx)
 	logger.Info("Stopped the provisioner")
 	return nil
+}
+
+// reclaimAnnotations are the PV annotations the reclaim package reads.
+var reclaimAnnotations = reclaim.Annotations{
+	ProvisionedBy: provisioner.AnnProvisionedBy, Node: provisioner.AnnNode, Pool: provisioner.AnnPool,
+	Directory: provisioner.AnnDirectory, Mode: provisioner.AnnMode, NodeMode: string(provisioner.ModeNode),
+}
+
+// runUntilDone runs a part of the provisioner and reports its failure once.
+func runUntilDone(ctx context.Context, what string, run func(context.Context) error) {
+	if err := run(ctx); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Stopped early", "part", what)
+	}
+}
+
+// adoptAll gives the directories of this node's PVs made before owner
+// records existed their owner (upgrade), retrying with backoff while
+// managers are unreachable; what stays wrong (two PVs naming one directory)
+// is reported once the retries are spent.
+func adoptAll(ctx context.Context, prov *provisioner.Provisioner) {
+	var last error
+	backoff := wait.Backoff{Duration: 2 * time.Second, Factor: 2, Jitter: 0.1, Steps: 8, Cap: 5 * time.Minute}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		last = prov.AdoptAll(ctx)
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		utilruntime.HandleErrorWithContext(ctx, last, "Failed to adopt the directories of existing volumes")
+		return
+	}
+	klog.FromContext(ctx).V(2).Info("Adopted the directories of existing volumes")
 }
 
 // restConfig returns the API client configuration with the QPS and burst.

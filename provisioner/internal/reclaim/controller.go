@@ -1,0 +1,273 @@
+package reclaim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+// Config holds what a Controller depends on.
+type Config struct {
+	// ProvisionerName is the provisioner name: only PVs whose
+	// pv.kubernetes.io/provisioned-by says it are looked at.
+	ProvisionerName string
+	// Node is the node this instance runs on.
+	Node string
+	// Annotations names the PV annotations the provisioner writes.
+	Annotations Annotations
+	// FieldManager is the field manager of the PV patches.
+	FieldManager string
+	// Client patches PVs.
+	Client kubernetes.Interface
+	// Volumes is the shared PersistentVolume informer that drives the
+	// controller; it is read only through its lister.
+	Volumes coreinformers.PersistentVolumeInformer
+	// Nodes is the shared Node informer: a PV whose node is not in its
+	// lister belongs to a node that is gone.
+	Nodes coreinformers.NodeInformer
+	// Instances elects the instance that releases the PVs of a node that
+	// is gone.
+	Instances Instances
+	// Managers returns the manager of a node (only Node is asked for).
+	Managers func(node string) (Manager, error)
+	// Recorder emits events on PVs.
+	Recorder record.EventRecorder
+}
+
+// Controller removes or retains the directories of node-mode PVs under
+// deletion and then removes their Finalizer, in the shape of Kubernetes'
+// sample-controller: the informer queues PV names, workers sync one name at
+// a time from the lister, failures are retried with backoff.
+type Controller struct {
+	cfg     Config
+	volumes corelisters.PersistentVolumeLister
+	nodes   corelisters.NodeLister
+	synced  []cache.InformerSynced
+	queue   workqueue.TypedRateLimitingInterface[string]
+	// watchErr is the failure to register the event handlers, returned
+	// by Run.
+	watchErr error
+}
+
+// NewController returns the Controller of the instance on cfg.Node and
+// registers its event handlers with cfg.Volumes and cfg.Nodes; start the
+// informers after it.
+func NewController(cfg Config) *Controller {
+	c := &Controller{
+		cfg:     cfg,
+		volumes: cfg.Volumes.Lister(),
+		nodes:   cfg.Nodes.Lister(),
+		synced:  []cache.InformerSynced{cfg.Volumes.Informer().HasSynced, cfg.Nodes.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "reclaim"}),
+	}
+	_, errVolumes := cfg.Volumes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.volumeChanged,
+		UpdateFunc: func(_, obj any) { c.volumeChanged(obj) },
+	})
+	_, errNodes := cfg.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: c.nodeDeleted,
+	})
+	c.watchErr = errors.Join(errVolumes, errNodes)
+	return c
+}
+
+// Run waits for the caches, then syncs PVs with workers goroutines until ctx
+// is done.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.queue.ShutDown()
+	if c.watchErr != nil {
+		return fmt.Errorf("watch PersistentVolumes and Nodes: %w", c.watchErr)
+	}
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting the reclaim controller", "finalizer", Finalizer, "workers", workers)
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		return fmt.Errorf("wait for the PersistentVolume and Node caches: %w", context.Cause(ctx))
+	}
+	for range workers {
+		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
+	}
+	<-ctx.Done()
+	logger.Info("Stopped the reclaim controller")
+	return nil
+}
+
+// runWorker processes queued PVs until the queue shuts down.
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+// processNextWorkItem syncs one queued PV, requeuing it with backoff on
+// failure. It returns false when the queue has shut down.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	name, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(name)
+	if err := c.sync(ctx, name); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Failed to reclaim the PersistentVolume's directory, will retry", "pv", name)
+		c.queue.AddRateLimited(name)
+		return true
+	}
+	c.queue.Forget(name)
+	return true
+}
+
+// volumeChanged queues a PV that may need work: one of this provisioner in
+// node mode, either under deletion with the finalizer or (on its node's
+// instance) lacking the finalizer.
+func (c *Controller) volumeChanged(obj any) {
+	pv, ok := obj.(*v1.PersistentVolume)
+	if !ok {
+		return
+	}
+	dir, ok := c.cfg.Annotations.nodeDirectory(pv, c.cfg.ProvisionerName)
+	if !ok {
+		return
+	}
+	deleting := pv.DeletionTimestamp != nil
+	if deleting && hasFinalizer(pv) || !deleting && !hasFinalizer(pv) && dir.node == c.cfg.Node {
+		c.queue.Add(pv.Name)
+	}
+}
+
+// nodeDeleted queues the PVs under deletion of a node that went away, so the
+// elected instance releases them at once.
+func (c *Controller) nodeDeleted(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	node, ok := obj.(*v1.Node)
+	if !ok {
+		return
+	}
+	pvs, err := c.volumes.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, pv := range pvs {
+		if pv.Annotations[c.cfg.Annotations.Node] == node.Name {
+			c.volumeChanged(pv)
+		}
+	}
+}
+
+// sync brings one PV, read from the lister, to its next state.
+func (c *Controller) sync(ctx context.Context, name string) error {
+	pv, err := c.volumes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get PersistentVolume %q from the cache: %w", name, err)
+	}
+	dir, ok := c.cfg.Annotations.nodeDirectory(pv, c.cfg.ProvisionerName)
+	if !ok {
+		return nil
+	}
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pv", klog.KObj(pv), "volumeNode", dir.node)
+	ctx = klog.NewContext(ctx, logger)
+
+	if pv.DeletionTimestamp == nil {
+		if dir.node != c.cfg.Node || hasFinalizer(pv) {
+			return nil
+		}
+		logger.V(2).Info("Adding the finalizer to a PersistentVolume made without it", "finalizer", Finalizer)
+		return EnsureFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager)
+	}
+	if !hasFinalizer(pv) {
+		return nil
+	}
+	if pv.Status.Phase == v1.VolumeBound {
+		logger.V(4).Info("Waiting for the claim to release the PersistentVolume before reclaiming its directory")
+		return nil
+	}
+	if dir.node == c.cfg.Node {
+		return c.reclaim(ctx, pv, dir)
+	}
+	return c.releaseOrphan(ctx, pv, dir)
+}
+
+// reclaim removes or retains the directory of a PV of this node, then
+// removes the finalizer.
+func (c *Controller) reclaim(ctx context.Context, pv *v1.PersistentVolume, dir directory) error {
+	if dir.pool == "" || dir.name == "" {
+		return c.finish(ctx, pv, outcome{release: true, eventType: v1.EventTypeWarning, reason: ReasonDirectoryNotRemoved,
+			message: fmt.Sprintf("The PersistentVolume names no pool or directory (annotations %s, %s): nothing was removed on node %q",
+				c.cfg.Annotations.Pool, c.cfg.Annotations.Directory, dir.node)})
+	}
+	deleting := pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete
+	mgr, err := c.cfg.Managers(c.cfg.Node)
+	if err == nil {
+		if deleting {
+			err = mgr.DeleteVolume(ctx, dir.pool, dir.name, client.DeleteOptions{Owner: pv.Name})
+		} else {
+			_, err = mgr.SetOwner(ctx, dir.pool, dir.name, client.SetOwnerRequest{Owner: pv.Name, Previous: pv.Name, Retained: true})
+		}
+	} else {
+		err = fmt.Errorf("find the manager: %w", err)
+	}
+	if deleting {
+		return c.finish(ctx, pv, deleteOutcome(err, dir))
+	}
+	return c.finish(ctx, pv, retainOutcome(err, dir))
+}
+
+// releaseOrphan removes the finalizer of a PV of another node if that node
+// is gone, on the one instance elected for the PV.
+func (c *Controller) releaseOrphan(ctx context.Context, pv *v1.PersistentVolume, dir directory) error {
+	if dir.node != "" {
+		_, err := c.nodes.Get(dir.node)
+		if err == nil {
+			return nil // the instance of that node acts
+		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get node %q from the cache: %w", dir.node, err)
+		}
+	}
+	elected, err := c.cfg.Instances.IsOwner(string(pv.UID))
+	if err != nil {
+		return fmt.Errorf("elect the instance for the PersistentVolume: %w", err)
+	}
+	if !elected {
+		return nil
+	}
+	return c.finish(ctx, pv, nodeGoneOutcome(dir, pv.Spec.PersistentVolumeReclaimPolicy, c.cfg.Annotations.Node))
+}
+
+// finish carries out an outcome: it removes the finalizer and then emits the
+// event, or emits the event and returns the error to retry.
+func (c *Controller) finish(ctx context.Context, pv *v1.PersistentVolume, o outcome) error {
+	logger := klog.FromContext(ctx)
+	if !o.release {
+		c.cfg.Recorder.Event(pv, o.eventType, o.reason, o.message)
+		return fmt.Errorf("PersistentVolume %q: %w", pv.Name, o.err)
+	}
+	if err := removeFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager); err != nil {
+		return err
+	}
+	logger.V(2).Info("Removed the finalizer", "finalizer", Finalizer, "outcome", o.message)
+	if o.eventType != "" {
+		c.cfg.Recorder.Event(pv, o.eventType, o.reason, o.message)
+	}
+	return nil
+}

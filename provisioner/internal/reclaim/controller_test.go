@@ -1,0 +1,464 @@
+package reclaim
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+// controllerFixture is a Controller on selfNode over fake caches.
+type controllerFixture struct {
+	ctrl     *Controller
+	kube     *fake.Clientset
+	manager  *fakeManager
+	asked    []string // nodes whose manager was asked for
+	recorder *record.FakeRecorder
+}
+
+// newControllerFixture puts pvs and nodes in the clientset and in the
+// informer caches.
+func newControllerFixture(t *testing.T, inst fakeInstances, mgr *fakeManager, managersErr error, pvs []*v1.PersistentVolume, nodes ...string) *controllerFixture {
+	t.Helper()
+	var objects []runtime.Object
+	for _, pv := range pvs {
+		objects = append(objects, pv)
+	}
+	for _, n := range nodes {
+		objects = append(objects, newNode(n))
+	}
+	kube := fake.NewClientset(objects...)
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	for _, pv := range pvs {
+		if err := factory.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(pv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		if err := factory.Core().V1().Nodes().Informer().GetIndexer().Add(newNode(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &controllerFixture{kube: kube, manager: mgr, recorder: record.NewFakeRecorder(10)}
+	f.ctrl = NewController(Config{
+		ProvisionerName: testProvisioner,
+		Node:            selfNode,
+		Annotations:     testAnnotations,
+		FieldManager:    testFieldManager,
+		Client:          kube,
+		Volumes:         factory.Core().V1().PersistentVolumes(),
+		Nodes:           factory.Core().V1().Nodes(),
+		Instances:       inst,
+		Managers: func(node string) (Manager, error) {
+			f.asked = append(f.asked, node)
+			if managersErr != nil {
+				return nil, managersErr
+			}
+			return mgr, nil
+		},
+		Recorder: f.recorder,
+	})
+	t.Cleanup(f.ctrl.queue.ShutDown)
+	return f
+}
+
+// finalizers returns the finalizers of the PV name on the fake API server.
+func (f *controllerFixture) finalizers(t *testing.T, name string) []string {
+	t.Helper()
+	pv, err := f.kube.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pv.Finalizers
+}
+
+func TestSync(t *testing.T) {
+	kept := []string{otherFinalizer, Finalizer}
+	released := []string{otherFinalizer}
+	tests := []struct {
+		name        string
+		pv          *v1.PersistentVolume
+		nodes       []string // existing nodes, default selfNode and otherNode
+		elected     bool
+		deleteErr   error
+		setOwnerErr error
+		managersErr error
+
+		wantErr        bool
+		wantCalls      []string
+		wantFinalizers []string
+		wantEvents     []string
+	}{
+		{
+			name:           "delete policy: directory deleted as the PV's owner, finalizer removed",
+			pv:             newPV("pv-1"),
+			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
+			wantFinalizers: released,
+			wantEvents:     []string{`Normal DirectoryRemoved Removed the directory "pv-1-dir" in pool "default" on node "node-a"`},
+		},
+		{
+			name:           "delete policy: directory or pool already gone",
+			pv:             newPV("pv-1"),
+			deleteErr:      managerError(client.ReasonNotFound, ""),
+			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
+			wantFinalizers: released,
+			wantEvents:     []string{`Normal DirectoryRemoved The directory "pv-1-dir" in pool "default" on node "node-a" was already gone`},
+		},
+		{
+			name:           "delete policy: directory of another PV is left, warning, finalizer removed",
+			pv:             newPV("pv-1"),
+			deleteErr:      managerError(client.ReasonOwnerConflict, "pv-other"),
+			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
+			wantFinalizers: released,
+			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-a" belongs to PersistentVolume "pv-other"`},
+		},
+		{
+			name:           "delete policy: directory without owner record is left, warning, finalizer removed",
+			pv:             newPV("pv-1"),
+			deleteErr:      managerError(client.ReasonOwnerConflict, ""),
+			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
+			wantFinalizers: released,
+			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-a" has no owner record`},
+		},
+		{
+			name:           "delete policy: manager error is retried, finalizer kept",
+			pv:             newPV("pv-1"),
+			deleteErr:      managerError(client.ReasonInternal, ""),
+			wantErr:        true,
+			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
+			wantFinalizers: kept,
+			wantEvents:     []string{`Warning DirectoryNotRemoved Failed to remove the directory "pv-1-dir" in pool "default" on node "node-a" (will retry)`},
+		},
+		{
+			name:           "no manager on the node: retried, finalizer kept",
+			pv:             newPV("pv-1"),
+			managersErr:    errors.New("no Ready manager pod"),
+			wantErr:        true,
+			wantFinalizers: kept,
+			wantEvents:     []string{`Warning DirectoryNotRemoved Failed to remove the directory "pv-1-dir" in pool "default" on node "node-a" (will retry): find the manager: no Ready manager pod`},
+		},
+		{
+			name:           "retain policy: directory marked retained, finalizer removed",
+			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true"},
+			wantFinalizers: released,
+			wantEvents:     []string{`Normal DirectoryRetained The directory "pv-1-dir" in pool "default" on node "node-a" keeps its data`},
+		},
+		{
+			name:           "recycle policy counts as retain",
+			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRecycle)),
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true"},
+			wantFinalizers: released,
+			wantEvents:     []string{"Normal DirectoryRetained"},
+		},
+		{
+			name:           "retain policy: missing directory is not an error",
+			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
+			setOwnerErr:    managerError(client.ReasonNotFound, ""),
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true"},
+			wantFinalizers: released,
+		},
+		{
+			name:           "retain policy: directory handed to another PV is not an error",
+			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
+			setOwnerErr:    managerError(client.ReasonOwnerConflict, "pv-new"),
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true"},
+			wantFinalizers: released,
+		},
+		{
+			name:           "retain policy: manager error is retried, finalizer kept",
+			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
+			setOwnerErr:    managerError(client.ReasonInternal, ""),
+			wantErr:        true,
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true"},
+			wantFinalizers: kept,
+			wantEvents:     []string{`Warning DirectoryNotRemoved Failed to mark the directory "pv-1-dir" in pool "default" on node "node-a" retained (will retry)`},
+		},
+		{
+			name:           "bound PV under deletion waits",
+			pv:             newPV("pv-1", withPhase(v1.VolumeBound)),
+			wantFinalizers: kept,
+		},
+		{
+			name:           "PV of another node: its instance acts, this one writes nothing",
+			pv:             newPV("pv-1", onNode(otherNode)),
+			elected:        true,
+			wantFinalizers: kept,
+		},
+		{
+			name:           "node gone: the elected instance removes the finalizer with a warning",
+			pv:             newPV("pv-1", onNode(goneNode)),
+			elected:        true,
+			wantFinalizers: released,
+			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-gone" could not be removed: the node no longer exists`},
+		},
+		{
+			name:           "node gone, retain policy: the elected instance removes the finalizer with a warning",
+			pv:             newPV("pv-1", onNode(goneNode), withPolicy(v1.PersistentVolumeReclaimRetain)),
+			elected:        true,
+			wantFinalizers: released,
+			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-gone" could not be marked retained`},
+		},
+		{
+			name:           "node gone: an instance not elected writes nothing",
+			pv:             newPV("pv-1", onNode(goneNode)),
+			wantFinalizers: kept,
+		},
+		{
+			name:           "no node annotation: the elected instance removes the finalizer with a warning",
+			pv:             newPV("pv-1", onNode("")),
+			elected:        true,
+			wantFinalizers: released,
+			wantEvents:     []string{"Warning DirectoryNotRemoved The PersistentVolume names no node"},
+		},
+		{
+			name:           "no directory annotation: finalizer removed with a warning",
+			pv:             newPV("pv-1", withAnnotation(testAnnotations.Directory, "")),
+			wantFinalizers: released,
+			wantEvents:     []string{"Warning DirectoryNotRemoved The PersistentVolume names no pool or directory"},
+		},
+		{
+			name:           "PV of another provisioner is ignored",
+			pv:             newPV("pv-1", withAnnotation(testAnnotations.ProvisionedBy, "example.com/other")),
+			wantFinalizers: kept,
+		},
+		{
+			name:           "multihost PV is ignored",
+			pv:             newPV("pv-1", withAnnotation(testAnnotations.Mode, "multihost")),
+			wantFinalizers: kept,
+		},
+		{
+			name:           "PV without the mode annotation counts as node mode",
+			pv:             newPV("pv-1", withAnnotation(testAnnotations.Mode, "")),
+			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
+			wantFinalizers: released,
+			wantEvents:     []string{"Normal DirectoryRemoved"},
+		},
+		{
+			name:           "PV under deletion without the finalizer is left alone",
+			pv:             newPV("pv-1", withFinalizers(otherFinalizer)),
+			wantFinalizers: released,
+		},
+		{
+			name:           "PV of this node made without the finalizer gets it",
+			pv:             newPV("pv-1", notDeleting, withFinalizers(otherFinalizer)),
+			wantFinalizers: []string{otherFinalizer, Finalizer},
+		},
+		{
+			name:           "PV of another node made without the finalizer is left to its instance",
+			pv:             newPV("pv-1", notDeleting, onNode(otherNode), withFinalizers(otherFinalizer)),
+			wantFinalizers: released,
+		},
+		{
+			name:           "PV not being deleted is left alone",
+			pv:             newPV("pv-1", notDeleting),
+			wantFinalizers: kept,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			nodes := tt.nodes
+			if nodes == nil {
+				nodes = []string{selfNode, otherNode}
+			}
+			mgr := &fakeManager{deleteErr: tt.deleteErr, setOwnerErr: tt.setOwnerErr}
+			f := newControllerFixture(t, fakeInstances{elected: tt.elected}, mgr, tt.managersErr, []*v1.PersistentVolume{tt.pv}, nodes...)
+
+			err := f.ctrl.sync(ctx, tt.pv.Name)
+			if gotErr := err != nil; gotErr != tt.wantErr {
+				t.Fatalf("sync() error = %v, want error %t", err, tt.wantErr)
+			}
+			if got := mgr.Calls(); !slices.Equal(got, tt.wantCalls) {
+				t.Errorf("manager calls = %q, want %q", got, tt.wantCalls)
+			}
+			if tt.wantCalls == nil && tt.managersErr == nil && len(f.asked) > 0 {
+				t.Errorf("asked for the managers of %q, want no manager", f.asked)
+			}
+			if got := f.finalizers(t, tt.pv.Name); !slices.Equal(got, tt.wantFinalizers) {
+				t.Errorf("finalizers = %q, want %q", got, tt.wantFinalizers)
+			}
+			if slices.Equal(tt.wantFinalizers, tt.pv.Finalizers) {
+				if w := writes(f.kube); len(w) > 0 {
+					t.Errorf("API writes = %v, want none", w)
+				}
+			}
+			checkEvents(t, events(f.recorder), tt.wantEvents)
+		})
+	}
+}
+
+func TestRemoveFinalizerPatch(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pv := newPV("pv-1", withFinalizers("example.com/a", Finalizer, "example.com/b"))
+	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, []*v1.PersistentVolume{pv}, selfNode)
+
+	if err := f.ctrl.sync(ctx, pv.Name); err != nil {
+		t.Fatal(err)
+	}
+	w := writes(f.kube)
+	if len(w) != 1 {
+		t.Fatalf("API writes = %v, want one patch", w)
+	}
+	patch, ok := w[0].(k8stesting.PatchActionImpl)
+	if !ok || patch.GetPatchType() != types.JSONPatchType {
+		t.Fatalf("write = %#v, want a JSON patch", w[0])
+	}
+	want := `[{"op":"test","path":"/metadata/finalizers/1","value":"hostpath.dev/directory-protection"},{"op":"remove","path":"/metadata/finalizers/1"}]`
+	if got := string(patch.GetPatch()); got != want {
+		t.Errorf("patch = %s, want %s", got, want)
+	}
+	if got := patch.PatchOptions.FieldManager; got != testFieldManager {
+		t.Errorf("field manager = %q, want %q", got, testFieldManager)
+	}
+	if got, want := f.finalizers(t, pv.Name), []string{"example.com/a", "example.com/b"}; !slices.Equal(got, want) {
+		t.Errorf("finalizers = %q, want %q", got, want)
+	}
+}
+
+func TestRemoveFinalizerConflict(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cached := newPV("pv-1")
+	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, []*v1.PersistentVolume{cached}, selfNode)
+	// The API server's PV changed since the cache saw it: the finalizer
+	// moved to another index.
+	live := newPV("pv-1", withFinalizers(Finalizer, otherFinalizer, "example.com/new"))
+	if err := f.kube.Tracker().Update(v1.SchemeGroupVersion.WithResource("persistentvolumes"), live, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := f.ctrl.sync(ctx, cached.Name); err == nil {
+		t.Fatal("sync() succeeded, want the patch's test to fail")
+	}
+	if got, want := f.finalizers(t, cached.Name), live.Finalizers; !slices.Equal(got, want) {
+		t.Errorf("finalizers = %q, want %q", got, want)
+	}
+	if got := events(f.recorder); len(got) != 0 {
+		t.Errorf("events = %q, want none before the finalizer is removed", got)
+	}
+}
+
+func TestProcessNextWorkItem(t *testing.T) {
+	tests := []struct {
+		name         string
+		deleteErr    error
+		wantRequeues int
+	}{
+		{name: "success is forgotten", wantRequeues: 0},
+		{name: "manager error is requeued with backoff", deleteErr: managerError(client.ReasonInternal, ""), wantRequeues: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			pv := newPV("pv-1")
+			f := newControllerFixture(t, fakeInstances{}, &fakeManager{deleteErr: tt.deleteErr}, nil, []*v1.PersistentVolume{pv}, selfNode)
+			f.ctrl.queue.Add(pv.Name)
+			if !f.ctrl.processNextWorkItem(ctx) {
+				t.Fatal("processNextWorkItem() = false, want true")
+			}
+			if got := f.ctrl.queue.NumRequeues(pv.Name); got != tt.wantRequeues {
+				t.Errorf("requeues = %d, want %d", got, tt.wantRequeues)
+			}
+		})
+	}
+}
+
+func TestEventHandlers(t *testing.T) {
+	pvs := []*v1.PersistentVolume{
+		newPV("deleting-here"),
+		newPV("deleting-there", onNode(otherNode)),
+		newPV("deleting-gone", onNode(goneNode)),
+		newPV("legacy-here", notDeleting, withFinalizers()),
+		newPV("legacy-there", notDeleting, onNode(otherNode), withFinalizers()),
+		newPV("live-here", notDeleting),
+		newPV("released-by-us", withFinalizers(otherFinalizer)),
+		newPV("other-provisioner", withAnnotation(testAnnotations.ProvisionedBy, "example.com/other")),
+		newPV("multihost", withAnnotation(testAnnotations.Mode, "multihost")),
+	}
+	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
+
+	for _, pv := range pvs {
+		f.ctrl.volumeChanged(pv)
+	}
+	f.ctrl.nodeDeleted(newNode(goneNode))
+	var got []string
+	for f.ctrl.queue.Len() > 0 {
+		name, _ := f.ctrl.queue.Get()
+		got = append(got, name)
+		f.ctrl.queue.Done(name)
+	}
+	slices.Sort(got)
+	want := []string{"deleting-gone", "deleting-here", "deleting-there", "legacy-here"}
+	if !slices.Equal(got, want) {
+		t.Errorf("queued %q, want %q", got, want)
+	}
+}
+
+func TestEnsureFinalizer(t *testing.T) {
+	tests := []struct {
+		name      string
+		pv        *v1.PersistentVolume
+		wantPatch string
+	}{
+		{
+			name:      "missing: one patch guarded by the resourceVersion, other finalizers kept",
+			pv:        newPV("pv-1", notDeleting, withFinalizers(otherFinalizer)),
+			wantPatch: `{"metadata":{"finalizers":["example.com/keep","hostpath.dev/directory-protection"],"resourceVersion":"7"}}`,
+		},
+		{
+			name:      "no finalizers at all",
+			pv:        newPV("pv-1", notDeleting, withFinalizers()),
+			wantPatch: `{"metadata":{"finalizers":["hostpath.dev/directory-protection"],"resourceVersion":"7"}}`,
+		},
+		{name: "present: no write", pv: newPV("pv-1", notDeleting)},
+		{name: "being deleted: no write", pv: newPV("pv-1", withFinalizers(otherFinalizer))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			kube := fake.NewClientset(tt.pv)
+			if err := EnsureFinalizer(ctx, kube, tt.pv, testFieldManager); err != nil {
+				t.Fatal(err)
+			}
+			w := writes(kube)
+			if tt.wantPatch == "" {
+				if len(w) > 0 {
+					t.Errorf("API writes = %v, want none", w)
+				}
+				return
+			}
+			if len(w) != 1 {
+				t.Fatalf("API writes = %v, want one patch", w)
+			}
+			patch := w[0].(k8stesting.PatchActionImpl)
+			if patch.GetPatchType() != types.MergePatchType || string(patch.GetPatch()) != tt.wantPatch {
+				t.Errorf("patch = %s %s, want %s %s", patch.GetPatchType(), patch.GetPatch(), types.MergePatchType, tt.wantPatch)
+			}
+			if got := patch.PatchOptions.FieldManager; got != testFieldManager {
+				t.Errorf("field manager = %q, want %q", got, testFieldManager)
+			}
+		})
+	}
+}
+
+func TestRunStopsBeforeCachesSync(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	cancel()
+	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, nil)
+	if err := f.ctrl.Run(ctx, 2); err == nil {
+		t.Error("Run() = nil, want an error: the caches never synced")
+	}
+}

@@ -1,0 +1,206 @@
+package reclaim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+const (
+	testProvisioner  = "hostpath.dev/provisioner"
+	testFieldManager = "hostpath-provisioner"
+	selfNode         = "node-a"
+	otherNode        = "node-b"
+	goneNode         = "node-gone"
+	testPool         = "default"
+	otherFinalizer   = "example.com/keep"
+)
+
+// testAnnotations are the provisioner's annotation keys.
+var testAnnotations = Annotations{
+	ProvisionedBy: "pv.kubernetes.io/provisioned-by",
+	Node:          "hostpath.dev/node",
+	Pool:          "hostpath.dev/pool",
+	Directory:     "hostpath.dev/directory",
+	Mode:          "hostpath.dev/mode",
+	NodeMode:      "node",
+}
+
+// fakeInstances elects this instance for every key, or not.
+type fakeInstances struct{ elected bool }
+
+func (f fakeInstances) IsOwner(string) (bool, error) { return f.elected, nil }
+
+// fakeManager records calls and answers with the configured errors.
+type fakeManager struct {
+	mu    sync.Mutex
+	calls []string
+
+	deleteErr   error
+	setOwnerErr error
+	// deleteErrs answers DeleteVolume per "pool/name" (over deleteErr).
+	deleteErrs map[string]error
+	// volumes are the pools and their volumes; listErrs fails ListVolumes
+	// per pool.
+	volumes  map[string][]client.Volume
+	listErrs map[string]error
+}
+
+func (f *fakeManager) record(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeManager) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+func (f *fakeManager) Host(context.Context) (*client.Host, error) {
+	f.record("host")
+	h := &client.Host{NodeName: selfNode}
+	for pool := range f.volumes {
+		h.Pools = append(h.Pools, client.Pool{Name: pool})
+	}
+	slices.SortFunc(h.Pools, func(a, b client.Pool) int { return strings.Compare(a.Name, b.Name) })
+	return h, nil
+}
+
+func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*client.VolumeList, error) {
+	f.record("list %s", pool)
+	if err := f.listErrs[pool]; err != nil {
+		return nil, err
+	}
+	return &client.VolumeList{Items: f.volumes[pool]}, nil
+}
+
+func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string, opts client.DeleteOptions) error {
+	f.record("delete %s/%s owner=%s ifEmpty=%t", pool, name, opts.Owner, opts.IfEmpty)
+	if err, ok := f.deleteErrs[pool+"/"+name]; ok {
+		return err
+	}
+	return f.deleteErr
+}
+
+func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
+	f.record("setOwner %s/%s owner=%s previous=%s retained=%t", pool, name, req.Owner, req.Previous, req.Retained)
+	if f.setOwnerErr != nil {
+		return nil, f.setOwnerErr
+	}
+	return &client.Volume{Name: name, Pool: pool, Owner: req.Owner, Retained: req.Retained}, nil
+}
+
+// managerError is an answer of the manager, wrapped like the client does.
+func managerError(reason client.Reason, owner string) error {
+	e := client.Errorf(reason, "test answer")
+	e.Owner = owner
+	return fmt.Errorf("DELETE /v1/pools/default/volumes/x: %w", e)
+}
+
+// newPV returns a PV of this provisioner on selfNode, policy Delete,
+// Released and under deletion, with otherFinalizer and Finalizer, changed by
+// mods.
+func newPV(name string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
+	now := metav1.Now()
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              name,
+			UID:               types.UID("uid-" + name),
+			ResourceVersion:   "7",
+			DeletionTimestamp: &now,
+			Finalizers:        []string{otherFinalizer, Finalizer},
+			Annotations: map[string]string{
+				testAnnotations.ProvisionedBy: testProvisioner,
+				testAnnotations.Node:          selfNode,
+				testAnnotations.Pool:          testPool,
+				testAnnotations.Directory:     name + "-dir",
+				testAnnotations.Mode:          "node",
+			},
+		},
+		Spec:   v1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeReleased},
+	}
+	for _, m := range mods {
+		m(pv)
+	}
+	return pv
+}
+
+func onNode(node string) func(*v1.PersistentVolume) {
+	return func(pv *v1.PersistentVolume) { pv.Annotations[testAnnotations.Node] = node }
+}
+
+func withPolicy(p v1.PersistentVolumeReclaimPolicy) func(*v1.PersistentVolume) {
+	return func(pv *v1.PersistentVolume) { pv.Spec.PersistentVolumeReclaimPolicy = p }
+}
+
+func withPhase(p v1.PersistentVolumePhase) func(*v1.PersistentVolume) {
+	return func(pv *v1.PersistentVolume) { pv.Status.Phase = p }
+}
+
+func withAnnotation(key, value string) func(*v1.PersistentVolume) {
+	return func(pv *v1.PersistentVolume) { pv.Annotations[key] = value }
+}
+
+func withFinalizers(f ...string) func(*v1.PersistentVolume) {
+	return func(pv *v1.PersistentVolume) { pv.Finalizers = f }
+}
+
+func notDeleting(pv *v1.PersistentVolume) { pv.DeletionTimestamp = nil }
+
+func newNode(name string) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}
+}
+
+// writes returns the actions of kube that are not reads.
+func writes(kube *fake.Clientset) []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, a := range kube.Actions() {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// events drains the recorder.
+func events(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// checkEvents checks that got has one event per want, each starting with it.
+func checkEvents(t *testing.T, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("events = %q, want %d starting with %q", got, len(want), want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("event %d = %q, want it to start with %q", i, got[i], want[i])
+		}
+	}
+}

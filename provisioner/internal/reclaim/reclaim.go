@@ -1,0 +1,123 @@
+// Package reclaim looks after volume directories once their PersistentVolume
+// goes away, whoever deletes it: a Controller holds every node-mode PV with
+// the finalizer hostpath.dev/directory-protection until the instance of the
+// PV's node has removed the directory (reclaim policy Delete) or marked it
+// retained (Retain, Recycle), and a Sweeper removes empty directories whose
+// owner record names a PersistentVolume that was never created.
+//
+// How a PV under deletion is handled (Controller):
+//
+//  1. Every instance sees the PV through the shared informer; PVs of other
+//     provisioners, of mode multihost, without the finalizer or not being
+//     deleted are ignored (a PV of this node that lacks the finalizer, made
+//     before it existed, gets it with EnsureFinalizer).
+//  2. While the PV is Bound nothing happens: Kubernetes' pv-protection
+//     finalizer keeps it too, and no data is removed under a bound claim.
+//  3. Only the instance of the PV's node (hostpath.dev/node) acts: with
+//     policy Delete it deletes the directory through its manager, as the
+//     PV's owner; with Retain or Recycle it marks the directory retained.
+//     A directory that belongs to another PV is left alone, with a Warning
+//     event. Then it removes the finalizer with a JSON patch that keeps the
+//     other finalizers.
+//  4. When the PV's node no longer exists, the one instance that rendezvous
+//     hashing of the PV's UID elects removes the finalizer, with a Warning
+//     event saying that the directory was not removed.
+//  5. Every other instance writes nothing.
+//
+// How orphans are found (Sweeper), on each node every period:
+//
+//  1. List the volumes of every pool of the node's manager.
+//  2. A volume whose owner record names a PV that neither the cache nor a
+//     live GET knows (or that names a PV of this provisioner pointing at
+//     another directory), is not retained and was recorded longer ago than
+//     the grace period, is deleted only if empty.
+//  3. A non-empty orphan is kept and reported once per process: a log line
+//     and a Warning event on the Node.
+package reclaim
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+// Finalizer keeps a node-mode PersistentVolume until the instance of its
+// node has removed its directory (reclaim policy Delete) or marked it
+// retained (Retain, Recycle), or until its node is gone.
+const Finalizer = "hostpath.dev/directory-protection"
+
+// Reasons of the events this package emits.
+const (
+	// ReasonDirectoryRemoved (Normal, on the PV): the directory was
+	// deleted, or was already gone.
+	ReasonDirectoryRemoved = "DirectoryRemoved"
+	// ReasonDirectoryRetained (Normal, on the PV): the directory keeps its
+	// data and is marked retained in its owner record.
+	ReasonDirectoryRetained = "DirectoryRetained"
+	// ReasonDirectoryNotRemoved (Warning, on the PV): the directory could
+	// not be removed (manager error, another owner, node gone).
+	ReasonDirectoryNotRemoved = "DirectoryNotRemoved"
+	// ReasonOrphanedDirectory (Warning, on the Node): a directory whose
+	// owner PV does not exist still holds data, so it was kept.
+	ReasonOrphanedDirectory = "OrphanedDirectory"
+)
+
+// Manager is what this package needs of a node's manager
+// (*client.Client implements it).
+type Manager interface {
+	// Host describes the node and lists its pools.
+	Host(ctx context.Context) (*client.Host, error)
+	// ListVolumes lists a pool's volume directories with their owner
+	// records.
+	ListVolumes(ctx context.Context, pool string) (*client.VolumeList, error)
+	// DeleteVolume removes a directory owned by opts.Owner; a missing one
+	// is a success.
+	DeleteVolume(ctx context.Context, pool, name string, opts client.DeleteOptions) error
+	// SetOwner compares and swaps a directory's owner record.
+	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error)
+}
+
+// Instances elects, without a leader, the instance that acts for an object
+// (*ownership.Instances implements it).
+type Instances interface {
+	// IsOwner reports whether this instance is the one elected for key
+	// among the live instances.
+	IsOwner(key string) (bool, error)
+}
+
+// Annotations names the PersistentVolume annotations the provisioner
+// writes, and the value of Mode for node-mode volumes.
+type Annotations struct {
+	// ProvisionedBy is Kubernetes' pv.kubernetes.io/provisioned-by.
+	ProvisionedBy string
+	// Node is the annotation naming the node of the directory.
+	Node string
+	// Pool is the annotation naming the storage pool.
+	Pool string
+	// Directory is the annotation naming the directory inside the pool.
+	Directory string
+	// Mode is the annotation naming the volume mode.
+	Mode string
+	// NodeMode is the value of Mode for node-mode volumes. A PV without
+	// the Mode annotation counts as node mode; any other value is ignored.
+	NodeMode string
+}
+
+// directory is where a node-mode PV's data lives.
+type directory struct {
+	node, pool, name string
+}
+
+// nodeDirectory returns the directory of pv, and false when pv is not a
+// node-mode volume of provisioner.
+func (a Annotations) nodeDirectory(pv *v1.PersistentVolume, provisioner string) (directory, bool) {
+	if pv.Annotations[a.ProvisionedBy] != provisioner {
+		return directory{}, false
+	}
+	if mode := pv.Annotations[a.Mode]; mode != "" && mode != a.NodeMode {
+		return directory{}, false
+	}
+	return directory{node: pv.Annotations[a.Node], pool: pv.Annotations[a.Pool], name: pv.Annotations[a.Directory]}, true
+}

@@ -1,0 +1,274 @@
+package reclaim
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+var sweepNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// ownedVolume is a volume of testPool owned by owner since age ago.
+func ownedVolume(name, owner string, age time.Duration) client.Volume {
+	since := sweepNow.Add(-age)
+	return client.Volume{Name: name, Pool: testPool, Owner: owner, OwnedSince: &since}
+}
+
+func TestSweep(t *testing.T) {
+	old := DefaultSweepGrace + time.Minute
+	retained := ownedVolume("kept-dir", "pv-gone", old)
+	retained.Retained = true
+	noSince := ownedVolume("kept-dir", "pv-gone", old)
+	noSince.OwnedSince = nil
+
+	tests := []struct {
+		name string
+		// cached PVs are in the lister and the API; live ones only in the API.
+		cached, live []*v1.PersistentVolume
+		volumes      map[string][]client.Volume
+		deleteErrs   map[string]error
+		listErrs     map[string]error
+		getErr       error
+		managersErr  error
+		sweeps       int
+
+		wantErr    string
+		wantCalls  []string
+		wantGets   int
+		wantEvents []string
+	}{
+		{
+			name:      "owner record within the grace period is kept",
+			volumes:   map[string][]client.Volume{testPool: {ownedVolume("new-dir", "pv-gone", DefaultSweepGrace-time.Second)}},
+			wantCalls: []string{"host", "list default"},
+		},
+		{
+			name:      "owner PV exists here is kept",
+			cached:    []*v1.PersistentVolume{newPV("pv-1", notDeleting)},
+			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
+			wantCalls: []string{"host", "list default"},
+		},
+		{
+			name:      "owner PV under deletion is kept",
+			cached:    []*v1.PersistentVolume{newPV("pv-1")},
+			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
+			wantCalls: []string{"host", "list default"},
+		},
+		{
+			name:      "owner PV of another provisioner is kept",
+			cached:    []*v1.PersistentVolume{newPV("pv-1", onNode(otherNode), withAnnotation(testAnnotations.ProvisionedBy, "example.com/other"))},
+			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
+			wantCalls: []string{"host", "list default"},
+		},
+		{
+			name:      "retained directory is kept",
+			volumes:   map[string][]client.Volume{testPool: {retained}},
+			wantCalls: []string{"host", "list default"},
+		},
+		{
+			name:      "directory without owner record is left to adoption",
+			volumes:   map[string][]client.Volume{testPool: {{Name: "legacy-dir", Pool: testPool}}},
+			wantCalls: []string{"host", "list default"},
+		},
+		{
+			name:      "owner record without a time is kept",
+			volumes:   map[string][]client.Volume{testPool: {noSince}},
+			wantCalls: []string{"host", "list default"},
+		},
+		{
+			name:      "empty orphan is deleted if empty, as its owner",
+			volumes:   map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
+			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true"},
+			wantGets:  1,
+		},
+		{
+			name:      "owner PV made on another node: the directory here is an orphan",
+			cached:    []*v1.PersistentVolume{newPV("pv-1", notDeleting, onNode(otherNode))},
+			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
+			wantCalls: []string{"host", "list default", "delete default/pv-1-dir owner=pv-1 ifEmpty=true"},
+			wantGets:  1,
+		},
+		{
+			name:      "stale cache: the live GET finds the PV, kept",
+			live:      []*v1.PersistentVolume{newPV("pv-1", notDeleting)},
+			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
+			wantCalls: []string{"host", "list default"},
+			wantGets:  1,
+		},
+		{
+			name:      "live GET fails: kept, error",
+			volumes:   map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
+			getErr:    apierrors.NewServiceUnavailable("try later"),
+			wantCalls: []string{"host", "list default"},
+			wantGets:  1,
+			wantErr:   `get PersistentVolume "pv-gone"`,
+		},
+		{
+			name:       "orphan with data is reported once and not deleted",
+			volumes:    map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
+			deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(client.ReasonNotEmpty, "")},
+			sweeps:     2,
+			wantCalls: []string{
+				"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true",
+				"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true",
+			},
+			wantGets:   2,
+			wantEvents: []string{`Warning OrphanedDirectory The directory "orphan-dir" in pool "default" on node "node-a" belongs to PersistentVolume "pv-gone", which does not exist, but holds data`},
+		},
+		{
+			name:       "orphan adopted since the list is left alone",
+			volumes:    map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
+			deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(client.ReasonOwnerConflict, "pv-new")},
+			wantCalls:  []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true"},
+			wantGets:   1,
+		},
+		{
+			name: "failures are counted and the other volumes swept",
+			volumes: map[string][]client.Volume{
+				"broken": nil,
+				testPool: {
+					ownedVolume("a-dir", "pv-a", old),
+					ownedVolume("b-dir", "pv-b", old),
+					ownedVolume("c-dir", "pv-c", old),
+				},
+			},
+			listErrs: map[string]error{"broken": managerError(client.ReasonInternal, "")},
+			deleteErrs: map[string]error{
+				testPool + "/a-dir": managerError(client.ReasonInternal, ""),
+				testPool + "/b-dir": managerError(client.ReasonNotEmpty, ""),
+			},
+			wantCalls: []string{"host", "list broken", "list default",
+				"delete default/a-dir owner=pv-a ifEmpty=true",
+				"delete default/b-dir owner=pv-b ifEmpty=true",
+				"delete default/c-dir owner=pv-c ifEmpty=true"},
+			wantGets:   3,
+			wantEvents: []string{"Warning OrphanedDirectory"},
+			wantErr:    `(1 orphans removed, 1 kept because not empty): list volumes of pool "broken"`,
+		},
+		{
+			name:        "no manager",
+			managersErr: errors.New("no Ready manager pod"),
+			wantErr:     "find the manager: no Ready manager pod",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			var objects []runtime.Object
+			for _, pv := range append(slices.Clone(tt.cached), tt.live...) {
+				objects = append(objects, pv)
+			}
+			kube := fake.NewClientset(objects...)
+			if tt.getErr != nil {
+				kube.PrependReactor("get", "persistentvolumes", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, tt.getErr
+				})
+			}
+			factory := informers.NewSharedInformerFactory(kube, 0)
+			for _, pv := range tt.cached {
+				if err := factory.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(pv); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mgr := &fakeManager{volumes: tt.volumes, deleteErrs: tt.deleteErrs, listErrs: tt.listErrs}
+			recorder := record.NewFakeRecorder(10)
+			s := NewSweeper(SweeperConfig{
+				ProvisionerName: testProvisioner,
+				Node:            selfNode,
+				Annotations:     testAnnotations,
+				Client:          kube,
+				Volumes:         factory.Core().V1().PersistentVolumes(),
+				Managers: func(node string) (Manager, error) {
+					if node != selfNode {
+						t.Errorf("asked for the manager of %q, want %q", node, selfNode)
+					}
+					if tt.managersErr != nil {
+						return nil, tt.managersErr
+					}
+					return mgr, nil
+				},
+				Recorder: recorder,
+				Clock:    clocktesting.NewFakePassiveClock(sweepNow),
+			})
+
+			sweeps := max(tt.sweeps, 1)
+			var err error
+			for range sweeps {
+				err = s.Sweep(ctx)
+			}
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Sweep() error = %v, want %q", err, tt.wantErr)
+			}
+			if got := mgr.Calls(); !slices.Equal(got, tt.wantCalls) {
+				t.Errorf("manager calls = %q, want %q", got, tt.wantCalls)
+			}
+			if w := writes(kube); len(w) > 0 {
+				t.Errorf("API writes = %v, want none", w)
+			}
+			gets := 0
+			for _, a := range kube.Actions() {
+				if a.GetVerb() == "get" {
+					gets++
+				}
+			}
+			if gets != tt.wantGets {
+				t.Errorf("live GETs = %d, want %d", gets, tt.wantGets)
+			}
+			checkEvents(t, events(recorder), tt.wantEvents)
+		})
+	}
+}
+
+func TestSweepReportEventOnNode(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	kube := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	mgr := &fakeManager{
+		volumes:    map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", time.Hour)}},
+		deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(client.ReasonNotEmpty, "")},
+	}
+	recorder := record.NewFakeRecorder(1)
+	recorder.IncludeObject = true
+	s := NewSweeper(SweeperConfig{
+		ProvisionerName: testProvisioner, Node: selfNode, Annotations: testAnnotations, Client: kube,
+		Volumes:  factory.Core().V1().PersistentVolumes(),
+		Managers: func(string) (Manager, error) { return mgr, nil },
+		Recorder: recorder, Clock: clocktesting.NewFakePassiveClock(sweepNow),
+	})
+	if err := s.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := events(recorder)
+	if len(got) != 1 || !strings.Contains(got[0], "involvedObject{kind=Node,apiVersion=v1}") || !strings.Contains(got[0], selfNode) {
+		t.Errorf("events = %q, want one on Node %q", got, selfNode)
+	}
+}
+
+func TestSweeperDefaultsAndRun(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	cancel()
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	s := NewSweeper(SweeperConfig{Volumes: factory.Core().V1().PersistentVolumes()})
+	if s.cfg.Period != DefaultSweepPeriod || s.cfg.Grace != DefaultSweepGrace || s.cfg.Clock == nil {
+		t.Errorf("defaults: period %v, grace %v, clock %v", s.cfg.Period, s.cfg.Grace, s.cfg.Clock)
+	}
+	if err := s.Run(ctx); err == nil {
+		t.Error("Run() = nil, want an error: the cache never synced")
+	}
+}
