@@ -144,8 +144,8 @@ func checkErr(t testing.TB, op string, err error, want client.Reason, owner stri
 	if !errors.As(err, &ce) || ce.Reason != want {
 		t.Fatalf("%s error = %v, want reason %s", op, err, want)
 	}
-	if ce.StatusCode != want.Status() {
-		t.Errorf("%s error status %d, want %d", op, ce.StatusCode, want.Status())
+	if ce.StatusCode != want.HTTPStatus() {
+		t.Errorf("%s error status %d, want %d", op, ce.StatusCode, want.HTTPStatus())
 	}
 	if want == client.ReasonOwnerConflict && ce.Owner != owner {
 		t.Errorf("%s error names owner %q, want %q (%v)", op, ce.Owner, owner, err)

@@ -245,11 +245,11 @@ func (s *Server) writeBackendError(w http.ResponseWriter, r *http.Request, err e
 	if st.Reason == client.ReasonInternal {
 		klog.FromContext(r.Context()).Error(err, "Request failed", "method", r.Method, "path", r.URL.Path)
 	}
-	writeJSON(w, st.Reason.Status(), st)
+	writeJSON(w, st.Reason.HTTPStatus(), st)
 }
 
 func writeError(w http.ResponseWriter, reason client.Reason, msg string) {
-	writeJSON(w, reason.Status(), client.Status{Reason: reason, Message: msg})
+	writeJSON(w, reason.HTTPStatus(), client.Status{Reason: reason, Message: msg})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -84,8 +84,8 @@ func checkAnswer(t *testing.T, w *httptest.ResponseRecorder, wantCode int, wantR
 	if st.Reason != wantReason || st.Message == "" {
 		t.Errorf("status = %+v, want reason %s and a message", st, wantReason)
 	}
-	if wantReason.Status() != w.Code {
-		t.Errorf("reason %s goes with %d, answered %d", st.Reason, wantReason.Status(), w.Code)
+	if wantReason.HTTPStatus() != w.Code {
+		t.Errorf("reason %s goes with %d, answered %d", st.Reason, wantReason.HTTPStatus(), w.Code)
 	}
 	switch {
 	case w.Code == 401 && w.Header().Get("WWW-Authenticate") == "":
@@ -305,7 +305,7 @@ func TestBackendErrors(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			e := newEnv(t, &fakeBackend{err: tc.err}, nil)
 			tc.call.token = "admin"
-			st := checkAnswer(t, e.do(t, tc.call), tc.wantReason.Status(), tc.wantReason)
+			st := checkAnswer(t, e.do(t, tc.call), tc.wantReason.HTTPStatus(), tc.wantReason)
 			if st.Owner != tc.wantOwner {
 				t.Errorf("owner = %q, want %q", st.Owner, tc.wantOwner)
 			}

@@ -114,7 +114,7 @@ type Error struct {
 // of the contract, used by the manager's implementation to say which answer
 // a failure gets and by callers to read it (ReasonOf).
 func Errorf(reason Reason, format string, args ...any) *Error {
-	return &Error{StatusCode: reason.Status(), Status: Status{Reason: reason, Message: fmt.Sprintf(format, args...)}}
+	return &Error{StatusCode: reason.HTTPStatus(), Status: Status{Reason: reason, Message: fmt.Sprintf(format, args...)}}
 }
 
 // Error says the status, reason and message.
@@ -273,7 +273,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 func reasonForStatus(code int) Reason {
 	for _, r := range []Reason{ReasonBadRequest, ReasonUnauthorized, ReasonForbidden, ReasonNotFound,
 		ReasonMethodNotAllowed, ReasonConflict, ReasonRequestTooLarge, ReasonTooManyRequests, ReasonInsufficientStorage} {
-		if r.Status() == code {
+		if r.HTTPStatus() == code {
 			return r
 		}
 	}

@@ -248,8 +248,8 @@ func TestReasonStatus(t *testing.T) {
 		client.ReasonRequestTooLarge: 413, client.ReasonInsufficientStorage: 507, client.ReasonInternal: 500,
 		client.Reason("Unknown"): 500,
 	} {
-		if got := reason.Status(); got != code {
-			t.Errorf("%s.Status() = %d, want %d", reason, got, code)
+		if got := reason.HTTPStatus(); got != code {
+			t.Errorf("%s.HTTPStatus() = %d, want %d", reason, got, code)
 		}
 	}
 }

@@ -189,8 +189,8 @@ const (
 	ReasonInternal Reason = "Internal"
 )
 
-// Status returns the HTTP status code that goes with the reason.
-func (r Reason) Status() int {
+// HTTPStatus returns the HTTP status code that goes with the reason.
+func (r Reason) HTTPStatus() int {
 	switch r {
 	case ReasonBadRequest:
 		return http.StatusBadRequest

@@ -64,7 +64,7 @@ func ownerConflict(owner string) error {
 
 // answer is the manager's error of reason.
 func answer(reason client.Reason) error {
-	return fmt.Errorf("GET /v1/pools/default/volumes/x: %w", &client.Error{StatusCode: reason.Status(), Status: client.Status{Reason: reason, Message: "m"}})
+	return fmt.Errorf("GET /v1/pools/default/volumes/x: %w", &client.Error{StatusCode: reason.HTTPStatus(), Status: client.Status{Reason: reason, Message: "m"}})
 }
 
 // have adds a directory owned by owner ("" for none) to the fake.

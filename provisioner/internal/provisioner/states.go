@@ -58,7 +58,7 @@ func provisioningState(err error, reschedulable bool) (controller.ProvisioningSt
 		}
 		return controller.ProvisioningFinished, fmt.Errorf("%s: %w", what, err)
 	}
-	if reason.Status() >= 500 {
+	if reason.HTTPStatus() >= 500 {
 		return controller.ProvisioningInBackground, fmt.Errorf("%w; will retry", err)
 	}
 	return controller.ProvisioningFinished, err

@@ -15,7 +15,7 @@ import (
 
 func TestProvisioningState(t *testing.T) {
 	answer := func(reason client.Reason) error {
-		return fmt.Errorf("PUT /v1/pools/default/volumes/x: %w", &client.Error{StatusCode: reason.Status(), Status: client.Status{Reason: reason, Message: "m"}})
+		return fmt.Errorf("PUT /v1/pools/default/volumes/x: %w", &client.Error{StatusCode: reason.HTTPStatus(), Status: client.Status{Reason: reason, Message: "m"}})
 	}
 	tests := []struct {
 		name          string

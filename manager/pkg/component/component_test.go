@@ -1,0 +1,74 @@
+package component
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPodServing(t *testing.T) {
+	now := metav1.Now()
+	ready := []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	for _, tc := range []struct {
+		name string
+		pod  v1.Pod
+		want bool
+	}{
+		{"ready", v1.Pod{Spec: v1.PodSpec{NodeName: "n"}, Status: v1.PodStatus{Conditions: ready}}, true},
+		{"not scheduled", v1.Pod{Status: v1.PodStatus{Conditions: ready}}, false},
+		{"terminating", v1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Spec: v1.PodSpec{NodeName: "n"}, Status: v1.PodStatus{Conditions: ready}}, false},
+		{"not ready", v1.Pod{Spec: v1.PodSpec{NodeName: "n"}, Status: v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}}}, false},
+		{"no condition", v1.Pod{Spec: v1.PodSpec{NodeName: "n"}}, false},
+	} {
+		if got := PodServing(&tc.pod); got != tc.want {
+			t.Errorf("%s: PodServing = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHealthHandlers(t *testing.T) {
+	var ready atomic.Bool
+	mux := http.NewServeMux()
+	HealthHandlers(mux, NewRegistry(), &ready)
+	get := func(path string) (int, string) {
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		return w.Code, w.Body.String()
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz = %d", code)
+	}
+	if code, _ := get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz before ready = %d, want 503", code)
+	}
+	ready.Store(true)
+	if code, _ := get("/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz when ready = %d", code)
+	}
+	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("/metrics = %d %.80q", code, body)
+	}
+}
+
+func TestRESTConfig(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	data := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: https://198.18.0.1:6443}}]\n" +
+		"users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+	if err := os.WriteFile(kc, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := RESTConfig(kc, 7, 9, "agent")
+	if err != nil || cfg.Host != "https://198.18.0.1:6443" || cfg.QPS != 7 || cfg.Burst != 9 || cfg.UserAgent != "agent" {
+		t.Fatalf("RESTConfig = %+v, %v", cfg, err)
+	}
+	if _, err := RESTConfig(filepath.Join(t.TempDir(), "missing"), 1, 1, "a"); err == nil {
+		t.Error("RESTConfig with a missing kubeconfig succeeded")
+	}
+}
