@@ -128,11 +128,11 @@ func TestManager(t *testing.T) {
 			t.Errorf("Delete ClusterRoleBinding %s: %v", binding.Name, err)
 		}
 	})
-	allowed, err := f.ServiceAccountToken(ctx, ns, "allowed")
+	allowed, err := f.ServiceAccountToken(ctx, ns, "allowed", client.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}
-	denied, err := f.ServiceAccountToken(ctx, ns, "denied")
+	denied, err := f.ServiceAccountToken(ctx, ns, "denied", client.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,8 +165,13 @@ func TestManager(t *testing.T) {
 				t.Errorf("403 message %q does not name %q", st.Message, want)
 			}
 		}
-		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/e2e-denied", denied, "")
-		wantStatus(t, "PUT a volume as "+ns+"/denied", code, body, http.StatusForbidden, "Forbidden")
+		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/e2e-denied", denied, `{"owner":"pv-e2e"}`)
+		st = wantStatus(t, "PUT a volume as "+ns+"/denied", code, body, http.StatusForbidden, "Forbidden")
+		for _, want := range []string{"create", "pools/volumes", `"default"`} {
+			if !strings.Contains(st.Message, want) {
+				t.Errorf("403 message %q does not name %q", st.Message, want)
+			}
+		}
 	})
 
 	hostIDs := map[string]string{}
@@ -206,8 +211,9 @@ func TestManager(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(here); _ = os.RemoveAll(there) })
 
+	owner := `{"mode":"0750","owner":"pv-` + name + `"}`
 	t.Run("PUT creates the directory on that node only", func(t *testing.T) {
-		code, body := callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+name, allowed, `{"mode":"0750"}`)
+		code, body := callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+name, allowed, owner)
 		if code != http.StatusCreated {
 			t.Fatalf("PUT %s: %d %s", name, code, body)
 		}
@@ -225,9 +231,13 @@ func TestManager(t *testing.T) {
 		if _, err := os.Lstat(there); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s appeared on %s too (%s): %v", hostPath, other, there, err)
 		}
-		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+name, allowed, `{"mode":"0750"}`)
+		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+name, allowed, owner)
 		if code != http.StatusOK {
 			t.Errorf("second PUT %s: %d %s, want 200", name, code, body)
+		}
+		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+name, allowed, `{"owner":"pv-someone-else"}`)
+		if st := wantStatus(t, "PUT by another owner", code, body, http.StatusConflict, "OwnerConflict"); st.Owner != "pv-"+name {
+			t.Errorf("409 names owner %q, want %q", st.Owner, "pv-"+name)
 		}
 		code, body = callManager(ctx, t, "GET", base, "/v1/pools/default/volumes", allowed, "")
 		if code != http.StatusOK || !strings.Contains(string(body), `"name":"`+name+`"`) {
@@ -239,8 +249,13 @@ func TestManager(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(here, "data"), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		code, body := callManager(ctx, t, "DELETE", base, "/v1/pools/default/volumes/"+name+"?owner=pv-someone-else", allowed, "")
+		wantStatus(t, "DELETE by another owner", code, body, http.StatusConflict, "OwnerConflict")
+		if _, err := os.Stat(filepath.Join(here, "data")); err != nil {
+			t.Fatalf("DELETE by another owner touched the data: %v", err)
+		}
 		for i := 0; i < 2; i++ {
-			code, body := callManager(ctx, t, "DELETE", base, "/v1/pools/default/volumes/"+name, allowed, "")
+			code, body := callManager(ctx, t, "DELETE", base, "/v1/pools/default/volumes/"+name+"?owner=pv-"+name, allowed, "")
 			if code != http.StatusNoContent {
 				t.Fatalf("DELETE #%d: %d %s", i+1, code, body)
 			}
@@ -248,7 +263,7 @@ func TestManager(t *testing.T) {
 		if _, err := os.Lstat(here); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s still exists: %v", here, err)
 		}
-		code, body := callManager(ctx, t, "GET", base, "/v1/pools/default/volumes/"+name, allowed, "")
+		code, body = callManager(ctx, t, "GET", base, "/v1/pools/default/volumes/"+name, allowed, "")
 		wantStatus(t, "GET the deleted volume", code, body, http.StatusNotFound, "NotFound")
 	})
 
@@ -297,10 +312,10 @@ func TestManager(t *testing.T) {
 		if err := os.Symlink(framework.StatePath, linkHere); err != nil {
 			t.Fatal(err)
 		}
-		for _, method := range []string{"PUT", "DELETE"} {
-			code, body := callManager(ctx, t, method, base, "/v1/pools/default/volumes/"+link, allowed, "")
-			wantStatus(t, method+" a symlink", code, body, http.StatusConflict, "Conflict")
-		}
+		code, body := callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+link, allowed, `{"owner":"pv-link"}`)
+		wantStatus(t, "PUT a symlink", code, body, http.StatusConflict, "Conflict")
+		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+link+"/owner", allowed, `{"owner":"pv-link","previous":""}`)
+		wantStatus(t, "adopt a symlink", code, body, http.StatusConflict, "Conflict")
 		if fi, err := os.Lstat(linkHere); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 			t.Errorf("the planted symlink was changed: %v %v", fi, err)
 		}
@@ -310,7 +325,14 @@ func TestManager(t *testing.T) {
 		if err := os.Symlink(framework.StatePath, filepath.Join(volHere, "state")); err != nil {
 			t.Fatal(err)
 		}
-		code, body := callManager(ctx, t, "DELETE", base, "/v1/pools/default/volumes/"+vol, allowed, "")
+		// A directory made by hand has no owner record: it is adopted first.
+		code, body = callManager(ctx, t, "DELETE", base, "/v1/pools/default/volumes/"+vol+"?owner=pv-vol", allowed, "")
+		wantStatus(t, "DELETE a directory without an owner record", code, body, http.StatusConflict, "OwnerConflict")
+		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+vol+"/owner", allowed, `{"owner":"pv-vol","previous":""}`)
+		if code != http.StatusOK {
+			t.Fatalf("adopt %s: %d %s", vol, code, body)
+		}
+		code, body = callManager(ctx, t, "DELETE", base, "/v1/pools/default/volumes/"+vol+"?owner=pv-vol", allowed, "")
 		if code != http.StatusNoContent {
 			t.Fatalf("DELETE a volume holding a symlink out: %d %s", code, body)
 		}

@@ -22,6 +22,11 @@ IP=$(node_ip "$N")
 readlink /proc/self/ns/mnt > "$RUN_DIR/mntns-$N"
 for b in "${NODE_BINDS[@]}"; do
   mount --bind "$ND/${b#*:}" "${b%%:*}"
+  # Shared inside this node's namespace, as mounts are on a systemd host, so
+  # that containers may mount them with mountPropagation HostToContainer
+  # (the manager's pool). The host's namespace is not a peer: it stays
+  # untouched.
+  mount --make-shared "${b%%:*}"
 done
 mount --bind "$ND/machine-id" /etc/machine-id
 

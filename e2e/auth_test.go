@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+
+	"hostpath.dev/e2e/framework"
+	"hostpath.dev/manager/pkg/client"
+)
+
+// junkSource is the address the flood comes from: the API server's address
+// on this machine, one the managers never see legitimate calls from.
+const junkSource = "198.18.0.1"
+
+// managerClient makes ns/sa (a new service account) a caller bound to the
+// client ClusterRole and returns its name.
+func managerClient(ctx context.Context, t *testing.T, f *framework.Framework, ns, sa string) {
+	t.Helper()
+	if _, err := f.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Create ServiceAccount %s: %v", sa, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + sa, Labels: map[string]string{"hostpath.dev/e2e": "true"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: client.ClientClusterRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
+	}
+	if _, err := f.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Create ClusterRoleBinding: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = f.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+}
+
+// TestManagerTokenAudience: a plain service account token, bound to the
+// client ClusterRole, is refused with 401 and told which audience is needed;
+// the same account's token for the manager's audience works; the
+// provisioner, which sends its projected manager token, keeps provisioning.
+func TestManagerTokenAudience(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	node := e.nodes[0]
+	base := managerPods(ctx, t, e.f, e.nodes)[node]
+	managerClient(ctx, t, e.f, e.ns, "caller")
+
+	plain, err := e.f.ServiceAccountToken(ctx, e.ns, "caller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := callManager(ctx, t, "GET", base, "/v1/host", plain, "")
+	st := wantStatus(t, "GET /v1/host with a plain service account token", code, body, http.StatusUnauthorized, "Unauthorized")
+	if !strings.Contains(st.Message, client.TokenAudience) {
+		t.Errorf("401 message %q does not name the audience %s", st.Message, client.TokenAudience)
+	}
+
+	scoped, err := e.f.ServiceAccountToken(ctx, e.ns, "caller", client.TokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(ctx, t, 30*time.Second, "GET /v1/host with the manager-audience token", func(ctx context.Context) (bool, error) {
+		code, body := callManager(ctx, t, "GET", base, "/v1/host", scoped, "")
+		if code != http.StatusOK {
+			return false, fmt.Errorf("status %d: %s", code, body)
+		}
+		return true, nil
+	})
+
+	pvc := e.claim(ctx, t, "still-provisioning", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	e.waitBound(ctx, t, pvc.Name)
+}
+
+// TestManagerJunkTokenFlood: 1,000 requests with junk tokens from one
+// address do not starve a legitimate caller on another address, even one
+// whose every token is new (not cached): each of its calls answers 200
+// within a few seconds while the flood runs, and the flood is mostly turned
+// away with 429 before any TokenReview.
+func TestManagerJunkTokenFlood(t *testing.T) {
+	ctx := t.Context()
+	f := framework.Cluster()
+	nodes := f.TwoRealNodes(ctx, t)
+	ns := f.Namespace(ctx, t)
+	base := managerPods(ctx, t, f, nodes)[nodes[0]]
+	managerClient(ctx, t, f, ns, "caller")
+	warm, err := f.ServiceAccountToken(ctx, ns, "caller", client.TokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(ctx, t, 30*time.Second, "the caller to be allowed", func(ctx context.Context) (bool, error) {
+		if code, body := callManager(ctx, t, "GET", base, "/v1/host", warm, ""); code != http.StatusOK {
+			return false, fmt.Errorf("status %d: %s", code, body)
+		}
+		return true, nil
+	})
+
+	// Fresh tokens, made before the flood so that the calls start with it.
+	const legitLimit = 5 * time.Second
+	fresh := make([]string, 20)
+	for i := range fresh {
+		if fresh[i], err = f.ServiceAccountToken(ctx, ns, "caller", client.TokenAudience); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	junk := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		DialContext:     (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(junkSource)}}).DialContext,
+		MaxConnsPerHost: 64,
+	}}
+	const floodSize = 1000
+	var codes sync.Map // status code -> *atomic.Int64
+	floodDone := make(chan struct{})
+	go func() {
+		defer close(floodDone)
+		workqueue.ParallelizeUntil(ctx, 64, floodSize, func(i int) {
+			code := 0
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/host", nil)
+			req.Header.Set("Authorization", fmt.Sprintf("Bearer junk-%d-%s", i, framework.RandomSuffix()))
+			if resp, err := junk.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				code = resp.StatusCode
+			}
+			n, _ := codes.LoadOrStore(code, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		})
+	}()
+
+	// The legitimate caller, with a fresh (uncached) token each time, for as
+	// long as the flood lasts.
+	during := 0
+	for _, token := range fresh {
+		start := time.Now()
+		code, body := callManager(ctx, t, "GET", base, "/v1/host", token, "")
+		if took := time.Since(start); code != http.StatusOK || took > legitLimit {
+			t.Errorf("Legitimate call %d during the flood: %d in %v, want 200 within %v; body %s", during, code, took.Round(time.Millisecond), legitLimit, body)
+		}
+		select {
+		case <-floodDone:
+		default:
+			during++
+			continue
+		}
+		break
+	}
+	<-floodDone
+	if during == 0 {
+		t.Errorf("No legitimate call completed while the flood lasted")
+	}
+	summary := map[int]int64{}
+	codes.Range(func(k, v any) bool { summary[k.(int)] = v.(*atomic.Int64).Load(); return true })
+	t.Logf("Flood answers by status: %v; legitimate calls during the flood: %d", summary, during)
+	if summary[http.StatusTooManyRequests] < floodSize/2 {
+		t.Errorf("Only %d of %d junk requests got 429, want most: %v", summary[http.StatusTooManyRequests], floodSize, summary)
+	}
+	if summary[http.StatusOK] != 0 {
+		t.Errorf("%d junk requests got 200", summary[http.StatusOK])
+	}
+}
