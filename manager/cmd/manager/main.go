@@ -6,40 +6,8 @@
 package main
 
 import (
-	"context"
-	goflag "flag"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/spf13/pflag"
-	"k8s.io/klog/v2"
-
 	"hostpath.dev/manager/internal/app"
+	"hostpath.dev/manager/pkg/component"
 )
 
-func main() {
-	opts := app.NewOptions()
-	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
-	klog.InitFlags(klogFlags)
-	pflag.CommandLine.AddGoFlagSet(klogFlags)
-	opts.AddFlags(pflag.CommandLine)
-	pflag.Parse()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx = klog.NewContext(ctx, klog.Background())
-	if err := run(ctx, opts); err != nil {
-		klog.FromContext(ctx).Error(err, "Manager failed")
-		klog.Flush()
-		os.Exit(1)
-	}
-	klog.Flush()
-}
-
-func run(ctx context.Context, opts *app.Options) error {
-	if err := opts.Validate(); err != nil {
-		return err
-	}
-	return app.Run(ctx, opts)
-}
+func main() { component.Main("manager", app.NewOptions()) }

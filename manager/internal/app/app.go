@@ -1,6 +1,9 @@
-// Package app wires the manager's flags to its HTTP server: Options holds
-// the settings, Run serves the API until its context ends and then shuts
-// down gracefully.
+// Package app wires the manager's flags to its HTTP server in three steps:
+// Options hold the flags and Validate checks them; Complete opens the
+// listener and builds what serves on it (the host identity, the disk Store,
+// the authorizer with its per-address limits, the HTTP server) into a
+// Config; Config.Run serves until its context ends, then shuts down
+// gracefully. Options.Run does all three for component.Main.
 package app
 
 import (
@@ -9,312 +12,141 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/disk"
+	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/internal/server"
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/component"
 )
 
 // The disk package's Store is the server's Backend.
 var _ server.Backend = &disk.Store{}
 
-// Flag names and the environment variables some of them fall back to.
-const (
-	FlagNodeName               = "node-name"
-	EnvNodeName                = "NODE_NAME"
-	FlagPool                   = "pool"
-	FlagStateDir               = "state-dir"
-	FlagMachineIDFile          = "machine-id-file"
-	FlagBootIDFile             = "boot-id-file"
-	FlagListenAddress          = "listen-address"
-	FlagMaxBodyBytes           = "max-body-bytes"
-	FlagReadHeaderTimeout      = "read-header-timeout"
-	FlagReadTimeout            = "read-timeout"
-	FlagWriteTimeout           = "write-timeout"
-	FlagIdleTimeout            = "idle-timeout"
-	FlagShutdownTimeout        = "shutdown-timeout"
-	FlagTokenCacheTTL          = "token-cache-ttl"
-	FlagTokenRejectedCacheTTL  = "token-rejected-cache-ttl"
-	FlagAllowedCacheTTL        = "authz-allowed-cache-ttl"
-	FlagDeniedCacheTTL         = "authz-denied-cache-ttl"
-	FlagAuthCacheSize          = "auth-cache-size"
-	FlagTokenAudience          = "token-audience"
-	FlagMaxInFlightPerAddress  = "max-in-flight-per-address"
-	FlagReviewsPerAddressQPS   = "token-reviews-per-address-qps"
-	FlagReviewsPerAddressBurst = "token-reviews-per-address-burst"
-	FlagInsecureSkipAuth       = "insecure-skip-auth"
-	FlagKubeconfig             = "kubeconfig"
-	FlagKubeAPIQPS             = "kube-api-qps"
-	FlagKubeAPIBurst           = "kube-api-burst"
-)
+// userAgent is the manager's user agent at the API server.
+const userAgent = "hostpath-manager"
 
-// DefaultPool is the --pool default.
-const DefaultPool = "default=/var/hpvolumes"
-
-// Options holds the manager's settings.
-type Options struct {
-	// NodeName is the node the manager runs on.
-	NodeName string
-	// Pools are NAME=PATH pairs.
-	Pools []string
-	// StateDir holds the host ID.
-	StateDir string
-	// MachineIDFile and BootIDFile are read for /v1/host.
-	MachineIDFile, BootIDFile string
-	// ListenAddress is where the API is served (host:port).
-	ListenAddress string
-	// MaxBodyBytes limits request bodies.
-	MaxBodyBytes int64
-	// HTTP server timeouts.
-	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	// ShutdownTimeout bounds the graceful shutdown.
-	ShutdownTimeout time.Duration
-	// Auth tunes the TokenReview and SubjectAccessReview caches and sets
-	// the token audience.
-	Auth auth.Options
-	// Limits bounds what each client address may cost.
-	Limits auth.LimitOptions
-	// InsecureSkipAuth lets every call through unauthenticated.
-	InsecureSkipAuth bool
-	// Kubeconfig is the path of a kubeconfig; empty means in-cluster.
-	Kubeconfig string
-	// KubeAPIQPS and KubeAPIBurst limit calls to the API server.
-	KubeAPIQPS   float32
-	KubeAPIBurst int
+// Config is the manager that Complete built from valid Options, ready to
+// serve.
+type Config struct {
+	// listener is where the API is served.
+	listener net.Listener
+	// server serves the API on the listener; Run sets its BaseContext.
+	server *http.Server
+	// shutdownTimeout bounds the graceful shutdown.
+	shutdownTimeout time.Duration
+	// nodeName, poolNames and hostID say at start what is served.
+	nodeName  string
+	poolNames []string
+	hostID    string
 }
 
-// NewOptions returns Options with their defaults; the node name defaults to
-// $NODE_NAME.
-func NewOptions() *Options {
-	return &Options{
-		NodeName:          os.Getenv(EnvNodeName),
-		Pools:             []string{DefaultPool},
-		StateDir:          "/var/lib/hostpath",
-		MachineIDFile:     disk.DefaultMachineIDFile,
-		BootIDFile:        disk.DefaultBootIDFile,
-		ListenAddress:     ":8080",
-		MaxBodyBytes:      server.DefaultMaxBodyBytes,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      10 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		ShutdownTimeout:   30 * time.Second,
-		Auth:              auth.DefaultOptions(),
-		Limits:            auth.DefaultLimitOptions(),
-		KubeAPIQPS:        20,
-		KubeAPIBurst:      40,
-	}
-}
-
-// AddFlags binds the options to fs.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.NodeName, FlagNodeName, o.NodeName, "Name of the Kubernetes node the manager runs on, reported by /v1/host. Defaults to $"+EnvNodeName+"; required.")
-	fs.StringArrayVar(&o.Pools, FlagPool, o.Pools, "Storage pool as NAME=PATH, with NAME a DNS label and PATH an absolute directory on the host; repeat the flag for more pools (giving it replaces the default).")
-	fs.StringVar(&o.StateDir, FlagStateDir, o.StateDir, "Directory that keeps the host ID, created if missing.")
-	fs.StringVar(&o.MachineIDFile, FlagMachineIDFile, o.MachineIDFile, "File holding the machine ID reported by /v1/host; empty to report none.")
-	fs.StringVar(&o.BootIDFile, FlagBootIDFile, o.BootIDFile, "File holding the kernel's boot ID reported by /v1/host.")
-	fs.StringVar(&o.ListenAddress, FlagListenAddress, o.ListenAddress, "Address (host:port) to serve the API, /healthz and /metrics on.")
-	fs.Int64Var(&o.MaxBodyBytes, FlagMaxBodyBytes, o.MaxBodyBytes, "Largest request body accepted, in bytes; larger ones get 413.")
-	fs.DurationVar(&o.ReadHeaderTimeout, FlagReadHeaderTimeout, o.ReadHeaderTimeout, "Time allowed to read a request's headers.")
-	fs.DurationVar(&o.ReadTimeout, FlagReadTimeout, o.ReadTimeout, "Time allowed to read a whole request.")
-	fs.DurationVar(&o.WriteTimeout, FlagWriteTimeout, o.WriteTimeout, "Time allowed to serve a request, removal of a large volume included.")
-	fs.DurationVar(&o.IdleTimeout, FlagIdleTimeout, o.IdleTimeout, "Time an idle keep-alive connection is kept open.")
-	fs.DurationVar(&o.ShutdownTimeout, FlagShutdownTimeout, o.ShutdownTimeout, "Time allowed for requests in flight to finish at shutdown.")
-	fs.DurationVar(&o.Auth.AuthenticatedTTL, FlagTokenCacheTTL, o.Auth.AuthenticatedTTL, "How long a token accepted by TokenReview is remembered.")
-	fs.DurationVar(&o.Auth.UnauthenticatedTTL, FlagTokenRejectedCacheTTL, o.Auth.UnauthenticatedTTL, "How long a token rejected by TokenReview is remembered.")
-	fs.DurationVar(&o.Auth.AllowedTTL, FlagAllowedCacheTTL, o.Auth.AllowedTTL, "How long a call allowed by SubjectAccessReview is remembered.")
-	fs.DurationVar(&o.Auth.DeniedTTL, FlagDeniedCacheTTL, o.Auth.DeniedTTL, "How long a call denied by SubjectAccessReview is remembered.")
-	fs.IntVar(&o.Auth.CacheSize, FlagAuthCacheSize, o.Auth.CacheSize, "Most entries kept in each of the four caches: accepted tokens, rejected tokens, allowed calls, denied calls.")
-	fs.StringVar(&o.Auth.Audience, FlagTokenAudience, o.Auth.Audience, "Audience a bearer token must be issued for; tokens for other audiences, the API server's included, are refused.")
-	fs.IntVar(&o.Limits.MaxInFlight, FlagMaxInFlightPerAddress, o.Limits.MaxInFlight, "Most /v1 requests one client address may have in flight; more get 429.")
-	fs.Float64Var(&o.Limits.ReviewQPS, FlagReviewsPerAddressQPS, o.Limits.ReviewQPS, "TokenReviews per second one client address may cause with tokens that are not cached; more get 429.")
-	fs.IntVar(&o.Limits.ReviewBurst, FlagReviewsPerAddressBurst, o.Limits.ReviewBurst, "TokenReviews one client address may cause at once with tokens that are not cached.")
-	fs.BoolVar(&o.InsecureSkipAuth, FlagInsecureSkipAuth, o.InsecureSkipAuth, "Serve /v1 to anyone, without TokenReview and SubjectAccessReview. Only for a test bench: anyone who reaches the port can create and delete directories.")
-	fs.StringVar(&o.Kubeconfig, FlagKubeconfig, o.Kubeconfig, "Path of a kubeconfig for the API server; empty means the in-cluster service account.")
-	fs.Float32Var(&o.KubeAPIQPS, FlagKubeAPIQPS, o.KubeAPIQPS, "Queries per second to the API server (reviews that miss the caches).")
-	fs.IntVar(&o.KubeAPIBurst, FlagKubeAPIBurst, o.KubeAPIBurst, "Burst of queries to the API server.")
-}
-
-// Validate checks the options.
-func (o *Options) Validate() error {
-	var errs []error
-	if o.NodeName == "" {
-		errs = append(errs, fmt.Errorf("--%s (or $%s) is required", FlagNodeName, EnvNodeName))
-	}
-	if _, err := o.poolMap(); err != nil {
-		errs = append(errs, err)
-	}
-	if o.StateDir == "" {
-		errs = append(errs, fmt.Errorf("--%s must not be empty", FlagStateDir))
-	}
-	if o.BootIDFile == "" {
-		errs = append(errs, fmt.Errorf("--%s must not be empty", FlagBootIDFile))
-	}
-	if _, _, err := net.SplitHostPort(o.ListenAddress); err != nil {
-		errs = append(errs, fmt.Errorf("--%s %q: %w", FlagListenAddress, o.ListenAddress, err))
-	}
-	if o.MaxBodyBytes <= 0 {
-		errs = append(errs, fmt.Errorf("--%s must be positive", FlagMaxBodyBytes))
-	}
-	for name, d := range map[string]time.Duration{
-		FlagReadHeaderTimeout: o.ReadHeaderTimeout, FlagReadTimeout: o.ReadTimeout, FlagWriteTimeout: o.WriteTimeout,
-		FlagIdleTimeout: o.IdleTimeout, FlagShutdownTimeout: o.ShutdownTimeout,
-	} {
-		if d <= 0 {
-			errs = append(errs, fmt.Errorf("--%s must be positive", name))
-		}
-	}
-	for name, d := range map[string]time.Duration{
-		FlagTokenCacheTTL: o.Auth.AuthenticatedTTL, FlagTokenRejectedCacheTTL: o.Auth.UnauthenticatedTTL,
-		FlagAllowedCacheTTL: o.Auth.AllowedTTL, FlagDeniedCacheTTL: o.Auth.DeniedTTL,
-	} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("--%s must not be negative", name))
-		}
-	}
-	if o.Auth.CacheSize <= 0 {
-		errs = append(errs, fmt.Errorf("--%s must be positive", FlagAuthCacheSize))
-	}
-	if o.Auth.Audience == "" {
-		errs = append(errs, fmt.Errorf("--%s must not be empty", FlagTokenAudience))
-	}
-	if o.Limits.MaxInFlight <= 0 {
-		errs = append(errs, fmt.Errorf("--%s must be positive", FlagMaxInFlightPerAddress))
-	}
-	if o.Limits.ReviewQPS <= 0 || o.Limits.ReviewBurst <= 0 {
-		errs = append(errs, fmt.Errorf("--%s and --%s must be positive", FlagReviewsPerAddressQPS, FlagReviewsPerAddressBurst))
-	}
-	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
-		errs = append(errs, fmt.Errorf("--%s and --%s must be positive", FlagKubeAPIQPS, FlagKubeAPIBurst))
-	}
-	return errors.Join(errs...)
-}
-
-// poolMap parses the --pool values; the disk package checks names and paths.
-func (o *Options) poolMap() (map[string]string, error) {
-	if len(o.Pools) == 0 {
-		return nil, fmt.Errorf("--%s: at least one pool is needed", FlagPool)
-	}
-	pools := map[string]string{}
-	for _, p := range o.Pools {
-		name, path, ok := strings.Cut(p, "=")
-		if !ok || name == "" || path == "" {
-			return nil, fmt.Errorf("--%s %q: want NAME=PATH", FlagPool, p)
-		}
-		if err := client.ValidatePoolName(name); err != nil {
-			return nil, fmt.Errorf("--%s %q: %w", FlagPool, p, err)
-		}
-		if _, dup := pools[name]; dup {
-			return nil, fmt.Errorf("--%s: pool %q is given twice", FlagPool, name)
-		}
-		pools[name] = path
-	}
-	return pools, nil
-}
-
-// Run serves the API on o.ListenAddress until ctx ends, then shuts down
-// gracefully. o must have passed Validate.
-func Run(ctx context.Context, o *Options) error {
-	ln, err := net.Listen("tcp", o.ListenAddress)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.ListenAddress, err)
-	}
-	return serve(ctx, o, ln)
-}
-
-func serve(ctx context.Context, o *Options, ln net.Listener) error {
-	defer ln.Close()
-	logger := klog.FromContext(ctx)
-	pools, err := o.poolMap()
+// Run builds the manager (Complete) and serves it until ctx ends. o must
+// have passed Validate.
+func (o *Options) Run(ctx context.Context) error {
+	cfg, err := o.Complete(ctx)
 	if err != nil {
 		return err
 	}
-	store, err := disk.New(ctx, disk.Config{
-		NodeName: o.NodeName,
-		Pools:    pools,
-		Identity: disk.IdentityConfig{StateDir: o.StateDir, BootIDFile: o.BootIDFile, MachineIDFile: o.MachineIDFile},
-	})
+	return cfg.Run(ctx)
+}
+
+// Complete opens the listener on o.ListenAddress and builds what serves on
+// it. o must have passed Validate.
+func (o *Options) Complete(ctx context.Context) (*Config, error) {
+	ln, err := net.Listen("tcp", o.ListenAddress)
 	if err != nil {
-		return fmt.Errorf("set up storage: %w", err)
+		return nil, fmt.Errorf("listen on %s: %w", o.ListenAddress, err)
+	}
+	cfg, err := o.completeOn(ctx, ln)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// completeOn builds the manager that serves on ln: the host identity, the
+// disk Store on the pools Validate parsed, the authorizer and the server.
+func (o *Options) completeOn(ctx context.Context, ln net.Listener) (*Config, error) {
+	if o.pools == nil {
+		return nil, errors.New("the options have not been validated")
+	}
+	id, err := identity.Load(ctx, identity.Config{StateDir: o.StateDir, BootIDFile: o.BootIDFile, MachineIDFile: o.MachineIDFile})
+	if err != nil {
+		return nil, fmt.Errorf("load the host identity: %w", err)
+	}
+	store, err := disk.New(disk.Config{NodeName: o.NodeName, Pools: o.pools, Identity: id})
+	if err != nil {
+		return nil, fmt.Errorf("set up storage: %w", err)
 	}
 	limits := auth.NewPerAddress(o.Limits)
 	authorizer, err := o.authorizer(ctx, limits)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	handler, err := server.New(server.Config{NodeName: o.NodeName, Backend: store, Authorizer: authorizer, Limits: limits, MaxBodyBytes: o.MaxBodyBytes})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: o.ReadHeaderTimeout,
-		ReadTimeout:       o.ReadTimeout,
-		WriteTimeout:      o.WriteTimeout,
-		IdleTimeout:       o.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		// Requests keep the logger but not the cancellation: at shutdown,
-		// calls in flight finish their work.
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	return &Config{
+		listener: ln,
+		server: &http.Server{
+			Handler:           handler,
+			ReadHeaderTimeout: o.ReadHeaderTimeout,
+			ReadTimeout:       o.ReadTimeout,
+			WriteTimeout:      o.WriteTimeout,
+			IdleTimeout:       o.IdleTimeout,
+			MaxHeaderBytes:    64 << 10,
+		},
+		shutdownTimeout: o.ShutdownTimeout,
+		nodeName:        o.NodeName,
+		poolNames:       store.PoolNames(),
+		hostID:          id.HostID(),
+	}, nil
+}
+
+// authorizer returns the Reviewer, which asks the API server, bounded by
+// limits; with --insecure-skip-auth, AllowAll.
+func (o *Options) authorizer(ctx context.Context, limits *auth.PerAddress) (auth.Authorizer, error) {
+	if o.InsecureSkipAuth {
+		klog.FromContext(ctx).Error(nil, "WARNING: authentication and authorisation are OFF (--"+FlagInsecureSkipAuth+"): anyone who reaches the port can create and delete directories in the pools")
+		return auth.AllowAll{}, nil
 	}
+	cs, err := component.Clientset(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst, userAgent)
+	if err != nil {
+		return nil, err
+	}
+	opts := o.Auth
+	opts.Limits = limits
+	return auth.NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), opts), nil
+}
+
+// Run serves the API until ctx ends, then shuts down gracefully: requests in
+// flight get the shutdown timeout to finish.
+func (c *Config) Run(ctx context.Context) error {
+	defer c.listener.Close()
+	logger := klog.FromContext(ctx)
+	// Requests keep the logger but not the cancellation: at shutdown, calls
+	// in flight finish their work.
+	c.server.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("Serving the manager API", "address", ln.Addr().String(), "node", o.NodeName, "pools", store.PoolNames(), "hostID", mustHost(ctx, store))
+	go func() { errc <- c.server.Serve(c.listener) }()
+	logger.Info("Serving the manager API", "address", c.listener.Addr().String(), "node", c.nodeName, "pools", c.poolNames, "hostID", c.hostID)
 
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	logger.Info("Shutting down", "timeout", o.ShutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout)
+	logger.Info("Shutting down", "timeout", c.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	if err := c.server.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shut down: %w", err)
 	}
 	return nil
-}
-
-func mustHost(ctx context.Context, s *disk.Store) string {
-	h, err := s.Host(ctx)
-	if err != nil {
-		return ""
-	}
-	return h.HostID
-}
-
-func (o *Options) authorizer(ctx context.Context, limits *auth.PerAddress) (auth.Authorizer, error) {
-	if o.InsecureSkipAuth {
-		klog.FromContext(ctx).Error(nil, "WARNING: authentication and authorisation are OFF (--"+FlagInsecureSkipAuth+"): anyone who reaches the port can create and delete directories in the pools")
-		return auth.AllowAll{}, nil
-	}
-	var cfg *rest.Config
-	var err error
-	if o.Kubeconfig == "" {
-		cfg, err = rest.InClusterConfig()
-	} else {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("API server configuration: %w", err)
-	}
-	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
-	cfg.UserAgent = "hostpath-manager"
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("API client: %w", err)
-	}
-	opts := o.Auth
-	opts.Limits = limits
-	return auth.NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), opts), nil
 }

@@ -184,8 +184,8 @@ func testOptions(t *testing.T, insecure bool) *Options {
 	return o
 }
 
-// startServe runs serve on a local port until the test ends and returns
-// the manager's URL.
+// startServe completes the options on a local port and runs the Config
+// until the test ends; it returns the manager's URL.
 func startServe(t *testing.T, o *Options) string {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -196,12 +196,18 @@ func startServe(t *testing.T, o *Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg, err := o.completeOn(ctx, ln)
+	if err != nil {
+		ln.Close()
+		cancel()
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, o, ln) }()
+	go func() { done <- cfg.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("serve returned %v after shutdown", err)
+			t.Errorf("Run returned %v after shutdown", err)
 		}
 	})
 	return "http://" + ln.Addr().String()
@@ -273,7 +279,18 @@ func TestRunReportsListenErrors(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	o := NewOptions()
 	o.ListenAddress = "198.18.255.254:bad"
-	if err := Run(ctx, o); err == nil || !strings.Contains(err.Error(), "listen") {
+	if err := o.Run(ctx); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Errorf("Run error = %v", err)
+	}
+}
+
+// TestCompleteNeedsValidatedOptions: Complete builds on the pools Validate
+// parsed, so it refuses options that did not pass Validate.
+func TestCompleteNeedsValidatedOptions(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	o := testOptions(t, true)
+	o.ListenAddress = "127.0.0.1:0"
+	if _, err := o.Complete(ctx); err == nil || !strings.Contains(err.Error(), "validated") {
+		t.Errorf("Complete before Validate: %v", err)
 	}
 }

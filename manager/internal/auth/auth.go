@@ -17,6 +17,20 @@
 // size whose entries expire once they would be full again). There is no
 // global cap, so a flood from one address never refuses another address's
 // freshly rotated token.
+//
+// Why not k8s.io/apiserver's delegating authenticator and authorizer
+// (authenticatorfactory.DelegatingAuthenticatorConfig,
+// authorizerfactory.DelegatingAuthorizerConfig), as the kubelet does: they
+// have no per-address limits or 429, keep tokens in one unbounded expiring
+// cache (accepted and rejected alike) and decisions in one shared LRU, refuse
+// a token of the wrong audience without saying which token is needed, and
+// cost size and memory. Measured with go1.26 and k8s.io/apiserver v0.34.4 on
+// a throwaway copy of the manager whose main also builds both from a
+// clientset (CGO_ENABLED=0 go build -trimpath -ldflags "-s -w", then
+// stat -c %s): 38,600,866 bytes without them, 49,189,026 with (+10.6 MB,
+// +27%); serving on 127.0.0.1 with a kubeconfig naming an unreachable API
+// server, VmRSS in /proc/PID/status after one GET /v1/host: 28,232 to
+// 29,048 kB without, 43,560 to 43,584 kB with (+15 MB, +54%).
 package auth
 
 import (
@@ -74,10 +88,14 @@ func (a Attributes) String() string {
 
 // User is an authenticated caller, as TokenReview reported it.
 type User struct {
-	Name   string              `json:"name"`
-	UID    string              `json:"uid,omitempty"`
-	Groups []string            `json:"groups,omitempty"`
-	Extra  map[string][]string `json:"extra,omitempty"`
+	// Name is the user name, e.g. "system:serviceaccount:NS:SA".
+	Name string `json:"name"`
+	// UID is the user's unique ID, when TokenReview gave one.
+	UID string `json:"uid,omitempty"`
+	// Groups are the groups the user is in.
+	Groups []string `json:"groups,omitempty"`
+	// Extra is what else the authenticator said about the user.
+	Extra map[string][]string `json:"extra,omitempty"`
 }
 
 // Error is a refused call: Reason is client.ReasonUnauthorized (who the

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/klog/v2/ktesting"
 
+	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -137,10 +138,10 @@ func FuzzConfinement(f *testing.F) {
 	plantEscapes(f, work, pool)
 	_, ctx := ktesting.NewTestContext(f)
 	ctx = context.WithoutCancel(ctx)
-	store, err := New(ctx, Config{
+	store, err := New(Config{
 		NodeName:      "fuzz",
 		Pools:         map[string]string{"default": pool},
-		Identity:      IdentityConfig{StateDir: filepath.Join(base, "state"), BootIDFile: filepath.Join(base, "boot_id")},
+		Identity:      loadIdentity(f, identity.Config{StateDir: filepath.Join(base, "state"), BootIDFile: filepath.Join(base, "boot_id")}),
 		MountInfoFile: filepath.Join(base, "mountinfo"),
 	})
 	if err != nil {

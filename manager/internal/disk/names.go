@@ -1,12 +1,8 @@
 package disk
 
-import (
-	"io/fs"
+import "hostpath.dev/manager/pkg/client"
 
-	"hostpath.dev/manager/pkg/client"
-)
-
-// The name, owner and mode rules are the API's (manager/pkg/client), so that
+// The name and owner rules are the API's (manager/pkg/client), so that
 // callers check exactly what the Store enforces. These wrappers turn the
 // rules' errors into *client.Error values with reason BadRequest.
 
@@ -15,12 +11,6 @@ func ValidateVolumeName(name string) error { return badRequest(client.ValidateVo
 
 // ValidatePoolName is client.ValidatePoolName with reason BadRequest.
 func ValidatePoolName(name string) error { return badRequest(client.ValidatePoolName(name)) }
-
-// ParseMode is client.ParseMode with reason BadRequest.
-func ParseMode(s string) (fs.FileMode, error) {
-	m, err := client.ParseMode(s)
-	return m, badRequest(err)
-}
 
 func validateOwner(owner string) error { return badRequest(client.ValidateOwner(owner)) }
 

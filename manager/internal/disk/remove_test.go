@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/klog/v2/ktesting"
 
+	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -155,13 +156,7 @@ func TestDeleteVolume(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, e)
 			}
-			owner := tc.owner
-			switch owner {
-			case "":
-				owner = "pv-a"
-			case "-":
-				owner = ""
-			}
+			owner := caseOwner(tc.owner)
 			before := snapshot(t, e.base)
 			deleted, err := e.store.DeleteVolume(ctx, "default", tc.name, owner, tc.ifEmpty)
 			if tc.wantErr {
@@ -205,9 +200,9 @@ func TestDeleteMountInsideSymlinkedPool(t *testing.T) {
 	link := filepath.Join(e.base, "pool-link")
 	mustSymlink(t, e.pool, link)
 	mustWrite(t, e.mountInfo, fmt.Sprintf("90 40 0:50 / %s/v1/m rw - ext4 /dev/sdb rw\n", e.pool))
-	s, err := New(ctx, Config{
+	s, err := New(Config{
 		Pools:         map[string]string{"default": link},
-		Identity:      IdentityConfig{StateDir: filepath.Join(e.base, "state")},
+		Identity:      e.identity,
 		MountInfoFile: e.mountInfo,
 	})
 	if err != nil {
@@ -341,9 +336,9 @@ func TestHelperDeepRemove(t *testing.T) {
 	}
 
 	_, ctx := ktesting.NewTestContext(t)
-	s, err := New(ctx, Config{
+	s, err := New(Config{
 		Pools:         map[string]string{"default": filepath.Join(base, "pool")},
-		Identity:      IdentityConfig{StateDir: filepath.Join(base, "state"), BootIDFile: filepath.Join(base, "boot_id")},
+		Identity:      loadIdentity(t, identity.Config{StateDir: filepath.Join(base, "state"), BootIDFile: filepath.Join(base, "boot_id")}),
 		MountInfoFile: filepath.Join(base, "mountinfo"),
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -30,7 +31,31 @@ var (
 // base/mountinfo and a clock that reads t1.
 type testEnv struct {
 	base, pool, mountInfo string
+	identity              *identity.Identity
 	store                 *Store
+}
+
+// caseOwner is the owner a test case names: "pv-a" when it names none,
+// none ("") when it says "-".
+func caseOwner(owner string) string {
+	switch owner {
+	case "":
+		return "pv-a"
+	case "-":
+		return ""
+	}
+	return owner
+}
+
+// loadIdentity loads the host identity of cfg for a test.
+func loadIdentity(t testing.TB, cfg identity.Config) *identity.Identity {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	id, err := identity.Load(ctx, cfg)
+	if err != nil {
+		t.Fatalf("load the host identity: %v", err)
+	}
+	return id
 }
 
 // fakeMounts are mount table lines that exist in every testEnv: mounts at,
@@ -45,7 +70,6 @@ const fakeMounts = `22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 
 
 func newTestEnv(t testing.TB, extraMounts ...string) *testEnv {
 	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
 	base := t.TempDir()
 	e := &testEnv{base: base, pool: filepath.Join(base, "pool"), mountInfo: filepath.Join(base, "mountinfo")}
 	for _, d := range []string{e.pool, filepath.Join(base, "sibling", "data")} {
@@ -56,14 +80,15 @@ func newTestEnv(t testing.TB, extraMounts ...string) *testEnv {
 	mustWrite(t, filepath.Join(base, "machine-id"), "machine-1\n")
 	mounts := fakeMounts + strings.Join(extraMounts, "\n") + "\n"
 	mustWrite(t, e.mountInfo, strings.ReplaceAll(mounts, "BASE", base))
-	s, err := New(ctx, Config{
-		NodeName: "node-a",
-		Pools:    map[string]string{"default": e.pool},
-		Identity: IdentityConfig{
-			StateDir:      filepath.Join(base, "state"),
-			BootIDFile:    filepath.Join(base, "boot_id"),
-			MachineIDFile: filepath.Join(base, "machine-id"),
-		},
+	e.identity = loadIdentity(t, identity.Config{
+		StateDir:      filepath.Join(base, "state"),
+		BootIDFile:    filepath.Join(base, "boot_id"),
+		MachineIDFile: filepath.Join(base, "machine-id"),
+	})
+	s, err := New(Config{
+		NodeName:      "node-a",
+		Pools:         map[string]string{"default": e.pool},
+		Identity:      e.identity,
 		MountInfoFile: e.mountInfo,
 		Clock:         testingclock.NewFakePassiveClock(t1),
 	})
@@ -232,49 +257,8 @@ func TestValidatePoolName(t *testing.T) {
 	}
 }
 
-func TestParseMode(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want fs.FileMode
-		out  string
-		ok   bool
-	}{
-		{"", 0o777, "0777", true},
-		{"0777", 0o777, "0777", true},
-		{"750", 0o750, "0750", true},
-		{"0", 0, "0000", true},
-		{"2775", 0o775 | fs.ModeSetgid, "02775", true},
-		{"01777", 0o777 | fs.ModeSticky, "01777", true},
-		{"4700", 0o700 | fs.ModeSetuid, "04700", true},
-		{"10000", 0, "", false},
-		{"0888", 0, "", false},
-		{"rwx", 0, "", false},
-		{"-1", 0, "", false},
-		{"000000777", 0, "", false},
-	} {
-		got, err := ParseMode(tc.in)
-		if (err == nil) != tc.ok {
-			t.Errorf("ParseMode(%q) error %v, want ok=%v", tc.in, err, tc.ok)
-			continue
-		}
-		if !tc.ok {
-			if client.ReasonOf(err) != client.ReasonBadRequest {
-				t.Errorf("ParseMode(%q) error %v is not a BadRequest", tc.in, err)
-			}
-			continue
-		}
-		if got != tc.want {
-			t.Errorf("ParseMode(%q) = %v, want %v", tc.in, got, tc.want)
-		}
-		if s := client.FormatMode(got); s != tc.out {
-			t.Errorf("FormatMode(%v) = %q, want %q", got, s, tc.out)
-		}
-	}
-}
-
 func TestNewRejectsBadConfig(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	state := IdentityConfig{StateDir: t.TempDir()}
+	state := loadIdentity(t, identity.Config{StateDir: t.TempDir()})
 	for name, pools := range map[string]map[string]string{
 		"no pools":      {},
 		"bad pool name": {"Bad_Name": "/var/hp"},
@@ -284,9 +268,12 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		"nested pools":  {"a": "/var/hp", "b": "/var/hp/b"},
 		"same path":     {"a": "/var/hp", "b": "/var/hp"},
 	} {
-		if _, err := New(ctx, Config{Pools: pools, Identity: state}); err == nil {
+		if _, err := New(Config{Pools: pools, Identity: state}); err == nil {
 			t.Errorf("%s: New accepted %v", name, pools)
 		}
+	}
+	if _, err := New(Config{Pools: map[string]string{"default": "/var/hp"}}); err == nil {
+		t.Error("New accepted a configuration without a host identity")
 	}
 }
 
@@ -386,15 +373,9 @@ func TestCreateVolume(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, e)
 			}
-			pool, owner := tc.pool, tc.owner
+			pool, owner := tc.pool, caseOwner(tc.owner)
 			if pool == "" {
 				pool = "default"
-			}
-			switch owner {
-			case "":
-				owner = "pv-a"
-			case "-":
-				owner = ""
 			}
 			before := snapshot(t, e.base)
 			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, owner, tc.mode, tc.required)
@@ -717,7 +698,7 @@ func TestPreparePoolAndHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.NodeName != "node-a" || h.BootID != "boot-1" || h.MachineID != "machine-1" || !hostIDRE.MatchString(h.HostID) {
+	if h.NodeName != "node-a" || h.BootID != "boot-1" || h.MachineID != "machine-1" || h.HostID == "" || h.HostID != e.identity.HostID() {
 		t.Errorf("Host = %+v", h)
 	}
 	if len(h.Pools) != 1 || h.Pools[0].Error == "" {
@@ -748,52 +729,6 @@ func TestPreparePoolAndHost(t *testing.T) {
 	os.Remove(filepath.Join(e.base, "boot_id"))
 	if _, err := e.store.Host(ctx); err == nil {
 		t.Error("Host without a boot ID succeeded")
-	}
-}
-
-func TestLoadIdentity(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	dir := filepath.Join(t.TempDir(), "state", "nested")
-	cfg := IdentityConfig{StateDir: dir, MachineIDFile: filepath.Join(dir, "absent")}
-	a, err := LoadIdentity(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !hostIDRE.MatchString(a.HostID()) {
-		t.Errorf("host ID %q is not a UUID", a.HostID())
-	}
-	b, err := LoadIdentity(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.HostID() != b.HostID() {
-		t.Errorf("host ID changed across loads: %s then %s", a.HostID(), b.HostID())
-	}
-	if m := a.MachineID(ctx); m != "" {
-		t.Errorf("MachineID of a missing file = %q", m)
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 || entries[0].Name() != HostIDFile {
-		t.Errorf("state directory holds %v, want only %s", entries, HostIDFile)
-	}
-	other := IdentityConfig{StateDir: t.TempDir()}
-	c, err := LoadIdentity(ctx, other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.HostID() == a.HostID() {
-		t.Error("two state directories got the same host ID")
-	}
-
-	mustWrite(t, filepath.Join(dir, HostIDFile), "garbage\n")
-	if _, err := LoadIdentity(ctx, cfg); err == nil {
-		t.Error("LoadIdentity accepted a corrupt host ID file")
-	}
-	if got, _ := os.ReadFile(filepath.Join(dir, HostIDFile)); string(got) != "garbage\n" {
-		t.Error("corrupt host ID file was replaced")
-	}
-	if _, err := LoadIdentity(ctx, IdentityConfig{}); err == nil {
-		t.Error("LoadIdentity without a state directory succeeded")
 	}
 }
 

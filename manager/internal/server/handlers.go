@@ -6,13 +6,18 @@ import (
 	"k8s.io/klog/v2"
 )
 
-func (s *Server) getHost(w http.ResponseWriter, r *http.Request, _ *call) {
-	h, err := s.cfg.Backend.Host(r.Context())
+// answer writes v with 200, or the Backend's error.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, v any, err error) {
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h)
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) getHost(w http.ResponseWriter, r *http.Request, _ *call) {
+	h, err := s.cfg.Backend.Host(r.Context())
+	s.answer(w, r, h, err)
 }
 
 func (s *Server) preparePool(w http.ResponseWriter, r *http.Request, c *call) {
@@ -27,20 +32,12 @@ func (s *Server) preparePool(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, c *call) {
 	l, err := s.cfg.Backend.ListVolumes(r.Context(), c.pool)
-	if err != nil {
-		s.writeBackendError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, l)
+	s.answer(w, r, l, err)
 }
 
 func (s *Server) getVolume(w http.ResponseWriter, r *http.Request, c *call) {
 	v, err := s.cfg.Backend.GetVolume(r.Context(), c.pool, c.name)
-	if err != nil {
-		s.writeBackendError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+	s.answer(w, r, v, err)
 }
 
 func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {

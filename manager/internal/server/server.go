@@ -18,21 +18,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"net/netip"
 	"path"
 	"strconv"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/component"
 )
 
 // Backend does the work behind the routes; disk.Store implements it. Its
@@ -80,11 +76,14 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	metrics *metrics
+	// invalid and unmatched answer the requests no route serves.
+	invalid, unmatched http.Handler
 }
 
 var _ http.Handler = &Server{}
 
-// New returns a Server with its routes and its own Prometheus registry.
+// New returns a Server with its routes and its own Prometheus registry,
+// served on GET /metrics with GET /healthz and GET /readyz (both always ok).
 func New(cfg Config) (*Server, error) {
 	if cfg.Backend == nil || cfg.Authorizer == nil {
 		return nil, errors.New("server needs a backend and an authorizer")
@@ -92,35 +91,37 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(reg)}
+	m := newMetrics()
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: m}
+	s.invalid = m.instrument(routeInvalid, http.HandlerFunc(refuseUncleanPath))
+	s.unmatched = m.instrument(routeUnmatched, http.HandlerFunc(s.refuseUnmatched))
 
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
-	})
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	health := http.NewServeMux()
+	component.HealthHandlers(health, component.NewRegistry(m.collectors()...), nil)
+	for _, pattern := range []string{"GET /healthz", "GET /readyz", "GET /metrics"} {
+		s.handle(pattern, health)
+	}
 
-	host := func(*call) auth.Attributes {
+	hostAttributes := func(*call) auth.Attributes {
 		return auth.Attributes{Verb: "get", Resource: client.ResourceHosts, Name: cfg.NodeName}
 	}
-	pool := func(c *call) auth.Attributes {
+	poolAttributes := func(c *call) auth.Attributes {
 		return auth.Attributes{Verb: "update", Resource: client.ResourcePools, Name: c.pool}
 	}
-	s.route("GET /v1/host", host, parser{}, s.getHost)
-	s.route("PUT /v1/pools/{pool}", pool, parser{}, s.preparePool)
-	s.route("GET /v1/pools/{pool}/volumes", volumes("list"), parser{}, s.listVolumes)
-	s.route("GET /v1/pools/{pool}/volumes/{name}", volumes("get"), parser{}, s.getVolume)
-	s.route("PUT /v1/pools/{pool}/volumes/{name}", volumes("create"), parser{body: parseCreate}, s.createVolume)
-	s.route("PUT /v1/pools/{pool}/volumes/{name}/owner", volumes("update"), parser{body: parseSetOwner}, s.setOwner)
-	s.route("DELETE /v1/pools/{pool}/volumes/{name}", volumes("delete"), parser{query: parseDelete}, s.deleteVolume)
+	s.route("GET /v1/host", hostAttributes, parser{}, s.getHost)
+	s.route("PUT /v1/pools/{pool}", poolAttributes, parser{}, s.preparePool)
+	s.route("GET /v1/pools/{pool}/volumes", volumeAttributes("list"), parser{}, s.listVolumes)
+	s.route("GET /v1/pools/{pool}/volumes/{name}", volumeAttributes("get"), parser{}, s.getVolume)
+	s.route("PUT /v1/pools/{pool}/volumes/{name}", volumeAttributes("create"), parser{body: parseCreate}, s.createVolume)
+	s.route("PUT /v1/pools/{pool}/volumes/{name}/owner", volumeAttributes("update"), parser{body: parseSetOwner}, s.setOwner)
+	s.route("DELETE /v1/pools/{pool}/volumes/{name}", volumeAttributes("delete"), parser{query: parseDelete}, s.deleteVolume)
 	return s, nil
 }
 
-// volumes returns the attributes of the volume routes: verb on the pool's
-// volumes subresource, so that RBAC can grant one pool by resourceNames.
-func volumes(verb string) func(*call) auth.Attributes {
+// volumeAttributes returns the attributes of the volume routes: verb on
+// the pool's volumes subresource, so that RBAC can grant one pool by
+// resourceNames.
+func volumeAttributes(verb string) func(*call) auth.Attributes {
 	return func(c *call) auth.Attributes {
 		return auth.Attributes{Verb: verb, Resource: client.ResourcePools, Subresource: client.SubresourceVolumes, Name: c.pool}
 	}
@@ -129,10 +130,15 @@ func volumes(verb string) func(*call) auth.Attributes {
 // handlerFunc serves a checked, authorised /v1 call.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c *call)
 
+// handle registers h for pattern, counted and timed under the pattern.
+func (s *Server) handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, s.metrics.instrument(pattern, h))
+}
+
 // route registers a /v1 route: p checks the request, attrs names what the
 // caller needs in group hostpath.dev, h does the work.
 func (s *Server) route(pattern string, attrs func(*call) auth.Attributes, p parser, h handlerFunc) {
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	s.handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := p.check(r)
 		if err != nil {
 			writeError(w, client.ReasonBadRequest, err.Error())
@@ -166,7 +172,7 @@ func (s *Server) route(pattern string, attrs func(*call) auth.Attributes, p pars
 			c.user = &auth.User{}
 		}
 		h(w, r, c)
-	})
+	}))
 }
 
 // clientAddress is the IP address the request's connection comes from.
@@ -179,42 +185,41 @@ func clientAddress(r *http.Request) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
-// ServeHTTP implements http.Handler: it limits the body, rejects unclean
-// paths, answers unknown routes and methods with JSON, and counts.
+// ServeHTTP implements http.Handler: it limits the body, refuses unclean
+// paths and answers unknown routes and methods with JSON. Every request is
+// counted and timed under its route (see metrics).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w}
-	r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.MaxBodyBytes)
-	route := s.serve(rec, r)
-	if rec.code == 0 {
-		rec.code = http.StatusOK
-	}
-	s.metrics.observe(route, rec.code, time.Since(start))
-	klog.FromContext(r.Context()).V(4).Info("Served", "method", r.Method, "path", r.URL.Path, "route", route, "code", rec.code, "duration", time.Since(start))
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) string {
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	// The mux would redirect "/v1/pools/p/volumes/../x" to a cleaned path;
 	// an API answers such paths with 400 instead.
 	if p := r.URL.Path; p == "" || p != path.Clean(p) {
-		writeError(w, client.ReasonBadRequest, fmt.Sprintf("path %q is not clean: no empty, \".\" or \"..\" segments and no trailing slash", p))
-		return "invalid"
+		s.invalid.ServeHTTP(w, r)
+		return
 	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
-		// Let the mux decide between 404 and 405 (with its Allow header),
-		// then answer in JSON.
-		c := &captureWriter{header: http.Header{}}
-		s.mux.ServeHTTP(c, r)
-		if c.code == http.StatusMethodNotAllowed {
-			w.Header().Set("Allow", c.header.Get("Allow"))
-			writeError(w, client.ReasonMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, c.header.Get("Allow")))
-		} else {
-			writeError(w, client.ReasonNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
-		}
-		return "unmatched"
+		s.unmatched.ServeHTTP(w, r)
+		return
 	}
 	s.mux.ServeHTTP(w, r)
-	return r.Pattern
+}
+
+// refuseUncleanPath answers a path with empty, "." or ".." segments or a
+// trailing slash.
+func refuseUncleanPath(w http.ResponseWriter, r *http.Request) {
+	writeError(w, client.ReasonBadRequest, fmt.Sprintf("path %q is not clean: no empty, \".\" or \"..\" segments and no trailing slash", r.URL.Path))
+}
+
+// refuseUnmatched answers a request that matches no route: it lets the mux
+// decide between 404 and 405 (with its Allow header), then answers in JSON.
+func (s *Server) refuseUnmatched(w http.ResponseWriter, r *http.Request) {
+	c := &captureWriter{header: http.Header{}}
+	s.mux.ServeHTTP(c, r)
+	if c.code == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", c.header.Get("Allow"))
+		writeError(w, client.ReasonMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, c.header.Get("Allow")))
+		return
+	}
+	writeError(w, client.ReasonNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 }
 
 // writeRefusal answers an error of the limits or the Authorizer.
@@ -268,42 +273,24 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// statusRecorder remembers the status code written.
-type statusRecorder struct {
-	http.ResponseWriter
-	code int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.code == 0 {
-		r.code = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.code == 0 {
-		r.code = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
 // captureWriter swallows the mux's plain-text 404 and 405 answers.
 type captureWriter struct {
 	header http.Header
 	code   int
 }
 
+// Header returns the captured header.
 func (c *captureWriter) Header() http.Header { return c.header }
+
+// Write discards b, as if written with 200 unless a code was written.
 func (c *captureWriter) Write(b []byte) (int, error) {
 	if c.code == 0 {
 		c.code = http.StatusOK
 	}
 	return len(b), nil
 }
+
+// WriteHeader captures the first code written.
 func (c *captureWriter) WriteHeader(code int) {
 	if c.code == 0 {
 		c.code = code

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	"hostpath.dev/manager/internal/auth"
@@ -117,6 +119,7 @@ type routeCase struct {
 
 var routeCases = []routeCase{
 	{desc: "healthz needs no token", call: httpCall{method: "GET", path: "/healthz"}, wantCode: 200},
+	{desc: "readyz needs no token", call: httpCall{method: "GET", path: "/readyz"}, wantCode: 200},
 	{desc: "metrics need no token", call: httpCall{method: "GET", path: "/metrics"}, wantCode: 200,
 		check: func(t *testing.T, body []byte) {
 			if !strings.Contains(string(body), "go_goroutines") {
@@ -367,12 +370,19 @@ func TestMetricsCountRequests(t *testing.T) {
 	e.do(t, httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1"}`})
 	e.do(t, httpCall{method: "GET", path: "/v1/host"})
 	e.do(t, httpCall{method: "GET", path: "/nope"})
+	e.do(t, httpCall{method: "POST", path: "/v1/host"})
+	e.do(t, httpCall{method: "GET", path: "/v1/pools/fast/../x"})
+	e.do(t, httpCall{method: "GET", path: "/healthz"})
 	body := e.do(t, httpCall{method: "GET", path: "/metrics"}).Body.String()
 	for _, want := range []string{
 		`hostpath_manager_http_requests_total{code="201",route="PUT /v1/pools/{pool}/volumes/{name}"} 1`,
 		`hostpath_manager_http_requests_total{code="401",route="GET /v1/host"} 1`,
 		`hostpath_manager_http_requests_total{code="404",route="unmatched"} 1`,
+		`hostpath_manager_http_requests_total{code="405",route="unmatched"} 1`,
+		`hostpath_manager_http_requests_total{code="400",route="invalid"} 1`,
+		`hostpath_manager_http_requests_total{code="200",route="GET /healthz"} 1`,
 		`hostpath_manager_http_request_duration_seconds_count{route="GET /v1/host"} 1`,
+		`hostpath_manager_http_request_duration_seconds_count{route="unmatched"} 2`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
@@ -393,5 +403,25 @@ func mustUnmarshal(t *testing.T, b []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("decode %s: %v", b, err)
+	}
+}
+
+// TestLogsServedRequests: each request is logged at level 4 with its route
+// and the status code promhttp's writer recorded.
+func TestLogsServedRequests(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(4)))
+	ctx := klog.NewContext(context.Background(), logger)
+	for _, tc := range []struct {
+		method, path, want string
+	}{
+		{"GET", "/v1/host", `Served method="GET" path="/v1/host" route="GET /v1/host" code=401`},
+		{"POST", "/v1/host", `Served method="POST" path="/v1/host" route="unmatched" code=405`},
+		{"GET", "/healthz", `Served method="GET" path="/healthz" route="GET /healthz" code=200`},
+	} {
+		e.srv.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, tc.method, "http://manager"+tc.path, nil))
+		if log := logger.GetSink().(ktesting.Underlier).GetBuffer().String(); !strings.Contains(log, tc.want) {
+			t.Errorf("log lacks %s:\n%s", tc.want, log)
+		}
 	}
 }

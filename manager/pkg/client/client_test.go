@@ -16,6 +16,7 @@ import (
 
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/disk"
+	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
 )
@@ -38,11 +39,11 @@ func TestAgainstServer(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "boot_id"), []byte("b\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	store, err := disk.New(ctx, disk.Config{
-		NodeName: "node-a",
-		Pools:    map[string]string{"default": pool},
-		Identity: disk.IdentityConfig{StateDir: filepath.Join(dir, "state"), BootIDFile: filepath.Join(dir, "boot_id")},
-	})
+	id, err := identity.Load(ctx, identity.Config{StateDir: filepath.Join(dir, "state"), BootIDFile: filepath.Join(dir, "boot_id")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := disk.New(disk.Config{NodeName: "node-a", Pools: map[string]string{"default": pool}, Identity: id})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -89,6 +90,19 @@ func RESTConfig(kubeconfig string, qps float32, burst int, userAgent string) (*r
 	}
 	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, userAgent
 	return cfg, nil
+}
+
+// Clientset returns a clientset configured as RESTConfig says.
+func Clientset(kubeconfig string, qps float32, burst int, userAgent string) (*kubernetes.Clientset, error) {
+	cfg, err := RESTConfig(kubeconfig, qps, burst, userAgent)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create the API client: %w", err)
+	}
+	return cs, nil
 }
 
 // NewRegistry returns a Prometheus registry with the Go and process

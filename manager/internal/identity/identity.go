@@ -1,16 +1,23 @@
-package disk
+// Package identity says who the host is: a host ID generated once and kept
+// in the manager's state directory, the kernel's boot ID and the machine ID.
+// The disk Store reports them in GET /v1/host (client.Host).
+//
+// The host ID is a random (version 4) UUID from github.com/google/uuid,
+// written as its canonical text and a newline to StateDir/host-id. It
+// survives reboots and manager upgrades, and is copied along when a disk
+// image is cloned, which is how clones are caught.
+package identity
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
+	"github.com/google/uuid"
 	"k8s.io/klog/v2"
 )
 
@@ -24,32 +31,29 @@ const (
 	DefaultMachineIDFile = "/etc/machine-id"
 )
 
-var hostIDRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
-
-// IdentityConfig locates the files a host's identity is read from.
-type IdentityConfig struct {
+// Config locates the files a host's identity is read from.
+type Config struct {
 	// StateDir holds the host ID file; it is created if missing.
 	StateDir string
-	// BootIDFile is read at every call of BootID.
+	// BootIDFile is read at every call of BootID (DefaultBootIDFile when
+	// empty).
 	BootIDFile string
-	// MachineIDFile is read at every call of MachineID; it may be missing.
+	// MachineIDFile is read at every call of MachineID; it may be missing,
+	// and empty means the machine ID is not reported.
 	MachineIDFile string
 }
 
-// Identity is who the host is: a host ID generated once and kept in the
-// state directory (a random UUID; it survives reboots and manager upgrades,
-// and is copied along when a disk image is cloned, which is how clones are
-// caught), the kernel's boot ID and the machine ID.
+// Identity is who the host is. It is safe for concurrent use.
 type Identity struct {
 	hostID string
-	cfg    IdentityConfig
+	cfg    Config
 }
 
-// LoadIdentity reads the host ID from the state directory, creating the
-// directory and a new random ID (written atomically) on first use. A host ID
-// file that exists but does not hold a host ID is an error, not replaced:
-// the host's identity must not change behind the operator's back.
-func LoadIdentity(ctx context.Context, cfg IdentityConfig) (*Identity, error) {
+// Load reads the host ID from the state directory, creating the directory
+// and a new random ID (written atomically) on first use. A host ID file that
+// exists but does not hold a host ID is an error, not replaced: the host's
+// identity must not change behind the operator's back.
+func Load(ctx context.Context, cfg Config) (*Identity, error) {
 	if cfg.StateDir == "" {
 		return nil, errors.New("no state directory configured")
 	}
@@ -61,7 +65,7 @@ func LoadIdentity(ctx context.Context, cfg IdentityConfig) (*Identity, error) {
 	switch {
 	case err == nil:
 		id := strings.TrimSpace(string(b))
-		if !hostIDRE.MatchString(id) {
+		if !isHostID(id) {
 			return nil, fmt.Errorf("host ID file %s does not hold a host ID (a random UUID); remove it to have a new one generated", path)
 		}
 		return &Identity{hostID: id, cfg: cfg}, nil
@@ -71,12 +75,22 @@ func LoadIdentity(ctx context.Context, cfg IdentityConfig) (*Identity, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	id := newUUID()
-	if err := writeFileAtomic(cfg.StateDir, HostIDFile, []byte(id+"\n")); err != nil {
+	id, err := uuid.NewRandom()
+	if err != nil {
+		return nil, fmt.Errorf("generate a host ID: %w", err)
+	}
+	if err := writeFileAtomic(cfg.StateDir, HostIDFile, []byte(id.String()+"\n")); err != nil {
 		return nil, fmt.Errorf("write host ID: %w", err)
 	}
-	klog.FromContext(ctx).Info("Generated a new host ID", "hostID", id, "file", path)
-	return &Identity{hostID: id, cfg: cfg}, nil
+	klog.FromContext(ctx).Info("Generated a new host ID", "hostID", id.String(), "file", path)
+	return &Identity{hostID: id.String(), cfg: cfg}, nil
+}
+
+// isHostID reports whether s is a host ID as Load writes it: a random
+// (version 4, RFC 4122 variant) UUID in canonical lower-case form.
+func isHostID(s string) bool {
+	id, err := uuid.Parse(s)
+	return err == nil && id.Version() == 4 && id.Variant() == uuid.RFC4122 && id.String() == s
 }
 
 // HostID returns the persistent host ID.
@@ -102,15 +116,6 @@ func (i *Identity) MachineID(ctx context.Context) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// newUUID returns a random (version 4) UUID.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics instead)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // writeFileAtomic writes data to dir/name through a synced temporary file

@@ -1,0 +1,222 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"hostpath.dev/manager/internal/auth"
+	"hostpath.dev/manager/internal/identity"
+	"hostpath.dev/manager/internal/server"
+	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/component"
+)
+
+// Options are what component.Main runs.
+var _ component.Program = &Options{}
+
+// Flag names and the environment variables some of them fall back to.
+const (
+	FlagNodeName               = "node-name"
+	EnvNodeName                = "NODE_NAME"
+	FlagPool                   = "pool"
+	FlagStateDir               = "state-dir"
+	FlagMachineIDFile          = "machine-id-file"
+	FlagBootIDFile             = "boot-id-file"
+	FlagListenAddress          = "listen-address"
+	FlagMaxBodyBytes           = "max-body-bytes"
+	FlagReadHeaderTimeout      = "read-header-timeout"
+	FlagReadTimeout            = "read-timeout"
+	FlagWriteTimeout           = "write-timeout"
+	FlagIdleTimeout            = "idle-timeout"
+	FlagShutdownTimeout        = "shutdown-timeout"
+	FlagTokenCacheTTL          = "token-cache-ttl"
+	FlagTokenRejectedCacheTTL  = "token-rejected-cache-ttl"
+	FlagAllowedCacheTTL        = "authz-allowed-cache-ttl"
+	FlagDeniedCacheTTL         = "authz-denied-cache-ttl"
+	FlagAuthCacheSize          = "auth-cache-size"
+	FlagTokenAudience          = "token-audience"
+	FlagMaxInFlightPerAddress  = "max-in-flight-per-address"
+	FlagReviewsPerAddressQPS   = "token-reviews-per-address-qps"
+	FlagReviewsPerAddressBurst = "token-reviews-per-address-burst"
+	FlagInsecureSkipAuth       = "insecure-skip-auth"
+	FlagKubeconfig             = "kubeconfig"
+	FlagKubeAPIQPS             = "kube-api-qps"
+	FlagKubeAPIBurst           = "kube-api-burst"
+)
+
+// DefaultPool is the --pool default.
+const DefaultPool = "default=/var/hpvolumes"
+
+// Options holds the manager's settings, as the flags give them.
+type Options struct {
+	// NodeName is the node the manager runs on.
+	NodeName string
+	// Pools are NAME=PATH pairs.
+	Pools []string
+	// StateDir holds the host ID.
+	StateDir string
+	// MachineIDFile and BootIDFile are read for /v1/host.
+	MachineIDFile, BootIDFile string
+	// ListenAddress is where the API is served (host:port).
+	ListenAddress string
+	// MaxBodyBytes limits request bodies.
+	MaxBodyBytes int64
+	// HTTP server timeouts.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// ShutdownTimeout bounds the graceful shutdown.
+	ShutdownTimeout time.Duration
+	// Auth tunes the TokenReview and SubjectAccessReview caches and sets
+	// the token audience.
+	Auth auth.Options
+	// Limits bounds what each client address may cost.
+	Limits auth.LimitOptions
+	// InsecureSkipAuth lets every call through unauthenticated.
+	InsecureSkipAuth bool
+	// Kubeconfig is the path of a kubeconfig; empty means in-cluster.
+	Kubeconfig string
+	// KubeAPIQPS and KubeAPIBurst limit calls to the API server.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+
+	// pools are the parsed Pools, set by Validate.
+	pools map[string]string
+}
+
+// NewOptions returns Options with their defaults; the node name defaults to
+// $NODE_NAME.
+func NewOptions() *Options {
+	return &Options{
+		NodeName:          os.Getenv(EnvNodeName),
+		Pools:             []string{DefaultPool},
+		StateDir:          "/var/lib/hostpath",
+		MachineIDFile:     identity.DefaultMachineIDFile,
+		BootIDFile:        identity.DefaultBootIDFile,
+		ListenAddress:     ":8080",
+		MaxBodyBytes:      server.DefaultMaxBodyBytes,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      10 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ShutdownTimeout:   30 * time.Second,
+		Auth:              auth.DefaultOptions(),
+		Limits:            auth.DefaultLimitOptions(),
+		KubeAPIQPS:        20,
+		KubeAPIBurst:      40,
+	}
+}
+
+// AddFlags binds the options to fs; component.Main adds klog's flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.NodeName, FlagNodeName, o.NodeName, "Name of the Kubernetes node the manager runs on, reported by /v1/host. Defaults to $"+EnvNodeName+"; required.")
+	fs.StringArrayVar(&o.Pools, FlagPool, o.Pools, "Storage pool as NAME=PATH, with NAME a DNS label and PATH an absolute directory on the host; repeat the flag for more pools (giving it replaces the default).")
+	fs.StringVar(&o.StateDir, FlagStateDir, o.StateDir, "Directory that keeps the host ID, created if missing.")
+	fs.StringVar(&o.MachineIDFile, FlagMachineIDFile, o.MachineIDFile, "File holding the machine ID reported by /v1/host; empty to report none.")
+	fs.StringVar(&o.BootIDFile, FlagBootIDFile, o.BootIDFile, "File holding the kernel's boot ID reported by /v1/host.")
+	fs.StringVar(&o.ListenAddress, FlagListenAddress, o.ListenAddress, "Address (host:port) to serve the API, /healthz and /metrics on.")
+	fs.Int64Var(&o.MaxBodyBytes, FlagMaxBodyBytes, o.MaxBodyBytes, "Largest request body accepted, in bytes; larger ones get 413.")
+	fs.DurationVar(&o.ReadHeaderTimeout, FlagReadHeaderTimeout, o.ReadHeaderTimeout, "Time allowed to read a request's headers.")
+	fs.DurationVar(&o.ReadTimeout, FlagReadTimeout, o.ReadTimeout, "Time allowed to read a whole request.")
+	fs.DurationVar(&o.WriteTimeout, FlagWriteTimeout, o.WriteTimeout, "Time allowed to serve a request, removal of a large volume included.")
+	fs.DurationVar(&o.IdleTimeout, FlagIdleTimeout, o.IdleTimeout, "Time an idle keep-alive connection is kept open.")
+	fs.DurationVar(&o.ShutdownTimeout, FlagShutdownTimeout, o.ShutdownTimeout, "Time allowed for requests in flight to finish at shutdown.")
+	fs.DurationVar(&o.Auth.AuthenticatedTTL, FlagTokenCacheTTL, o.Auth.AuthenticatedTTL, "How long a token accepted by TokenReview is remembered.")
+	fs.DurationVar(&o.Auth.UnauthenticatedTTL, FlagTokenRejectedCacheTTL, o.Auth.UnauthenticatedTTL, "How long a token rejected by TokenReview is remembered.")
+	fs.DurationVar(&o.Auth.AllowedTTL, FlagAllowedCacheTTL, o.Auth.AllowedTTL, "How long a call allowed by SubjectAccessReview is remembered.")
+	fs.DurationVar(&o.Auth.DeniedTTL, FlagDeniedCacheTTL, o.Auth.DeniedTTL, "How long a call denied by SubjectAccessReview is remembered.")
+	fs.IntVar(&o.Auth.CacheSize, FlagAuthCacheSize, o.Auth.CacheSize, "Most entries kept in each of the four caches: accepted tokens, rejected tokens, allowed calls, denied calls.")
+	fs.StringVar(&o.Auth.Audience, FlagTokenAudience, o.Auth.Audience, "Audience a bearer token must be issued for; tokens for other audiences, the API server's included, are refused.")
+	fs.IntVar(&o.Limits.MaxInFlight, FlagMaxInFlightPerAddress, o.Limits.MaxInFlight, "Most /v1 requests one client address may have in flight; more get 429.")
+	fs.Float64Var(&o.Limits.ReviewQPS, FlagReviewsPerAddressQPS, o.Limits.ReviewQPS, "TokenReviews per second one client address may cause with tokens that are not cached; more get 429.")
+	fs.IntVar(&o.Limits.ReviewBurst, FlagReviewsPerAddressBurst, o.Limits.ReviewBurst, "TokenReviews one client address may cause at once with tokens that are not cached.")
+	fs.BoolVar(&o.InsecureSkipAuth, FlagInsecureSkipAuth, o.InsecureSkipAuth, "Serve /v1 to anyone, without TokenReview and SubjectAccessReview. Only for a test bench: anyone who reaches the port can create and delete directories.")
+	fs.StringVar(&o.Kubeconfig, FlagKubeconfig, o.Kubeconfig, "Path of a kubeconfig for the API server; empty means the in-cluster service account.")
+	fs.Float32Var(&o.KubeAPIQPS, FlagKubeAPIQPS, o.KubeAPIQPS, "Queries per second to the API server (reviews that miss the caches).")
+	fs.IntVar(&o.KubeAPIBurst, FlagKubeAPIBurst, o.KubeAPIBurst, "Burst of queries to the API server.")
+}
+
+// Validate checks the options, reporting every one that cannot work, and
+// keeps the parsed pools for Complete.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, fmt.Errorf("--%s (or $%s) is required", FlagNodeName, EnvNodeName))
+	}
+	pools, err := parsePools(o.Pools)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	o.pools = pools
+	if o.StateDir == "" {
+		errs = append(errs, fmt.Errorf("--%s must not be empty", FlagStateDir))
+	}
+	if o.BootIDFile == "" {
+		errs = append(errs, fmt.Errorf("--%s must not be empty", FlagBootIDFile))
+	}
+	if _, _, err := net.SplitHostPort(o.ListenAddress); err != nil {
+		errs = append(errs, fmt.Errorf("--%s %q: %w", FlagListenAddress, o.ListenAddress, err))
+	}
+	if o.MaxBodyBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagMaxBodyBytes))
+	}
+	for name, d := range map[string]time.Duration{
+		FlagReadHeaderTimeout: o.ReadHeaderTimeout, FlagReadTimeout: o.ReadTimeout, FlagWriteTimeout: o.WriteTimeout,
+		FlagIdleTimeout: o.IdleTimeout, FlagShutdownTimeout: o.ShutdownTimeout,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be positive", name))
+		}
+	}
+	for name, d := range map[string]time.Duration{
+		FlagTokenCacheTTL: o.Auth.AuthenticatedTTL, FlagTokenRejectedCacheTTL: o.Auth.UnauthenticatedTTL,
+		FlagAllowedCacheTTL: o.Auth.AllowedTTL, FlagDeniedCacheTTL: o.Auth.DeniedTTL,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("--%s must not be negative", name))
+		}
+	}
+	if o.Auth.CacheSize <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagAuthCacheSize))
+	}
+	if o.Auth.Audience == "" {
+		errs = append(errs, fmt.Errorf("--%s must not be empty", FlagTokenAudience))
+	}
+	if o.Limits.MaxInFlight <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagMaxInFlightPerAddress))
+	}
+	if o.Limits.ReviewQPS <= 0 || o.Limits.ReviewBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--%s and --%s must be positive", FlagReviewsPerAddressQPS, FlagReviewsPerAddressBurst))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--%s and --%s must be positive", FlagKubeAPIQPS, FlagKubeAPIBurst))
+	}
+	return errors.Join(errs...)
+}
+
+// parsePools parses the --pool values into a map from name to path; the
+// disk package checks the paths.
+func parsePools(values []string) (map[string]string, error) {
+	if len(values) == 0 {
+		return nil, fmt.Errorf("--%s: at least one pool is needed", FlagPool)
+	}
+	pools := map[string]string{}
+	for _, p := range values {
+		name, path, ok := strings.Cut(p, "=")
+		if !ok || name == "" || path == "" {
+			return nil, fmt.Errorf("--%s %q: want NAME=PATH", FlagPool, p)
+		}
+		if err := client.ValidatePoolName(name); err != nil {
+			return nil, fmt.Errorf("--%s %q: %w", FlagPool, p, err)
+		}
+		if _, dup := pools[name]; dup {
+			return nil, fmt.Errorf("--%s: pool %q is given twice", FlagPool, name)
+		}
+		pools[name] = path
+	}
+	return pools, nil
+}

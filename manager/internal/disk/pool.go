@@ -1,0 +1,152 @@
+package disk
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+// pool is one configured storage pool: its name and its directory on the
+// host.
+type pool struct {
+	name string
+	path string
+}
+
+// key is the lock key of a volume.
+func (p *pool) key(name string) string { return p.name + "/" + name }
+
+// open opens the pool root. A missing pool directory is NotFound.
+func (p *pool) open() (*os.Root, error) {
+	root, err := os.OpenRoot(p.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, notFoundf("pool %q directory %s does not exist; prepare it with PUT /v1/pools/%s", p.name, p.path, p.name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open pool %q at %s: %w", p.name, p.path, err)
+	}
+	return root, nil
+}
+
+// lstat looks at the entry name of the pool root: it reports whether it
+// exists, and fails with Conflict when it is not a directory.
+func (p *pool) lstat(root *os.Root, name string) (fs.FileInfo, bool, error) {
+	fi, err := root.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("stat volume %q in pool %q: %w", name, p.name, err)
+	}
+	if !fi.IsDir() {
+		return nil, false, conflictf("%q in pool %q is %s, not a volume directory", name, p.name, kindOf(fi))
+	}
+	return fi, true, nil
+}
+
+// existingVolume looks at the volume directory name of the pool root, which
+// must exist (else NotFound), and reads its owner record (nil: none).
+func (p *pool) existingVolume(root *os.Root, name string) (fs.FileInfo, *record, error) {
+	fi, exists, err := p.lstat(root, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !exists {
+		return nil, nil, notFoundf("volume %q not found in pool %q", name, p.name)
+	}
+	rec, err := p.record(root, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fi, rec, nil
+}
+
+// record reads the owner record of volume name (nil: none).
+func (p *pool) record(root *os.Root, name string) (*record, error) {
+	rec, err := readRecord(root, name)
+	if err != nil {
+		return nil, fmt.Errorf("volume %q in pool %q: %w", name, p.name, err)
+	}
+	return rec, nil
+}
+
+// info returns the pool's capacity, or the reason it cannot be read.
+func (p *pool) info() client.Pool {
+	info := client.Pool{Name: p.name, Path: p.path}
+	root, err := p.open()
+	if err != nil {
+		info.Error = err.Error()
+		return info
+	}
+	defer root.Close()
+	st, err := statRoot(root)
+	if err != nil {
+		info.Error = err.Error()
+		return info
+	}
+	info.CapacityBytes, info.FreeBytes = st.CapacityBytes, st.FreeBytes
+	info.Inodes, info.FreeInodes = st.Inodes, st.FreeInodes
+	return info
+}
+
+// volume describes the directory name with its owner record (nil: none).
+func (p *pool) volume(name string, fi fs.FileInfo, rec *record) client.Volume {
+	v := client.Volume{Name: name, Pool: p.name, Path: filepath.Join(p.path, name), Mode: client.FormatMode(fi.Mode())}
+	if rec != nil {
+		since := rec.OwnedSince
+		v.Owner, v.OwnedSince, v.Retained = rec.Owner, &since, rec.Retained
+	}
+	return v
+}
+
+// checkSpace fails with InsufficientStorage when requiredBytes is positive
+// and the pool has less free space.
+func (p *pool) checkSpace(root *os.Root, requiredBytes int64) error {
+	if requiredBytes <= 0 {
+		return nil
+	}
+	st, err := statRoot(root)
+	if err != nil {
+		return fmt.Errorf("pool %q: %w", p.name, err)
+	}
+	if st.FreeBytes < requiredBytes {
+		return client.Errorf(client.ReasonInsufficientStorage, "pool %q has %d bytes free, %d requested", p.name, st.FreeBytes, requiredBytes)
+	}
+	return nil
+}
+
+// kindOf names what a non-directory entry is, for messages.
+func kindOf(fi fs.FileInfo) string {
+	switch t := fi.Mode().Type(); {
+	case t == 0:
+		return "a file"
+	case t&fs.ModeSymlink != 0:
+		return "a symlink"
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	default:
+		return "a special file"
+	}
+}
+
+// fsStats are a filesystem's sizes.
+type fsStats struct {
+	CapacityBytes, FreeBytes, Inodes, FreeInodes int64
+}
+
+func statRoot(root *os.Root) (fsStats, error) {
+	f, err := root.Open(".")
+	if err != nil {
+		return fsStats{}, fmt.Errorf("open pool root: %w", err)
+	}
+	defer f.Close()
+	st, err := statfs(f)
+	if err != nil {
+		return fsStats{}, fmt.Errorf("statfs %s: %w", root.Name(), err)
+	}
+	return st, nil
+}

@@ -1,0 +1,389 @@
+package disk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+// ListVolumes returns the volume directories of a pool with their owners,
+// sorted by name. Entries that are not directories or whose names are not
+// valid volume names (the metadata directory among them) are not volumes
+// and are left out, and so are owner records without a directory. A record
+// that cannot be read fails the whole listing rather than show its
+// directory as unowned.
+func (s *Store) ListVolumes(ctx context.Context, poolName string) (*client.VolumeList, error) {
+	p, err := s.pool(poolName)
+	if err != nil {
+		return nil, err
+	}
+	root, err := p.open()
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	dir, err := root.Open(".")
+	if err != nil {
+		return nil, fmt.Errorf("open pool %q: %w", p.name, err)
+	}
+	defer dir.Close()
+	entries, err := dir.ReadDir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("read pool %q: %w", p.name, err)
+	}
+	list := &client.VolumeList{Items: []client.Volume{}}
+	for _, e := range entries {
+		if !e.IsDir() || ValidateVolumeName(e.Name()) != nil {
+			continue
+		}
+		fi, err := root.Lstat(e.Name())
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed while listing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("stat volume %q in pool %q: %w", e.Name(), p.name, err)
+		}
+		if !fi.IsDir() {
+			continue
+		}
+		rec, err := p.record(root, e.Name())
+		if err != nil {
+			return nil, err
+		}
+		list.Items = append(list.Items, p.volume(e.Name(), fi, rec))
+	}
+	slices.SortFunc(list.Items, func(a, b client.Volume) int { return strings.Compare(a.Name, b.Name) })
+	return list, nil
+}
+
+// GetVolume returns one volume directory with its owner.
+func (s *Store) GetVolume(ctx context.Context, poolName, name string) (*client.Volume, error) {
+	p, err := s.volumePool(poolName, name)
+	if err != nil {
+		return nil, err
+	}
+	return p.getVolume(name)
+}
+
+// getVolume describes the volume directory name with its owner.
+func (p *pool) getVolume(name string) (*client.Volume, error) {
+	root, err := p.open()
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	fi, rec, err := p.existingVolume(root, name)
+	if err != nil {
+		return nil, err
+	}
+	v := p.volume(name, fi, rec)
+	return &v, nil
+}
+
+// CreateVolume makes the directory name in the pool for the PersistentVolume
+// owner, with exactly mode (whatever the umask), and reports whether it made
+// the directory.
+//
+//   - No owner record and no directory: the record naming owner is written
+//     first, then the directory is made. When requiredBytes is positive, the
+//     pool must have that much free space before either.
+//   - A record naming owner: the directory is made if missing (a crash
+//     between record and directory) and gets mode.
+//   - A record naming another PersistentVolume: OwnerConflict naming it.
+//   - A directory without a record: OwnerConflict with no owner; the
+//     directory must be adopted with SetOwner first.
+//   - Anything but a directory with that name (a file, a symlink): Conflict.
+func (s *Store) CreateVolume(ctx context.Context, poolName, name, owner string, mode fs.FileMode, requiredBytes int64) (*client.Volume, bool, error) {
+	p, err := s.ownedVolumePool(poolName, name, owner)
+	if err != nil {
+		return nil, false, err
+	}
+	if mode&^(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 {
+		return nil, false, badRequestf("mode %v has bits other than permissions, setuid, setgid and sticky", mode)
+	}
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
+	root, release, err := s.openLocked(p, name)
+	if err != nil {
+		return nil, false, err
+	}
+	defer release()
+
+	fi, exists, err := p.lstat(root, name)
+	if err != nil {
+		return nil, false, err
+	}
+	rec, err := p.record(root, name)
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case rec != nil && rec.Owner != owner:
+		return nil, false, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q", name, p.name, rec.Owner)
+	case rec == nil && exists:
+		return nil, false, ownerConflictf("", "directory %q in pool %q exists without an owner record; it must be adopted with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name)
+	}
+	if !exists {
+		if fi, rec, err = s.makeVolume(logger, root, p, name, owner, rec, requiredBytes); err != nil {
+			return nil, false, err
+		}
+	}
+	if fi, err = p.setMode(root, name, fi, mode); err != nil {
+		return nil, false, err
+	}
+	if !exists {
+		logger.V(2).Info("Created volume", "mode", client.FormatMode(mode))
+	}
+	v := p.volume(name, fi, rec)
+	return &v, !exists, nil
+}
+
+// makeVolume makes the missing directory name, owner-only until setMode
+// gives it its mode, after checking the free space and writing the owner
+// record (unless rec, the record naming owner, is already there). When the
+// directory cannot be made, the record it wrote is removed again.
+func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name, owner string, rec *record, requiredBytes int64) (fs.FileInfo, *record, error) {
+	if err := p.checkSpace(root, requiredBytes); err != nil {
+		return nil, nil, err
+	}
+	wroteRecord := false
+	if rec == nil {
+		rec = &record{Owner: owner, OwnedSince: s.now()}
+		if err := writeRecord(root, name, *rec); err != nil {
+			return nil, nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
+		}
+		wroteRecord = true
+	}
+	if err := root.Mkdir(name, 0o700); err != nil {
+		if wroteRecord {
+			if rerr := removeRecord(root, name); rerr != nil {
+				logger.Error(rerr, "Cannot remove the owner record of a volume that was not created")
+			}
+		}
+		return nil, nil, fmt.Errorf("create volume %q in pool %q: %w", name, p.name, err)
+	}
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stat new volume %q in pool %q: %w", name, p.name, err)
+	}
+	return fi, rec, nil
+}
+
+// setMode gives the directory name exactly mode, through a descriptor of
+// the very directory that Lstat saw (fi), so a directory swapped for a
+// symlink meanwhile is never chmod-ed. It returns the directory's new state.
+func (p *pool) setMode(root *os.Root, name string, fi fs.FileInfo, mode fs.FileMode) (fs.FileInfo, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("open volume %q in pool %q: %w", name, p.name, err)
+	}
+	defer f.Close()
+	ffi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat volume %q in pool %q: %w", name, p.name, err)
+	}
+	if !os.SameFile(fi, ffi) {
+		return nil, conflictf("volume %q in pool %q changed while it was being created", name, p.name)
+	}
+	if err := f.Chmod(mode); err != nil {
+		return nil, fmt.Errorf("set mode %s on volume %q in pool %q: %w", client.FormatMode(mode), name, p.name, err)
+	}
+	if ffi, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("stat volume %q in pool %q: %w", name, p.name, err)
+	}
+	return ffi, nil
+}
+
+// SetOwner replaces the owner record of the existing directory name: a
+// compare-and-swap where previous must be the current owner ("" when the
+// directory has no record, to adopt it), else OwnerConflict names the
+// current owner. The new record names owner, keeps its date when the owner
+// does not change, and says whether the directory is retained.
+func (s *Store) SetOwner(ctx context.Context, poolName, name, owner, previous string, retained bool) (*client.Volume, error) {
+	p, err := s.ownedVolumePool(poolName, name, owner)
+	if err != nil {
+		return nil, err
+	}
+	if previous != "" {
+		if err := client.ValidateOwner(previous); err != nil {
+			return nil, badRequestf("previous owner: %s", err)
+		}
+	}
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
+	root, release, err := s.openLocked(p, name)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	fi, rec, err := p.existingVolume(root, name)
+	if err != nil {
+		return nil, err
+	}
+	current := ownerOf(rec)
+	if current != previous {
+		if current == "" {
+			return nil, ownerConflictf("", "directory %q in pool %q has no owner record, not one naming %q; adopt it with previous owner \"\"", name, p.name, previous)
+		}
+		return nil, ownerConflictf(current, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, current, previous)
+	}
+	next := record{Owner: owner, OwnedSince: s.now(), Retained: retained}
+	if rec != nil && rec.Owner == owner {
+		next.OwnedSince = rec.OwnedSince
+	}
+	if rec == nil || rec.Owner != next.Owner || rec.Retained != next.Retained {
+		if err := writeRecord(root, name, next); err != nil {
+			return nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
+		}
+	}
+	if current != owner {
+		logger.Info("Changed volume owner", "previous", current, "retained", retained)
+	} else {
+		logger.V(2).Info("Updated volume owner record", "retained", retained)
+	}
+	v := p.volume(name, fi, &next)
+	return &v, nil
+}
+
+// DeleteVolume removes the directory name, everything in it and its owner
+// record from the pool on behalf of owner, and reports whether there was
+// anything to remove.
+//
+//   - A record naming owner: the directory is removed, then the record. With
+//     ifEmpty, a directory holding anything is NotEmpty and stays. A record
+//     without a directory is removed (true).
+//   - No record and no directory (or no pool directory): nothing to do
+//     (false, nil).
+//   - A record naming another PersistentVolume: OwnerConflict naming it.
+//   - A directory without a record: OwnerConflict with no owner; adopt it
+//     first.
+//   - Anything but a directory with that name: Conflict, left alone.
+//   - A filesystem mounted on or below the directory (per the mount table):
+//     Conflict naming the mount points, nothing removed.
+//
+// Symlinks inside the tree are removed, never followed; trees of any depth
+// are removed with a bounded number of open files. When ctx ends, the
+// removal stops (wrapping ctx.Err()) with the record still in place, so a
+// later call finishes it.
+func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, ifEmpty bool) (bool, error) {
+	p, err := s.ownedVolumePool(poolName, name, owner)
+	if err != nil {
+		return false, err
+	}
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
+	root, release, err := s.openLocked(p, name)
+	if client.ReasonOf(err) == client.ReasonNotFound {
+		return false, nil // no pool directory, so no volume
+	}
+	if err != nil {
+		return false, err
+	}
+	defer release()
+
+	_, exists, err := p.lstat(root, name)
+	if err != nil {
+		return false, err
+	}
+	rec, err := p.record(root, name)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case rec == nil && !exists:
+		return false, nil
+	case rec == nil:
+		return false, ownerConflictf("", "directory %q in pool %q has no owner record: adopt it first with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name)
+	case rec.Owner != owner:
+		return false, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, rec.Owner, owner)
+	case !exists:
+		if err := removeRecord(root, name); err != nil {
+			return false, fmt.Errorf("volume %q in pool %q: %w", name, p.name, err)
+		}
+		logger.V(2).Info("Removed the owner record of a volume without a directory")
+		return true, nil
+	}
+	if err := s.removeVolume(ctx, root, p, name, ifEmpty); err != nil {
+		return false, err
+	}
+	logger.V(2).Info("Removed volume", "ifEmpty", ifEmpty)
+	return true, nil
+}
+
+// removeVolume removes the existing directory name of the pool root, unless
+// a filesystem is mounted inside or, with ifEmpty, it holds anything; then
+// its owner record, once the directory's removal is on disk.
+func (s *Store) removeVolume(ctx context.Context, root *os.Root, p *pool, name string, ifEmpty bool) error {
+	if err := s.checkNoMounts(p, name); err != nil {
+		return err
+	}
+	if ifEmpty {
+		empty, err := isEmptyDir(root, name)
+		if err != nil {
+			return fmt.Errorf("volume %q in pool %q: %w", name, p.name, err)
+		}
+		if !empty {
+			return client.Errorf(client.ReasonNotEmpty, "volume %q in pool %q is not empty", name, p.name)
+		}
+	}
+	if err := removeTree(ctx, root, name); err != nil {
+		return fmt.Errorf("remove volume %q from pool %q: %w", name, p.name, err)
+	}
+	if _, err := root.Lstat(name); err == nil {
+		return fmt.Errorf("volume %q in pool %q still exists after removal", name, p.name)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("check removal of volume %q in pool %q: %w", name, p.name, err)
+	}
+	// The directory's removal must reach the disk before the record's: a
+	// record without a directory is harmless, a directory without a record
+	// needs adopting.
+	if err := syncDir(root, "."); err != nil {
+		return fmt.Errorf("pool %q: %w", p.name, err)
+	}
+	if err := removeRecord(root, name); err != nil {
+		return fmt.Errorf("volume %q in pool %q: %w", name, p.name, err)
+	}
+	return nil
+}
+
+// checkNoMounts fails with Conflict when the mount table lists a mount
+// point on or below the volume directory (by its configured path and by its
+// path with symlinks resolved). Device numbers would not do: a btrfs
+// subvolume has its own without being a mount.
+func (s *Store) checkNoMounts(p *pool, name string) error {
+	points, err := readMountPoints(s.mountInfo)
+	if err != nil {
+		return fmt.Errorf("volume %q in pool %q: cannot tell whether filesystems are mounted inside: %w", name, p.name, err)
+	}
+	dirs := []string{filepath.Join(p.path, name)}
+	if real, err := filepath.EvalSymlinks(p.path); err == nil && real != p.path {
+		dirs = append(dirs, filepath.Join(real, name))
+	}
+	if inside := mountsInside(points, dirs...); len(inside) > 0 {
+		return conflictf("volume %q in pool %q has filesystems mounted inside (%s); unmount them first", name, p.name, strings.Join(inside, ", "))
+	}
+	return nil
+}
+
+// isEmptyDir reports whether the directory name of root has no entries.
+func isEmptyDir(root *os.Root, name string) (bool, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return false, fmt.Errorf("open directory: %w", err)
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("read directory: %w", err)
+	}
+	return len(entries) == 0, nil
+}
