@@ -4,35 +4,8 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/spf13/pflag"
-	"k8s.io/klog/v2"
-
+	"hostpath.dev/manager/pkg/component"
 	"hostpath.dev/provisioner/internal/app"
 )
 
-func main() {
-	opts := app.NewOptions()
-	fs := pflag.NewFlagSet("provisioner", pflag.ExitOnError)
-	opts.AddFlags(fs)
-	_ = fs.Parse(os.Args[1:])
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	logger := klog.Background()
-	ctx = klog.NewContext(ctx, logger)
-
-	err := opts.Validate()
-	if err == nil {
-		err = opts.Run(ctx)
-	}
-	if err != nil {
-		logger.Error(err, "Provisioner failed")
-		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-	}
-	klog.Flush()
-}
+func main() { component.Main("provisioner", app.NewOptions()) }

@@ -1,10 +1,13 @@
-// Package app is the provisioner program: its flags, and Run, which wires the
-// informers, the manager discovery and the library's ProvisionController.
+// Package app is the provisioner program, in three steps: Options (its flags,
+// and Validate), Complete, which builds from valid Options what the program
+// needs (clients, informers, manager discovery, event recorder, metrics) as a
+// Config, and Config.Run, which wires the parts (the library's
+// ProvisionController with the Provisioner, the claim sync, the reclaim
+// controller, the orphan sweeper) and runs them.
 package app
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -12,7 +15,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/reclaim"
@@ -126,7 +128,7 @@ func NewOptions() *Options {
 	}
 }
 
-// AddFlags binds the options to fs, and klog's flags too.
+// AddFlags binds the options to fs (component.Main adds klog's flags).
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeName, FlagNodeName, o.NodeName, "The node this instance runs on and provisions for. Defaults to the "+EnvNodeName+" environment variable; required.")
 	fs.StringVar(&o.ProvisionerName, FlagProvisionerName, o.ProvisionerName, "The provisioner name that StorageClasses name in their provisioner field.")
@@ -147,10 +149,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.OrphanSweepPeriod, FlagOrphanSweepPeriod, o.OrphanSweepPeriod, "How often this instance looks for orphaned directories in its node's pools (directories whose owner PV was never created) and removes the empty ones; 0 turns it off.")
 	fs.DurationVar(&o.OrphanGracePeriod, FlagOrphanGracePeriod, o.OrphanGracePeriod, "How long after its owner record was written a directory may count as orphaned; keep it well above the time a PV takes to be saved.")
 	fs.DurationVar(&o.ManagerDeleteTimeout, FlagManagerDeleteTimeout, o.ManagerDeleteTimeout, "The time limit of a manager delete, which removes a whole directory tree; keep it no shorter than the managers' --write-timeout.")
-
-	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(gofs)
-	fs.AddGoFlagSet(gofs)
 }
 
 // Validate reports every option that cannot work.

@@ -14,7 +14,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/podutil"
+	"hostpath.dev/manager/pkg/component"
 )
 
 // NotFoundError says that no Ready manager pod runs on a node.
@@ -83,7 +83,7 @@ func (r *Resolver) ForNode(node string) (*client.Client, error) {
 	}
 	var ip string
 	for _, p := range pods {
-		if p.Spec.NodeName == node && p.Status.PodIP != "" && podutil.Serving(p) {
+		if p.Spec.NodeName == node && p.Status.PodIP != "" && component.PodServing(p) {
 			ip = p.Status.PodIP
 			break
 		}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
-	"hostpath.dev/provisioner/internal/podutil"
+	"hostpath.dev/manager/pkg/component"
 )
 
 // Owner returns the candidate with the highest rendezvous weight for key, or
@@ -57,9 +57,6 @@ func NewInstances(pods corelisters.PodNamespaceLister, selector labels.Selector,
 	return &Instances{pods: pods, selector: selector, self: self}
 }
 
-// Self returns the node of the calling instance.
-func (i *Instances) Self() string { return i.self }
-
 // Live returns the sorted nodes of the instances whose pod is Ready and not
 // terminating. The calling instance is always included: it is alive, even
 // while its own pod is not Ready yet.
@@ -70,7 +67,7 @@ func (i *Instances) Live() ([]string, error) {
 	}
 	nodes := []string{i.self}
 	for _, p := range pods {
-		if podutil.Serving(p) {
+		if component.PodServing(p) {
 			nodes = append(nodes, p.Spec.NodeName)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // Adopt writes the owner record of a volume's directory that has none
@@ -108,7 +109,7 @@ func (p *Provisioner) AdoptAll(ctx context.Context) error {
 // adopt makes pv the owner of vol, a directory without an owner record,
 // when names (the PVs that name the directory) holds no other PV.
 func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.PersistentVolume, vol *client.Volume, names []string) error {
-	pool := pv.Annotations[AnnPool]
+	pool := pv.Annotations[annotations.Pool]
 	where := p.where(pool, vol.Name)
 	if vol.Owner != "" {
 		return fmt.Errorf("%s belongs to PersistentVolume %q, but PersistentVolume %q names it: not adopted; check both volumes by hand", where, vol.Owner, pv.Name)
@@ -135,8 +136,8 @@ func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.Persi
 // that this provisioner made, and false for any other PV.
 func (p *Provisioner) ownVolume(pv *v1.PersistentVolume) (pool, dir string, ok bool) {
 	k, named := keyOf(pv)
-	if !named || k.node != p.cfg.Node || pv.Annotations[AnnProvisionedBy] != p.cfg.Name ||
-		pv.Annotations[AnnMode] == string(ModeMultihost) {
+	if !named || k.node != p.cfg.Node || pv.Annotations[annotations.ProvisionedBy] != p.cfg.Name ||
+		pv.Annotations[annotations.Mode] == annotations.ModeMultihost {
 		return "", "", false
 	}
 	return k.pool, k.dir, true

@@ -6,11 +6,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
+
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 func TestAdopt(t *testing.T) {
 	foreign := volume("pv", selfNode, "default", "dir", "data")
-	foreign.Annotations[AnnProvisionedBy] = "example.com/other"
+	foreign.Annotations[annotations.ProvisionedBy] = "example.com/other"
 	tests := []struct {
 		name          string
 		pv            *v1.PersistentVolume

@@ -1,34 +1,43 @@
 // Package provisioner is the node-mode hostpath provisioner: the
 // sig-storage-lib-external-provisioner Provisioner, Qualifier and
 // DeletionGuard of one instance, which runs on one node and acts only for the
-// claims and volumes of that node.
+// claims and volumes of that node, and the ClaimSync beside it, which does
+// the few writes for claims that the library does not.
 //
 // How a claim is handled:
 //
-//  1. ShouldProvision (the Qualifier) reads the claim's StorageClass from the
-//     informer cache and ignores claims of other provisioners.
-//  2. It picks the claim's node from the annotations, in order
-//     hostpath.dev/provision-on-node, kubevirt.io/provisionOnNode,
-//     volume.kubernetes.io/selected-node; an explicit annotation wins over
-//     the scheduler's choice, with a Warning event.
-//  3. Only the instance of that node says yes. A WaitForFirstConsumer claim
-//     pinned by annotation gets volume.kubernetes.io/selected-node from that
-//     instance, so the library provisions it without a consumer.
-//  4. A claim that names no node (Immediate class), a node that does not
-//     exist or a node without an instance gets one Warning event, from the
-//     one instance that rendezvous hashing of the claim UID over the live
-//     instances elects. No other instance writes anything.
-//  5. Provision validates the class parameters and the claim, expands the
+//  1. decide reads the claim's StorageClass from the informer cache (claims
+//     of other provisioners are not served) and picks the claim's node from
+//     the annotations, in order hostpath.dev/provision-on-node,
+//     kubevirt.io/provisionOnNode, volume.kubernetes.io/selected-node; an
+//     explicit annotation wins over the scheduler's choice.
+//  2. ShouldProvision (the Qualifier) says yes only on the instance of that
+//     node, and only once a WaitForFirstConsumer claim has selected-node. It
+//     reads the caches and writes nothing, so the other instances emit no
+//     event, write nothing and count no failure for the claim.
+//  3. The ClaimSync, driven by the claim informer, acts on the same
+//     decision: on the instance of the claim's node it sets selected-node on
+//     a WaitForFirstConsumer claim pinned by annotation (event NodeSelected),
+//     so the library provisions it without a consumer, and reports annotations
+//     that disagree (NodeAnnotationConflict). A claim that names no node
+//     (Immediate class), a node that does not exist or a node without an
+//     instance gets one Warning event, from the one instance that rendezvous
+//     hashing of the claim UID over the live instances elects. Each instance
+//     reports a given problem of a claim once.
+//  4. Provision validates the class parameters and the claim, expands the
 //     pathPattern (shortened with a hash suffix past 255 bytes) or takes the
 //     directory the claim's hostpath.dev/reuse-directory names (after
 //     checking that no PV uses it, then moving its owner record), asks the
 //     node's manager for the directory with the PV as its owner, and returns
-//     the PV with hostPath and node affinity; manager errors map to the
+//     the PV with hostPath and node affinity; manager answers map to the
 //     library's states in provisioningState (a directory of another PV is a
-//     final failure: two claims never share one).
-//  6. ShouldDelete (the DeletionGuard) lets only the instance of the PV's
+//     final failure: two claims never share one), and finding no manager to
+//     call is retried in background.
+//  5. ShouldDelete (the DeletionGuard) lets only the instance of the PV's
 //     node delete; Delete removes the directory through the manager, as its
 //     owner, adopting a directory made before owner records first.
-//  7. Adopt and AdoptAll give directories made before owner records to the
+//  6. Adopt and AdoptAll give directories made before owner records to the
 //     one PV that names them, never to two.
+//
+// The names it writes and reads on objects live in package annotations.
 package provisioner

@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -14,9 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 const (
@@ -49,7 +53,7 @@ type fakeManager struct {
 	err         error
 	setOwnerErr error
 	volumes     map[string]*client.Volume // by pool/name
-	creates     []string                  // pool/name mode bytes by owner
+	creates     []string                  // pool/name dirMode bytes by owner
 	deletes     []string                  // pool/name by owner
 	setOwners   []string                  // pool/name previous->owner
 	gets        []string                  // pool/name
@@ -160,14 +164,18 @@ func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string, opts cl
 	return nil
 }
 
-// fixture is a Provisioner on selfNode over fake caches.
+// fixture is a Provisioner and its ClaimSync on selfNode over fake caches.
 type fixture struct {
 	prov     *Provisioner
+	sync     *ClaimSync
+	claims   cache.Indexer
 	kube     *fake.Clientset
 	recorder *record.FakeRecorder
 	manager  *fakeManager
 }
 
+// newFixture puts the objects in the informer caches; PVs and claims also on
+// the fake API server.
 func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 	t.Helper()
 	kube := fake.NewClientset()
@@ -175,6 +183,7 @@ func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 	classes := factory.Storage().V1().StorageClasses()
 	nodes := factory.Core().V1().Nodes()
 	volumes := factory.Core().V1().PersistentVolumes()
+	claims := factory.Core().V1().PersistentVolumeClaims()
 	for _, obj := range objects {
 		var err error
 		switch o := obj.(type) {
@@ -183,10 +192,9 @@ func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 		case *v1.Node:
 			err = nodes.Informer().GetIndexer().Add(o)
 		case *v1.PersistentVolume:
-			// In the cache and on the API server.
-			if err = volumes.Informer().GetIndexer().Add(o); err == nil {
-				err = kube.Tracker().Add(o)
-			}
+			err = errors.Join(volumes.Informer().GetIndexer().Add(o), kube.Tracker().Add(o))
+		case *v1.PersistentVolumeClaim:
+			err = errors.Join(claims.Informer().GetIndexer().Add(o), kube.Tracker().Add(o))
 		default:
 			t.Fatalf("unexpected object %T", obj)
 		}
@@ -194,7 +202,7 @@ func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f := &fixture{kube: kube, recorder: record.NewFakeRecorder(100), manager: &fakeManager{}}
+	f := &fixture{kube: kube, claims: claims.Informer().GetIndexer(), recorder: record.NewFakeRecorder(100), manager: &fakeManager{}}
 	f.prov = New(Config{
 		Name:      testProvisioner,
 		Node:      selfNode,
@@ -204,8 +212,9 @@ func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 		Volumes:   volumes.Lister(),
 		Instances: inst,
 		Managers:  func(string) (VolumeManager, error) { return f.manager, nil },
-		Recorder:  f.recorder,
 	})
+	f.sync = NewClaimSync(f.prov, claims, f.recorder)
+	t.Cleanup(f.sync.queue.ShutDown)
 	return f
 }
 
@@ -230,12 +239,12 @@ func testNodes() []any {
 	return []any{node(selfNode, selfNode+"-host"), node(otherNode, otherNode), node(idleNode, idleNode)}
 }
 
-func class(name string, mode storagev1.VolumeBindingMode, params map[string]string) *storagev1.StorageClass {
+func class(name string, binding storagev1.VolumeBindingMode, params map[string]string) *storagev1.StorageClass {
 	return &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: name},
 		Provisioner:       testProvisioner,
 		Parameters:        params,
-		VolumeBindingMode: &mode,
+		VolumeBindingMode: ptr.To(binding),
 	}
 }
 
@@ -251,21 +260,21 @@ func testClasses() []any {
 }
 
 // claim returns a claim of className with annotations given as key=value.
-func claim(className string, annotations ...string) *v1.PersistentVolumeClaim {
+func claim(className string, keyValues ...string) *v1.PersistentVolumeClaim {
 	c := &v1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "ns", Name: "data", UID: types.UID("0000-uid"), ResourceVersion: "7",
 			Annotations: map[string]string{},
 		},
 		Spec: v1.PersistentVolumeClaimSpec{
-			StorageClassName: &className,
+			StorageClassName: ptr.To(className),
 			AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
 			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{
 				v1.ResourceStorage: resource.MustParse("1Gi"),
 			}},
 		},
 	}
-	for _, kv := range annotations {
+	for _, kv := range keyValues {
 		k, v, _ := strings.Cut(kv, "=")
 		c.Annotations[k] = v
 	}
@@ -276,7 +285,7 @@ func claim(className string, annotations ...string) *v1.PersistentVolumeClaim {
 // annotations name dir of pool on nodeName, made for claim ns/claimName.
 func volume(name, nodeName, pool, dir, claimName string) *v1.PersistentVolume {
 	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
-		AnnProvisionedBy: testProvisioner, AnnNode: nodeName, AnnPool: pool, AnnDirectory: dir,
-		AnnClaimNamespace: "team-a", AnnClaimName: claimName, AnnMode: string(ModeNode),
+		annotations.ProvisionedBy: testProvisioner, annotations.Node: nodeName, annotations.Pool: pool, annotations.Directory: dir,
+		annotations.ClaimNamespace: "team-a", annotations.ClaimName: claimName, annotations.Mode: annotations.ModeNode,
 	}}}
 }

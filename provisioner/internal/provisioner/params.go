@@ -9,34 +9,25 @@ import (
 	"strings"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // StorageClass parameter keys.
 const (
-	// ParamMode selects the volume mode: ModeNode or ModeMultihost.
+	// ParamMode selects the mode: annotations.ModeNode or
+	// annotations.ModeMultihost.
 	ParamMode = "mode"
 	// ParamPool names the manager's storage pool.
 	ParamPool = "pool"
 	// ParamPathPattern is the template of the volume's directory name.
 	ParamPathPattern = "pathPattern"
-	// ParamDirMode is the octal permission of the volume's directory.
+	// ParamDirMode is the octal permission bits of the volume's directory.
 	ParamDirMode = "dirMode"
 )
 
-// Mode is a volume mode, the StorageClass parameter "mode".
-type Mode string
-
-// The volume modes.
+// Defaults of the StorageClass parameters, one per parameter.
 const (
-	// ModeNode is one directory on one node, with node affinity to it.
-	ModeNode Mode = "node"
-	// ModeMultihost is the same directory on every node (not supported yet).
-	ModeMultihost Mode = "multihost"
-)
-
-// Defaults of the StorageClass parameters.
-const (
-	DefaultMode        = ModeNode
+	DefaultMode        = annotations.ModeNode
 	DefaultPool        = "default"
 	DefaultPathPattern = "${pvc.metadata.namespace}-${pvc.metadata.name}-${pv.metadata.name}"
 	DefaultDirMode     = "0777"
@@ -62,8 +53,8 @@ var knownParams = []string{ParamMode, ParamPool, ParamPathPattern, ParamDirMode}
 
 // Parameters are a StorageClass's validated parameters.
 type Parameters struct {
-	// Mode is the volume mode.
-	Mode Mode
+	// Mode is annotations.ModeNode or annotations.ModeMultihost.
+	Mode string
 	// Pool is the storage pool's name.
 	Pool string
 	// PathPattern is the directory name template.
@@ -102,11 +93,11 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 	}
 	p := Parameters{Mode: DefaultMode, Pool: DefaultPool, PathPattern: DefaultPathPattern, DirMode: DefaultDirMode}
 	if v, ok := params[ParamMode]; ok {
-		switch Mode(v) {
-		case ModeNode, ModeMultihost:
-			p.Mode = Mode(v)
+		switch v {
+		case annotations.ModeNode, annotations.ModeMultihost:
+			p.Mode = v
 		default:
-			return Parameters{}, &ParameterError{Parameter: ParamMode, Problem: fmt.Sprintf("%q is not a mode; use %q or %q", v, ModeNode, ModeMultihost)}
+			return Parameters{}, &ParameterError{Parameter: ParamMode, Problem: fmt.Sprintf("%q is not a mode; use %q or %q", v, annotations.ModeNode, annotations.ModeMultihost)}
 		}
 	}
 	if v, ok := params[ParamPool]; ok {
@@ -124,11 +115,11 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 		p.PathPattern = v
 	}
 	if v, ok := params[ParamDirMode]; ok {
-		m, err := client.ParseMode(v)
+		perm, err := client.ParseMode(v)
 		if err != nil || v == "" {
 			return Parameters{}, &ParameterError{Parameter: ParamDirMode, Problem: fmt.Sprintf("%q is not an octal mode from 0 to 07777, such as 0770", v)}
 		}
-		p.DirMode = client.FormatMode(m)
+		p.DirMode = client.FormatMode(perm)
 	}
 	return p, nil
 }

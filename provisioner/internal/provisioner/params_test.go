@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 func TestParseParameters(t *testing.T) {
@@ -16,14 +17,14 @@ func TestParseParameters(t *testing.T) {
 		wantParam string // the parameter the error names; "" for success
 		wantText  string
 	}{
-		{name: "defaults", params: nil, want: Parameters{Mode: ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777"}},
+		{name: "defaults", params: nil, want: Parameters{Mode: annotations.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777"}},
 		{
 			name:   "all set",
 			params: map[string]string{ParamMode: "node", ParamPool: "fast-ssd", ParamPathPattern: "${pvc.metadata.name}", ParamDirMode: "2770"},
-			want:   Parameters{Mode: ModeNode, Pool: "fast-ssd", PathPattern: "${pvc.metadata.name}", DirMode: "02770"},
+			want:   Parameters{Mode: annotations.ModeNode, Pool: "fast-ssd", PathPattern: "${pvc.metadata.name}", DirMode: "02770"},
 		},
-		{name: "multihost parses", params: map[string]string{ParamMode: "multihost"}, want: Parameters{Mode: ModeMultihost, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777"}},
-		{name: "short dirMode", params: map[string]string{ParamDirMode: "755"}, want: Parameters{Mode: ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0755"}},
+		{name: "multihost parses", params: map[string]string{ParamMode: "multihost"}, want: Parameters{Mode: annotations.ModeMultihost, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777"}},
+		{name: "short dirMode", params: map[string]string{ParamDirMode: "755"}, want: Parameters{Mode: annotations.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0755"}},
 		{name: "unknown parameter", params: map[string]string{"size": "1Gi"}, wantParam: "size", wantText: "known parameters are mode, pool, pathPattern, dirMode"},
 		{name: "parameter keys are case-sensitive", params: map[string]string{"Mode": "node"}, wantParam: "Mode", wantText: "unknown parameter"},
 		{name: "bad mode", params: map[string]string{ParamMode: "cluster"}, wantParam: ParamMode, wantText: `"cluster" is not a mode`},

@@ -15,19 +15,20 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // reuseDirectory hands the existing directory dir of pool to the volume
-// pvName, for a claim with AnnReuseDirectory. It refuses, with the state
-// Finished and a message for the claim's event, a directory that does not
-// exist, that another PV names, or whose owner PV still exists; otherwise it
-// sets the owner record to pvName (compare-and-swap on the old owner). A nil
-// error means the directory is pvName's.
+// pvName, for a claim with annotations.ReuseDirectory. It refuses, with the
+// state Finished and a message for the claim's event, a directory that does
+// not exist, that another PV names, or whose owner PV still exists;
+// otherwise it sets the owner record to pvName (compare-and-swap on the old
+// owner). A nil error means the directory is pvName's.
 func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, pool, dir, pvName string) (controller.ProvisioningState, error) {
 	where := p.where(pool, dir)
 	vol, err := mgr.GetVolume(ctx, pool, dir)
 	if client.ReasonOf(err) == client.ReasonNotFound {
-		return controller.ProvisioningFinished, fmt.Errorf("the claim annotation %s names %s, which does not exist: name an existing directory, or remove the annotation (%w)", AnnReuseDirectory, where, err)
+		return controller.ProvisioningFinished, fmt.Errorf("the claim annotation %s names %s, which does not exist: name an existing directory, or remove the annotation (%w)", annotations.ReuseDirectory, where, err)
 	}
 	if err != nil {
 		return provisioningState(fmt.Errorf("read %s to reuse it: %w", where, err), false)
@@ -125,7 +126,7 @@ type dirKey struct{ node, pool, dir string }
 
 // keyOf returns the directory a PV's annotations name.
 func keyOf(pv *v1.PersistentVolume) (dirKey, bool) {
-	k := dirKey{node: pv.Annotations[AnnNode], pool: pv.Annotations[AnnPool], dir: pv.Annotations[AnnDirectory]}
+	k := dirKey{node: pv.Annotations[annotations.Node], pool: pv.Annotations[annotations.Pool], dir: pv.Annotations[annotations.Directory]}
 	return k, k.node != "" && k.pool != "" && k.dir != ""
 }
 
@@ -138,7 +139,7 @@ func (p *Provisioner) createError(err error, pool, dir string) error {
 		return fmt.Errorf("create %s: %w", p.where(pool, dir), err)
 	}
 	return fmt.Errorf("%s belongs to %s; two claims cannot share a directory: use a pathPattern with ${%s}, or reuse a retained directory with the annotation %s (%w)",
-		p.where(pool, dir), p.describeOwner(owner), VarVolumeName, AnnReuseDirectory, err)
+		p.where(pool, dir), p.describeOwner(owner), VarVolumeName, annotations.ReuseDirectory, err)
 }
 
 // describeOwner names the owner of a directory and, from the cache, its claim.
@@ -154,7 +155,7 @@ func (p *Provisioner) describeOwner(owner string) string {
 	case err != nil:
 		return text
 	}
-	ns, name := pv.Annotations[AnnClaimNamespace], pv.Annotations[AnnClaimName]
+	ns, name := pv.Annotations[annotations.ClaimNamespace], pv.Annotations[annotations.ClaimName]
 	if name == "" && pv.Spec.ClaimRef != nil {
 		ns, name = pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name
 	}

@@ -12,6 +12,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 func TestProvisionReuse(t *testing.T) {
@@ -117,7 +119,7 @@ func TestProvisionReuse(t *testing.T) {
 					return true, nil, tc.apiErr
 				})
 			}
-			c := claim("retain", AnnProvisionOnNode+"="+selfNode, AnnReuseDirectory+"="+tc.dir)
+			c := claim("retain", annotations.ProvisionOnNode+"="+selfNode, annotations.ReuseDirectory+"="+tc.dir)
 			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: retain, PVName: testPVName, PVC: c})
 			if state != tc.wantState {
 				t.Errorf("state = %s, want %s", state, tc.wantState)

@@ -7,19 +7,16 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/managers"
 )
-
-// ManagerClientRole is the ClusterRole that grants access to the manager API.
-const ManagerClientRole = "hostpath-manager-client"
 
 // provisioningState maps the error of a manager call made while provisioning
 // to the library's state, and wraps it with what the user should know.
 // reschedulable says whether the claim's node came from the scheduler, so
 // that another node may be tried.
 //
-//   - transport errors, 5xx answers, no manager on the node: in background,
-//     the library retries;
+//   - transport errors and 5xx answers: in background, the library retries
+//     (finding no manager to call is in background too, at the call site:
+//     it is no answer of the manager);
 //   - 401/403: in background with a message about the missing RBAC: it
 //     works once the binding is fixed;
 //   - 429 (too many requests): in background, the library retries;
@@ -33,10 +30,6 @@ const ManagerClientRole = "hostpath-manager-client"
 func provisioningState(err error, reschedulable bool) (controller.ProvisioningState, error) {
 	if err == nil {
 		return controller.ProvisioningFinished, nil
-	}
-	var nf *managers.NotFoundError
-	if errors.As(err, &nf) {
-		return controller.ProvisioningInBackground, fmt.Errorf("%w; will retry", err)
 	}
 	reason := client.ReasonOf(err)
 	switch reason {
@@ -86,5 +79,5 @@ func conflictOwner(err error) (string, bool) {
 
 // rbacError says what to fix when the manager rejects the provisioner.
 func rbacError(err error) error {
-	return fmt.Errorf("the manager rejected the provisioner's service account: bind it to the ClusterRole %s; will retry: %w", ManagerClientRole, err)
+	return fmt.Errorf("the manager rejected the provisioner's service account: bind it to the ClusterRole %s; will retry: %w", client.ClientClusterRole, err)
 }

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/managers"
 )
 
 func TestProvisioningState(t *testing.T) {
@@ -26,7 +25,6 @@ func TestProvisioningState(t *testing.T) {
 	}{
 		{name: "transport error", err: errors.New("dial tcp: connection refused"), want: controller.ProvisioningInBackground, wantText: "manager unreachable"},
 		{name: "timeout", err: fmt.Errorf("PUT: %w", context.DeadlineExceeded), want: controller.ProvisioningInBackground},
-		{name: "no manager on the node", err: &managers.NotFoundError{Node: "n", Selector: "s"}, want: controller.ProvisioningInBackground, wantText: "no Ready manager pod"},
 		{name: "500", err: answer(client.ReasonInternal), want: controller.ProvisioningInBackground},
 		{name: "500 on a scheduled claim", err: answer(client.ReasonInternal), reschedulable: true, want: controller.ProvisioningInBackground},
 		{name: "507 pinned", err: answer(client.ReasonInsufficientStorage), want: controller.ProvisioningFinished, wantText: "not enough free space"},
@@ -42,8 +40,8 @@ func TestProvisioningState(t *testing.T) {
 		{name: "429", err: answer(client.ReasonTooManyRequests), want: controller.ProvisioningInBackground, wantText: "will retry"},
 		{name: "429 scheduled", err: answer(client.ReasonTooManyRequests), reschedulable: true, want: controller.ProvisioningInBackground, wantText: "busy"},
 		{name: "413", err: answer(client.ReasonRequestTooLarge), want: controller.ProvisioningFinished},
-		{name: "401", err: answer(client.ReasonUnauthorized), want: controller.ProvisioningInBackground, wantText: "ClusterRole " + ManagerClientRole},
-		{name: "403", err: answer(client.ReasonForbidden), want: controller.ProvisioningInBackground, wantText: "ClusterRole " + ManagerClientRole},
+		{name: "401", err: answer(client.ReasonUnauthorized), want: controller.ProvisioningInBackground, wantText: "ClusterRole " + client.ClientClusterRole},
+		{name: "403", err: answer(client.ReasonForbidden), want: controller.ProvisioningInBackground, wantText: "ClusterRole " + client.ClientClusterRole},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,10 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/reclaim"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // supportedAccessModes are the access modes one node's directory can serve.
@@ -24,8 +25,8 @@ var supportedAccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.
 
 // Provision creates the claim's directory through this node's manager and
 // returns its PV. The directory is the expanded pathPattern, or the one the
-// claim's AnnReuseDirectory names; the manager records the PV as its owner,
-// so a directory of another PV is never handed out.
+// claim's annotations.ReuseDirectory names; the manager records the PV as
+// its owner, so a directory of another PV is never handed out.
 func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
 	claim := opts.PVC
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pvc", klog.KObj(claim), "pv", opts.PVName)
@@ -35,8 +36,8 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 	if err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
-	if params.Mode == ModeMultihost {
-		return nil, controller.ProvisioningFinished, fmt.Errorf("StorageClass parameter %q: mode %q is not supported yet; use mode %q", ParamMode, ModeMultihost, ModeNode)
+	if params.Mode == annotations.ModeMultihost {
+		return nil, controller.ProvisioningFinished, fmt.Errorf("StorageClass parameter %q: mode %q is not supported yet; use mode %q", ParamMode, annotations.ModeMultihost, annotations.ModeNode)
 	}
 	if err := checkClaim(claim); err != nil {
 		return nil, controller.ProvisioningFinished, err
@@ -64,8 +65,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 
 	mgr, err := p.cfg.Managers(p.cfg.Node)
 	if err != nil {
-		state, err := provisioningState(err, reschedulable)
-		return nil, state, err
+		// No manager to call yet, whatever the cause: not an answer of
+		// the manager, so no state of provisioningState.
+		return nil, controller.ProvisioningInBackground, fmt.Errorf("%w; will retry", err)
 	}
 	if reuse {
 		if state, err := p.reuseDirectory(ctx, mgr, params.Pool, dir, opts.PVName); err != nil {
@@ -123,15 +125,15 @@ func requestedBytes(size resource.Quantity) (int64, error) {
 }
 
 // claimDirectory returns the directory a claim's volume gets: the one its
-// AnnReuseDirectory names (reuse true), or the expanded pathPattern.
+// annotations.ReuseDirectory names (reuse true), or the expanded pathPattern.
 func claimDirectory(params Parameters, claim *v1.PersistentVolumeClaim, pvName string) (dir string, reuse bool, err error) {
-	name, ok := claim.Annotations[AnnReuseDirectory]
+	name, ok := claim.Annotations[annotations.ReuseDirectory]
 	if !ok {
 		dir, err := params.Directory(claim.Namespace, claim.Name, pvName)
 		return dir, false, err
 	}
 	if err := client.ValidateVolumeName(name); err != nil {
-		return "", true, fmt.Errorf("claim annotation %s: %w", AnnReuseDirectory, err)
+		return "", true, fmt.Errorf("claim annotation %s: %w", annotations.ReuseDirectory, err)
 	}
 	return name, true, nil
 }
@@ -140,7 +142,7 @@ func claimDirectory(params Parameters, claim *v1.PersistentVolumeClaim, pvName s
 func checkClaim(claim *v1.PersistentVolumeClaim) error {
 	for _, m := range claim.Spec.AccessModes {
 		if m == v1.ReadWriteMany {
-			return fmt.Errorf("access mode %s is not supported in mode %q: one node's directory cannot be shared across nodes (that is what mode %q is for, not available yet); use ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany", m, ModeNode, ModeMultihost)
+			return fmt.Errorf("access mode %s is not supported in mode %q: one node's directory cannot be shared across nodes (that is what mode %q is for, not available yet); use ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany", m, annotations.ModeNode, annotations.ModeMultihost)
 		}
 		if !slices.Contains(supportedAccessModes, m) {
 			return fmt.Errorf("access mode %s is not supported; use ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany", m)
@@ -178,21 +180,19 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 	if in.class.ReclaimPolicy != nil {
 		policy = *in.class.ReclaimPolicy
 	}
-	hostPathType := v1.HostPathDirectory
-	fs := v1.PersistentVolumeFilesystem
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: in.name,
 			// The instance of the node removes or retains the directory
 			// before the PV goes, however it is deleted (package reclaim).
-			Finalizers: []string{reclaim.Finalizer},
+			Finalizers: []string{annotations.Finalizer},
 			Annotations: map[string]string{
-				AnnNode:           in.node,
-				AnnPool:           in.pool,
-				AnnDirectory:      in.dir,
-				AnnClaimNamespace: in.claim.Namespace,
-				AnnClaimName:      in.claim.Name,
-				AnnMode:           string(ModeNode),
+				annotations.Node:           in.node,
+				annotations.Pool:           in.pool,
+				annotations.Directory:      in.dir,
+				annotations.ClaimNamespace: in.claim.Namespace,
+				annotations.ClaimName:      in.claim.Name,
+				annotations.Mode:           annotations.ModeNode,
 			},
 		},
 		Spec: v1.PersistentVolumeSpec{
@@ -200,9 +200,9 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 			AccessModes:                   slices.Clone(in.claim.Spec.AccessModes),
 			PersistentVolumeReclaimPolicy: policy,
 			MountOptions:                  slices.Clone(in.class.MountOptions),
-			VolumeMode:                    &fs,
+			VolumeMode:                    ptr.To(v1.PersistentVolumeFilesystem),
 			PersistentVolumeSource: v1.PersistentVolumeSource{
-				HostPath: &v1.HostPathVolumeSource{Path: in.path, Type: &hostPathType},
+				HostPath: &v1.HostPathVolumeSource{Path: in.path, Type: ptr.To(v1.HostPathDirectory)},
 			},
 			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
 				NodeSelectorTerms: []v1.NodeSelectorTerm{{
@@ -222,13 +222,13 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 // manager kept them) is adopted first (see Adopt) and the delete tried once
 // more; a directory of another PV is left alone.
 func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
-	node := pv.Annotations[AnnNode]
+	node := pv.Annotations[annotations.Node]
 	if node != p.cfg.Node {
 		return &controller.IgnoredError{Reason: fmt.Sprintf("the volume is on node %q", node)}
 	}
-	pool, dir := pv.Annotations[AnnPool], pv.Annotations[AnnDirectory]
+	pool, dir := pv.Annotations[annotations.Pool], pv.Annotations[annotations.Directory]
 	if pool == "" || dir == "" {
-		return fmt.Errorf("volume %s lacks the annotations %s and %s: remove its directory by hand and delete the volume", pv.Name, AnnPool, AnnDirectory)
+		return fmt.Errorf("volume %s lacks the annotations %s and %s: remove its directory by hand and delete the volume", pv.Name, annotations.Pool, annotations.Directory)
 	}
 	mgr, err := p.cfg.Managers(node)
 	if err != nil {

@@ -12,10 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/managers"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 const testPVName = "pvc-0000-uid"
@@ -27,21 +28,19 @@ func wantPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir stri
 	if class.ReclaimPolicy != nil {
 		reclaim = *class.ReclaimPolicy
 	}
-	dirType := v1.HostPathDirectory
-	fs := v1.PersistentVolumeFilesystem
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: testPVName, Annotations: map[string]string{
-			AnnNode: selfNode, AnnPool: "default", AnnDirectory: dir,
-			AnnClaimNamespace: "ns", AnnClaimName: "data", AnnMode: "node",
+			annotations.Node: selfNode, annotations.Pool: "default", annotations.Directory: dir,
+			annotations.ClaimNamespace: "ns", annotations.ClaimName: "data", annotations.Mode: "node",
 		}, Finalizers: []string{"hostpath.dev/directory-protection"}},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: c.Spec.Resources.Requests[v1.ResourceStorage]},
 			AccessModes:                   c.Spec.AccessModes,
 			PersistentVolumeReclaimPolicy: reclaim,
 			MountOptions:                  class.MountOptions,
-			VolumeMode:                    &fs,
+			VolumeMode:                    ptr.To(v1.PersistentVolumeFilesystem),
 			PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{
-				Path: "/var/hpvolumes/" + dir, Type: &dirType,
+				Path: "/var/hpvolumes/" + dir, Type: ptr.To(v1.HostPathDirectory),
 			}},
 			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
 				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{selfNode + "-host"}}},
@@ -51,9 +50,8 @@ func wantPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir stri
 }
 
 func TestProvision(t *testing.T) {
-	retain := v1.PersistentVolumeReclaimRetain
 	retainClass := class("retain", storagev1.VolumeBindingImmediate, map[string]string{ParamPool: "default", ParamDirMode: "0770", ParamPathPattern: "${pvc.metadata.name}.${pv.metadata.name}"})
-	retainClass.ReclaimPolicy = &retain
+	retainClass.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
 	retainClass.MountOptions = []string{"noatime"}
 	immediate := class("immediate", storagev1.VolumeBindingImmediate, nil)
 	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil)
@@ -66,7 +64,7 @@ func TestProvision(t *testing.T) {
 		t.Fatal(err)
 	}
 	longPV := wantPV(immediate, claim("immediate"), longDir)
-	longPV.Annotations[AnnClaimName] = longName
+	longPV.Annotations[annotations.ClaimName] = longName
 	const maxInt64 = "9223372036854775807"
 
 	insufficient := fmt.Errorf("PUT: %w", &client.Error{StatusCode: 507, Status: client.Status{Reason: client.ReasonInsufficientStorage, Message: "pool default has 1 KiB free"}})
@@ -85,41 +83,41 @@ func TestProvision(t *testing.T) {
 	}{
 		{
 			name: "Immediate claim pinned by annotation", class: immediate,
-			claim:     claim("immediate", AnnProvisionOnNode+"="+selfNode),
+			claim:     claim("immediate", annotations.ProvisionOnNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 			wantPV: wantPV(immediate, claim("immediate"), defaultDir),
 		},
 		{
 			name: "WaitForFirstConsumer claim on the selected node", class: wffc,
-			claim:     claim("wffc", AnnSelectedNode+"="+selfNode),
+			claim:     claim("wffc", annotations.SelectedNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 			wantPV: wantPV(wffc, claim("wffc"), defaultDir),
 		},
 		{
 			name: "annotation wins over the scheduler's node", class: wffc,
-			claim:     claim("wffc", AnnProvisionOnNode+"="+selfNode, AnnSelectedNode+"="+otherNode),
+			claim:     claim("wffc", annotations.ProvisionOnNode+"="+selfNode, annotations.SelectedNode+"="+otherNode),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 			wantPV: wantPV(wffc, claim("wffc"), defaultDir),
 		},
 		{
 			name: "Retain class with parameters and mount options", class: retainClass,
-			claim:     withAccessModes(claim("retain", AnnKubevirtProvisionOnNode+"="+selfNode), v1.ReadWriteOncePod, v1.ReadOnlyMany),
+			claim:     withAccessModes(claim("retain", annotations.KubevirtProvisionOnNode+"="+selfNode), v1.ReadWriteOncePod, v1.ReadOnlyMany),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data." + testPVName + " 0770 1Gi by " + testPVName,
 			wantPV: wantPV(retainClass, withAccessModes(claim("retain"), v1.ReadWriteOncePod, v1.ReadOnlyMany), "data."+testPVName),
 		},
 		{
 			name: "ReadWriteMany is refused", class: immediate,
-			claim:     withAccessModes(claim("immediate", AnnProvisionOnNode+"="+selfNode), v1.ReadWriteMany),
+			claim:     withAccessModes(claim("immediate", annotations.ProvisionOnNode+"="+selfNode), v1.ReadWriteMany),
 			wantState: controller.ProvisioningFinished, wantErr: "ReadWriteMany is not supported in mode \"node\"",
 		},
 		{
 			name: "unknown parameter", class: class("bad", storagev1.VolumeBindingImmediate, map[string]string{"size": "1"}),
-			claim:     claim("bad", AnnProvisionOnNode+"="+selfNode),
+			claim:     claim("bad", annotations.ProvisionOnNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantErr: `StorageClass parameter "size": unknown parameter`,
 		},
 		{
 			name: "pathPattern that escapes the pool", class: class("bad", storagev1.VolumeBindingImmediate, map[string]string{ParamPathPattern: "../${pvc.metadata.name}"}),
-			claim:     claim("bad", AnnProvisionOnNode+"="+selfNode),
+			claim:     claim("bad", annotations.ProvisionOnNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantErr: `StorageClass parameter "pathPattern"`,
 		},
 		{
@@ -129,30 +127,30 @@ func TestProvision(t *testing.T) {
 		},
 		{
 			name: "claim moved to another node since ShouldProvision", class: immediate,
-			claim:     claim("immediate", AnnProvisionOnNode+"="+otherNode),
+			claim:     claim("immediate", annotations.ProvisionOnNode+"="+otherNode),
 			wantState: controller.ProvisioningFinished, wantIgnored: true,
 		},
 		{
 			name: "no space on a pinned claim is final", class: wffc,
-			claim:      claim("wffc", AnnProvisionOnNode+"="+selfNode, AnnSelectedNode+"="+selfNode),
+			claim:      claim("wffc", annotations.ProvisionOnNode+"="+selfNode, annotations.SelectedNode+"="+selfNode),
 			managerErr: insufficient,
 			wantState:  controller.ProvisioningFinished, wantErr: "not enough free space in the pool", wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 		},
 		{
 			name: "no space on a scheduled claim asks for another node", class: wffc,
-			claim:      claim("wffc", AnnSelectedNode+"="+selfNode),
+			claim:      claim("wffc", annotations.SelectedNode+"="+selfNode),
 			managerErr: insufficient,
 			wantState:  controller.ProvisioningReschedule, wantErr: "asking the scheduler for another node", wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 		},
 		{
 			name: "manager unreachable is retried", class: immediate,
-			claim:      claim("immediate", AnnProvisionOnNode+"="+selfNode),
+			claim:      claim("immediate", annotations.ProvisionOnNode+"="+selfNode),
 			managerErr: errors.New("dial tcp 198.18.1.2:8080: connection refused"),
 			wantState:  controller.ProvisioningInBackground, wantErr: "manager unreachable", wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 		},
 		{
 			name: "directory of another claim's volume is refused, without asking for another node", class: shared,
-			claim:     claim("shared", AnnSelectedNode+"="+selfNode),
+			claim:     claim("shared", annotations.SelectedNode+"="+selfNode),
 			existing:  map[string]string{"data": "pvc-other"},
 			volumes:   []any{volume("pvc-other", selfNode, "default", "data", "data")},
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
@@ -160,44 +158,44 @@ func TestProvision(t *testing.T) {
 		},
 		{
 			name: "directory of a deleted volume is not taken without the annotation", class: shared,
-			claim:     claim("shared", AnnSelectedNode+"="+selfNode),
+			claim:     claim("shared", annotations.SelectedNode+"="+selfNode),
 			existing:  map[string]string{"data": "pvc-gone"},
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
 			wantErr: `belongs to PersistentVolume "pvc-gone" (deleted: the directory was retained); two claims cannot share a directory`,
 		},
 		{
 			name: "directory without an owner record is not taken", class: shared,
-			claim:     claim("shared", AnnSelectedNode+"="+selfNode),
+			claim:     claim("shared", annotations.SelectedNode+"="+selfNode),
 			existing:  map[string]string{"data": ""},
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
 			wantErr: `directory "data" in pool "default" on node "node-a" belongs to no PersistentVolume (it has no owner record`,
 		},
 		{
 			name: "the volume's own directory again (a retry)", class: shared,
-			claim:     claim("shared", AnnSelectedNode+"="+selfNode),
+			claim:     claim("shared", annotations.SelectedNode+"="+selfNode),
 			existing:  map[string]string{"data": testPVName},
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
 			wantPV: wantPV(shared, claim("shared"), "data"),
 		},
 		{
 			name: "request beyond int64 is refused, not parsed into a wrong size", class: immediate,
-			claim:     withSize(claim("immediate", AnnProvisionOnNode+"="+selfNode), "1e19"),
+			claim:     withSize(claim("immediate", annotations.ProvisionOnNode+"="+selfNode), "1e19"),
 			wantState: controller.ProvisioningFinished, wantErr: "the claim requests 10e18 of storage, more than the largest volume size of " + maxInt64 + " bytes",
 		},
 		{
 			name: "request one byte beyond int64 is refused", class: immediate,
-			claim:     withSize(claim("immediate", AnnProvisionOnNode+"="+selfNode), "9223372036854775808"),
+			claim:     withSize(claim("immediate", annotations.ProvisionOnNode+"="+selfNode), "9223372036854775808"),
 			wantState: controller.ProvisioningFinished, wantErr: "more than the largest volume size",
 		},
 		{
 			name: "largest int64 request is sent exactly", class: immediate,
-			claim:     withSize(claim("immediate", AnnProvisionOnNode+"="+selfNode), maxInt64),
+			claim:     withSize(claim("immediate", annotations.ProvisionOnNode+"="+selfNode), maxInt64),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 " + maxInt64 + " by " + testPVName,
 			wantPV: wantPV(immediate, withSize(claim("immediate"), maxInt64), defaultDir),
 		},
 		{
 			name: "claim name too long for the default pattern gets a hash suffix", class: immediate,
-			claim:     withName(claim("immediate", AnnProvisionOnNode+"="+selfNode), longName),
+			claim:     withName(claim("immediate", annotations.ProvisionOnNode+"="+selfNode), longName),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + longDir + " 0777 1Gi by " + testPVName,
 			wantPV: longPV,
 		},
@@ -236,14 +234,14 @@ func TestProvisionWithoutManager(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t, fakeInstances{}, testNodes()...)
 	f.prov.cfg.Managers = func(node string) (VolumeManager, error) {
-		return nil, &managers.NotFoundError{Node: node, Selector: "app=m"}
+		return nil, fmt.Errorf("no Ready manager pod (selector app=m) on node %q", node)
 	}
 	_, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{
 		StorageClass: class("immediate", storagev1.VolumeBindingImmediate, nil), PVName: testPVName,
-		PVC: claim("immediate", AnnProvisionOnNode+"="+selfNode),
+		PVC: claim("immediate", annotations.ProvisionOnNode+"="+selfNode),
 	})
-	if state != controller.ProvisioningInBackground || err == nil || !strings.Contains(err.Error(), "no Ready manager pod") {
-		t.Errorf("Provision = %s, %v; want in background with no Ready manager pod", state, err)
+	if state != controller.ProvisioningInBackground || err == nil || !strings.Contains(err.Error(), "no Ready manager pod") || !strings.Contains(err.Error(), "will retry") {
+		t.Errorf("Provision = %s, %v; want in background with no Ready manager pod, will retry", state, err)
 	}
 }
 
@@ -252,7 +250,7 @@ func TestProvisionNodeWithoutHostnameLabel(t *testing.T) {
 	f := newFixture(t, fakeInstances{}, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: selfNode}})
 	_, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{
 		StorageClass: class("immediate", storagev1.VolumeBindingImmediate, nil), PVName: testPVName,
-		PVC: claim("immediate", AnnProvisionOnNode+"="+selfNode),
+		PVC: claim("immediate", annotations.ProvisionOnNode+"="+selfNode),
 	})
 	if state != controller.ProvisioningFinished || err == nil || !strings.Contains(err.Error(), v1.LabelHostname) {
 		t.Errorf("Provision = %s, %v; want finished naming the %s label", state, err, v1.LabelHostname)
@@ -281,7 +279,7 @@ func TestDelete(t *testing.T) {
 		{name: "volume of another node", node: otherNode, owner: "pv", wantIgnored: true, wantKept: true},
 		{
 			name: "manager forbids", node: selfNode, owner: "pv", managerErr: forbidden,
-			wantDeletes: "default/dir by pv", wantErr: "bind it to the ClusterRole " + ManagerClientRole, wantKept: true,
+			wantDeletes: "default/dir by pv", wantErr: "bind it to the ClusterRole " + client.ClientClusterRole, wantKept: true,
 		},
 		{
 			name: "directory of another volume is left alone", node: selfNode, owner: "pvc-other",

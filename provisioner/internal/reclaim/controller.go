@@ -4,22 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/worker"
 )
 
 // Config holds what a Controller depends on.
@@ -29,8 +27,6 @@ type Config struct {
 	ProvisionerName string
 	// Node is the node this instance runs on.
 	Node string
-	// Annotations names the PV annotations the provisioner writes.
-	Annotations Annotations
 	// FieldManager is the field manager of the PV patches.
 	FieldManager string
 	// Client patches PVs.
@@ -51,15 +47,16 @@ type Config struct {
 }
 
 // Controller removes or retains the directories of node-mode PVs under
-// deletion and then removes their Finalizer, in the shape of Kubernetes'
-// sample-controller: the informer queues PV names, workers sync one name at
-// a time from the lister, failures are retried with backoff.
+// deletion and then removes their finalizer (annotations.Finalizer), in the
+// shape of Kubernetes' sample-controller: the informer queues PV names,
+// workers sync one name at a time from the lister, failures are retried with
+// backoff (package worker).
 type Controller struct {
 	cfg     Config
 	volumes corelisters.PersistentVolumeLister
 	nodes   corelisters.NodeLister
 	synced  []cache.InformerSynced
-	queue   workqueue.TypedRateLimitingInterface[string]
+	queue   *worker.Queue[string]
 	// watchErr is the failure to register the event handlers, returned
 	// by Run.
 	watchErr error
@@ -74,9 +71,8 @@ func NewController(cfg Config) *Controller {
 		volumes: cfg.Volumes.Lister(),
 		nodes:   cfg.Nodes.Lister(),
 		synced:  []cache.InformerSynced{cfg.Volumes.Informer().HasSynced, cfg.Nodes.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "reclaim"}),
 	}
+	c.queue = worker.NewQueue("reclaim", c.sync)
 	_, errVolumes := cfg.Volumes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.volumeChanged,
 		UpdateFunc: func(_, obj any) { c.volumeChanged(obj) },
@@ -91,45 +87,12 @@ func NewController(cfg Config) *Controller {
 // Run waits for the caches, then syncs PVs with workers goroutines until ctx
 // is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.queue.ShutDown()
 	if c.watchErr != nil {
+		c.queue.ShutDown()
 		return fmt.Errorf("watch PersistentVolumes and Nodes: %w", c.watchErr)
 	}
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting the reclaim controller", "finalizer", Finalizer, "workers", workers)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
-		return fmt.Errorf("wait for the PersistentVolume and Node caches: %w", context.Cause(ctx))
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
-	}
-	<-ctx.Done()
-	logger.Info("Stopped the reclaim controller")
-	return nil
-}
-
-// runWorker processes queued PVs until the queue shuts down.
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one queued PV, requeuing it with backoff on
-// failure. It returns false when the queue has shut down.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.sync(ctx, name); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Failed to reclaim the PersistentVolume's directory, will retry", "pv", name)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
+	klog.FromContext(ctx).Info("Starting the reclaim controller", "finalizer", annotations.Finalizer)
+	return c.queue.Run(ctx, workers, c.synced...)
 }
 
 // volumeChanged queues a PV that may need work: one of this provisioner in
@@ -140,7 +103,7 @@ func (c *Controller) volumeChanged(obj any) {
 	if !ok {
 		return
 	}
-	dir, ok := c.cfg.Annotations.nodeDirectory(pv, c.cfg.ProvisionerName)
+	dir, ok := nodeDirectory(pv, c.cfg.ProvisionerName)
 	if !ok {
 		return
 	}
@@ -165,7 +128,7 @@ func (c *Controller) nodeDeleted(obj any) {
 		return
 	}
 	for _, pv := range pvs {
-		if pv.Annotations[c.cfg.Annotations.Node] == node.Name {
+		if pv.Annotations[annotations.Node] == node.Name {
 			c.volumeChanged(pv)
 		}
 	}
@@ -180,7 +143,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("get PersistentVolume %q from the cache: %w", name, err)
 	}
-	dir, ok := c.cfg.Annotations.nodeDirectory(pv, c.cfg.ProvisionerName)
+	dir, ok := nodeDirectory(pv, c.cfg.ProvisionerName)
 	if !ok {
 		return nil
 	}
@@ -191,7 +154,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		if dir.node != c.cfg.Node || hasFinalizer(pv) {
 			return nil
 		}
-		logger.V(2).Info("Adding the finalizer to a PersistentVolume made without it", "finalizer", Finalizer)
+		logger.V(2).Info("Adding the finalizer to a PersistentVolume made without it", "finalizer", annotations.Finalizer)
 		return EnsureFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager)
 	}
 	if !hasFinalizer(pv) {
@@ -211,9 +174,9 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 // removes the finalizer.
 func (c *Controller) reclaim(ctx context.Context, pv *v1.PersistentVolume, dir directory) error {
 	if dir.pool == "" || dir.name == "" {
-		return c.finish(ctx, pv, outcome{release: true, eventType: v1.EventTypeWarning, reason: ReasonDirectoryNotRemoved,
-			message: fmt.Sprintf("The PersistentVolume names no pool or directory (annotations %s, %s): nothing was removed on node %q",
-				c.cfg.Annotations.Pool, c.cfg.Annotations.Directory, dir.node)})
+		return c.finish(ctx, pv, release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
+			"The PersistentVolume names no pool or directory (annotations %s, %s): nothing was removed on node %q",
+			annotations.Pool, annotations.Directory, dir.node)))
 	}
 	deleting := pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete
 	mgr, err := c.cfg.Managers(c.cfg.Node)
@@ -226,10 +189,7 @@ func (c *Controller) reclaim(ctx context.Context, pv *v1.PersistentVolume, dir d
 	} else {
 		err = fmt.Errorf("find the manager: %w", err)
 	}
-	if deleting {
-		return c.finish(ctx, pv, deleteOutcome(err, dir))
-	}
-	return c.finish(ctx, pv, retainOutcome(err, dir))
+	return c.finish(ctx, pv, reclaimOutcome(err, dir, deleting))
 }
 
 // releaseOrphan removes the finalizer of a PV of another node if that node
@@ -251,7 +211,7 @@ func (c *Controller) releaseOrphan(ctx context.Context, pv *v1.PersistentVolume,
 	if !elected {
 		return nil
 	}
-	return c.finish(ctx, pv, nodeGoneOutcome(dir, pv.Spec.PersistentVolumeReclaimPolicy, c.cfg.Annotations.Node))
+	return c.finish(ctx, pv, nodeGoneOutcome(dir, pv.Spec.PersistentVolumeReclaimPolicy))
 }
 
 // finish carries out an outcome: it removes the finalizer and then emits the
@@ -265,7 +225,7 @@ func (c *Controller) finish(ctx context.Context, pv *v1.PersistentVolume, o outc
 	if err := removeFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager); err != nil {
 		return err
 	}
-	logger.V(2).Info("Removed the finalizer", "finalizer", Finalizer, "outcome", o.message)
+	logger.V(2).Info("Removed the finalizer", "finalizer", annotations.Finalizer, "outcome", o.message)
 	if o.eventType != "" {
 		c.cfg.Recorder.Event(pv, o.eventType, o.reason, o.message)
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // controllerFixture is a Controller on selfNode over fake caches.
@@ -55,7 +56,6 @@ func newControllerFixture(t *testing.T, inst fakeInstances, mgr *fakeManager, ma
 	f.ctrl = NewController(Config{
 		ProvisionerName: testProvisioner,
 		Node:            selfNode,
-		Annotations:     testAnnotations,
 		FieldManager:    testFieldManager,
 		Client:          kube,
 		Volumes:         factory.Core().V1().PersistentVolumes(),
@@ -85,7 +85,7 @@ func (f *controllerFixture) finalizers(t *testing.T, name string) []string {
 }
 
 func TestSync(t *testing.T) {
-	kept := []string{otherFinalizer, Finalizer}
+	kept := []string{otherFinalizer, annotations.Finalizer}
 	released := []string{otherFinalizer}
 	tests := []struct {
 		name        string
@@ -225,23 +225,23 @@ func TestSync(t *testing.T) {
 		},
 		{
 			name:           "no directory annotation: finalizer removed with a warning",
-			pv:             newPV("pv-1", withAnnotation(testAnnotations.Directory, "")),
+			pv:             newPV("pv-1", withAnnotation(annotations.Directory, "")),
 			wantFinalizers: released,
 			wantEvents:     []string{"Warning DirectoryNotRemoved The PersistentVolume names no pool or directory"},
 		},
 		{
 			name:           "PV of another provisioner is ignored",
-			pv:             newPV("pv-1", withAnnotation(testAnnotations.ProvisionedBy, "example.com/other")),
+			pv:             newPV("pv-1", withAnnotation(annotations.ProvisionedBy, "example.com/other")),
 			wantFinalizers: kept,
 		},
 		{
 			name:           "multihost PV is ignored",
-			pv:             newPV("pv-1", withAnnotation(testAnnotations.Mode, "multihost")),
+			pv:             newPV("pv-1", withAnnotation(annotations.Mode, "multihost")),
 			wantFinalizers: kept,
 		},
 		{
 			name:           "PV without the mode annotation counts as node mode",
-			pv:             newPV("pv-1", withAnnotation(testAnnotations.Mode, "")),
+			pv:             newPV("pv-1", withAnnotation(annotations.Mode, "")),
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: released,
 			wantEvents:     []string{"Normal DirectoryRemoved"},
@@ -254,7 +254,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "PV of this node made without the finalizer gets it",
 			pv:             newPV("pv-1", notDeleting, withFinalizers(otherFinalizer)),
-			wantFinalizers: []string{otherFinalizer, Finalizer},
+			wantFinalizers: []string{otherFinalizer, annotations.Finalizer},
 		},
 		{
 			name:           "PV of another node made without the finalizer is left to its instance",
@@ -302,7 +302,7 @@ func TestSync(t *testing.T) {
 
 func TestRemoveFinalizerPatch(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	pv := newPV("pv-1", withFinalizers("example.com/a", Finalizer, "example.com/b"))
+	pv := newPV("pv-1", withFinalizers("example.com/a", annotations.Finalizer, "example.com/b"))
 	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, []*v1.PersistentVolume{pv}, selfNode)
 
 	if err := f.ctrl.sync(ctx, pv.Name); err != nil {
@@ -334,7 +334,7 @@ func TestRemoveFinalizerConflict(t *testing.T) {
 	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, []*v1.PersistentVolume{cached}, selfNode)
 	// The API server's PV changed since the cache saw it: the finalizer
 	// moved to another index.
-	live := newPV("pv-1", withFinalizers(Finalizer, otherFinalizer, "example.com/new"))
+	live := newPV("pv-1", withFinalizers(annotations.Finalizer, otherFinalizer, "example.com/new"))
 	if err := f.kube.Tracker().Update(v1.SchemeGroupVersion.WithResource("persistentvolumes"), live, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -365,8 +365,8 @@ func TestProcessNextWorkItem(t *testing.T) {
 			pv := newPV("pv-1")
 			f := newControllerFixture(t, fakeInstances{}, &fakeManager{deleteErr: tt.deleteErr}, nil, []*v1.PersistentVolume{pv}, selfNode)
 			f.ctrl.queue.Add(pv.Name)
-			if !f.ctrl.processNextWorkItem(ctx) {
-				t.Fatal("processNextWorkItem() = false, want true")
+			if !f.ctrl.queue.ProcessNextWorkItem(ctx) {
+				t.Fatal("ProcessNextWorkItem() = false, want true")
 			}
 			if got := f.ctrl.queue.NumRequeues(pv.Name); got != tt.wantRequeues {
 				t.Errorf("requeues = %d, want %d", got, tt.wantRequeues)
@@ -384,8 +384,8 @@ func TestEventHandlers(t *testing.T) {
 		newPV("legacy-there", notDeleting, onNode(otherNode), withFinalizers()),
 		newPV("live-here", notDeleting),
 		newPV("released-by-us", withFinalizers(otherFinalizer)),
-		newPV("other-provisioner", withAnnotation(testAnnotations.ProvisionedBy, "example.com/other")),
-		newPV("multihost", withAnnotation(testAnnotations.Mode, "multihost")),
+		newPV("other-provisioner", withAnnotation(annotations.ProvisionedBy, "example.com/other")),
+		newPV("multihost", withAnnotation(annotations.Mode, "multihost")),
 	}
 	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 const (
@@ -27,16 +28,6 @@ const (
 	testPool         = "default"
 	otherFinalizer   = "example.com/keep"
 )
-
-// testAnnotations are the provisioner's annotation keys.
-var testAnnotations = Annotations{
-	ProvisionedBy: "pv.kubernetes.io/provisioned-by",
-	Node:          "hostpath.dev/node",
-	Pool:          "hostpath.dev/pool",
-	Directory:     "hostpath.dev/directory",
-	Mode:          "hostpath.dev/mode",
-	NodeMode:      "node",
-}
 
 // fakeInstances elects this instance for every key, or not.
 type fakeInstances struct{ elected bool }
@@ -112,8 +103,8 @@ func managerError(reason client.Reason, owner string) error {
 }
 
 // newPV returns a PV of this provisioner on selfNode, policy Delete,
-// Released and under deletion, with otherFinalizer and Finalizer, changed by
-// mods.
+// Released and under deletion, with otherFinalizer and
+// annotations.Finalizer, changed by mods.
 func newPV(name string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
 	now := metav1.Now()
 	pv := &v1.PersistentVolume{
@@ -122,13 +113,13 @@ func newPV(name string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume
 			UID:               types.UID("uid-" + name),
 			ResourceVersion:   "7",
 			DeletionTimestamp: &now,
-			Finalizers:        []string{otherFinalizer, Finalizer},
+			Finalizers:        []string{otherFinalizer, annotations.Finalizer},
 			Annotations: map[string]string{
-				testAnnotations.ProvisionedBy: testProvisioner,
-				testAnnotations.Node:          selfNode,
-				testAnnotations.Pool:          testPool,
-				testAnnotations.Directory:     name + "-dir",
-				testAnnotations.Mode:          "node",
+				annotations.ProvisionedBy: testProvisioner,
+				annotations.Node:          selfNode,
+				annotations.Pool:          testPool,
+				annotations.Directory:     name + "-dir",
+				annotations.Mode:          "node",
 			},
 		},
 		Spec:   v1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete},
@@ -141,7 +132,7 @@ func newPV(name string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume
 }
 
 func onNode(node string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Annotations[testAnnotations.Node] = node }
+	return func(pv *v1.PersistentVolume) { pv.Annotations[annotations.Node] = node }
 }
 
 func withPolicy(p v1.PersistentVolumeReclaimPolicy) func(*v1.PersistentVolume) {

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // outcome is what becomes of a PV under deletion once the manager answered:
@@ -24,6 +25,12 @@ func (d directory) String() string {
 	return fmt.Sprintf("directory %q in pool %q on node %q", d.name, d.pool, d.node)
 }
 
+// release is the outcome that removes the finalizer, then emits the event
+// eventType, reason, message (only logs message when eventType is empty).
+func release(eventType, reason, message string) outcome {
+	return outcome{release: true, eventType: eventType, reason: reason, message: message}
+}
+
 // retry is the outcome of err, from trying to do what: the PV is retried.
 func retry(err error, reason, what string) outcome {
 	return outcome{err: fmt.Errorf("%s: %w", what, err), eventType: v1.EventTypeWarning, reason: reason,
@@ -39,57 +46,49 @@ func ownerOf(err error) string {
 	return ""
 }
 
-// deleteOutcome maps the answer to DeleteVolume (or the failure to find the
-// manager) for a PV with reclaim policy Delete.
-func deleteOutcome(err error, dir directory) outcome {
-	if err == nil {
-		return outcome{release: true, eventType: v1.EventTypeNormal, reason: ReasonDirectoryRemoved,
-			message: fmt.Sprintf("Removed the %s", dir)}
-	}
-	switch client.ReasonOf(err) {
-	case client.ReasonNotFound:
+// reclaimOutcome maps the manager's answer (or the failure to find the
+// manager) to the outcome of a PV of this node: the answer to DeleteVolume
+// when deleting (reclaim policy Delete), else to SetOwner marking the
+// directory retained (Retain, Recycle). A directory that is gone, or that
+// another PV owns, releases the PV; any other failure retries it.
+func reclaimOutcome(err error, dir directory, deleting bool) outcome {
+	reason, owner := client.ReasonOf(err), ownerOf(err)
+	switch {
+	case err == nil && deleting:
+		return release(v1.EventTypeNormal, ReasonDirectoryRemoved, fmt.Sprintf("Removed the %s", dir))
+	case err == nil:
+		return release(v1.EventTypeNormal, ReasonDirectoryRetained, fmt.Sprintf(
+			"The %s keeps its data, marked retained: remove it by hand when done", dir))
+	case reason == client.ReasonNotFound && deleting:
 		// The pool is gone, so is the directory.
-		return outcome{release: true, eventType: v1.EventTypeNormal, reason: ReasonDirectoryRemoved,
-			message: fmt.Sprintf("The %s was already gone", dir)}
-	case client.ReasonOwnerConflict:
-		msg := fmt.Sprintf("The %s belongs to PersistentVolume %q, so it was left in place", dir, ownerOf(err))
-		if ownerOf(err) == "" {
-			msg = fmt.Sprintf("The %s has no owner record, so it was left in place: remove it by hand if nothing else uses it", dir)
-		}
-		return outcome{release: true, eventType: v1.EventTypeWarning, reason: ReasonDirectoryNotRemoved, message: msg}
-	default:
+		return release(v1.EventTypeNormal, ReasonDirectoryRemoved, fmt.Sprintf("The %s was already gone", dir))
+	case reason == client.ReasonNotFound:
+		return release("", "", fmt.Sprintf("The %s is gone: nothing to retain", dir))
+	case reason == client.ReasonOwnerConflict && deleting && owner == "":
+		return release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
+			"The %s has no owner record, so it was left in place: remove it by hand if nothing else uses it", dir))
+	case reason == client.ReasonOwnerConflict && deleting:
+		return release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
+			"The %s belongs to PersistentVolume %q, so it was left in place", dir, owner))
+	case reason == client.ReasonOwnerConflict:
+		return release("", "", fmt.Sprintf("The %s now belongs to %q: left as it is", dir, owner))
+	case deleting:
 		return retry(err, ReasonDirectoryNotRemoved, "remove the "+dir.String())
 	}
-}
-
-// retainOutcome maps the answer to SetOwner (or the failure to find the
-// manager) for a PV with reclaim policy Retain or Recycle.
-func retainOutcome(err error, dir directory) outcome {
-	if err == nil {
-		return outcome{release: true, eventType: v1.EventTypeNormal, reason: ReasonDirectoryRetained,
-			message: fmt.Sprintf("The %s keeps its data, marked retained: remove it by hand when done", dir)}
-	}
-	switch client.ReasonOf(err) {
-	case client.ReasonNotFound:
-		return outcome{release: true, message: fmt.Sprintf("The %s is gone: nothing to retain", dir)}
-	case client.ReasonOwnerConflict:
-		return outcome{release: true, message: fmt.Sprintf("The %s now belongs to %q: left as it is", dir, ownerOf(err))}
-	default:
-		return retry(err, ReasonDirectoryNotRemoved, "mark the "+dir.String()+" retained")
-	}
+	return retry(err, ReasonDirectoryNotRemoved, "mark the "+dir.String()+" retained")
 }
 
 // nodeGoneOutcome is the outcome of a PV whose node no longer exists (or
-// whose annotation nodeAnn names none).
-func nodeGoneOutcome(dir directory, policy v1.PersistentVolumeReclaimPolicy, nodeAnn string) outcome {
-	o := outcome{release: true, eventType: v1.EventTypeWarning, reason: ReasonDirectoryNotRemoved}
+// whose annotation annotations.Node names none).
+func nodeGoneOutcome(dir directory, policy v1.PersistentVolumeReclaimPolicy) outcome {
 	switch {
 	case dir.node == "":
-		o.message = fmt.Sprintf("The PersistentVolume names no node (annotation %s): no directory was removed", nodeAnn)
+		return release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
+			"The PersistentVolume names no node (annotation %s): no directory was removed", annotations.Node))
 	case policy == v1.PersistentVolumeReclaimDelete:
-		o.message = fmt.Sprintf("The %s could not be removed: the node no longer exists", dir)
-	default:
-		o.message = fmt.Sprintf("The %s could not be marked retained: the node no longer exists", dir)
+		return release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
+			"The %s could not be removed: the node no longer exists", dir))
 	}
-	return o
+	return release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
+		"The %s could not be marked retained: the node no longer exists", dir))
 }

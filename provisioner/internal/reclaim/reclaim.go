@@ -1,9 +1,10 @@
 // Package reclaim looks after volume directories once their PersistentVolume
 // goes away, whoever deletes it: a Controller holds every node-mode PV with
-// the finalizer hostpath.dev/directory-protection until the instance of the
-// PV's node has removed the directory (reclaim policy Delete) or marked it
-// retained (Retain, Recycle), and a Sweeper removes empty directories whose
-// owner record names a PersistentVolume that was never created.
+// the finalizer hostpath.dev/directory-protection (annotations.Finalizer)
+// until the instance of the PV's node has removed the directory (reclaim
+// policy Delete) or marked it retained (Retain, Recycle), and a Sweeper
+// removes empty directories whose owner record names a PersistentVolume that
+// was never created.
 //
 // How a PV under deletion is handled (Controller):
 //
@@ -41,12 +42,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
 )
-
-// Finalizer keeps a node-mode PersistentVolume until the instance of its
-// node has removed its directory (reclaim policy Delete) or marked it
-// retained (Retain, Recycle), or until its node is gone.
-const Finalizer = "hostpath.dev/directory-protection"
 
 // Reasons of the events this package emits.
 const (
@@ -87,37 +84,24 @@ type Instances interface {
 	IsOwner(key string) (bool, error)
 }
 
-// Annotations names the PersistentVolume annotations the provisioner
-// writes, and the value of Mode for node-mode volumes.
-type Annotations struct {
-	// ProvisionedBy is Kubernetes' pv.kubernetes.io/provisioned-by.
-	ProvisionedBy string
-	// Node is the annotation naming the node of the directory.
-	Node string
-	// Pool is the annotation naming the storage pool.
-	Pool string
-	// Directory is the annotation naming the directory inside the pool.
-	Directory string
-	// Mode is the annotation naming the volume mode.
-	Mode string
-	// NodeMode is the value of Mode for node-mode volumes. A PV without
-	// the Mode annotation counts as node mode; any other value is ignored.
-	NodeMode string
-}
-
 // directory is where a node-mode PV's data lives.
 type directory struct {
 	node, pool, name string
 }
 
 // nodeDirectory returns the directory of pv, and false when pv is not a
-// node-mode volume of provisioner.
-func (a Annotations) nodeDirectory(pv *v1.PersistentVolume, provisioner string) (directory, bool) {
-	if pv.Annotations[a.ProvisionedBy] != provisioner {
+// node-mode volume of provisioner. A PV without the mode annotation counts
+// as node mode; one with any other value than annotations.ModeNode does not.
+func nodeDirectory(pv *v1.PersistentVolume, provisioner string) (directory, bool) {
+	if pv.Annotations[annotations.ProvisionedBy] != provisioner {
 		return directory{}, false
 	}
-	if mode := pv.Annotations[a.Mode]; mode != "" && mode != a.NodeMode {
+	if mode := pv.Annotations[annotations.Mode]; mode != "" && mode != annotations.ModeNode {
 		return directory{}, false
 	}
-	return directory{node: pv.Annotations[a.Node], pool: pv.Annotations[a.Pool], name: pv.Annotations[a.Directory]}, true
+	return directory{
+		node: pv.Annotations[annotations.Node],
+		pool: pv.Annotations[annotations.Pool],
+		name: pv.Annotations[annotations.Directory],
+	}, true
 }

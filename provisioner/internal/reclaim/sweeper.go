@@ -40,8 +40,6 @@ type SweeperConfig struct {
 	ProvisionerName string
 	// Node is the node whose manager is swept.
 	Node string
-	// Annotations names the PV annotations the provisioner writes.
-	Annotations Annotations
 	// Client reads an owner PV live before its directory is removed.
 	Client kubernetes.Interface
 	// Volumes is the shared PersistentVolume informer, read through its
@@ -205,7 +203,7 @@ func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol
 // refersTo reports whether pv may still use dir: pv is not a node-mode PV of
 // this provisioner (so not ours to judge), or it points at dir.
 func (s *Sweeper) refersTo(pv *v1.PersistentVolume, dir directory) bool {
-	d, ok := s.cfg.Annotations.nodeDirectory(pv, s.cfg.ProvisionerName)
+	d, ok := nodeDirectory(pv, s.cfg.ProvisionerName)
 	return !ok || d == dir
 }
 

@@ -19,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 var sweepNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -71,7 +72,7 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:      "owner PV of another provisioner is kept",
-			cached:    []*v1.PersistentVolume{newPV("pv-1", onNode(otherNode), withAnnotation(testAnnotations.ProvisionedBy, "example.com/other"))},
+			cached:    []*v1.PersistentVolume{newPV("pv-1", onNode(otherNode), withAnnotation(annotations.ProvisionedBy, "example.com/other"))},
 			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
 			wantCalls: []string{"host", "list default"},
 		},
@@ -190,7 +191,6 @@ func TestSweep(t *testing.T) {
 			s := NewSweeper(SweeperConfig{
 				ProvisionerName: testProvisioner,
 				Node:            selfNode,
-				Annotations:     testAnnotations,
 				Client:          kube,
 				Volumes:         factory.Core().V1().PersistentVolumes(),
 				Managers: func(node string) (Manager, error) {
@@ -245,7 +245,7 @@ func TestSweepReportEventOnNode(t *testing.T) {
 	recorder := record.NewFakeRecorder(1)
 	recorder.IncludeObject = true
 	s := NewSweeper(SweeperConfig{
-		ProvisionerName: testProvisioner, Node: selfNode, Annotations: testAnnotations, Client: kube,
+		ProvisionerName: testProvisioner, Node: selfNode, Client: kube,
 		Volumes:  factory.Core().V1().PersistentVolumes(),
 		Managers: func(string) (Manager, error) { return mgr, nil },
 		Recorder: recorder, Clock: clocktesting.NewFakePassiveClock(sweepNow),

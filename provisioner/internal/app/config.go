@@ -1,0 +1,170 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	storageinformers "k8s.io/client-go/informers/storage/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
+
+	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/provisioner/internal/managers"
+	"hostpath.dev/provisioner/internal/ownership"
+)
+
+// userAgent identifies the provisioner to the API server.
+const userAgent = "hostpath-provisioner"
+
+// Config is what the provisioner runs with: the Options and everything
+// Complete built from them. Nothing in it runs before Config.Run.
+type Config struct {
+	Options
+	// Kube is the API client.
+	Kube kubernetes.Interface
+	// Informers are the shared informers, not started yet.
+	Informers *Informers
+	// Instances are this instance's peers, for leaderless elections.
+	Instances *ownership.Instances
+	// Resolver finds the manager of a node.
+	Resolver *managers.Resolver
+	// Broadcaster sends the events of Recorder to the API server once Run
+	// starts it.
+	Broadcaster record.EventBroadcaster
+	// Recorder emits the provisioner's events, from this node's instance.
+	Recorder record.EventRecorder
+	// Metrics are the library's metrics, served from Registry.
+	Metrics metrics.Metrics
+	// Registry is what /metrics serves.
+	Registry *prometheus.Registry
+}
+
+// Complete builds the Config of valid Options: it parses the selectors and
+// makes the API client, the informers, the manager resolver, the event
+// recorder and the metrics registry.
+func (o *Options) Complete(ctx context.Context) (*Config, error) {
+	instanceSelector, err := labels.Parse(o.InstanceSelector)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", FlagInstanceSelector, err)
+	}
+	kube, err := component.Clientset(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst, userAgent)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{Options: *o, Kube: kube, Informers: o.newInformers(kube)}
+	c.Instances = ownership.NewInstances(c.Informers.PeerPods.Lister().Pods(o.Namespace), instanceSelector, o.NodeName)
+	if c.Resolver, err = o.newResolver(c.Informers.ManagerPods); err != nil {
+		return nil, err
+	}
+	c.Broadcaster = record.NewBroadcaster(record.WithContext(ctx))
+	c.Recorder = c.Broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: o.ProvisionerName, Host: o.NodeName})
+	c.Metrics = metrics.New("controller")
+	c.Registry = newRegistry(c.Metrics)
+	return c, nil
+}
+
+// Informers are the shared informers of one instance: cluster-wide caches,
+// shared with the library (so it starts none of its own), and one pod cache
+// per namespace of peers and of managers.
+type Informers struct {
+	// Claims, Volumes, Classes and Nodes are cluster-wide.
+	Claims  coreinformers.PersistentVolumeClaimInformer
+	Volumes coreinformers.PersistentVolumeInformer
+	Classes storageinformers.StorageClassInformer
+	Nodes   coreinformers.NodeInformer
+	// PeerPods are the provisioner pods.
+	PeerPods coreinformers.PodInformer
+	// ManagerPods are the manager pods; nil with a fixed manager URL.
+	ManagerPods coreinformers.PodInformer
+
+	factories []informers.SharedInformerFactory
+	synced    []cache.InformerSynced
+}
+
+// newInformers makes the informers of the Options and registers every one
+// of them with its factory, so that starting the factories starts them all.
+func (o *Options) newInformers(kube kubernetes.Interface) *Informers {
+	cluster := informers.NewSharedInformerFactory(kube, o.ResyncPeriod)
+	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector)
+	i := &Informers{
+		Claims:    cluster.Core().V1().PersistentVolumeClaims(),
+		Volumes:   cluster.Core().V1().PersistentVolumes(),
+		Classes:   cluster.Storage().V1().StorageClasses(),
+		Nodes:     cluster.Core().V1().Nodes(),
+		PeerPods:  peers.Core().V1().Pods(),
+		factories: []informers.SharedInformerFactory{cluster, peers},
+	}
+	i.synced = []cache.InformerSynced{i.Claims.Informer().HasSynced, i.Volumes.Informer().HasSynced,
+		i.Classes.Informer().HasSynced, i.Nodes.Informer().HasSynced, i.PeerPods.Informer().HasSynced}
+	if o.ManagerURL == "" {
+		managerFactory := podFactory(kube, o.ResyncPeriod, o.ManagerNamespace, o.ManagerSelector)
+		i.ManagerPods = managerFactory.Core().V1().Pods()
+		i.factories = append(i.factories, managerFactory)
+		i.synced = append(i.synced, i.ManagerPods.Informer().HasSynced)
+	}
+	return i
+}
+
+// podFactory returns an informer factory for the pods in namespace that match
+// selector.
+func podFactory(kube kubernetes.Interface, resync time.Duration, namespace, selector string) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(kube, resync,
+		informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+}
+
+// start starts the informers until ctx is done and waits for their caches.
+// stop stops them and waits for them to end; call it also after an error.
+func (i *Informers) start(ctx context.Context) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	for _, f := range i.factories {
+		f.Start(ctx.Done())
+	}
+	stop = func() {
+		cancel()
+		for _, f := range i.factories {
+			f.Shutdown()
+		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), i.synced...) {
+		return stop, fmt.Errorf("wait for informer caches: %w", context.Cause(ctx))
+	}
+	return stop, nil
+}
+
+// newResolver returns the manager resolver: the fixed --manager-url, or the
+// Ready manager pod of a node from managerPods.
+func (o *Options) newResolver(managerPods coreinformers.PodInformer) (*managers.Resolver, error) {
+	opts := managers.ClientOptions(o.ManagerTokenFile, o.ManagerTimeout, o.ManagerDeleteTimeout)
+	if o.ManagerURL != "" {
+		return managers.NewStaticResolver(o.ManagerURL, opts...)
+	}
+	selector, err := labels.Parse(o.ManagerSelector)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", FlagManagerSelector, err)
+	}
+	return managers.NewResolver(managerPods.Lister().Pods(o.ManagerNamespace), selector, o.ManagerPort, opts...), nil
+}
+
+// newRegistry returns the registry /metrics serves: the Go and process
+// collectors and the library's provisioning and deletion metrics.
+func newRegistry(m metrics.Metrics) *prometheus.Registry {
+	return component.NewRegistry(
+		m.PersistentVolumeClaimProvisionTotal,
+		m.PersistentVolumeClaimProvisionFailedTotal,
+		m.PersistentVolumeClaimProvisionDurationSeconds,
+		m.PersistentVolumeDeleteTotal,
+		m.PersistentVolumeDeleteFailedTotal,
+		m.PersistentVolumeDeleteDurationSeconds,
+	)
+}

@@ -1,0 +1,239 @@
+package provisioner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/worker"
+)
+
+// ClaimSync is the part of an instance that writes for claims, apart from
+// the library: it sets selected-node on the claims pinned to this node whose
+// WaitForFirstConsumer class waits for it, and reports the problems of
+// claims as events: NodeAnnotationConflict from the owning instance, and
+// NodeNotSpecified, NodeNotFound and NoProvisionerOnNode from the one
+// instance elected for a claim that no instance owns. Each instance reports
+// a given problem of a claim once. It acts on the same decision as the
+// Qualifier (Provisioner.decide), in the shape of Kubernetes'
+// sample-controller: the claim informer queues claim keys, workers sync one
+// claim at a time from the lister, failures are retried with backoff.
+type ClaimSync struct {
+	prov     *Provisioner
+	claims   corelisters.PersistentVolumeClaimLister
+	synced   cache.InformerSynced
+	recorder record.EventRecorder
+	queue    *worker.Queue[string]
+	// watchErr is the failure to register the event handlers, returned by
+	// Run.
+	watchErr error
+
+	// reported remembers the events already emitted per claim, so that
+	// repeated syncs of an unchanged claim add nothing.
+	mu       sync.Mutex
+	reported map[types.UID]map[string]bool
+}
+
+// NewClaimSync returns the claim sync of p's instance, emitting its events
+// through recorder, and registers its event handlers with claims; start the
+// informers after it.
+func NewClaimSync(p *Provisioner, claims coreinformers.PersistentVolumeClaimInformer, recorder record.EventRecorder) *ClaimSync {
+	s := &ClaimSync{
+		prov:     p,
+		claims:   claims.Lister(),
+		synced:   claims.Informer().HasSynced,
+		recorder: recorder,
+		reported: map[types.UID]map[string]bool{},
+	}
+	s.queue = worker.NewQueue("claims", s.sync)
+	_, s.watchErr = claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.enqueue,
+		UpdateFunc: func(_, obj any) { s.enqueue(obj) },
+		DeleteFunc: s.claimDeleted,
+	})
+	return s
+}
+
+// Run waits for the claim cache, then syncs claims with workers goroutines
+// until ctx is done.
+func (s *ClaimSync) Run(ctx context.Context, workers int) error {
+	if s.watchErr != nil {
+		s.queue.ShutDown()
+		return fmt.Errorf("watch claims: %w", s.watchErr)
+	}
+	return s.queue.Run(ctx, workers, s.synced)
+}
+
+// enqueue queues the key of a claim.
+func (s *ClaimSync) enqueue(obj any) {
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+		s.queue.Add(key)
+	}
+}
+
+// claimDeleted forgets the events reported for a deleted claim.
+func (s *ClaimSync) claimDeleted(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if claim, ok := obj.(*v1.PersistentVolumeClaim); ok {
+		s.mu.Lock()
+		delete(s.reported, claim.UID)
+		s.mu.Unlock()
+	}
+}
+
+// sync reads one claim from the lister and carries out what this instance
+// has to do for it: report its problem, set its selected-node.
+func (s *ClaimSync) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // never a key of ours: nothing to retry
+	}
+	claim, err := s.claims.PersistentVolumeClaims(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get claim %s from the cache: %w", key, err)
+	}
+	if claim.Spec.VolumeName != "" {
+		return nil // bound: the library asks the Qualifier no more either
+	}
+	d, err := s.prov.decide(claim)
+	if err != nil {
+		return err
+	}
+	e, err := s.problem(claim, d)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		s.recordOnce(claim, *e)
+	}
+	if d.verdict != selectNode {
+		return nil
+	}
+	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "pvc", klog.KObj(claim)))
+	return s.selectNode(ctx, claim, d.choice)
+}
+
+// event is an event on a claim.
+type event struct {
+	eventType, reason, message string
+}
+
+// problem returns the Warning this instance reports for a claim under the
+// decision d, or nil: a conflict of node annotations on the owning
+// instance; a claim that names no node in an Immediate class, a node that
+// does not exist or one that runs no instance on the elected instance.
+func (s *ClaimSync) problem(claim *v1.PersistentVolumeClaim, d decision) (*event, error) {
+	switch {
+	case d.verdict == provision || d.verdict == selectNode:
+		if d.choice.conflict == "" {
+			return nil, nil
+		}
+		return &event{v1.EventTypeWarning, ReasonNodeConflict, "Node annotations disagree: " + d.choice.conflict}, nil
+	case d.verdict != elsewhere || d.multihost || d.choice.node == "" && d.waitForConsumer:
+		// Not served; a multihost claim (its elected instance provisions
+		// it, and Provision says what is wrong); a WaitForFirstConsumer
+		// claim that waits for the scheduler.
+		return nil, nil
+	}
+	e, err := s.unowned(d)
+	if e == nil {
+		return nil, err
+	}
+	elected, err := s.prov.elected(claim)
+	if err != nil || !elected {
+		return nil, err
+	}
+	return e, nil
+}
+
+// unowned returns the Warning for a claim that no instance owns (under the
+// decision d, for another node than this one), or nil when the instance of
+// its node owns it.
+func (s *ClaimSync) unowned(d decision) (*event, error) {
+	c := d.choice
+	if c.node == "" {
+		return &event{v1.EventTypeWarning, ReasonNoNode, fmt.Sprintf(
+			"The claim names no node and its StorageClass %q binds immediately: add the annotation %s: <node name> to the claim, or use a StorageClass with volumeBindingMode WaitForFirstConsumer",
+			d.class.Name, annotations.ProvisionOnNode)}, nil
+	}
+	_, err := s.prov.cfg.Nodes.Get(c.node)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &event{v1.EventTypeWarning, ReasonNodeNotFound, fmt.Sprintf(
+			"Node %q named by %s does not exist: set %s to the name of an existing node",
+			c.node, c.source, annotations.ProvisionOnNode)}, nil
+	case err != nil:
+		return nil, fmt.Errorf("get node %q from the cache: %w", c.node, err)
+	}
+	running, err := s.prov.cfg.Instances.OnNode(c.node)
+	if err != nil || running {
+		return nil, err
+	}
+	return &event{v1.EventTypeWarning, ReasonNoInstance, fmt.Sprintf(
+		"No hostpath provisioner runs on node %q named by %s: pick a node where the provisioner DaemonSet runs, or make it run there",
+		c.node, c.source)}, nil
+}
+
+// recordOnce emits an event on a claim once per distinct reason and message.
+func (s *ClaimSync) recordOnce(claim *v1.PersistentVolumeClaim, e event) {
+	key := e.reason + "\x00" + e.message
+	s.mu.Lock()
+	seen := s.reported[claim.UID]
+	if seen == nil {
+		seen = map[string]bool{}
+		s.reported[claim.UID] = seen
+	}
+	done := seen[key]
+	seen[key] = true
+	s.mu.Unlock()
+	if !done {
+		s.recorder.Event(claim, e.eventType, e.reason, e.message)
+	}
+}
+
+// selectNode sets the selected-node annotation of a claim to this node, so
+// that the library provisions it without waiting for a pod, and says so in a
+// Normal event. The merge patch carries the claim's resourceVersion: if the
+// claim changed meanwhile, the patch fails with a conflict, and the update
+// that the informer then delivers queues the claim again.
+func (s *ClaimSync) selectNode(ctx context.Context, claim *v1.PersistentVolumeClaim, choice nodeChoice) error {
+	node := s.prov.cfg.Node
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": claim.ResourceVersion,
+		"annotations":     map[string]string{annotations.SelectedNode: node},
+	}})
+	if err != nil {
+		return fmt.Errorf("encode patch: %w", err)
+	}
+	_, err = s.prov.cfg.Client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name,
+		types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	logger := klog.FromContext(ctx)
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		logger.V(2).Info("The claim changed before its selected node was set", "node", node, "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("set the selected node of claim %s to %q: %w", klog.KObj(claim), node, err)
+	}
+	logger.V(2).Info("Set the selected node of a pinned claim", "node", node, "annotation", choice.source)
+	s.recordOnce(claim, event{v1.EventTypeNormal, ReasonNodeSelected, fmt.Sprintf(
+		"Selected node %q from the annotation %s without waiting for a consumer", node, choice.source)})
+	return nil
+}

@@ -1,0 +1,207 @@
+package provisioner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2/ktesting"
+
+	"hostpath.dev/provisioner/internal/annotations"
+)
+
+// TestClaimSync checks that the claim sync does each effect once, and only
+// on the instance it belongs to: the events of claimCases, and the
+// selected-node patch, over repeated syncs.
+func TestClaimSync(t *testing.T) {
+	for _, tc := range claimCases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, f, c := tc.setUp(t)
+			for range 3 {
+				f.syncClaim(ctx, t, c, 0)
+			}
+			checkEvents(t, f.events(), tc.wantEvents)
+			actions := f.kube.Actions()
+			if !tc.wantPatch {
+				if len(actions) > 0 {
+					t.Errorf("API actions = %v, want none", actions)
+				}
+				return
+			}
+			patches := patchActions(actions)
+			if len(patches) != 1 || len(actions) != 1 {
+				t.Fatalf("API actions = %v, want one patch", actions)
+			}
+			checkSelectNodePatch(t, patches[0], c)
+		})
+	}
+}
+
+// TestClaimSyncPinnedWaitForFirstConsumer follows a pinned
+// WaitForFirstConsumer claim: the Qualifier says no until the sync has set
+// selected-node, then yes.
+func TestClaimSyncPinnedWaitForFirstConsumer(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	c := claim("wffc", annotations.ProvisionOnNode+"="+selfNode)
+	f := newFixture(t, fakeInstances{nodes: []string{selfNode}}, append(append(testNodes(), testClasses()...), c)...)
+	if f.prov.ShouldProvision(ctx, c) {
+		t.Fatal("ShouldProvision before the sync = true, want false")
+	}
+	c = f.syncClaim(ctx, t, c, 0)
+	if got := c.Annotations[annotations.SelectedNode]; got != selfNode {
+		t.Fatalf("selected-node after the sync = %q, want %q", got, selfNode)
+	}
+	if !f.prov.ShouldProvision(ctx, c) {
+		t.Error("ShouldProvision after the sync = false, want true")
+	}
+}
+
+// TestClaimSyncBoundClaim checks that a bound claim gets nothing, as the
+// library does not ask the Qualifier about it either.
+func TestClaimSyncBoundClaim(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	c := claim("wffc", annotations.ProvisionOnNode+"="+selfNode, annotations.KubevirtProvisionOnNode+"="+otherNode)
+	c.Spec.VolumeName = "pv"
+	f := newFixture(t, fakeInstances{elected: true}, append(append(testNodes(), testClasses()...), c)...)
+	f.syncClaim(ctx, t, c, 0)
+	if events, actions := f.events(), f.kube.Actions(); len(events) > 0 || len(actions) > 0 {
+		t.Errorf("events = %q, API actions = %v; want none", events, actions)
+	}
+}
+
+// TestClaimSyncPatchFailure checks the failures of the selected-node patch:
+// a conflict (the claim changed: its update queues it again) is no error, any
+// other failure is retried; neither emits NodeSelected.
+func TestClaimSyncPatchFailure(t *testing.T) {
+	resource := schema.GroupResource{Resource: "persistentvolumeclaims"}
+	tests := []struct {
+		name         string
+		err          error
+		wantRequeues int
+	}{
+		{name: "conflict", err: apierrors.NewConflict(resource, "data", errors.New("changed"))},
+		{name: "claim deleted", err: apierrors.NewNotFound(resource, "data")},
+		{name: "server error is retried", err: apierrors.NewInternalError(errors.New("boom")), wantRequeues: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			c := claim("wffc", annotations.ProvisionOnNode+"="+selfNode)
+			f := newFixture(t, fakeInstances{}, append(append(testNodes(), testClasses()...), c)...)
+			f.kube.PrependReactor("patch", "persistentvolumeclaims", func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, tc.err
+			})
+			f.syncClaim(ctx, t, c, tc.wantRequeues)
+			if events := f.events(); len(events) > 0 {
+				t.Errorf("events = %q, want none", events)
+			}
+		})
+	}
+}
+
+// TestClaimSyncReportsOnce checks that an instance reports a problem of a
+// claim once, a new problem again, and forgets a deleted claim.
+func TestClaimSyncReportsOnce(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	c := claim("immediate")
+	f := newFixture(t, fakeInstances{elected: true}, append(append(testNodes(), testClasses()...), c)...)
+	for range 3 {
+		f.syncClaim(ctx, t, c, 0)
+	}
+	checkEvents(t, f.events(), []string{"Warning " + ReasonNoNode})
+
+	// A changed problem is reported again.
+	c = c.DeepCopy()
+	c.Annotations[annotations.ProvisionOnNode] = "ghost"
+	if err := errors.Join(f.kube.Tracker().Update(claimsResource, c, c.Namespace), f.claims.Update(c)); err != nil {
+		t.Fatal(err)
+	}
+	f.syncClaim(ctx, t, c, 0)
+	checkEvents(t, f.events(), []string{"Warning " + ReasonNodeNotFound})
+
+	// Once the claim is deleted, a new claim with the same UID is
+	// reported again.
+	f.sync.claimDeleted(c)
+	f.syncClaim(ctx, t, c, 0)
+	checkEvents(t, f.events(), []string{"Warning " + ReasonNodeNotFound})
+}
+
+// claimsResource is the resource of claims on the fake API server.
+var claimsResource = v1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
+
+// syncClaim queues c as its event handler does, syncs it through the queue,
+// checks that it was retried wantRequeues times, and then, like the
+// informer, puts the claim from the fake API server in the cache and
+// returns it.
+func (f *fixture) syncClaim(ctx context.Context, t *testing.T, c *v1.PersistentVolumeClaim, wantRequeues int) *v1.PersistentVolumeClaim {
+	t.Helper()
+	f.sync.enqueue(c)
+	if !f.sync.queue.ProcessNextWorkItem(ctx) {
+		t.Fatal("ProcessNextWorkItem = false, want true")
+	}
+	key := c.Namespace + "/" + c.Name
+	if got := f.sync.queue.NumRequeues(key); got != wantRequeues {
+		t.Errorf("requeues of %s = %d, want %d", key, got, wantRequeues)
+	}
+	obj, err := f.kube.Tracker().Get(claimsResource, c.Namespace, c.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.claims.Update(obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*v1.PersistentVolumeClaim)
+}
+
+// checkEvents checks that got has one event per want, in order, each
+// starting with it and a space.
+func checkEvents(t *testing.T, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("events = %q, want %d starting with %q", got, len(want), want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]+" ") {
+			t.Errorf("event %d = %q, want it to start with %q", i, got[i], want[i])
+		}
+	}
+}
+
+// checkSelectNodePatch checks that p sets selected-node of c to selfNode
+// with the field manager, guarded by c's resourceVersion.
+func checkSelectNodePatch(t *testing.T, p clienttesting.PatchActionImpl, c *v1.PersistentVolumeClaim) {
+	t.Helper()
+	if p.Name != c.Name || p.Namespace != c.Namespace || p.PatchOptions.FieldManager != FieldManager {
+		t.Errorf("patch of %s/%s with field manager %q, want %s/%s with %q", p.Namespace, p.Name, p.PatchOptions.FieldManager, c.Namespace, c.Name, FieldManager)
+	}
+	var body struct {
+		Metadata struct {
+			ResourceVersion string            `json:"resourceVersion"`
+			Annotations     map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(p.Patch, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Metadata.Annotations[annotations.SelectedNode] != selfNode || body.Metadata.ResourceVersion != c.ResourceVersion {
+		t.Errorf("patch = %s, want selected-node %q at resourceVersion %q", p.Patch, selfNode, c.ResourceVersion)
+	}
+}
+
+// patchActions returns the patches among actions.
+func patchActions(actions []clienttesting.Action) []clienttesting.PatchActionImpl {
+	var out []clienttesting.PatchActionImpl
+	for _, a := range actions {
+		if p, ok := a.(clienttesting.PatchActionImpl); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}

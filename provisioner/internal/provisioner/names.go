@@ -1,0 +1,24 @@
+package provisioner
+
+// FieldManager is the field manager of the provisioner's writes: the
+// selected-node patch of the claim sync, and the reclaim controller's
+// finalizer patches.
+const FieldManager = "hostpath-provisioner"
+
+// Reasons of the events the claim sync emits on claims (the library emits
+// Provisioning, ProvisioningSucceeded, ProvisioningFailed and
+// VolumeFailedDelete).
+const (
+	// ReasonNoNode (Warning): an Immediate claim names no node.
+	ReasonNoNode = "NodeNotSpecified"
+	// ReasonNodeNotFound (Warning): the claim names a node that does not exist.
+	ReasonNodeNotFound = "NodeNotFound"
+	// ReasonNoInstance (Warning): no provisioner instance runs on the
+	// claim's node.
+	ReasonNoInstance = "NoProvisionerOnNode"
+	// ReasonNodeConflict (Warning): the node annotations disagree.
+	ReasonNodeConflict = "NodeAnnotationConflict"
+	// ReasonNodeSelected (Normal): the owning instance set selected-node on
+	// a pinned WaitForFirstConsumer claim.
+	ReasonNodeSelected = "NodeSelected"
+)

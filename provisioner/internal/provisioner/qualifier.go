@@ -1,0 +1,152 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/util"
+
+	"hostpath.dev/provisioner/internal/annotations"
+)
+
+// nodeChoice is the node a claim asks for and where that came from.
+type nodeChoice struct {
+	node   string
+	source string
+	// conflict describes annotations that name other nodes, or is "".
+	conflict string
+}
+
+// chooseNode applies the annotation precedence to a claim.
+func chooseNode(claim *v1.PersistentVolumeClaim) nodeChoice {
+	var c nodeChoice
+	for _, key := range []string{annotations.ProvisionOnNode, annotations.KubevirtProvisionOnNode, annotations.SelectedNode} {
+		v := claim.Annotations[key]
+		switch {
+		case v == "":
+		case c.node == "":
+			c.node, c.source = v, key
+		case v != c.node:
+			if c.conflict != "" {
+				c.conflict += "; "
+			}
+			c.conflict += fmt.Sprintf("%s is %q but %s is %q: the volume goes to %q (%s wins)", c.source, c.node, key, v, c.node, c.source)
+		}
+	}
+	return c
+}
+
+// pinned reports whether the node comes from an explicit annotation rather
+// than from the scheduler.
+func (c nodeChoice) pinned() bool { return c.source != annotations.SelectedNode }
+
+// verdict is what one instance makes of a claim.
+type verdict int
+
+const (
+	// notServed: the claim's class is missing or another provisioner's.
+	notServed verdict = iota
+	// elsewhere: another instance's claim, or a claim no instance owns.
+	elsewhere
+	// selectNode: the claim is pinned to this node by annotation but its
+	// WaitForFirstConsumer class waits for selected-node, which the claim
+	// sync sets.
+	selectNode
+	// provision: this instance provisions the claim now.
+	provision
+)
+
+// decision is what this instance makes of a claim, from the informer caches
+// alone. Both the Qualifier and the claim sync act on it.
+type decision struct {
+	verdict verdict
+	class   *storagev1.StorageClass
+	// multihost says that the class is of mode multihost: one elected
+	// instance owns the claim, and choice is empty.
+	multihost bool
+	// waitForConsumer says that the class binds WaitForFirstConsumer.
+	waitForConsumer bool
+	// choice is the node the claim asks for (chooseNode, once).
+	choice nodeChoice
+}
+
+// decide reads the claim's StorageClass and applies the node annotations. The
+// error is that of the election of a multihost claim's owner.
+func (p *Provisioner) decide(claim *v1.PersistentVolumeClaim) (decision, error) {
+	class := p.class(claim)
+	if class == nil {
+		return decision{verdict: notServed}, nil
+	}
+	d := decision{
+		verdict:         elsewhere,
+		class:           class,
+		multihost:       class.Parameters[ParamMode] == annotations.ModeMultihost,
+		waitForConsumer: class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer,
+	}
+	if d.multihost {
+		// One elected instance owns a multihost claim; Provision reports
+		// that the mode is not available yet.
+		elected, err := p.elected(claim)
+		if elected {
+			d.verdict = provision
+		}
+		return d, err
+	}
+	d.choice = chooseNode(claim)
+	switch {
+	case d.choice.node != p.cfg.Node:
+	case d.waitForConsumer && claim.Annotations[annotations.SelectedNode] == "":
+		// The library provisions WaitForFirstConsumer claims only once
+		// selected-node is set.
+		d.verdict = selectNode
+	default:
+		d.verdict = provision
+	}
+	return d, nil
+}
+
+// class returns the claim's StorageClass if this provisioner serves it.
+func (p *Provisioner) class(claim *v1.PersistentVolumeClaim) *storagev1.StorageClass {
+	name := util.GetPersistentVolumeClaimClass(claim)
+	if name == "" {
+		return nil
+	}
+	class, err := p.cfg.Classes.Get(name)
+	if err != nil || class.Provisioner != p.cfg.Name {
+		return nil
+	}
+	return class
+}
+
+// elected reports whether this instance is the one that speaks for a claim
+// that no node owns.
+func (p *Provisioner) elected(claim *v1.PersistentVolumeClaim) (bool, error) {
+	ok, err := p.cfg.Instances.IsOwner(string(claim.UID))
+	if err != nil {
+		return false, fmt.Errorf("elect the instance for claim %s: %w", klog.KObj(claim), err)
+	}
+	return ok, nil
+}
+
+// ShouldProvision is the Qualifier: it says yes only on the instance that
+// owns the claim, so that the library emits no event, writes nothing and
+// counts no failure for it on the others. It reads the informer caches and
+// writes nothing itself: the claim sync reports the problems of claims and
+// sets selected-node.
+func (p *Provisioner) ShouldProvision(ctx context.Context, claim *v1.PersistentVolumeClaim) bool {
+	d, err := p.decide(claim)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to decide whether to provision the claim", "pvc", klog.KObj(claim))
+		return false
+	}
+	return d.verdict == provision
+}
+
+// ShouldDelete is the DeletionGuard: only the instance of the PV's node
+// deletes it.
+func (p *Provisioner) ShouldDelete(_ context.Context, pv *v1.PersistentVolume) bool {
+	return pv.Annotations[annotations.Node] == p.cfg.Node && pv.Annotations[annotations.Mode] != annotations.ModeMultihost
+}
