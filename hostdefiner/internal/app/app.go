@@ -1,22 +1,21 @@
 // Package app wires the host definer's flags to its run loop.
 //
-// The host definer is not built yet: Run serves /healthz and logs that
-// definitions are not managed, so deploying it early changes nothing on any
-// node or pool. The HostDefinition controller (DESIGN.md, "Host
-// definitions") will be started from here.
+// The host definer is not built yet: Run serves /healthz, /readyz and
+// /metrics and logs that definitions are not managed, so deploying it early
+// changes nothing on any node or pool. The HostDefinition controller
+// (docs/design.md, "Room for what comes next"; README, "Repository layout")
+// will be started from here.
 package app
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"net"
-	"net/http"
-	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
+
+	"hostpath.dev/manager/pkg/component"
 )
 
 // Flag names.
@@ -24,23 +23,23 @@ const (
 	flagHealthAddress = "health-address"
 )
 
-// Options holds the host definer's settings.
+// Options holds the host definer's settings; it is the component.Program
+// that main runs.
 type Options struct {
-	// HealthAddress is where /healthz is served.
+	// HealthAddress is where /healthz, /readyz and /metrics are served.
 	HealthAddress string
 }
+
+var _ component.Program = &Options{}
 
 // NewOptions returns Options with their defaults.
 func NewOptions() *Options {
 	return &Options{HealthAddress: ":8081"}
 }
 
-// AddFlags binds the options to fs, and klog's flags too.
+// AddFlags binds the options to fs (component.Main adds klog's flags).
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.HealthAddress, flagHealthAddress, o.HealthAddress, "Address (host:port) to serve /healthz on.")
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	fs.AddGoFlagSet(klogFlags)
+	fs.StringVar(&o.HealthAddress, flagHealthAddress, o.HealthAddress, "Address (host:port) to serve /healthz, /readyz and /metrics on.")
 }
 
 // Validate checks the options.
@@ -51,24 +50,12 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Run serves /healthz until ctx is done.
-func Run(ctx context.Context, o *Options) error {
-	logger := klog.FromContext(ctx)
-	logger.Info("Host definitions are not managed yet; serving /healthz only", "address", o.HealthAddress)
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	srv := &http.Server{Addr: o.HealthAddress, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve health endpoint: %w", err)
-	case <-ctx.Done():
+// Run serves /healthz, /readyz and /metrics until ctx is done.
+func (o *Options) Run(ctx context.Context) error {
+	if err := component.ServeHealth(ctx, o.HealthAddress, component.NewRegistry(), nil); err != nil {
+		return err
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shut down health endpoint: %w", err)
-	}
+	klog.FromContext(ctx).Info("Host definitions are not managed yet; serving health and metrics only", "address", o.HealthAddress)
+	<-ctx.Done()
 	return nil
 }

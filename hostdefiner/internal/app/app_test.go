@@ -1,6 +1,12 @@
 package app
 
-import "testing"
+import (
+	"net"
+	"strings"
+	"testing"
+
+	"k8s.io/klog/v2/ktesting"
+)
 
 func TestValidate(t *testing.T) {
 	tests := []struct {
@@ -21,5 +27,19 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate(%q) error = %v, want error %v", tt.addr, err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestRunAddressInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, ctx := ktesting.NewTestContext(t)
+	o := NewOptions()
+	o.HealthAddress = ln.Addr().String()
+	if err := o.Run(ctx); err == nil || !strings.Contains(err.Error(), o.HealthAddress) {
+		t.Fatalf("Run on a busy address = %v, want an error naming %s", err, o.HealthAddress)
 	}
 }
