@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 
 	"hostpath.dev/e2e/framework"
@@ -24,26 +21,6 @@ import (
 // junkSource is the address the flood comes from: the API server's address
 // on this machine, one the managers never see legitimate calls from.
 const junkSource = "198.18.0.1"
-
-// managerClient makes ns/sa (a new service account) a caller bound to the
-// client ClusterRole and returns its name.
-func managerClient(ctx context.Context, t *testing.T, f *framework.Framework, ns, sa string) {
-	t.Helper()
-	if _, err := f.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("Create ServiceAccount %s: %v", sa, err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + sa, Labels: map[string]string{"hostpath.dev/e2e": "true"}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: client.ClientClusterRole},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
-	}
-	if _, err := f.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("Create ClusterRoleBinding: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = f.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
-	})
-}
 
 // TestManagerTokenAudience: a plain service account token, bound to the
 // client ClusterRole, is refused with 401 and told which audience is needed;
@@ -70,13 +47,7 @@ func TestManagerTokenAudience(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitFor(ctx, t, 30*time.Second, "GET /v1/host with the manager-audience token", func(ctx context.Context) (bool, error) {
-		code, body := callManager(ctx, t, "GET", base, "/v1/host", scoped, "")
-		if code != http.StatusOK {
-			return false, fmt.Errorf("status %d: %s", code, body)
-		}
-		return true, nil
-	})
+	waitAllowed(ctx, t, base, scoped, "GET /v1/host with the manager-audience token")
 
 	pvc := e.claim(ctx, t, "still-provisioning", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
 	e.waitBound(ctx, t, pvc.Name)
@@ -98,12 +69,7 @@ func TestManagerJunkTokenFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitFor(ctx, t, 30*time.Second, "the caller to be allowed", func(ctx context.Context) (bool, error) {
-		if code, body := callManager(ctx, t, "GET", base, "/v1/host", warm, ""); code != http.StatusOK {
-			return false, fmt.Errorf("status %d: %s", code, body)
-		}
-		return true, nil
-	})
+	waitAllowed(ctx, t, base, warm, "the caller to be allowed")
 
 	// Fresh tokens, made before the flood so that the calls start with it.
 	const legitLimit = 5 * time.Second

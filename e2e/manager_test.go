@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hostpath.dev/e2e/framework"
+	"hostpath.dev/e2e/internal/localcluster"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -95,28 +96,23 @@ func listDir(t *testing.T, dir string) string {
 	return strings.Join(names, ",")
 }
 
-// TestManager calls the managers of the real nodes like curl would: no
-// token, a token without the RBAC rule, an authorised token; it creates and
-// deletes a volume and checks the node's pool on this machine.
-func TestManager(t *testing.T) {
-	f := framework.Cluster()
-	ctx := t.Context()
-	nodes := f.TwoRealNodes(ctx, t)
-	ns := f.Namespace(ctx, t)
-	urls := managerPods(ctx, t, f, nodes)
-	node, other := nodes[0], nodes[1]
-	base := urls[node]
-
-	// Two service accounts: one bound to the client ClusterRole, one not.
-	for _, sa := range []string{"allowed", "denied"} {
-		if _, err := f.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("Create ServiceAccount %s: %v", sa, err)
-		}
+// serviceAccount creates the service account ns/sa.
+func serviceAccount(ctx context.Context, t *testing.T, f *framework.Framework, ns, sa string) {
+	t.Helper()
+	if _, err := f.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Create ServiceAccount %s: %v", sa, err)
 	}
+}
+
+// managerClient makes ns/sa (a new service account) a caller bound to the
+// client ClusterRole; the binding is deleted when the test ends.
+func managerClient(ctx context.Context, t *testing.T, f *framework.Framework, ns, sa string) {
+	t.Helper()
+	serviceAccount(ctx, t, f, ns, sa)
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-manager-client", Labels: map[string]string{"hostpath.dev/e2e": "true"}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "hostpath-manager-client"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "allowed"}},
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + sa, Labels: map[string]string{"hostpath.dev/e2e": "true"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: client.ClientClusterRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
 	}
 	if _, err := f.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("Create ClusterRoleBinding: %v", err)
@@ -128,6 +124,78 @@ func TestManager(t *testing.T) {
 			t.Errorf("Delete ClusterRoleBinding %s: %v", binding.Name, err)
 		}
 	})
+}
+
+// waitAllowed waits until the manager at base answers GET /v1/host with 200
+// to token: RBAC changes reach the API server's authorizer within moments.
+func waitAllowed(ctx context.Context, t *testing.T, base, token, what string) {
+	t.Helper()
+	framework.WaitFor(ctx, t, 30*time.Second, what, func(ctx context.Context) (bool, error) {
+		code, body := callManager(ctx, t, "GET", base, "/v1/host", token, "")
+		if code != http.StatusOK {
+			return false, fmt.Errorf("status %d: %s", code, body)
+		}
+		return true, nil
+	})
+}
+
+// managerVolume is a fresh volume name of the default pool, with where its
+// directory would be on this machine for the node called and for the other
+// node.
+type managerVolume struct {
+	name, hostPath, here, there string
+}
+
+// newManagerVolume names a volume for one (sub)test; when it ends the volume
+// is deleted through the manager at base (best effort, so that its owner
+// record goes too) and its directory removed from both nodes.
+func newManagerVolume(t *testing.T, f *framework.Framework, base, token, node, other string) managerVolume {
+	t.Helper()
+	v := managerVolume{name: "e2e-" + framework.RandomSuffix()}
+	v.hostPath = path.Join(localcluster.PoolPath, v.name)
+	var err error
+	if v.here, err = f.NodeDir(node, v.hostPath); err != nil {
+		t.Fatal(err)
+	}
+	if v.there, err = f.NodeDir(other, v.hostPath); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, base+"/v1/pools/default/volumes/"+v.name+"?owner=pv-"+v.name, nil)
+		if err == nil {
+			req.Header.Set("Authorization", "Bearer "+token)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_ = resp.Body.Close()
+			}
+		}
+		_ = os.RemoveAll(v.here)
+		_ = os.RemoveAll(v.there)
+	})
+	return v
+}
+
+// owner is the body of a PUT that creates v with mode 0750 for the PV
+// "pv-<name>".
+func (v managerVolume) owner() string { return `{"mode":"0750","owner":"pv-` + v.name + `"}` }
+
+// TestManager calls the managers of the real nodes like curl would: no
+// token, a token without the RBAC rule, an authorised token; it creates and
+// deletes volumes and checks the node's pool on this machine. Each subtest
+// makes what it needs (run one with -run 'TestManager/<name>').
+func TestManager(t *testing.T) {
+	f := framework.Cluster()
+	ctx := t.Context()
+	nodes := f.TwoRealNodes(ctx, t)
+	ns := f.Namespace(ctx, t)
+	urls := managerPods(ctx, t, f, nodes)
+	node, other := nodes[0], nodes[1]
+	base := urls[node]
+
+	// Two service accounts: one bound to the client ClusterRole, one not.
+	managerClient(ctx, t, f, ns, "allowed")
+	serviceAccount(ctx, t, f, ns, "denied")
 	allowed, err := f.ServiceAccountToken(ctx, ns, "allowed", client.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +203,9 @@ func TestManager(t *testing.T) {
 	denied, err := f.ServiceAccountToken(ctx, ns, "denied", client.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		waitAllowed(ctx, t, urls[n], allowed, "GET /v1/host on "+n+" to be allowed")
 	}
 
 	t.Run("healthz needs no token", func(t *testing.T) {
@@ -174,19 +245,18 @@ func TestManager(t *testing.T) {
 		}
 	})
 
-	hostIDs := map[string]string{}
 	t.Run("authorised token gets the host", func(t *testing.T) {
+		hostIDs := map[string]string{}
 		for _, n := range nodes {
 			var h client.Host
-			// RBAC changes reach the API server's authorizer within moments.
-			framework.WaitFor(ctx, t, 30*time.Second, "GET /v1/host on "+n+" to be allowed", func(ctx context.Context) (bool, error) {
-				code, body := callManager(ctx, t, "GET", urls[n], "/v1/host", allowed, "")
-				if code != http.StatusOK {
-					return false, fmt.Errorf("status %d: %s", code, body)
-				}
-				return true, json.Unmarshal(body, &h)
-			})
-			if h.NodeName != n || h.HostID == "" || h.BootID == "" || len(h.Pools) == 0 || h.Pools[0].Path != framework.PoolPath || h.Pools[0].FreeBytes <= 0 {
+			code, body := callManager(ctx, t, "GET", urls[n], "/v1/host", allowed, "")
+			if code != http.StatusOK {
+				t.Fatalf("GET /v1/host on %s: status %d: %s", n, code, body)
+			}
+			if err := json.Unmarshal(body, &h); err != nil {
+				t.Fatalf("GET /v1/host on %s: %v", n, err)
+			}
+			if h.NodeName != n || h.HostID == "" || h.BootID == "" || len(h.Pools) == 0 || h.Pools[0].Path != localcluster.PoolPath || h.Pools[0].FreeBytes <= 0 {
 				t.Errorf("GET /v1/host on %s = %+v", n, h)
 			}
 			hostIDs[n] = h.HostID
@@ -194,81 +264,77 @@ func TestManager(t *testing.T) {
 		if hostIDs[node] == hostIDs[other] {
 			t.Errorf("Both nodes report host ID %s", hostIDs[node])
 		}
-		if data, err := os.ReadFile(filepath.Join(f.ClusterDir, "nodes", node, "state", "host-id")); err != nil || strings.TrimSpace(string(data)) != hostIDs[node] {
+		hostIDFile, err := f.NodeDir(node, path.Join(localcluster.StatePath, "host-id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, err := os.ReadFile(hostIDFile); err != nil || strings.TrimSpace(string(data)) != hostIDs[node] {
 			t.Errorf("host ID of %s is not persisted in its state directory: %q, %v", node, data, err)
 		}
 	})
 
-	name := "e2e-" + framework.RandomSuffix()
-	hostPath := path.Join(framework.PoolPath, name)
-	here, err := f.NodeDir(node, hostPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	there, err := f.NodeDir(other, hostPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(here); _ = os.RemoveAll(there) })
-
-	owner := `{"mode":"0750","owner":"pv-` + name + `"}`
 	t.Run("PUT creates the directory on that node only", func(t *testing.T) {
-		code, body := callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+name, allowed, owner)
+		v := newManagerVolume(t, f, base, allowed, node, other)
+		code, body := callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+v.name, allowed, v.owner())
 		if code != http.StatusCreated {
-			t.Fatalf("PUT %s: %d %s", name, code, body)
+			t.Fatalf("PUT %s: %d %s", v.name, code, body)
 		}
-		var v client.Volume
-		if err := json.Unmarshal(body, &v); err != nil || v.Path != hostPath || v.Mode != "0750" {
+		var got client.Volume
+		if err := json.Unmarshal(body, &got); err != nil || got.Path != v.hostPath || got.Mode != "0750" {
 			t.Errorf("PUT answered %s", body)
 		}
-		fi, err := os.Lstat(here)
+		fi, err := os.Lstat(v.here)
 		if err != nil || !fi.IsDir() {
-			t.Fatalf("%s is not a directory on %s (%s): %v", hostPath, node, here, err)
+			t.Fatalf("%s is not a directory on %s (%s): %v", v.hostPath, node, v.here, err)
 		}
 		if fi.Mode().Perm() != 0o750 {
-			t.Errorf("%s has mode %v, want 0750", here, fi.Mode().Perm())
+			t.Errorf("%s has mode %v, want 0750", v.here, fi.Mode().Perm())
 		}
-		if _, err := os.Lstat(there); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("%s appeared on %s too (%s): %v", hostPath, other, there, err)
+		if _, err := os.Lstat(v.there); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s appeared on %s too (%s): %v", v.hostPath, other, v.there, err)
 		}
-		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+name, allowed, owner)
+		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+v.name, allowed, v.owner())
 		if code != http.StatusOK {
-			t.Errorf("second PUT %s: %d %s, want 200", name, code, body)
+			t.Errorf("second PUT %s: %d %s, want 200", v.name, code, body)
 		}
-		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+name, allowed, `{"owner":"pv-someone-else"}`)
-		if st := wantStatus(t, "PUT by another owner", code, body, http.StatusConflict, "OwnerConflict"); st.Owner != "pv-"+name {
-			t.Errorf("409 names owner %q, want %q", st.Owner, "pv-"+name)
+		code, body = callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+v.name, allowed, `{"owner":"pv-someone-else"}`)
+		if st := wantStatus(t, "PUT by another owner", code, body, http.StatusConflict, "OwnerConflict"); st.Owner != "pv-"+v.name {
+			t.Errorf("409 names owner %q, want %q", st.Owner, "pv-"+v.name)
 		}
 		code, body = callManager(ctx, t, "GET", base, "/v1/pools/default/volumes", allowed, "")
-		if code != http.StatusOK || !strings.Contains(string(body), `"name":"`+name+`"`) {
+		if code != http.StatusOK || !strings.Contains(string(body), `"name":"`+v.name+`"`) {
 			t.Errorf("GET volumes: %d %s", code, body)
 		}
 	})
 
 	t.Run("DELETE removes it", func(t *testing.T) {
-		if err := os.WriteFile(filepath.Join(here, "data"), []byte("x"), 0o644); err != nil {
+		v := newManagerVolume(t, f, base, allowed, node, other)
+		if code, body := callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+v.name, allowed, v.owner()); code != http.StatusCreated {
+			t.Fatalf("PUT %s: %d %s", v.name, code, body)
+		}
+		if err := os.WriteFile(filepath.Join(v.here, "data"), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		code, body := callManager(ctx, t, "DELETE", base, "/v1/pools/default/volumes/"+name+"?owner=pv-someone-else", allowed, "")
+		code, body := callManager(ctx, t, "DELETE", base, "/v1/pools/default/volumes/"+v.name+"?owner=pv-someone-else", allowed, "")
 		wantStatus(t, "DELETE by another owner", code, body, http.StatusConflict, "OwnerConflict")
-		if _, err := os.Stat(filepath.Join(here, "data")); err != nil {
+		if _, err := os.Stat(filepath.Join(v.here, "data")); err != nil {
 			t.Fatalf("DELETE by another owner touched the data: %v", err)
 		}
 		for i := 0; i < 2; i++ {
-			code, body := callManager(ctx, t, "DELETE", base, "/v1/pools/default/volumes/"+name+"?owner=pv-"+name, allowed, "")
+			code, body := callManager(ctx, t, "DELETE", base, "/v1/pools/default/volumes/"+v.name+"?owner=pv-"+v.name, allowed, "")
 			if code != http.StatusNoContent {
 				t.Fatalf("DELETE #%d: %d %s", i+1, code, body)
 			}
 		}
-		if _, err := os.Lstat(here); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("%s still exists: %v", here, err)
+		if _, err := os.Lstat(v.here); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s still exists: %v", v.here, err)
 		}
-		code, body = callManager(ctx, t, "GET", base, "/v1/pools/default/volumes/"+name, allowed, "")
+		code, body = callManager(ctx, t, "GET", base, "/v1/pools/default/volumes/"+v.name, allowed, "")
 		wantStatus(t, "GET the deleted volume", code, body, http.StatusNotFound, "NotFound")
 	})
 
 	t.Run("traversal names are 400 and nothing appears outside", func(t *testing.T) {
-		pool, err := f.NodeDir(node, framework.PoolPath)
+		pool, err := f.NodeDir(node, localcluster.PoolPath)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +363,7 @@ func TestManager(t *testing.T) {
 		}
 	})
 	t.Run("symlinks planted in the pool are not followed", func(t *testing.T) {
-		stateFile, err := f.NodeDir(node, path.Join(framework.StatePath, "host-id"))
+		stateFile, err := f.NodeDir(node, path.Join(localcluster.StatePath, "host-id"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,11 +371,11 @@ func TestManager(t *testing.T) {
 		// directory, and a volume holding such a symlink, as a pod could
 		// leave them.
 		link := "e2e-link-" + framework.RandomSuffix()
-		linkHere, _ := f.NodeDir(node, path.Join(framework.PoolPath, link))
+		linkHere, _ := f.NodeDir(node, path.Join(localcluster.PoolPath, link))
 		vol := "e2e-vol-" + framework.RandomSuffix()
-		volHere, _ := f.NodeDir(node, path.Join(framework.PoolPath, vol))
+		volHere, _ := f.NodeDir(node, path.Join(localcluster.PoolPath, vol))
 		t.Cleanup(func() { _ = os.Remove(linkHere); _ = os.RemoveAll(volHere) })
-		if err := os.Symlink(framework.StatePath, linkHere); err != nil {
+		if err := os.Symlink(localcluster.StatePath, linkHere); err != nil {
 			t.Fatal(err)
 		}
 		code, body := callManager(ctx, t, "PUT", base, "/v1/pools/default/volumes/"+link, allowed, `{"owner":"pv-link"}`)
@@ -322,7 +388,7 @@ func TestManager(t *testing.T) {
 		if err := os.MkdirAll(volHere, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Symlink(framework.StatePath, filepath.Join(volHere, "state")); err != nil {
+		if err := os.Symlink(localcluster.StatePath, filepath.Join(volHere, "state")); err != nil {
 			t.Fatal(err)
 		}
 		// A directory made by hand has no owner record: it is adopted first.

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"hostpath.dev/e2e/framework"
+	"hostpath.dev/e2e/internal/localcluster"
 )
 
 // What users see of the provisioner (README, "Provisioner"): the names are
@@ -84,8 +85,8 @@ func (e *provEnv) nodeWithoutProvisioner(ctx context.Context, t *testing.T) stri
 	name := "e2e-idle-" + framework.RandomSuffix()
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			framework.FakeNodeLabel: "true", corev1.LabelHostname: name}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: framework.FakeNodeLabel, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+			localcluster.FakeNodeLabel: "true", corev1.LabelHostname: name}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: localcluster.FakeNodeLabel, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
 	}
 	if _, err := e.f.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("Create node %s: %v", name, err)
@@ -279,8 +280,8 @@ func (e *provEnv) checkPV(ctx context.Context, t *testing.T, pvc *corev1.Persist
 		t.Errorf("PV %s directory = %q, want %q (the default pathPattern)", pv.Name, dir, want)
 	}
 	hp := pv.Spec.HostPath
-	if hp == nil || hp.Path != framework.PoolPath+"/"+dir || hp.Type == nil || *hp.Type != corev1.HostPathDirectory {
-		t.Errorf("PV %s hostPath = %+v, want %s/%s of type Directory", pv.Name, hp, framework.PoolPath, dir)
+	if hp == nil || hp.Path != localcluster.PoolPath+"/"+dir || hp.Type == nil || *hp.Type != corev1.HostPathDirectory {
+		t.Errorf("PV %s hostPath = %+v, want %s/%s of type Directory", pv.Name, hp, localcluster.PoolPath, dir)
 	}
 	want := fmt.Sprintf("[{[{%s In [%s]}] []}]", corev1.LabelHostname, n.Labels[corev1.LabelHostname])
 	if na := pv.Spec.NodeAffinity; na == nil || na.Required == nil || fmt.Sprint(na.Required.NodeSelectorTerms) != want {
@@ -313,7 +314,7 @@ func (e *provEnv) poolEntries(t *testing.T, text string) []string {
 	t.Helper()
 	var out []string
 	for _, n := range e.nodes {
-		pool, err := e.f.NodeDir(n, framework.PoolPath)
+		pool, err := e.f.NodeDir(n, localcluster.PoolPath)
 		if err != nil {
 			t.Fatal(err)
 		}

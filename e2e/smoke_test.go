@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"hostpath.dev/e2e/framework"
+	"hostpath.dev/e2e/internal/localcluster"
 )
 
 const podTimeout = 2 * time.Minute
@@ -29,7 +31,7 @@ func TestSmoke(t *testing.T) {
 	ns := f.Namespace(ctx, t)
 
 	t.Run("hostPath is per node", func(t *testing.T) {
-		dir := path.Join(framework.PoolPath, "smoke-"+framework.RandomSuffix())
+		dir := path.Join(localcluster.PoolPath, "smoke-"+framework.RandomSuffix())
 		for _, node := range nodes {
 			t.Cleanup(func() {
 				if d, err := f.NodeDir(node, dir); err == nil {
@@ -42,7 +44,7 @@ func TestSmoke(t *testing.T) {
 				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}
 			pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "out", MountPath: "/out"}}
 			pod.Spec.Volumes = []corev1.Volume{{Name: "out", VolumeSource: corev1.VolumeSource{
-				HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: ptr(corev1.HostPathDirectoryOrCreate)}}}}
+				HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}}}
 			if _, err := f.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("Create pod: %v", err)
 			}
@@ -141,5 +143,3 @@ func splitSections(out string) map[string]string {
 	}
 	return sections
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // componentLogLines is how much of each component log DumpOnFailure prints.
@@ -53,7 +54,7 @@ func (f *Framework) dumpNamespace(ctx context.Context, b *strings.Builder, ns st
 		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
 			for _, previous := range []bool{false, true} {
 				raw, err := f.Client.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{
-					Container: c.Name, Previous: previous, TailLines: ptrInt64(100),
+					Container: c.Name, Previous: previous, TailLines: ptr.To[int64](100),
 				}).DoRaw(ctx)
 				if err != nil {
 					if !previous {
@@ -96,5 +97,3 @@ func eventTime(e corev1.Event) metav1.Time {
 		return e.CreationTimestamp
 	}
 }
-
-func ptrInt64(v int64) *int64 { return &v }

@@ -11,12 +11,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"hostpath.dev/e2e/internal/localcluster"
+	"hostpath.dev/manager/pkg/component"
 )
 
 const (
@@ -35,14 +36,6 @@ const (
 	SystemNamespace = "hostpath-system"
 	// TestToolsImage has busybox and nettool (e2e/cmd/nettool).
 	TestToolsImage = "hostpath.dev/testtools:dev"
-	// RealNodePrefix starts the names of the nodes that run a kubelet.
-	RealNodePrefix = "hostpath-node-"
-	// FakeNodeLabel marks the nodes made by scripts/fake-nodes.sh.
-	FakeNodeLabel = "hostpath.dev/fake-node"
-	// PoolPath and StatePath are the host paths each node has its own copy of.
-	PoolPath = "/var/hpvolumes"
-	// StatePath is the manager's state directory on a node.
-	StatePath = "/var/lib/hostpath"
 )
 
 // ErrNoCluster means no local cluster answers; the suite skips.
@@ -85,12 +78,10 @@ func New(ctx context.Context) (*Framework, error) {
 	if _, err := os.Stat(f.Kubeconfig); err != nil {
 		return nil, fmt.Errorf("%w: no kubeconfig at %s (run `make cluster-up`)", ErrNoCluster, f.Kubeconfig)
 	}
-	f.Config, err = clientcmd.BuildConfigFromFlags("", f.Kubeconfig)
+	f.Config, err = component.RESTConfig(f.Kubeconfig, 50, 100, "hostpath-e2e")
 	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig %s: %w", f.Kubeconfig, err)
+		return nil, fmt.Errorf("kubeconfig %s: %w", f.Kubeconfig, err)
 	}
-	f.Config.QPS, f.Config.Burst = 50, 100
-	f.Config.UserAgent = "hostpath-e2e"
 	f.Client, err = kubernetes.NewForConfig(f.Config)
 	if err != nil {
 		return nil, fmt.Errorf("create clientset: %w", err)
@@ -122,17 +113,9 @@ func FindRepoRoot() (string, error) {
 	}
 }
 
-// NodeDir maps hostPath, a path under PoolPath or StatePath on node, to where
-// that node's copy is on this machine (.cluster/nodes/<node>/...).
+// NodeDir maps hostPath, a path under localcluster.PoolPath or StatePath on
+// node, to where that node's copy is on this machine
+// (.cluster/nodes/<node>/..., localcluster.NodeDir).
 func (f *Framework) NodeDir(node, hostPath string) (string, error) {
-	clean := filepath.Clean(hostPath)
-	for base, folder := range map[string]string{PoolPath: "hpvolumes", StatePath: "state"} {
-		if clean == base || strings.HasPrefix(clean, base+"/") {
-			if node == "" || strings.ContainsAny(node, "/\\") || node == "." || node == ".." {
-				return "", fmt.Errorf("invalid node name %q", node)
-			}
-			return filepath.Join(f.ClusterDir, "nodes", node, folder, strings.TrimPrefix(clean, base)), nil
-		}
-	}
-	return "", fmt.Errorf("%s is not under %s or %s", hostPath, PoolPath, StatePath)
+	return localcluster.NodeDir(filepath.Join(f.ClusterDir, "nodes"), node, hostPath)
 }

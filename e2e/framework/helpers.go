@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+
+	"hostpath.dev/e2e/internal/localcluster"
+	"hostpath.dev/manager/pkg/component"
 )
 
 // PollInterval is how often WaitFor checks its condition.
@@ -127,7 +129,7 @@ func (f *Framework) WaitForPodRunning(ctx context.Context, t testing.TB, ns, nam
 			return false, err
 		}
 		pod = p
-		return PodReady(p), nil
+		return component.PodReady(p), nil
 	})
 	return pod
 }
@@ -191,23 +193,6 @@ func (f *Framework) ServiceAccountToken(ctx context.Context, ns, sa string, audi
 	return res.Status.Token, nil
 }
 
-// RealNodes returns the names of the nodes that run a kubelet (not the fake
-// ones), sorted.
-func (f *Framework) RealNodes(ctx context.Context) ([]string, error) {
-	list, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "!" + FakeNodeLabel})
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	var names []string
-	for _, n := range list.Items {
-		if strings.HasPrefix(n.Name, RealNodePrefix) {
-			names = append(names, n.Name)
-		}
-	}
-	sort.Strings(names)
-	return names, nil
-}
-
 // TestToolsPod is a pod of the testtools image pinned to node that runs
 // command (through /bin/sh -c when it is a single string) and is never
 // restarted.
@@ -235,7 +220,7 @@ func TestToolsPod(ns, name, node string, command ...string) *corev1.Pod {
 // are fewer than two: every test that compares nodes needs a second one.
 func (f *Framework) TwoRealNodes(ctx context.Context, t testing.TB) []string {
 	t.Helper()
-	nodes, err := f.RealNodes(ctx)
+	nodes, err := localcluster.RealNodes(ctx, f.Client)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,16 +228,6 @@ func (f *Framework) TwoRealNodes(ctx context.Context, t testing.TB) []string {
 		t.Fatalf("Need at least 2 real nodes, found %v", nodes)
 	}
 	return nodes
-}
-
-// PodReady reports whether a pod's Ready condition is true.
-func PodReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // ReadyPodsByNode waits until every node of nodes runs a Ready pod matching
@@ -268,7 +243,7 @@ func (f *Framework) ReadyPodsByNode(ctx context.Context, t testing.TB, ns, selec
 		clear(byNode)
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.DeletionTimestamp == nil && p.Status.PodIP != "" && PodReady(p) {
+			if component.PodServing(p) && p.Status.PodIP != "" {
 				byNode[p.Spec.NodeName] = p
 			}
 		}

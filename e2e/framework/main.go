@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 )
 
 // SkipInstallEnv, when "true", makes Main skip InstallProduct (to test the
@@ -87,38 +88,43 @@ func (f *Framework) InstallProduct(ctx context.Context) error {
 func (f *Framework) WaitForWorkloads(ctx context.Context, ns string, timeout time.Duration) error {
 	var pending []string
 	err := wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		pending = pending[:0]
-		dss, err := f.Client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+		p, err := f.pendingWorkloads(ctx, ns)
 		if err != nil {
-			pending = append(pending, err.Error())
+			pending = []string{err.Error()}
 			return false, nil
 		}
-		for _, d := range dss.Items {
-			s := d.Status
-			if s.ObservedGeneration < d.Generation || s.UpdatedNumberScheduled != s.DesiredNumberScheduled ||
-				s.NumberAvailable != s.DesiredNumberScheduled {
-				pending = append(pending, fmt.Sprintf("DaemonSet %s: %d/%d available", d.Name, s.NumberAvailable, s.DesiredNumberScheduled))
-			}
-		}
-		deps, err := f.Client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			pending = append(pending, err.Error())
-			return false, nil
-		}
-		for _, d := range deps.Items {
-			s := d.Status
-			want := int32(1)
-			if d.Spec.Replicas != nil {
-				want = *d.Spec.Replicas
-			}
-			if s.ObservedGeneration < d.Generation || s.UpdatedReplicas != want || s.AvailableReplicas != want || s.Replicas != want {
-				pending = append(pending, fmt.Sprintf("Deployment %s: %d/%d available", d.Name, s.AvailableReplicas, want))
-			}
-		}
+		pending = p
 		return len(pending) == 0, nil
 	})
 	if err != nil {
 		return fmt.Errorf("workloads in %s not rolled out after %v: %s", ns, timeout, strings.Join(pending, "; "))
 	}
 	return nil
+}
+
+// pendingWorkloads describes the DaemonSets and Deployments of ns that are
+// not rolled out yet.
+func (f *Framework) pendingWorkloads(ctx context.Context, ns string) ([]string, error) {
+	dss, err := f.Client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	deps, err := f.Client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var pending []string
+	for _, d := range dss.Items {
+		if s := d.Status; s.ObservedGeneration < d.Generation || s.UpdatedNumberScheduled != s.DesiredNumberScheduled ||
+			s.NumberAvailable != s.DesiredNumberScheduled {
+			pending = append(pending, fmt.Sprintf("DaemonSet %s: %d/%d available", d.Name, s.NumberAvailable, s.DesiredNumberScheduled))
+		}
+	}
+	for _, d := range deps.Items {
+		s, want := d.Status, ptr.Deref(d.Spec.Replicas, 1)
+		if s.ObservedGeneration < d.Generation || s.UpdatedReplicas != want || s.AvailableReplicas != want || s.Replicas != want {
+			pending = append(pending, fmt.Sprintf("Deployment %s: %d/%d available", d.Name, s.AvailableReplicas, want))
+		}
+	}
+	return pending, nil
 }

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"hostpath.dev/e2e/internal/localcluster"
 )
 
 func TestPercentile(t *testing.T) {
@@ -185,7 +187,7 @@ func TestRun(t *testing.T) {
 	client := fake.NewClientset(
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}},
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fake-1", Labels: map[string]string{FakeNodeLabel: "true"}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fake-1", Labels: map[string]string{localcluster.FakeNodeLabel: "true"}}},
 	)
 	// The fake clientset neither generates names nor sets UIDs.
 	client.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {

@@ -9,26 +9,28 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"hostpath.dev/e2e/internal/localcluster"
 )
 
+// Fake nodes are labelled localcluster.FakeNodeLabel=true (Delete removes the
+// nodes with it) and, unless Options.NoTaint, tainted NoSchedule with that key,
+// so DaemonSets and ordinary pods stay off them.
 const (
-	// Label marks fake nodes (value "true"); Delete removes the nodes with it.
-	Label = "hostpath.dev/fake-node"
-	// TaintKey is the NoSchedule taint fake nodes get unless Options.NoTaint,
-	// so DaemonSets and ordinary pods stay off them.
-	TaintKey = "hostpath.dev/fake-node"
 	// LeaseNamespace holds the node Leases.
 	LeaseNamespace = "kube-node-lease"
 	leaseDuration  = 40
@@ -76,21 +78,22 @@ func (o *Options) Names() []string {
 func (o *Options) Node(name string) *corev1.Node {
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			Label:                     "true",
-			corev1.LabelHostname:      name,
-			corev1.LabelOSStable:      "linux",
-			corev1.LabelArchStable:    "amd64",
-			"node.kubernetes.io/fake": "true",
+			localcluster.FakeNodeLabel: "true",
+			corev1.LabelHostname:       name,
+			corev1.LabelOSStable:       "linux",
+			corev1.LabelArchStable:     "amd64",
+			"node.kubernetes.io/fake":  "true",
 		}},
 	}
 	if !o.NoTaint {
-		n.Spec.Taints = []corev1.Taint{{Key: TaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+		n.Spec.Taints = []corev1.Taint{{Key: localcluster.FakeNodeLabel, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
 	}
 	return n
 }
 
 // Run creates the fake nodes (adopting existing ones), calls ready once every
-// node is Ready with a fresh Lease, then renews the Leases until ctx ends.
+// node is Ready with a fresh Lease, then renews the Leases every
+// RenewInterval until ctx ends.
 func Run(ctx context.Context, client kubernetes.Interface, o Options, ready func()) error {
 	logger := klog.FromContext(ctx)
 	names := o.Names()
@@ -110,38 +113,34 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, ready func
 	if ready != nil {
 		ready()
 	}
-	ticker := time.NewTicker(o.RenewInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	wait.UntilWithContext(ctx, func(ctx context.Context) { renewAll(ctx, client, o.Workers, leases) }, o.RenewInterval)
+	return nil
+}
+
+// renewAll renews every lease (workers at a time) and logs those that
+// failed.
+func renewAll(ctx context.Context, client kubernetes.Interface, workers int, leases []*coordinationv1.Lease) {
+	logger := klog.FromContext(ctx)
+	var failed atomic.Int64
+	_ = parallel(ctx, workers, len(leases), func(ctx context.Context, i int) error {
+		l, err := renew(ctx, client, leases[i])
+		if err != nil {
+			failed.Add(1)
+			logger.Error(err, "Renew lease", "lease", klog.KObj(leases[i]))
 			return nil
-		case <-ticker.C:
 		}
-		var mu sync.Mutex
-		failed := 0
-		_ = parallel(ctx, o.Workers, len(leases), func(ctx context.Context, i int) error {
-			l, err := renew(ctx, client, leases[i])
-			if err != nil {
-				mu.Lock()
-				failed++
-				mu.Unlock()
-				logger.Error(err, "Renew lease", "lease", klog.KObj(leases[i]))
-				return nil
-			}
-			leases[i] = l
-			return nil
-		})
-		if failed > 0 {
-			logger.Info("Some leases were not renewed", "failed", failed, "total", len(leases))
-		}
+		leases[i] = l
+		return nil
+	})
+	if n := failed.Load(); n > 0 {
+		logger.Info("Some leases were not renewed", "failed", n, "total", len(leases))
 	}
 }
 
-// Delete removes every node labelled Label (their Leases go with them: the
-// Node owns them).
+// Delete removes every node labelled localcluster.FakeNodeLabel=true (their
+// Leases go with them: the Node owns them).
 func Delete(ctx context.Context, client kubernetes.Interface, workers int) (int, error) {
-	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: Label + "=true"})
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: localcluster.FakeNodeLabel + "=true"})
 	if err != nil {
 		return 0, fmt.Errorf("list fake nodes: %w", err)
 	}
@@ -163,7 +162,7 @@ func ensureNode(ctx context.Context, client kubernetes.Interface, want *corev1.N
 	node, err := client.CoreV1().Nodes().Create(ctx, want, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		node, err = client.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{})
-		if err == nil && node.Labels[Label] != "true" {
+		if err == nil && node.Labels[localcluster.FakeNodeLabel] != "true" {
 			return nil, fmt.Errorf("node %s exists and is not a fake node", want.Name)
 		}
 	}
@@ -247,43 +246,16 @@ func renew(ctx context.Context, client kubernetes.Interface, l *coordinationv1.L
 	return updated, nil
 }
 
-// parallel runs fn(0..n-1) on workers goroutines and returns the first error.
+// parallel runs fn(0..n-1), at most workers at a time, and returns the first
+// error; once one failed (or ctx ended) no new call starts.
 func parallel(ctx context.Context, workers, n int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	jobs := make(chan int)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				if err := fn(ctx, i); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-					cancel()
-				}
-			}
-		}()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i := 0; i < n && gctx.Err() == nil; i++ {
+		g.Go(func() error { return fn(gctx, i) })
 	}
-	for i := 0; i < n; i++ {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err := g.Wait(); err != nil {
 		return err
-	default:
-		return ctx.Err()
 	}
+	return ctx.Err()
 }

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
+
+	"hostpath.dev/e2e/internal/localcluster"
 )
 
 func TestRunAndDelete(t *testing.T) {
@@ -33,7 +35,7 @@ func TestRunAndDelete(t *testing.T) {
 		if err != nil {
 			t.Fatalf("node %s: %v", name, err)
 		}
-		if n.Labels[Label] != "true" || len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != TaintKey {
+		if n.Labels[localcluster.FakeNodeLabel] != "true" || len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != localcluster.FakeNodeLabel {
 			t.Errorf("node %s: labels %v taints %v", name, n.Labels, n.Spec.Taints)
 		}
 		if len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Type != corev1.NodeReady ||

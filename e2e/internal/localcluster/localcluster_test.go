@@ -1,9 +1,17 @@
-package framework
+package localcluster
 
-import "testing"
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
 
 func TestNodeDir(t *testing.T) {
-	f := &Framework{ClusterDir: "/repo/.cluster"}
+	const nodesDir = "/repo/.cluster/nodes"
 	tests := []struct {
 		node, path, want string
 		wantErr          bool
@@ -17,9 +25,21 @@ func TestNodeDir(t *testing.T) {
 		{node: "", path: "/var/hpvolumes/a", wantErr: true},
 	}
 	for _, tc := range tests {
-		got, err := f.NodeDir(tc.node, tc.path)
+		got, err := NodeDir(nodesDir, tc.node, tc.path)
 		if (err != nil) != tc.wantErr || got != tc.want {
 			t.Errorf("NodeDir(%q, %q) = %q, %v; want %q, error %v", tc.node, tc.path, got, err, tc.want, tc.wantErr)
 		}
+	}
+}
+
+func TestRealNodes(t *testing.T) {
+	client := fake.NewClientset(
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "hostpath-node-2"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "hostpath-node-1"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "hostpath-fake-1", Labels: map[string]string{FakeNodeLabel: "true"}}},
+	)
+	got, err := RealNodes(context.Background(), client)
+	if want := []string{"hostpath-node-1", "hostpath-node-2"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("RealNodes = %v, %v; want %v", got, err, want)
 	}
 }
