@@ -12,6 +12,8 @@ export K8S_VERSION ETCD_VERSION
 MODULES := manager provisioner hostdefiner e2e
 BINARIES := manager provisioner hostdefiner
 GO ?= go
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 BIN_DIR ?= bin
 # FUZZTIME bounds `make fuzz`.
 FUZZTIME ?= 60s
@@ -32,9 +34,11 @@ fmt: ## Format all Go code.
 	gofmt -w $(MODULES)
 
 .PHONY: verify
-verify: ## gofmt, go vet, and GOWORK=off builds of every module.
+verify: ## gofmt, go vet, staticcheck, GOWORK=off builds of every module, size rules.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
+	@for m in $(MODULES); do (cd $$m && $(STATICCHECK) ./...); done
+	@scripts/check-size.sh
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) build ./...); done
 	@echo "verify: ok"
 
