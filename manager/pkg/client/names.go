@@ -49,6 +49,24 @@ func ValidateOwner(name string) error {
 	return nil
 }
 
+// Reclaim policies an owner record may keep.
+const (
+	// ReclaimDelete: the directory goes with its PersistentVolume.
+	ReclaimDelete = "Delete"
+	// ReclaimRetain: the directory stays when its PersistentVolume goes.
+	ReclaimRetain = "Retain"
+)
+
+// ValidateReclaimPolicy reports whether p may be recorded: "", Delete or
+// Retain.
+func ValidateReclaimPolicy(p string) error {
+	switch p {
+	case "", ReclaimDelete, ReclaimRetain:
+		return nil
+	}
+	return fmt.Errorf("reclaimPolicy %q is invalid: want %q or %q", p, ReclaimDelete, ReclaimRetain)
+}
+
 // ValidatePoolName reports whether name may name a storage pool: a DNS label
 // (RFC 1123), 1 to 63 lower-case letters, digits and '-', starting and ending
 // with a letter or digit.

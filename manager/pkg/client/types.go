@@ -100,6 +100,11 @@ type Volume struct {
 	// Retained says that the owner was deleted with reclaim policy Retain:
 	// the directory keeps its data until someone reuses or removes it.
 	Retained bool `json:"retained,omitempty"`
+	// ReclaimPolicy is the owner's reclaim policy as recorded at creation
+	// ("Delete" or "Retain"; empty for records made without one). A node
+	// that finds the directory of a PV that no longer exists removes it
+	// only when the policy is Delete.
+	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
 }
 
 // VolumeList is the body of GET /v1/pools/{pool}/volumes.
@@ -118,6 +123,9 @@ type CreateVolumeRequest struct {
 	// Mode is the permission bits in octal ("0777" when empty). An existing
 	// directory gets this mode too.
 	Mode string `json:"mode,omitempty"`
+	// ReclaimPolicy is the owner's reclaim policy ("Delete" or "Retain"),
+	// kept in the owner record of a new directory; optional.
+	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
 	// RequiredBytes, when positive, makes the call fail with 507 and reason
 	// InsufficientStorage if the pool has less free space, unless the
 	// directory already exists.
