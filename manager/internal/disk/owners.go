@@ -20,7 +20,8 @@ import (
 //	<pool>/.hostpath/owners/<volume name>
 //
 // holding {"owner": "<PersistentVolume>", "ownedSince": "<RFC 3339 time>",
-// "retained": <bool>}. A volume name never starts with '.', so MetadataDir is
+// "retained": <bool>, "reclaimPolicy": "Delete"|"Retain"} (reclaimPolicy is
+// left out when none was given, and in records written before it existed). A volume name never starts with '.', so MetadataDir is
 // never a volume, and a record's file name is exactly its volume's name (so
 // every valid volume name, up to 255 bytes, has a record name). Records are
 // written through a temporary file (".tmp-<random>" in the same directory,
@@ -43,6 +44,9 @@ type record struct {
 	Owner      string    `json:"owner"`
 	OwnedSince time.Time `json:"ownedSince"`
 	Retained   bool      `json:"retained"`
+	// ReclaimPolicy is the owner's reclaim policy given at creation
+	// (client.ReclaimDelete, client.ReclaimRetain or "").
+	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
 }
 
 func recordPath(name string) string { return path.Join(OwnersDir, name) }
@@ -134,6 +138,9 @@ func readRecord(root *os.Root, name string) (*record, error) {
 		return nil, fmt.Errorf("owner record %s is corrupt (fix or remove it by hand): %w", p, err)
 	}
 	if err := client.ValidateOwner(rec.Owner); err != nil {
+		return nil, fmt.Errorf("owner record %s is corrupt (fix or remove it by hand): %w", p, err)
+	}
+	if err := client.ValidateReclaimPolicy(rec.ReclaimPolicy); err != nil {
 		return nil, fmt.Errorf("owner record %s is corrupt (fix or remove it by hand): %w", p, err)
 	}
 	return &rec, nil

@@ -102,8 +102,19 @@ func newTestEnv(t testing.TB, extraMounts ...string) *testEnv {
 // writeRecord writes an owner record by hand, dated t0.
 func (e *testEnv) writeRecord(t testing.TB, name, owner string, retained bool) {
 	t.Helper()
+	e.writeRecordPolicy(t, name, owner, retained, "")
+}
+
+// writeRecordPolicy writes an owner record dated t0 by hand, with the
+// reclaim policy policy (left out when empty).
+func (e *testEnv) writeRecordPolicy(t testing.TB, name, owner string, retained bool, policy string) {
+	t.Helper()
 	mustMkdir(t, filepath.Join(e.pool, OwnersDir))
-	data, err := json.Marshal(map[string]any{"owner": owner, "ownedSince": t0.Format(time.RFC3339), "retained": retained})
+	rec := map[string]any{"owner": owner, "ownedSince": t0.Format(time.RFC3339), "retained": retained}
+	if policy != "" {
+		rec["reclaimPolicy"] = policy
+	}
+	data, err := json.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +198,7 @@ func checkRecord(t testing.TB, e *testEnv, name string, want *record) {
 		t.Errorf("record of %s = %+v, want none", name, got)
 	case want != nil && got == nil:
 		t.Errorf("no record of %s, want %+v", name, want)
-	case want != nil && (got.Owner != want.Owner || !got.OwnedSince.Equal(want.OwnedSince) || got.Retained != want.Retained):
+	case want != nil && (got.Owner != want.Owner || !got.OwnedSince.Equal(want.OwnedSince) || got.Retained != want.Retained || got.ReclaimPolicy != want.ReclaimPolicy):
 		t.Errorf("record of %s = %+v, want %+v", name, got, want)
 	}
 }
@@ -287,6 +298,7 @@ func TestCreateVolume(t *testing.T) {
 		owner       string // "pv-a" when empty
 		mode        fs.FileMode
 		required    int64
+		policy      string // the reclaim policy asked for
 		wantReason  client.Reason
 		wantOwner   string // named by an OwnerConflict
 		wantMessage string // part of the error message
@@ -297,6 +309,29 @@ func TestCreateVolume(t *testing.T) {
 	}{
 		{desc: "new directory gets the exact mode and a record", name: "v1", mode: 0o777,
 			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1}},
+		{desc: "new directory records the reclaim policy", name: "v1", mode: 0o777, policy: client.ReclaimDelete,
+			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: client.ReclaimDelete}},
+		{desc: "new directory records policy Retain", name: "v1", mode: 0o777, policy: client.ReclaimRetain,
+			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: client.ReclaimRetain}},
+		{desc: "existing record keeps its reclaim policy", name: "v1", mode: 0o777, policy: client.ReclaimDelete,
+			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ReclaimPolicy: client.ReclaimRetain},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimRetain)
+			}},
+		{desc: "existing record without a policy gets none", name: "v1", mode: 0o777, policy: client.ReclaimDelete,
+			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", false)
+			}},
+		{desc: "record without directory keeps its reclaim policy", name: "v1", mode: 0o777, policy: client.ReclaimRetain,
+			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ReclaimPolicy: client.ReclaimDelete},
+			setup: func(t *testing.T, e *testEnv) { e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimDelete) }},
+		{desc: "invalid reclaim policy", name: "v1", mode: 0o777, policy: "Recycle", wantReason: client.ReasonBadRequest,
+			wantMessage: "reclaimPolicy"},
+		{desc: "record with an invalid reclaim policy is corrupt", name: "v1", mode: 0o777, wantErr: true,
+			setup: func(t *testing.T, e *testEnv) { e.writeRecordPolicy(t, "v1", "pv-a", false, "delete") }},
 		{desc: "setgid mode", name: "v1", mode: 0o775 | fs.ModeSetgid,
 			wantCreated: true, wantMode: "02775", wantRecord: &record{Owner: "pv-a", OwnedSince: t1}},
 		{desc: "own existing directory gets the new mode", name: "v1", mode: 0o750, wantMode: "0750",
@@ -378,7 +413,7 @@ func TestCreateVolume(t *testing.T) {
 				pool = "default"
 			}
 			before := snapshot(t, e.base)
-			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, owner, tc.mode, tc.required)
+			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, owner, tc.mode, tc.required, tc.policy)
 			if tc.wantErr || tc.wantReason != "" {
 				if tc.wantErr {
 					if err == nil || client.ReasonOf(err) != "" {
@@ -405,7 +440,8 @@ func TestCreateVolume(t *testing.T) {
 			if v.Path != want || v.Name != tc.name || v.Pool != "default" || v.Mode != tc.wantMode {
 				t.Errorf("volume = %+v, want path %s mode %s", v, want, tc.wantMode)
 			}
-			if v.Owner != owner || v.OwnedSince == nil || !v.OwnedSince.Equal(tc.wantRecord.OwnedSince) || v.Retained != tc.wantRecord.Retained {
+			if v.Owner != owner || v.OwnedSince == nil || !v.OwnedSince.Equal(tc.wantRecord.OwnedSince) || v.Retained != tc.wantRecord.Retained ||
+				v.ReclaimPolicy != tc.wantRecord.ReclaimPolicy {
 				t.Errorf("volume = %+v, want owner record %+v", v, tc.wantRecord)
 			}
 			fi, err := os.Lstat(want)
@@ -445,6 +481,18 @@ func TestSetOwner(t *testing.T) {
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-a", false)
+			}},
+		{desc: "mark retained keeps the reclaim policy", name: "v1", owner: "pv-a", previous: "pv-a", retained: true,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: client.ReclaimDelete},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimDelete)
+			}},
+		{desc: "take over clears the previous owner's reclaim policy", name: "v1", owner: "pv-b", previous: "pv-a",
+			wantRecord: &record{Owner: "pv-b", OwnedSince: t1},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordPolicy(t, "v1", "pv-a", true, client.ReclaimRetain)
 			}},
 		{desc: "same record again", name: "v1", owner: "pv-a", previous: "pv-a",
 			wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
@@ -496,7 +544,8 @@ func TestSetOwner(t *testing.T) {
 				}
 				return
 			}
-			if v.Owner != tc.wantRecord.Owner || v.OwnedSince == nil || !v.OwnedSince.Equal(tc.wantRecord.OwnedSince) || v.Retained != tc.wantRecord.Retained {
+			if v.Owner != tc.wantRecord.Owner || v.OwnedSince == nil || !v.OwnedSince.Equal(tc.wantRecord.OwnedSince) || v.Retained != tc.wantRecord.Retained ||
+				v.ReclaimPolicy != tc.wantRecord.ReclaimPolicy {
 				t.Errorf("volume = %+v, want owner record %+v", v, tc.wantRecord)
 			}
 			checkRecord(t, e, tc.name, tc.wantRecord)
@@ -571,7 +620,7 @@ func TestOwnerScenarios(t *testing.T) {
 				var err error
 				switch s.op {
 				case "create":
-					_, _, err = e.store.CreateVolume(ctx, "default", "v1", s.owner, 0o755, 0)
+					_, _, err = e.store.CreateVolume(ctx, "default", "v1", s.owner, 0o755, 0, "")
 					if err == nil {
 						mustWrite(t, filepath.Join(e.pool, "v1", "data"), "data of v1")
 					}
@@ -598,7 +647,7 @@ func TestRecordFormat(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
 	name := strings.Repeat("a", client.MaxVolumeNameLength)
-	if _, _, err := e.store.CreateVolume(ctx, "default", name, "pv-a", 0o755, 0); err != nil {
+	if _, _, err := e.store.CreateVolume(ctx, "default", name, "pv-a", 0o755, 0, client.ReclaimDelete); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.store.SetOwner(ctx, "default", name, "pv-a", "pv-a", true); err != nil {
@@ -612,7 +661,7 @@ func TestRecordFormat(t *testing.T) {
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"owner": "pv-a", "ownedSince": "2025-01-02T04:04:05Z", "retained": true}
+	want := map[string]any{"owner": "pv-a", "ownedSince": "2025-01-02T04:04:05Z", "retained": true, "reclaimPolicy": "Delete"}
 	if !maps.Equal(got, want) {
 		t.Errorf("record = %s, want %v", data, want)
 	}
@@ -635,7 +684,7 @@ func TestListAndGetVolumes(t *testing.T) {
 	mustMkdir(t, filepath.Join(e.pool, ".hidden"))
 	mustWrite(t, filepath.Join(e.pool, "file"), "x")
 	mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "link"))
-	e.writeRecord(t, "a", "pv-a", true)
+	e.writeRecordPolicy(t, "a", "pv-a", true, client.ReclaimRetain)
 	e.writeRecord(t, "orphan", "pv-o", false) // a record without directory
 
 	l, err := e.store.ListVolumes(ctx, "default")
@@ -649,10 +698,10 @@ func TestListAndGetVolumes(t *testing.T) {
 	if got := strings.Join(names, ","); got != "a,b" {
 		t.Errorf("ListVolumes = %s, want a,b", got)
 	}
-	if a := l.Items[0]; a.Owner != "pv-a" || !a.Retained || a.OwnedSince == nil || !a.OwnedSince.Equal(t0) {
-		t.Errorf("ListVolumes item a = %+v, want owner pv-a, retained, since %v", a, t0)
+	if a := l.Items[0]; a.Owner != "pv-a" || !a.Retained || a.OwnedSince == nil || !a.OwnedSince.Equal(t0) || a.ReclaimPolicy != client.ReclaimRetain {
+		t.Errorf("ListVolumes item a = %+v, want owner pv-a, retained, policy Retain, since %v", a, t0)
 	}
-	if b := l.Items[1]; b.Owner != "" || b.OwnedSince != nil || b.Retained {
+	if b := l.Items[1]; b.Owner != "" || b.OwnedSince != nil || b.Retained || b.ReclaimPolicy != "" {
 		t.Errorf("ListVolumes item b = %+v, want no owner", b)
 	}
 	_, err = e.store.ListVolumes(ctx, "nope")
@@ -676,6 +725,9 @@ func TestListAndGetVolumes(t *testing.T) {
 		checkErr(t, "GetVolume("+tc.name+")", err, tc.wantReason, "")
 		if err == nil && (v.Path != filepath.Join(e.pool, tc.name) || v.Owner != tc.wantOwner) {
 			t.Errorf("GetVolume(%q) = %+v, want owner %q", tc.name, v, tc.wantOwner)
+		}
+		if err == nil && tc.name == "a" && v.ReclaimPolicy != client.ReclaimRetain {
+			t.Errorf("GetVolume(a) = %+v, want reclaim policy Retain", v)
 		}
 	}
 
@@ -739,7 +791,7 @@ func TestConcurrentCreateDelete(t *testing.T) {
 	errs := make(chan error, 200)
 	for range 100 {
 		wg.Go(func() {
-			if _, _, err := e.store.CreateVolume(ctx, "default", "v", "pv-a", 0o755, 0); err != nil {
+			if _, _, err := e.store.CreateVolume(ctx, "default", "v", "pv-a", 0o755, 0, ""); err != nil {
 				errs <- err
 			}
 		})
@@ -768,7 +820,7 @@ func TestConcurrentOwners(t *testing.T) {
 	results := make([]error, len(owners))
 	var wg sync.WaitGroup
 	for i, o := range owners {
-		wg.Go(func() { _, _, results[i] = e.store.CreateVolume(ctx, "default", "v", o, 0o755, 0) })
+		wg.Go(func() { _, _, results[i] = e.store.CreateVolume(ctx, "default", "v", o, 0o755, 0, "") })
 	}
 	wg.Wait()
 	rec := e.record(t, "v")

@@ -93,10 +93,12 @@ func (p *pool) getVolume(name string) (*client.Volume, error) {
 
 // CreateVolume makes the directory name in the pool for the PersistentVolume
 // owner, with exactly mode (whatever the umask), and reports whether it made
-// the directory.
+// the directory. reclaimPolicy (client.ReclaimDelete, client.ReclaimRetain or
+// "") is the owner's reclaim policy, kept in the owner record of a new
+// directory; an existing record keeps the policy it has.
 //
-//   - No owner record and no directory: the record naming owner is written
-//     first, then the directory is made. When requiredBytes is positive, the
+//   - No owner record and no directory: the record naming owner (and
+//     reclaimPolicy) is written first, then the directory is made. When requiredBytes is positive, the
 //     pool must have that much free space before either.
 //   - A record naming owner: the directory is made if missing (a crash
 //     between record and directory) and gets mode.
@@ -104,10 +106,13 @@ func (p *pool) getVolume(name string) (*client.Volume, error) {
 //   - A directory without a record: OwnerConflict with no owner; the
 //     directory must be adopted with SetOwner first.
 //   - Anything but a directory with that name (a file, a symlink): Conflict.
-func (s *Store) CreateVolume(ctx context.Context, poolName, name, owner string, mode fs.FileMode, requiredBytes int64) (*client.Volume, bool, error) {
+func (s *Store) CreateVolume(ctx context.Context, poolName, name, owner string, mode fs.FileMode, requiredBytes int64, reclaimPolicy string) (*client.Volume, bool, error) {
 	p, err := s.ownedVolumePool(poolName, name, owner)
 	if err != nil {
 		return nil, false, err
+	}
+	if err := client.ValidateReclaimPolicy(reclaimPolicy); err != nil {
+		return nil, false, badRequestf("%s", err)
 	}
 	if mode&^(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 {
 		return nil, false, badRequestf("mode %v has bits other than permissions, setuid, setgid and sticky", mode)
@@ -134,7 +139,8 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name, owner string, 
 		return nil, false, ownerConflictf("", "directory %q in pool %q exists without an owner record; it must be adopted with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name)
 	}
 	if !exists {
-		if fi, rec, err = s.makeVolume(logger, root, p, name, owner, rec, requiredBytes); err != nil {
+		newRec := record{Owner: owner, ReclaimPolicy: reclaimPolicy}
+		if fi, rec, err = s.makeVolume(logger, root, p, name, newRec, rec, requiredBytes); err != nil {
 			return nil, false, err
 		}
 	}
@@ -149,16 +155,18 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name, owner string, 
 }
 
 // makeVolume makes the missing directory name, owner-only until setMode
-// gives it its mode, after checking the free space and writing the owner
-// record (unless rec, the record naming owner, is already there). When the
-// directory cannot be made, the record it wrote is removed again.
-func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name, owner string, rec *record, requiredBytes int64) (fs.FileInfo, *record, error) {
+// gives it its mode, after checking the free space and writing newRec, dated
+// now, as the owner record (unless rec, the record naming the same owner, is
+// already there: it is kept as it is). When the directory cannot be made,
+// the record it wrote is removed again.
+func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name string, newRec record, rec *record, requiredBytes int64) (fs.FileInfo, *record, error) {
 	if err := p.checkSpace(root, requiredBytes); err != nil {
 		return nil, nil, err
 	}
 	wroteRecord := false
 	if rec == nil {
-		rec = &record{Owner: owner, OwnedSince: s.now()}
+		newRec.OwnedSince = s.now()
+		rec = &newRec
 		if err := writeRecord(root, name, *rec); err != nil {
 			return nil, nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
 		}
@@ -207,8 +215,12 @@ func (p *pool) setMode(root *os.Root, name string, fi fs.FileInfo, mode fs.FileM
 // SetOwner replaces the owner record of the existing directory name: a
 // compare-and-swap where previous must be the current owner ("" when the
 // directory has no record, to adopt it), else OwnerConflict names the
-// current owner. The new record names owner, keeps its date when the owner
-// does not change, and says whether the directory is retained.
+// current owner. The new record names owner, keeps its date and reclaim
+// policy when the owner does not change, and says whether the directory is
+// retained. A change of owner (adoption, hand-over of a retained directory)
+// clears the reclaim policy: the recorded one was the previous owner's, the
+// new owner's is not known here, and with none the directory of a missing
+// owner is only ever removed when empty.
 func (s *Store) SetOwner(ctx context.Context, poolName, name, owner, previous string, retained bool) (*client.Volume, error) {
 	p, err := s.ownedVolumePool(poolName, name, owner)
 	if err != nil {
@@ -239,7 +251,7 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name, owner, previous st
 	}
 	next := record{Owner: owner, OwnedSince: s.now(), Retained: retained}
 	if rec != nil && rec.Owner == owner {
-		next.OwnedSince = rec.OwnedSince
+		next.OwnedSince, next.ReclaimPolicy = rec.OwnedSince, rec.ReclaimPolicy
 	}
 	if rec == nil || rec.Owner != next.Owner || rec.Retained != next.Retained {
 		if err := writeRecord(root, name, next); err != nil {

@@ -104,18 +104,22 @@ func (f *fakeBackend) GetVolume(_ context.Context, pool, name string) (*client.V
 	if err := f.record("GetVolume %s %s", pool, name); err != nil {
 		return nil, err
 	}
-	return volume(pool, name, "pv-1", 0o777), nil
+	v := volume(pool, name, "pv-1", 0o777)
+	v.ReclaimPolicy = client.ReclaimDelete
+	return v, nil
 }
 
-func (f *fakeBackend) CreateVolume(_ context.Context, pool, name, owner string, mode fs.FileMode, requiredBytes int64) (*client.Volume, bool, error) {
+func (f *fakeBackend) CreateVolume(_ context.Context, pool, name, owner string, mode fs.FileMode, requiredBytes int64, reclaimPolicy string) (*client.Volume, bool, error) {
 	if f.entered != nil {
 		f.entered <- struct{}{}
 		<-f.release
 	}
-	if err := f.record("CreateVolume %s %s owner=%s mode=%s required=%d", pool, name, owner, client.FormatMode(mode), requiredBytes); err != nil {
+	if err := f.record("CreateVolume %s %s owner=%s mode=%s required=%d policy=%s", pool, name, owner, client.FormatMode(mode), requiredBytes, reclaimPolicy); err != nil {
 		return nil, false, err
 	}
-	return volume(pool, name, owner, mode), name != "existing", nil
+	v := volume(pool, name, owner, mode)
+	v.ReclaimPolicy = reclaimPolicy
+	return v, name != "existing", nil
 }
 
 func (f *fakeBackend) SetOwner(_ context.Context, pool, name, owner, previous string, retained bool) (*client.Volume, error) {

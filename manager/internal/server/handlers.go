@@ -42,7 +42,7 @@ func (s *Server) getVolume(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
 	req := c.create
-	v, created, err := s.cfg.Backend.CreateVolume(r.Context(), c.pool, c.name, req.Owner, c.mode, req.RequiredBytes)
+	v, created, err := s.cfg.Backend.CreateVolume(r.Context(), c.pool, c.name, req.Owner, c.mode, req.RequiredBytes, req.ReclaimPolicy)
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return
@@ -50,7 +50,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
-		klog.FromContext(r.Context()).Info("Created volume", "pool", c.pool, "volume", c.name, "owner", req.Owner, "path", v.Path, "mode", v.Mode, "user", c.user.Name)
+		klog.FromContext(r.Context()).Info("Created volume", "pool", c.pool, "volume", c.name, "owner", req.Owner, "path", v.Path, "mode", v.Mode, "reclaimPolicy", v.ReclaimPolicy, "user", c.user.Name)
 	}
 	writeJSON(w, code, v)
 }

@@ -107,7 +107,8 @@ func parseDelete(q url.Values, c *call) error {
 	return nil
 }
 
-// parseCreate reads PUT .../volumes/{name}'s body: owner is required.
+// parseCreate reads PUT .../volumes/{name}'s body: owner is required,
+// reclaimPolicy is "", Delete or Retain.
 func parseCreate(data []byte, c *call) error {
 	if err := decodeStrict(data, &c.create); err != nil {
 		return err
@@ -120,6 +121,9 @@ func parseCreate(data []byte, c *call) error {
 		return err
 	}
 	c.mode = mode
+	if err := client.ValidateReclaimPolicy(c.create.ReclaimPolicy); err != nil {
+		return err
+	}
 	if c.create.RequiredBytes < 0 {
 		return errors.New("requiredBytes must not be negative")
 	}

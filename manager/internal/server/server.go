@@ -45,7 +45,7 @@ type Backend interface {
 	GetVolume(ctx context.Context, pool, name string) (*client.Volume, error)
 	// CreateVolume makes the directory for owner, or checks that an
 	// existing one belongs to owner; it reports whether it made it.
-	CreateVolume(ctx context.Context, pool, name, owner string, mode fs.FileMode, requiredBytes int64) (*client.Volume, bool, error)
+	CreateVolume(ctx context.Context, pool, name, owner string, mode fs.FileMode, requiredBytes int64, reclaimPolicy string) (*client.Volume, bool, error)
 	// SetOwner replaces the owner record if it names previous.
 	SetOwner(ctx context.Context, pool, name, owner, previous string, retained bool) (*client.Volume, error)
 	// DeleteVolume removes the directory if it belongs to owner (and, with

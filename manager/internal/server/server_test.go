@@ -139,21 +139,36 @@ var routeCases = []routeCase{
 			}
 		}},
 	{desc: "get", call: httpCall{method: "GET", path: vol, token: "reader"}, wantCode: 200,
-		wantAttrs: onPool("get", "fast"), wantBackend: "GetVolume fast v1"},
+		wantAttrs: onPool("get", "fast"), wantBackend: "GetVolume fast v1",
+		check: func(t *testing.T, body []byte) {
+			if !strings.Contains(string(body), `"reclaimPolicy":"Delete"`) {
+				t.Errorf("body = %s, want the reclaim policy", body)
+			}
+		}},
 	{desc: "get a volume named owner", call: httpCall{method: "GET", path: "/v1/pools/fast/volumes/owner", token: "reader"}, wantCode: 200,
 		wantAttrs: onPool("get", "fast"), wantBackend: "GetVolume fast owner"},
 	{desc: "create", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","mode":"0750","requiredBytes":10}`}, wantCode: 201,
-		wantAttrs: onPool("create", "fast"), wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0750 required=10",
+		wantAttrs: onPool("create", "fast"), wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0750 required=10 policy=",
 		check: func(t *testing.T, body []byte) {
 			var v client.Volume
 			if mustUnmarshal(t, body, &v); v.Owner != "pv-1" || v.Mode != "0750" || v.Name != "v1" {
 				t.Errorf("volume = %+v", v)
 			}
 		}},
+	{desc: "create with a reclaim policy", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","reclaimPolicy":"Retain"}`}, wantCode: 201,
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0 policy=Retain",
+		check: func(t *testing.T, body []byte) {
+			var v client.Volume
+			if mustUnmarshal(t, body, &v); v.ReclaimPolicy != client.ReclaimRetain {
+				t.Errorf("volume = %+v, want reclaim policy Retain", v)
+			}
+		}},
+	{desc: "create with policy Delete", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","mode":"0700","reclaimPolicy":"Delete","requiredBytes":1}`}, wantCode: 201,
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0700 required=1 policy=Delete"},
 	{desc: "create with default mode", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1"}`}, wantCode: 201,
-		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0"},
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0 policy="},
 	{desc: "create existing", call: httpCall{method: "PUT", path: "/v1/pools/fast/volumes/existing", token: "admin", body: `{"owner":"pv-1"}`}, wantCode: 200,
-		wantBackend: "CreateVolume fast existing owner=pv-1 mode=0777 required=0"},
+		wantBackend: "CreateVolume fast existing owner=pv-1 mode=0777 required=0 policy="},
 	{desc: "hand over", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-2","previous":"pv-1"}`}, wantCode: 200,
 		wantAttrs: onPool("update", "fast"), wantBackend: "SetOwner fast v1 owner=pv-2 previous=pv-1 retained=false"},
 	{desc: "adopt", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-1","previous":""}`}, wantCode: 200,
@@ -251,6 +266,9 @@ func TestBadInputCostsNoReview(t *testing.T) {
 		{"create bad mode", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","mode":"999"}`}, 400, client.ReasonBadRequest, "mode"},
 		{"create negative size", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","requiredBytes":-1}`}, 400, client.ReasonBadRequest, "negative"},
 		{"create unknown field", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","path":"/etc"}`}, 400, client.ReasonBadRequest, `"path"`},
+		{"create bad reclaim policy", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","reclaimPolicy":"Recycle"}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},
+		{"create reclaim policy in lower case", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","reclaimPolicy":"delete"}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},
+		{"create reclaim policy key in other case", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","ReclaimPolicy":"Delete"}`}, 400, client.ReasonBadRequest, "case-sensitive"},
 		{"create key in other case", httpCall{method: "PUT", path: vol, body: `{"Owner":"pv-1"}`}, 400, client.ReasonBadRequest, "case-sensitive"},
 		{"create key in upper case", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","MODE":"0700"}`}, 400, client.ReasonBadRequest, "case-sensitive"},
 		{"create duplicate key", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","owner":"pv-2"}`}, 400, client.ReasonBadRequest, "twice"},
