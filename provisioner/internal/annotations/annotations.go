@@ -44,6 +44,13 @@ const (
 	// StorageClass parameter "mode"; not the Kubernetes volumeMode). A PV
 	// without it counts as node mode.
 	Mode = "hostpath.dev/mode"
+	// Nodes lists, sorted and comma-separated, the nodes that held the
+	// directory of a multihost volume when it was made.
+	Nodes = "hostpath.dev/nodes"
+	// PendingNodes lists, sorted and comma-separated, the nodes whose
+	// manager was not Ready when a multihost volume was made: they get the
+	// directory later. Absent when there were none.
+	PendingNodes = "hostpath.dev/pending-nodes"
 )
 
 // The values of Mode, which are also those of the StorageClass parameter
@@ -51,13 +58,14 @@ const (
 const (
 	// ModeNode is one directory on one node, with node affinity to it.
 	ModeNode = "node"
-	// ModeMultihost is the same directory on every node (not supported
-	// yet).
+	// ModeMultihost is the same directory on every node that runs a
+	// manager, without node affinity.
 	ModeMultihost = "multihost"
 )
 
-// Finalizer keeps a node-mode PersistentVolume until the instance of its
-// node has removed its directory (reclaim policy Delete) or marked it
-// retained (Retain, Recycle), or until its node is gone. The provisioner
-// sets it in the PVs it makes; package reclaim removes it.
+// Finalizer keeps a PersistentVolume until the instance of its node (for a
+// multihost volume, the elected instance) has removed its directory (reclaim
+// policy Delete) or marked it retained (Retain, Recycle), or until its node
+// is gone. The provisioner sets it in the PVs it makes; package reclaim
+// removes it.
 const Finalizer = "hostpath.dev/directory-protection"

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
 
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
 	"hostpath.dev/provisioner/internal/ownership"
 )
@@ -45,6 +46,8 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Metrics are the library's metrics, served from Registry.
 	Metrics metrics.Metrics
+	// FanoutMetrics are those of multihost fan-outs, served from Registry.
+	FanoutMetrics *fanout.Metrics
 	// Registry is what /metrics serves.
 	Registry *prometheus.Registry
 }
@@ -69,7 +72,8 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	c.Broadcaster = record.NewBroadcaster(record.WithContext(ctx))
 	c.Recorder = c.Broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: o.ProvisionerName, Host: o.NodeName})
 	c.Metrics = metrics.New("controller")
-	c.Registry = newRegistry(c.Metrics)
+	c.FanoutMetrics = fanout.NewMetrics()
+	c.Registry = newRegistry(c.Metrics, c.FanoutMetrics)
 	return c, nil
 }
 
@@ -157,14 +161,15 @@ func (o *Options) newResolver(managerPods coreinformers.PodInformer) (*managers.
 }
 
 // newRegistry returns the registry /metrics serves: the Go and process
-// collectors and the library's provisioning and deletion metrics.
-func newRegistry(m metrics.Metrics) *prometheus.Registry {
-	return component.NewRegistry(
+// collectors, the library's provisioning and deletion metrics and those of
+// multihost fan-outs.
+func newRegistry(m metrics.Metrics, f *fanout.Metrics) *prometheus.Registry {
+	return component.NewRegistry(append(f.Collectors(),
 		m.PersistentVolumeClaimProvisionTotal,
 		m.PersistentVolumeClaimProvisionFailedTotal,
 		m.PersistentVolumeClaimProvisionDurationSeconds,
 		m.PersistentVolumeDeleteTotal,
 		m.PersistentVolumeDeleteFailedTotal,
 		m.PersistentVolumeDeleteDurationSeconds,
-	)
+	)...)
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
 
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/provisioner/internal/fanout"
 )
 
 // TestHealthAndMetrics checks what --metrics-address serves: liveness,
@@ -21,7 +22,9 @@ func TestHealthAndMetrics(t *testing.T) {
 	m.PersistentVolumeClaimProvisionFailedTotal.WithLabelValues("fast", "").Inc()
 	var ready atomic.Bool
 	mux := http.NewServeMux()
-	component.HealthHandlers(mux, newRegistry(m), &ready)
+	f := fanout.NewMetrics()
+	f.Observe(fanout.OperationCreate, fanout.Results{Nodes: []fanout.Result{{Node: "n1"}}})
+	component.HealthHandlers(mux, newRegistry(m, f), &ready)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
@@ -35,6 +38,8 @@ func TestHealthAndMetrics(t *testing.T) {
 		{path: "/readyz", wantCode: http.StatusServiceUnavailable}, // before the caches synced
 		{path: "/readyz", ready: true, wantCode: http.StatusOK},
 		{path: "/metrics", ready: true, wantCode: http.StatusOK, wantBody: `controller_persistentvolumeclaim_provision_failed_total{class="fast",source=""} 1`},
+		{path: "/metrics", ready: true, wantCode: http.StatusOK, wantBody: `hostpath_provisioner_fanout_node_results_total{operation="create",result="ok"} 1`},
+		{path: "/metrics", ready: true, wantCode: http.StatusOK, wantBody: `hostpath_provisioner_fanout_duration_seconds_count{operation="create"} 1`},
 		{path: "/other", ready: true, wantCode: http.StatusNotFound},
 	}
 	for _, s := range steps {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/reclaim"
 )
 
@@ -41,6 +42,9 @@ const (
 	FlagManagerDeleteTimeout = "manager-delete-timeout"
 	FlagOrphanSweepPeriod    = "orphan-sweep-period"
 	FlagOrphanGracePeriod    = "orphan-grace-period"
+	FlagFanoutWorkers        = "fanout-workers"
+	FlagFanoutNodeTimeout    = "fanout-node-timeout"
+	FlagFanoutAttempts       = "fanout-attempts"
 )
 
 // Environment variables that give flags their default.
@@ -73,6 +77,15 @@ const (
 	// DefaultManagerDeleteTimeout bounds a manager delete; it matches the
 	// manager's default --write-timeout.
 	DefaultManagerDeleteTimeout = client.DefaultDeleteTimeout
+	// DefaultFanoutWorkers bounds the manager calls in flight of one
+	// multihost create or delete.
+	DefaultFanoutWorkers = fanout.DefaultWorkers
+	// DefaultFanoutNodeTimeout bounds one attempt of a multihost create on
+	// one node.
+	DefaultFanoutNodeTimeout = fanout.DefaultNodeTimeout
+	// DefaultFanoutAttempts is how many times a node is tried within one
+	// multihost create or delete.
+	DefaultFanoutAttempts = fanout.DefaultAttempts
 )
 
 // Options are the provisioner's settings, from flags.
@@ -102,6 +115,15 @@ type Options struct {
 	// OrphanGracePeriod is how old an owner record must be before its
 	// directory can count as orphaned.
 	OrphanGracePeriod time.Duration
+	// FanoutWorkers bounds the manager calls in flight of one multihost
+	// create or delete.
+	FanoutWorkers int
+	// FanoutNodeTimeout bounds one attempt of a multihost create on one
+	// node (a delete's attempt is bounded by ManagerDeleteTimeout).
+	FanoutNodeTimeout time.Duration
+	// FanoutAttempts is how many times a node is tried within one
+	// multihost create or delete.
+	FanoutAttempts int
 }
 
 // NewOptions returns the defaults, with the environment fallbacks applied.
@@ -125,6 +147,9 @@ func NewOptions() *Options {
 		ManagerDeleteTimeout: DefaultManagerDeleteTimeout,
 		OrphanSweepPeriod:    reclaim.DefaultSweepPeriod,
 		OrphanGracePeriod:    reclaim.DefaultSweepGrace,
+		FanoutWorkers:        DefaultFanoutWorkers,
+		FanoutNodeTimeout:    DefaultFanoutNodeTimeout,
+		FanoutAttempts:       DefaultFanoutAttempts,
 	}
 }
 
@@ -149,6 +174,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.OrphanSweepPeriod, FlagOrphanSweepPeriod, o.OrphanSweepPeriod, "How often this instance looks for orphaned directories in its node's pools (directories whose owner PV was never created) and removes the empty ones; 0 turns it off.")
 	fs.DurationVar(&o.OrphanGracePeriod, FlagOrphanGracePeriod, o.OrphanGracePeriod, "How long after its owner record was written a directory may count as orphaned; keep it well above the time a PV takes to be saved.")
 	fs.DurationVar(&o.ManagerDeleteTimeout, FlagManagerDeleteTimeout, o.ManagerDeleteTimeout, "The time limit of a manager delete, which removes a whole directory tree; keep it no shorter than the managers' --write-timeout.")
+	fs.IntVar(&o.FanoutWorkers, FlagFanoutWorkers, o.FanoutWorkers, "The most manager calls in flight at once for one multihost volume's create or delete.")
+	fs.DurationVar(&o.FanoutNodeTimeout, FlagFanoutNodeTimeout, o.FanoutNodeTimeout, "The time limit of one attempt to create a multihost volume's directory on one node (an attempt to delete it is bounded by --"+FlagManagerDeleteTimeout+").")
+	fs.IntVar(&o.FanoutAttempts, FlagFanoutAttempts, o.FanoutAttempts, "How many times a multihost create or delete tries a node whose manager is unreachable, busy (429) or failing (5xx), with backoff from 500ms doubling, before the volume is retried as a whole.")
 }
 
 // Validate reports every option that cannot work.
@@ -192,6 +220,15 @@ func (o *Options) Validate() error {
 	}
 	if o.OrphanGracePeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive", FlagOrphanGracePeriod))
+	}
+	if o.FanoutWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--%s must be at least 1", FlagFanoutWorkers))
+	}
+	if o.FanoutNodeTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagFanoutNodeTimeout))
+	}
+	if o.FanoutAttempts < 1 {
+		errs = append(errs, fmt.Errorf("--%s must be at least 1", FlagFanoutAttempts))
 	}
 	if o.ManagerURL != "" {
 		if _, err := client.New(o.ManagerURL); err != nil {

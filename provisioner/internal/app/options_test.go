@@ -37,6 +37,12 @@ func TestOptions(t *testing.T) {
 			name: "bad timeouts", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
 			args: []string{"--manager-timeout=0", "--manager-delete-timeout=-1s"}, wantErr: []string{"--manager-timeout must be positive", "--manager-delete-timeout must be positive"},
 		},
+		{name: "fan-out", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--fanout-workers=2", "--fanout-node-timeout=5s", "--fanout-attempts=1"}},
+		{
+			name: "bad fan-out", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
+			args:    []string{"--fanout-workers=0", "--fanout-node-timeout=0", "--fanout-attempts=0"},
+			wantErr: []string{"--fanout-workers must be at least 1", "--fanout-node-timeout must be positive", "--fanout-attempts must be at least 1"},
+		},
 		{name: "bad manager URL", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--manager-url=ftp://x"}, wantErr: []string{"--manager-url"}},
 	}
 	for _, tc := range tests {

@@ -14,6 +14,7 @@ import (
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
 	"hostpath.dev/provisioner/internal/provisioner"
 	"hostpath.dev/provisioner/internal/reclaim"
@@ -82,7 +83,10 @@ func (c *Config) wire(logger klog.Logger) *parts {
 	p.prov = provisioner.New(provisioner.Config{
 		Name: c.ProvisionerName, Node: c.NodeName, Client: c.Kube,
 		Classes: inf.Classes.Lister(), Nodes: inf.Nodes.Lister(), Volumes: inf.Volumes.Lister(),
-		Instances: c.Instances, Managers: volumeManagers,
+		Instances: c.Instances, Managers: volumeManagers, Targets: c.Resolver,
+		CreateFanout:  fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.FanoutNodeTimeout, Attempts: c.FanoutAttempts},
+		DeleteFanout:  fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.ManagerDeleteTimeout, Attempts: c.FanoutAttempts},
+		FanoutMetrics: c.FanoutMetrics,
 	})
 	p.claims = provisioner.NewClaimSync(p.prov, inf.Claims, c.Recorder)
 	p.reclaimer = reclaim.NewController(reclaim.Config{
@@ -92,7 +96,7 @@ func (c *Config) wire(logger klog.Logger) *parts {
 	})
 	p.sweeper = reclaim.NewSweeper(reclaim.SweeperConfig{
 		ProvisionerName: c.ProvisionerName, Node: c.NodeName,
-		Client: c.Kube, Volumes: inf.Volumes, Managers: reclaimManagers, Recorder: c.Recorder,
+		Client: c.Kube, Volumes: inf.Volumes, Classes: inf.Classes, Managers: reclaimManagers, Recorder: c.Recorder,
 		Period: c.OrphanSweepPeriod, Grace: c.OrphanGracePeriod,
 	})
 	p.ctrl = controller.NewProvisionController(logger, c.Kube, c.ProvisionerName, p.prov,

@@ -4,8 +4,10 @@
 package managers
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -103,4 +105,39 @@ func (r *Resolver) ForNode(node string) (*client.Client, error) {
 	}
 	r.clients[node] = c
 	return c, nil
+}
+
+// ErrNoTargets says that a Resolver with a fixed manager URL cannot list
+// the nodes that run a manager: multihost volumes need the manager pods.
+var ErrNoTargets = errors.New("the managers are not discovered (fixed --manager-url): multihost volumes need the manager pods of every node")
+
+// Targets returns the sorted nodes that run a manager pod that is not
+// terminating: ready, those whose pod is Ready with an IP (ForNode answers
+// them), and pending, the others, which get multihost directories once
+// their manager is Ready. A node in ready is never in pending. The target
+// set comes from the manager pods today; the host definer's
+// HostDefinitions will take it over. A static Resolver returns
+// ErrNoTargets.
+func (r *Resolver) Targets() (ready, pending []string, err error) {
+	if r.static != nil {
+		return nil, nil, ErrNoTargets
+	}
+	pods, err := r.pods.List(r.selector)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list manager pods: %w", err)
+	}
+	for _, p := range pods {
+		switch {
+		case p.Spec.NodeName == "" || p.DeletionTimestamp != nil:
+		case p.Status.PodIP != "" && component.PodServing(p):
+			ready = append(ready, p.Spec.NodeName)
+		default:
+			pending = append(pending, p.Spec.NodeName)
+		}
+	}
+	slices.Sort(ready)
+	ready = slices.Compact(ready)
+	pending = slices.DeleteFunc(pending, func(n string) bool { _, found := slices.BinarySearch(ready, n); return found })
+	slices.Sort(pending)
+	return ready, slices.Compact(pending), nil
 }

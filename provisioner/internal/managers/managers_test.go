@@ -120,3 +120,35 @@ func TestClientOptions(t *testing.T) {
 		t.Errorf("DeleteVolume of a stuck manager = %v, want the delete's own deadline exceeded", err)
 	}
 }
+
+func TestTargets(t *testing.T) {
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	indexer := factory.Core().V1().Pods().Informer().GetIndexer()
+	terminating := managerPod("m5", "n5", "198.18.5.5", true)
+	terminating.DeletionTimestamp = &metav1.Time{}
+	for _, p := range []*v1.Pod{
+		managerPod("m1", "n1", "198.18.1.5", true),
+		managerPod("m2", "n2", "198.18.2.5", false),
+		managerPod("m3", "n3", "", true),
+		managerPod("m4", "n4", "198.18.4.5", true),
+		managerPod("m4-new", "n4", "", false), // rolling update: n4 is still ready
+		managerPod("m6", "", "", false),       // not scheduled yet
+		terminating,
+	} {
+		if err := indexer.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), labels.SelectorFromSet(labels.Set{"app": "m"}), 8080)
+	ready, pending, err := r.Targets()
+	if err != nil || strings.Join(ready, ",") != "n1,n4" || strings.Join(pending, ",") != "n2,n3" {
+		t.Errorf("Targets() = %v, %v, %v; want [n1 n4], [n2 n3]", ready, pending, err)
+	}
+	static, err := NewStaticResolver("http://127.0.0.1:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := static.Targets(); !errors.Is(err, ErrNoTargets) {
+		t.Errorf("static Targets() error = %v, want ErrNoTargets", err)
+	}
+}

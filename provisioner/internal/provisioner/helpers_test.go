@@ -58,6 +58,16 @@ type fakeManager struct {
 	setOwners   []string                  // pool/name previous->owner
 	gets        []string                  // pool/name
 	lists       []string                  // pool
+	root        string                    // the pool's host path; /var/hpvolumes when empty
+	lastCreate  client.CreateVolumeRequest
+}
+
+// path returns the host path of a directory.
+func (f *fakeManager) path(name string) string {
+	if f.root != "" {
+		return f.root + "/" + name
+	}
+	return "/var/hpvolumes/" + name
 }
 
 // ownerConflict is the manager's 409 OwnerConflict naming owner.
@@ -76,7 +86,7 @@ func (f *fakeManager) have(pool, name, owner string) {
 	if f.volumes == nil {
 		f.volumes = map[string]*client.Volume{}
 	}
-	f.volumes[pool+"/"+name] = &client.Volume{Name: name, Pool: pool, Path: "/var/hpvolumes/" + name, Mode: "0777", Owner: owner}
+	f.volumes[pool+"/"+name] = &client.Volume{Name: name, Pool: pool, Path: f.path(name), Mode: "0777", Owner: owner}
 }
 
 // owner returns the owner of a directory, and false when it does not exist.
@@ -117,6 +127,7 @@ func (f *fakeManager) CreateVolume(_ context.Context, pool, name string, req cli
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.creates = append(f.creates, pool+"/"+name+" "+req.Mode+" "+resource.NewQuantity(req.RequiredBytes, resource.BinarySI).String()+" by "+req.Owner)
+	f.lastCreate = req
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -124,7 +135,7 @@ func (f *fakeManager) CreateVolume(_ context.Context, pool, name string, req cli
 		return nil, ownerConflict(owner)
 	}
 	f.have(pool, name, req.Owner)
-	return &client.Volume{Name: name, Pool: pool, Path: "/var/hpvolumes/" + name, Mode: req.Mode, Owner: req.Owner}, nil
+	return &client.Volume{Name: name, Pool: pool, Path: f.path(name), Mode: req.Mode, Owner: req.Owner}, nil
 }
 
 func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {

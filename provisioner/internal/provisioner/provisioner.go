@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/fanout"
 )
 
 // VolumeManager is what the provisioner needs of a node's manager
@@ -39,6 +40,14 @@ type Instances interface {
 	OnNode(node string) (bool, error)
 }
 
+// TargetLister lists the nodes of multihost volumes
+// (*managers.Resolver).
+type TargetLister interface {
+	// Targets returns the sorted nodes that run a manager: ready, whose
+	// manager can be called now, and pending, whose manager is not Ready.
+	Targets() (ready, pending []string, err error)
+}
+
 // Config holds what a Provisioner depends on.
 type Config struct {
 	// Name is the provisioner name StorageClasses use.
@@ -60,6 +69,16 @@ type Config struct {
 	// Managers returns the manager of a node. Its error only says that
 	// none can be called now: the caller retries.
 	Managers func(node string) (VolumeManager, error)
+	// Targets lists the nodes a multihost volume's directory goes to.
+	Targets TargetLister
+	// CreateFanout shapes the fan-out of a multihost create to the nodes;
+	// its Retryable, when nil, is that of manager errors (transport
+	// errors, 5xx, 429).
+	CreateFanout fanout.Options
+	// DeleteFanout shapes the fan-out of a multihost delete, likewise.
+	DeleteFanout fanout.Options
+	// FanoutMetrics records the fan-outs; nil records nothing.
+	FanoutMetrics *fanout.Metrics
 }
 
 // Provisioner is one node's instance of the hostpath provisioner: the

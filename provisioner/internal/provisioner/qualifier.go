@@ -87,8 +87,8 @@ func (p *Provisioner) decide(claim *v1.PersistentVolumeClaim) (decision, error) 
 		waitForConsumer: class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer,
 	}
 	if d.multihost {
-		// One elected instance owns a multihost claim; Provision reports
-		// that the mode is not available yet.
+		// One elected instance owns a multihost claim and fans it out
+		// to every node; the scheduler's selected node does not matter.
 		elected, err := p.elected(claim)
 		if elected {
 			d.verdict = provision
@@ -146,7 +146,15 @@ func (p *Provisioner) ShouldProvision(ctx context.Context, claim *v1.PersistentV
 }
 
 // ShouldDelete is the DeletionGuard: only the instance of the PV's node
-// deletes it.
-func (p *Provisioner) ShouldDelete(_ context.Context, pv *v1.PersistentVolume) bool {
-	return pv.Annotations[annotations.Node] == p.cfg.Node && pv.Annotations[annotations.Mode] != annotations.ModeMultihost
+// deletes it; a multihost PV, only the instance elected for its UID.
+func (p *Provisioner) ShouldDelete(ctx context.Context, pv *v1.PersistentVolume) bool {
+	if pv.Annotations[annotations.Mode] == annotations.ModeMultihost {
+		ok, err := p.cfg.Instances.IsOwner(string(pv.UID))
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to elect the instance that deletes the volume", "pv", klog.KObj(pv))
+			return false
+		}
+		return ok
+	}
+	return pv.Annotations[annotations.Node] == p.cfg.Node
 }

@@ -110,17 +110,20 @@ func TestShouldDelete(t *testing.T) {
 	tests := []struct {
 		name          string
 		pvAnnotations map[string]string
+		elected       bool
 		want          bool
 	}{
 		{name: "own node", pvAnnotations: map[string]string{annotations.Node: selfNode, annotations.Mode: "node"}, want: true},
 		{name: "other node", pvAnnotations: map[string]string{annotations.Node: otherNode, annotations.Mode: "node"}},
 		{name: "no node annotation", pvAnnotations: nil},
-		{name: "multihost volume", pvAnnotations: map[string]string{annotations.Node: selfNode, annotations.Mode: "multihost"}},
+		{name: "multihost volume, not elected", pvAnnotations: map[string]string{annotations.Node: selfNode, annotations.Mode: "multihost"}},
+		{name: "multihost volume, elected", pvAnnotations: map[string]string{annotations.Mode: "multihost"}, elected: true, want: true},
+		{name: "node volume of another node, elected", pvAnnotations: map[string]string{annotations.Node: otherNode, annotations.Mode: "node"}, elected: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newFixture(t, fakeInstances{})
+			f := newFixture(t, fakeInstances{elected: tc.elected})
 			pv := buildPV(pvInput{name: "pv", class: class("c", "Immediate", nil), claim: claim("c"), node: selfNode})
 			pv.Annotations = tc.pvAnnotations
 			if got := f.prov.ShouldDelete(ctx, pv); got != tc.want {

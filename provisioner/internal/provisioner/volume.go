@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -23,8 +24,13 @@ import (
 // supportedAccessModes are the access modes one node's directory can serve.
 var supportedAccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.ReadWriteOncePod, v1.ReadOnlyMany}
 
+// multihostAccessModes are the access modes of a multihost volume: pods on
+// any node share the claim, each using its own node's copy.
+var multihostAccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany, v1.ReadWriteOnce, v1.ReadWriteOncePod, v1.ReadOnlyMany}
+
 // Provision creates the claim's directory through this node's manager and
-// returns its PV. The directory is the expanded pathPattern, or the one the
+// returns its PV; a multihost claim's, through every node's manager (see
+// provisionMultihost). The directory is the expanded pathPattern, or the one the
 // claim's annotations.ReuseDirectory names; the manager records the PV as
 // its owner, so a directory of another PV is never handed out.
 func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
@@ -37,9 +43,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 		return nil, controller.ProvisioningFinished, err
 	}
 	if params.Mode == annotations.ModeMultihost {
-		return nil, controller.ProvisioningFinished, fmt.Errorf("StorageClass parameter %q: mode %q is not supported yet; use mode %q", ParamMode, annotations.ModeMultihost, annotations.ModeNode)
+		return p.provisionMultihost(ctx, opts, params)
 	}
-	if err := checkClaim(claim); err != nil {
+	if err := checkClaim(claim, params.Mode); err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
 	choice := chooseNode(claim)
@@ -138,13 +144,17 @@ func claimDirectory(params Parameters, claim *v1.PersistentVolumeClaim, pvName s
 	return name, true, nil
 }
 
-// checkClaim rejects claims one node's directory cannot serve.
-func checkClaim(claim *v1.PersistentVolumeClaim) error {
+// checkClaim rejects claims that the volumes of mode cannot serve.
+func checkClaim(claim *v1.PersistentVolumeClaim, mode string) error {
 	for _, m := range claim.Spec.AccessModes {
-		if m == v1.ReadWriteMany {
-			return fmt.Errorf("access mode %s is not supported in mode %q: one node's directory cannot be shared across nodes (that is what mode %q is for, not available yet); use ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany", m, annotations.ModeNode, annotations.ModeMultihost)
-		}
-		if !slices.Contains(supportedAccessModes, m) {
+		switch {
+		case mode == annotations.ModeMultihost:
+			if !slices.Contains(multihostAccessModes, m) {
+				return fmt.Errorf("access mode %s is not supported; use ReadWriteMany, ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany", m)
+			}
+		case m == v1.ReadWriteMany:
+			return fmt.Errorf("access mode %s is not supported in mode %q: one node's directory cannot be shared across nodes (that is what a StorageClass of mode %q is for: every node gets its own copy of the directory); use ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany", m, annotations.ModeNode, annotations.ModeMultihost)
+		case !slices.Contains(supportedAccessModes, m):
 			return fmt.Errorf("access mode %s is not supported; use ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany", m)
 		}
 	}
@@ -160,34 +170,45 @@ func checkClaim(claim *v1.PersistentVolumeClaim) error {
 	return nil
 }
 
-// pvInput is what a node-mode PV is made of.
+// pvInput is what a PV is made of.
 type pvInput struct {
-	name     string
-	class    *storagev1.StorageClass
-	claim    *v1.PersistentVolumeClaim
+	name  string
+	class *storagev1.StorageClass
+	claim *v1.PersistentVolumeClaim
+	pool  string
+	dir   string
+	path  string
+	size  resource.Quantity
+	// node and hostname are those of a node-mode volume.
 	node     string
 	hostname string
-	pool     string
-	dir      string
-	path     string
-	size     resource.Quantity
+	// multihost says that the volume is of mode multihost; nodes hold its
+	// directory and pending get it later.
+	multihost bool
+	nodes     []string
+	pending   []string
 }
 
-// buildPV returns the PV of a node-mode volume. The library adds the claim
+// reclaimPolicy returns the reclaim policy of the volumes of a class.
+func reclaimPolicy(class *storagev1.StorageClass) v1.PersistentVolumeReclaimPolicy {
+	if class.ReclaimPolicy != nil {
+		return *class.ReclaimPolicy
+	}
+	return v1.PersistentVolumeReclaimDelete
+}
+
+// buildPV returns the PV of a volume: with node affinity to its node in
+// node mode, without any for a multihost volume. The library adds the claim
 // reference, the storage class name and pv.kubernetes.io/provisioned-by.
 func buildPV(in pvInput) *v1.PersistentVolume {
-	policy := v1.PersistentVolumeReclaimDelete
-	if in.class.ReclaimPolicy != nil {
-		policy = *in.class.ReclaimPolicy
-	}
-	return &v1.PersistentVolume{
+	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: in.name,
-			// The instance of the node removes or retains the directory
-			// before the PV goes, however it is deleted (package reclaim).
+			// The instance of the node (the elected one for multihost)
+			// removes or retains the directory before the PV goes,
+			// however it is deleted (package reclaim).
 			Finalizers: []string{annotations.Finalizer},
 			Annotations: map[string]string{
-				annotations.Node:           in.node,
 				annotations.Pool:           in.pool,
 				annotations.Directory:      in.dir,
 				annotations.ClaimNamespace: in.claim.Namespace,
@@ -198,30 +219,44 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: in.size},
 			AccessModes:                   slices.Clone(in.claim.Spec.AccessModes),
-			PersistentVolumeReclaimPolicy: policy,
+			PersistentVolumeReclaimPolicy: reclaimPolicy(in.class),
 			MountOptions:                  slices.Clone(in.class.MountOptions),
 			VolumeMode:                    ptr.To(v1.PersistentVolumeFilesystem),
 			PersistentVolumeSource: v1.PersistentVolumeSource{
 				HostPath: &v1.HostPathVolumeSource{Path: in.path, Type: ptr.To(v1.HostPathDirectory)},
 			},
-			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
-				NodeSelectorTerms: []v1.NodeSelectorTerm{{
-					MatchExpressions: []v1.NodeSelectorRequirement{{
-						Key:      v1.LabelHostname,
-						Operator: v1.NodeSelectorOpIn,
-						Values:   []string{in.hostname},
-					}},
-				}},
-			}},
 		},
 	}
+	if in.multihost {
+		pv.Annotations[annotations.Mode] = annotations.ModeMultihost
+		pv.Annotations[annotations.Nodes] = strings.Join(in.nodes, ",")
+		if len(in.pending) > 0 {
+			pv.Annotations[annotations.PendingNodes] = strings.Join(in.pending, ",")
+		}
+		return pv
+	}
+	pv.Annotations[annotations.Node] = in.node
+	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
+		NodeSelectorTerms: []v1.NodeSelectorTerm{{
+			MatchExpressions: []v1.NodeSelectorRequirement{{
+				Key:      v1.LabelHostname,
+				Operator: v1.NodeSelectorOpIn,
+				Values:   []string{in.hostname},
+			}},
+		}},
+	}}
+	return pv
 }
 
 // Delete removes a PV's directory through the manager of its node, as the
 // directory's owner. A directory without an owner record (made before the
 // manager kept them) is adopted first (see Adopt) and the delete tried once
-// more; a directory of another PV is left alone.
+// more; a directory of another PV is left alone. A multihost PV's directory
+// goes from every node (see deleteMultihost).
 func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+	if pv.Annotations[annotations.Mode] == annotations.ModeMultihost {
+		return p.deleteMultihost(ctx, pv)
+	}
 	node := pv.Annotations[annotations.Node]
 	if node != p.cfg.Node {
 		return &controller.IgnoredError{Reason: fmt.Sprintf("the volume is on node %q", node)}

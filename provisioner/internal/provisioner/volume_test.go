@@ -121,11 +121,6 @@ func TestProvision(t *testing.T) {
 			wantState: controller.ProvisioningFinished, wantErr: `StorageClass parameter "pathPattern"`,
 		},
 		{
-			name: "multihost is not supported yet", class: class("multihost", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost"}),
-			claim:     claim("multihost"),
-			wantState: controller.ProvisioningFinished, wantErr: `mode "multihost" is not supported yet`,
-		},
-		{
 			name: "claim moved to another node since ShouldProvision", class: immediate,
 			claim:     claim("immediate", annotations.ProvisionOnNode+"="+otherNode),
 			wantState: controller.ProvisioningFinished, wantIgnored: true,

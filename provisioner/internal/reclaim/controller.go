@@ -40,14 +40,15 @@ type Config struct {
 	// Instances elects the instance that releases the PVs of a node that
 	// is gone.
 	Instances Instances
-	// Managers returns the manager of a node (only Node is asked for).
+	// Managers returns the manager of a node: Node's for node-mode PVs,
+	// any node's for multihost PVs.
 	Managers func(node string) (Manager, error)
 	// Recorder emits events on PVs.
 	Recorder record.EventRecorder
 }
 
-// Controller removes or retains the directories of node-mode PVs under
-// deletion and then removes their finalizer (annotations.Finalizer), in the
+// Controller removes or retains the directories of node-mode and multihost
+// PVs under deletion and then removes their finalizer (annotations.Finalizer), in the
 // shape of Kubernetes' sample-controller: the informer queues PV names,
 // workers sync one name at a time from the lister, failures are retried with
 // backoff (package worker).
@@ -97,10 +98,17 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 
 // volumeChanged queues a PV that may need work: one of this provisioner in
 // node mode, either under deletion with the finalizer or (on its node's
-// instance) lacking the finalizer.
+// instance) lacking the finalizer; or a multihost one under deletion with
+// the finalizer.
 func (c *Controller) volumeChanged(obj any) {
 	pv, ok := obj.(*v1.PersistentVolume)
 	if !ok {
+		return
+	}
+	if _, ok := multihostDirectory(pv, c.cfg.ProvisionerName); ok {
+		if pv.DeletionTimestamp != nil && hasFinalizer(pv) {
+			c.queue.Add(pv.Name)
+		}
 		return
 	}
 	dir, ok := nodeDirectory(pv, c.cfg.ProvisionerName)
@@ -128,7 +136,7 @@ func (c *Controller) nodeDeleted(obj any) {
 		return
 	}
 	for _, pv := range pvs {
-		if pv.Annotations[annotations.Node] == node.Name {
+		if pv.Annotations[annotations.Node] == node.Name || multihostOnNode(pv, c.cfg.ProvisionerName, node.Name) {
 			c.volumeChanged(pv)
 		}
 	}
@@ -142,6 +150,10 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("get PersistentVolume %q from the cache: %w", name, err)
+	}
+	if d, ok := multihostDirectory(pv, c.cfg.ProvisionerName); ok {
+		logger := klog.LoggerWithValues(klog.FromContext(ctx), "pv", klog.KObj(pv), "mode", annotations.ModeMultihost)
+		return c.syncMultihost(klog.NewContext(ctx, logger), pv, d)
 	}
 	dir, ok := nodeDirectory(pv, c.cfg.ProvisionerName)
 	if !ok {

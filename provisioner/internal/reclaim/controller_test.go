@@ -235,7 +235,7 @@ func TestSync(t *testing.T) {
 			wantFinalizers: kept,
 		},
 		{
-			name:           "multihost PV is ignored",
+			name:           "multihost PV on an instance not elected: nothing written",
 			pv:             newPV("pv-1", withAnnotation(annotations.Mode, "multihost")),
 			wantFinalizers: kept,
 		},
@@ -386,6 +386,8 @@ func TestEventHandlers(t *testing.T) {
 		newPV("released-by-us", withFinalizers(otherFinalizer)),
 		newPV("other-provisioner", withAnnotation(annotations.ProvisionedBy, "example.com/other")),
 		newPV("multihost", withAnnotation(annotations.Mode, "multihost")),
+		newPV("multihost-live", notDeleting, withFinalizers(), withAnnotation(annotations.Mode, "multihost")),
+		newPV("multihost-released", withFinalizers(otherFinalizer), withAnnotation(annotations.Mode, "multihost")),
 	}
 	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
 
@@ -400,7 +402,7 @@ func TestEventHandlers(t *testing.T) {
 		f.ctrl.queue.Done(name)
 	}
 	slices.Sort(got)
-	want := []string{"deleting-gone", "deleting-here", "deleting-there", "legacy-here"}
+	want := []string{"deleting-gone", "deleting-here", "deleting-there", "legacy-here", "multihost"}
 	if !slices.Equal(got, want) {
 		t.Errorf("queued %q, want %q", got, want)
 	}

@@ -2,15 +2,17 @@
 // goes away, whoever deletes it: a Controller holds every node-mode PV with
 // the finalizer hostpath.dev/directory-protection (annotations.Finalizer)
 // until the instance of the PV's node has removed the directory (reclaim
-// policy Delete) or marked it retained (Retain, Recycle), and a Sweeper
-// removes empty directories whose owner record names a PersistentVolume that
-// was never created.
+// policy Delete) or marked it retained (Retain, Recycle), and holds every
+// multihost PV until the instance elected for it has done so on every node;
+// a Sweeper removes directories whose owner record names a PersistentVolume
+// that does not exist (by the policy the record keeps), and backfills the
+// multihost directories its node lacks.
 //
 // How a PV under deletion is handled (Controller):
 //
 //  1. Every instance sees the PV through the shared informer; PVs of other
-//     provisioners, of mode multihost, without the finalizer or not being
-//     deleted are ignored (a PV of this node that lacks the finalizer, made
+//     provisioners, without the finalizer or not being deleted are ignored;
+//     multihost PVs go to step 6 (a PV of this node that lacks the finalizer, made
 //     before it existed, gets it with EnsureFinalizer).
 //  2. While the PV is Bound nothing happens: Kubernetes' pv-protection
 //     finalizer keeps it too, and no data is removed under a bound claim.
@@ -24,6 +26,12 @@
 //     hashing of the PV's UID elects removes the finalizer, with a Warning
 //     event saying that the directory was not removed.
 //  5. Every other instance writes nothing.
+//  6. A multihost PV, once not Bound, is handled by the instance elected
+//     for its UID alone: with Delete it deletes the directory on every node
+//     the PV lists that still exists and on every node whose manager can be
+//     found (retrying, finalizer kept, while any of them fails or a listed
+//     node has no manager); with Retain or Recycle it marks it retained
+//     where it can; then it removes the finalizer.
 //
 // How orphans are found (Sweeper), on each node every period:
 //
@@ -31,9 +39,12 @@
 //  2. A volume whose owner record names a PV that neither the cache nor a
 //     live GET knows (or that names a PV of this provisioner pointing at
 //     another directory), is not retained and was recorded longer ago than
-//     the grace period, is deleted only if empty.
-//  3. A non-empty orphan is kept and reported once per process: a log line
-//     and a Warning event on the Node.
+//     the grace period, is deleted by the record's policy: Delete whatever
+//     it holds, Retain never, none only if empty.
+//  3. A non-empty orphan without a policy is kept and reported once per
+//     process: a log line and a Warning event on the Node.
+//  4. Backfill (backfill.go): in the same listing, the directory of every
+//     multihost PV not being deleted that a pool lacks is created.
 package reclaim
 
 import (
@@ -74,6 +85,9 @@ type Manager interface {
 	DeleteVolume(ctx context.Context, pool, name string, opts client.DeleteOptions) error
 	// SetOwner compares and swaps a directory's owner record.
 	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error)
+	// CreateVolume makes a directory for req.Owner, or checks that an
+	// existing one belongs to it (the Sweeper's backfill).
+	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest) (*client.Volume, error)
 }
 
 // Instances elects, without a leader, the instance that acts for an object

@@ -14,8 +14,10 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -45,6 +47,10 @@ type SweeperConfig struct {
 	// Volumes is the shared PersistentVolume informer, read through its
 	// lister.
 	Volumes coreinformers.PersistentVolumeInformer
+	// Classes is the shared StorageClass informer, read through its lister
+	// for the dirMode of backfilled directories; optional (without it they
+	// get DefaultBackfillMode).
+	Classes storageinformers.StorageClassInformer
 	// Managers returns the manager of a node (only Node is asked for).
 	Managers func(node string) (Manager, error)
 	// Recorder emits OrphanedDirectory events on the Node.
@@ -58,14 +64,19 @@ type SweeperConfig struct {
 	Clock clock.PassiveClock
 }
 
-// Sweeper removes, on one node, empty volume directories whose owner record
-// names a PersistentVolume that does not exist: left behind when a claim
-// moved to another node while a provisioning attempt was being retried.
-// Directories with data are reported, never removed.
+// Sweeper removes, on one node, volume directories whose owner record names
+// a PersistentVolume that does not exist, by the policy in the record: with
+// Delete, whatever they hold (the PV went while this node's manager was
+// away, say); with Retain or marked retained, never; with none recorded,
+// only when empty (left behind when a claim moved to another node while a
+// provisioning attempt was being retried; those with data are reported).
+// Each sweep also backfills the node's missing multihost directories (see
+// Sweep).
 type Sweeper struct {
 	cfg     SweeperConfig
 	volumes corelisters.PersistentVolumeLister
-	synced  cache.InformerSynced
+	classes storagelisters.StorageClassLister // nil without cfg.Classes
+	synced  []cache.InformerSynced
 
 	// reported holds the pool/directory of the non-empty orphans already
 	// reported by this process.
@@ -85,20 +96,27 @@ func NewSweeper(cfg SweeperConfig) *Sweeper {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Sweeper{
+	s := &Sweeper{
 		cfg:      cfg,
 		volumes:  cfg.Volumes.Lister(),
-		synced:   cfg.Volumes.Informer().HasSynced,
+		synced:   []cache.InformerSynced{cfg.Volumes.Informer().HasSynced},
 		reported: map[string]bool{},
 	}
+	if cfg.Classes != nil {
+		s.classes = cfg.Classes.Lister()
+		s.synced = append(s.synced, cfg.Classes.Informer().HasSynced)
+	}
+	return s
 }
 
-// Run waits for the PersistentVolume cache, then sweeps every Period until
-// ctx is done. A failed sweep is logged and the next one comes on time.
+// Run waits for the PersistentVolume (and StorageClass) cache, then sweeps
+// every Period until ctx is done. A failed sweep is logged and the next one
+// comes on time; so a node whose manager was away gets its multihost
+// directories at the first sweep after the manager is back.
 func (s *Sweeper) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting the orphan sweeper", "period", s.cfg.Period, "grace", s.cfg.Grace)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, s.synced) {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, s.synced...) {
 		return fmt.Errorf("wait for the PersistentVolume cache: %w", context.Cause(ctx))
 	}
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
@@ -112,12 +130,14 @@ func (s *Sweeper) Run(ctx context.Context) error {
 
 // sweepCounts is what one sweep did.
 type sweepCounts struct {
-	removed, kept int
+	removed, kept, created int
 }
 
 // Sweep looks once at every volume of every pool of the node's manager,
-// removes the empty orphans and reports the others. The error joins every
-// failure, with the counts of removed and kept orphans.
+// removes the orphans its policy rule allows and reports the non-empty ones
+// it keeps; then, with the same listing, backfills the multihost
+// directories the pool lacks (backfill). The error joins every failure,
+// with the counts of removed and kept orphans.
 func (s *Sweeper) Sweep(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	mgr, err := s.cfg.Managers(s.cfg.Node)
@@ -128,10 +148,14 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sweep node %q: describe the host: %w", s.cfg.Node, err)
 	}
+	shared, err := s.backfillCandidates()
 	var (
 		counts sweepCounts
 		errs   []error
 	)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for _, pool := range host.Pools {
 		list, err := mgr.ListVolumes(ctx, pool.Name)
 		if err != nil {
@@ -143,11 +167,12 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
+		errs = append(errs, s.backfill(ctx, mgr, pool.Name, list, shared, &counts)...)
 	}
-	if counts.removed > 0 || counts.kept > 0 {
-		logger.Info("Swept orphaned directories", "removed", counts.removed, "keptNotEmpty", counts.kept, "failures", len(errs))
+	if counts.removed > 0 || counts.kept > 0 || counts.created > 0 {
+		logger.Info("Swept orphaned directories", "removed", counts.removed, "keptNotEmpty", counts.kept, "backfilled", counts.created, "failures", len(errs))
 	} else {
-		logger.V(4).Info("Swept orphaned directories", "removed", 0, "keptNotEmpty", 0, "failures", len(errs))
+		logger.V(4).Info("Swept orphaned directories", "removed", 0, "keptNotEmpty", 0, "backfilled", 0, "failures", len(errs))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("sweep node %q (%d orphans removed, %d kept because not empty): %w",
@@ -156,10 +181,16 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	return nil
 }
 
-// sweepVolume removes one volume of pool if it is an empty orphan.
+// sweepVolume removes one volume of pool if it is an orphan, by the reclaim
+// policy in its owner record: Delete removes it whatever it holds (that is
+// its PV's policy: a multihost node whose manager was away while the PV was
+// deleted, or a PV whose finalizer was removed by hand); Retain, or marked
+// retained, never touches it; no policy recorded (records of older
+// managers and provisioners) removes it only if empty.
 func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol client.Volume, counts *sweepCounts) error {
 	owner := vol.Owner
-	if owner == "" || vol.Retained || vol.OwnedSince == nil || s.cfg.Clock.Since(*vol.OwnedSince) < s.cfg.Grace {
+	if owner == "" || vol.Retained || vol.ReclaimPolicy == client.ReclaimRetain ||
+		vol.OwnedSince == nil || s.cfg.Clock.Since(*vol.OwnedSince) < s.cfg.Grace {
 		// No owner record (adoption handles it), kept on purpose, or
 		// possibly a provisioning attempt still saving its PV.
 		return nil
@@ -180,14 +211,19 @@ func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol
 	}
 
 	logger := klog.FromContext(ctx).WithValues("pool", pool, "directory", vol.Name, "owner", owner)
-	err = mgr.DeleteVolume(ctx, pool, vol.Name, client.DeleteOptions{Owner: owner, IfEmpty: true})
+	ifEmpty := vol.ReclaimPolicy != client.ReclaimDelete
+	err = mgr.DeleteVolume(ctx, pool, vol.Name, client.DeleteOptions{Owner: owner, IfEmpty: ifEmpty})
 	switch client.ReasonOf(err) {
 	case "":
 		if err != nil {
 			return fmt.Errorf("remove orphaned %s: %w", dir, err)
 		}
 		counts.removed++
-		logger.Info("Removed an empty orphaned directory", "ownedSince", vol.OwnedSince)
+		if ifEmpty {
+			logger.Info("Removed an empty orphaned directory", "ownedSince", vol.OwnedSince)
+		} else {
+			logger.Info("Removed an orphaned directory by its reclaim policy", "reclaimPolicy", vol.ReclaimPolicy, "ownedSince", vol.OwnedSince)
+		}
 	case client.ReasonNotEmpty:
 		counts.kept++
 		s.report(logger, dir, owner)
@@ -200,9 +236,13 @@ func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol
 	return nil
 }
 
-// refersTo reports whether pv may still use dir: pv is not a node-mode PV of
-// this provisioner (so not ours to judge), or it points at dir.
+// refersTo reports whether pv may still use dir: pv is not a PV of this
+// provisioner (so not ours to judge), or it points at dir (a multihost PV
+// points at its pool and directory on every node).
 func (s *Sweeper) refersTo(pv *v1.PersistentVolume, dir directory) bool {
+	if m, ok := multihostDirectory(pv, s.cfg.ProvisionerName); ok {
+		return m.pool == dir.pool && m.name == dir.name
+	}
 	d, ok := nodeDirectory(pv, s.cfg.ProvisionerName)
 	return !ok || d == dir
 }

@@ -1,0 +1,332 @@
+package provisioner
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+
+	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/fanout"
+	"hostpath.dev/provisioner/internal/ownership"
+)
+
+// fakeTargets are fixed nodes with a manager.
+type fakeTargets struct {
+	ready, pending []string
+}
+
+func (f fakeTargets) Targets() (ready, pending []string, err error) { return f.ready, f.pending, nil }
+
+// multihostFixture is a fixture whose Provisioner calls one fake manager
+// per node, with one attempt per node (no backoff to wait for).
+func multihostFixture(t *testing.T, targets fakeTargets, objects ...any) (*fixture, map[string]*fakeManager) {
+	t.Helper()
+	f := newFixture(t, fakeInstances{elected: true}, append(testNodes(), objects...)...)
+	mgrs := map[string]*fakeManager{}
+	for _, n := range append(append([]string{}, targets.ready...), targets.pending...) {
+		mgrs[n] = &fakeManager{}
+	}
+	f.prov.cfg.Managers = func(node string) (VolumeManager, error) {
+		if m, ok := mgrs[node]; ok {
+			return m, nil
+		}
+		return nil, fmt.Errorf("no manager on node %q", node)
+	}
+	f.prov.cfg.Targets = targets
+	f.prov.cfg.CreateFanout = fanout.Options{Attempts: 1}
+	f.prov.cfg.DeleteFanout = fanout.Options{Attempts: 1}
+	return f, mgrs
+}
+
+// wantMultihostPV is the PV expected for claim ns/data of class with the
+// directory dir on nodes, pending ones aside.
+func wantMultihostPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir, nodes, pending string) *v1.PersistentVolume {
+	pv := wantPV(class, c, dir)
+	pv.Spec.NodeAffinity = nil
+	delete(pv.Annotations, annotations.Node)
+	pv.Annotations[annotations.Mode] = "multihost"
+	pv.Annotations["hostpath.dev/nodes"] = nodes
+	if pending != "" {
+		pv.Annotations["hostpath.dev/pending-nodes"] = pending
+	}
+	return pv
+}
+
+func TestProvisionMultihost(t *testing.T) {
+	shared := class("shared", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}"})
+	shared.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
+	wffc := class("shared-wffc", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}"})
+	rwx := func(c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
+		return withAccessModes(c, v1.ReadWriteMany)
+	}
+	all := fakeTargets{ready: []string{selfNode, otherNode, idleNode}}
+	unavailable := fmt.Errorf("PUT: %w", &client.Error{StatusCode: 503, Status: client.Status{Reason: client.ReasonInternal, Message: "disk on fire"}})
+	tests := []struct {
+		name       string
+		class      *storagev1.StorageClass
+		claim      *v1.PersistentVolumeClaim
+		targets    fakeTargets
+		setup      func(map[string]*fakeManager)
+		wantState  controller.ProvisioningState
+		wantErr    string
+		wantPV     *v1.PersistentVolume
+		wantCreate []string // nodes that got a create
+	}{
+		{
+			name: "every node ready", class: shared, claim: rwx(claim("shared")), targets: all,
+			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
+			wantPV: wantMultihostPV(shared, rwx(claim("shared")), "data", "node-a,node-b,node-c", ""),
+		},
+		{
+			name: "a node whose manager is not Ready is recorded as pending", class: shared, claim: claim("shared"),
+			targets:   fakeTargets{ready: []string{selfNode, otherNode}, pending: []string{idleNode}},
+			wantState: controller.ProvisioningFinished, wantCreate: []string{selfNode, otherNode},
+			wantPV: wantMultihostPV(shared, claim("shared"), "data", "node-a,node-b", "node-c"),
+		},
+		{
+			name: "the scheduler's selected node does not restrict the volume", class: wffc,
+			claim: claim("shared-wffc", annotations.SelectedNode+"="+otherNode), targets: all,
+			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
+			wantPV: wantMultihostPV(wffc, claim("shared-wffc"), "data", "node-a,node-b,node-c", ""),
+		},
+		{
+			name: "one node failing leaves the claim in background", class: shared, claim: claim("shared"), targets: all,
+			setup:     func(m map[string]*fakeManager) { m[otherNode].err = unavailable },
+			wantState: controller.ProvisioningInBackground, wantCreate: all.ready,
+			wantErr: `create directory "data" in pool "default": 2/3 nodes ready; failed on node "node-b": PUT: manager answered 503 Internal: disk on fire; will retry`,
+		},
+		{
+			name: "a directory of another volume on one node is final", class: shared, claim: claim("shared"), targets: all,
+			setup:     func(m map[string]*fakeManager) { m[idleNode].have("default", "data", "pvc-other") },
+			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
+			wantErr: `on node "node-c" it belongs to PersistentVolume "pvc-other"; two claims cannot share a directory`,
+		},
+		{
+			name: "no Ready manager", class: shared, claim: claim("shared"), targets: fakeTargets{pending: []string{selfNode}},
+			wantState: controller.ProvisioningInBackground, wantErr: `0/1 nodes ready: no manager pod is Ready (the manager is not Ready on "node-a"`,
+		},
+		{
+			name: "managers that disagree on the pool's path", class: shared, claim: claim("shared"), targets: all,
+			setup:     func(m map[string]*fakeManager) { m[otherNode].root = "/srv/pool" },
+			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
+			wantErr: `"/srv/pool/data" on node "node-b"`,
+		},
+		{
+			name: "reusing a directory is refused", class: shared, claim: claim("shared", annotations.ReuseDirectory+"=old"), targets: all,
+			wantState: controller.ProvisioningFinished, wantErr: `claim annotation hostpath.dev/reuse-directory is not supported in mode "multihost"`,
+		},
+		{
+			name: "unsupported access mode", class: shared, claim: withAccessModes(claim("shared"), "ReadWriteSometimes"), targets: all,
+			wantState: controller.ProvisioningFinished, wantErr: "access mode ReadWriteSometimes is not supported",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f, mgrs := multihostFixture(t, tc.targets)
+			if tc.setup != nil {
+				tc.setup(mgrs)
+			}
+			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: tc.class, PVName: testPVName, PVC: tc.claim})
+			if state != tc.wantState {
+				t.Errorf("state = %s, want %s", state, tc.wantState)
+			}
+			checkErr(t, err, false, tc.wantErr)
+			var created []string
+			for _, n := range append(append([]string{}, tc.targets.ready...), tc.targets.pending...) {
+				if len(mgrs[n].creates) == 0 {
+					continue
+				}
+				created = append(created, n)
+				if got := mgrs[n].lastCreate; got.Owner != testPVName || got.ReclaimPolicy != string(reclaimPolicy(tc.class)) || got.Mode != "0777" {
+					t.Errorf("create on %s = %+v", n, got)
+				}
+			}
+			if strings.Join(created, ",") != strings.Join(tc.wantCreate, ",") {
+				t.Errorf("creates on %v, want %v", created, tc.wantCreate)
+			}
+			if tc.wantPV == nil {
+				if pv != nil {
+					t.Errorf("pv = %v, want nil", pv)
+				}
+				return
+			}
+			if !equality.Semantic.DeepEqual(pv, tc.wantPV) {
+				t.Errorf("pv =\n%#v\nwant\n%#v", pv, tc.wantPV)
+			}
+		})
+	}
+}
+
+func TestBuildPVMultihost(t *testing.T) {
+	c := class("shared", storagev1.VolumeBindingImmediate, nil)
+	c.MountOptions = []string{"noatime"}
+	pv := buildPV(pvInput{name: "pv", class: c, claim: claim("shared"), pool: "p", dir: "d", path: "/pool/d",
+		multihost: true, nodes: []string{"n1", "n2"}})
+	switch {
+	case pv.Spec.NodeAffinity != nil:
+		t.Errorf("node affinity %v, want none", pv.Spec.NodeAffinity)
+	case *pv.Spec.HostPath.Type != v1.HostPathDirectory || pv.Spec.HostPath.Path != "/pool/d":
+		t.Errorf("hostPath = %+v", pv.Spec.HostPath)
+	case pv.Annotations[annotations.Nodes] != "n1,n2" || pv.Annotations[annotations.Mode] != "multihost":
+		t.Errorf("annotations = %v", pv.Annotations)
+	}
+	for _, key := range []string{annotations.Node, annotations.PendingNodes} {
+		if _, ok := pv.Annotations[key]; ok {
+			t.Errorf("annotation %s set, want none", key)
+		}
+	}
+	if len(pv.Finalizers) != 1 || pv.Finalizers[0] != annotations.Finalizer {
+		t.Errorf("finalizers = %v", pv.Finalizers)
+	}
+}
+
+func TestDeleteMultihost(t *testing.T) {
+	broken := fmt.Errorf("DELETE: %w", &client.Error{StatusCode: 500, Status: client.Status{Reason: client.ReasonInternal, Message: "rm failed"}})
+	tests := []struct {
+		name        string
+		nodes       string // the PV's annotations
+		pending     string
+		targets     fakeTargets
+		setup       func(map[string]*fakeManager)
+		wantErr     string
+		wantDeletes []string // nodes that got a delete
+		wantKept    []string // nodes that still have the directory
+	}{
+		{
+			name: "every node", nodes: "node-a,node-b", targets: fakeTargets{ready: []string{selfNode, otherNode, idleNode}},
+			wantDeletes: []string{selfNode, otherNode, idleNode},
+		},
+		{
+			name: "one node failing", nodes: "node-a,node-b", targets: fakeTargets{ready: []string{selfNode, otherNode}},
+			setup:       func(m map[string]*fakeManager) { m[otherNode].err = broken },
+			wantDeletes: []string{selfNode, otherNode}, wantKept: []string{otherNode},
+			wantErr: `1/2 nodes done; not yet on node "node-b": DELETE: manager answered 500 Internal: rm failed; will retry`,
+		},
+		{
+			name: "a node that is gone is skipped", nodes: "node-a,node-gone", targets: fakeTargets{ready: []string{selfNode}},
+			wantDeletes: []string{selfNode},
+		},
+		{
+			name: "a pending node whose manager is still not Ready", nodes: "node-a", pending: "node-c",
+			targets:     fakeTargets{ready: []string{selfNode}, pending: []string{idleNode}},
+			wantDeletes: []string{selfNode}, wantKept: []string{idleNode},
+			wantErr: `1/2 nodes done; not yet on node "node-c": its manager is not Ready`,
+		},
+		{
+			name: "a named node that runs no manager any more", nodes: "node-a,node-b", targets: fakeTargets{ready: []string{selfNode}},
+			wantDeletes: []string{selfNode},
+			wantErr:     `not yet on node "node-b": its manager is not Ready`,
+		},
+		{
+			name: "a directory of another volume is left alone", nodes: "node-a,node-b", targets: fakeTargets{ready: []string{selfNode, otherNode}},
+			setup:       func(m map[string]*fakeManager) { m[otherNode].have("default", "dir", "pvc-other") },
+			wantDeletes: []string{selfNode, otherNode}, wantKept: []string{otherNode},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			pv := volume("pv", "", "default", "dir", "data")
+			delete(pv.Annotations, annotations.Node)
+			pv.Annotations[annotations.Mode] = "multihost"
+			pv.Annotations[annotations.Nodes] = tc.nodes
+			if tc.pending != "" {
+				pv.Annotations[annotations.PendingNodes] = tc.pending
+			}
+			f, mgrs := multihostFixture(t, tc.targets, pv)
+			for _, m := range mgrs {
+				m.have("default", "dir", "pv")
+			}
+			if tc.setup != nil {
+				tc.setup(mgrs)
+			}
+			checkErr(t, f.prov.Delete(ctx, pv), false, tc.wantErr)
+			var deleted, kept []string
+			for _, n := range []string{selfNode, otherNode, idleNode} {
+				m, ok := mgrs[n]
+				if !ok {
+					continue
+				}
+				if len(m.deletes) > 0 {
+					deleted = append(deleted, n)
+				}
+				if _, ok := m.owner("default", "dir"); ok {
+					kept = append(kept, n)
+				}
+			}
+			if strings.Join(deleted, ",") != strings.Join(tc.wantDeletes, ",") {
+				t.Errorf("deletes on %v, want %v", deleted, tc.wantDeletes)
+			}
+			if strings.Join(kept, ",") != strings.Join(tc.wantKept, ",") {
+				t.Errorf("directory kept on %v, want %v", kept, tc.wantKept)
+			}
+		})
+	}
+}
+
+// TestMultihostOwnerAgreement checks that instances that see the same
+// provisioner pods agree on the one that provisions each multihost claim and
+// deletes each multihost volume, and that the claims spread over them.
+func TestMultihostOwnerAgreement(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	pods := factory.Core().V1().Pods().Informer().GetIndexer()
+	classes := factory.Storage().V1().StorageClasses()
+	if err := classes.Informer().GetIndexer().Add(class("multihost", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost"})); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []string{selfNode, otherNode, idleNode}
+	for _, n := range nodes {
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "sys", Name: "prov-" + n, Labels: map[string]string{"app": "prov"}},
+			Spec:       v1.PodSpec{NodeName: n},
+			Status:     v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}},
+		}
+		if err := pods.Add(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var provs []*Provisioner
+	for _, n := range nodes {
+		inst := ownership.NewInstances(factory.Core().V1().Pods().Lister().Pods("sys"), labels.SelectorFromSet(labels.Set{"app": "prov"}), n)
+		provs = append(provs, New(Config{Name: testProvisioner, Node: n, Classes: classes.Lister(), Instances: inst}))
+	}
+	owned := map[string]int{}
+	for i := range 60 {
+		c := claim("multihost")
+		c.UID = types.UID(fmt.Sprintf("uid-%d", i))
+		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", UID: c.UID, Annotations: map[string]string{annotations.Mode: "multihost"}}}
+		var provisioners, deleters []string
+		for _, p := range provs {
+			if p.ShouldProvision(ctx, c) {
+				provisioners = append(provisioners, p.cfg.Node)
+			}
+			if p.ShouldDelete(ctx, pv) {
+				deleters = append(deleters, p.cfg.Node)
+			}
+		}
+		if len(provisioners) != 1 || len(deleters) != 1 || provisioners[0] != deleters[0] {
+			t.Fatalf("claim %s: provisioned by %v, deleted by %v; want one and the same instance", c.UID, provisioners, deleters)
+		}
+		owned[provisioners[0]]++
+	}
+	for _, n := range nodes {
+		if owned[n] == 0 {
+			t.Errorf("instance %s owns no claim of 60: %v", n, owned)
+		}
+	}
+}

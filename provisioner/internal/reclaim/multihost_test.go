@@ -1,0 +1,218 @@
+package reclaim
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+
+	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
+)
+
+const thirdNode = "node-c"
+
+// multihostPV returns a multihost PV of this provisioner under deletion
+// (newPV's defaults), held on nodes and pending on pending.
+func multihostPV(name, nodes, pending string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
+	pv := newPV(name, mods...)
+	delete(pv.Annotations, annotations.Node)
+	pv.Annotations[annotations.Mode] = annotations.ModeMultihost
+	pv.Annotations[annotations.Nodes] = nodes
+	if pending != "" {
+		pv.Annotations[annotations.PendingNodes] = pending
+	}
+	return pv
+}
+
+// newMultihostFixture is a Controller over pvs and nodes whose Managers
+// returns managers[node], or an error when there is none.
+func newMultihostFixture(t *testing.T, elected bool, managers map[string]*fakeManager, pv *v1.PersistentVolume, nodes ...string) *controllerFixture {
+	t.Helper()
+	objects := []runtime.Object{pv}
+	for _, n := range nodes {
+		objects = append(objects, newNode(n))
+	}
+	kube := fake.NewClientset(objects...)
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	if err := factory.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(pv); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if err := factory.Core().V1().Nodes().Informer().GetIndexer().Add(newNode(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &controllerFixture{kube: kube, recorder: record.NewFakeRecorder(10)}
+	f.ctrl = NewController(Config{
+		ProvisionerName: testProvisioner, Node: selfNode, FieldManager: testFieldManager, Client: kube,
+		Volumes: factory.Core().V1().PersistentVolumes(), Nodes: factory.Core().V1().Nodes(),
+		Instances: fakeInstances{elected: elected},
+		Managers: func(node string) (Manager, error) {
+			f.asked = append(f.asked, node)
+			if m, ok := managers[node]; ok {
+				return m, nil
+			}
+			return nil, errors.New("no Ready manager pod")
+		},
+		Recorder: f.recorder,
+	})
+	t.Cleanup(f.ctrl.queue.ShutDown)
+	return f
+}
+
+func TestSyncMultihost(t *testing.T) {
+	kept := []string{otherFinalizer, annotations.Finalizer}
+	released := []string{otherFinalizer}
+	deleteCall := []string{"delete default/shared-dir owner=shared ifEmpty=false"}
+	retainCall := []string{"setOwner default/shared-dir owner=shared previous=shared retained=true"}
+	tests := []struct {
+		name     string
+		pv       *v1.PersistentVolume
+		nodes    []string // existing Nodes
+		managers []string // nodes with a manager
+		// deleteErrs and setOwnerErrs answer per node.
+		deleteErrs, setOwnerErrs map[string]error
+		notElected               bool
+
+		wantErr        bool
+		wantCalls      map[string][]string // per node
+		wantFinalizers []string
+		wantEvents     []string
+	}{
+		{
+			name: "instance not elected writes nothing", notElected: true,
+			pv:    multihostPV("shared", "node-a,node-b", ""),
+			nodes: []string{selfNode, otherNode}, managers: []string{selfNode, otherNode},
+			wantFinalizers: kept,
+		},
+		{
+			name:  "delete on every node, pending ones included, then the finalizer goes",
+			pv:    multihostPV("shared", "node-a,node-b", thirdNode),
+			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
+			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
+			wantFinalizers: released,
+			wantEvents:     []string{`Normal DirectoryRemoved Removed directory "shared-dir" in pool "default" on 3 nodes`},
+		},
+		{
+			name:  "one node failing: retried, the event names it, finalizer kept",
+			pv:    multihostPV("shared", "node-a,node-b,node-c", ""),
+			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
+			deleteErrs:     map[string]error{otherNode: managerError(client.ReasonInternal, "")},
+			wantErr:        true,
+			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
+			wantFinalizers: kept,
+			wantEvents:     []string{`Warning DirectoryNotRemoved Failed to remove directory "shared-dir" in pool "default" on nodes node-b (will retry)`},
+		},
+		{
+			name:  "listed node without a reachable manager: retried, named",
+			pv:    multihostPV("shared", "node-a", otherNode),
+			nodes: []string{selfNode, otherNode}, managers: []string{selfNode},
+			wantErr:        true,
+			wantCalls:      map[string][]string{selfNode: deleteCall},
+			wantFinalizers: kept,
+			wantEvents:     []string{`Warning DirectoryNotRemoved Failed to remove directory "shared-dir" in pool "default" on nodes node-b (will retry): node "node-b": find the manager`},
+		},
+		{
+			name:  "node gone for good is skipped",
+			pv:    multihostPV("shared", "node-a,node-gone", ""),
+			nodes: []string{selfNode}, managers: []string{selfNode},
+			wantCalls:      map[string][]string{selfNode: deleteCall},
+			wantFinalizers: released,
+			wantEvents:     []string{`Normal DirectoryRemoved Removed directory "shared-dir" in pool "default" on 1 nodes`},
+		},
+		{
+			name:  "unlisted node with a manager (backfilled) is cleaned too; one without is skipped",
+			pv:    multihostPV("shared", "node-a", ""),
+			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, thirdNode},
+			wantCalls:      map[string][]string{selfNode: deleteCall, thirdNode: deleteCall},
+			wantFinalizers: released,
+			wantEvents:     []string{`Normal DirectoryRemoved Removed directory "shared-dir" in pool "default" on 2 nodes`},
+		},
+		{
+			name:  "missing directory or pool, or another owner, is done",
+			pv:    multihostPV("shared", "node-a,node-b,node-c", ""),
+			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
+			deleteErrs: map[string]error{
+				otherNode: managerError(client.ReasonNotFound, ""),
+				thirdNode: managerError(client.ReasonOwnerConflict, "pv-other"),
+			},
+			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
+			wantFinalizers: released,
+			wantEvents:     []string{"Normal DirectoryRemoved"},
+		},
+		{
+			name:  "retain: marked retained where reachable, best effort, finalizer removed",
+			pv:    multihostPV("shared", "node-a,node-b", thirdNode, withPolicy(v1.PersistentVolumeReclaimRetain)),
+			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode},
+			setOwnerErrs:   map[string]error{otherNode: managerError(client.ReasonInternal, "")},
+			wantCalls:      map[string][]string{selfNode: retainCall, otherNode: retainCall},
+			wantFinalizers: released,
+			wantEvents:     []string{`Normal DirectoryRetained Directory "shared-dir" in pool "default" keeps its data on 1 nodes`},
+		},
+		{
+			name:  "bound: nothing happens",
+			pv:    multihostPV("shared", "node-a", "", withPhase(v1.VolumeBound)),
+			nodes: []string{selfNode}, managers: []string{selfNode},
+			wantFinalizers: kept,
+		},
+		{
+			name:  "no directory annotation: finalizer removed with a warning",
+			pv:    multihostPV("shared", "node-a", "", withAnnotation(annotations.Directory, "")),
+			nodes: []string{selfNode}, managers: []string{selfNode},
+			wantFinalizers: released,
+			wantEvents:     []string{"Warning DirectoryNotRemoved The PersistentVolume names no pool or directory"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			managers := map[string]*fakeManager{}
+			for _, n := range tt.managers {
+				managers[n] = &fakeManager{deleteErr: tt.deleteErrs[n], setOwnerErr: tt.setOwnerErrs[n]}
+			}
+			f := newMultihostFixture(t, !tt.notElected, managers, tt.pv, tt.nodes...)
+			f.ctrl.queue.Add(tt.pv.Name)
+			if !f.ctrl.queue.ProcessNextWorkItem(ctx) {
+				t.Fatal("ProcessNextWorkItem() = false, want true")
+			}
+			if got, want := f.ctrl.queue.NumRequeues(tt.pv.Name), map[bool]int{true: 1}[tt.wantErr]; got != want {
+				t.Errorf("requeues = %d, want %d", got, want)
+			}
+			for node, m := range managers {
+				if got := m.Calls(); !slices.Equal(got, tt.wantCalls[node]) {
+					t.Errorf("calls on %s = %q, want %q", node, got, tt.wantCalls[node])
+				}
+			}
+			if got := f.finalizers(t, tt.pv.Name); !slices.Equal(got, tt.wantFinalizers) {
+				t.Errorf("finalizers = %q, want %q", got, tt.wantFinalizers)
+			}
+			if tt.notElected && len(writes(f.kube)) > 0 {
+				t.Errorf("API writes = %v, want none", writes(f.kube))
+			}
+			checkEvents(t, events(f.recorder), tt.wantEvents)
+		})
+	}
+}
+
+func TestMultihostDirectory(t *testing.T) {
+	pv := multihostPV("shared", " node-a, ,node-b", "node-c")
+	d, ok := multihostDirectory(pv, testProvisioner)
+	if !ok || d.pool != testPool || d.name != "shared-dir" ||
+		strings.Join(d.nodes, ",") != "node-a,node-b" || strings.Join(d.pending, ",") != "node-c" {
+		t.Errorf("multihostDirectory = %+v, %v", d, ok)
+	}
+	if _, ok := multihostDirectory(newPV("pv-1"), testProvisioner); ok {
+		t.Error("a node-mode PV counts as multihost")
+	}
+	if _, ok := multihostDirectory(pv, "example.com/other"); ok {
+		t.Error("a PV of another provisioner counts as ours")
+	}
+}
