@@ -109,15 +109,22 @@ func (e *provEnv) other(node string) string {
 	return ""
 }
 
-// storageClass creates a cluster-scoped StorageClass for this test and
-// deletes it when the test ends.
+// storageClass creates a cluster-scoped StorageClass for this test, with
+// reclaim policy Delete, and deletes it when the test ends.
 func (e *provEnv) storageClass(ctx context.Context, t *testing.T, what string, binding storagev1.VolumeBindingMode, params map[string]string) string {
+	t.Helper()
+	return e.storageClassWithPolicy(ctx, t, what, binding, corev1.PersistentVolumeReclaimDelete, params)
+}
+
+// storageClassWithPolicy is storageClass with a reclaim policy.
+func (e *provEnv) storageClassWithPolicy(ctx context.Context, t *testing.T, what string, binding storagev1.VolumeBindingMode, reclaim corev1.PersistentVolumeReclaimPolicy, params map[string]string) string {
 	t.Helper()
 	sc := &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: "e2e-" + what + "-" + framework.RandomSuffix()},
 		Provisioner:       provisionerName,
 		Parameters:        params,
 		VolumeBindingMode: &binding,
+		ReclaimPolicy:     &reclaim,
 	}
 	if _, err := e.f.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("Create StorageClass %s: %v", sc.Name, err)
@@ -549,7 +556,7 @@ func TestProvisionerFailures(t *testing.T) {
 		{name: "no-provisioner", class: classImmediate, annotations: map[string]string{annProvisionOnNode: idle}, reason: "NoProvisionerOnNode", text: fmt.Sprintf("No hostpath provisioner runs on node %q", idle)},
 		{name: "oversized", class: classImmediate, size: "8Pi", annotations: pinned, reason: eventProvisioningFail, text: "not enough free space in the pool", fromNode: node},
 		{name: "read-write-many", class: classImmediate, mode: corev1.ReadWriteMany, annotations: pinned, reason: eventProvisioningFail, text: "access mode ReadWriteMany is not supported", fromNode: node},
-		{name: "multihost", class: multihost, reason: eventProvisioningFail, text: `mode "multihost" is not supported yet`},
+		{name: "multihost-reuse", class: multihost, annotations: map[string]string{"hostpath.dev/reuse-directory": "some-directory"}, reason: eventProvisioningFail, text: "hostpath.dev/reuse-directory"},
 	}
 	claims := map[string]*corev1.PersistentVolumeClaim{}
 	for _, tc := range tests {
@@ -591,7 +598,7 @@ func TestProvisionerFailures(t *testing.T) {
 		e.waitBound(ctx, t, "sentinel-"+n)
 	}
 	// The claims no node owns were reported by one instance only.
-	for _, name := range []string{"no-node", "missing-node", "no-provisioner", "multihost"} {
+	for _, name := range []string{"no-node", "missing-node", "no-provisioner", "multihost-reuse"} {
 		events, err := e.events(ctx, name)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"hostpath.dev/e2e/framework"
+)
+
+const (
+	// classShared is the example multihost class of manifests/.
+	classShared = "hostpath-shared"
+	// annPVNodes lists the nodes that hold a multihost directory.
+	annPVNodes = "hostpath.dev/nodes"
+)
+
+// sharedDaemonSet runs a testtools pod on every real node with the claim at
+// /data; each pod writes its node's name into /data/<node> and stays.
+func sharedDaemonSet(ns, name, claim string) *appsv1.DaemonSet {
+	labels := map[string]string{"app": name}
+	pod := framework.TestToolsPod(ns, name, "", `echo "$NODE_NAME" > "/data/$NODE_NAME" && touch /tmp/ready && exec sleep 3600`)
+	c := &pod.Spec.Containers[0]
+	c.Env = []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}
+	c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ready"}}}}
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+	}}}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec},
+		},
+	}
+}
+
+// checkMultihostPV checks what a user sees on a multihost PV.
+func (e *provEnv) checkMultihostPV(t *testing.T, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) {
+	t.Helper()
+	if pv.Spec.NodeAffinity != nil {
+		t.Errorf("PV %s has node affinity %+v, want none", pv.Name, pv.Spec.NodeAffinity)
+	}
+	if hp := pv.Spec.HostPath; hp == nil || hp.Type == nil || *hp.Type != corev1.HostPathDirectory {
+		t.Errorf("PV %s hostPath = %+v, want type Directory", pv.Name, hp)
+	}
+	want := map[string]string{
+		annPVMode: "multihost", annPVProvisionedBy: provisionerName, annPVPool: "default",
+		annPVClaimNamespace: pvc.Namespace, annPVClaimName: pvc.Name,
+		annPVNodes: strings.Join(e.nodes, ","),
+	}
+	for k, v := range want {
+		if got := pv.Annotations[k]; got != v {
+			t.Errorf("PV %s annotation %s = %q, want %q", pv.Name, k, got, v)
+		}
+	}
+	if got, ok := pv.Annotations[annPVNode]; ok {
+		t.Errorf("PV %s has annotation %s = %q, want none in multihost mode", pv.Name, annPVNode, got)
+	}
+}
+
+// TestMultihostDaemonSet: the pods of a DaemonSet share one multihost claim;
+// each writes into its own node's copy of the directory and sees only its
+// node's files; deleting the claim removes the directory on every node.
+func TestMultihostDaemonSet(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	pvc := e.claim(ctx, t, "shared", classShared, "1Mi", corev1.ReadWriteMany, nil)
+	pvc, pv := e.waitBound(ctx, t, pvc.Name)
+	e.checkMultihostPV(t, pvc, pv)
+
+	ds, err := e.f.Client.AppsV1().DaemonSets(e.ns).Create(ctx, sharedDaemonSet(e.ns, "writers", pvc.Name), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := e.f.ReadyPodsByNode(ctx, t, e.ns, "app=writers", e.nodes, provisionTimeout)
+	for _, node := range e.nodes {
+		dir := e.nodePath(t, node, pv)
+		if data, err := os.ReadFile(filepath.Join(dir, node)); err != nil || strings.TrimSpace(string(data)) != node {
+			t.Errorf("Node %s's copy: file %s = %q, %v; want its own name", node, node, data, err)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 1 {
+			t.Errorf("Node %s's copy holds %d entries, want only its own file", node, len(entries))
+		}
+		out, err := e.f.Kubectl(ctx, "-n", e.ns, "exec", pods[node].Name, "--", "ls", "/data")
+		if err != nil || strings.TrimSpace(out) != node {
+			t.Errorf("ls /data in the pod on %s = %q, %v; want only %s", node, out, err, node)
+		}
+	}
+
+	if err := e.f.Client.AppsV1().DaemonSets(e.ns).Delete(ctx, ds.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(ctx, t, provisionTimeout, "the DaemonSet's pods to be gone", func(ctx context.Context) (bool, error) {
+		list, err := e.f.Client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=writers"})
+		if err != nil {
+			return false, err
+		}
+		if len(list.Items) != 0 {
+			return false, fmt.Errorf("%d pods left", len(list.Items))
+		}
+		return true, nil
+	})
+	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
+	e.waitGoneEverywhere(ctx, t, pv)
+}
+
+// waitGoneEverywhere waits until the PV is gone and no node holds its
+// directory.
+func (e *provEnv) waitGoneEverywhere(ctx context.Context, t *testing.T, pv *corev1.PersistentVolume) {
+	t.Helper()
+	framework.WaitFor(ctx, t, provisionTimeout, "PV "+pv.Name+" and its directory on every node to be gone", func(ctx context.Context) (bool, error) {
+		if _, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("PV still there (%v)", err)
+		}
+		for _, node := range e.nodes {
+			if _, err := os.Stat(e.nodePath(t, node, pv)); !errors.Is(err, os.ErrNotExist) {
+				return false, fmt.Errorf("directory still on %s (stat: %v)", node, err)
+			}
+		}
+		return true, nil
+	})
+}
+
+// TestMultihostRetain: with reclaim policy Retain every node's copy stays,
+// with its data, and the PV is Released.
+func TestMultihostRetain(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	class := e.storageClassWithPolicy(ctx, t, "shared-retain", storagev1.VolumeBindingImmediate, corev1.PersistentVolumeReclaimRetain, map[string]string{"mode": "multihost"})
+
+	pvc := e.claim(ctx, t, "kept", class, "1Mi", corev1.ReadWriteMany, nil)
+	_, pv := e.waitBound(ctx, t, pvc.Name)
+	t.Cleanup(func() {
+		_ = e.f.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+		for _, node := range e.nodes {
+			_ = os.RemoveAll(e.nodePath(t, node, pv))
+		}
+	})
+	for _, node := range e.nodes {
+		pod := "writer-" + node
+		if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, pod, node, pvc.Name, "echo kept > /data/f"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.f.WaitForPodSucceeded(ctx, t, e.ns, pod, provisionTimeout)
+		if err := e.f.Client.CoreV1().Pods(e.ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
+	framework.WaitFor(ctx, t, provisionTimeout, "PV "+pv.Name+" to be Released", func(ctx context.Context) (bool, error) {
+		got, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got.Status.Phase != corev1.VolumeReleased {
+			return false, fmt.Errorf("PV is %s", got.Status.Phase)
+		}
+		return true, nil
+	})
+	for _, node := range e.nodes {
+		if data, err := os.ReadFile(e.nodePath(t, node, pv, "f")); err != nil || string(data) != "kept\n" {
+			t.Errorf("Retained copy on %s = %q, %v; want \"kept\\n\"", node, data, err)
+		}
+	}
+}
