@@ -33,7 +33,7 @@ const managerTimeout = 2 * time.Minute
 func managerPods(ctx context.Context, t *testing.T, f *framework.Framework, nodes []string) map[string]string {
 	t.Helper()
 	urls := map[string]string{}
-	for node, p := range f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, "app.kubernetes.io/name=hostpath-manager", nodes, managerTimeout) {
+	for node, p := range f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, managerSelector, nodes, managerTimeout) {
 		urls[node] = "http://" + net.JoinHostPort(p.Status.PodIP, "8080")
 	}
 	return urls

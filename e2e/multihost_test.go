@@ -14,6 +14,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"hostpath.dev/e2e/framework"
@@ -24,6 +25,11 @@ const (
 	classShared = "hostpath-shared"
 	// annPVNodes lists the nodes that hold a multihost directory.
 	annPVNodes = "hostpath.dev/nodes"
+	// annPVPendingNodes lists the nodes that should hold it but had no
+	// Ready manager when it was made.
+	annPVPendingNodes = "hostpath.dev/pending-nodes"
+	// managerSelector selects the manager pods.
+	managerSelector = "app.kubernetes.io/name=hostpath-manager"
 )
 
 // sharedDaemonSet runs a testtools pod on every real node with the claim at
@@ -180,4 +186,83 @@ func TestMultihostRetain(t *testing.T) {
 			t.Errorf("Retained copy on %s = %q, %v; want \"kept\\n\"", node, data, err)
 		}
 	}
+}
+
+// labelNoManager is the node label that keeps the manager DaemonSet off a
+// node (manifests/manager/daemonset.yaml).
+const labelNoManager = "hostpath.dev/manager"
+
+// setNoManager labels node so that its manager pod goes (on) or lets it come
+// back (off), and waits until it is gone or Ready again.
+func (e *provEnv) setNoManager(ctx context.Context, t *testing.T, node string, on bool) {
+	t.Helper()
+	value := "null"
+	if on {
+		value = `"false"`
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, labelNoManager, value))
+	if _, err := e.f.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("Label node %s: %v", node, err)
+	}
+	if !on {
+		e.f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, managerSelector, []string{node}, provisionTimeout)
+		return
+	}
+	framework.WaitFor(ctx, t, provisionTimeout, "the manager pod on "+node+" to be gone", func(ctx context.Context) (bool, error) {
+		list, err := e.f.Client.CoreV1().Pods(framework.SystemNamespace).List(ctx, metav1.ListOptions{
+			LabelSelector: managerSelector, FieldSelector: "spec.nodeName=" + node,
+		})
+		if err != nil {
+			return false, err
+		}
+		if len(list.Items) != 0 {
+			return false, fmt.Errorf("%d manager pods on %s", len(list.Items), node)
+		}
+		return true, nil
+	})
+}
+
+// TestMultihostNodeWithoutManager: a node whose manager is kept off during
+// the create is named on the claim (Warning NodesPending) and in the PV's
+// hostpath.dev/pending-nodes; the volume is made on the other nodes; once the
+// node's manager is back, the node gets the directory (backfill); deleting
+// the claim removes every copy.
+func TestMultihostNodeWithoutManager(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	here, away := e.nodes[0], e.nodes[1]
+	e.setNoManager(ctx, t, away, true)
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), provisionTimeout)
+		defer cancel()
+		e.setNoManager(cctx, t, away, false)
+	})
+
+	pvc := e.claim(ctx, t, "while-away", classShared, "1Mi", corev1.ReadWriteMany, nil)
+	_, pv := e.waitBound(ctx, t, pvc.Name)
+	if got := pv.Annotations[annPVNodes]; got != here {
+		t.Errorf("PV %s annotation %s = %q, want %q", pv.Name, annPVNodes, got, here)
+	}
+	if got := pv.Annotations[annPVPendingNodes]; got != away {
+		t.Errorf("PV %s annotation %s = %q, want %q", pv.Name, annPVPendingNodes, got, away)
+	}
+	ev := e.waitEvent(ctx, t, pvc.Name, corev1.EventTypeWarning, "NodesPending", fmt.Sprintf("%q", away))
+	t.Logf("Event: %s", ev.Message)
+	if _, err := os.Stat(e.nodePath(t, here, pv)); err != nil {
+		t.Errorf("Directory on %s: %v", here, err)
+	}
+	if _, err := os.Stat(e.nodePath(t, away, pv)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Directory on %s, whose manager is away: %v, want none yet", away, err)
+	}
+
+	e.setNoManager(ctx, t, away, false)
+	framework.WaitFor(ctx, t, provisionTimeout, "the directory on "+away+" once its manager is back", func(ctx context.Context) (bool, error) {
+		info, err := os.Stat(e.nodePath(t, away, pv))
+		if err != nil {
+			return false, err
+		}
+		return info.IsDir(), nil
+	})
+	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
+	e.waitGoneEverywhere(ctx, t, pv)
 }

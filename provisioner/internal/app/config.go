@@ -69,6 +69,8 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	if c.Resolver, err = o.newResolver(c.Informers.ManagerPods); err != nil {
 		return nil, err
 	}
+	// Every node with a live provisioner instance should run a manager.
+	c.Resolver.ExpectOn(c.Instances.Live)
 	c.Broadcaster = record.NewBroadcaster(record.WithContext(ctx))
 	c.Recorder = c.Broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: o.ProvisionerName, Host: o.NodeName})
 	c.Metrics = metrics.New("controller")

@@ -2,12 +2,15 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
@@ -64,12 +67,45 @@ func (c *Config) Run(ctx context.Context) error {
 	go runUntilDone(ctx, "claim sync", func(ctx context.Context) error { return p.claims.Run(ctx, c.Workers) })
 	go runUntilDone(ctx, "reclaim controller", func(ctx context.Context) error { return p.reclaimer.Run(ctx, c.Workers) })
 	if c.OrphanSweepPeriod > 0 {
+		if err := c.sweepWhenManagerReady(p.sweeper); err != nil {
+			return err
+		}
 		go runUntilDone(ctx, "orphan sweeper", p.sweeper.Run)
 	}
 	go adoptAll(ctx, p.prov)
 	logger.Info("Starting the provisioner", "provisioner", c.ProvisionerName, "workers", c.Workers)
 	p.ctrl.Run(ctx)
 	logger.Info("Stopped the provisioner")
+	return nil
+}
+
+// sweepWhenManagerReady asks the sweeper for a sweep (and so a backfill of
+// multihost directories) whenever this node's manager pod becomes Ready, so
+// that a node whose manager was away catches up at once rather than at the
+// next period.
+func (c *Config) sweepWhenManagerReady(s *reclaim.Sweeper) error {
+	if c.Informers.ManagerPods == nil {
+		return nil
+	}
+	ours := func(obj any) bool {
+		pod, ok := obj.(*v1.Pod)
+		return ok && pod.Spec.NodeName == c.NodeName && component.PodServing(pod)
+	}
+	_, err := c.Informers.ManagerPods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if ours(obj) {
+				s.Trigger()
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			if ours(obj) && !ours(old) {
+				s.Trigger()
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch this node's manager pod: %w", err)
+	}
 	return nil
 }
 
@@ -86,7 +122,7 @@ func (c *Config) wire(logger klog.Logger) *parts {
 		Instances: c.Instances, Managers: volumeManagers, Targets: c.Resolver,
 		CreateFanout:  fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.FanoutNodeTimeout, Attempts: c.FanoutAttempts},
 		DeleteFanout:  fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.ManagerDeleteTimeout, Attempts: c.FanoutAttempts},
-		FanoutMetrics: c.FanoutMetrics,
+		FanoutMetrics: c.FanoutMetrics, Recorder: c.Recorder,
 	})
 	p.claims = provisioner.NewClaimSync(p.prov, inf.Claims, c.Recorder)
 	p.reclaimer = reclaim.NewController(reclaim.Config{

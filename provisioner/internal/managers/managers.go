@@ -52,6 +52,9 @@ type Resolver struct {
 	static   *client.Client
 	opts     []client.Option
 
+	// expected lists the nodes that should run a manager (ExpectOn).
+	expected func() ([]string, error)
+
 	mu      sync.Mutex
 	clients map[string]*client.Client
 }
@@ -72,6 +75,13 @@ func NewStaticResolver(baseURL string, opts ...client.Option) (*Resolver, error)
 	}
 	return &Resolver{static: c}, nil
 }
+
+// ExpectOn makes Targets count every node that nodes returns and that has
+// no Ready manager pod as pending: a node kept free of managers (or whose
+// manager pod is gone) is then named, not silently left out. The provisioner
+// passes the nodes of its live instances, which run wherever the product
+// runs. Call it before the Resolver is used.
+func (r *Resolver) ExpectOn(nodes func() ([]string, error)) { r.expected = nodes }
 
 // ForNode returns a client for the manager on node. The error is a
 // *NotFoundError when no Ready manager pod with an IP runs there.
@@ -122,6 +132,12 @@ func (r *Resolver) Targets() (ready, pending []string, err error) {
 	if r.static != nil {
 		return nil, nil, ErrNoTargets
 	}
+	var expected []string
+	if r.expected != nil {
+		if expected, err = r.expected(); err != nil {
+			return nil, nil, fmt.Errorf("list the nodes that should run a manager: %w", err)
+		}
+	}
 	pods, err := r.pods.List(r.selector)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list manager pods: %w", err)
@@ -137,6 +153,7 @@ func (r *Resolver) Targets() (ready, pending []string, err error) {
 	}
 	slices.Sort(ready)
 	ready = slices.Compact(ready)
+	pending = append(pending, expected...)
 	pending = slices.DeleteFunc(pending, func(n string) bool { _, found := slices.BinarySearch(ready, n); return found })
 	slices.Sort(pending)
 	return ready, slices.Compact(pending), nil

@@ -76,6 +76,11 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 		return nil, controller.ProvisioningFinished, err
 	}
 	klog.FromContext(ctx).V(2).Info("Created the multihost volume directory", "nodes", ready, "pendingNodes", pending, "pool", params.Pool, "path", path)
+	if len(pending) > 0 && p.cfg.Recorder != nil {
+		p.cfg.Recorder.Eventf(claim, v1.EventTypeWarning, ReasonNodesPending,
+			"Created %s on %d/%d nodes (%s); the manager is not Ready on %s: each gets the directory when its manager is back",
+			where, len(ready), len(ready)+len(pending), strings.Join(ready, ", "), quoteAll(pending))
+	}
 	return buildPV(pvInput{
 		name: opts.PVName, class: opts.StorageClass, claim: claim,
 		pool: params.Pool, dir: dir, path: path, size: size,

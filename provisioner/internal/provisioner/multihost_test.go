@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"fmt"
+	"k8s.io/client-go/tools/record"
 	"strings"
 	"testing"
 
@@ -46,6 +47,7 @@ func multihostFixture(t *testing.T, targets fakeTargets, objects ...any) (*fixtu
 		return nil, fmt.Errorf("no manager on node %q", node)
 	}
 	f.prov.cfg.Targets = targets
+	f.prov.cfg.Recorder = f.recorder
 	f.prov.cfg.CreateFanout = fanout.Options{Attempts: 1}
 	f.prov.cfg.DeleteFanout = fanout.Options{Attempts: 1}
 	return f, mgrs
@@ -167,7 +169,31 @@ func TestProvisionMultihost(t *testing.T) {
 			if !equality.Semantic.DeepEqual(pv, tc.wantPV) {
 				t.Errorf("pv =\n%#v\nwant\n%#v", pv, tc.wantPV)
 			}
+			checkPendingEvent(t, f.recorder, tc.targets.pending)
 		})
+	}
+}
+
+// checkPendingEvent checks that a multihost volume made while nodes were
+// pending says so on the claim, naming them, and that nothing is said
+// otherwise.
+func checkPendingEvent(t *testing.T, r *record.FakeRecorder, pending []string) {
+	t.Helper()
+	select {
+	case ev := <-r.Events:
+		if len(pending) == 0 || !strings.HasPrefix(ev, "Warning "+ReasonNodesPending+" ") {
+			t.Errorf("event %q, want none", ev)
+			return
+		}
+		for _, n := range pending {
+			if !strings.Contains(ev, fmt.Sprintf("%q", n)) {
+				t.Errorf("event %q does not name the pending node %s", ev, n)
+			}
+		}
+	default:
+		if len(pending) > 0 {
+			t.Errorf("no %s event naming %v", ReasonNodesPending, pending)
+		}
 	}
 }
 

@@ -21,4 +21,8 @@ const (
 	// ReasonNodeSelected (Normal): the owning instance set selected-node on
 	// a pinned WaitForFirstConsumer claim.
 	ReasonNodeSelected = "NodeSelected"
+	// ReasonNodesPending (Warning): a multihost volume was made on every
+	// node with a Ready manager, and some nodes that should run one have
+	// none Ready yet; they get the directory from the backfill.
+	ReasonNodesPending = "NodesPending"
 )

@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"hostpath.dev/manager/pkg/client"
@@ -79,6 +80,10 @@ type Config struct {
 	DeleteFanout fanout.Options
 	// FanoutMetrics records the fan-outs; nil records nothing.
 	FanoutMetrics *fanout.Metrics
+	// Recorder emits the outcome of a multihost create on the claim (which
+	// nodes are still pending); nil emits nothing. Only the owner of a
+	// claim provisions it, so only the owner records.
+	Recorder record.EventRecorder
 }
 
 // Provisioner is one node's instance of the hostpath provisioner: the

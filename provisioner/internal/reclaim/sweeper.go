@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
@@ -82,6 +81,8 @@ type Sweeper struct {
 	// reported by this process.
 	mu       sync.Mutex
 	reported map[string]bool
+	// trigger asks Run for a sweep now (Trigger).
+	trigger chan struct{}
 }
 
 // NewSweeper returns the Sweeper of cfg.Node, with defaults for the zero
@@ -101,6 +102,7 @@ func NewSweeper(cfg SweeperConfig) *Sweeper {
 		volumes:  cfg.Volumes.Lister(),
 		synced:   []cache.InformerSynced{cfg.Volumes.Informer().HasSynced},
 		reported: map[string]bool{},
+		trigger:  make(chan struct{}, 1),
 	}
 	if cfg.Classes != nil {
 		s.classes = cfg.Classes.Lister()
@@ -119,13 +121,32 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, s.synced...) {
 		return fmt.Errorf("wait for the PersistentVolume cache: %w", context.Cause(ctx))
 	}
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
+	ticker := time.NewTicker(s.cfg.Period)
+	defer ticker.Stop()
+	for {
 		if err := s.Sweep(ctx); err != nil {
 			utilruntime.HandleErrorWithContext(ctx, err, "Failed to sweep orphaned directories")
 		}
-	}, s.cfg.Period)
-	logger.Info("Stopped the orphan sweeper")
-	return nil
+		select {
+		case <-ctx.Done():
+			logger.Info("Stopped the orphan sweeper")
+			return nil
+		case <-ticker.C:
+		case <-s.trigger:
+			logger.V(2).Info("Sweeping now: this node's manager became Ready")
+		}
+	}
+}
+
+// Trigger asks for a sweep (and so a backfill) now, without waiting for the
+// period: the app calls it when this node's manager becomes Ready, so a node
+// whose manager was away gets its multihost directories at once. Triggers
+// that come while one is pending are merged.
+func (s *Sweeper) Trigger() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
 }
 
 // sweepCounts is what one sweep did.

@@ -385,3 +385,21 @@ func TestSweeperDefaultsAndRun(t *testing.T) {
 		t.Error("Run() = nil, want an error: the cache never synced")
 	}
 }
+
+// TestSweeperTrigger: triggers merge while one is pending, and Run sweeps
+// at once when triggered, without waiting for the period.
+func TestSweeperTrigger(t *testing.T) {
+	s := &Sweeper{trigger: make(chan struct{}, 1)}
+	s.Trigger()
+	s.Trigger() // merged, does not block
+	if got := len(s.trigger); got != 1 {
+		t.Fatalf("pending triggers = %d, want 1", got)
+	}
+	<-s.trigger
+	s.Trigger()
+	select {
+	case <-s.trigger:
+	default:
+		t.Fatal("a trigger after the last one was taken is lost")
+	}
+}
