@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -240,8 +241,9 @@ func TestMultihostNodeWithoutManager(t *testing.T) {
 
 	pvc := e.claim(ctx, t, "while-away", classShared, "1Mi", corev1.ReadWriteMany, nil)
 	_, pv := e.waitBound(ctx, t, pvc.Name)
-	if got := pv.Annotations[annPVNodes]; got != here {
-		t.Errorf("PV %s annotation %s = %q, want %q", pv.Name, annPVNodes, got, here)
+	others := slices.DeleteFunc(slices.Clone(e.nodes), func(n string) bool { return n == away })
+	if got, want := pv.Annotations[annPVNodes], strings.Join(others, ","); got != want {
+		t.Errorf("PV %s annotation %s = %q, want %q", pv.Name, annPVNodes, got, want)
 	}
 	if got := pv.Annotations[annPVPendingNodes]; got != away {
 		t.Errorf("PV %s annotation %s = %q, want %q", pv.Name, annPVPendingNodes, got, away)

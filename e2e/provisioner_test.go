@@ -627,7 +627,7 @@ func TestProvisionerFailures(t *testing.T) {
 			e.get(ctx, t, n, path)
 		}
 	}
-	if entries := e.poolEntries(t, e.ns+"-"); len(entries) != 2 {
-		t.Errorf("Pool entries for the namespace = %v, want only the two sentinels", entries)
+	if entries := e.poolEntries(t, e.ns+"-"); len(entries) != len(e.nodes) {
+		t.Errorf("Pool entries for the namespace = %v, want only the %d sentinels", entries, len(e.nodes))
 	}
 }
