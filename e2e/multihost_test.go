@@ -172,16 +172,7 @@ func TestMultihostRetain(t *testing.T) {
 		}
 	}
 	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
-	framework.WaitFor(ctx, t, provisionTimeout, "PV "+pv.Name+" to be Released", func(ctx context.Context) (bool, error) {
-		got, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if got.Status.Phase != corev1.VolumeReleased {
-			return false, fmt.Errorf("PV is %s", got.Status.Phase)
-		}
-		return true, nil
-	})
+	e.waitReleased(ctx, t, pv)
 	for _, node := range e.nodes {
 		if data, err := os.ReadFile(e.nodePath(t, node, pv, "f")); err != nil || string(data) != "kept\n" {
 			t.Errorf("Retained copy on %s = %q, %v; want \"kept\\n\"", node, data, err)

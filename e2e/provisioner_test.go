@@ -359,6 +359,22 @@ func (e *provEnv) get(ctx context.Context, t *testing.T, node, path string) stri
 	return string(body)
 }
 
+// waitReleased waits until the PV is Released (its claim is gone and it
+// is kept).
+func (e *provEnv) waitReleased(ctx context.Context, t *testing.T, pv *corev1.PersistentVolume) {
+	t.Helper()
+	framework.WaitFor(ctx, t, provisionTimeout, "PV "+pv.Name+" to be Released", func(ctx context.Context) (bool, error) {
+		got, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got.Status.Phase != corev1.VolumeReleased {
+			return false, fmt.Errorf("PV is %s", got.Status.Phase)
+		}
+		return true, nil
+	})
+}
+
 // writerPod runs the testtools image with the claim at /data and command.
 func writerPod(ns, name, node, claim, command string) *corev1.Pod {
 	p := framework.TestToolsPod(ns, name, node, command)
@@ -510,16 +526,7 @@ func TestProvisionerRetain(t *testing.T) {
 	e.f.WaitForPodSucceeded(ctx, t, e.ns, "writer", provisionTimeout)
 	e.deleteAndWaitGone(ctx, t, "writer", pvc.Name)
 
-	framework.WaitFor(ctx, t, provisionTimeout, "PV "+pv.Name+" to be Released", func(ctx context.Context) (bool, error) {
-		got, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if got.Status.Phase != corev1.VolumeReleased {
-			return false, fmt.Errorf("PV is %s", got.Status.Phase)
-		}
-		return true, nil
-	})
+	e.waitReleased(ctx, t, pv)
 	if data, err := os.ReadFile(filepath.Join(dir, "data.txt")); err != nil || string(data) != "kept\n" {
 		t.Errorf("Retained file = %q, %v; want \"kept\\n\"", data, err)
 	}
