@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,9 @@ import (
 // finalizerDirectory is the provisioner's finalizer on every PV it makes: the
 // instance of the PV's node removes it once the directory is handled.
 const finalizerDirectory = "hostpath.dev/directory-protection"
+
+// annReuseDirectory names a retained directory a claim wants.
+const annReuseDirectory = "hostpath.dev/reuse-directory"
 
 // TestProvisionerSharedDirectoryRefused: a class whose pathPattern leaves out
 // the PV name maps team-a/data and team-b/data to the same directory. The
@@ -132,5 +136,54 @@ func TestProvisionerPVDeletedByHand(t *testing.T) {
 				t.Errorf("Delete: %s survived the PV (stat: %v)", dir, err)
 			}
 		})
+	}
+}
+
+// TestProvisionerReuseRetainedDirectory: the directory of a deleted Retain
+// volume goes to a new claim only on purpose (hostpath.dev/reuse-directory),
+// and only once its old PV is gone; the new claim then sees the old data.
+func TestProvisionerReuseRetainedDirectory(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	node := e.nodes[0]
+	pinned := map[string]string{annProvisionOnNode: node}
+	e.claim(ctx, t, "old", classRetain, "1Mi", corev1.ReadWriteOnce, pinned)
+	_, oldPV := e.waitBound(ctx, t, "old")
+	dir := oldPV.Annotations[annPVDirectory]
+	t.Cleanup(func() { _ = os.RemoveAll(e.nodePath(t, node, oldPV)) })
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, "writer", node, "old", "echo before > /data/f"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.f.WaitForPodSucceeded(ctx, t, e.ns, "writer", provisionTimeout)
+	e.deleteAndWaitGone(ctx, t, "writer", "old")
+	e.waitReleased(ctx, t, oldPV)
+
+	reuse := map[string]string{annProvisionOnNode: node, annReuseDirectory: dir}
+	// While the Released PV still names the directory, it is refused.
+	e.claim(ctx, t, "early", classImmediate, "1Mi", corev1.ReadWriteOnce, reuse)
+	e.waitEvent(ctx, t, "early", corev1.EventTypeWarning, eventProvisioningFail, oldPV.Name)
+	e.deleteAndWaitGone(ctx, t, "", "early")
+
+	if err := e.f.Client.CoreV1().PersistentVolumes().Delete(ctx, oldPV.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(ctx, t, provisionTimeout, "PV "+oldPV.Name+" to be gone", func(ctx context.Context) (bool, error) {
+		_, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, oldPV.Name, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("PV still there (%v)", err)
+		}
+		return true, nil
+	})
+	e.claim(ctx, t, "new", classImmediate, "1Mi", corev1.ReadWriteOnce, reuse)
+	_, newPV := e.waitBound(ctx, t, "new")
+	if got := newPV.Annotations[annPVDirectory]; got != dir {
+		t.Errorf("New PV %s directory = %q, want the reused %q", newPV.Name, got, dir)
+	}
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, "reader", node, "new", "cat /data/f"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.f.WaitForPodSucceeded(ctx, t, e.ns, "reader", provisionTimeout)
+	if logs, err := e.f.PodLogs(ctx, e.ns, "reader", ""); err != nil || strings.TrimSpace(logs) != "before" {
+		t.Errorf("The new claim reads %q, %v; want the old data \"before\"", logs, err)
 	}
 }
