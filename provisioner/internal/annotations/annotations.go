@@ -2,9 +2,11 @@
 // and reads from, Kubernetes objects: the claim annotations that choose a
 // node or a directory, the PersistentVolume annotations that say what a
 // volume is, the values of the mode annotation, and the PersistentVolume
-// finalizer. Both the provisioner and the reclaim package import it; it
-// imports nothing.
+// finalizer, and how a list of nodes is written in one. Both the provisioner
+// and the reclaim package import it; it imports only the standard library.
 package annotations
+
+import "strings"
 
 // Claim annotations that choose the node of a node-mode volume, in order of
 // precedence.
@@ -69,3 +71,19 @@ const (
 // is gone. The provisioner sets it in the PVs it makes; package reclaim
 // removes it.
 const Finalizer = "hostpath.dev/directory-protection"
+
+// JoinNodes is the value of Nodes or PendingNodes for a list of nodes: the
+// names, comma-separated, in the order given.
+func JoinNodes(nodes []string) string { return strings.Join(nodes, ",") }
+
+// SplitNodes reads a value of Nodes or PendingNodes back, dropping blanks;
+// "" gives none.
+func SplitNodes(value string) []string {
+	var out []string
+	for n := range strings.SplitSeq(value, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}

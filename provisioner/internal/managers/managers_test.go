@@ -155,17 +155,6 @@ func TestTargets(t *testing.T) {
 	if _, _, err := r.Targets(); err == nil || !strings.Contains(err.Error(), "no pods") {
 		t.Errorf("Targets() when the expected nodes fail: %v", err)
 	}
-	// Nodes that should run a manager but have none (n7) are pending too;
-	// one with a Ready manager (n1) is not.
-	r.ExpectOn(func() ([]string, error) { return []string{"n1", "n7"}, nil })
-	ready, pending, err = r.Targets()
-	if err != nil || strings.Join(ready, ",") != "n1,n4" || strings.Join(pending, ",") != "n2,n3,n7" {
-		t.Errorf("Targets() with expected nodes = %v, %v, %v; want [n1 n4], [n2 n3 n7]", ready, pending, err)
-	}
-	r.ExpectOn(func() ([]string, error) { return nil, errors.New("no pods") })
-	if _, _, err := r.Targets(); err == nil || !strings.Contains(err.Error(), "no pods") {
-		t.Errorf("Targets() when the expected nodes fail: %v", err)
-	}
 	static, err := NewStaticResolver("http://127.0.0.1:8080")
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"strings"
 	"sync"
 	"testing"
@@ -299,4 +300,20 @@ func volume(name, nodeName, pool, dir, claimName string) *v1.PersistentVolume {
 		annotations.ProvisionedBy: testProvisioner, annotations.Node: nodeName, annotations.Pool: pool, annotations.Directory: dir,
 		annotations.ClaimNamespace: "team-a", annotations.ClaimName: claimName, annotations.Mode: annotations.ModeNode,
 	}}}
+}
+
+// checkPV checks the PV Provision returned against want (nil: none) and
+// reports whether the case goes on (a PV was wanted).
+func checkPV(t *testing.T, pv, want *v1.PersistentVolume) bool {
+	t.Helper()
+	if want == nil {
+		if pv != nil {
+			t.Errorf("pv = %v, want nil", pv)
+		}
+		return false
+	}
+	if !equality.Semantic.DeepEqual(pv, want) {
+		t.Errorf("pv =\n%#v\nwant\n%#v", pv, want)
+	}
+	return true
 }

@@ -235,7 +235,7 @@ func (p *Provisioner) deleteTargets(pv *v1.PersistentVolume) (call, waiting, gon
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("list the nodes: %w", err)
 	}
-	named := append(splitNodes(pv.Annotations[annotations.Nodes]), splitNodes(pv.Annotations[annotations.PendingNodes])...)
+	named := append(annotations.SplitNodes(pv.Annotations[annotations.Nodes]), annotations.SplitNodes(pv.Annotations[annotations.PendingNodes])...)
 	slices.Sort(named)
 	for _, n := range slices.Compact(named) {
 		switch _, err := p.cfg.Nodes.Get(n); {
@@ -254,12 +254,4 @@ func (p *Provisioner) deleteTargets(pv *v1.PersistentVolume) (call, waiting, gon
 	}
 	slices.Sort(waiting)
 	return ready, waiting, gone, nil
-}
-
-// splitNodes splits a comma-separated list of nodes; "" gives none.
-func splitNodes(list string) []string {
-	if list == "" {
-		return nil
-	}
-	return strings.Split(list, ",")
 }

@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -160,14 +159,8 @@ func TestProvisionMultihost(t *testing.T) {
 			if strings.Join(created, ",") != strings.Join(tc.wantCreate, ",") {
 				t.Errorf("creates on %v, want %v", created, tc.wantCreate)
 			}
-			if tc.wantPV == nil {
-				if pv != nil {
-					t.Errorf("pv = %v, want nil", pv)
-				}
+			if !checkPV(t, pv, tc.wantPV) {
 				return
-			}
-			if !equality.Semantic.DeepEqual(pv, tc.wantPV) {
-				t.Errorf("pv =\n%#v\nwant\n%#v", pv, tc.wantPV)
 			}
 			checkPendingEvent(t, f.recorder, tc.targets.pending)
 		})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -229,9 +228,9 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 	}
 	if in.multihost {
 		pv.Annotations[annotations.Mode] = annotations.ModeMultihost
-		pv.Annotations[annotations.Nodes] = strings.Join(in.nodes, ",")
+		pv.Annotations[annotations.Nodes] = annotations.JoinNodes(in.nodes)
 		if len(in.pending) > 0 {
-			pv.Annotations[annotations.PendingNodes] = strings.Join(in.pending, ",")
+			pv.Annotations[annotations.PendingNodes] = annotations.JoinNodes(in.pending)
 		}
 		return pv
 	}

@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
@@ -212,14 +211,8 @@ func TestProvision(t *testing.T) {
 			if gotCreate != tc.wantCreate {
 				t.Errorf("manager creates = %q, want %q", gotCreate, tc.wantCreate)
 			}
-			if tc.wantPV == nil {
-				if pv != nil {
-					t.Errorf("pv = %v, want nil", pv)
-				}
+			if !checkPV(t, pv, tc.wantPV) {
 				return
-			}
-			if !equality.Semantic.DeepEqual(pv, tc.wantPV) {
-				t.Errorf("pv =\n%#v\nwant\n%#v", pv, tc.wantPV)
 			}
 		})
 	}

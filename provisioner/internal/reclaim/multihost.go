@@ -32,20 +32,9 @@ func multihostDirectory(pv *v1.PersistentVolume, provisioner string) (shared, bo
 	return shared{
 		pool:    pv.Annotations[annotations.Pool],
 		name:    pv.Annotations[annotations.Directory],
-		nodes:   splitNodes(pv.Annotations[annotations.Nodes]),
-		pending: splitNodes(pv.Annotations[annotations.PendingNodes]),
+		nodes:   annotations.SplitNodes(pv.Annotations[annotations.Nodes]),
+		pending: annotations.SplitNodes(pv.Annotations[annotations.PendingNodes]),
 	}, true
-}
-
-// splitNodes splits a comma-separated node list, dropping blanks.
-func splitNodes(s string) []string {
-	var out []string
-	for n := range strings.SplitSeq(s, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // listed reports whether the PV names node in annotations.Nodes or
