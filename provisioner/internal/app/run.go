@@ -51,6 +51,12 @@ func (c *Config) Run(ctx context.Context) error {
 	defer cancel()
 	logger := klog.FromContext(ctx)
 	p := c.wire(logger)
+	if c.OrphanSweepPeriod > 0 {
+		// Registered before the informers start, like the other handlers.
+		if err := c.sweepWhenManagerReady(p.sweeper); err != nil {
+			return err
+		}
+	}
 	var ready atomic.Bool
 	if err := component.ServeHealth(ctx, c.MetricsAddress, c.Registry, &ready); err != nil {
 		return err
@@ -67,9 +73,6 @@ func (c *Config) Run(ctx context.Context) error {
 	go runUntilDone(ctx, "claim sync", func(ctx context.Context) error { return p.claims.Run(ctx, c.Workers) })
 	go runUntilDone(ctx, "reclaim controller", func(ctx context.Context) error { return p.reclaimer.Run(ctx, c.Workers) })
 	if c.OrphanSweepPeriod > 0 {
-		if err := c.sweepWhenManagerReady(p.sweeper); err != nil {
-			return err
-		}
 		go runUntilDone(ctx, "orphan sweeper", p.sweeper.Run)
 	}
 	go adoptAll(ctx, p.prov)

@@ -123,6 +123,12 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	}
 	ticker := time.NewTicker(s.cfg.Period)
 	defer ticker.Stop()
+	// The first sweep covers whatever asked for one before it (the manager
+	// pod already Ready when the caches filled).
+	select {
+	case <-s.trigger:
+	default:
+	}
 	for {
 		if err := s.Sweep(ctx); err != nil {
 			utilruntime.HandleErrorWithContext(ctx, err, "Failed to sweep orphaned directories")
