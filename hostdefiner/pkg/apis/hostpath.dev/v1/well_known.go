@@ -1,0 +1,95 @@
+package v1
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The names below are shared by the provisioner, which writes them, and the
+// host definer, which reads them to find the multihost volumes of a pool
+// and to record the nodes it gave their directories. They live in the API
+// package because both programs import it.
+
+// DefaultProvisionerName is the provisioner name of the StorageClasses and
+// PersistentVolumes of hostpath (the --provisioner-name default of the
+// provisioner and the host definer).
+const DefaultProvisionerName = "hostpath.dev/provisioner"
+
+// StorageClass parameters the host definer reads.
+const (
+	// ParamPool names a class's storage pool; DefaultPool when absent.
+	ParamPool = "pool"
+	// ParamDirMode is the permission bits of a class's volume directories
+	// (octal text); DefaultDirMode when absent.
+	ParamDirMode = "dirMode"
+	// ParamMode is how a class makes volumes: ModeNode or ModeMultihost.
+	ParamMode = "mode"
+	// DefaultPool is the pool of a class without ParamPool.
+	DefaultPool = "default"
+	// DefaultDirMode is the mode of a directory whose class names none.
+	DefaultDirMode = "0777"
+)
+
+// PersistentVolume annotations of the multihost volumes.
+const (
+	// AnnotationProvisionedBy names the provisioner that made a volume (the
+	// provisioner library sets it).
+	AnnotationProvisionedBy = "pv.kubernetes.io/provisioned-by"
+	// AnnotationPool is the volume's storage pool.
+	AnnotationPool = "hostpath.dev/pool"
+	// AnnotationDirectory is the directory's name inside the pool.
+	AnnotationDirectory = "hostpath.dev/directory"
+	// AnnotationMode is how the volume was made, ModeNode or ModeMultihost
+	// (the StorageClass parameter "mode"; not the Kubernetes volumeMode). A
+	// PV without it counts as node mode.
+	AnnotationMode = "hostpath.dev/mode"
+	// AnnotationNodes lists, sorted and comma-separated, the nodes that hold
+	// the directory of a multihost volume: those that got it when the
+	// volume was made and those the host definer gave it since.
+	AnnotationNodes = "hostpath.dev/nodes"
+	// AnnotationPendingNodes lists, sorted and comma-separated, the nodes
+	// that were being defined when a multihost volume was made: the host
+	// definer gives them the directory, and moves them to AnnotationNodes,
+	// once they are defined. Absent when there are none.
+	AnnotationPendingNodes = "hostpath.dev/pending-nodes"
+)
+
+// The values of AnnotationMode and of the StorageClass parameter "mode".
+const (
+	// ModeNode is one directory on one node, with node affinity to it.
+	ModeNode = "node"
+	// ModeMultihost is the same directory on every defined node of the
+	// pool, without node affinity.
+	ModeMultihost = "multihost"
+)
+
+// JoinNodes is the value of AnnotationNodes or AnnotationPendingNodes for a
+// list of nodes: the names, comma-separated, in the order given.
+func JoinNodes(nodes []string) string { return strings.Join(nodes, ",") }
+
+// SplitNodes reads a value of AnnotationNodes or AnnotationPendingNodes
+// back, dropping blanks; "" gives none.
+func SplitNodes(value string) []string {
+	var out []string
+	for n := range strings.SplitSeq(value, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// RecordedReclaimPolicy is the reclaim policy a manager records in the
+// owner record of a PV's directory: "Delete" for Delete, "" when the PV
+// names none, and "Retain" for anything else (Retain, Recycle), so that a
+// directory is removed by policy only when its volume asked for it.
+func RecordedReclaimPolicy(pv *corev1.PersistentVolume) string {
+	switch pv.Spec.PersistentVolumeReclaimPolicy {
+	case corev1.PersistentVolumeReclaimDelete:
+		return "Delete"
+	case "":
+		return ""
+	}
+	return "Retain"
+}
