@@ -14,73 +14,20 @@ phase() { log "[$(since "$T0")s] $*"; }
 require_root
 refuse_foreign_cluster
 
-# stop NAME...: SIGTERM the recorded processes together, wait up to
-# STOP_TIMEOUT seconds, then SIGKILL what is left.
-STOP_TIMEOUT=${STOP_TIMEOUT:-8}
-stop() {
-  local name pid exe live=() i
-  for name in "$@"; do
-    [ -f "$RUN_DIR/$name.pid" ] || continue
-    read -r pid exe < "$RUN_DIR/$name.pid" || true
-    if pid_alive "$name"; then
-      kill -TERM "$pid" 2>/dev/null && live+=("$pid")
-    fi
-    rm -f "$RUN_DIR/$name.pid"
-  done
-  [ ${#live[@]} -gt 0 ] || return 0
-  for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
-    local left=()
-    for pid in "${live[@]}"; do [ -e "/proc/$pid" ] && left+=("$pid"); done
-    live=("${left[@]+"${left[@]}"}")
-    [ ${#live[@]} -eq 0 ] && break
-    sleep 0.1
-  done
-  for pid in "${live[@]+"${live[@]}"}"; do
-    log "PID $pid did not stop after ${STOP_TIMEOUT}s: SIGKILL"
-    kill -KILL "$pid" 2>/dev/null
-  done
-  return 0
-}
-
+# Every real node: those recorded in run/nodes (cluster-up.sh, node-add.sh)
+# and any other with a folder under nodes/.
 nodes=$(node_numbers)
-if [ -z "$nodes" ]; then
-  # No record: look for node folders of an earlier cluster.
-  for d in "$NODES_DIR/$NODE_PREFIX"*; do [ -d "$d" ] && nodes="$nodes ${d##*-}"; done
-fi
 
-[ -d "$RUN_DIR" ] && stop fake-nodes kube-proxy
-# Kubelets first, so nothing restarts the containers stopped next.
-# shellcheck disable=SC2046 # one word per node
-stop $(for n in $nodes; do echo "kubelet-$n"; done)
-phase "Stopped kube-proxy and kubelets"
-for n in $nodes; do
-  nd=$NODES_DIR/$(node_name "$n")
-  # Containers: their init processes, from runc's state files.
-  for st in "$nd"/run-containerd/runc/*/*/state.json; do
-    [ -f "$st" ] || continue
-    pid=$(grep -o '"init_process_pid":[0-9]*' "$st" | cut -d: -f2)
-    start=$(grep -o '"init_process_start":[0-9]*' "$st" | cut -d: -f2)
-    [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || continue
-    # Same process only if it started when runc recorded (PIDs are reused).
-    [ "$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f20)" = "$start" ] && kill -KILL "$pid" 2>/dev/null
-  done
-  # containerd shims: the shim programs in this node's mount namespace
-  # (containerd 1.6 keeps no shim PID file).
-  ns=$(cat "$RUN_DIR/mntns-$n" 2>/dev/null) || continue
-  for p in /proc/[0-9]*; do
-    [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] || continue
-    case $(readlink "$p/exe" 2>/dev/null) in
-    */containerd-shim*) kill -KILL "${p#/proc/}" 2>/dev/null ;;
-    esac
-  done
-done
-# shellcheck disable=SC2046 # one word per node
-stop $(for n in $nodes; do echo "containerd-$n"; done)
-phase "Stopped containers, shims and containerd"
+[ -d "$RUN_DIR" ] && stop_recorded fake-nodes kube-proxy
+# The nodes (stop_nodes in cluster-lib.sh, which node-remove.sh uses too):
+# kubelets, containers, shims, containerd.
+# shellcheck disable=SC2086 # one word per node
+stop_nodes $nodes
+phase "Stopped kube-proxy and the nodes (kubelets, containers, shims, containerd)"
 
-stop kube-scheduler kube-controller-manager
-STOP_TIMEOUT=5 stop kube-apiserver
-stop etcd
+stop_recorded kube-scheduler kube-controller-manager
+STOP_TIMEOUT=5 stop_recorded kube-apiserver
+stop_recorded etcd
 phase "Stopped the control plane"
 
 # Anything still running from the cluster's folders (a crash that lost the
@@ -126,15 +73,7 @@ if [ -f "$RUN_DIR/sysctl-orig.txt" ]; then
 fi
 
 # cgroups of the nodes (they empty out once the processes are gone).
-for c in /sys/fs/cgroup/*/"$NODE_PREFIX"*; do
-  [ -d "$c" ] || continue
-  for ((i = 0; i < 50; i++)); do
-    find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
-    [ -d "$c" ] || break
-    sleep 0.1
-  done
-  [ -d "$c" ] && log "WARNING: cgroup $c is still in use"
-done
+remove_cgroups /sys/fs/cgroup/*/"$NODE_PREFIX"*
 
 # Mount points cluster-up.sh created on this machine (empty on the host: the
 # bind mounts only ever existed in the nodes' namespaces).

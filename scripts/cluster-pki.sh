@@ -2,16 +2,21 @@
 # cluster-pki.sh NODE_NAME...: make the local cluster's CA, serving and client
 # certificates (ECDSA P-256, openssl), the service-account signing key, and one
 # kubeconfig per client under .cluster/. Called by cluster-up.sh.
+# cluster-pki.sh --nodes NODE_NAME...: only these nodes' kubelet certificates
+# and kubeconfigs, signed by the existing CA (node-add.sh).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster-lib.sh"
 
+NODES_ONLY=false
+if [ "${1:-}" = --nodes ]; then
+  NODES_ONLY=true
+  shift
+  [ -f "$PKI_DIR/ca.key" ] || die "no cluster CA in $PKI_DIR (run make cluster-up)"
+fi
 mkdir -p "$PKI_DIR"
 cd "$PKI_DIR"
 key() { openssl ecparam -name prime256v1 -genkey -noout -out "$1.key" 2>/dev/null; }
-
-key ca
-openssl req -x509 -new -key ca.key -sha256 -days 3650 -subj "/CN=hostpath-local-ca" -out ca.crt 2>/dev/null
 
 # sign NAME SUBJECT [SAN]: a leaf certificate; with a SAN it also serves TLS.
 sign() {
@@ -33,16 +38,20 @@ sign() {
   rm -f "$name.csr" "$name.ext"
 }
 
-sign apiserver "/CN=kube-apiserver" \
-  "IP:$API_IP,IP:127.0.0.1,IP:${SERVICE_CIDR%.0/16}.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
-sign admin "/O=system:masters/CN=hostpath-admin"
-sign kube-controller-manager "/CN=system:kube-controller-manager"
-sign kube-scheduler "/CN=system:kube-scheduler"
-sign kube-proxy "/CN=system:kube-proxy"
-sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+if ! $NODES_ONLY; then
+  key ca
+  openssl req -x509 -new -key ca.key -sha256 -days 3650 -subj "/CN=hostpath-local-ca" -out ca.crt 2>/dev/null
+  sign apiserver "/CN=kube-apiserver" \
+    "IP:$API_IP,IP:127.0.0.1,IP:${SERVICE_CIDR%.0/16}.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  sign admin "/O=system:masters/CN=hostpath-admin"
+  sign kube-controller-manager "/CN=system:kube-controller-manager"
+  sign kube-scheduler "/CN=system:kube-scheduler"
+  sign kube-proxy "/CN=system:kube-proxy"
+  sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+  openssl ecparam -name prime256v1 -genkey -noout -out sa.key 2>/dev/null
+  openssl ec -in sa.key -pubout -out sa.pub 2>/dev/null
+fi
 for n in "$@"; do sign "kubelet-$n" "/O=system:nodes/CN=system:node:$n"; done
-openssl ecparam -name prime256v1 -genkey -noout -out sa.key 2>/dev/null
-openssl ec -in sa.key -pubout -out sa.pub 2>/dev/null
 chmod 600 ./*.key
 
 # kubeconfig OUT CERT: a kubeconfig with the certificates embedded.
@@ -67,6 +76,8 @@ current-context: hostpath-local
 EOK
   chmod 600 "$1"
 }
-kubeconfig "$CLUSTER_KUBECONFIG" admin
-for c in kube-controller-manager kube-scheduler kube-proxy; do kubeconfig "$PKI_DIR/$c.kubeconfig" "$c"; done
+if ! $NODES_ONLY; then
+  kubeconfig "$CLUSTER_KUBECONFIG" admin
+  for c in kube-controller-manager kube-scheduler kube-proxy; do kubeconfig "$PKI_DIR/$c.kubeconfig" "$c"; done
+fi
 for n in "$@"; do kubeconfig "$PKI_DIR/kubelet-$n.kubeconfig" "kubelet-$n"; done

@@ -17,7 +17,7 @@ T0=$(now)
 phase() { log "[$(since "$T0")s] $*"; }
 require_root
 refuse_foreign_cluster
-[[ $NODES =~ ^[1-9][0-9]?$ ]] && [ "$NODES" -le 50 ] || die "NODES must be 1..50, got $NODES"
+[[ $NODES =~ ^[1-9][0-9]?$ ]] && [ "$NODES" -le "$NODES_MAX" ] || die "NODES must be 1..$NODES_MAX, got $NODES"
 
 # cluster_healthy: every recorded process runs, the API server is ready and
 # every real node is Ready.
@@ -87,7 +87,6 @@ done
 ip route add blackhole "$NET_RANGE"
 ip link add "$API_BRIDGE" type bridge
 ip addr add "$API_IP/32" dev "$API_BRIDGE"
-for n in $(node_numbers); do ip addr add "$(node_ip "$n")/32" dev "$API_BRIDGE"; done
 ip link set "$API_BRIDGE" up
 sysctl -q -w net.ipv4.ip_forward=1
 phase "Network ready: $API_BRIDGE $API_IP, blackhole $NET_RANGE"
@@ -135,23 +134,12 @@ start_bg kube-scheduler "$LOG_DIR/kube-scheduler.log" "$K8S_BIN/kube-scheduler" 
   --authorization-kubeconfig="$PKI_DIR/kube-scheduler.kubeconfig" \
   --bind-address=127.0.0.1 --secure-port=10259 --leader-elect=false --profiling=false
 
-# Real nodes, started in parallel, each in its own mount namespace.
+# Real nodes, started in parallel, each in its own mount namespace
+# (start_node in cluster-lib.sh; node-add.sh starts a node the same way).
 t=$(now)
 pids=()
 for n in $(node_numbers); do
-  nd=$(node_dir "$n")
-  for b in "${NODE_BINDS[@]}"; do mkdir -p "$nd/${b#*:}"; done
-  mkdir -p "$nd/etc" "$nd/kubelet-pki"
-  od -An -N16 -tx1 /dev/urandom | tr -d ' \n' > "$nd/machine-id"
-  echo >> "$nd/machine-id"
-  # cgroup v1: kubelet needs its cgroupRoot in every hierarchy.
-  for h in /sys/fs/cgroup/*/; do
-    [ "$h" = /sys/fs/cgroup/unified/ ] && continue
-    mkdir -p "$h$(node_name "$n")"
-  done
-  cat /sys/fs/cgroup/cpuset/cpuset.cpus > "/sys/fs/cgroup/cpuset/$(node_name "$n")/cpuset.cpus"
-  cat /sys/fs/cgroup/cpuset/cpuset.mems > "/sys/fs/cgroup/cpuset/$(node_name "$n")/cpuset.mems"
-  unshare --mount --propagation private -- "$S/node-start.sh" "$n" &
+  start_node "$n" &
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || die "a node failed to start (logs: $LOG_DIR)"; done

@@ -105,24 +105,12 @@ log "Images ready in $IMAGES_DIR after $(since "$T0")s: ${built[*]}"
 $BASE_ONLY && exit 0
 
 # Import into every running node, in parallel, what the node does not have
-# yet (each node keeps the keys of its imported images).
-import_node() { # N
-  local n=$1 f marker nd
-  nd=$(node_dir "$n")
-  mkdir -p "$nd/images"
-  for f in "${built[@]}"; do
-    marker=$nd/images/$f.key
-    cmp -s "$IMAGES_DIR/$f.key" "$marker" && continue
-    ctr --address "$(node_sock "$n")" -n k8s.io images import "$IMAGES_DIR/$f.tar" > /dev/null ||
-      die "importing $f into $(node_name "$n") failed"
-    cp "$IMAGES_DIR/$f.key" "$marker"
-    log "Imported $f into $(node_name "$n")"
-  done
-}
+# yet (import_images in cluster-lib.sh: each node keeps the keys of its
+# imported images; node-start.sh imports the cached images the same way).
 pids=()
 for n in $(node_numbers); do
   pid_alive "containerd-$n" || continue
-  import_node "$n" &
+  import_images "$n" "${built[@]}" &
   pids+=($!)
 done
 for p in "${pids[@]+"${pids[@]}"}"; do wait "$p" || die "import failed"; done

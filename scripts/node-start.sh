@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# node-start.sh N: start real node N (containerd + kubelet). cluster-up.sh runs
-# it as `unshare --mount --propagation private -- node-start.sh N`, so the
+# node-start.sh N: start real node N (containerd + kubelet). start_node in
+# cluster-lib.sh (cluster-up.sh, node-add.sh) runs it as
+# `unshare --mount --propagation private -- node-start.sh N`, so the
 # bind mounts below exist only in this node's mount namespace, which
 # containerd, kubelet and every container of the node inherit: the node has
 # its own /var/hpvolumes, /var/lib/hostpath, /etc/machine-id, ... backed by
@@ -16,7 +17,7 @@ IP=$(node_ip "$N")
 
 # Refuse to mount anything in the host's own mount namespace.
 [ "$(readlink /proc/self/ns/mnt)" != "$(readlink /proc/1/ns/mnt)" ] ||
-  die "node-start.sh must run in a private mount namespace (use cluster-up.sh)"
+  die "node-start.sh must run in a private mount namespace (use cluster-up.sh or node-add.sh)"
 
 # cluster-down.sh finds this node's containerd shims by their mount namespace.
 readlink /proc/self/ns/mnt > "$RUN_DIR/mntns-$N"
@@ -86,13 +87,17 @@ t0=$(now)
 start_bg "containerd-$N" "$LOG_DIR/containerd-$NODE.log" containerd --config "$ND/etc/containerd.toml"
 wait_until 30 "containerd of $NODE" ctr --address /run/containerd/containerd.sock version
 log "$NODE: containerd up after $(since "$t0")s"
-mkdir -p "$ND/images"
-for img in "$IMAGES_DIR"/*.tar; do
-  [ -f "$img" ] || continue
-  ctr --address /run/containerd/containerd.sock -n k8s.io images import "$img" > /dev/null ||
-    die "$NODE: importing $img failed"
-  cp "${img%.tar}.key" "$ND/images/" 2>/dev/null || true
-done
+# Every cached image (images.sh), once no image build is in progress
+# (images.sh holds the lock while it builds and imports).
+mkdir -p "$IMAGES_DIR"
+(
+  flock -s -w 600 8 || log "$NODE: images are still being built after 600s: importing the cached ones"
+  imgs=()
+  for img in "$IMAGES_DIR"/*.tar; do
+    if [ -f "$img" ]; then imgs+=("$(basename "$img" .tar)"); fi
+  done
+  import_images "$N" "${imgs[@]+"${imgs[@]}"}"
+) 8>> "$IMAGES_DIR/.lock"
 log "$NODE: images imported after $(since "$t0")s"
 
 cat > "$ND/etc/kubelet.yaml" <<EOT
