@@ -38,9 +38,11 @@ type Config struct {
 	server *http.Server
 	// shutdownTimeout bounds the graceful shutdown.
 	shutdownTimeout time.Duration
-	// nodeName, poolNames and hostID say at start what is served.
+	// nodeName, poolNames, poolRoot and hostID say at start what is
+	// served.
 	nodeName  string
 	poolNames []string
+	poolRoot  string
 	hostID    string
 }
 
@@ -79,7 +81,7 @@ func (o *Options) completeOn(ctx context.Context, ln net.Listener) (*Config, err
 	if err != nil {
 		return nil, fmt.Errorf("load the host identity: %w", err)
 	}
-	store, err := disk.New(disk.Config{NodeName: o.NodeName, Pools: o.pools, Identity: id})
+	store, err := disk.New(disk.Config{NodeName: o.NodeName, Pools: o.pools, PoolRoot: o.PoolRoot, Identity: id})
 	if err != nil {
 		return nil, fmt.Errorf("set up storage: %w", err)
 	}
@@ -105,6 +107,7 @@ func (o *Options) completeOn(ctx context.Context, ln net.Listener) (*Config, err
 		shutdownTimeout: o.ShutdownTimeout,
 		nodeName:        o.NodeName,
 		poolNames:       store.PoolNames(),
+		poolRoot:        o.PoolRoot,
 		hostID:          id.HostID(),
 	}, nil
 }
@@ -135,7 +138,7 @@ func (c *Config) Run(ctx context.Context) error {
 	c.server.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- c.server.Serve(c.listener) }()
-	logger.Info("Serving the manager API", "address", c.listener.Addr().String(), "node", c.nodeName, "pools", c.poolNames, "hostID", c.hostID)
+	logger.Info("Serving the manager API", "address", c.listener.Addr().String(), "node", c.nodeName, "pools", c.poolNames, "poolRoot", c.poolRoot, "hostID", c.hostID)
 
 	select {
 	case err := <-errc:

@@ -31,7 +31,8 @@ func TestAddFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse([]string{"--pool=fast=/mnt/fast", "--pool", "slow=/mnt/slow", "--max-body-bytes=10", "--authz-denied-cache-ttl=3s", "--insecure-skip-auth",
-		"--token-audience=other", "--max-in-flight-per-address=3", "--token-reviews-per-address-qps=0.5", "--token-reviews-per-address-burst=4"}); err != nil {
+		"--token-audience=other", "--max-in-flight-per-address=3", "--token-reviews-per-address-qps=0.5", "--token-reviews-per-address-burst=4",
+		"--pool-root=/var/hppools"}); err != nil {
 		t.Fatal(err)
 	}
 	if o.NodeName != "from-env" {
@@ -41,7 +42,7 @@ func TestAddFlags(t *testing.T) {
 		t.Errorf("Pools = %v: the flag must replace the default", o.Pools)
 	}
 	if o.MaxBodyBytes != 10 || o.Auth.DeniedTTL != 3*time.Second || !o.InsecureSkipAuth || o.Auth.Audience != "other" ||
-		o.Limits.MaxInFlight != 3 || o.Limits.ReviewQPS != 0.5 || o.Limits.ReviewBurst != 4 {
+		o.Limits.MaxInFlight != 3 || o.Limits.ReviewQPS != 0.5 || o.Limits.ReviewBurst != 4 || o.PoolRoot != "/var/hppools" {
 		t.Errorf("options = %+v", o)
 	}
 	fs.VisitAll(func(f *pflag.Flag) {
@@ -74,6 +75,15 @@ func TestValidate(t *testing.T) {
 		{desc: "zero review QPS", modify: func(o *Options) { o.Limits.ReviewQPS = 0 }, want: "--token-reviews-per-address-qps"},
 		{desc: "zero review burst", modify: func(o *Options) { o.Limits.ReviewBurst = 0 }, want: "--token-reviews-per-address-burst"},
 		{desc: "no state dir", modify: func(o *Options) { o.StateDir = "" }, want: "--state-dir"},
+		{desc: "pool root beside the pools", modify: func(o *Options) { o.PoolRoot = "/var/hppools" }},
+		{desc: "pool root is a pool", modify: func(o *Options) { o.PoolRoot = "/var/hpvolumes" }, want: "overlap"},
+		{desc: "pool inside the pool root", modify: func(o *Options) { o.Pools, o.PoolRoot = []string{"fast=/var/hppools/fast"}, "/var/hppools" },
+			want: "--pool, --pool-root: pool \"fast\" (/var/hppools/fast) and the pool root /var/hppools overlap"},
+		{desc: "pool root inside a pool", modify: func(o *Options) { o.PoolRoot = "/var/hpvolumes/pools" }, want: "overlap"},
+		{desc: "relative pool root", modify: func(o *Options) { o.PoolRoot = "hppools" }, want: "--pool-root"},
+		{desc: "unclean pool root", modify: func(o *Options) { o.PoolRoot = "/var/hppools/" }, want: "absolute, clean"},
+		{desc: "relative pool path", modify: func(o *Options) { o.Pools = []string{"a=hp"} }, want: "absolute, clean"},
+		{desc: "overlapping pools", modify: func(o *Options) { o.Pools = []string{"a=/x", "b=/x/b"} }, want: "overlap"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			o := NewOptions()
@@ -292,5 +302,27 @@ func TestCompleteNeedsValidatedOptions(t *testing.T) {
 	o.ListenAddress = "127.0.0.1:0"
 	if _, err := o.Complete(ctx); err == nil || !strings.Contains(err.Error(), "validated") {
 		t.Errorf("Complete before Validate: %v", err)
+	}
+}
+
+// TestServePoolRoot: --pool-root is wired to the Store: a pool that --pool
+// does not name is prepared in it and served.
+func TestServePoolRoot(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	o := testOptions(t, true)
+	o.PoolRoot = filepath.Join(filepath.Dir(o.StateDir), "pools")
+	c, err := client.New(startServe(t, o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListVolumes(ctx, "fast"); client.ReasonOf(err) != client.ReasonNotFound {
+		t.Errorf("ListVolumes before PreparePool: %v, want NotFound", err)
+	}
+	p, err := c.PreparePool(ctx, "fast")
+	if err != nil || p.Path != filepath.Join(o.PoolRoot, "fast") {
+		t.Fatalf("PreparePool = %+v, %v", p, err)
+	}
+	if _, err := c.CreateVolume(ctx, "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a"}); err != nil {
+		t.Errorf("CreateVolume: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"hostpath.dev/manager/internal/auth"
+	"hostpath.dev/manager/internal/disk"
 	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
@@ -25,6 +26,7 @@ const (
 	FlagNodeName               = "node-name"
 	EnvNodeName                = "NODE_NAME"
 	FlagPool                   = "pool"
+	FlagPoolRoot               = "pool-root"
 	FlagStateDir               = "state-dir"
 	FlagMachineIDFile          = "machine-id-file"
 	FlagBootIDFile             = "boot-id-file"
@@ -59,6 +61,10 @@ type Options struct {
 	NodeName string
 	// Pools are NAME=PATH pairs.
 	Pools []string
+	// PoolRoot is the directory of the pools named on the fly (PUT
+	// /v1/pools/NAME of a name Pools lacks makes PoolRoot/NAME); empty for
+	// none.
+	PoolRoot string
 	// StateDir holds the host ID.
 	StateDir string
 	// MachineIDFile and BootIDFile are read for /v1/host.
@@ -115,6 +121,7 @@ func NewOptions() *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeName, FlagNodeName, o.NodeName, "Name of the Kubernetes node the manager runs on, reported by /v1/host. Defaults to $"+EnvNodeName+"; required.")
 	fs.StringArrayVar(&o.Pools, FlagPool, o.Pools, "Storage pool as NAME=PATH, with NAME a DNS label and PATH an absolute directory on the host; repeat the flag for more pools (giving it replaces the default).")
+	fs.StringVar(&o.PoolRoot, FlagPoolRoot, o.PoolRoot, "Absolute directory on the host for pools named on the fly: PUT /v1/pools/NAME of a pool that --"+FlagPool+" does not name creates PATH/NAME, served as a pool from then on. It must not overlap a --"+FlagPool+" path; empty for none.")
 	fs.StringVar(&o.StateDir, FlagStateDir, o.StateDir, "Directory that keeps the host ID, created if missing.")
 	fs.StringVar(&o.MachineIDFile, FlagMachineIDFile, o.MachineIDFile, "File holding the machine ID reported by /v1/host; empty to report none.")
 	fs.StringVar(&o.BootIDFile, FlagBootIDFile, o.BootIDFile, "File holding the kernel's boot ID reported by /v1/host.")
@@ -150,6 +157,8 @@ func (o *Options) Validate() error {
 	pools, err := parsePools(o.Pools)
 	if err != nil {
 		errs = append(errs, err)
+	} else if err := disk.ValidatePaths(pools, o.PoolRoot); err != nil {
+		errs = append(errs, fmt.Errorf("--%s, --%s: %w", FlagPool, FlagPoolRoot, err))
 	}
 	o.pools = pools
 	if o.StateDir == "" {

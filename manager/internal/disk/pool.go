@@ -10,11 +10,15 @@ import (
 	"hostpath.dev/manager/pkg/client"
 )
 
-// pool is one configured storage pool: its name and its directory on the
-// host.
+// pool is one storage pool: its name and its directory on the host. A pool
+// named on the fly (see Config.PoolRoot) is the entry name of its parent,
+// the pool root, and is only ever opened through an os.Root on the parent.
 type pool struct {
 	name string
 	path string
+	// parent is the pool root holding a pool named on the fly; "" for a
+	// pool configured by path.
+	parent string
 }
 
 // key is the lock key of a volume.
@@ -22,14 +26,22 @@ func (p *pool) key(name string) string { return p.name + "/" + name }
 
 // open opens the pool root. A missing pool directory is NotFound.
 func (p *pool) open() (*os.Root, error) {
+	if p.parent != "" {
+		return p.openInParent()
+	}
 	root, err := os.OpenRoot(p.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, notFoundf("pool %q directory %s does not exist; prepare it with PUT /v1/pools/%s", p.name, p.path, p.name)
+		return nil, p.notPrepared()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open pool %q at %s: %w", p.name, p.path, err)
 	}
 	return root, nil
+}
+
+// notPrepared is the NotFound of a pool whose directory does not exist.
+func (p *pool) notPrepared() error {
+	return notFoundf("pool %q directory %s does not exist; prepare it with PUT /v1/pools/%s", p.name, p.path, p.name)
 }
 
 // lstat looks at the entry name of the pool root: it reports whether it

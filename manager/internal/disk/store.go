@@ -2,11 +2,14 @@
 // pools on the host's disks (the identity package keeps the host ID in the
 // manager's state directory).
 //
-// A Store serves volume directories in configured storage pools. Every
-// access below a pool's path goes through an os.Root opened on that path, so
-// the kernel-checked confinement of os.Root holds even against symlinks that
-// pods plant inside the pool: nothing outside the pool root is ever created,
-// changed or removed. Names are validated first (ValidateVolumeName,
+// A Store serves volume directories in storage pools: pools configured by
+// path, and pools named on the fly, directories of a pool root created by
+// PreparePool (see Config.PoolRoot). Every access below a pool's path goes
+// through an os.Root opened on that path (for a pool named on the fly,
+// opened through an os.Root on the pool root), so the kernel-checked
+// confinement of os.Root holds even against symlinks that pods plant inside
+// the pool: nothing outside the pool root is ever created, changed or
+// removed. Names are validated first (ValidateVolumeName,
 // ValidatePoolName) so that a volume is always exactly one directory entry
 // directly under its pool root.
 //
@@ -25,12 +28,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -57,6 +57,11 @@ type Config struct {
 	NodeName string
 	// Pools maps pool names to absolute, clean paths on the host.
 	Pools map[string]string
+	// PoolRoot, when not empty, is an absolute, clean directory on the
+	// host where pools are named on the fly: a valid pool name that Pools
+	// does not name is the directory PoolRoot/NAME, created by PreparePool
+	// and served while it exists. It must not overlap a path of Pools.
+	PoolRoot string
 	// Identity is reported by Host; required.
 	Identity Identity
 	// MountInfoFile is the mount table, in the format of
@@ -79,16 +84,17 @@ const lockShards = 1024
 type Store struct {
 	nodeName  string
 	pools     map[string]*pool
+	poolRoot  string
 	identity  Identity
 	locks     keymutex.KeyMutex
 	mountInfo string
 	clock     clock.PassiveClock
 }
 
-// New validates cfg and returns a Store. Pool directories need not exist
-// yet: PreparePool creates them.
+// New validates cfg and returns a Store. Pool directories and the pool root
+// need not exist yet: PreparePool creates them.
 func New(cfg Config) (*Store, error) {
-	if len(cfg.Pools) == 0 {
+	if len(cfg.Pools) == 0 && cfg.PoolRoot == "" {
 		return nil, errors.New("no storage pool configured")
 	}
 	if cfg.Identity == nil {
@@ -98,6 +104,7 @@ func New(cfg Config) (*Store, error) {
 		nodeName:  cfg.NodeName,
 		identity:  cfg.Identity,
 		pools:     map[string]*pool{},
+		poolRoot:  cfg.PoolRoot,
 		locks:     keymutex.NewHashed(lockShards),
 		mountInfo: cfg.MountInfoFile,
 		clock:     cfg.Clock,
@@ -108,24 +115,20 @@ func New(cfg Config) (*Store, error) {
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
 	}
+	if err := ValidatePaths(cfg.Pools, cfg.PoolRoot); err != nil {
+		return nil, err
+	}
 	for name, path := range cfg.Pools {
 		if err := ValidatePoolName(name); err != nil {
 			return nil, err
-		}
-		if !filepath.IsAbs(path) || filepath.Clean(path) != path || path == "/" {
-			return nil, fmt.Errorf("pool %q: path %q must be absolute, clean and not /", name, path)
-		}
-		for other, p := range s.pools {
-			if p.path == path || strings.HasPrefix(path, p.path+"/") || strings.HasPrefix(p.path, path+"/") {
-				return nil, fmt.Errorf("pools %q (%s) and %q (%s) overlap", name, path, other, p.path)
-			}
 		}
 		s.pools[name] = &pool{name: name, path: path}
 	}
 	return s, nil
 }
 
-// Host reports the node, its identity and the state of every pool.
+// Host reports the node, its identity and the state of every pool: the
+// configured ones and those named on the fly whose directories exist.
 func (s *Store) Host(ctx context.Context) (*client.Host, error) {
 	bootID, err := s.identity.BootID()
 	if err != nil {
@@ -138,13 +141,14 @@ func (s *Store) Host(ctx context.Context) (*client.Host, error) {
 		MachineID: s.identity.MachineID(ctx),
 		Pools:     []client.Pool{},
 	}
-	for _, n := range s.PoolNames() {
-		h.Pools = append(h.Pools, s.pools[n].info())
+	for _, p := range s.servedPools(ctx) {
+		h.Pools = append(h.Pools, p.info())
 	}
 	return h, nil
 }
 
-// PoolNames returns the configured pool names, sorted.
+// PoolNames returns the names of the pools configured by path, sorted
+// (pools named on the fly are not among them).
 func (s *Store) PoolNames() []string {
 	names := make([]string, 0, len(s.pools))
 	for n := range s.pools {
@@ -155,7 +159,10 @@ func (s *Store) PoolNames() []string {
 }
 
 // PreparePool creates the pool's directory (and its parents, mode 0755) if
-// it is missing and returns the pool's state.
+// it is missing and returns the pool's state. A pool named on the fly gets
+// its directory in the pool root (created too if missing), made through an
+// os.Root on the pool root; an entry with its name that is not a directory
+// is a Conflict.
 func (s *Store) PreparePool(ctx context.Context, name string) (*client.Pool, error) {
 	p, err := s.pool(name)
 	if err != nil {
@@ -163,11 +170,13 @@ func (s *Store) PreparePool(ctx context.Context, name string) (*client.Pool, err
 	}
 	unlock := s.lock(p.name)
 	defer unlock()
-	if err := os.MkdirAll(p.path, 0o755); err != nil {
-		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
-			return nil, conflictf("pool %q: %s exists and is not a directory", name, p.path)
-		}
-		return nil, fmt.Errorf("create pool %q directory %s: %w", name, p.path, err)
+	if p.parent != "" {
+		err = p.makeInParent()
+	} else {
+		err = mkdirAll(fmt.Sprintf("pool %q", name), p.path)
+	}
+	if err != nil {
+		return nil, err
 	}
 	info := p.info()
 	if info.Error != "" {
@@ -201,17 +210,21 @@ func (s *Store) openLocked(p *pool, name string) (root *os.Root, release func(),
 // now dates a new owner record, to the second.
 func (s *Store) now() time.Time { return s.clock.Now().UTC().Truncate(time.Second) }
 
-// pool returns the configured pool name: BadRequest for an invalid name,
-// NotFound for one that is not configured.
+// pool returns the pool name: BadRequest for an invalid name, the
+// configured pool of that name if there is one, else the pool named on the
+// fly in the pool root (whose directory may not exist yet), and NotFound
+// without a pool root.
 func (s *Store) pool(name string) (*pool, error) {
 	if err := ValidatePoolName(name); err != nil {
 		return nil, err
 	}
-	p, ok := s.pools[name]
-	if !ok {
-		return nil, notFoundf("pool %q is not configured on node %q (pools: %s)", name, s.nodeName, strings.Join(s.PoolNames(), ", "))
+	if p, ok := s.pools[name]; ok {
+		return p, nil
 	}
-	return p, nil
+	if s.poolRoot != "" {
+		return s.dynamicPool(name), nil
+	}
+	return nil, notFoundf("pool %q is not configured on node %q (pools: %s)", name, s.nodeName, strings.Join(s.PoolNames(), ", "))
 }
 
 // volumePool returns the pool of a call on volume name, after checking the

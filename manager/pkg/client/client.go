@@ -142,7 +142,9 @@ func (c *Client) Host(ctx context.Context) (*Host, error) {
 }
 
 // PreparePool calls PUT /v1/pools/{pool}: it creates the pool's base
-// directory if missing and returns the pool's state.
+// directory if missing and returns the pool's state. On a manager with
+// --pool-root, a pool name it is not configured with is created there
+// (a pool named on the fly); without, such a name is NotFound.
 func (c *Client) PreparePool(ctx context.Context, pool string) (*Pool, error) {
 	var p Pool
 	if err := c.do(ctx, http.MethodPut, "/v1/pools/"+url.PathEscape(pool), nil, &p); err != nil {

@@ -56,14 +56,17 @@ type Host struct {
 	BootID string `json:"bootID"`
 	// MachineID is the host's /etc/machine-id, empty when unreadable.
 	MachineID string `json:"machineID,omitempty"`
-	// Pools lists the configured storage pools, sorted by name.
+	// Pools lists the storage pools, sorted by name: those configured
+	// with --pool NAME=PATH and those named on the fly under --pool-root
+	// whose directories exist.
 	Pools []Pool `json:"pools"`
 }
 
 // Pool describes one storage pool: a named directory on the host under which
 // volume directories are created.
 type Pool struct {
-	// Name is the pool's name, as configured with --pool NAME=PATH.
+	// Name is the pool's name, as configured with --pool NAME=PATH or as
+	// named by PUT /v1/pools/{pool} under --pool-root.
 	Name string `json:"name"`
 	// Path is the pool's absolute path on the host.
 	Path string `json:"path"`
