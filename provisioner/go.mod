@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/prometheus/client_golang v1.22.0
 	github.com/spf13/pflag v1.0.10
+	hostpath.dev/hostdefiner v0.0.0
 	hostpath.dev/manager v0.0.0
 	k8s.io/api v0.34.4
 	k8s.io/apimachinery v0.34.4
@@ -63,3 +64,5 @@ require (
 )
 
 replace hostpath.dev/manager => ../manager
+
+replace hostpath.dev/hostdefiner => ../hostdefiner

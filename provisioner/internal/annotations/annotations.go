@@ -1,12 +1,16 @@
-// Package annotations is the one home of the names the provisioner puts on,
-// and reads from, Kubernetes objects: the claim annotations that choose a
-// node or a directory, the PersistentVolume annotations that say what a
-// volume is, the values of the mode annotation, and the PersistentVolume
-// finalizer, and how a list of nodes is written in one. Both the provisioner
-// and the reclaim package import it; it imports only the standard library.
+// Package annotations is the one home, for the provisioner, of the names it
+// puts on, and reads from, Kubernetes objects: the claim annotations that
+// choose a node or a directory, the PersistentVolume annotations that say
+// what a volume is, the values of the mode annotation, and the
+// PersistentVolume finalizer, and how a list of nodes is written in one.
+// Both the provisioner and the reclaim package import it. The names the
+// host definer reads too (the multihost volume's pool, directory, mode and
+// node lists) are defined once, in the HostDefinition API package
+// (hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1, well_known.go); this
+// package gives them their provisioner names and adds the provisioner's own.
 package annotations
 
-import "strings"
+import hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 
 // Claim annotations that choose the node of a node-mode volume, in order of
 // precedence.
@@ -27,17 +31,18 @@ const (
 // directory is handed to the new volume only after those checks.
 const ReuseDirectory = "hostpath.dev/reuse-directory"
 
-// PersistentVolume annotations saying what a volume is.
+// PersistentVolume annotations saying what a volume is. Those shared with
+// the host definer are hostpathv1's.
 const (
 	// ProvisionedBy names the provisioner that made a volume; the library
 	// sets it.
-	ProvisionedBy = "pv.kubernetes.io/provisioned-by"
+	ProvisionedBy = hostpathv1.AnnotationProvisionedBy
 	// Node is the node that holds the directory (node mode).
 	Node = "hostpath.dev/node"
 	// Pool is the storage pool.
-	Pool = "hostpath.dev/pool"
+	Pool = hostpathv1.AnnotationPool
 	// Directory is the directory's name inside the pool.
-	Directory = "hostpath.dev/directory"
+	Directory = hostpathv1.AnnotationDirectory
 	// ClaimNamespace is the namespace of the claim the volume was made for.
 	ClaimNamespace = "hostpath.dev/claim-namespace"
 	// ClaimName is the name of the claim the volume was made for.
@@ -45,24 +50,28 @@ const (
 	// Mode is how the volume was made, ModeNode or ModeMultihost (the
 	// StorageClass parameter "mode"; not the Kubernetes volumeMode). A PV
 	// without it counts as node mode.
-	Mode = "hostpath.dev/mode"
-	// Nodes lists, sorted and comma-separated, the nodes that held the
-	// directory of a multihost volume when it was made.
-	Nodes = "hostpath.dev/nodes"
-	// PendingNodes lists, sorted and comma-separated, the nodes whose
-	// manager was not Ready when a multihost volume was made: they get the
-	// directory later. Absent when there were none.
-	PendingNodes = "hostpath.dev/pending-nodes"
+	Mode = hostpathv1.AnnotationMode
+	// Nodes lists, sorted and comma-separated, the nodes that hold the
+	// directory of a multihost volume: those that got it when it was made
+	// (their HostDefinition of the pool Ready and their manager serving),
+	// and those the host definer gave it since.
+	Nodes = hostpathv1.AnnotationNodes
+	// PendingNodes lists, sorted and comma-separated, the nodes that were
+	// still to get the directory when a multihost volume was made (their
+	// HostDefinition of the pool PendingForCreation, or Ready without a
+	// serving manager pod): the host definer gives it to them and moves
+	// them to Nodes. Absent when there are none.
+	PendingNodes = hostpathv1.AnnotationPendingNodes
 )
 
 // The values of Mode, which are also those of the StorageClass parameter
 // "mode": how a claim becomes directories.
 const (
 	// ModeNode is one directory on one node, with node affinity to it.
-	ModeNode = "node"
-	// ModeMultihost is the same directory on every node that runs a
-	// manager, without node affinity.
-	ModeMultihost = "multihost"
+	ModeNode = hostpathv1.ModeNode
+	// ModeMultihost is the same directory on every node defined for the
+	// pool (see package managers, Resolver.Targets), without node affinity.
+	ModeMultihost = hostpathv1.ModeMultihost
 )
 
 // Finalizer keeps a PersistentVolume until the instance of its node (for a
@@ -73,17 +82,9 @@ const (
 const Finalizer = "hostpath.dev/directory-protection"
 
 // JoinNodes is the value of Nodes or PendingNodes for a list of nodes: the
-// names, comma-separated, in the order given.
-func JoinNodes(nodes []string) string { return strings.Join(nodes, ",") }
+// names, comma-separated, in the order given (hostpathv1.JoinNodes).
+func JoinNodes(nodes []string) string { return hostpathv1.JoinNodes(nodes) }
 
 // SplitNodes reads a value of Nodes or PendingNodes back, dropping blanks;
-// "" gives none.
-func SplitNodes(value string) []string {
-	var out []string
-	for n := range strings.SplitSeq(value, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+// "" gives none (hostpathv1.SplitNodes).
+func SplitNodes(value string) []string { return hostpathv1.SplitNodes(value) }

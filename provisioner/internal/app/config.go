@@ -18,6 +18,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
 
+	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
+	"hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
+	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/component"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
@@ -33,6 +36,9 @@ type Config struct {
 	Options
 	// Kube is the API client.
 	Kube kubernetes.Interface
+	// HostDefiner is the API client of the host definer's HostDefinitions
+	// (same configuration as Kube).
+	HostDefiner versioned.Interface
 	// Informers are the shared informers, not started yet.
 	Informers *Informers
 	// Instances are this instance's peers, for leaderless elections.
@@ -53,24 +59,30 @@ type Config struct {
 }
 
 // Complete builds the Config of valid Options: it parses the selectors and
-// makes the API client, the informers, the manager resolver, the event
+// makes the API clients, the informers, the manager resolver, the event
 // recorder and the metrics registry.
 func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	instanceSelector, err := labels.Parse(o.InstanceSelector)
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", FlagInstanceSelector, err)
 	}
-	kube, err := component.Clientset(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst, userAgent)
+	restConfig, err := component.RESTConfig(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst, userAgent)
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{Options: *o, Kube: kube, Informers: o.newInformers(kube)}
+	kube, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("create the API client: %w", err)
+	}
+	definer, err := versioned.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("create the HostDefinition API client: %w", err)
+	}
+	c := &Config{Options: *o, Kube: kube, HostDefiner: definer, Informers: o.newInformers(kube, definer)}
 	c.Instances = ownership.NewInstances(c.Informers.PeerPods.Lister().Pods(o.Namespace), instanceSelector, o.NodeName)
-	if c.Resolver, err = o.newResolver(c.Informers.ManagerPods); err != nil {
+	if c.Resolver, err = o.newResolver(c.Informers); err != nil {
 		return nil, err
 	}
-	// Every node with a live provisioner instance should run a manager.
-	c.Resolver.ExpectOn(c.Instances.Live)
 	c.Broadcaster = record.NewBroadcaster(record.WithContext(ctx))
 	c.Recorder = c.Broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: o.ProvisionerName, Host: o.NodeName})
 	c.Metrics = metrics.New("controller")
@@ -80,8 +92,9 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 }
 
 // Informers are the shared informers of one instance: cluster-wide caches,
-// shared with the library (so it starts none of its own), and one pod cache
-// per namespace of peers and of managers.
+// shared with the library (so it starts none of its own), one pod cache
+// per namespace of peers and of managers, and the host definer's
+// HostDefinitions.
 type Informers struct {
 	// Claims, Volumes, Classes and Nodes are cluster-wide.
 	Claims  coreinformers.PersistentVolumeClaimInformer
@@ -92,14 +105,25 @@ type Informers struct {
 	PeerPods coreinformers.PodInformer
 	// ManagerPods are the manager pods; nil with a fixed manager URL.
 	ManagerPods coreinformers.PodInformer
+	// Definitions are the HostDefinitions (cluster-scoped), which say
+	// the nodes of each pool's multihost volumes; nil with a fixed manager
+	// URL, which serves no multihost volume.
+	Definitions hdinformers.HostDefinitionInformer
 
-	factories []informers.SharedInformerFactory
+	factories []factory
 	synced    []cache.InformerSynced
+}
+
+// factory is what Informers needs of an informer factory, Kubernetes' or
+// the host definer's.
+type factory interface {
+	Start(stopCh <-chan struct{})
+	Shutdown()
 }
 
 // newInformers makes the informers of the Options and registers every one
 // of them with its factory, so that starting the factories starts them all.
-func (o *Options) newInformers(kube kubernetes.Interface) *Informers {
+func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Interface) *Informers {
 	cluster := informers.NewSharedInformerFactory(kube, o.ResyncPeriod)
 	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector)
 	i := &Informers{
@@ -108,7 +132,7 @@ func (o *Options) newInformers(kube kubernetes.Interface) *Informers {
 		Classes:   cluster.Storage().V1().StorageClasses(),
 		Nodes:     cluster.Core().V1().Nodes(),
 		PeerPods:  peers.Core().V1().Pods(),
-		factories: []informers.SharedInformerFactory{cluster, peers},
+		factories: []factory{cluster, peers},
 	}
 	i.synced = []cache.InformerSynced{i.Claims.Informer().HasSynced, i.Volumes.Informer().HasSynced,
 		i.Classes.Informer().HasSynced, i.Nodes.Informer().HasSynced, i.PeerPods.Informer().HasSynced}
@@ -117,6 +141,10 @@ func (o *Options) newInformers(kube kubernetes.Interface) *Informers {
 		i.ManagerPods = managerFactory.Core().V1().Pods()
 		i.factories = append(i.factories, managerFactory)
 		i.synced = append(i.synced, i.ManagerPods.Informer().HasSynced)
+		definitions := externalversions.NewSharedInformerFactory(definer, o.ResyncPeriod)
+		i.Definitions = definitions.Hostpath().V1().HostDefinitions()
+		i.factories = append(i.factories, definitions)
+		i.synced = append(i.synced, i.Definitions.Informer().HasSynced)
 	}
 	return i
 }
@@ -149,8 +177,9 @@ func (i *Informers) start(ctx context.Context) (stop func(), err error) {
 }
 
 // newResolver returns the manager resolver: the fixed --manager-url, or the
-// Ready manager pod of a node from managerPods.
-func (o *Options) newResolver(managerPods coreinformers.PodInformer) (*managers.Resolver, error) {
+// Ready manager pod of a node from the manager pod cache, and the targets of
+// a pool from the HostDefinition cache.
+func (o *Options) newResolver(inf *Informers) (*managers.Resolver, error) {
 	opts := managers.ClientOptions(o.ManagerTokenFile, o.ManagerTimeout, o.ManagerDeleteTimeout)
 	if o.ManagerURL != "" {
 		return managers.NewStaticResolver(o.ManagerURL, opts...)
@@ -159,7 +188,7 @@ func (o *Options) newResolver(managerPods coreinformers.PodInformer) (*managers.
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", FlagManagerSelector, err)
 	}
-	return managers.NewResolver(managerPods.Lister().Pods(o.ManagerNamespace), selector, o.ManagerPort, opts...), nil
+	return managers.NewResolver(inf.ManagerPods.Lister().Pods(o.ManagerNamespace), inf.Definitions.Lister(), selector, o.ManagerPort, opts...), nil
 }
 
 // newRegistry returns the registry /metrics serves: the Go and process

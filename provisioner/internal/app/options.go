@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/reclaim"
@@ -58,7 +59,9 @@ const (
 
 // Defaults.
 const (
-	DefaultProvisionerName  = "hostpath.dev/provisioner"
+	// DefaultProvisionerName is hostpathv1's, which the host definer
+	// uses too.
+	DefaultProvisionerName  = hostpathv1.DefaultProvisionerName
 	DefaultKubeAPIQPS       = 50
 	DefaultKubeAPIBurst     = 100
 	DefaultWorkers          = 8
@@ -171,7 +174,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ManagerURL, FlagManagerURL, o.ManagerURL, "A fixed manager URL, such as http://127.0.0.1:8080, used for every node instead of finding the manager pod of the node (for one-node setups). Defaults to empty: find the pods.")
 	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read at every call: a projected service account token of audience "+client.TokenAudience+". Empty sends no token.")
 	fs.DurationVar(&o.ManagerTimeout, FlagManagerTimeout, o.ManagerTimeout, "The time limit of each manager call but deletes.")
-	fs.DurationVar(&o.OrphanSweepPeriod, FlagOrphanSweepPeriod, o.OrphanSweepPeriod, "How often this instance sweeps its node's pools: directories whose owner PV no longer exists go by the reclaim policy kept in their owner record (Delete: removed; Retain: kept; none: removed only when empty), and multihost directories the node lacks are created; 0 turns it off.")
+	fs.DurationVar(&o.OrphanSweepPeriod, FlagOrphanSweepPeriod, o.OrphanSweepPeriod, "How often this instance sweeps its node's pools (and at once when this node's manager turns Ready): directories whose owner PV no longer exists go by the reclaim policy kept in their owner record (Delete: removed; Retain: kept; none: removed only when empty); 0 turns it off.")
 	fs.DurationVar(&o.OrphanGracePeriod, FlagOrphanGracePeriod, o.OrphanGracePeriod, "How long after its owner record was written a directory may count as orphaned; keep it well above the time a PV takes to be saved.")
 	fs.DurationVar(&o.ManagerDeleteTimeout, FlagManagerDeleteTimeout, o.ManagerDeleteTimeout, "The time limit of a manager delete, which removes a whole directory tree; keep it no shorter than the managers' --write-timeout.")
 	fs.IntVar(&o.FanoutWorkers, FlagFanoutWorkers, o.FanoutWorkers, "The most manager calls in flight at once for one multihost volume's create or delete.")

@@ -82,10 +82,10 @@ func (c *Config) Run(ctx context.Context) error {
 	return nil
 }
 
-// sweepWhenManagerReady asks the sweeper for a sweep (and so a backfill of
-// multihost directories) whenever this node's manager pod becomes Ready, so
-// that a node whose manager was away catches up at once rather than at the
-// next period.
+// sweepWhenManagerReady asks the sweeper for a sweep whenever this node's
+// manager pod becomes Ready, so that the orphans left while the manager was
+// away go at once rather than at the next period. (The multihost
+// directories the node lacks are the host definer's to make.)
 func (c *Config) sweepWhenManagerReady(s *reclaim.Sweeper) error {
 	if c.Informers.ManagerPods == nil {
 		return nil
@@ -135,7 +135,7 @@ func (c *Config) wire(logger klog.Logger) *parts {
 	})
 	p.sweeper = reclaim.NewSweeper(reclaim.SweeperConfig{
 		ProvisionerName: c.ProvisionerName, Node: c.NodeName,
-		Client: c.Kube, Volumes: inf.Volumes, Classes: inf.Classes, Managers: reclaimManagers, Recorder: c.Recorder,
+		Client: c.Kube, Volumes: inf.Volumes, Managers: reclaimManagers, Recorder: c.Recorder,
 		Period: c.OrphanSweepPeriod, Grace: c.OrphanGracePeriod,
 	})
 	p.ctrl = controller.NewProvisionController(logger, c.Kube, c.ProvisionerName, p.prov,

@@ -1,6 +1,7 @@
 // Package managers finds the hostpath manager that serves a node: the Ready
 // manager pod scheduled to the node, read from a pod lister, or one static
-// URL for every node.
+// URL for every node; and the nodes a multihost volume of a pool goes to,
+// from the host definer's HostDefinitions (Resolver.Targets).
 package managers
 
 import (
@@ -12,9 +13,12 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	hdlisters "hostpath.dev/hostdefiner/pkg/generated/listers/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
 )
@@ -46,14 +50,12 @@ func ClientOptions(tokenFile string, callTimeout, deleteTimeout time.Duration) [
 // Resolver returns a client for the manager of a node. It is safe for
 // concurrent use.
 type Resolver struct {
-	pods     corelisters.PodNamespaceLister
-	selector labels.Selector
-	port     int
-	static   *client.Client
-	opts     []client.Option
-
-	// expected lists the nodes that should run a manager (ExpectOn).
-	expected func() ([]string, error)
+	pods        corelisters.PodNamespaceLister
+	definitions hdlisters.HostDefinitionLister
+	selector    labels.Selector
+	port        int
+	static      *client.Client
+	opts        []client.Option
 
 	mu      sync.Mutex
 	clients map[string]*client.Client
@@ -61,9 +63,10 @@ type Resolver struct {
 
 // NewResolver returns a Resolver that finds manager pods matching selector
 // through pods and calls them on port, with opts (see ClientOptions) for
-// every client.
-func NewResolver(pods corelisters.PodNamespaceLister, selector labels.Selector, port int, opts ...client.Option) *Resolver {
-	return &Resolver{pods: pods, selector: selector, port: port, opts: opts, clients: map[string]*client.Client{}}
+// every client, and reads the nodes of a pool (Targets) from definitions,
+// the host definer's HostDefinitions.
+func NewResolver(pods corelisters.PodNamespaceLister, definitions hdlisters.HostDefinitionLister, selector labels.Selector, port int, opts ...client.Option) *Resolver {
+	return &Resolver{pods: pods, definitions: definitions, selector: selector, port: port, opts: opts, clients: map[string]*client.Client{}}
 }
 
 // NewStaticResolver returns a Resolver that answers the manager at baseURL
@@ -75,13 +78,6 @@ func NewStaticResolver(baseURL string, opts ...client.Option) (*Resolver, error)
 	}
 	return &Resolver{static: c}, nil
 }
-
-// ExpectOn makes Targets count every node that nodes returns and that has
-// no Ready manager pod as pending: a node kept free of managers (or whose
-// manager pod is gone) is then named, not silently left out. The provisioner
-// passes the nodes of its live instances, which run wherever the product
-// runs. Call it before the Resolver is used.
-func (r *Resolver) ExpectOn(nodes func() ([]string, error)) { r.expected = nodes }
 
 // ForNode returns a client for the manager on node. The error is a
 // *NotFoundError when no Ready manager pod with an IP runs there.
@@ -95,7 +91,7 @@ func (r *Resolver) ForNode(node string) (*client.Client, error) {
 	}
 	var ip string
 	for _, p := range pods {
-		if p.Spec.NodeName == node && p.Status.PodIP != "" && component.PodServing(p) {
+		if p.Spec.NodeName == node && serving(p) {
 			ip = p.Status.PodIP
 			break
 		}
@@ -117,43 +113,63 @@ func (r *Resolver) ForNode(node string) (*client.Client, error) {
 	return c, nil
 }
 
-// ErrNoTargets says that a Resolver with a fixed manager URL cannot list
-// the nodes that run a manager: multihost volumes need the manager pods.
-var ErrNoTargets = errors.New("the managers are not discovered (fixed --manager-url): multihost volumes need the manager pods of every node")
+// serving reports whether ForNode calls manager pod p: scheduled, not
+// terminating, Ready, and with an IP.
+func serving(p *v1.Pod) bool {
+	return p.Status.PodIP != "" && component.PodServing(p)
+}
 
-// Targets returns the sorted nodes that run a manager pod that is not
-// terminating: ready, those whose pod is Ready with an IP (ForNode answers
-// them), and pending, the others, which get multihost directories once
-// their manager is Ready. A node in ready is never in pending. The target
-// set comes from the manager pods today; the host definer's
-// HostDefinitions will take it over. A static Resolver returns
-// ErrNoTargets.
-func (r *Resolver) Targets() (ready, pending []string, err error) {
+// ErrNoTargets says that a Resolver with a fixed manager URL cannot list
+// the nodes of a pool: multihost volumes need the manager pods and the
+// HostDefinitions.
+var ErrNoTargets = errors.New("the managers are not discovered (fixed --manager-url): multihost volumes need the manager pods and the HostDefinitions of every node")
+
+// Targets returns, sorted, the nodes a multihost volume of pool goes to,
+// as the host definer's HostDefinitions of the pool say. ready are the
+// nodes whose definition is Ready and whose manager pod is serving (ForNode
+// answers them); pending are those whose definition is PendingForCreation,
+// or Ready while no manager pod serves: the host definer gives them the
+// volume's directory once it (re)defines them. A node in ready is never in
+// pending. Nodes without a definition of the pool are not targets, nor are
+// those whose definition is in Error or PendingForDeletion, has no phase
+// yet, or is being deleted. Both are empty, without an error, when no node
+// is a target. A static Resolver returns ErrNoTargets.
+func (r *Resolver) Targets(pool string) (ready, pending []string, err error) {
 	if r.static != nil {
 		return nil, nil, ErrNoTargets
 	}
-	var expected []string
-	if r.expected != nil {
-		if expected, err = r.expected(); err != nil {
-			return nil, nil, fmt.Errorf("list the nodes that should run a manager: %w", err)
-		}
+	defs, err := r.definitions.List(labels.Everything())
+	if err != nil {
+		return nil, nil, fmt.Errorf("list HostDefinitions: %w", err)
 	}
 	pods, err := r.pods.List(r.selector)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list manager pods: %w", err)
 	}
+	withManager := map[string]bool{}
 	for _, p := range pods {
-		switch {
-		case p.Spec.NodeName == "" || p.DeletionTimestamp != nil:
-		case p.Status.PodIP != "" && component.PodServing(p):
-			ready = append(ready, p.Spec.NodeName)
-		default:
-			pending = append(pending, p.Spec.NodeName)
+		if serving(p) {
+			withManager[p.Spec.NodeName] = true
+		}
+	}
+	for _, d := range defs {
+		node := d.Spec.NodeName
+		if d.Spec.Pool != pool || node == "" || d.DeletionTimestamp != nil {
+			continue
+		}
+		switch d.Status.Phase {
+		case hostpathv1.PhaseReady:
+			if withManager[node] {
+				ready = append(ready, node)
+			} else {
+				pending = append(pending, node)
+			}
+		case hostpathv1.PhasePendingForCreation:
+			pending = append(pending, node)
 		}
 	}
 	slices.Sort(ready)
 	ready = slices.Compact(ready)
-	pending = append(pending, expected...)
 	pending = slices.DeleteFunc(pending, func(n string) bool { _, found := slices.BinarySearch(ready, n); return found })
 	slices.Sort(pending)
 	return ready, slices.Compact(pending), nil

@@ -17,7 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	hdlisters "hostpath.dev/hostdefiner/pkg/generated/listers/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -45,7 +48,7 @@ func TestResolver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), labels.SelectorFromSet(labels.Set{"app": "m"}), 8080)
+	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), definitions(t), labels.SelectorFromSet(labels.Set{"app": "m"}), 8080)
 
 	c, err := r.ForNode("n1")
 	if err != nil || c.BaseURL() != "http://198.18.1.5:8080" {
@@ -121,45 +124,122 @@ func TestClientOptions(t *testing.T) {
 	}
 }
 
-func TestTargets(t *testing.T) {
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	indexer := factory.Core().V1().Pods().Informer().GetIndexer()
-	terminating := managerPod("m5", "n5", "198.18.5.5", true)
-	terminating.DeletionTimestamp = &metav1.Time{}
-	for _, p := range []*v1.Pod{
-		managerPod("m1", "n1", "198.18.1.5", true),
-		managerPod("m2", "n2", "198.18.2.5", false),
-		managerPod("m3", "n3", "", true),
-		managerPod("m4", "n4", "198.18.4.5", true),
-		managerPod("m4-new", "n4", "", false), // rolling update: n4 is still ready
-		managerPod("m6", "", "", false),       // not scheduled yet
-		terminating,
-	} {
-		if err := indexer.Add(p); err != nil {
+// definition returns the HostDefinition of node and pool in phase.
+func definition(node, pool string, phase hostpathv1.Phase) *hostpathv1.HostDefinition {
+	return &hostpathv1.HostDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: hostpathv1.Name(node, pool)},
+		Spec:       hostpathv1.HostDefinitionSpec{NodeName: node, Pool: pool},
+		Status:     hostpathv1.HostDefinitionStatus{Phase: phase},
+	}
+}
+
+// definitions returns a HostDefinition lister that holds defs.
+func definitions(t *testing.T, defs ...*hostpathv1.HostDefinition) hdlisters.HostDefinitionLister {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, d := range defs {
+		if err := indexer.Add(d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), labels.SelectorFromSet(labels.Set{"app": "m"}), 8080)
-	ready, pending, err := r.Targets()
-	if err != nil || strings.Join(ready, ",") != "n1,n4" || strings.Join(pending, ",") != "n2,n3" {
-		t.Errorf("Targets() = %v, %v, %v; want [n1 n4], [n2 n3]", ready, pending, err)
+	return hdlisters.NewHostDefinitionLister(indexer)
+}
+
+func TestTargets(t *testing.T) {
+	const pool = "fast"
+	deleting := definition("n1", pool, hostpathv1.PhaseReady)
+	deleting.DeletionTimestamp = &metav1.Time{}
+	deleting.Finalizers = []string{"test"}
+	terminatingPod := managerPod("m1", "n1", "198.18.1.5", true)
+	terminatingPod.DeletionTimestamp = &metav1.Time{}
+	serving := managerPod("m1", "n1", "198.18.1.5", true)
+	for _, tc := range []struct {
+		name           string
+		defs           []*hostpathv1.HostDefinition
+		pods           []*v1.Pod
+		ready, pending string
+	}{
+		{name: "Ready and serving", defs: []*hostpathv1.HostDefinition{definition("n1", pool, hostpathv1.PhaseReady)}, pods: []*v1.Pod{serving}, ready: "n1"},
+		{name: "Ready without a manager pod", defs: []*hostpathv1.HostDefinition{definition("n1", pool, hostpathv1.PhaseReady)}, pending: "n1"},
+		{name: "Ready, manager pod not Ready", defs: []*hostpathv1.HostDefinition{definition("n1", pool, hostpathv1.PhaseReady)},
+			pods: []*v1.Pod{managerPod("m1", "n1", "198.18.1.5", false)}, pending: "n1"},
+		{name: "Ready, manager pod without an IP", defs: []*hostpathv1.HostDefinition{definition("n1", pool, hostpathv1.PhaseReady)},
+			pods: []*v1.Pod{managerPod("m1", "n1", "", true)}, pending: "n1"},
+		{name: "Ready, manager pod terminating", defs: []*hostpathv1.HostDefinition{definition("n1", pool, hostpathv1.PhaseReady)},
+			pods: []*v1.Pod{terminatingPod}, pending: "n1"},
+		{name: "Ready, rolling update of the manager", defs: []*hostpathv1.HostDefinition{definition("n1", pool, hostpathv1.PhaseReady)},
+			pods: []*v1.Pod{serving, managerPod("m1-new", "n1", "", false)}, ready: "n1"},
+		{name: "PendingForCreation", defs: []*hostpathv1.HostDefinition{definition("n1", pool, hostpathv1.PhasePendingForCreation)}, pending: "n1"},
+		{name: "PendingForCreation with a serving manager", defs: []*hostpathv1.HostDefinition{definition("n1", pool, hostpathv1.PhasePendingForCreation)},
+			pods: []*v1.Pod{serving}, pending: "n1"},
+		{name: "Error", defs: []*hostpathv1.HostDefinition{definition("n1", pool, hostpathv1.PhaseError)}, pods: []*v1.Pod{serving}},
+		{name: "PendingForDeletion", defs: []*hostpathv1.HostDefinition{definition("n1", pool, hostpathv1.PhasePendingForDeletion)}, pods: []*v1.Pod{serving}},
+		{name: "no phase yet", defs: []*hostpathv1.HostDefinition{definition("n1", pool, "")}, pods: []*v1.Pod{serving}},
+		{name: "definition being deleted", defs: []*hostpathv1.HostDefinition{deleting}, pods: []*v1.Pod{serving}},
+		{name: "other pool", defs: []*hostpathv1.HostDefinition{definition("n1", "default", hostpathv1.PhaseReady)}, pods: []*v1.Pod{serving}},
+		{name: "no definition", pods: []*v1.Pod{serving}},
+		{name: "nothing"},
+		{
+			name: "a cluster",
+			defs: []*hostpathv1.HostDefinition{
+				definition("n1", pool, hostpathv1.PhaseReady),
+				definition("n1", "default", hostpathv1.PhaseError),
+				definition("n2", pool, hostpathv1.PhaseReady),
+				definition("n3", pool, hostpathv1.PhasePendingForCreation),
+				definition("n4", pool, hostpathv1.PhaseReady),
+				definition("n5", pool, hostpathv1.PhaseError),
+				definition("n6", "default", hostpathv1.PhaseReady),
+			},
+			pods: []*v1.Pod{
+				serving,
+				managerPod("m2", "n2", "198.18.2.5", false),
+				managerPod("m4", "n4", "198.18.4.5", true),
+				managerPod("m5", "n5", "198.18.5.5", true),
+				managerPod("m6", "n6", "198.18.6.5", true),
+				managerPod("m7", "n7", "198.18.7.5", true),
+				managerPod("m8", "", "", false), // not scheduled yet
+			},
+			ready: "n1,n4", pending: "n2,n3",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+			indexer := factory.Core().V1().Pods().Informer().GetIndexer()
+			for _, p := range tc.pods {
+				if err := indexer.Add(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), definitions(t, tc.defs...), labels.SelectorFromSet(labels.Set{"app": "m"}), 8080)
+			ready, pending, err := r.Targets(pool)
+			if err != nil || strings.Join(ready, ",") != tc.ready || strings.Join(pending, ",") != tc.pending {
+				t.Errorf("Targets(%q) = %q, %q, %v; want %q, %q", pool, ready, pending, err, tc.ready, tc.pending)
+			}
+		})
 	}
-	// Nodes that should run a manager but have none (n7) are pending too;
-	// one with a Ready manager (n1) is not.
-	r.ExpectOn(func() ([]string, error) { return []string{"n1", "n7"}, nil })
-	ready, pending, err = r.Targets()
-	if err != nil || strings.Join(ready, ",") != "n1,n4" || strings.Join(pending, ",") != "n2,n3,n7" {
-		t.Errorf("Targets() with expected nodes = %v, %v, %v; want [n1 n4], [n2 n3 n7]", ready, pending, err)
+}
+
+// failingDefinitions is a HostDefinition lister that cannot list.
+type failingDefinitions struct{ hdlisters.HostDefinitionLister }
+
+func (failingDefinitions) List(labels.Selector) ([]*hostpathv1.HostDefinition, error) {
+	return nil, errors.New("cache broken")
+}
+
+func TestTargetsErrors(t *testing.T) {
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), failingDefinitions{}, labels.Everything(), 8080)
+	if _, _, err := r.Targets("default"); err == nil || !strings.Contains(err.Error(), "cache broken") {
+		t.Errorf("Targets() with a failing HostDefinition lister: %v", err)
 	}
-	r.ExpectOn(func() ([]string, error) { return nil, errors.New("no pods") })
-	if _, _, err := r.Targets(); err == nil || !strings.Contains(err.Error(), "no pods") {
-		t.Errorf("Targets() when the expected nodes fail: %v", err)
-	}
+}
+
+func TestStaticTargets(t *testing.T) {
 	static, err := NewStaticResolver("http://127.0.0.1:8080")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := static.Targets(); !errors.Is(err, ErrNoTargets) {
+	if _, _, err := static.Targets("default"); !errors.Is(err, ErrNoTargets) {
 		t.Errorf("static Targets() error = %v, want ErrNoTargets", err)
 	}
 }

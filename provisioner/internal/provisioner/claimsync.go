@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/provisioner/internal/annotations"
-	"hostpath.dev/provisioner/internal/worker"
+	"hostpath.dev/manager/pkg/worker"
 )
 
 // ClaimSync is the part of an instance that writes for claims, apart from

@@ -17,14 +17,17 @@ import (
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
-// provisionMultihost makes a multihost claim's directory on every node
-// whose manager is Ready, in parallel, and returns its PV once every one of
-// them has it. The nodes whose manager is not Ready are recorded on the PV
-// (annotations.PendingNodes) and get the directory later (package
-// reclaim's backfill). A failure leaves the directories already made: their
-// owner records name the PV, so the library's retry finishes the job, and
-// the orphan sweeper removes them if the claim goes first. The scheduler's
-// selected node does not restrict the volume.
+// provisionMultihost makes a multihost claim's directory on every ready
+// target of the class's pool (Targets: the nodes whose HostDefinition of
+// the pool is Ready and whose manager serves), in parallel, and returns its
+// PV once every one of them has it. The pending targets (definition
+// PendingForCreation, or Ready without a serving manager) are recorded on
+// the PV (annotations.PendingNodes) with a NodesPending event: the host
+// definer gives them the directory when it defines them. A failure leaves
+// the directories already made: their owner records name the PV, so the
+// library's retry finishes the job, and the orphan sweeper removes them if
+// the claim goes first. The scheduler's selected node does not restrict
+// the volume.
 func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.ProvisionOptions, params Parameters) (*v1.PersistentVolume, controller.ProvisioningState, error) {
 	claim := opts.PVC
 	if err := checkClaim(claim, annotations.ModeMultihost); err != nil {
@@ -44,12 +47,16 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 		return nil, controller.ProvisioningFinished, err
 	}
 	where := fmt.Sprintf("directory %q in pool %q", dir, params.Pool)
-	ready, pending, err := p.cfg.Targets.Targets()
+	ready, pending, err := p.cfg.Targets.Targets(params.Pool)
 	if err != nil {
 		return nil, controller.ProvisioningInBackground, fmt.Errorf("list the nodes for %s: %w; will retry", where, err)
 	}
-	if len(ready) == 0 {
-		return nil, controller.ProvisioningInBackground, fmt.Errorf("create %s: 0/%d nodes ready: no manager pod is Ready%s; will retry", where, len(pending), pendingText(pending))
+	switch {
+	case len(ready) == 0 && len(pending) == 0:
+		return nil, controller.ProvisioningInBackground, fmt.Errorf("create %s: no node has a Ready or defining (PendingForCreation) HostDefinition of pool %q: "+
+			"the host definer defines the pool on the nodes that run a manager (see kubectl get hostdefinitions); will retry", where, params.Pool)
+	case len(ready) == 0:
+		return nil, controller.ProvisioningInBackground, fmt.Errorf("create %s: 0/%d nodes ready%s; will retry", where, len(pending), pendingText(pending))
 	}
 	req := client.CreateVolumeRequest{Owner: opts.PVName, Mode: params.DirMode, RequiredBytes: requiredBytes, ReclaimPolicy: string(reclaimPolicy(opts.StorageClass))}
 	var mu sync.Mutex
@@ -78,7 +85,7 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 	klog.FromContext(ctx).V(2).Info("Created the multihost volume directory", "nodes", ready, "pendingNodes", pending, "pool", params.Pool, "path", path)
 	if len(pending) > 0 && p.cfg.Recorder != nil {
 		p.cfg.Recorder.Eventf(claim, v1.EventTypeWarning, ReasonNodesPending,
-			"Created %s on %d/%d nodes (%s); the manager is not Ready on %s: each gets the directory when its manager is back",
+			"Created %s on %d/%d nodes (%s); not yet on %s (HostDefinition of the pool PendingForCreation, or manager not Ready): the host definer gives each the directory when it defines it",
 			where, len(ready), len(ready)+len(pending), strings.Join(ready, ", "), quoteAll(pending))
 	}
 	return buildPV(pvInput{
@@ -124,12 +131,12 @@ func nodeError(err error) error {
 	return err
 }
 
-// pendingText mentions the nodes whose manager is not Ready, or is "".
+// pendingText mentions the pending targets, or is "".
 func pendingText(pending []string) string {
 	if len(pending) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (the manager is not Ready on %s: it gets the directory later)", quoteAll(pending))
+	return fmt.Sprintf(" (pending: %s, HostDefinition of the pool PendingForCreation or manager not Ready)", quoteAll(pending))
 }
 
 // commonPath returns the one host path the managers report for a
@@ -177,11 +184,12 @@ func retryable(err error) bool {
 }
 
 // deleteMultihost removes a multihost PV's directory from every node that
-// should hold it (see deleteTargets), in parallel. A node where the
+// may hold it (see deleteTargets), in parallel. A node where the
 // directory is missing is done; one where it belongs to another PV (or to
-// none) keeps it and counts as done. Any other failure, or a node whose
-// manager is not Ready, fails the delete with an error naming those nodes:
-// the library retries, and the PV stays until every node is done.
+// none) keeps it and counts as done. Any other failure, or a node the PV
+// names whose manager is not Ready, fails the delete with an error naming
+// those nodes: the library retries, and the PV stays until every node is
+// done.
 func (p *Provisioner) deleteMultihost(ctx context.Context, pv *v1.PersistentVolume) error {
 	pool, dir := pv.Annotations[annotations.Pool], pv.Annotations[annotations.Directory]
 	if pool == "" || dir == "" {
@@ -225,33 +233,40 @@ func (p *Provisioner) deleteMultihost(ctx context.Context, pv *v1.PersistentVolu
 	return nil
 }
 
-// deleteTargets returns the nodes that should hold a multihost PV's
-// directory: those its annotations name that still exist as Node objects,
-// and every node running a manager. call are those whose manager is Ready,
-// waiting those whose manager is not (or runs no more), gone the named
-// nodes without a Node object, which left for good and are skipped.
+// deleteTargets returns the nodes that may hold a multihost PV's
+// directory: those its annotations name, and the ready and pending targets
+// of its pool (Targets), which the host definer may have given the
+// directory without the PV saying so yet. call are those whose manager can
+// be called now; waiting, the named ones whose manager cannot (they hold
+// the directory, so the delete waits for them); gone, the named ones
+// without a manager and without a Node object, which left for good and are
+// skipped. A target the PV does not name and whose manager cannot be
+// called is skipped too: a directory it may get later is an orphan, which
+// its sweeper removes by the reclaim policy in the owner record.
 func (p *Provisioner) deleteTargets(pv *v1.PersistentVolume) (call, waiting, gone []string, err error) {
-	ready, pending, err := p.cfg.Targets.Targets()
+	ready, pending, err := p.cfg.Targets.Targets(pv.Annotations[annotations.Pool])
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("list the nodes: %w", err)
 	}
 	named := append(annotations.SplitNodes(pv.Annotations[annotations.Nodes]), annotations.SplitNodes(pv.Annotations[annotations.PendingNodes])...)
-	slices.Sort(named)
-	for _, n := range slices.Compact(named) {
+	nodes := slices.Concat(named, ready, pending)
+	slices.Sort(nodes)
+	for _, n := range slices.Compact(nodes) {
+		if _, err := p.cfg.Managers(n); err == nil {
+			call = append(call, n)
+			continue
+		}
+		if !slices.Contains(named, n) {
+			continue
+		}
 		switch _, err := p.cfg.Nodes.Get(n); {
 		case apierrors.IsNotFound(err):
 			gone = append(gone, n)
 		case err != nil:
 			return nil, nil, nil, fmt.Errorf("get node %q from the cache: %w", n, err)
-		case !slices.Contains(ready, n):
+		default:
 			waiting = append(waiting, n)
 		}
 	}
-	for _, n := range pending {
-		if !slices.Contains(waiting, n) && !slices.Contains(gone, n) {
-			waiting = append(waiting, n)
-		}
-	}
-	slices.Sort(waiting)
-	return ready, waiting, gone, nil
+	return call, waiting, gone, nil
 }

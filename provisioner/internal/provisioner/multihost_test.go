@@ -2,7 +2,7 @@ package provisioner
 
 import (
 	"fmt"
-	"k8s.io/client-go/tools/record"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
@@ -23,20 +24,32 @@ import (
 	"hostpath.dev/provisioner/internal/ownership"
 )
 
-// fakeTargets are fixed nodes with a manager.
+// fakeTargets are the fixed targets of pool "default", as the
+// HostDefinitions would make them.
 type fakeTargets struct {
 	ready, pending []string
+	// serving are the other nodes whose manager can be called (a
+	// definition PendingForCreation, in Error or missing, say).
+	serving []string
 }
 
-func (f fakeTargets) Targets() (ready, pending []string, err error) { return f.ready, f.pending, nil }
+// Targets returns the fixed nodes for pool "default" and none for another
+// pool.
+func (f fakeTargets) Targets(pool string) (ready, pending []string, err error) {
+	if pool != "default" {
+		return nil, nil, nil
+	}
+	return f.ready, f.pending, nil
+}
 
 // multihostFixture is a fixture whose Provisioner calls one fake manager
-// per node, with one attempt per node (no backoff to wait for).
+// per node whose manager serves (targets.ready and targets.serving), with
+// one attempt per node (no backoff to wait for).
 func multihostFixture(t *testing.T, targets fakeTargets, objects ...any) (*fixture, map[string]*fakeManager) {
 	t.Helper()
 	f := newFixture(t, fakeInstances{elected: true}, append(testNodes(), objects...)...)
 	mgrs := map[string]*fakeManager{}
-	for _, n := range append(append([]string{}, targets.ready...), targets.pending...) {
+	for _, n := range slices.Concat(targets.ready, targets.serving) {
 		mgrs[n] = &fakeManager{}
 	}
 	f.prov.cfg.Managers = func(node string) (VolumeManager, error) {
@@ -73,6 +86,7 @@ func TestProvisionMultihost(t *testing.T) {
 	rwx := func(c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
 		return withAccessModes(c, v1.ReadWriteMany)
 	}
+	fast := class("fast", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost", ParamPool: "fast", ParamPathPattern: "${pvc.metadata.name}"})
 	all := fakeTargets{ready: []string{selfNode, otherNode, idleNode}}
 	unavailable := fmt.Errorf("PUT: %w", &client.Error{StatusCode: 503, Status: client.Status{Reason: client.ReasonInternal, Message: "disk on fire"}})
 	tests := []struct {
@@ -92,10 +106,15 @@ func TestProvisionMultihost(t *testing.T) {
 			wantPV: wantMultihostPV(shared, rwx(claim("shared")), "data", "node-a,node-b,node-c", ""),
 		},
 		{
-			name: "a node whose manager is not Ready is recorded as pending", class: shared, claim: claim("shared"),
-			targets:   fakeTargets{ready: []string{selfNode, otherNode}, pending: []string{idleNode}},
+			name: "a pending node is recorded, not called", class: shared, claim: claim("shared"),
+			targets:   fakeTargets{ready: []string{selfNode, otherNode}, pending: []string{idleNode}, serving: []string{idleNode}},
 			wantState: controller.ProvisioningFinished, wantCreate: []string{selfNode, otherNode},
 			wantPV: wantMultihostPV(shared, claim("shared"), "data", "node-a,node-b", "node-c"),
+		},
+		{
+			name: "the targets are those of the class's pool", class: fast, claim: claim("fast"), targets: all,
+			wantState: controller.ProvisioningInBackground,
+			wantErr:   `create directory "data" in pool "fast": no node has a Ready or defining (PendingForCreation) HostDefinition of pool "fast": the host definer defines the pool on the nodes that run a manager (see kubectl get hostdefinitions); will retry`,
 		},
 		{
 			name: "the scheduler's selected node does not restrict the volume", class: wffc,
@@ -116,8 +135,13 @@ func TestProvisionMultihost(t *testing.T) {
 			wantErr: `on node "node-c" it belongs to PersistentVolume "pvc-other"; two claims cannot share a directory`,
 		},
 		{
-			name: "no Ready manager", class: shared, claim: claim("shared"), targets: fakeTargets{pending: []string{selfNode}},
-			wantState: controller.ProvisioningInBackground, wantErr: `0/1 nodes ready: no manager pod is Ready (the manager is not Ready on "node-a"`,
+			name: "only pending nodes", class: shared, claim: claim("shared"), targets: fakeTargets{pending: []string{selfNode}},
+			wantState: controller.ProvisioningInBackground,
+			wantErr:   `create directory "data" in pool "default": 0/1 nodes ready (pending: "node-a", HostDefinition of the pool PendingForCreation or manager not Ready); will retry`,
+		},
+		{
+			name: "no node defined", class: shared, claim: claim("shared"), targets: fakeTargets{serving: []string{selfNode}},
+			wantState: controller.ProvisioningInBackground, wantErr: `no node has a Ready or defining (PendingForCreation) HostDefinition of pool "default"`,
 		},
 		{
 			name: "managers that disagree on the pool's path", class: shared, claim: claim("shared"), targets: all,
@@ -147,8 +171,8 @@ func TestProvisionMultihost(t *testing.T) {
 			}
 			checkErr(t, err, false, tc.wantErr)
 			var created []string
-			for _, n := range append(append([]string{}, tc.targets.ready...), tc.targets.pending...) {
-				if len(mgrs[n].creates) == 0 {
+			for _, n := range []string{selfNode, otherNode, idleNode} {
+				if m, ok := mgrs[n]; !ok || len(m.creates) == 0 {
 					continue
 				}
 				created = append(created, n)
@@ -242,13 +266,37 @@ func TestDeleteMultihost(t *testing.T) {
 		{
 			name: "a pending node whose manager is still not Ready", nodes: "node-a", pending: "node-c",
 			targets:     fakeTargets{ready: []string{selfNode}, pending: []string{idleNode}},
-			wantDeletes: []string{selfNode}, wantKept: []string{idleNode},
-			wantErr: `1/2 nodes done; not yet on node "node-c": its manager is not Ready`,
+			wantDeletes: []string{selfNode},
+			wantErr:     `1/2 nodes done; not yet on node "node-c": its manager is not Ready`,
+		},
+		{
+			name: "a pending node being defined whose manager serves", nodes: "node-a", pending: "node-c",
+			targets:     fakeTargets{ready: []string{selfNode}, pending: []string{idleNode}, serving: []string{idleNode}},
+			wantDeletes: []string{selfNode, idleNode},
+		},
+		{
+			name: "a named node whose definition is no longer Ready but whose manager serves", nodes: "node-a,node-b",
+			targets:     fakeTargets{ready: []string{selfNode}, serving: []string{otherNode}},
+			wantDeletes: []string{selfNode, otherNode},
 		},
 		{
 			name: "a named node that runs no manager any more", nodes: "node-a,node-b", targets: fakeTargets{ready: []string{selfNode}},
 			wantDeletes: []string{selfNode},
 			wantErr:     `not yet on node "node-b": its manager is not Ready`,
+		},
+		{
+			name: "a ready node the PV does not name yet", nodes: "node-a", targets: fakeTargets{ready: []string{selfNode, otherNode}},
+			wantDeletes: []string{selfNode, otherNode},
+		},
+		{
+			name: "a pending node the PV does not name, without a manager, is skipped", nodes: "node-a",
+			targets:     fakeTargets{ready: []string{selfNode}, pending: []string{idleNode}},
+			wantDeletes: []string{selfNode},
+		},
+		{
+			name: "a named node that is gone but still has a manager is called", nodes: "node-a,node-gone",
+			targets:     fakeTargets{ready: []string{selfNode}, serving: []string{"node-gone"}},
+			wantDeletes: []string{selfNode, "node-gone"},
 		},
 		{
 			name: "a directory of another volume is left alone", nodes: "node-a,node-b", targets: fakeTargets{ready: []string{selfNode, otherNode}},
@@ -275,7 +323,7 @@ func TestDeleteMultihost(t *testing.T) {
 			}
 			checkErr(t, f.prov.Delete(ctx, pv), false, tc.wantErr)
 			var deleted, kept []string
-			for _, n := range []string{selfNode, otherNode, idleNode} {
+			for _, n := range []string{selfNode, otherNode, idleNode, "node-gone"} {
 				m, ok := mgrs[n]
 				if !ok {
 					continue

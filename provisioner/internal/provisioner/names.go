@@ -22,7 +22,9 @@ const (
 	// a pinned WaitForFirstConsumer claim.
 	ReasonNodeSelected = "NodeSelected"
 	// ReasonNodesPending (Warning): a multihost volume was made on every
-	// node with a Ready manager, and some nodes that should run one have
-	// none Ready yet; they get the directory from the backfill.
+	// ready node of its pool, and some nodes are still pending (their
+	// HostDefinition of the pool is PendingForCreation, or Ready while
+	// their manager is not); the host definer gives them the directory
+	// when it defines them.
 	ReasonNodesPending = "NodesPending"
 )

@@ -8,29 +8,32 @@ import (
 	"sort"
 	"strings"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
 
-// StorageClass parameter keys.
+// StorageClass parameter keys. Those the host definer reads too are
+// hostpathv1's (well_known.go).
 const (
 	// ParamMode selects the mode: annotations.ModeNode or
 	// annotations.ModeMultihost.
-	ParamMode = "mode"
+	ParamMode = hostpathv1.ParamMode
 	// ParamPool names the manager's storage pool.
-	ParamPool = "pool"
+	ParamPool = hostpathv1.ParamPool
 	// ParamPathPattern is the template of the volume's directory name.
 	ParamPathPattern = "pathPattern"
 	// ParamDirMode is the octal permission bits of the volume's directory.
-	ParamDirMode = "dirMode"
+	ParamDirMode = hostpathv1.ParamDirMode
 )
 
-// Defaults of the StorageClass parameters, one per parameter.
+// Defaults of the StorageClass parameters, one per parameter; the pool's
+// and the dirMode's are hostpathv1's, which the host definer uses too.
 const (
 	DefaultMode        = annotations.ModeNode
-	DefaultPool        = "default"
+	DefaultPool        = hostpathv1.DefaultPool
 	DefaultPathPattern = "${pvc.metadata.namespace}-${pvc.metadata.name}-${pv.metadata.name}"
-	DefaultDirMode     = "0777"
+	DefaultDirMode     = hostpathv1.DefaultDirMode
 )
 
 // The variables a pathPattern may use.

@@ -42,11 +42,13 @@ type Instances interface {
 }
 
 // TargetLister lists the nodes of multihost volumes
-// (*managers.Resolver).
+// (*managers.Resolver), from the host definer's HostDefinitions.
 type TargetLister interface {
-	// Targets returns the sorted nodes that run a manager: ready, whose
-	// manager can be called now, and pending, whose manager is not Ready.
-	Targets() (ready, pending []string, err error)
+	// Targets returns the sorted nodes of pool: ready, whose HostDefinition
+	// of the pool is Ready and whose manager can be called now, and
+	// pending, whose definition is PendingForCreation, or Ready while the
+	// manager is not. Both are empty when no node is defined for pool.
+	Targets(pool string) (ready, pending []string, err error)
 }
 
 // Config holds what a Provisioner depends on.
@@ -70,7 +72,8 @@ type Config struct {
 	// Managers returns the manager of a node. Its error only says that
 	// none can be called now: the caller retries.
 	Managers func(node string) (VolumeManager, error)
-	// Targets lists the nodes a multihost volume's directory goes to.
+	// Targets lists the nodes a multihost volume's directory goes to, by
+	// pool.
 	Targets TargetLister
 	// CreateFanout shapes the fan-out of a multihost create to the nodes;
 	// its Retryable, when nil, is that of manager errors (transport

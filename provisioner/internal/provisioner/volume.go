@@ -182,7 +182,7 @@ type pvInput struct {
 	node     string
 	hostname string
 	// multihost says that the volume is of mode multihost; nodes hold its
-	// directory and pending get it later.
+	// directory and pending get it later, from the host definer.
 	multihost bool
 	nodes     []string
 	pending   []string

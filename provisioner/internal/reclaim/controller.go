@@ -17,7 +17,7 @@ import (
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
-	"hostpath.dev/provisioner/internal/worker"
+	"hostpath.dev/manager/pkg/worker"
 )
 
 // Config holds what a Controller depends on.

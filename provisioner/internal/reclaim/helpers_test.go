@@ -47,8 +47,6 @@ type fakeManager struct {
 	// per pool.
 	volumes  map[string][]client.Volume
 	listErrs map[string]error
-	// createErrs answers CreateVolume per "pool/name".
-	createErrs map[string]error
 }
 
 func (f *fakeManager) record(format string, args ...any) {
@@ -87,14 +85,6 @@ func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string, opts cl
 		return err
 	}
 	return f.deleteErr
-}
-
-func (f *fakeManager) CreateVolume(_ context.Context, pool, name string, req client.CreateVolumeRequest) (*client.Volume, error) {
-	f.record("create %s/%s owner=%s mode=%s policy=%s", pool, name, req.Owner, req.Mode, req.ReclaimPolicy)
-	if err := f.createErrs[pool+"/"+name]; err != nil {
-		return nil, err
-	}
-	return &client.Volume{Name: name, Pool: pool, Owner: req.Owner, Mode: req.Mode, ReclaimPolicy: req.ReclaimPolicy}, nil
 }
 
 func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {

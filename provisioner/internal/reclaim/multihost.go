@@ -16,8 +16,9 @@ import (
 )
 
 // shared is where a multihost PV's data lives: the same directory of the
-// same pool on every node, listed in annotations.Nodes (made at creation)
-// and annotations.PendingNodes (manager away at creation).
+// same pool on every node, listed in annotations.Nodes (made at creation,
+// or given since by the host definer) and annotations.PendingNodes (still
+// to get it from the host definer).
 type shared struct {
 	pool, name     string
 	nodes, pending []string
@@ -41,24 +42,6 @@ func multihostDirectory(pv *v1.PersistentVolume, provisioner string) (shared, bo
 // annotations.PendingNodes.
 func (d shared) listed(node string) bool {
 	return slices.Contains(d.nodes, node) || slices.Contains(d.pending, node)
-}
-
-// onNode is the directory as seen on one node, for messages.
-func (d shared) onNode(node string) directory {
-	return directory{node: node, pool: d.pool, name: d.name}
-}
-
-// reclaimPolicy is the policy a manager records for pv: Recycle, which
-// hostPath volumes of this provisioner never honour, counts as Retain, like
-// in node mode.
-func reclaimPolicy(pv *v1.PersistentVolume) string {
-	switch pv.Spec.PersistentVolumeReclaimPolicy {
-	case v1.PersistentVolumeReclaimDelete:
-		return client.ReclaimDelete
-	case "":
-		return ""
-	}
-	return client.ReclaimRetain
 }
 
 // syncMultihost reclaims a multihost PV under deletion, on the one instance
@@ -109,9 +92,9 @@ type target struct {
 
 // multihostTargets returns, sorted, the nodes that may hold d: the nodes the
 // PV lists that still exist (required, manager or not), and every other node
-// whose manager can be found (the directory may have been backfilled there,
-// which the PV does not record). A listed node that is gone for good and has
-// no manager is skipped.
+// whose manager can be found (the host definer may have given it the
+// directory and not recorded it on the PV yet). A listed node that is gone
+// for good and has no manager is skipped.
 func (c *Controller) multihostTargets(d shared) ([]target, error) {
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {

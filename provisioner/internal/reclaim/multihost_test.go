@@ -129,7 +129,7 @@ func TestSyncMultihost(t *testing.T) {
 			wantEvents:     []string{`Normal DirectoryRemoved Removed directory "shared-dir" in pool "default" on 1 nodes`},
 		},
 		{
-			name:  "unlisted node with a manager (backfilled) is cleaned too; one without is skipped",
+			name:  "unlisted node with a manager (given the directory by the host definer, not recorded yet) is cleaned too; one without is skipped",
 			pv:    multihostPV("shared", "node-a", ""),
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, thirdNode},
 			wantCalls:      map[string][]string{selfNode: deleteCall, thirdNode: deleteCall},

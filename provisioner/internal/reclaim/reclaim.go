@@ -5,8 +5,9 @@
 // policy Delete) or marked it retained (Retain, Recycle), and holds every
 // multihost PV until the instance elected for it has done so on every node;
 // a Sweeper removes directories whose owner record names a PersistentVolume
-// that does not exist (by the policy the record keeps), and backfills the
-// multihost directories its node lacks.
+// that does not exist (by the policy the record keeps). Neither creates
+// directories: the multihost directories a node lacks are given to it by
+// the host definer when it defines the node for a pool.
 //
 // How a PV under deletion is handled (Controller):
 //
@@ -29,9 +30,10 @@
 //  6. A multihost PV, once not Bound, is handled by the instance elected
 //     for its UID alone: with Delete it deletes the directory on every node
 //     the PV lists that still exists and on every node whose manager can be
-//     found (retrying, finalizer kept, while any of them fails or a listed
-//     node has no manager); with Retain or Recycle it marks it retained
-//     where it can; then it removes the finalizer.
+//     found (the host definer may have given it the directory and not yet
+//     recorded it on the PV; retrying, finalizer kept, while any of them
+//     fails or a listed node has no manager); with Retain or Recycle it
+//     marks it retained where it can; then it removes the finalizer.
 //
 // How orphans are found (Sweeper), on each node every period:
 //
@@ -43,8 +45,6 @@
 //     it holds, Retain never, none only if empty.
 //  3. A non-empty orphan without a policy is kept and reported once per
 //     process: a log line and a Warning event on the Node.
-//  4. Backfill (backfill.go): in the same listing, the directory of every
-//     multihost PV not being deleted that a pool lacks is created.
 package reclaim
 
 import (
@@ -85,9 +85,6 @@ type Manager interface {
 	DeleteVolume(ctx context.Context, pool, name string, opts client.DeleteOptions) error
 	// SetOwner compares and swaps a directory's owner record.
 	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error)
-	// CreateVolume makes a directory for req.Owner, or checks that an
-	// existing one belongs to it (the Sweeper's backfill).
-	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest) (*client.Volume, error)
 }
 
 // Instances elects, without a leader, the instance that acts for an object

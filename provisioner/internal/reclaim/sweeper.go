@@ -13,10 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
-	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -46,10 +44,6 @@ type SweeperConfig struct {
 	// Volumes is the shared PersistentVolume informer, read through its
 	// lister.
 	Volumes coreinformers.PersistentVolumeInformer
-	// Classes is the shared StorageClass informer, read through its lister
-	// for the dirMode of backfilled directories; optional (without it they
-	// get DefaultBackfillMode).
-	Classes storageinformers.StorageClassInformer
 	// Managers returns the manager of a node (only Node is asked for).
 	Managers func(node string) (Manager, error)
 	// Recorder emits OrphanedDirectory events on the Node.
@@ -69,12 +63,11 @@ type SweeperConfig struct {
 // away, say); with Retain or marked retained, never; with none recorded,
 // only when empty (left behind when a claim moved to another node while a
 // provisioning attempt was being retried; those with data are reported).
-// Each sweep also backfills the node's missing multihost directories (see
-// Sweep).
+// It creates nothing: the multihost directories a node lacks are the host
+// definer's to make, when it defines the node for a pool.
 type Sweeper struct {
 	cfg     SweeperConfig
 	volumes corelisters.PersistentVolumeLister
-	classes storagelisters.StorageClassLister // nil without cfg.Classes
 	synced  []cache.InformerSynced
 
 	// reported holds the pool/directory of the non-empty orphans already
@@ -104,17 +97,12 @@ func NewSweeper(cfg SweeperConfig) *Sweeper {
 		reported: map[string]bool{},
 		trigger:  make(chan struct{}, 1),
 	}
-	if cfg.Classes != nil {
-		s.classes = cfg.Classes.Lister()
-		s.synced = append(s.synced, cfg.Classes.Informer().HasSynced)
-	}
 	return s
 }
 
-// Run waits for the PersistentVolume (and StorageClass) cache, then sweeps
-// every Period until ctx is done. A failed sweep is logged and the next one
-// comes on time; so a node whose manager was away gets its multihost
-// directories at the first sweep after the manager is back.
+// Run waits for the PersistentVolume cache, then sweeps every Period, and
+// at once when triggered (Trigger), until ctx is done. A failed sweep is
+// logged and the next one comes on time.
 func (s *Sweeper) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting the orphan sweeper", "period", s.cfg.Period, "grace", s.cfg.Grace)
@@ -144,10 +132,12 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	}
 }
 
-// Trigger asks for a sweep (and so a backfill) now, without waiting for the
-// period: the app calls it when this node's manager becomes Ready, so a node
-// whose manager was away gets its multihost directories at once. Triggers
-// that come while one is pending are merged.
+// Trigger asks for a sweep now, without waiting for the period: the app
+// calls it when this node's manager becomes Ready, so that the orphans left
+// while it was away (the directories of multihost volumes deleted
+// meanwhile, with policy Delete) go at once and a sweep that failed for
+// want of a manager is not left to the next period. Triggers that come
+// while one is pending are merged.
 func (s *Sweeper) Trigger() {
 	select {
 	case s.trigger <- struct{}{}:
@@ -157,14 +147,13 @@ func (s *Sweeper) Trigger() {
 
 // sweepCounts is what one sweep did.
 type sweepCounts struct {
-	removed, kept, created int
+	removed, kept int
 }
 
 // Sweep looks once at every volume of every pool of the node's manager,
 // removes the orphans its policy rule allows and reports the non-empty ones
-// it keeps; then, with the same listing, backfills the multihost
-// directories the pool lacks (backfill). The error joins every failure,
-// with the counts of removed and kept orphans.
+// it keeps. The error joins every failure, with the counts of removed and
+// kept orphans.
 func (s *Sweeper) Sweep(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	mgr, err := s.cfg.Managers(s.cfg.Node)
@@ -175,14 +164,10 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sweep node %q: describe the host: %w", s.cfg.Node, err)
 	}
-	shared, err := s.backfillCandidates()
 	var (
 		counts sweepCounts
 		errs   []error
 	)
-	if err != nil {
-		errs = append(errs, err)
-	}
 	for _, pool := range host.Pools {
 		list, err := mgr.ListVolumes(ctx, pool.Name)
 		if err != nil {
@@ -194,12 +179,11 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
-		errs = append(errs, s.backfill(ctx, mgr, pool.Name, list, shared, &counts)...)
 	}
-	if counts.removed > 0 || counts.kept > 0 || counts.created > 0 {
-		logger.Info("Swept orphaned directories", "removed", counts.removed, "keptNotEmpty", counts.kept, "backfilled", counts.created, "failures", len(errs))
+	if counts.removed > 0 || counts.kept > 0 {
+		logger.Info("Swept orphaned directories", "removed", counts.removed, "keptNotEmpty", counts.kept, "failures", len(errs))
 	} else {
-		logger.V(4).Info("Swept orphaned directories", "removed", 0, "keptNotEmpty", 0, "backfilled", 0, "failures", len(errs))
+		logger.V(4).Info("Swept orphaned directories", "removed", 0, "keptNotEmpty", 0, "failures", len(errs))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("sweep node %q (%d orphans removed, %d kept because not empty): %w",

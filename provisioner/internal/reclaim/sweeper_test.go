@@ -9,9 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -38,19 +36,6 @@ func withReclaimPolicy(v client.Volume, p string) client.Volume {
 	return v
 }
 
-// inClass puts a PV in the StorageClass class.
-func inClass(class string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Spec.StorageClassName = class }
-}
-
-func storageClass(name, dirMode string) *storagev1.StorageClass {
-	c := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: testProvisioner}
-	if dirMode != "" {
-		c.Parameters = map[string]string{paramDirMode: dirMode}
-	}
-	return c
-}
-
 func TestSweep(t *testing.T) {
 	old := DefaultSweepGrace + time.Minute
 	retained := ownedVolume("kept-dir", "pv-gone", old)
@@ -64,8 +49,6 @@ func TestSweep(t *testing.T) {
 		cached, live []*v1.PersistentVolume
 		volumes      map[string][]client.Volume
 		deleteErrs   map[string]error
-		createErrs   map[string]error
-		classes      []*storagev1.StorageClass
 		listErrs     map[string]error
 		getErr       error
 		managersErr  error
@@ -222,51 +205,18 @@ func TestSweep(t *testing.T) {
 			wantCalls: []string{"host", "list default"},
 		},
 		{
-			name: "backfill: missing multihost directory created with owner, class dirMode and policy",
-			cached: []*v1.PersistentVolume{
-				multihostPV("shared", "node-b", "", notDeleting, inClass("fast"), withPolicy(v1.PersistentVolumeReclaimRetain)),
-				multihostPV("plain", "node-b", "", notDeleting, inClass("gone-class")),
-			},
-			classes:   []*storagev1.StorageClass{storageClass("fast", "750")},
-			volumes:   map[string][]client.Volume{testPool: nil},
-			wantCalls: []string{"host", "list default", "create default/plain-dir owner=plain mode=0777 policy=Delete", "create default/shared-dir owner=shared mode=0750 policy=Retain"},
-		},
-		{
-			name:      "backfill: existing directory left alone, whoever owns it",
-			cached:    []*v1.PersistentVolume{multihostPV("shared", "node-a", "", notDeleting)},
-			volumes:   map[string][]client.Volume{testPool: {{Name: "shared-dir", Pool: testPool}}},
-			wantCalls: []string{"host", "list default"},
-		},
-		{
-			name:      "backfill: PV being deleted is skipped",
-			cached:    []*v1.PersistentVolume{multihostPV("shared", "node-b", "")},
+			name:      "a multihost directory the node lacks is not created (the host definer gives it)",
+			cached:    []*v1.PersistentVolume{multihostPV("shared", "node-b", "", notDeleting)},
 			volumes:   map[string][]client.Volume{testPool: nil},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
-			name: "backfill: node-mode PVs and PVs of other provisioners are ignored",
-			cached: []*v1.PersistentVolume{
-				newPV("pv-1", notDeleting),
-				multihostPV("theirs", "node-b", "", notDeleting, withAnnotation(annotations.ProvisionedBy, "example.com/other")),
-			},
-			volumes:   map[string][]client.Volume{testPool: nil},
-			wantCalls: []string{"host", "list default"},
-		},
-		{
-			name:      "backfill: pool missing on this node or not listed is skipped",
-			cached:    []*v1.PersistentVolume{multihostPV("shared", "node-b", "", notDeleting, withAnnotation(annotations.Pool, "elsewhere"))},
-			volumes:   map[string][]client.Volume{testPool: nil, "broken": nil},
+			name:      "a pool that cannot be listed is reported, the others swept",
+			volumes:   map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}, "broken": nil},
 			listErrs:  map[string]error{"broken": managerError(client.ReasonInternal, "")},
-			wantCalls: []string{"host", "list broken", "list default"},
+			wantCalls: []string{"host", "list broken", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true"},
+			wantGets:  1,
 			wantErr:   `list volumes of pool "broken"`,
-		},
-		{
-			name:       "backfill: a failure is reported and the others are made",
-			cached:     []*v1.PersistentVolume{multihostPV("a", "node-b", "", notDeleting), multihostPV("b", "node-b", "", notDeleting)},
-			volumes:    map[string][]client.Volume{testPool: nil},
-			createErrs: map[string]error{testPool + "/a-dir": managerError(client.ReasonOwnerConflict, "")},
-			wantCalls:  []string{"host", "list default", "create default/a-dir owner=a mode=0777 policy=Delete", "create default/b-dir owner=b mode=0777 policy=Delete"},
-			wantErr:    `backfill the directory of multihost PersistentVolume "a"`,
 		},
 		{
 			name:        "no manager",
@@ -293,19 +243,13 @@ func TestSweep(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for _, c := range tt.classes {
-				if err := factory.Storage().V1().StorageClasses().Informer().GetIndexer().Add(c); err != nil {
-					t.Fatal(err)
-				}
-			}
-			mgr := &fakeManager{volumes: tt.volumes, deleteErrs: tt.deleteErrs, listErrs: tt.listErrs, createErrs: tt.createErrs}
+			mgr := &fakeManager{volumes: tt.volumes, deleteErrs: tt.deleteErrs, listErrs: tt.listErrs}
 			recorder := record.NewFakeRecorder(10)
 			s := NewSweeper(SweeperConfig{
 				ProvisionerName: testProvisioner,
 				Node:            selfNode,
 				Client:          kube,
 				Volumes:         factory.Core().V1().PersistentVolumes(),
-				Classes:         factory.Storage().V1().StorageClasses(),
 				Managers: func(node string) (Manager, error) {
 					if node != selfNode {
 						t.Errorf("asked for the manager of %q, want %q", node, selfNode)
