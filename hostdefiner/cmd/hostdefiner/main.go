@@ -1,6 +1,8 @@
-// Command hostdefiner will keep one HostDefinition per (node, storage pool)
-// and bring new nodes up to date. Today it only validates its flags and
-// serves /healthz, /readyz and /metrics; see hostdefiner/internal/app.
+// Command hostdefiner keeps one HostDefinition per (node, storage pool): it
+// defines each node where the manager runs on each pool its StorageClasses
+// name, brings joining nodes up to date (pool directory, multihost
+// directories), notices reboots and cloned hosts, and undefines nodes that
+// leave. See hostdefiner/internal/controller and the README.
 package main
 
 import (

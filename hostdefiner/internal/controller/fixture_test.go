@@ -1,0 +1,816 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned/fake"
+	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
+	"hostpath.dev/manager/pkg/client"
+)
+
+// The names of the manager's deployment, as in manifests/manager.
+const (
+	testNamespace = "hostpath-system"
+	testDaemonSet = "hostpath-manager"
+	managerLabel  = "hostpath.dev/manager"
+	otherProvider = "example.com/other"
+
+	gib = int64(1) << 30
+)
+
+var (
+	// t0 is the fake clock's start.
+	t0               = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	managerPodLabels = map[string]string{"app.kubernetes.io/name": "hostpath-manager"}
+
+	definitionsGVR = hostpathv1.SchemeGroupVersion.WithResource("hostdefinitions")
+	definitionGVK  = hostpathv1.SchemeGroupVersion.WithKind("HostDefinition")
+	nodesGVR       = v1.SchemeGroupVersion.WithResource("nodes")
+	podsGVR        = v1.SchemeGroupVersion.WithResource("pods")
+	volumesGVR     = v1.SchemeGroupVersion.WithResource("persistentvolumes")
+	volumeGVK      = v1.SchemeGroupVersion.WithKind("PersistentVolume")
+	classesGVR     = storagev1.SchemeGroupVersion.WithResource("storageclasses")
+)
+
+// testConfig is the controller's configuration in the tests: backoff
+// 10s, 20s, 40s, 40s, then Error at the fifth try.
+func testConfig() Config {
+	return Config{
+		ProvisionerName:  hostpathv1.DefaultProvisionerName,
+		ManagerDaemonSet: testDaemonSet,
+		ManagerSelector:  labels.SelectorFromSet(managerPodLabels),
+		MinFreeBytes:     gib,
+		MaxTries:         5,
+		InitialBackoff:   10 * time.Second,
+		MaxBackoff:       40 * time.Second,
+		AllowDelete:      true,
+		ReverifyPeriod:   10 * time.Minute,
+		BackfillWorkers:  4,
+	}
+}
+
+// fixture holds the objects of a test, in the style of sample-controller:
+// they go into the informer indexers (the informers are never started) and
+// into the fake clientsets; after each sync the objects the controller
+// writes (HostDefinitions, PersistentVolumes) are copied back from the fake
+// clientsets into the indexers, as the informers would.
+type fixture struct {
+	t   *testing.T
+	ctx context.Context
+	cfg Config
+
+	// Objects preloaded into the indexers and the fake clientsets.
+	nodes       []*v1.Node
+	pods        []*v1.Pod
+	daemonSets  []*appsv1.DaemonSet
+	classes     []*storagev1.StorageClass
+	definitions []*hostpathv1.HostDefinition
+	volumes     []*v1.PersistentVolume
+
+	// managers are the fake managers, by node.
+	managers map[string]*fakeManager
+
+	kube      *k8sfake.Clientset
+	client    *fake.Clientset
+	kubeInf   kubeinformers.SharedInformerFactory
+	hdInf     hdinformers.SharedInformerFactory
+	informers Informers
+	recorder  *record.FakeRecorder
+	clock     *clocktesting.FakeClock
+	metrics   *Metrics
+	c         *Controller
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	return &fixture{
+		t: t, ctx: ctx, cfg: testConfig(),
+		managers: map[string]*fakeManager{},
+		clock:    clocktesting.NewFakeClock(t0),
+	}
+}
+
+// newStandardFixture has the manager DaemonSet, the class "standard" of
+// the default pool, and node-1 with a Ready manager pod and a healthy
+// manager.
+func newStandardFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	f.daemonSets = append(f.daemonSets, managerDaemonSet())
+	f.classes = append(f.classes, newClass("standard", hostpathv1.DefaultProvisionerName, nil))
+	f.addNode(newNode("node-1"))
+	return f
+}
+
+// addNode adds a node with a Ready manager pod and a healthy fake manager.
+func (f *fixture) addNode(n *v1.Node) *fakeManager {
+	f.nodes = append(f.nodes, n)
+	f.pods = append(f.pods, managerPod(n.Name))
+	return f.addManager(n.Name)
+}
+
+// addManager gives node a healthy fake manager.
+func (f *fixture) addManager(node string) *fakeManager {
+	m := newFakeManager(node)
+	f.managers[node] = m
+	return m
+}
+
+// newController builds the clientsets, the informers (never started) and
+// the controller.
+func (f *fixture) newController() *Controller {
+	f.t.Helper()
+	var kubeObjects, hdObjects []runtime.Object
+	for _, o := range f.nodes {
+		kubeObjects = append(kubeObjects, o)
+	}
+	for _, o := range f.pods {
+		kubeObjects = append(kubeObjects, o)
+	}
+	for _, o := range f.daemonSets {
+		kubeObjects = append(kubeObjects, o)
+	}
+	for _, o := range f.classes {
+		kubeObjects = append(kubeObjects, o)
+	}
+	for _, o := range f.volumes {
+		kubeObjects = append(kubeObjects, o)
+	}
+	for _, o := range f.definitions {
+		hdObjects = append(hdObjects, o)
+	}
+	f.kube = k8sfake.NewClientset(kubeObjects...)
+	f.client = fake.NewSimpleClientset(hdObjects...)
+	f.kubeInf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
+	f.hdInf = hdinformers.NewSharedInformerFactory(f.client, 0)
+	f.informers = Informers{
+		Nodes:       f.kubeInf.Core().V1().Nodes().Informer(),
+		Pods:        f.kubeInf.Core().V1().Pods().Informer(),
+		DaemonSets:  f.kubeInf.Apps().V1().DaemonSets().Informer(),
+		Classes:     f.kubeInf.Storage().V1().StorageClasses().Informer(),
+		Definitions: f.hdInf.Hostpath().V1().HostDefinitions().Informer(),
+		Volumes:     f.kubeInf.Core().V1().PersistentVolumes().Informer(),
+		Namespace:   testNamespace,
+	}
+	add := func(inf cache.SharedIndexInformer, obj runtime.Object) {
+		if err := inf.GetIndexer().Add(obj.DeepCopyObject()); err != nil {
+			f.t.Fatalf("add to the indexer: %v", err)
+		}
+	}
+	for _, o := range f.nodes {
+		add(f.informers.Nodes, o)
+	}
+	for _, o := range f.pods {
+		add(f.informers.Pods, o)
+	}
+	for _, o := range f.daemonSets {
+		add(f.informers.DaemonSets, o)
+	}
+	for _, o := range f.classes {
+		add(f.informers.Classes, o)
+	}
+	for _, o := range f.volumes {
+		add(f.informers.Volumes, o)
+	}
+	for _, o := range f.definitions {
+		add(f.informers.Definitions, o)
+	}
+	f.recorder = record.NewFakeRecorder(100)
+	f.metrics = NewMetrics()
+	c, err := New(f.cfg, f.kube, f.client, f.informers, f.managerFor, f.recorder, f.clock, f.metrics)
+	if err != nil {
+		f.t.Fatalf("New: %v", err)
+	}
+	f.t.Cleanup(c.queue.ShutDown)
+	f.c = c
+	return c
+}
+
+// managerFor is the controller's ManagerFor: the fake manager of the pod's
+// node.
+func (f *fixture) managerFor(pod *v1.Pod) (Manager, error) {
+	m, ok := f.managers[pod.Spec.NodeName]
+	if !ok {
+		return nil, fmt.Errorf("no fake manager for node %q", pod.Spec.NodeName)
+	}
+	return m, nil
+}
+
+// result is what one sync did.
+type result struct {
+	err error
+	// actions are the writes to both clientsets, as "verb resource[/subresource] name".
+	actions []string
+	// events are the recorded events, as "Type Reason message".
+	events []string
+	// calls are the manager calls, by node.
+	calls map[string][]string
+}
+
+// run syncs key once, as a worker would, and fails the test on an error.
+func (f *fixture) run(key Key) result {
+	f.t.Helper()
+	r := f.runErr(key)
+	if r.err != nil {
+		f.t.Fatalf("Sync(%s): %v", key, r.err)
+	}
+	return r
+}
+
+// runErr syncs key once and returns what it did.
+func (f *fixture) runErr(key Key) result {
+	f.t.Helper()
+	if f.c == nil {
+		f.newController()
+	}
+	f.kube.ClearActions()
+	f.client.ClearActions()
+	f.drainEvents()
+	for _, m := range f.managers {
+		m.takeCalls()
+	}
+	err := f.c.Sync(f.ctx, key)
+	r := result{err: err, actions: describeActions(append(f.client.Actions(), f.kube.Actions()...)), events: f.drainEvents(),
+		calls: map[string][]string{}}
+	for node, m := range f.managers {
+		if calls := m.takeCalls(); len(calls) > 0 {
+			r.calls[node] = calls
+		}
+	}
+	f.refresh()
+	return r
+}
+
+// drainEvents takes the recorded events.
+func (f *fixture) drainEvents() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// refresh copies the HostDefinitions and PersistentVolumes of the fake
+// clientsets into the indexers, as their informers would.
+func (f *fixture) refresh() {
+	f.t.Helper()
+	replace := func(inf cache.SharedIndexInformer, list runtime.Object) {
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			f.t.Fatalf("extract a list: %v", err)
+		}
+		objs := make([]any, len(items))
+		for i := range items {
+			objs[i] = items[i]
+		}
+		if err := inf.GetIndexer().Replace(objs, ""); err != nil {
+			f.t.Fatalf("replace the indexer: %v", err)
+		}
+	}
+	defs, err := f.client.Tracker().List(definitionsGVR, definitionGVK, "")
+	if err != nil {
+		f.t.Fatalf("list HostDefinitions: %v", err)
+	}
+	replace(f.informers.Definitions, defs)
+	pvs, err := f.kube.Tracker().List(volumesGVR, volumeGVK, "")
+	if err != nil {
+		f.t.Fatalf("list PersistentVolumes: %v", err)
+	}
+	replace(f.informers.Volumes, pvs)
+}
+
+// describeActions renders the write actions.
+func describeActions(actions []core.Action) []string {
+	var out []string
+	for _, a := range actions {
+		res := a.GetResource().Resource
+		if sub := a.GetSubresource(); sub != "" {
+			res += "/" + sub
+		}
+		name := ""
+		switch a := a.(type) {
+		case core.CreateActionImpl:
+			if m, err := meta.Accessor(a.GetObject()); err == nil {
+				name = m.GetName()
+			}
+		case core.UpdateActionImpl:
+			if m, err := meta.Accessor(a.GetObject()); err == nil {
+				name = m.GetName()
+			}
+		case core.DeleteActionImpl:
+			name = a.GetName()
+		case core.PatchActionImpl:
+			name = a.GetName()
+		default:
+			continue // get, list, watch
+		}
+		out = append(out, a.GetVerb()+" "+res+" "+name)
+	}
+	return out
+}
+
+// definition returns the HostDefinition in the fake clientset, or nil.
+func (f *fixture) definition(name string) *hostpathv1.HostDefinition {
+	f.t.Helper()
+	obj, err := f.client.Tracker().Get(definitionsGVR, "", name)
+	if err != nil {
+		return nil
+	}
+	return obj.(*hostpathv1.HostDefinition)
+}
+
+// mustDefinition returns the HostDefinition in the fake clientset.
+func (f *fixture) mustDefinition(name string) *hostpathv1.HostDefinition {
+	f.t.Helper()
+	def := f.definition(name)
+	if def == nil {
+		f.t.Fatalf("HostDefinition %s does not exist", name)
+	}
+	return def
+}
+
+// volume returns the PersistentVolume in the fake clientset.
+func (f *fixture) volume(name string) *v1.PersistentVolume {
+	f.t.Helper()
+	obj, err := f.kube.Tracker().Get(volumesGVR, "", name)
+	if err != nil {
+		f.t.Fatalf("get PersistentVolume %s: %v", name, err)
+	}
+	return obj.(*v1.PersistentVolume)
+}
+
+// updateDefinition changes a HostDefinition as a user would.
+func (f *fixture) updateDefinition(name string, change func(*hostpathv1.HostDefinition)) {
+	f.t.Helper()
+	def := f.mustDefinition(name).DeepCopy()
+	change(def)
+	if err := f.client.Tracker().Update(definitionsGVR, def, ""); err != nil {
+		f.t.Fatalf("update HostDefinition %s: %v", name, err)
+	}
+	f.refresh()
+}
+
+// setObject puts obj into the fake clientset and the indexer of inf
+// (creating or replacing it).
+func (f *fixture) setObject(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer, obj runtime.Object) {
+	f.t.Helper()
+	m, _ := meta.Accessor(obj)
+	if _, err := f.kube.Tracker().Get(gvr, m.GetNamespace(), m.GetName()); err == nil {
+		err = f.kube.Tracker().Update(gvr, obj, m.GetNamespace())
+		if err != nil {
+			f.t.Fatalf("update %s %s: %v", gvr.Resource, m.GetName(), err)
+		}
+	} else if err := f.kube.Tracker().Add(obj); err != nil {
+		f.t.Fatalf("add %s %s: %v", gvr.Resource, m.GetName(), err)
+	}
+	if err := inf.GetIndexer().Update(obj.DeepCopyObject()); err != nil {
+		f.t.Fatalf("update the indexer: %v", err)
+	}
+}
+
+// deleteObject removes obj from the fake clientset and the indexer of inf.
+func (f *fixture) deleteObject(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer, obj runtime.Object) {
+	f.t.Helper()
+	m, _ := meta.Accessor(obj)
+	if err := f.kube.Tracker().Delete(gvr, m.GetNamespace(), m.GetName()); err != nil {
+		f.t.Fatalf("delete %s %s: %v", gvr.Resource, m.GetName(), err)
+	}
+	if err := inf.GetIndexer().Delete(obj); err != nil {
+		f.t.Fatalf("delete from the indexer: %v", err)
+	}
+}
+
+// getNode returns a copy of a node from the indexer.
+func (f *fixture) getNode(name string) *v1.Node {
+	f.t.Helper()
+	obj, ok, err := f.informers.Nodes.GetIndexer().GetByKey(name)
+	if err != nil || !ok {
+		f.t.Fatalf("node %s is not in the indexer (%v)", name, err)
+	}
+	return obj.(*v1.Node).DeepCopy()
+}
+
+// updateNode changes a node.
+func (f *fixture) updateNode(name string, change func(*v1.Node)) {
+	f.t.Helper()
+	n := f.getNode(name)
+	change(n)
+	f.setObject(nodesGVR, f.informers.Nodes, n)
+}
+
+// deleteNode deletes a node.
+func (f *fixture) deleteNode(name string) {
+	f.t.Helper()
+	f.deleteObject(nodesGVR, f.informers.Nodes, f.getNode(name))
+}
+
+// getPod returns a copy of the manager pod of node from the indexer.
+func (f *fixture) getPod(node string) *v1.Pod {
+	f.t.Helper()
+	obj, ok, err := f.informers.Pods.GetIndexer().GetByKey(testNamespace + "/" + managerPodName(node))
+	if err != nil || !ok {
+		f.t.Fatalf("the manager pod of node %s is not in the indexer (%v)", node, err)
+	}
+	return obj.(*v1.Pod).DeepCopy()
+}
+
+// updatePod changes the manager pod of node.
+func (f *fixture) updatePod(node string, change func(*v1.Pod)) {
+	f.t.Helper()
+	p := f.getPod(node)
+	change(p)
+	f.setObject(podsGVR, f.informers.Pods, p)
+}
+
+// deletePod deletes the manager pod of node.
+func (f *fixture) deletePod(node string) {
+	f.t.Helper()
+	f.deleteObject(podsGVR, f.informers.Pods, f.getPod(node))
+}
+
+// deleteClass deletes a StorageClass.
+func (f *fixture) deleteClass(name string) {
+	f.t.Helper()
+	obj, ok, err := f.informers.Classes.GetIndexer().GetByKey(name)
+	if err != nil || !ok {
+		f.t.Fatalf("class %s is not in the indexer (%v)", name, err)
+	}
+	f.deleteObject(classesGVR, f.informers.Classes, obj.(runtime.Object))
+}
+
+// expectActions compares the write actions of a sync.
+func expectActions(t *testing.T, r result, want ...string) {
+	t.Helper()
+	if !slices.Equal(r.actions, want) {
+		t.Errorf("actions:\n  got  %q\n  want %q", r.actions, want)
+	}
+}
+
+// expectEvents compares the events of a sync by type and reason
+// ("Normal Defined").
+func expectEvents(t *testing.T, r result, want ...string) {
+	t.Helper()
+	var got []string
+	for _, e := range r.events {
+		f := strings.SplitN(e, " ", 3)
+		got = append(got, strings.Join(f[:min(len(f), 2)], " "))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n  got  %q\n  want %q", r.events, want)
+	}
+}
+
+// event returns the event of reason, failing the test when there is none.
+func event(t *testing.T, r result, reason string) string {
+	t.Helper()
+	for _, e := range r.events {
+		if f := strings.SplitN(e, " ", 3); len(f) == 3 && f[1] == reason {
+			return f[2]
+		}
+	}
+	t.Fatalf("no %s event in %q", reason, r.events)
+	return ""
+}
+
+// expectCalls compares the manager calls of a sync on node.
+func expectCalls(t *testing.T, r result, node string, want ...string) {
+	t.Helper()
+	if got := r.calls[node]; !slices.Equal(got, want) {
+		t.Errorf("calls to the manager of %s:\n  got  %q\n  want %q", node, got, want)
+	}
+}
+
+// expectNoCalls checks that a sync asked no manager anything.
+func expectNoCalls(t *testing.T, r result) {
+	t.Helper()
+	if len(r.calls) > 0 {
+		t.Errorf("manager calls: got %q, want none", r.calls)
+	}
+}
+
+// condition returns a definition's condition of type typ, or nil.
+func condition(def *hostpathv1.HostDefinition, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(def.Status.Conditions, typ)
+}
+
+// expectCondition checks a definition's condition.
+func expectCondition(t *testing.T, def *hostpathv1.HostDefinition, typ string, status metav1.ConditionStatus, reason string, message ...string) {
+	t.Helper()
+	c := condition(def, typ)
+	if c == nil {
+		t.Errorf("%s: no condition %s in %+v", def.Name, typ, def.Status.Conditions)
+		return
+	}
+	if c.Status != status || c.Reason != reason {
+		t.Errorf("%s: condition %s = %s/%s (%s), want %s/%s", def.Name, typ, c.Status, c.Reason, c.Message, status, reason)
+	}
+	for _, m := range message {
+		if !strings.Contains(c.Message, m) {
+			t.Errorf("%s: condition %s message %q does not contain %q", def.Name, typ, c.Message, m)
+		}
+	}
+}
+
+// expectTime compares an optional time.
+func expectTime(t *testing.T, what string, got *metav1.Time, want time.Time) {
+	t.Helper()
+	switch {
+	case want.IsZero() && got != nil:
+		t.Errorf("%s = %v, want none", what, got.Time)
+	case !want.IsZero() && got == nil:
+		t.Errorf("%s = none, want %v", what, want)
+	case !want.IsZero() && !got.Time.Equal(want):
+		t.Errorf("%s = %v, want %v", what, got.Time, want)
+	}
+}
+
+// expectPhase checks a definition's phase and tries.
+func expectPhase(t *testing.T, def *hostpathv1.HostDefinition, phase hostpathv1.Phase, tries int32) {
+	t.Helper()
+	if def.Status.Phase != phase || def.Status.Tries != tries {
+		t.Errorf("%s: phase %q, tries %d; want %q, %d (conditions %+v)", def.Name, def.Status.Phase, def.Status.Tries, phase, tries, def.Status.Conditions)
+	}
+}
+
+// managerDaemonSet builds the DaemonSet of manifests/manager/daemonset.yaml
+// as far as placement goes: required node affinity hostpath.dev/manager
+// NotIn [false] and a toleration of control-plane:NoSchedule.
+func managerDaemonSet() *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: testDaemonSet, Namespace: testNamespace},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: managerPodLabels},
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: managerPodLabels},
+				Spec: v1.PodSpec{
+					Affinity: &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+						RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+							NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{
+								{Key: managerLabel, Operator: v1.NodeSelectorOpNotIn, Values: []string{"false"}},
+							}}},
+						},
+					}},
+					Tolerations: []v1.Toleration{
+						{Key: "node-role.kubernetes.io/control-plane", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule},
+					},
+					Containers: []v1.Container{{Name: "manager", Image: "hostpath.dev/manager:dev"}},
+				},
+			},
+		},
+	}
+}
+
+// newNode is a Ready, schedulable worker node.
+func newNode(name string) *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+		}},
+		Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}},
+	}
+}
+
+func managerPodName(node string) string { return "hostpath-manager-" + node }
+
+// managerPodUID is the UID of the manager pod managerPod makes.
+func managerPodUID(node string) types.UID { return types.UID("uid-" + managerPodName(node)) }
+
+// managerPod is a Ready manager pod on node.
+func managerPod(node string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: managerPodName(node), Namespace: testNamespace, UID: managerPodUID(node), Labels: managerPodLabels,
+		},
+		Spec: v1.PodSpec{NodeName: node},
+		Status: v1.PodStatus{
+			Phase: v1.PodRunning, PodIP: "10.0.0.1",
+			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
+		},
+	}
+}
+
+// newClass is a StorageClass.
+func newClass(name, provisioner string, params map[string]string) *storagev1.StorageClass {
+	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner, Parameters: params}
+}
+
+// readyDefinition is the Ready definition of (node, pool) a healthy
+// manager of node gives, last tried at t0.
+func readyDefinition(node, pool string, created time.Time) *hostpathv1.HostDefinition {
+	tried := metav1.NewTime(t0)
+	return &hostpathv1.HostDefinition{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: hostpathv1.Name(node, pool), UID: types.UID("uid-" + hostpathv1.Name(node, pool)),
+			CreationTimestamp: metav1.NewTime(created),
+		},
+		Spec: hostpathv1.HostDefinitionSpec{NodeName: node, Pool: pool},
+		Status: hostpathv1.HostDefinitionStatus{
+			Phase:       hostpathv1.PhaseReady,
+			LastTryTime: &tried, DefinedTime: &tried,
+			Conditions: []metav1.Condition{{
+				Type: hostpathv1.ConditionDefined, Status: metav1.ConditionTrue, Reason: ReasonDefined,
+				Message: "defined", LastTransitionTime: tried,
+			}},
+			ManagerPod: managerPodName(node), ManagerPodUID: managerPodUID(node),
+			HostID: "host-" + node, MachineID: "machine-" + node, BootID: "boot-1",
+			PoolPath: "/var/hostpath/" + pool, CapacityBytes: 100 * gib, FreeBytes: 50 * gib, MinFreeBytes: gib,
+		},
+	}
+}
+
+// multihostPV is a multihost PV of pool, with its directory on nodes and
+// to be given to pending.
+func multihostPV(name, class, pool string, nodes, pending []string, reclaim v1.PersistentVolumeReclaimPolicy) *v1.PersistentVolume {
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "7", Annotations: map[string]string{
+			hostpathv1.AnnotationProvisionedBy: hostpathv1.DefaultProvisionerName,
+			hostpathv1.AnnotationMode:          hostpathv1.ModeMultihost,
+			hostpathv1.AnnotationPool:          pool,
+			hostpathv1.AnnotationDirectory:     "dir-" + name,
+			hostpathv1.AnnotationNodes:         hostpathv1.JoinNodes(nodes),
+		}},
+		Spec: v1.PersistentVolumeSpec{
+			StorageClassName:              class,
+			PersistentVolumeReclaimPolicy: reclaim,
+			PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{
+				Path: "/var/hostpath/" + pool + "/dir-" + name,
+			}},
+		},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound},
+	}
+	if len(pending) > 0 {
+		pv.Annotations[hostpathv1.AnnotationPendingNodes] = hostpathv1.JoinNodes(pending)
+	}
+	return pv
+}
+
+// fakeManager is a programmable Manager that records its calls; backfill
+// calls CreateVolume from several goroutines.
+type fakeManager struct {
+	mu sync.Mutex
+
+	host    client.Host
+	hostErr error
+	// pool is what PreparePool answers (its Name and Path are set from the
+	// pool asked for).
+	pool    client.Pool
+	poolErr error
+	// volumes are the volume directories, by pool.
+	volumes   map[string][]client.Volume
+	listErr   error
+	createErr map[string]error // by directory
+
+	calls   []string
+	creates []createCall
+}
+
+// createCall is one CreateVolume call.
+type createCall struct {
+	pool, name string
+	req        client.CreateVolumeRequest
+}
+
+func newFakeManager(node string) *fakeManager {
+	return &fakeManager{
+		host:      client.Host{NodeName: node, HostID: "host-" + node, MachineID: "machine-" + node, BootID: "boot-1"},
+		pool:      client.Pool{CapacityBytes: 100 * gib, FreeBytes: 50 * gib},
+		volumes:   map[string][]client.Volume{},
+		createErr: map[string]error{},
+	}
+}
+
+// set changes the manager's answers under its lock.
+func (m *fakeManager) set(change func(m *fakeManager)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	change(m)
+}
+
+func (m *fakeManager) record(call string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, call)
+}
+
+// takeCalls returns and forgets the calls made, with the CreateVolume calls
+// (made in parallel, and always last in a try) sorted at the end.
+func (m *fakeManager) takeCalls() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out, creates []string
+	for _, c := range m.calls {
+		if strings.HasPrefix(c, "CreateVolume ") {
+			creates = append(creates, c)
+		} else {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(creates)
+	m.calls = nil
+	return append(out, creates...)
+}
+
+// takeCreates returns and forgets the CreateVolume calls, sorted by name.
+func (m *fakeManager) takeCreates() []createCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := m.creates
+	m.creates = nil
+	slices.SortFunc(out, func(a, b createCall) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+func (m *fakeManager) Host(context.Context) (*client.Host, error) {
+	m.record("Host")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hostErr != nil {
+		return nil, m.hostErr
+	}
+	h := m.host
+	return &h, nil
+}
+
+func (m *fakeManager) PreparePool(_ context.Context, pool string) (*client.Pool, error) {
+	m.record("PreparePool " + pool)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.poolErr != nil {
+		return nil, m.poolErr
+	}
+	p := m.pool
+	p.Name, p.Path = pool, "/var/hostpath/"+pool
+	return &p, nil
+}
+
+func (m *fakeManager) ListVolumes(_ context.Context, pool string) (*client.VolumeList, error) {
+	m.record("ListVolumes " + pool)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.listErr != nil {
+		return nil, m.listErr
+	}
+	return &client.VolumeList{Items: slices.Clone(m.volumes[pool])}, nil
+}
+
+func (m *fakeManager) CreateVolume(_ context.Context, pool, name string, req client.CreateVolumeRequest) (*client.Volume, error) {
+	m.record("CreateVolume " + pool + "/" + name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.creates = append(m.creates, createCall{pool: pool, name: name, req: req})
+	if err := m.createErr[name]; err != nil {
+		return nil, err
+	}
+	v := client.Volume{Name: name, Pool: pool, Path: "/var/hostpath/" + pool + "/" + name, Mode: req.Mode,
+		Owner: req.Owner, ReclaimPolicy: req.ReclaimPolicy}
+	m.volumes[pool] = append(m.volumes[pool], v)
+	return &v, nil
+}
+
+func (m *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
+	m.record("SetOwner " + pool + "/" + name + " " + req.Owner)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, v := range m.volumes[pool] {
+		if v.Name == name {
+			if v.Owner != req.Previous {
+				return nil, client.Errorf(client.ReasonOwnerConflict, "owned by %s", v.Owner)
+			}
+			m.volumes[pool][i].Owner = req.Owner
+			v.Owner = req.Owner
+			return &v, nil
+		}
+	}
+	return nil, client.Errorf(client.ReasonNotFound, "no volume %s", name)
+}
+
+var _ Manager = (*fakeManager)(nil)
