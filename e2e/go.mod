@@ -52,6 +52,7 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
+	hostpath.dev/hostdefiner v0.0.0
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	sigs.k8s.io/json v0.0.0-20241014173422-cfa47c3a1cc8 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
@@ -60,3 +61,5 @@ require (
 )
 
 replace hostpath.dev/manager => ../manager
+
+replace hostpath.dev/hostdefiner => ../hostdefiner

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hostpath.dev/e2e/framework"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 const (
@@ -26,8 +27,9 @@ const (
 	classShared = "hostpath-shared"
 	// annPVNodes lists the nodes that hold a multihost directory.
 	annPVNodes = "hostpath.dev/nodes"
-	// annPVPendingNodes lists the nodes that should hold it but had no
-	// Ready manager when it was made.
+	// annPVPendingNodes lists the nodes that were being defined (or whose
+	// manager was not Ready) when it was made: the host definer gives them
+	// the directory later.
 	annPVPendingNodes = "hostpath.dev/pending-nodes"
 	// managerSelector selects the manager pods.
 	managerSelector = "app.kubernetes.io/name=hostpath-manager"
@@ -84,7 +86,7 @@ func (e *provEnv) checkMultihostPV(t *testing.T, pvc *corev1.PersistentVolumeCla
 // node's files; deleting the claim removes the directory on every node.
 func TestMultihostDaemonSet(t *testing.T) {
 	ctx := t.Context()
-	e := setupProvisioner(ctx, t)
+	e := setupMultihost(ctx, t)
 	pvc := e.claim(ctx, t, "shared", classShared, "1Mi", corev1.ReadWriteMany, nil)
 	pvc, pv := e.waitBound(ctx, t, pvc.Name)
 	e.checkMultihostPV(t, pvc, pv)
@@ -150,7 +152,7 @@ func (e *provEnv) waitGoneEverywhere(ctx context.Context, t *testing.T, pv *core
 // with its data, and the PV is Released.
 func TestMultihostRetain(t *testing.T) {
 	ctx := t.Context()
-	e := setupProvisioner(ctx, t)
+	e := setupMultihost(ctx, t)
 	class := e.storageClassWithPolicy(ctx, t, "shared-retain", storagev1.VolumeBindingImmediate, corev1.PersistentVolumeReclaimRetain, map[string]string{"mode": "multihost"})
 
 	pvc := e.claim(ctx, t, "kept", class, "1Mi", corev1.ReadWriteMany, nil)
@@ -214,14 +216,26 @@ func (e *provEnv) setNoManager(ctx context.Context, t *testing.T, node string, o
 	})
 }
 
-// TestMultihostNodeWithoutManager: a node whose manager is kept off during
-// the create is named on the claim (Warning NodesPending) and in the PV's
-// hostpath.dev/pending-nodes; the volume is made on the other nodes; once the
-// node's manager is back, the node gets the directory (backfill); deleting
-// the claim removes every copy.
+// setupMultihost is setupHostDefiner once every real node has a Ready
+// definition of the default pool: the nodes a multihost claim goes to.
+func setupMultihost(ctx context.Context, t *testing.T) *hdEnv {
+	t.Helper()
+	e := setupHostDefiner(ctx, t)
+	for _, node := range e.nodes {
+		e.waitPhase(ctx, t, node, "default", hostpathv1.PhaseReady)
+	}
+	return e
+}
+
+// TestMultihostNodeWithoutManager: a node whose manager is kept off leaves
+// the pool (its HostDefinition is deleted), so a multihost claim made
+// meanwhile gets directories on the other nodes only, with no pending node;
+// once the node's manager is back the host definer defines it again, gives
+// it the directory (backfill) and records it in the PV; deleting the claim
+// removes every copy.
 func TestMultihostNodeWithoutManager(t *testing.T) {
 	ctx := t.Context()
-	e := setupProvisioner(ctx, t)
+	e := setupHostDefiner(ctx, t)
 	here, away := e.nodes[0], e.nodes[1]
 	e.setNoManager(ctx, t, away, true)
 	t.Cleanup(func() {
@@ -229,6 +243,7 @@ func TestMultihostNodeWithoutManager(t *testing.T) {
 		defer cancel()
 		e.setNoManager(cctx, t, away, false)
 	})
+	e.waitGone(ctx, t, away, "default")
 
 	pvc := e.claim(ctx, t, "while-away", classShared, "1Mi", corev1.ReadWriteMany, nil)
 	_, pv := e.waitBound(ctx, t, pvc.Name)
@@ -236,11 +251,9 @@ func TestMultihostNodeWithoutManager(t *testing.T) {
 	if got, want := pv.Annotations[annPVNodes], strings.Join(others, ","); got != want {
 		t.Errorf("PV %s annotation %s = %q, want %q", pv.Name, annPVNodes, got, want)
 	}
-	if got := pv.Annotations[annPVPendingNodes]; got != away {
-		t.Errorf("PV %s annotation %s = %q, want %q", pv.Name, annPVPendingNodes, got, away)
+	if got, ok := pv.Annotations[annPVPendingNodes]; ok {
+		t.Errorf("PV %s annotation %s = %q, want none (the node left)", pv.Name, annPVPendingNodes, got)
 	}
-	ev := e.waitEvent(ctx, t, pvc.Name, corev1.EventTypeWarning, "NodesPending", fmt.Sprintf("%q", away))
-	t.Logf("Event: %s", ev.Message)
 	if _, err := os.Stat(e.nodePath(t, here, pv)); err != nil {
 		t.Errorf("Directory on %s: %v", here, err)
 	}
@@ -249,12 +262,19 @@ func TestMultihostNodeWithoutManager(t *testing.T) {
 	}
 
 	e.setNoManager(ctx, t, away, false)
-	framework.WaitFor(ctx, t, provisionTimeout, "the directory on "+away+" once its manager is back", func(ctx context.Context) (bool, error) {
-		info, err := os.Stat(e.nodePath(t, away, pv))
+	e.waitPhase(ctx, t, away, "default", hostpathv1.PhaseReady)
+	if info, err := os.Stat(e.nodePath(t, away, pv)); err != nil || !info.IsDir() {
+		t.Errorf("Directory on %s once its manager is back: %v", away, err)
+	}
+	framework.WaitFor(ctx, t, provisionTimeout, "PV "+pv.Name+" to list "+away, func(ctx context.Context) (bool, error) {
+		got, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		return info.IsDir(), nil
+		if want := strings.Join(e.nodes, ","); got.Annotations[annPVNodes] != want {
+			return false, fmt.Errorf("%s = %q, want %q", annPVNodes, got.Annotations[annPVNodes], want)
+		}
+		return true, nil
 	})
 	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
 	e.waitGoneEverywhere(ctx, t, pv)

@@ -26,11 +26,14 @@ const (
 	PoolPath = "/var/hpvolumes"
 	// StatePath is the manager's state directory on a node.
 	StatePath = "/var/lib/hostpath"
+	// PoolRootPath is the managers' --pool-root: pools named only by a
+	// StorageClass live below it.
+	PoolRootPath = "/var/hppools"
 )
 
 // nodeFolders maps each host path a node has its own copy of to the folder
 // of .cluster/nodes/<node> that holds it (scripts/cluster-lib.sh, NODE_BINDS).
-var nodeFolders = map[string]string{PoolPath: "hpvolumes", StatePath: "state"}
+var nodeFolders = map[string]string{PoolPath: "hpvolumes", StatePath: "state", PoolRootPath: "hppools"}
 
 // RealNodes returns the names of the nodes without FakeNodeLabel=true,
 // sorted; none is not an error.
@@ -47,9 +50,10 @@ func RealNodes(ctx context.Context, client kubernetes.Interface) ([]string, erro
 	return names, nil
 }
 
-// NodeDir maps hostPath, a path under PoolPath or StatePath on node, to where
-// that node's copy is on this machine, below nodesDir (.cluster/nodes):
-// nodesDir/<node>/hpvolumes/... or nodesDir/<node>/state/....
+// NodeDir maps hostPath, a path under PoolPath, StatePath or PoolRootPath on
+// node, to where that node's copy is on this machine, below nodesDir
+// (.cluster/nodes): nodesDir/<node>/hpvolumes/..., .../state/... or
+// .../hppools/....
 func NodeDir(nodesDir, node, hostPath string) (string, error) {
 	clean := filepath.Clean(hostPath)
 	for base, folder := range nodeFolders {
@@ -60,5 +64,5 @@ func NodeDir(nodesDir, node, hostPath string) (string, error) {
 			return filepath.Join(nodesDir, node, folder, strings.TrimPrefix(clean, base)), nil
 		}
 	}
-	return "", fmt.Errorf("%s is not under %s or %s", hostPath, PoolPath, StatePath)
+	return "", fmt.Errorf("%s is not under %s, %s or %s", hostPath, PoolPath, StatePath, PoolRootPath)
 }
