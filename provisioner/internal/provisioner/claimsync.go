@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/manager/pkg/worker"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // ClaimSync is the part of an instance that writes for claims, apart from

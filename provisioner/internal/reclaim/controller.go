@@ -16,8 +16,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/manager/pkg/worker"
+	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // Config holds what a Controller depends on.
