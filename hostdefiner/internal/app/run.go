@@ -152,10 +152,7 @@ func (o *Options) controllerConfig() controller.Config {
 // managerFor calls a manager pod on its IP, with the token file and the
 // call timeout.
 func (o *Options) managerFor() controller.ManagerFor {
-	opts := []client.Option{client.WithTimeouts(o.ManagerTimeout, 0)}
-	if o.ManagerTokenFile != "" {
-		opts = append(opts, client.WithToken(client.FileToken(o.ManagerTokenFile)))
-	}
+	opts := client.CallerOptions(o.ManagerTokenFile, o.ManagerTimeout, 0)
 	return func(pod *v1.Pod) (controller.Manager, error) {
 		return client.New("http://"+net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(o.ManagerPort)), opts...)
 	}

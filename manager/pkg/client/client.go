@@ -83,6 +83,18 @@ func WithTimeouts(call, del time.Duration) Option {
 // WithToken sets where bearer tokens come from (default: none is sent).
 func WithToken(ts TokenSource) Option { return func(cl *Client) { cl.token = ts } }
 
+// CallerOptions are the options of a program that calls the managers: a
+// bearer token read from tokenFile at every call (none when it is empty),
+// and the time limits of a call and of a delete (WithTimeouts; zero keeps
+// the default).
+func CallerOptions(tokenFile string, callTimeout, deleteTimeout time.Duration) []Option {
+	opts := []Option{WithTimeouts(callTimeout, deleteTimeout)}
+	if tokenFile != "" {
+		opts = append(opts, WithToken(FileToken(tokenFile)))
+	}
+	return opts
+}
+
 // New returns a client for the manager at baseURL, e.g. "http://198.18.1.5:8080".
 func New(baseURL string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)

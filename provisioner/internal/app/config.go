@@ -21,6 +21,7 @@ import (
 	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
 	"hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
 	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions/hostpath.dev/v1"
+	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
@@ -180,7 +181,7 @@ func (i *Informers) start(ctx context.Context) (stop func(), err error) {
 // Ready manager pod of a node from the manager pod cache, and the targets of
 // a pool from the HostDefinition cache.
 func (o *Options) newResolver(inf *Informers) (*managers.Resolver, error) {
-	opts := managers.ClientOptions(o.ManagerTokenFile, o.ManagerTimeout, o.ManagerDeleteTimeout)
+	opts := client.CallerOptions(o.ManagerTokenFile, o.ManagerTimeout, o.ManagerDeleteTimeout)
 	if o.ManagerURL != "" {
 		return managers.NewStaticResolver(o.ManagerURL, opts...)
 	}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -35,18 +34,6 @@ func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("no Ready manager pod (selector %s) on node %q", e.Selector, e.Node)
 }
 
-// ClientOptions returns the options of every manager client: bearer tokens
-// read from tokenFile at every call (none when it is empty), and the time
-// limits of a call and of a delete (client.WithTimeouts; zero keeps the
-// client's default).
-func ClientOptions(tokenFile string, callTimeout, deleteTimeout time.Duration) []client.Option {
-	opts := []client.Option{client.WithTimeouts(callTimeout, deleteTimeout)}
-	if tokenFile != "" {
-		opts = append(opts, client.WithToken(client.FileToken(tokenFile)))
-	}
-	return opts
-}
-
 // Resolver returns a client for the manager of a node. It is safe for
 // concurrent use.
 type Resolver struct {
@@ -62,7 +49,7 @@ type Resolver struct {
 }
 
 // NewResolver returns a Resolver that finds manager pods matching selector
-// through pods and calls them on port, with opts (see ClientOptions) for
+// through pods and calls them on port, with opts (see client.CallerOptions) for
 // every client, and reads the nodes of a pool (Targets) from definitions,
 // the host definer's HostDefinitions.
 func NewResolver(pods corelisters.PodNamespaceLister, definitions hdlisters.HostDefinitionLister, selector labels.Selector, port int, opts ...client.Option) *Resolver {

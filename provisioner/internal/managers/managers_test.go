@@ -80,9 +80,10 @@ func TestResolver(t *testing.T) {
 	}
 }
 
-// TestClientOptions checks that manager clients send the token file's
-// current content and give up after the configured time limits, closing the
-// connection (the handler sees its request canceled).
+// TestClientOptions checks, through a Resolver, that manager clients made
+// with client.CallerOptions send the token file's current content and give
+// up after the configured time limits, closing the connection (the handler
+// sees its request canceled).
 func TestClientOptions(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/slow") {
@@ -99,7 +100,7 @@ func TestClientOptions(t *testing.T) {
 		}
 	}
 	writeToken("first")
-	r, err := NewStaticResolver(srv.URL, ClientOptions(tokenFile, 20*time.Millisecond, 40*time.Millisecond)...)
+	r, err := NewStaticResolver(srv.URL, client.CallerOptions(tokenFile, 20*time.Millisecond, 40*time.Millisecond)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,75 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     string
+		wantErr []string
+	}{
+		{name: "defaults with a namespace", env: "hostpath-system"},
+		{name: "no namespace", wantErr: []string{"--namespace (or POD_NAMESPACE) is required"}},
+		{name: "namespace by flag", args: []string{"--namespace=ns"}},
+		{name: "bad health address", env: "ns", args: []string{"--health-address=nowhere"}, wantErr: []string{"--health-address"}},
+		{name: "empty selector", env: "ns", args: []string{"--manager-selector="}, wantErr: []string{"--manager-selector"}},
+		{name: "bad selector", env: "ns", args: []string{"--manager-selector=a in (b"}, wantErr: []string{"--manager-selector"}},
+		{name: "zero tries", env: "ns", args: []string{"--max-tries=0"}, wantErr: []string{"--max-tries must be positive"}},
+		{name: "backoff order", env: "ns", args: []string{"--initial-backoff=1m", "--max-backoff=10s"}, wantErr: []string{"--max-backoff must be at least --initial-backoff"}},
+		{name: "negative minimum", env: "ns", args: []string{"--min-free-bytes=-1"}, wantErr: []string{"must not be negative"}},
+		{name: "lease order", env: "ns", args: []string{"--leader-elect-renew-deadline=20s"}, wantErr: []string{"want --leader-elect-lease-duration > --leader-elect-renew-deadline"}},
+		{name: "lease order ignored without election", env: "ns", args: []string{"--leader-elect=false", "--leader-elect-renew-deadline=20s"}},
+		{name: "empty provisioner name", env: "ns", args: []string{"--provisioner-name="}, wantErr: []string{"--provisioner-name must not be empty"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(EnvPodNamespace, tc.env)
+			o := NewOptions()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			if len(tc.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error with %q", tc.wantErr)
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Validate() = %v, want it to contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestControllerConfig(t *testing.T) {
+	t.Setenv(EnvPodNamespace, "ns")
+	o := NewOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--allow-delete=false", "--max-tries=3", "--initial-backoff=1s", "--max-backoff=4s", "--min-free-bytes=1024"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := o.controllerConfig()
+	if c.AllowDelete || c.MaxTries != 3 || c.InitialBackoff != time.Second || c.MaxBackoff != 4*time.Second || c.MinFreeBytes != 1024 ||
+		c.ManagerSelector.String() != "app.kubernetes.io/name=hostpath-manager" || c.ManagerDaemonSet != "hostpath-manager" {
+		t.Errorf("controllerConfig() = %+v", c)
+	}
+}
