@@ -63,17 +63,19 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 		klog.FromContext(ctx).Info("Backfilled a multihost directory", "pv", klog.KObj(m.pv), "directory", m.directory, "mode", req.Mode)
 	})
 	failed := errors.Join(errs...)
-	st.MultihostVolumes, st.BackfilledVolumes = 0, 0
+	st.MultihostVolumes = 0
 	for i := range vols {
 		if errs[i] == nil {
 			st.MultihostVolumes++
 		}
 	}
+	created := int32(0)
 	for _, j := range missing {
 		if errs[j] == nil {
-			st.BackfilledVolumes++
+			created++
 		}
 	}
+	st.BackfilledVolumes += created
 	if failed != nil {
 		n := len(vols) - int(st.MultihostVolumes)
 		return &tryError{reason: ReasonBackfillFailed, message: fmt.Sprintf(

@@ -56,9 +56,9 @@ func (c *Controller) defined(ctx context.Context, def *hostpathv1.HostDefinition
 	if was != hostpathv1.PhaseReady {
 		c.event(def, v1.EventTypeNormal, EventDefined, "%s", msg)
 	}
-	if st.BackfilledVolumes > 0 {
+	if created := st.BackfilledVolumes - def.Status.BackfilledVolumes; created > 0 {
 		c.event(def, v1.EventTypeNormal, EventBackfilled, "Created %d missing multihost directories of pool %s on node %s",
-			st.BackfilledVolumes, def.Spec.Pool, def.Spec.NodeName)
+			created, def.Spec.Pool, def.Spec.NodeName)
 	}
 	if c.cfg.ReverifyPeriod > 0 {
 		c.queue.AddAfter(keyOf(def), c.cfg.ReverifyPeriod)

@@ -147,8 +147,9 @@ type HostDefinitionStatus struct {
 	// directory the node holds.
 	// +optional
 	MultihostVolumes int32 `json:"multihostVolumes,omitempty"`
-	// BackfilledVolumes counts the multihost directories the last try
-	// created on the node (those it lacked).
+	// BackfilledVolumes counts the multihost directories the host definer
+	// has created on the node since the definition was made (those the node
+	// lacked).
 	// +optional
 	BackfilledVolumes int32 `json:"backfilledVolumes,omitempty"`
 }
