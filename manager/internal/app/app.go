@@ -1,9 +1,16 @@
-// Package app wires the manager's flags to its HTTP server in three steps:
+// Package app wires the manager's flags to its HTTP servers in three steps:
 // Options hold the flags and Validate checks them; Complete opens the
-// listener and builds what serves on it (the host identity, the disk Store,
-// the authorizer with its per-address limits, the HTTP server) into a
-// Config; Config.Run serves until its context ends, then shuts down
-// gracefully. Options.Run does all three for component.Main.
+// listeners and builds what serves on them (the host identity, the disk
+// Store, the authorizer with its per-address limits, the serving
+// certificate's Manager, the HTTP servers) into a Config; Config.Run gets
+// the serving certificate and serves until its context ends, then shuts
+// down gracefully. Options.Run does all three for component.Main.
+//
+// Two listeners: /v1 over HTTPS on --listen-address, with the certificate
+// the certs package gets from the cluster (TLS handshakes fail until it
+// has one), and /healthz, /readyz (ready once /v1 is served) and /metrics
+// in plain HTTP on --health-address. With --insecure-skip-auth, /v1 is
+// plain HTTP and no certificate is requested.
 package app
 
 import (
@@ -14,12 +21,15 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/internal/auth"
+	"hostpath.dev/manager/internal/certs"
 	"hostpath.dev/manager/internal/disk"
 	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/internal/server"
+	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
 )
 
@@ -32,18 +42,24 @@ const userAgent = "hostpath-manager"
 // Config is the manager that Complete built from valid Options, ready to
 // serve.
 type Config struct {
-	// listener is where the API is served.
-	listener net.Listener
-	// server serves the API on the listener; Run sets its BaseContext.
-	server *http.Server
+	// listener is where /v1 is served, healthListener where the probes
+	// and metrics are.
+	listener, healthListener net.Listener
+	// server serves /v1 on the listener, health the probes and metrics;
+	// Run sets their BaseContext.
+	server, health *http.Server
+	// certs gets and renews the serving certificate; nil with
+	// --insecure-skip-auth (plain HTTP).
+	certs *certs.Manager
 	// shutdownTimeout bounds the graceful shutdown.
 	shutdownTimeout time.Duration
-	// nodeName, poolNames, poolRoot and hostID say at start what is
-	// served.
+	// nodeName, poolNames, poolRoot, hostID and tlsDir say at start what
+	// is served.
 	nodeName  string
 	poolNames []string
 	poolRoot  string
 	hostID    string
+	tlsDir    string
 }
 
 // Run builds the manager (Complete) and serves it until ctx ends. o must
@@ -56,24 +72,31 @@ func (o *Options) Run(ctx context.Context) error {
 	return cfg.Run(ctx)
 }
 
-// Complete opens the listener on o.ListenAddress and builds what serves on
-// it. o must have passed Validate.
+// Complete opens the listeners on o.ListenAddress and o.HealthAddress and
+// builds what serves on them. o must have passed Validate.
 func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	ln, err := net.Listen("tcp", o.ListenAddress)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", o.ListenAddress, err)
 	}
-	cfg, err := o.completeOn(ctx, ln)
+	healthLn, err := net.Listen("tcp", o.HealthAddress)
 	if err != nil {
 		_ = ln.Close()
+		return nil, fmt.Errorf("listen on %s for health and metrics: %w", o.HealthAddress, err)
+	}
+	cfg, err := o.completeOn(ctx, ln, healthLn)
+	if err != nil {
+		_ = ln.Close()
+		_ = healthLn.Close()
 		return nil, err
 	}
 	return cfg, nil
 }
 
-// completeOn builds the manager that serves on ln: the host identity, the
-// disk Store on the pools Validate parsed, the authorizer and the server.
-func (o *Options) completeOn(ctx context.Context, ln net.Listener) (*Config, error) {
+// completeOn builds the manager that serves /v1 on ln and the probes on
+// healthLn: the host identity, the disk Store on the pools Validate parsed,
+// the API client, the authorizer, the certificate Manager and the servers.
+func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*Config, error) {
 	if o.pools == nil {
 		return nil, errors.New("the options have not been validated")
 	}
@@ -85,71 +108,147 @@ func (o *Options) completeOn(ctx context.Context, ln net.Listener) (*Config, err
 	if err != nil {
 		return nil, fmt.Errorf("set up storage: %w", err)
 	}
+	cs, err := o.kubeClient(ctx)
+	if err != nil {
+		return nil, err
+	}
 	limits := auth.NewPerAddress(o.Limits)
-	authorizer, err := o.authorizer(ctx, limits)
+	scfg := server.Config{NodeName: o.NodeName, Backend: store, Authorizer: o.authorizer(cs, limits), Limits: limits, MaxBodyBytes: o.MaxBodyBytes}
+	var cm *certs.Manager
+	if cs != nil {
+		if cm, err = certs.New(certs.Config{NodeName: o.NodeName, Dir: o.tlsDir(), Client: cs, Lifetime: o.CertificateLifetime}); err != nil {
+			return nil, err
+		}
+		scfg.Ready, scfg.Certificate = readiness(cm), cm.Status
+	}
+	handler, err := server.New(scfg)
 	if err != nil {
 		return nil, err
 	}
-	handler, err := server.New(server.Config{NodeName: o.NodeName, Backend: store, Authorizer: authorizer, Limits: limits, MaxBodyBytes: o.MaxBodyBytes})
-	if err != nil {
-		return nil, err
+	cfg := &Config{
+		listener: ln, healthListener: healthLn,
+		server: o.httpServer(handler), health: &http.Server{Handler: handler.HealthHandler(), ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout},
+		certs: cm, shutdownTimeout: o.ShutdownTimeout,
+		nodeName: o.NodeName, poolNames: store.PoolNames(), poolRoot: o.PoolRoot, hostID: id.HostID(),
 	}
-	return &Config{
-		listener: ln,
-		server: &http.Server{
-			Handler:           handler,
-			ReadHeaderTimeout: o.ReadHeaderTimeout,
-			ReadTimeout:       o.ReadTimeout,
-			WriteTimeout:      o.WriteTimeout,
-			IdleTimeout:       o.IdleTimeout,
-			MaxHeaderBytes:    64 << 10,
-		},
-		shutdownTimeout: o.ShutdownTimeout,
-		nodeName:        o.NodeName,
-		poolNames:       store.PoolNames(),
-		poolRoot:        o.PoolRoot,
-		hostID:          id.HostID(),
-	}, nil
+	if cm != nil {
+		cfg.server.TLSConfig, cfg.tlsDir = cm.TLSConfig(), o.tlsDir()
+	}
+	return cfg, nil
 }
 
-// authorizer returns the Reviewer, which asks the API server, bounded by
-// limits; with --insecure-skip-auth, AllowAll.
-func (o *Options) authorizer(ctx context.Context, limits *auth.PerAddress) (auth.Authorizer, error) {
-	if o.InsecureSkipAuth {
-		klog.FromContext(ctx).Error(nil, "WARNING: authentication and authorisation are OFF (--"+FlagInsecureSkipAuth+"): anyone who reaches the port can create and delete directories in the pools")
-		return auth.AllowAll{}, nil
+// httpServer is the /v1 server of handler, with the timeouts of o.
+func (o *Options) httpServer(handler http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		ReadTimeout:       o.ReadTimeout,
+		WriteTimeout:      o.WriteTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
 	}
-	cs, err := component.Clientset(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst, userAgent)
-	if err != nil {
-		return nil, err
+}
+
+// kubeClient is the API client, for the reviews and the CSRs; nil with
+// --insecure-skip-auth, which needs neither (logged as an error).
+func (o *Options) kubeClient(ctx context.Context) (kubernetes.Interface, error) {
+	if o.InsecureSkipAuth {
+		klog.FromContext(ctx).Error(nil, "WARNING: authentication, authorisation and TLS are OFF (--"+FlagInsecureSkipAuth+"): /v1 is served in plain HTTP, and anyone who reaches the port can create and delete directories in the pools")
+		return nil, nil
+	}
+	if o.clientset != nil {
+		return o.clientset, nil
+	}
+	return component.Clientset(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst, userAgent)
+}
+
+// readiness is the server's Ready: an error saying what is awaited while
+// cm holds no valid certificate.
+func readiness(cm *certs.Manager) func() error {
+	return func() error {
+		if cm.Ready() {
+			return nil
+		}
+		msg := "no valid serving certificate: waiting for a CertificateSigningRequest of signer " + client.SignerName + " to be approved and signed (by the host definer)"
+		if st := cm.Status(); st.RenewalError != "" {
+			msg += "; last attempt: " + st.RenewalError
+		}
+		return errors.New(msg)
+	}
+}
+
+// authorizer returns the Reviewer, which asks the API server through cs,
+// bounded by limits; without cs (--insecure-skip-auth), AllowAll.
+func (o *Options) authorizer(cs kubernetes.Interface, limits *auth.PerAddress) auth.Authorizer {
+	if cs == nil {
+		return auth.AllowAll{}
 	}
 	opts := o.Auth
 	opts.Limits = limits
-	return auth.NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), opts), nil
+	return auth.NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), opts)
 }
 
-// Run serves the API until ctx ends, then shuts down gracefully: requests in
-// flight get the shutdown timeout to finish.
+// Run gets the serving certificate (see the certs package) and serves
+// /v1 and the probes until ctx ends, then shuts down gracefully: requests
+// in flight get the shutdown timeout to finish.
 func (c *Config) Run(ctx context.Context) error {
 	defer c.listener.Close()
+	defer c.healthListener.Close()
 	logger := klog.FromContext(ctx)
 	// Requests keep the logger but not the cancellation: at shutdown, calls
 	// in flight finish their work.
-	c.server.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
-	errc := make(chan error, 1)
-	go func() { errc <- c.server.Serve(c.listener) }()
-	logger.Info("Serving the manager API", "address", c.listener.Addr().String(), "node", c.nodeName, "pools", c.poolNames, "poolRoot", c.poolRoot, "hostID", c.hostID)
+	base := func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	c.server.BaseContext, c.health.BaseContext = base, base
+	if c.certs != nil {
+		cctx, cancel := context.WithCancel(ctx)
+		defer func() { cancel(); <-c.certs.Done() }()
+		if err := c.certs.Start(cctx); err != nil {
+			return err
+		}
+		go c.logServing(cctx)
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- c.serveAPI() }()
+	go func() { errc <- fmt.Errorf("serve health and metrics: %w", c.health.Serve(c.healthListener)) }()
+	logger.Info("Serving the manager API", "address", c.listener.Addr().String(), "tls", c.certs != nil, "tlsDir", c.tlsDir,
+		"healthAddress", c.healthListener.Addr().String(), "node", c.nodeName, "pools", c.poolNames, "poolRoot", c.poolRoot, "hostID", c.hostID)
 
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
+		return err
 	case <-ctx.Done():
 	}
 	logger.Info("Shutting down", "timeout", c.shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
 	defer cancel()
-	if err := c.server.Shutdown(sctx); err != nil {
+	err := c.server.Shutdown(sctx)
+	if herr := c.health.Shutdown(sctx); err == nil {
+		err = herr
+	}
+	if err != nil {
 		return fmt.Errorf("shut down: %w", err)
 	}
 	return nil
+}
+
+// serveAPI serves /v1 on the listener: over TLS with the certificate
+// Manager's certificate, in plain HTTP without one.
+func (c *Config) serveAPI() error {
+	var err error
+	if c.certs != nil {
+		err = c.server.ServeTLS(c.listener, "", "")
+	} else {
+		err = c.server.Serve(c.listener)
+	}
+	return fmt.Errorf("serve: %w", err)
+}
+
+// logServing logs when /v1 is served over HTTPS: once the certificate
+// Manager holds a certificate.
+func (c *Config) logServing(ctx context.Context) {
+	select {
+	case <-c.certs.Obtained():
+		klog.FromContext(ctx).Info("Serving /v1 over HTTPS", "address", c.listener.Addr().String(), "serverName", client.ServerName(c.nodeName))
+	case <-ctx.Done():
+	}
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,7 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/clock"
 
+	"hostpath.dev/manager/internal/certs"
+	"hostpath.dev/manager/internal/certs/certstest"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -32,7 +36,7 @@ func TestAddFlags(t *testing.T) {
 	o.AddFlags(fs)
 	if err := fs.Parse([]string{"--pool=fast=/mnt/fast", "--pool", "slow=/mnt/slow", "--max-body-bytes=10", "--authz-denied-cache-ttl=3s", "--insecure-skip-auth",
 		"--token-audience=other", "--max-in-flight-per-address=3", "--token-reviews-per-address-qps=0.5", "--token-reviews-per-address-burst=4",
-		"--pool-root=/var/hppools"}); err != nil {
+		"--pool-root=/var/hppools", "--health-address=:9091", "--tls-dir=/run/tls", "--certificate-lifetime=1h"}); err != nil {
 		t.Fatal(err)
 	}
 	if o.NodeName != "from-env" {
@@ -42,7 +46,8 @@ func TestAddFlags(t *testing.T) {
 		t.Errorf("Pools = %v: the flag must replace the default", o.Pools)
 	}
 	if o.MaxBodyBytes != 10 || o.Auth.DeniedTTL != 3*time.Second || !o.InsecureSkipAuth || o.Auth.Audience != "other" ||
-		o.Limits.MaxInFlight != 3 || o.Limits.ReviewQPS != 0.5 || o.Limits.ReviewBurst != 4 || o.PoolRoot != "/var/hppools" {
+		o.Limits.MaxInFlight != 3 || o.Limits.ReviewQPS != 0.5 || o.Limits.ReviewBurst != 4 || o.PoolRoot != "/var/hppools" ||
+		o.HealthAddress != ":9091" || o.tlsDir() != "/run/tls" || o.CertificateLifetime != time.Hour || o.ListenAddress != ":8443" {
 		t.Errorf("options = %+v", o)
 	}
 	fs.VisitAll(func(f *pflag.Flag) {
@@ -64,7 +69,10 @@ func TestValidate(t *testing.T) {
 		{desc: "pool without path", modify: func(o *Options) { o.Pools = []string{"default"} }, want: "NAME=PATH"},
 		{desc: "bad pool name", modify: func(o *Options) { o.Pools = []string{"My_Pool=/x"} }, want: "DNS label"},
 		{desc: "duplicate pool", modify: func(o *Options) { o.Pools = []string{"a=/x", "a=/y"} }, want: "twice"},
-		{desc: "bad address", modify: func(o *Options) { o.ListenAddress = "8080" }, want: "--listen-address"},
+		{desc: "bad address", modify: func(o *Options) { o.ListenAddress = "8443" }, want: "--listen-address"},
+		{desc: "bad health address", modify: func(o *Options) { o.HealthAddress = "8081" }, want: "--health-address"},
+		{desc: "one address for both", modify: func(o *Options) { o.HealthAddress = ":8443" }, want: "--listen-address and --health-address must differ"},
+		{desc: "short lifetime", modify: func(o *Options) { o.CertificateLifetime = 9 * time.Minute }, want: "--certificate-lifetime must be at least 10m0s"},
 		{desc: "zero body limit", modify: func(o *Options) { o.MaxBodyBytes = 0 }, want: "--max-body-bytes"},
 		{desc: "zero timeout", modify: func(o *Options) { o.WriteTimeout = 0 }, want: "--write-timeout"},
 		{desc: "negative TTL", modify: func(o *Options) { o.Auth.DeniedTTL = -1 }, want: "--authz-denied-cache-ttl"},
@@ -173,8 +181,18 @@ current-context: fake
 	return kubeconfig
 }
 
-// testOptions are valid Options for a temporary directory; with a fake API
-// server unless insecure.
+// testCA is the CA of the stored serving certificates testOptions writes.
+var testCA = func() *certstest.CA {
+	ca, err := certstest.NewCA("hostpath test CA")
+	if err != nil {
+		panic(err)
+	}
+	return ca
+}()
+
+// testOptions are valid Options for a temporary directory; unless
+// insecure, with a fake API server for the reviews and a stored serving
+// certificate of testCA (so no CSR is needed).
 func testOptions(t *testing.T, insecure bool) *Options {
 	dir := t.TempDir()
 	bootID := filepath.Join(dir, "boot_id")
@@ -190,25 +208,47 @@ func testOptions(t *testing.T, insecure bool) *Options {
 	o.InsecureSkipAuth = insecure
 	if !insecure {
 		o.Kubeconfig = fakeAPIServer(t)
+		data, err := testCA.ServingPEM(o.NodeName, time.Now().Add(-time.Minute), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(o.tlsDir(), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(o.tlsDir(), certs.FileName), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return o
 }
 
-// startServe completes the options on a local port and runs the Config
-// until the test ends; it returns the manager's URL.
-func startServe(t *testing.T, o *Options) string {
+// served is a manager a test runs.
+type served struct {
+	cfg *Config
+	// api and health are the base URLs of /v1 (https unless insecure)
+	// and of the probes.
+	api, health string
+}
+
+// startServe completes the options on local ports and runs the Config
+// until the test ends.
+func startServe(t *testing.T, o *Options) *served {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var lns [2]net.Listener
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		lns[i] = ln
 	}
-	cfg, err := o.completeOn(ctx, ln)
+	cfg, err := o.completeOn(ctx, lns[0], lns[1])
 	if err != nil {
-		ln.Close()
 		cancel()
 		t.Fatal(err)
 	}
@@ -220,7 +260,43 @@ func startServe(t *testing.T, o *Options) string {
 			t.Errorf("Run returned %v after shutdown", err)
 		}
 	})
-	return "http://" + ln.Addr().String()
+	scheme := "https"
+	if o.InsecureSkipAuth {
+		scheme = "http"
+	}
+	return &served{cfg: cfg, api: scheme + "://" + lns[0].Addr().String(), health: "http://" + lns[1].Addr().String()}
+}
+
+// tlsClient is an HTTP client that trusts testCA for the manager of
+// node-a.
+func tlsClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: testCA.Pool(), ServerName: client.ServerName("node-a")}}}
+}
+
+// client returns a manager client of s with token ("" for none).
+func (s *served) client(t *testing.T, token string) *client.Client {
+	t.Helper()
+	opts := []client.Option{client.WithHTTPClient(tlsClient())}
+	if token != "" {
+		opts = append(opts, client.WithToken(client.StaticToken(token)))
+	}
+	c, err := client.New(s.api, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// get answers GET url with hc: status code and body.
+func get(t *testing.T, hc *http.Client, url string) (int, string, error) {
+	t.Helper()
+	resp, err := hc.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }
 
 func TestServe(t *testing.T) {
@@ -241,21 +317,20 @@ func TestServe(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			base := startServe(t, testOptions(t, tc.insecure))
-			opts := []client.Option{}
-			if tc.token != "" {
-				opts = append(opts, client.WithToken(client.StaticToken(tc.token)))
+			s := startServe(t, testOptions(t, tc.insecure))
+			if !tc.insecure {
+				<-s.cfg.certs.Obtained() // the stored certificate, at Start
 			}
-			c, err := client.New(base, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := s.client(t, tc.token)
 			h, err := c.Host(ctx)
 			if client.ReasonOf(err) != tc.wantHost {
 				t.Fatalf("Host: %v, want reason %q", err, tc.wantHost)
 			}
 			if err == nil && (h.NodeName != "node-a" || h.HostID == "") {
 				t.Errorf("Host = %+v", h)
+			}
+			if err == nil && (h.Certificate == nil) != tc.insecure {
+				t.Errorf("Host certificate = %+v", h.Certificate)
 			}
 			if err != nil && !strings.Contains(err.Error(), tc.wantInMsg) {
 				t.Errorf("Host error %q does not contain %q", err, tc.wantInMsg)
@@ -267,18 +342,99 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// TestServeTLS: /v1 is served over TLS (1.3 when the client has it, 1.2 at
+// least) with the certificate for the node's server name; plain HTTP on
+// that port gets no /v1, nor does the health port, which serves the
+// probes and metrics.
+func TestServeTLS(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	s := startServe(t, testOptions(t, false))
+	<-s.cfg.certs.Obtained()
+	h, err := s.client(t, "good").Host(ctx)
+	if err != nil || h.Certificate == nil || h.Certificate.Issuer != "hostpath test CA" || h.Certificate.RenewAfter == nil {
+		t.Fatalf("Host = %+v, %v", h, err)
+	}
+	resp, err := tlsClient().Get(s.api + "/v1/host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || resp.TLS.Version != tls.VersionTLS13 {
+		t.Errorf("GET /v1/host without token = %d over TLS %x, want 401 over TLS 1.3", resp.StatusCode, resp.TLS.Version)
+	}
+	plainAPI := "http://" + strings.TrimPrefix(s.api, "https://")
+	if code, body, err := get(t, http.DefaultClient, plainAPI+"/v1/host"); err == nil && (code != http.StatusBadRequest || !strings.Contains(body, "HTTPS")) {
+		t.Errorf("plain HTTP to the API port = %d %q", code, body)
+	}
+	for _, tc := range []struct {
+		desc string
+		cfg  *tls.Config
+	}{
+		{"another node's name", &tls.Config{RootCAs: testCA.Pool(), ServerName: client.ServerName("node-b")}},
+		{"another CA", &tls.Config{ServerName: client.ServerName("node-a")}},
+		{"TLS 1.1", &tls.Config{RootCAs: testCA.Pool(), ServerName: client.ServerName("node-a"), MaxVersion: tls.VersionTLS11}},
+	} {
+		if _, _, err := get(t, &http.Client{Transport: &http.Transport{TLSClientConfig: tc.cfg}}, s.api+"/v1/host"); err == nil {
+			t.Errorf("%s: the handshake succeeded", tc.desc)
+		}
+	}
+	for path, want := range map[string]int{"/v1/host": 404, "/healthz": 200, "/readyz": 200, "/metrics": 200} {
+		if code, body, err := get(t, http.DefaultClient, s.health+path); err != nil || code != want {
+			t.Errorf("health port GET %s = %d %.80q, %v; want %d", path, code, body, err, want)
+		}
+	}
+}
+
+// TestServeWaitsForCertificate: a new manager asks for its certificate
+// with the API client it reviews tokens with; until the CSR is signed,
+// /readyz is 503 and TLS handshakes fail; then both work.
+func TestServeWaitsForCertificate(t *testing.T) {
+	signer := certstest.NewSigner(testCA, clock.RealClock{})
+	signer.SetMode(certstest.Hold)
+	o := testOptions(t, true)
+	o.InsecureSkipAuth, o.clientset = false, signer.Clientset
+	s := startServe(t, o)
+	var name string
+	select {
+	case name = <-signer.Watching():
+	case <-time.After(30 * time.Second):
+		t.Fatal("no CSR is awaited")
+	}
+	if code, body, _ := get(t, http.DefaultClient, s.health+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "no valid serving certificate") {
+		t.Errorf("/readyz before the certificate = %d %q", code, body)
+	}
+	if _, _, err := get(t, tlsClient(), s.api+"/v1/host"); err == nil {
+		t.Error("/v1 served before the certificate")
+	}
+	if err := signer.Approve(name); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.cfg.certs.Obtained():
+	case <-time.After(30 * time.Second):
+		t.Fatal("no certificate after approval")
+	}
+	if code, _, err := get(t, http.DefaultClient, s.health+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz with the certificate = %d, %v", code, err)
+	}
+	if code, _, err := get(t, tlsClient(), s.api+"/v1/host"); code != http.StatusUnauthorized {
+		t.Errorf("GET /v1/host without token = %d, %v; want 401", code, err)
+	}
+	if _, err := os.Stat(filepath.Join(o.StateDir, "tls", certs.FileName)); err != nil {
+		t.Errorf("certificate not stored in the state directory: %v", err)
+	}
+}
+
 // TestServeLimitsTokenReviews: the per-address limits are wired: past the
 // burst, a new token gets 429 instead of a TokenReview.
 func TestServeLimitsTokenReviews(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	o := testOptions(t, false)
 	o.Limits.ReviewQPS, o.Limits.ReviewBurst = 0.001, 1
-	base := startServe(t, o)
+	s := startServe(t, o)
+	<-s.cfg.certs.Obtained()
 	for i, want := range []client.Reason{client.ReasonUnauthorized, client.ReasonTooManyRequests} {
-		c, err := client.New(base, client.WithToken(client.StaticToken(fmt.Sprintf("junk-%d", i))))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := s.client(t, fmt.Sprintf("junk-%d", i))
 		if _, err := c.Host(ctx); client.ReasonOf(err) != want {
 			t.Errorf("new token %d: %v, want reason %s", i, err, want)
 		}
@@ -311,10 +467,7 @@ func TestServePoolRoot(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	o := testOptions(t, true)
 	o.PoolRoot = filepath.Join(filepath.Dir(o.StateDir), "pools")
-	c, err := client.New(startServe(t, o))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startServe(t, o).client(t, "")
 	if _, err := c.ListVolumes(ctx, "fast"); client.ReasonOf(err) != client.ReasonNotFound {
 		t.Errorf("ListVolumes before PreparePool: %v, want NotFound", err)
 	}
@@ -324,5 +477,18 @@ func TestServePoolRoot(t *testing.T) {
 	}
 	if _, err := c.CreateVolume(ctx, "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a"}); err != nil {
 		t.Errorf("CreateVolume: %v", err)
+	}
+}
+
+// TestDefaults: the ports are the shared ones, and the TLS directory is in
+// the state directory unless --tls-dir names one.
+func TestDefaults(t *testing.T) {
+	o := NewOptions()
+	if o.ListenAddress != ":8443" || o.HealthAddress != ":8081" || o.CertificateLifetime != 24*time.Hour {
+		t.Errorf("defaults: listen %q, health %q, lifetime %s", o.ListenAddress, o.HealthAddress, o.CertificateLifetime)
+	}
+	o.StateDir = "/var/lib/hostpath"
+	if o.tlsDir() != "/var/lib/hostpath/tls" {
+		t.Errorf("tlsDir = %q", o.tlsDir())
 	}
 }

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 
 	"hostpath.dev/manager/internal/auth"
+	"hostpath.dev/manager/internal/certs"
 	"hostpath.dev/manager/internal/disk"
 	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/internal/server"
@@ -31,6 +34,9 @@ const (
 	FlagMachineIDFile          = "machine-id-file"
 	FlagBootIDFile             = "boot-id-file"
 	FlagListenAddress          = "listen-address"
+	FlagHealthAddress          = "health-address"
+	FlagTLSDir                 = "tls-dir"
+	FlagCertificateLifetime    = "certificate-lifetime"
 	FlagMaxBodyBytes           = "max-body-bytes"
 	FlagReadHeaderTimeout      = "read-header-timeout"
 	FlagReadTimeout            = "read-timeout"
@@ -65,12 +71,22 @@ type Options struct {
 	// /v1/pools/NAME of a name Pools lacks makes PoolRoot/NAME); empty for
 	// none.
 	PoolRoot string
-	// StateDir holds the host ID.
+	// StateDir holds the host ID, and by default the TLS directory.
 	StateDir string
 	// MachineIDFile and BootIDFile are read for /v1/host.
 	MachineIDFile, BootIDFile string
-	// ListenAddress is where the API is served (host:port).
+	// ListenAddress is where /v1 is served (host:port), over HTTPS
+	// (plain HTTP with InsecureSkipAuth).
 	ListenAddress string
+	// HealthAddress is where /healthz, /readyz and /metrics are served in
+	// plain HTTP (host:port).
+	HealthAddress string
+	// TLSDir keeps the serving certificate and its key; empty means
+	// StateDir/tls.
+	TLSDir string
+	// CertificateLifetime is the validity the serving certificate's CSR
+	// asks for.
+	CertificateLifetime time.Duration
 	// MaxBodyBytes limits request bodies.
 	MaxBodyBytes int64
 	// HTTP server timeouts.
@@ -92,28 +108,33 @@ type Options struct {
 
 	// pools are the parsed Pools, set by Validate.
 	pools map[string]string
+	// clientset, when set (by tests), is the API client instead of one
+	// from Kubeconfig.
+	clientset kubernetes.Interface
 }
 
 // NewOptions returns Options with their defaults; the node name defaults to
 // $NODE_NAME.
 func NewOptions() *Options {
 	return &Options{
-		NodeName:          os.Getenv(EnvNodeName),
-		Pools:             []string{DefaultPool},
-		StateDir:          "/var/lib/hostpath",
-		MachineIDFile:     identity.DefaultMachineIDFile,
-		BootIDFile:        identity.DefaultBootIDFile,
-		ListenAddress:     ":8080",
-		MaxBodyBytes:      server.DefaultMaxBodyBytes,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      10 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		ShutdownTimeout:   30 * time.Second,
-		Auth:              auth.DefaultOptions(),
-		Limits:            auth.DefaultLimitOptions(),
-		KubeAPIQPS:        20,
-		KubeAPIBurst:      40,
+		NodeName:            os.Getenv(EnvNodeName),
+		Pools:               []string{DefaultPool},
+		StateDir:            "/var/lib/hostpath",
+		MachineIDFile:       identity.DefaultMachineIDFile,
+		BootIDFile:          identity.DefaultBootIDFile,
+		ListenAddress:       fmt.Sprintf(":%d", client.ServingPort),
+		HealthAddress:       fmt.Sprintf(":%d", client.HealthPort),
+		CertificateLifetime: certs.DefaultLifetime,
+		MaxBodyBytes:        server.DefaultMaxBodyBytes,
+		ReadHeaderTimeout:   10 * time.Second,
+		ReadTimeout:         30 * time.Second,
+		WriteTimeout:        10 * time.Minute,
+		IdleTimeout:         2 * time.Minute,
+		ShutdownTimeout:     30 * time.Second,
+		Auth:                auth.DefaultOptions(),
+		Limits:              auth.DefaultLimitOptions(),
+		KubeAPIQPS:          20,
+		KubeAPIBurst:        40,
 	}
 }
 
@@ -122,10 +143,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeName, FlagNodeName, o.NodeName, "Name of the Kubernetes node the manager runs on, reported by /v1/host. Defaults to $"+EnvNodeName+"; required.")
 	fs.StringArrayVar(&o.Pools, FlagPool, o.Pools, "Storage pool as NAME=PATH, with NAME a DNS label and PATH an absolute directory on the host; repeat the flag for more pools (giving it replaces the default).")
 	fs.StringVar(&o.PoolRoot, FlagPoolRoot, o.PoolRoot, "Absolute directory on the host for pools named on the fly: PUT /v1/pools/NAME of a pool that --"+FlagPool+" does not name creates PATH/NAME, served as a pool from then on. It must not overlap a --"+FlagPool+" path; empty for none.")
-	fs.StringVar(&o.StateDir, FlagStateDir, o.StateDir, "Directory that keeps the host ID, created if missing.")
+	fs.StringVar(&o.StateDir, FlagStateDir, o.StateDir, "Directory that keeps the host ID (and by default the TLS directory), created if missing.")
 	fs.StringVar(&o.MachineIDFile, FlagMachineIDFile, o.MachineIDFile, "File holding the machine ID reported by /v1/host; empty to report none.")
 	fs.StringVar(&o.BootIDFile, FlagBootIDFile, o.BootIDFile, "File holding the kernel's boot ID reported by /v1/host.")
-	fs.StringVar(&o.ListenAddress, FlagListenAddress, o.ListenAddress, "Address (host:port) to serve the API, /healthz and /metrics on.")
+	fs.StringVar(&o.ListenAddress, FlagListenAddress, o.ListenAddress, "Address (host:port) to serve the /v1 API on, over HTTPS once the manager has its serving certificate (plain HTTP with --"+FlagInsecureSkipAuth+").")
+	fs.StringVar(&o.HealthAddress, FlagHealthAddress, o.HealthAddress, "Address (host:port) to serve /healthz, /readyz (ready once /v1 is served) and /metrics on, in plain HTTP; it never serves /v1.")
+	fs.StringVar(&o.TLSDir, FlagTLSDir, o.TLSDir, "Directory (mode 0700, created if missing) that keeps the serving certificate and its key across restarts; empty means the tls directory in --"+FlagStateDir+".")
+	fs.DurationVar(&o.CertificateLifetime, FlagCertificateLifetime, o.CertificateLifetime, "Validity the serving certificate's CertificateSigningRequest asks for (expirationSeconds, at least 10m); it is renewed at 70% of its life.")
 	fs.Int64Var(&o.MaxBodyBytes, FlagMaxBodyBytes, o.MaxBodyBytes, "Largest request body accepted, in bytes; larger ones get 413.")
 	fs.DurationVar(&o.ReadHeaderTimeout, FlagReadHeaderTimeout, o.ReadHeaderTimeout, "Time allowed to read a request's headers.")
 	fs.DurationVar(&o.ReadTimeout, FlagReadTimeout, o.ReadTimeout, "Time allowed to read a whole request.")
@@ -167,8 +191,16 @@ func (o *Options) Validate() error {
 	if o.BootIDFile == "" {
 		errs = append(errs, fmt.Errorf("--%s must not be empty", FlagBootIDFile))
 	}
-	if _, _, err := net.SplitHostPort(o.ListenAddress); err != nil {
-		errs = append(errs, fmt.Errorf("--%s %q: %w", FlagListenAddress, o.ListenAddress, err))
+	for name, addr := range map[string]string{FlagListenAddress: o.ListenAddress, FlagHealthAddress: o.HealthAddress} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %q: %w", name, addr, err))
+		}
+	}
+	if o.ListenAddress == o.HealthAddress {
+		errs = append(errs, fmt.Errorf("--%s and --%s must differ: /v1 is never served with the probes", FlagListenAddress, FlagHealthAddress))
+	}
+	if o.CertificateLifetime < certs.MinLifetime {
+		errs = append(errs, fmt.Errorf("--%s must be at least %s (the CertificateSigningRequest API's least expirationSeconds)", FlagCertificateLifetime, certs.MinLifetime))
 	}
 	if o.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive", FlagMaxBodyBytes))
@@ -228,4 +260,13 @@ func parsePools(values []string) (map[string]string, error) {
 		pools[name] = path
 	}
 	return pools, nil
+}
+
+// tlsDir is the directory of the serving certificate: TLSDir, or the tls
+// directory in StateDir.
+func (o *Options) tlsDir() string {
+	if o.TLSDir != "" {
+		return o.TLSDir
+	}
+	return filepath.Join(o.StateDir, "tls")
 }

@@ -17,6 +17,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, v any, err error
 
 func (s *Server) getHost(w http.ResponseWriter, r *http.Request, _ *call) {
 	h, err := s.cfg.Backend.Host(r.Context())
+	if err == nil && s.cfg.Certificate != nil {
+		h.Certificate = s.cfg.Certificate()
+	}
 	s.answer(w, r, h, err)
 }
 

@@ -4,6 +4,11 @@
 // Store); every error becomes a JSON client.Status with a reason and its
 // status code.
 //
+// Two handlers: the Server itself serves /v1 (the app serves it over HTTPS
+// once the manager holds its certificate), and HealthHandler serves
+// /healthz, /readyz and /metrics, for probes and Prometheus, on a plain
+// HTTP port that never serves /v1.
+//
 // A /v1 request goes through these steps, cheapest first, so that a
 // stranger's bad input costs no API server call: the route and a clean
 // path (404, 405, 400); pool and volume names and query parameters (400);
@@ -24,6 +29,7 @@ import (
 	"path"
 	"strconv"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/internal/auth"
@@ -69,12 +75,20 @@ type Config struct {
 	Limits *auth.PerAddress
 	// MaxBodyBytes limits request bodies (DefaultMaxBodyBytes when 0).
 	MaxBodyBytes int64
+	// Ready says why /v1 cannot be served yet (no serving certificate),
+	// nil when it can; /readyz answers 503 with that reason. Nil means
+	// always ready.
+	Ready func() error
+	// Certificate describes the serving certificate for GET /v1/host;
+	// nil for none (the field is then left out).
+	Certificate func() *client.CertificateStatus
 }
 
 // Server is the manager's http.Handler.
 type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
+	health  *http.ServeMux
 	metrics *metrics
 	// invalid and unmatched answer the requests no route serves.
 	invalid, unmatched http.Handler
@@ -82,8 +96,8 @@ type Server struct {
 
 var _ http.Handler = &Server{}
 
-// New returns a Server with its routes and its own Prometheus registry,
-// served on GET /metrics with GET /healthz and GET /readyz (both always ok).
+// New returns a Server with its /v1 routes, and its health handler with
+// its own Prometheus registry (see HealthHandler).
 func New(cfg Config) (*Server, error) {
 	if cfg.Backend == nil || cfg.Authorizer == nil {
 		return nil, errors.New("server needs a backend and an authorizer")
@@ -92,15 +106,16 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	m := newMetrics()
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: m}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), health: http.NewServeMux(), metrics: m}
 	s.invalid = m.instrument(routeInvalid, http.HandlerFunc(refuseUncleanPath))
 	s.unmatched = m.instrument(routeUnmatched, http.HandlerFunc(s.refuseUnmatched))
 
-	health := http.NewServeMux()
-	component.HealthHandlers(health, component.NewRegistry(m.collectors()...), nil)
-	for _, pattern := range []string{"GET /healthz", "GET /readyz", "GET /metrics"} {
-		s.handle(pattern, health)
-	}
+	s.health.Handle("GET /healthz", m.instrument("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})))
+	s.health.Handle("GET /readyz", m.instrument("GET /readyz", http.HandlerFunc(s.readyz)))
+	reg := component.NewRegistry(m.collectors()...)
+	s.health.Handle("GET /metrics", m.instrument("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 
 	hostAttributes := func(*call) auth.Attributes {
 		return auth.Attributes{Verb: "get", Resource: client.ResourceHosts, Name: cfg.NodeName}
@@ -116,6 +131,23 @@ func New(cfg Config) (*Server, error) {
 	s.route("PUT /v1/pools/{pool}/volumes/{name}/owner", volumeAttributes("update"), parser{body: parseSetOwner}, s.setOwner)
 	s.route("DELETE /v1/pools/{pool}/volumes/{name}", volumeAttributes("delete"), parser{query: parseDelete}, s.deleteVolume)
 	return s, nil
+}
+
+// HealthHandler serves, without authentication, GET /healthz (always ok),
+// GET /readyz (ok when Config.Ready says so, else 503 with the reason) and
+// GET /metrics (hostpath_manager_http_* of both handlers, Go and process
+// metrics); anything else is 404, /v1 included.
+func (s *Server) HealthHandler() http.Handler { return s.health }
+
+// readyz answers 200 when /v1 can be served, else 503 with the reason.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+	}
+	_, _ = w.Write([]byte("ok\n"))
 }
 
 // volumeAttributes returns the attributes of the volume routes: verb on

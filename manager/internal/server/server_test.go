@@ -44,6 +44,8 @@ type httpCall struct {
 	// remote is the client's address:port (httptest's default when empty).
 	remote string
 	header http.Header
+	// health sends the call to the HealthHandler.
+	health bool
 }
 
 func (e *env) do(t *testing.T, c httpCall) *httptest.ResponseRecorder {
@@ -64,7 +66,11 @@ func (e *env) do(t *testing.T, c httpCall) *httptest.ResponseRecorder {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	w := httptest.NewRecorder()
-	e.srv.ServeHTTP(w, req)
+	if c.health {
+		e.srv.HealthHandler().ServeHTTP(w, req)
+	} else {
+		e.srv.ServeHTTP(w, req)
+	}
 	return w
 }
 
@@ -118,9 +124,9 @@ type routeCase struct {
 }
 
 var routeCases = []routeCase{
-	{desc: "healthz needs no token", call: httpCall{method: "GET", path: "/healthz"}, wantCode: 200},
-	{desc: "readyz needs no token", call: httpCall{method: "GET", path: "/readyz"}, wantCode: 200},
-	{desc: "metrics need no token", call: httpCall{method: "GET", path: "/metrics"}, wantCode: 200,
+	{desc: "healthz needs no token", call: httpCall{health: true, method: "GET", path: "/healthz"}, wantCode: 200},
+	{desc: "readyz needs no token", call: httpCall{health: true, method: "GET", path: "/readyz"}, wantCode: 200},
+	{desc: "metrics need no token", call: httpCall{health: true, method: "GET", path: "/metrics"}, wantCode: 200,
 		check: func(t *testing.T, body []byte) {
 			if !strings.Contains(string(body), "go_goroutines") {
 				t.Error("no Go metrics")
@@ -358,8 +364,8 @@ func TestInFlightLimitPerAddress(t *testing.T) {
 			header: http.Header{"X-Forwarded-For": {"198.51.100.7"}, "X-Real-Ip": {"198.51.100.7"}}}, 429, client.ReasonTooManyRequests},
 		{"same address over IPv4-mapped IPv6", httpCall{method: "GET", path: vol, token: "admin", remote: "[::ffff:192.0.2.1]:2002"}, 429, client.ReasonTooManyRequests},
 		{"other address", httpCall{method: "GET", path: vol, token: "admin", remote: "192.0.2.2:1000"}, 200, ""},
-		{"healthz is not limited", httpCall{method: "GET", path: "/healthz", remote: "192.0.2.1:2003"}, 200, ""},
-		{"metrics are not limited", httpCall{method: "GET", path: "/metrics", remote: "192.0.2.1:2004"}, 200, ""},
+		{"healthz is not limited", httpCall{health: true, method: "GET", path: "/healthz", remote: "192.0.2.1:2003"}, 200, ""},
+		{"metrics are not limited", httpCall{health: true, method: "GET", path: "/metrics", remote: "192.0.2.1:2004"}, 200, ""},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			w := e.do(t, tc.call)
@@ -390,8 +396,8 @@ func TestMetricsCountRequests(t *testing.T) {
 	e.do(t, httpCall{method: "GET", path: "/nope"})
 	e.do(t, httpCall{method: "POST", path: "/v1/host"})
 	e.do(t, httpCall{method: "GET", path: "/v1/pools/fast/../x"})
-	e.do(t, httpCall{method: "GET", path: "/healthz"})
-	body := e.do(t, httpCall{method: "GET", path: "/metrics"}).Body.String()
+	e.do(t, httpCall{health: true, method: "GET", path: "/healthz"})
+	body := e.do(t, httpCall{health: true, method: "GET", path: "/metrics"}).Body.String()
 	for _, want := range []string{
 		`hostpath_manager_http_requests_total{code="201",route="PUT /v1/pools/{pool}/volumes/{name}"} 1`,
 		`hostpath_manager_http_requests_total{code="401",route="GET /v1/host"} 1`,
@@ -437,7 +443,11 @@ func TestLogsServedRequests(t *testing.T) {
 		{"POST", "/v1/host", `Served method="POST" path="/v1/host" route="unmatched" code=405`},
 		{"GET", "/healthz", `Served method="GET" path="/healthz" route="GET /healthz" code=200`},
 	} {
-		e.srv.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, tc.method, "http://manager"+tc.path, nil))
+		h := http.Handler(e.srv)
+		if tc.path == "/healthz" {
+			h = e.srv.HealthHandler()
+		}
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, tc.method, "http://manager"+tc.path, nil))
 		if log := logger.GetSink().(ktesting.Underlier).GetBuffer().String(); !strings.Contains(log, tc.want) {
 			t.Errorf("log lacks %s:\n%s", tc.want, log)
 		}

@@ -60,6 +60,33 @@ type Host struct {
 	// with --pool NAME=PATH and those named on the fly under --pool-root
 	// whose directories exist.
 	Pools []Pool `json:"pools"`
+	// Certificate describes the manager's serving certificate and its
+	// renewal; absent when the manager serves without TLS
+	// (--insecure-skip-auth).
+	Certificate *CertificateStatus `json:"certificate,omitempty"`
+}
+
+// CertificateStatus describes the serving certificate a manager holds (it
+// got it through a CertificateSigningRequest of signer SignerName) and the
+// state of its renewal. A manager whose renewal fails keeps serving with
+// its certificate while it is valid, retries with backoff, and says so in
+// RenewalError.
+type CertificateStatus struct {
+	// NotBefore and NotAfter bound the certificate's validity; absent
+	// while the manager holds no certificate (it then serves nothing on
+	// /v1).
+	NotBefore *time.Time `json:"notBefore,omitempty"`
+	NotAfter  *time.Time `json:"notAfter,omitempty"`
+	// RenewAfter is when the manager asks for a new certificate: at 70%
+	// of the certificate's life.
+	RenewAfter *time.Time `json:"renewAfter,omitempty"`
+	// Issuer is the common name of the CA that signed the certificate.
+	Issuer string `json:"issuer,omitempty"`
+	// RenewalError is why the last attempt to get a certificate failed
+	// (a denied or unanswered CSR, say); empty once an attempt succeeds.
+	RenewalError string `json:"renewalError,omitempty"`
+	// RenewalErrorTime is when that attempt failed.
+	RenewalErrorTime *time.Time `json:"renewalErrorTime,omitempty"`
 }
 
 // Pool describes one storage pool: a named directory on the host under which
