@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,13 +58,17 @@ type Client struct {
 	http          *http.Client
 	callTimeout   time.Duration
 	deleteTimeout time.Duration
+	// serverTLS is WithServerTLS's, nil without.
+	serverTLS *serverTLS
 }
 
 // Option configures a Client.
 type Option func(*Client)
 
 // WithHTTPClient sets the HTTP client (default: http.DefaultTransport, the
-// time limits come from WithTimeouts).
+// time limits come from WithTimeouts). With WithServerTLS too, in any
+// order, New uses a copy of c whose Transport verifies the managers (see
+// WithServerTLS); c itself is not changed.
 func WithHTTPClient(c *http.Client) Option { return func(cl *Client) { cl.http = c } }
 
 // WithTimeouts sets the time limit of each call (DefaultCallTimeout) and of
@@ -83,6 +89,102 @@ func WithTimeouts(call, del time.Duration) Option {
 // WithToken sets where bearer tokens come from (default: none is sent).
 func WithToken(ts TokenSource) Option { return func(cl *Client) { cl.token = ts } }
 
+// WithServerTLS makes the client verify the manager of an https URL: the
+// manager must present a certificate for serverName (ServerName of its
+// node: the pod IP in the URL is not checked, the node is), valid for
+// server authentication and chaining up to one of the certificates of
+// roots(), which is called at every TLS handshake so that a CA bundle that
+// changes at runtime (a CA rotation, see the trust package) applies to the
+// next connection without a new Client. While roots() returns nil or an
+// empty pool every handshake fails with "no CA bundle yet". TLS 1.2 is the
+// least version accepted. Connections already open are not verified again:
+// a certificate no longer trusted stops being used when its connection
+// closes (an idle one after the Transport's IdleConnTimeout, 90 seconds by
+// default).
+//
+// The client gets its own http.Transport: a clone of the WithHTTPClient
+// client's Transport (an *http.Transport, without DialTLS or
+// DialTLSContext, which would bypass the TLS configuration) or of
+// http.DefaultTransport, whatever the order of the options; its
+// TLSClientConfig is replaced, and the WithHTTPClient client itself is not
+// changed. The time limits and the token options apply as without it. A
+// plain http URL does no TLS: the option changes nothing for it.
+//
+// Why InsecureSkipVerify: tls.Config's RootCAs are fixed for the life of a
+// Transport, so the built-in verification is turned off and replaced by
+// VerifyConnection, which crypto/tls calls in every handshake (resumed
+// sessions included, unlike VerifyPeerCertificate) after the server proved
+// that it holds the key of its certificate, and whose error aborts the
+// handshake before any request is sent. It does what the built-in
+// verification does (x509 Verify of the chain the server sent, for the DNS
+// name, server authentication) with the roots of the moment, and nothing
+// returns success without it, so no connection is made unverified.
+func WithServerTLS(roots func() *x509.CertPool, serverName string) Option {
+	return func(cl *Client) { cl.serverTLS = &serverTLS{roots: roots, name: serverName} }
+}
+
+// serverTLS is how WithServerTLS verifies the managers.
+type serverTLS struct {
+	roots func() *x509.CertPool
+	name  string
+}
+
+// client returns a copy of base whose Transport verifies the managers.
+func (s *serverTLS) client(base *http.Client) (*http.Client, error) {
+	if s.roots == nil || s.name == "" {
+		return nil, errors.New("server TLS needs roots and a server name")
+	}
+	rt := base.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	t, ok := rt.(*http.Transport)
+	//lint:ignore SA1019 DialTLS, deprecated but still used when set, would bypass TLSClientConfig.
+	if !ok || t.DialTLS != nil || t.DialTLSContext != nil {
+		return nil, fmt.Errorf("server TLS needs an *http.Transport that does its own TLS, not a %T", rt)
+	}
+	t = t.Clone()
+	t.TLSClientConfig = &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		ServerName: s.name,
+		// Verified by VerifyConnection, against the roots of the moment
+		// (see WithServerTLS).
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return verifyServer(cs.PeerCertificates, s.roots(), s.name)
+		},
+	}
+	hc := *base
+	hc.Transport = t
+	return &hc, nil
+}
+
+// verifyServer checks the chain a manager sent (leaf first) as the TLS
+// stack would: signed by roots, through the other certificates sent if
+// needed, valid now, for DNS name, for server authentication.
+func verifyServer(chain []*x509.Certificate, roots *x509.CertPool, name string) error {
+	if roots == nil || roots.Equal(x509.NewCertPool()) {
+		return fmt.Errorf("verify the manager certificate for %s: no CA bundle yet (ConfigMap %s, key %s)", name, CABundleConfigMap, CABundleKey)
+	}
+	if len(chain) == 0 {
+		return fmt.Errorf("verify the manager certificate for %s: the server sent no certificate", name)
+	}
+	intermediates := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		intermediates.AddCert(c)
+	}
+	_, err := chain[0].Verify(x509.VerifyOptions{
+		Roots:         roots,
+		Intermediates: intermediates,
+		DNSName:       name,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	if err != nil {
+		return fmt.Errorf("verify the manager certificate for %s: %w", name, err)
+	}
+	return nil
+}
+
 // CallerOptions are the options of a program that calls the managers: a
 // bearer token read from tokenFile at every call (none when it is empty),
 // and the time limits of a call and of a delete (WithTimeouts; zero keeps
@@ -95,7 +197,8 @@ func CallerOptions(tokenFile string, callTimeout, deleteTimeout time.Duration) [
 	return opts
 }
 
-// New returns a client for the manager at baseURL, e.g. "http://198.18.1.5:8080".
+// New returns a client for the manager at baseURL, e.g.
+// "https://198.18.1.5:8443" (with WithServerTLS) or "http://127.0.0.1:8080".
 func New(baseURL string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
@@ -107,6 +210,13 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	c := &Client{base: u, http: &http.Client{}, callTimeout: DefaultCallTimeout, deleteTimeout: DefaultDeleteTimeout}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.serverTLS != nil {
+		hc, err := c.serverTLS.client(c.http)
+		if err != nil {
+			return nil, fmt.Errorf("manager URL %q: %w", baseURL, err)
+		}
+		c.http = hc
 	}
 	return c, nil
 }

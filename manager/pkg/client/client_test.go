@@ -2,15 +2,22 @@ package client_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/klog/v2/ktesting"
 
@@ -19,6 +26,7 @@ import (
 	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/trust/trusttest"
 )
 
 // tokenAuthorizer allows every call that carries token "t".
@@ -305,3 +313,136 @@ func TestTokenSources(t *testing.T) {
 		t.Errorf("StaticToken = %q, %v", tok, err)
 	}
 }
+
+// tlsManager is a test manager served over TLS with the certificate that
+// cert holds at each handshake; it answers /v1/host with the bearer token
+// it got as the node name.
+func tlsManager(t *testing.T, cert *atomic.Pointer[tls.Certificate]) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(client.Host{NodeName: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")})
+	}))
+	srv.TLS = &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert.Load(), nil }}
+	// Every call is a new connection, so a new handshake and verification.
+	srv.Config.SetKeepAlivesEnabled(false)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes refused
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestServerTLS checks WithServerTLS against a manager whose certificate
+// and the caller's roots change: the right name and CA are accepted, with
+// or without an intermediate CA, and anything else fails the handshake.
+func TestServerTLS(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	const node = "n1"
+	name := client.ServerName(node)
+	ca, other := trusttest.NewCA(t, "ca"), trusttest.NewCA(t, "other")
+	var cert atomic.Pointer[tls.Certificate]
+	var roots atomic.Pointer[x509.CertPool]
+	srv := tlsManager(t, &cert)
+	c, err := client.New(srv.URL, client.WithServerTLS(roots.Load, name), client.WithToken(client.StaticToken("tok")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := ca.Pool()
+	both.AddCert(other.Cert)
+	clientAuthOnly := ca.Issue(t, &x509.Certificate{DNSNames: []string{name}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	for _, step := range []struct {
+		name    string
+		cert    tls.Certificate
+		roots   *x509.CertPool
+		wantErr string // empty: the call succeeds
+	}{
+		{name: "no bundle yet", cert: ca.ServerCert(t, name), wantErr: "no CA bundle yet"},
+		{name: "empty bundle", cert: ca.ServerCert(t, name), roots: x509.NewCertPool(), wantErr: "no CA bundle yet"},
+		{name: "right name and CA", cert: ca.ServerCert(t, name), roots: ca.Pool()},
+		{name: "certificate of another node", cert: ca.ServerCert(t, client.ServerName("n2")), roots: ca.Pool(), wantErr: "certificate is valid for n2.manager.hostpath.dev, not n1.manager.hostpath.dev"},
+		{name: "certificate for the IP", cert: ca.Issue(t, &x509.Certificate{IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}),
+			roots: ca.Pool(), wantErr: "certificate is not valid for any names"},
+		{name: "certificate from another CA", cert: other.ServerCert(t, name), roots: ca.Pool(), wantErr: "certificate signed by unknown authority"},
+		{name: "not for server authentication", cert: clientAuthOnly, roots: ca.Pool(), wantErr: "incompatible key usage"},
+		{name: "through an intermediate CA", cert: ca.NewIntermediate(t, "intermediate").ServerCert(t, name), roots: ca.Pool()},
+		// A CA rotation: the old CA, then both, then the new one alone.
+		{name: "old CA removed", cert: ca.ServerCert(t, name), roots: other.Pool(), wantErr: "certificate signed by unknown authority"},
+		{name: "both CAs, old certificate", cert: ca.ServerCert(t, name), roots: both},
+		{name: "both CAs, new certificate", cert: other.ServerCert(t, name), roots: both},
+		{name: "new CA alone", cert: other.ServerCert(t, name), roots: other.Pool()},
+	} {
+		cert.Store(&step.cert)
+		roots.Store(step.roots)
+		h, err := c.Host(ctx)
+		switch {
+		case step.wantErr == "" && (err != nil || h.NodeName != "tok"):
+			t.Errorf("%s: Host = %+v, %v; want the token echoed", step.name, h, err)
+		case step.wantErr != "" && (err == nil || !strings.Contains(err.Error(), step.wantErr)):
+			t.Errorf("%s: Host error = %v, want %q", step.name, err, step.wantErr)
+		}
+	}
+}
+
+// TestServerTLSOptions checks how WithServerTLS goes with WithHTTPClient
+// and plain http URLs.
+func TestServerTLSOptions(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ca := trusttest.NewCA(t, "ca")
+	name := client.ServerName("n1")
+	var cert atomic.Pointer[tls.Certificate]
+	good := ca.ServerCert(t, name)
+	cert.Store(&good)
+	srv := tlsManager(t, &cert)
+	roots := ca.Pool
+	// With WithHTTPClient, in either order, the given transport is cloned
+	// and verifies; the given one is left as it was.
+	given := &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	for i, opts := range [][]client.Option{
+		{client.WithHTTPClient(&http.Client{Transport: given}), client.WithServerTLS(roots, name)},
+		{client.WithServerTLS(roots, name), client.WithHTTPClient(&http.Client{Transport: given})},
+		{client.WithHTTPClient(&http.Client{Transport: given}), client.WithServerTLS(roots, client.ServerName("n2"))},
+		{client.WithServerTLS(roots, client.ServerName("n2")), client.WithHTTPClient(&http.Client{Transport: given})},
+	} {
+		c, err := client.New(srv.URL, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Host(ctx)
+		if wantOK := i < 2; (err == nil) != wantOK || err != nil && !strings.Contains(err.Error(), "x509: certificate is valid for n1.manager.hostpath.dev, not n2") {
+			t.Errorf("options #%d: Host = %v, want ok=%v or a failed verification", i, err, wantOK)
+		}
+	}
+	if given.TLSClientConfig.VerifyConnection != nil || !given.TLSClientConfig.InsecureSkipVerify {
+		t.Errorf("WithServerTLS changed the WithHTTPClient transport")
+	}
+
+	for name, opts := range map[string][]client.Option{
+		"custom RoundTripper": {client.WithHTTPClient(&http.Client{Transport: roundTripper(nil)}), client.WithServerTLS(roots, name)},
+		"DialTLSContext": {client.WithHTTPClient(&http.Client{Transport: &http.Transport{
+			DialTLSContext: func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("no") }}}), client.WithServerTLS(roots, name)},
+		"no server name": {client.WithServerTLS(roots, "")},
+		"no roots":       {client.WithServerTLS(nil, name)},
+	} {
+		if _, err := client.New(srv.URL, opts...); err == nil {
+			t.Errorf("New with %s succeeded, want an error", name)
+		}
+	}
+
+	// A plain http URL does no TLS: the option changes nothing.
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, `{"nodeName":"plain"}`) }))
+	defer plain.Close()
+	for _, opts := range [][]client.Option{nil, {client.WithServerTLS(roots, name)}} {
+		c, err := client.New(plain.URL, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, err := c.Host(ctx); err != nil || h.NodeName != "plain" {
+			t.Errorf("Host over http (%d options) = %+v, %v", len(opts), h, err)
+		}
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,7 @@ import (
 	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/trust"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
 	"hostpath.dev/provisioner/internal/ownership"
@@ -94,8 +96,8 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 
 // Informers are the shared informers of one instance: cluster-wide caches,
 // shared with the library (so it starts none of its own), one pod cache
-// per namespace of peers and of managers, and the host definer's
-// HostDefinitions.
+// per namespace of peers and of managers, the host definer's
+// HostDefinitions, and the CA bundle of the managers' certificates.
 type Informers struct {
 	// Claims, Volumes, Classes and Nodes are cluster-wide.
 	Claims  coreinformers.PersistentVolumeClaimInformer
@@ -110,9 +112,15 @@ type Informers struct {
 	// the nodes of each pool's multihost volumes; nil with a fixed manager
 	// URL, which serves no multihost volume.
 	Definitions hdinformers.HostDefinitionInformer
+	// CABundle is what the managers' certificates are verified with, kept
+	// from the ConfigMap client.CABundleConfigMap of the managers'
+	// namespace once started (trust.Watch); nil with a fixed manager URL.
+	CABundle *trust.Bundle
 
 	factories []factory
 	synced    []cache.InformerSynced
+	// watches start the informers that are not in a factory.
+	watches []func(context.Context) (cache.InformerSynced, error)
 }
 
 // factory is what Informers needs of an informer factory, Kubernetes' or
@@ -146,6 +154,10 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 		i.Definitions = definitions.Hostpath().V1().HostDefinitions()
 		i.factories = append(i.factories, definitions)
 		i.synced = append(i.synced, i.Definitions.Informer().HasSynced)
+		i.CABundle = trust.NewBundle()
+		i.watches = append(i.watches, func(ctx context.Context) (cache.InformerSynced, error) {
+			return trust.Watch(ctx, kube, o.ManagerNamespace, i.CABundle)
+		})
 	}
 	return i
 }
@@ -158,8 +170,10 @@ func podFactory(kube kubernetes.Interface, resync time.Duration, namespace, sele
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 }
 
-// start starts the informers until ctx is done and waits for their caches.
-// stop stops them and waits for them to end; call it also after an error.
+// start starts the informers until ctx is done and waits for their caches
+// (the CA bundle's: until the ConfigMap, if it exists, is loaded). stop
+// stops them and waits for the factories' to end; call it also after an
+// error.
 func (i *Informers) start(ctx context.Context) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	for _, f := range i.factories {
@@ -171,25 +185,45 @@ func (i *Informers) start(ctx context.Context) (stop func(), err error) {
 			f.Shutdown()
 		}
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), i.synced...) {
+	synced := slices.Clip(i.synced)
+	for _, watch := range i.watches {
+		s, err := watch(ctx)
+		if err != nil {
+			return stop, err
+		}
+		synced = append(synced, s)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return stop, fmt.Errorf("wait for informer caches: %w", context.Cause(ctx))
 	}
 	return stop, nil
 }
 
-// newResolver returns the manager resolver: the fixed --manager-url, or the
-// Ready manager pod of a node from the manager pod cache, and the targets of
-// a pool from the HostDefinition cache.
+// newResolver returns the manager resolver: the fixed --manager-url
+// (verified with --manager-ca-file when https), or the Ready manager pod of
+// a node from the manager pod cache, verified with the CA bundle, and the
+// targets of a pool from the HostDefinition cache.
 func (o *Options) newResolver(inf *Informers) (*managers.Resolver, error) {
 	opts := client.CallerOptions(o.ManagerTokenFile, o.ManagerTimeout, o.ManagerDeleteTimeout)
 	if o.ManagerURL != "" {
+		if isHTTPS(o.ManagerURL) {
+			bundle, err := trust.LoadFile(o.ManagerCAFile)
+			if err != nil {
+				return nil, fmt.Errorf("--%s: %w", FlagManagerCAFile, err)
+			}
+			name := o.ManagerServerName
+			if name == "" {
+				name = client.ServerName(o.NodeName)
+			}
+			opts = append(opts, client.WithServerTLS(bundle.Pool, name))
+		}
 		return managers.NewStaticResolver(o.ManagerURL, opts...)
 	}
 	selector, err := labels.Parse(o.ManagerSelector)
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", FlagManagerSelector, err)
 	}
-	return managers.NewResolver(inf.ManagerPods.Lister().Pods(o.ManagerNamespace), inf.Definitions.Lister(), selector, o.ManagerPort, opts...), nil
+	return managers.NewResolver(inf.ManagerPods.Lister().Pods(o.ManagerNamespace), inf.Definitions.Lister(), selector, o.ManagerPort, inf.CABundle.Pool, opts...), nil
 }
 
 // newRegistry returns the registry /metrics serves: the Go and process

@@ -1,8 +1,16 @@
 package app
 
 import (
+	"crypto/tls"
 	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,13 +20,16 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	hdfake "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned/fake"
+	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/trust/trusttest"
 	"hostpath.dev/provisioner/internal/managers"
 )
 
 // TestInformersFeedTheResolver checks the wiring of Complete without an
-// API server: the HostDefinition informer starts and syncs with the others,
-// and the Resolver reads the targets of a pool from it and from the manager
-// pod informer.
+// API server: the HostDefinition informer and the CA bundle's start and
+// sync with the others, the Resolver reads the targets of a pool from the
+// HostDefinitions and from the manager pod informer, and calls the
+// managers over HTTPS.
 func TestInformersFeedTheResolver(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	const ns = "hostpath-system"
@@ -38,7 +49,12 @@ func TestInformersFeedTheResolver(t *testing.T) {
 			Status:     hostpathv1.HostDefinitionStatus{Phase: phase},
 		}
 	}
-	kube := fake.NewClientset(pod("m1", "n1"), pod("m3", "n3"))
+	ca := trusttest.NewCA(t, "ca")
+	bundle := &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: client.CABundleConfigMap},
+		Data:       map[string]string{client.CABundleKey: string(ca.PEM())},
+	}
+	kube := fake.NewClientset(pod("m1", "n1"), pod("m3", "n3"), bundle)
 	definer := hdfake.NewSimpleClientset(
 		def("n1", "default", hostpathv1.PhaseReady),
 		def("n2", "default", hostpathv1.PhasePendingForCreation),
@@ -58,17 +74,78 @@ func TestInformersFeedTheResolver(t *testing.T) {
 	if err != nil || !slices.Equal(ready, []string{"n1"}) || !slices.Equal(pending, []string{"n2"}) {
 		t.Errorf("Targets(default) = %q, %q, %v; want [n1], [n2]", ready, pending, err)
 	}
+	if pool := inf.CABundle.Pool(); pool == nil || !pool.Equal(ca.Pool()) {
+		t.Errorf("CA bundle after start = %v, want the ConfigMap's", pool)
+	}
+	if c, err := r.ForNode("n1"); err != nil || c.BaseURL() != "https://198.18.0.1:8443" {
+		t.Errorf("ForNode(n1) = %v, %v; want https://198.18.0.1:8443", c, err)
+	}
 
 	// A fixed manager URL watches neither manager pods nor HostDefinitions.
 	o.ManagerURL = "http://127.0.0.1:8080"
 	inf = o.newInformers(kube, definer)
-	if inf.ManagerPods != nil || inf.Definitions != nil {
-		t.Errorf("informers with --%s: manager pods %v, definitions %v; want none", FlagManagerURL, inf.ManagerPods, inf.Definitions)
+	if inf.ManagerPods != nil || inf.Definitions != nil || inf.CABundle != nil {
+		t.Errorf("informers with --%s: manager pods %v, definitions %v, CA bundle %v; want none", FlagManagerURL, inf.ManagerPods, inf.Definitions, inf.CABundle)
 	}
 	if r, err = o.newResolver(inf); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := r.Targets("default"); !errors.Is(err, managers.ErrNoTargets) {
 		t.Errorf("Targets with --%s: %v, want ErrNoTargets", FlagManagerURL, err)
+	}
+}
+
+// TestStaticManagerTLS checks an https --manager-url: verified with
+// --manager-ca-file for --manager-server-name, by default the name of the
+// manager of --node-name.
+func TestStaticManagerTLS(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ca := trusttest.NewCA(t, "ca")
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"nodeName":"n1"}`)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.ServerCert(t, client.ServerName("n1"), "m.example")}}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	dir := t.TempDir()
+	caFile, otherFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "other.crt")
+	for file, data := range map[string][]byte{caFile: ca.PEM(), otherFile: trusttest.NewCA(t, "other").PEM()} {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		node, caFile, serverName string
+		wantErr                  string
+	}{
+		{node: "n1", caFile: caFile},
+		{node: "n2", caFile: caFile, serverName: "m.example"},
+		{node: "n2", caFile: caFile, wantErr: "not n2.manager.hostpath.dev"},
+		{node: "n1", caFile: otherFile, wantErr: "unknown authority"},
+	} {
+		o := NewOptions()
+		o.NodeName, o.Namespace, o.ManagerTokenFile = tc.node, "ns", ""
+		o.ManagerURL, o.ManagerCAFile, o.ManagerServerName = srv.URL, tc.caFile, tc.serverName
+		if err := o.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := o.newResolver(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := r.ForNode(tc.node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Host(ctx)
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("node %s, server name %q, CA %s: Host = %v, want error %q", tc.node, tc.serverName, filepath.Base(tc.caFile), err, tc.wantErr)
+		}
+	}
+	o := NewOptions()
+	o.ManagerURL, o.ManagerCAFile = srv.URL, filepath.Join(dir, "missing")
+	if _, err := o.newResolver(nil); err == nil || !strings.Contains(err.Error(), "--"+FlagManagerCAFile) {
+		t.Errorf("newResolver with a missing CA file = %v", err)
 	}
 }

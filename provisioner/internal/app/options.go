@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"time"
 
@@ -38,6 +39,8 @@ const (
 	FlagManagerSelector      = "manager-selector"
 	FlagManagerPort          = "manager-port"
 	FlagManagerURL           = "manager-url"
+	FlagManagerCAFile        = "manager-ca-file"
+	FlagManagerServerName    = "manager-server-name"
 	FlagManagerTokenFile     = "manager-token-file"
 	FlagManagerTimeout       = "manager-timeout"
 	FlagManagerDeleteTimeout = "manager-delete-timeout"
@@ -69,7 +72,8 @@ const (
 	DefaultMetricsAddress   = ":8081"
 	DefaultInstanceSelector = "app.kubernetes.io/name=hostpath-provisioner"
 	DefaultManagerSelector  = "app.kubernetes.io/name=hostpath-manager"
-	DefaultManagerPort      = 8080
+	// DefaultManagerPort is the managers' HTTPS port.
+	DefaultManagerPort = client.ServingPort
 	// DefaultManagerTokenFile is where the DaemonSet mounts the projected
 	// service account token of audience client.TokenAudience
 	// (hostpath.dev/manager), meant for the managers only: the API server
@@ -107,7 +111,12 @@ type Options struct {
 	ManagerSelector  string
 	ManagerPort      int
 	ManagerURL       string
-	ManagerTokenFile string
+	// ManagerCAFile is the CA bundle (PEM) of an https ManagerURL.
+	ManagerCAFile string
+	// ManagerServerName is the name in the certificate of an https
+	// ManagerURL; empty: client.ServerName(NodeName).
+	ManagerServerName string
+	ManagerTokenFile  string
 	// ManagerTimeout bounds every manager call but deletes.
 	ManagerTimeout time.Duration
 	// ManagerDeleteTimeout bounds a manager delete.
@@ -168,10 +177,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddress, FlagMetricsAddress, o.MetricsAddress, "The address that serves /healthz, /readyz and the Prometheus /metrics.")
 	fs.StringVar(&o.Namespace, FlagNamespace, o.Namespace, "The namespace of this instance and its peers. Defaults to the "+EnvPodNamespace+" environment variable; required.")
 	fs.StringVar(&o.InstanceSelector, FlagInstanceSelector, o.InstanceSelector, "The label selector of the provisioner pods (this instance and its peers).")
-	fs.StringVar(&o.ManagerNamespace, FlagManagerNamespace, o.ManagerNamespace, "The namespace of the manager pods. Defaults to the "+EnvPodNamespace+" environment variable.")
+	fs.StringVar(&o.ManagerNamespace, FlagManagerNamespace, o.ManagerNamespace, "The namespace of the manager pods and of the ConfigMap "+client.CABundleConfigMap+", the CA bundle their certificates are verified with. Defaults to the "+EnvPodNamespace+" environment variable.")
 	fs.StringVar(&o.ManagerSelector, FlagManagerSelector, o.ManagerSelector, "The label selector of the manager pods.")
-	fs.IntVar(&o.ManagerPort, FlagManagerPort, o.ManagerPort, "The port the managers serve their API on.")
-	fs.StringVar(&o.ManagerURL, FlagManagerURL, o.ManagerURL, "A fixed manager URL, such as http://127.0.0.1:8080, used for every node instead of finding the manager pod of the node (for one-node setups). Defaults to empty: find the pods.")
+	fs.IntVar(&o.ManagerPort, FlagManagerPort, o.ManagerPort, "The port the managers serve their API on, over HTTPS.")
+	fs.StringVar(&o.ManagerURL, FlagManagerURL, o.ManagerURL, "A fixed manager URL, such as https://127.0.0.1:8443 or http://127.0.0.1:8080 (a test bench's manager without TLS), used for every node instead of finding the manager pod of the node (for one-node setups). Defaults to empty: find the pods.")
+	fs.StringVar(&o.ManagerCAFile, FlagManagerCAFile, o.ManagerCAFile, "With an https --"+FlagManagerURL+" (required then): the PEM file of the CA certificates its certificate is verified with (key "+client.CABundleKey+" of the ConfigMap "+client.CABundleConfigMap+"), read once at start.")
+	fs.StringVar(&o.ManagerServerName, FlagManagerServerName, o.ManagerServerName, "With an https --"+FlagManagerURL+": the DNS name its certificate must have. Defaults to that of the manager of --"+FlagNodeName+", "+client.ServerName("<node>")+".")
 	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read at every call: a projected service account token of audience "+client.TokenAudience+". Empty sends no token.")
 	fs.DurationVar(&o.ManagerTimeout, FlagManagerTimeout, o.ManagerTimeout, "The time limit of each manager call but deletes.")
 	fs.DurationVar(&o.OrphanSweepPeriod, FlagOrphanSweepPeriod, o.OrphanSweepPeriod, "How often this instance sweeps its node's pools (and at once when this node's manager turns Ready): directories whose owner PV no longer exists go by the reclaim policy kept in their owner record (Delete: removed; Retain: kept; none: removed only when empty); 0 turns it off.")
@@ -233,11 +244,14 @@ func (o *Options) Validate() error {
 	if o.FanoutAttempts < 1 {
 		errs = append(errs, fmt.Errorf("--%s must be at least 1", FlagFanoutAttempts))
 	}
-	if o.ManagerURL != "" {
-		if _, err := client.New(o.ManagerURL); err != nil {
-			errs = append(errs, fmt.Errorf("--%s: %w", FlagManagerURL, err))
-		}
-	} else {
+	return errors.Join(append(errs, o.validateManagers()...)...)
+}
+
+// validateManagers reports the manager options that cannot work: those of
+// discovery, or those of a fixed --manager-url.
+func (o *Options) validateManagers() []error {
+	var errs []error
+	if o.ManagerURL == "" {
 		if o.ManagerNamespace == "" {
 			errs = append(errs, fmt.Errorf("--%s (or %s) is required unless --%s is set", FlagManagerNamespace, EnvPodNamespace, FlagManagerURL))
 		}
@@ -248,7 +262,28 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--%s must be a port from 1 to 65535", FlagManagerPort))
 		}
 	}
-	return errors.Join(errs...)
+	https := isHTTPS(o.ManagerURL)
+	if o.ManagerURL != "" {
+		if _, err := client.New(o.ManagerURL); err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", FlagManagerURL, err))
+		}
+		if https && o.ManagerCAFile == "" {
+			errs = append(errs, fmt.Errorf("--%s is required with an https --%s", FlagManagerCAFile, FlagManagerURL))
+		}
+	}
+	for _, f := range []struct{ name, value string }{{FlagManagerCAFile, o.ManagerCAFile}, {FlagManagerServerName, o.ManagerServerName}} {
+		if f.value != "" && !https {
+			errs = append(errs, fmt.Errorf("--%s is only for an https --%s (discovered managers are verified with the ConfigMap %s)", f.name, FlagManagerURL, client.CABundleConfigMap))
+		}
+	}
+	return errs
+}
+
+// isHTTPS reports whether the manager URL u is https (as client.New reads
+// it: any case).
+func isHTTPS(u string) bool {
+	parsed, err := url.Parse(u)
+	return err == nil && parsed.Scheme == "https"
 }
 
 // validateSelector checks that the flag's value is a non-empty label selector.

@@ -1,8 +1,10 @@
 package app
 
 import (
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"hostpath.dev/manager/pkg/client"
@@ -44,6 +47,17 @@ func TestOptions(t *testing.T) {
 			wantErr: []string{"--fanout-workers must be at least 1", "--fanout-node-timeout must be positive", "--fanout-attempts must be at least 1"},
 		},
 		{name: "bad manager URL", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--manager-url=ftp://x"}, wantErr: []string{"--manager-url"}},
+		{name: "https manager URL", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
+			args: []string{"--manager-url=https://127.0.0.1:8443", "--manager-ca-file=/ca.crt", "--manager-server-name=m.example"}},
+		{name: "HTTPS manager URL without a CA", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
+			args: []string{"--manager-url=HTTPS://127.0.0.1:8443"}, wantErr: []string{"--manager-ca-file is required with an https --manager-url"}},
+		{name: "https manager URL without a CA", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
+			args: []string{"--manager-url=https://127.0.0.1:8443"}, wantErr: []string{"--manager-ca-file is required with an https --manager-url"}},
+		{name: "CA of a plain manager URL", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
+			args:    []string{"--manager-url=http://127.0.0.1:8080", "--manager-ca-file=/ca.crt", "--manager-server-name=m"},
+			wantErr: []string{"--manager-ca-file is only for an https --manager-url", "--manager-server-name is only for an https --manager-url"}},
+		{name: "CA without a manager URL", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
+			args: []string{"--manager-ca-file=/ca.crt"}, wantErr: []string{"--manager-ca-file is only for an https --manager-url"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,11 +89,15 @@ func TestOptions(t *testing.T) {
 }
 
 // TestDefaults checks the defaults that must match the contract and the
-// manager: tokens of the manager's audience, the client's time limits.
+// manager: its HTTPS port, tokens of the manager's audience, the client's
+// time limits.
 func TestDefaults(t *testing.T) {
 	o := NewOptions()
 	if o.ManagerTokenFile != "/var/run/secrets/hostpath.dev/manager/token" || o.ManagerTokenFile == client.DefaultTokenFile {
 		t.Errorf("ManagerTokenFile = %q, want the projected token of audience %s", o.ManagerTokenFile, client.TokenAudience)
+	}
+	if o.ManagerPort != client.ServingPort {
+		t.Errorf("ManagerPort = %d, want the managers' HTTPS port %d", o.ManagerPort, client.ServingPort)
 	}
 	if o.ManagerTimeout != client.DefaultCallTimeout || o.ManagerDeleteTimeout != client.DefaultDeleteTimeout {
 		t.Errorf("timeouts = %s, %s; want %s, %s", o.ManagerTimeout, o.ManagerDeleteTimeout, client.DefaultCallTimeout, client.DefaultDeleteTimeout)
@@ -128,4 +146,37 @@ func TestDaemonSetToken(t *testing.T) {
 	case source.ExpirationSeconds == nil || *source.ExpirationSeconds != 3600:
 		t.Errorf("token expirationSeconds = %v, want 3600", source.ExpirationSeconds)
 	}
+}
+
+// TestRBACCABundle checks that the namespaced Role lets the provisioner
+// read the CA bundle ConfigMap, and that one only, as trust.Watch does
+// (get, list and watch with a metadata.name field selector).
+func TestRBACCABundle(t *testing.T) {
+	f, err := os.Open("../../../manifests/provisioner/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var role rbacv1.Role
+		if err := dec.Decode(&role); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if role.Kind != "Role" {
+			continue
+		}
+		for _, r := range role.Rules {
+			if slices.Contains(r.Resources, "configmaps") {
+				if !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) ||
+					!slices.Equal(r.ResourceNames, []string{client.CABundleConfigMap}) || role.Namespace != "hostpath-system" {
+					t.Errorf("Role %s/%s rule %+v; want configmaps get, list, watch of %s only", role.Namespace, role.Name, r, client.CABundleConfigMap)
+				}
+				return
+			}
+		}
+	}
+	t.Errorf("no Role rule for configmaps")
 }

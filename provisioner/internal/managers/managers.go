@@ -1,10 +1,13 @@
 // Package managers finds the hostpath manager that serves a node: the Ready
-// manager pod scheduled to the node, read from a pod lister, or one static
+// manager pod scheduled to the node, read from a pod lister, called over
+// HTTPS on its pod IP and verified as the manager of that node (its
+// certificate names the node, signed by a CA of the bundle), or one static
 // URL for every node; and the nodes a multihost volume of a pool goes to,
 // from the host definer's HostDefinitions (Resolver.Targets).
 package managers
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -41,6 +44,7 @@ type Resolver struct {
 	definitions hdlisters.HostDefinitionLister
 	selector    labels.Selector
 	port        int
+	roots       func() *x509.CertPool
 	static      *client.Client
 	opts        []client.Option
 
@@ -49,15 +53,18 @@ type Resolver struct {
 }
 
 // NewResolver returns a Resolver that finds manager pods matching selector
-// through pods and calls them on port, with opts (see client.CallerOptions) for
-// every client, and reads the nodes of a pool (Targets) from definitions,
-// the host definer's HostDefinitions.
-func NewResolver(pods corelisters.PodNamespaceLister, definitions hdlisters.HostDefinitionLister, selector labels.Selector, port int, opts ...client.Option) *Resolver {
-	return &Resolver{pods: pods, definitions: definitions, selector: selector, port: port, opts: opts, clients: map[string]*client.Client{}}
+// through pods and calls them over HTTPS on port, trusting the CA
+// certificates that roots returns at each TLS handshake (a trust.Bundle's
+// Pool) for the certificate of client.ServerName of the node, with opts
+// (see client.CallerOptions) for every client; and that reads the nodes of
+// a pool (Targets) from definitions, the host definer's HostDefinitions.
+func NewResolver(pods corelisters.PodNamespaceLister, definitions hdlisters.HostDefinitionLister, selector labels.Selector, port int, roots func() *x509.CertPool, opts ...client.Option) *Resolver {
+	return &Resolver{pods: pods, definitions: definitions, selector: selector, port: port, roots: roots, opts: opts, clients: map[string]*client.Client{}}
 }
 
 // NewStaticResolver returns a Resolver that answers the manager at baseURL
-// for every node (for one-node setups and debugging).
+// for every node (for one-node setups and debugging), with opts (for an
+// https URL, client.WithServerTLS).
 func NewStaticResolver(baseURL string, opts ...client.Option) (*Resolver, error) {
 	c, err := client.New(baseURL, opts...)
 	if err != nil {
@@ -66,8 +73,12 @@ func NewStaticResolver(baseURL string, opts ...client.Option) (*Resolver, error)
 	return &Resolver{static: c}, nil
 }
 
-// ForNode returns a client for the manager on node. The error is a
-// *NotFoundError when no Ready manager pod with an IP runs there.
+// ForNode returns a client for the manager on node: for
+// https://<pod IP>:<port>, which accepts only a certificate for
+// client.ServerName(node), so a pod IP that another pod took since the
+// cache saw it fails verification rather than being called. The client is
+// kept while the pod IP stays. The error is a *NotFoundError when no Ready
+// manager pod with an IP runs there.
 func (r *Resolver) ForNode(node string) (*client.Client, error) {
 	if r.static != nil {
 		return r.static, nil
@@ -86,13 +97,13 @@ func (r *Resolver) ForNode(node string) (*client.Client, error) {
 	if ip == "" {
 		return nil, &NotFoundError{Node: node, Selector: r.selector.String()}
 	}
-	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(r.port))
+	url := "https://" + net.JoinHostPort(ip, strconv.Itoa(r.port))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.clients[node]; ok && c.BaseURL() == url {
 		return c, nil
 	}
-	c, err := client.New(url, r.opts...)
+	c, err := client.New(url, slices.Concat(r.opts, []client.Option{client.WithServerTLS(r.roots, client.ServerName(node))})...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,13 +2,20 @@ package managers
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,10 +25,12 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	hdlisters "hostpath.dev/hostdefiner/pkg/generated/listers/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/trust/trusttest"
 )
 
 func managerPod(name, node, ip string, ready bool) *v1.Pod {
@@ -48,11 +57,11 @@ func TestResolver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), definitions(t), labels.SelectorFromSet(labels.Set{"app": "m"}), 8080)
+	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), definitions(t), labels.SelectorFromSet(labels.Set{"app": "m"}), client.ServingPort, x509.NewCertPool)
 
 	c, err := r.ForNode("n1")
-	if err != nil || c.BaseURL() != "http://198.18.1.5:8080" {
-		t.Fatalf("ForNode(n1) = %v, %v; want http://198.18.1.5:8080", c, err)
+	if err != nil || c.BaseURL() != "https://198.18.1.5:8443" {
+		t.Fatalf("ForNode(n1) = %v, %v; want https://198.18.1.5:8443", c, err)
 	}
 	if again, _ := r.ForNode("n1"); again != c {
 		t.Errorf("ForNode(n1) made a new client for the same address")
@@ -67,7 +76,7 @@ func TestResolver(t *testing.T) {
 	if err := indexer.Update(managerPod("m1", "n1", "198.18.1.9", true)); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := r.ForNode("n1"); err != nil || c.BaseURL() != "http://198.18.1.9:8080" {
+	if c, err := r.ForNode("n1"); err != nil || c.BaseURL() != "https://198.18.1.9:8443" {
 		t.Errorf("ForNode(n1) after restart = %v, %v; want the new address", c, err)
 	}
 
@@ -77,6 +86,67 @@ func TestResolver(t *testing.T) {
 	}
 	if c, err := static.ForNode("any"); err != nil || c.BaseURL() != "http://127.0.0.1:8080" {
 		t.Errorf("static ForNode = %v, %v", c, err)
+	}
+}
+
+// TestResolverTLS checks that the clients of a Resolver verify the manager
+// of the node asked for: two nodes' manager pods with the IP and port of
+// one test manager, whose certificate is for the first node; a call to the
+// second fails verification, as does any call while the bundle is empty or
+// does not hold the manager's CA.
+func TestResolverTLS(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ca := trusttest.NewCA(t, "ca")
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(client.Host{NodeName: "n1"})
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.ServerCert(t, client.ServerName("n1"))}}
+	srv.Config.SetKeepAlivesEnabled(false)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	indexer := factory.Core().V1().Pods().Informer().GetIndexer()
+	for _, p := range []*v1.Pod{managerPod("m1", "n1", u.Hostname(), true), managerPod("m2", "n2", u.Hostname(), true)} {
+		if err := indexer.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var roots atomic.Pointer[x509.CertPool]
+	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), definitions(t), labels.Everything(), port, roots.Load,
+		client.WithToken(client.StaticToken("t")))
+	host := func(node string) error {
+		c, err := r.ForNode(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(c.BaseURL(), "https://") {
+			t.Errorf("ForNode(%s) = %s, want https", node, c.BaseURL())
+		}
+		_, err = c.Host(ctx)
+		return err
+	}
+	if err := host("n1"); err == nil || !strings.Contains(err.Error(), "no CA bundle yet") {
+		t.Errorf("n1 without a bundle: %v, want no CA bundle yet", err)
+	}
+	roots.Store(trusttest.NewCA(t, "other").Pool())
+	if err := host("n1"); err == nil || !strings.Contains(err.Error(), "unknown authority") {
+		t.Errorf("n1 with another CA: %v, want unknown authority", err)
+	}
+	roots.Store(ca.Pool())
+	if err := host("n1"); err != nil {
+		t.Errorf("n1: %v", err)
+	}
+	if err := host("n2"); err == nil || !strings.Contains(err.Error(), "not n2.manager.hostpath.dev") {
+		t.Errorf("n2 at the IP of n1's manager: %v, want a failed verification", err)
 	}
 }
 
@@ -211,7 +281,7 @@ func TestTargets(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), definitions(t, tc.defs...), labels.SelectorFromSet(labels.Set{"app": "m"}), 8080)
+			r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), definitions(t, tc.defs...), labels.SelectorFromSet(labels.Set{"app": "m"}), client.ServingPort, nil)
 			ready, pending, err := r.Targets(pool)
 			if err != nil || strings.Join(ready, ",") != tc.ready || strings.Join(pending, ",") != tc.pending {
 				t.Errorf("Targets(%q) = %q, %q, %v; want %q, %q", pool, ready, pending, err, tc.ready, tc.pending)
@@ -229,7 +299,7 @@ func (failingDefinitions) List(labels.Selector) ([]*hostpathv1.HostDefinition, e
 
 func TestTargetsErrors(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), failingDefinitions{}, labels.Everything(), 8080)
+	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), failingDefinitions{}, labels.Everything(), client.ServingPort, nil)
 	if _, _, err := r.Targets("default"); err == nil || !strings.Contains(err.Error(), "cache broken") {
 		t.Errorf("Targets() with a failing HostDefinition lister: %v", err)
 	}
