@@ -1,7 +1,10 @@
 // Package app is the host definer program: Options (its flags, and
-// Validate) and Run, which builds the clients, informers and controller,
-// serves /healthz, /readyz and /metrics, and runs the controller while this
-// replica holds the leader Lease.
+// Validate) and Run, which builds the clients, informers and controllers,
+// serves /healthz, /readyz and /metrics, and while this replica holds the
+// leader Lease runs the HostDefinition controller and the controllers of
+// the managers' serving certificates (package csr: approve, sign, keep the
+// CA and its bundle). The managers are called over HTTPS, trusting only the
+// CA bundle of the ConfigMap client.CABundleConfigMap.
 package app
 
 import (
@@ -9,11 +12,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	"hostpath.dev/hostdefiner/internal/csr"
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
@@ -32,6 +38,9 @@ const (
 	FlagManagerPort         = "manager-port"
 	FlagManagerTokenFile    = "manager-token-file"
 	FlagManagerTimeout      = "manager-timeout"
+	FlagManagerSA           = "manager-service-account"
+	FlagMaxCertLifetime     = "max-certificate-lifetime"
+	FlagCAOverlap           = "ca-overlap"
 	FlagMinFreeBytes        = "min-free-bytes"
 	FlagMaxTries            = "max-tries"
 	FlagInitialBackoff      = "initial-backoff"
@@ -80,6 +89,14 @@ type Options struct {
 	RenewDeadline    time.Duration
 	RetryPeriod      time.Duration
 
+	// ManagerServiceAccount is the managers' service account, in
+	// Namespace.
+	ManagerServiceAccount string
+	// MaxCertificateLifetime caps the managers' serving certificates.
+	MaxCertificateLifetime time.Duration
+	// CAOverlap is how long an old CA stays trusted after a rotation.
+	CAOverlap time.Duration
+
 	// managerSelector is ManagerSelector parsed by Validate.
 	managerSelector labels.Selector
 }
@@ -95,7 +112,7 @@ func NewOptions() *Options {
 		ProvisionerName:  hostpathv1.DefaultProvisionerName,
 		ManagerDaemonSet: "hostpath-manager",
 		ManagerSelector:  "app.kubernetes.io/name=hostpath-manager",
-		ManagerPort:      8080,
+		ManagerPort:      client.ServingPort,
 		ManagerTokenFile: DefaultManagerTokenFile,
 		ManagerTimeout:   client.DefaultCallTimeout,
 		MinFreeBytes:     0,
@@ -112,6 +129,10 @@ func NewOptions() *Options {
 		LeaseDuration:    15 * time.Second,
 		RenewDeadline:    10 * time.Second,
 		RetryPeriod:      2 * time.Second,
+
+		ManagerServiceAccount:  "hostpath-manager",
+		MaxCertificateLifetime: csr.DefaultLifetime,
+		CAOverlap:              48 * time.Hour,
 	}
 }
 
@@ -125,9 +146,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ProvisionerName, FlagProvisionerName, o.ProvisionerName, "The provisioner name of the StorageClasses whose pools get definitions, and of the multihost PersistentVolumes that are backfilled.")
 	fs.StringVar(&o.ManagerDaemonSet, FlagManagerDaemonSet, o.ManagerDaemonSet, "The manager DaemonSet's name: a node is defined where it runs a pod, and leaves when it would no longer run one.")
 	fs.StringVar(&o.ManagerSelector, FlagManagerSelector, o.ManagerSelector, "The label selector of the manager pods.")
-	fs.IntVar(&o.ManagerPort, FlagManagerPort, o.ManagerPort, "The port the managers serve their API on.")
+	fs.IntVar(&o.ManagerPort, FlagManagerPort, o.ManagerPort, "The port the managers serve their API on, in HTTPS.")
 	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read at every call: a projected service account token of audience "+client.TokenAudience+". Empty sends no token.")
 	fs.DurationVar(&o.ManagerTimeout, FlagManagerTimeout, o.ManagerTimeout, "The time limit of each manager call.")
+	fs.StringVar(&o.ManagerServiceAccount, FlagManagerSA, o.ManagerServiceAccount, "The managers' service account, in --"+FlagNamespace+
+		" (a pod's service account is in its namespace): only CertificateSigningRequests it made from a live manager pod, for that pod's node, are approved.")
+	fs.DurationVar(&o.MaxCertificateLifetime, FlagMaxCertLifetime, o.MaxCertificateLifetime, "The longest lifetime of a manager's serving certificate (a CSR's spec.expirationSeconds, 24h when unset, is capped by it).")
+	fs.DurationVar(&o.CAOverlap, FlagCAOverlap, o.CAOverlap, "How long the old CA stays trusted after a rotation of the managers' CA (annotation "+csr.RotateAnnotation+
+		" on the Secret "+client.CASecret+"); more than --"+FlagMaxCertLifetime+", so that every manager renews under the new CA meanwhile.")
 	fs.Int64Var(&o.MinFreeBytes, FlagMinFreeBytes, o.MinFreeBytes, "The free bytes a pool needs on a node for its definition to be Ready; 0 requires none.")
 	fs.Int32Var(&o.MaxTries, FlagMaxTries, o.MaxTries, "How many tries a round of define (or undefine) makes before the definition goes to Error.")
 	fs.DurationVar(&o.InitialBackoff, FlagInitialBackoff, o.InitialBackoff, "The wait after the first failed try; it doubles after every further one.")
@@ -158,6 +184,9 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--%s must not be empty", flag))
 		}
 	}
+	if msgs := validation.IsDNS1123Subdomain(o.ManagerServiceAccount); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--%s %q: want a service account name (in --%s): %s", FlagManagerSA, o.ManagerServiceAccount, FlagNamespace, strings.Join(msgs, "; ")))
+	}
 	sel, err := labels.Parse(o.ManagerSelector)
 	if err != nil || sel.Empty() {
 		errs = append(errs, fmt.Errorf("--%s %q: want a non-empty label selector: %v", FlagManagerSelector, o.ManagerSelector, err))
@@ -175,6 +204,7 @@ func (o *Options) validateNumbers() []error {
 		FlagManagerTimeout: o.ManagerTimeout > 0, FlagMaxTries: o.MaxTries > 0, FlagInitialBackoff: o.InitialBackoff > 0,
 		FlagBackfillWorkers: o.BackfillWorkers > 0, FlagWorkers: o.Workers > 0,
 		FlagLeaseDuration: o.LeaseDuration > 0, FlagLeaseRenewDeadline: o.RenewDeadline > 0, FlagLeaseRetryPeriod: o.RetryPeriod > 0,
+		FlagMaxCertLifetime: o.MaxCertificateLifetime > 0,
 	}
 	for flag, ok := range positive {
 		if !ok {
@@ -186,6 +216,9 @@ func (o *Options) validateNumbers() []error {
 	}
 	if o.MinFreeBytes < 0 || o.ReverifyPeriod < 0 || o.ResyncPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--%s, --%s and --%s must not be negative", FlagMinFreeBytes, FlagReverifyPeriod, FlagResyncPeriod))
+	}
+	if o.CAOverlap <= o.MaxCertificateLifetime {
+		errs = append(errs, fmt.Errorf("--%s must exceed --%s: every manager must renew under the new CA while the old one is trusted", FlagCAOverlap, FlagMaxCertLifetime))
 	}
 	if o.LeaderElect && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod) {
 		errs = append(errs, fmt.Errorf("want --%s > --%s > --%s", FlagLeaseDuration, FlagLeaseRenewDeadline, FlagLeaseRetryPeriod))

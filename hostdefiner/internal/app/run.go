@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
@@ -22,14 +24,16 @@ import (
 	"k8s.io/utils/clock"
 
 	"hostpath.dev/hostdefiner/internal/controller"
+	"hostpath.dev/hostdefiner/internal/csr"
 	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
 	hdscheme "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned/scheme"
 	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/trust"
 )
 
-// Run serves health and metrics and runs the controller, while this
+// Run serves health and metrics and runs the controllers, while this
 // replica leads (or at once without leader election), until ctx is done.
 func (o *Options) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
@@ -105,8 +109,15 @@ func (o *Options) lead(ctx context.Context, kube kubernetes.Interface, run func(
 	return errors.New("lost the leader Lease: restarting as a standby")
 }
 
-// runController builds the informers and the controller and runs it.
+// runController builds the informers and the controllers (HostDefinitions,
+// and the managers' certificates) and runs them. The HostDefinition
+// controller calls the managers once the CA bundle is loaded.
 func (o *Options) runController(ctx context.Context, kube kubernetes.Interface, hostpath versioned.Interface, metrics *controller.Metrics) error {
+	bundle := trust.NewBundle()
+	bundleSynced, err := trust.Watch(ctx, kube, o.Namespace, bundle)
+	if err != nil {
+		return err
+	}
 	cluster := informers.NewSharedInformerFactory(kube, o.ResyncPeriod)
 	local := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithNamespace(o.Namespace))
 	defs := hdinformers.NewSharedInformerFactory(hostpath, o.ResyncPeriod)
@@ -127,17 +138,80 @@ func (o *Options) runController(ctx context.Context, kube kubernetes.Interface, 
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "hostpath-hostdefiner"})
-	ctrl, err := controller.New(o.controllerConfig(), kube, hostpath, inf, o.managerFor(), recorder, clock.RealClock{}, metrics)
+	ctrl, err := controller.New(o.controllerConfig(), kube, hostpath, inf, o.managerFor(bundle), recorder, clock.RealClock{}, metrics)
 	if err != nil {
 		return err
 	}
-	cluster.Start(ctx.Done())
-	local.Start(ctx.Done())
-	defs.Start(ctx.Done())
-	defer cluster.Shutdown()
-	defer local.Shutdown()
-	defer defs.Shutdown()
-	return ctrl.Run(ctx, o.Workers)
+	certs, certFactories, err := o.certificateControllers(kube, inf.Pods)
+	if err != nil {
+		return err
+	}
+	// Shutdown waits for the informers, which stop with runCtx: cancel
+	// (deferred last, so run first) ends them whatever ends runAll.
+	runCtx, cancel := context.WithCancel(ctx)
+	for _, f := range append([]factory{cluster, local, defs}, certFactories...) {
+		f.Start(runCtx.Done())
+		defer f.Shutdown()
+	}
+	defer cancel()
+	return runAll(runCtx,
+		func(ctx context.Context) error { return certs.Run(ctx, o.Workers) },
+		func(ctx context.Context) error {
+			if !cache.WaitForNamedCacheSyncWithContext(ctx, bundleSynced) {
+				return fmt.Errorf("wait for the CA bundle: %w", context.Cause(ctx))
+			}
+			return ctrl.Run(ctx, o.Workers)
+		})
+}
+
+// factory is an informer factory, started and shut down with the
+// controllers.
+type factory interface {
+	Start(stopCh <-chan struct{})
+	Shutdown()
+}
+
+// certificateControllers builds the controllers of the managers' serving
+// certificates, reading pods (the managers' namespace) and the informers
+// of the factories it returns: the CSRs of client.SignerName, the CA
+// Secret and the bundle ConfigMap, each listed by a field selector (the
+// RBAC rules name them).
+func (o *Options) certificateControllers(kube kubernetes.Interface, pods cache.SharedIndexInformer) (*csr.Controllers, []factory, error) {
+	csrs := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTweakListOptions(csr.SignerListOptions))
+	secrets := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithNamespace(o.Namespace),
+		informers.WithTweakListOptions(csr.NameListOptions(client.CASecret)))
+	bundles := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithNamespace(o.Namespace),
+		informers.WithTweakListOptions(csr.NameListOptions(client.CABundleConfigMap)))
+	inf := csr.Informers{
+		CSRs:       csrs.Certificates().V1().CertificateSigningRequests().Informer(),
+		Pods:       pods,
+		Secrets:    secrets.Core().V1().Secrets().Informer(),
+		ConfigMaps: bundles.Core().V1().ConfigMaps().Informer(),
+	}
+	c, err := csr.New(o.csrConfig(), kube, inf, clock.RealClock{})
+	return c, []factory{csrs, secrets, bundles}, err
+}
+
+// runAll runs fns until ctx is done or one of them fails, and returns
+// their errors.
+func runAll(ctx context.Context, fns ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(fns))
+	for _, fn := range fns {
+		go func() {
+			err := fn(ctx)
+			if err != nil {
+				cancel()
+			}
+			errc <- err
+		}()
+	}
+	var errs []error
+	for range fns {
+		errs = append(errs, <-errc)
+	}
+	return errors.Join(errs...)
 }
 
 // controllerConfig is the controller's part of the options.
@@ -149,11 +223,24 @@ func (o *Options) controllerConfig() controller.Config {
 	}
 }
 
-// managerFor calls a manager pod on its IP, with the token file and the
-// call timeout.
-func (o *Options) managerFor() controller.ManagerFor {
+// csrConfig is the certificate controllers' part of the options.
+func (o *Options) csrConfig() csr.Config {
+	return csr.Config{
+		Namespace: o.Namespace, ServiceAccount: o.ManagerServiceAccount, ManagerSelector: o.managerSelector,
+		MaxLifetime: o.MaxCertificateLifetime, CAOverlap: o.CAOverlap,
+	}
+}
+
+// managerFor calls a manager pod over HTTPS on its IP, with the token file
+// and the call timeout, trusting only bundle and only the serving
+// certificate of the pod's node (client.ServerName).
+func (o *Options) managerFor(bundle *trust.Bundle) controller.ManagerFor {
 	opts := client.CallerOptions(o.ManagerTokenFile, o.ManagerTimeout, 0)
 	return func(pod *v1.Pod) (controller.Manager, error) {
-		return client.New("http://"+net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(o.ManagerPort)), opts...)
+		if pod.Spec.NodeName == "" {
+			return nil, fmt.Errorf("manager pod %s/%s has no node yet", pod.Namespace, pod.Name)
+		}
+		return client.New("https://"+net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(o.ManagerPort)),
+			append(slices.Clip(opts), client.WithServerTLS(bundle.Pool, client.ServerName(pod.Spec.NodeName)))...)
 	}
 }
