@@ -83,6 +83,7 @@ func TestManagerJunkTokenFlood(t *testing.T) {
 	junk := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
 		DialContext:     (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(junkSource)}}).DialContext,
 		MaxConnsPerHost: 64,
+		TLSClientConfig: managerHTTP(t, base).Transport.(*http.Transport).TLSClientConfig,
 	}}
 	const floodSize = 1000
 	var codes sync.Map // status code -> *atomic.Int64

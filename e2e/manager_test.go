@@ -13,7 +13,9 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,14 +31,44 @@ import (
 const managerTimeout = 2 * time.Minute
 
 // managerPods waits until every real node runs a ready manager pod and
-// returns their base URLs by node.
+// returns their base URLs by node (https://<pod IP>:8443); callManager
+// calls each with a TLS client that trusts only the CA bundle and wants
+// that node's name.
 func managerPods(ctx context.Context, t *testing.T, f *framework.Framework, nodes []string) map[string]string {
 	t.Helper()
 	urls := map[string]string{}
 	for node, p := range f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, managerSelector, nodes, managerTimeout) {
-		urls[node] = "http://" + net.JoinHostPort(p.Status.PodIP, "8080")
+		base := "https://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(client.ServingPort))
+		cfg, err := f.ManagerTLS(ctx, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		managerClients.Store(base, &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}})
+		urls[node] = base
+		healthURLs.Store(base, "http://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(client.HealthPort)))
 	}
 	return urls
+}
+
+// managerClients maps a manager's base URL to its verifying HTTP client;
+// healthURLs maps it to the manager's plain health address.
+var managerClients, healthURLs sync.Map
+
+// managerHTTP returns the client for the manager at base.
+func managerHTTP(t testing.TB, base string) *http.Client {
+	t.Helper()
+	c, ok := managerClients.Load(base)
+	if !ok {
+		t.Fatalf("no client for manager %s (managerPods makes them)", base)
+	}
+	return c.(*http.Client)
+}
+
+// healthURL returns the plain health address of the manager at base.
+func healthURL(base string) string {
+	u, _ := healthURLs.Load(base)
+	s, _ := u.(string)
+	return s
 }
 
 // callManager sends one request; rawPath goes on the wire as written.
@@ -53,7 +85,7 @@ func callManager(ctx context.Context, t *testing.T, method, base, rawPath, token
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	resp, err := managerHTTP(t, base).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s%s: %v", method, base, rawPath, err)
 	}
@@ -166,7 +198,7 @@ func newManagerVolume(t *testing.T, f *framework.Framework, base, token, node, o
 		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, base+"/v1/pools/default/volumes/"+v.name+"?owner=pv-"+v.name, nil)
 		if err == nil {
 			req.Header.Set("Authorization", "Bearer "+token)
-			if resp, err := http.DefaultClient.Do(req); err == nil {
+			if resp, err := managerHTTP(t, base).Do(req); err == nil {
 				_ = resp.Body.Close()
 			}
 		}
@@ -209,8 +241,13 @@ func TestManager(t *testing.T) {
 	}
 
 	t.Run("healthz needs no token", func(t *testing.T) {
-		code, body := callManager(ctx, t, "GET", base, "/healthz", "", "")
-		if code != http.StatusOK {
+		resp, err := http.Get(healthURL(base) + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if code := resp.StatusCode; code != http.StatusOK {
 			t.Fatalf("GET /healthz: %d %s", code, body)
 		}
 	})
