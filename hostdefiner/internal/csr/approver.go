@@ -28,20 +28,16 @@ const PodCacheGrace = 30 * time.Second
 // Approver approves the CSRs of client.SignerName that a live manager pod
 // made for its own node, and denies the others (see the package doc).
 type Approver struct {
-	cfg    Config
-	kube   kubernetes.Interface
-	clock  clock.Clock
-	csrs   certlisters.CertificateSigningRequestLister
-	pods   corelisters.PodNamespaceLister
-	synced []cache.InformerSynced
-	queue  *worker.Queue[string]
+	base
+	csrs certlisters.CertificateSigningRequestLister
+	pods corelisters.PodNamespaceLister
 }
 
 // NewApprover returns an Approver reading inf.CSRs and inf.Pods; it
 // registers its event handler on inf.CSRs.
 func NewApprover(cfg Config, kube kubernetes.Interface, inf Informers, clk clock.Clock) (*Approver, error) {
 	a := &Approver{
-		cfg: cfg, kube: kube, clock: clk,
+		base: base{cfg: cfg, kube: kube, clock: clk},
 		csrs: certlisters.NewCertificateSigningRequestLister(inf.CSRs.GetIndexer()),
 		pods: corelisters.NewPodLister(inf.Pods.GetIndexer()).Pods(cfg.Namespace),
 	}
@@ -52,11 +48,6 @@ func NewApprover(cfg Config, kube kubernetes.Interface, inf Informers, clk clock
 	}
 	a.synced = []cache.InformerSynced{synced, inf.Pods.HasSynced}
 	return a, nil
-}
-
-// Run decides CSRs with workers goroutines until ctx is done.
-func (a *Approver) Run(ctx context.Context, workers int) error {
-	return a.queue.Run(ctx, workers, a.synced...)
 }
 
 // Sync approves or denies the CSR name when it is of our signer and

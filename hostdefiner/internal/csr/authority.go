@@ -41,20 +41,16 @@ const authorityKey = "ca"
 // Authority keeps the CA Secret and the bundle ConfigMap (see the package
 // doc).
 type Authority struct {
-	cfg        Config
-	kube       kubernetes.Interface
-	clock      clock.Clock
+	base
 	secrets    corelisters.SecretNamespaceLister
 	configMaps corelisters.ConfigMapNamespaceLister
-	synced     []cache.InformerSynced
-	queue      *worker.Queue[string]
 }
 
 // NewAuthority returns an Authority reading inf.Secrets and inf.ConfigMaps;
 // it registers its event handlers on both.
 func NewAuthority(cfg Config, kube kubernetes.Interface, inf Informers, clk clock.Clock) (*Authority, error) {
 	a := &Authority{
-		cfg: cfg, kube: kube, clock: clk,
+		base:       base{cfg: cfg, kube: kube, clock: clk},
 		secrets:    corelisters.NewSecretLister(inf.Secrets.GetIndexer()).Secrets(cfg.Namespace),
 		configMaps: corelisters.NewConfigMapLister(inf.ConfigMaps.GetIndexer()).ConfigMaps(cfg.Namespace),
 	}
@@ -84,7 +80,7 @@ func NewAuthority(cfg Config, kube kubernetes.Interface, inf Informers, clk cloc
 // Run keeps the CA and the bundle, with one worker, until ctx is done.
 func (a *Authority) Run(ctx context.Context) error {
 	a.queue.Add(authorityKey)
-	return a.queue.Run(ctx, 1, a.synced...)
+	return a.base.Run(ctx, 1)
 }
 
 // Sync keeps the CA and the bundle, and comes back when an overlap ends.

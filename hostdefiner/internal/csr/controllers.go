@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/worker"
 )
 
 // DefaultLifetime is a certificate's lifetime when its CSR sets no
@@ -95,6 +96,22 @@ func New(cfg Config, kube kubernetes.Interface, inf Informers, clk clock.Clock) 
 		return nil, err
 	}
 	return &Controllers{Approver: a, Signer: s, Authority: ca}, nil
+}
+
+// base is what the Approver, the Signer and the Authority share: their
+// settings, API client and clock, the queue of object names they sync, and
+// the informers they wait for.
+type base struct {
+	cfg    Config
+	kube   kubernetes.Interface
+	clock  clock.Clock
+	synced []cache.InformerSynced
+	queue  *worker.Queue[string]
+}
+
+// Run syncs queued names with workers goroutines until ctx is done.
+func (b *base) Run(ctx context.Context, workers int) error {
+	return b.queue.Run(ctx, workers, b.synced...)
 }
 
 // Run runs the three with workers workers each (the Authority with one)

@@ -23,20 +23,16 @@ import (
 // Signer signs the approved CSRs of client.SignerName with the CA of the
 // Secret client.CASecret (see the package doc).
 type Signer struct {
-	cfg     Config
-	kube    kubernetes.Interface
-	clock   clock.Clock
+	base
 	csrs    certlisters.CertificateSigningRequestLister
 	secrets corelisters.SecretNamespaceLister
-	synced  []cache.InformerSynced
-	queue   *worker.Queue[string]
 }
 
 // NewSigner returns a Signer reading inf.CSRs and inf.Secrets; it registers
 // its event handlers on both (a new CA queues the CSRs waiting for one).
 func NewSigner(cfg Config, kube kubernetes.Interface, inf Informers, clk clock.Clock) (*Signer, error) {
 	s := &Signer{
-		cfg: cfg, kube: kube, clock: clk,
+		base:    base{cfg: cfg, kube: kube, clock: clk},
 		csrs:    certlisters.NewCertificateSigningRequestLister(inf.CSRs.GetIndexer()),
 		secrets: corelisters.NewSecretLister(inf.Secrets.GetIndexer()).Secrets(cfg.Namespace),
 	}
@@ -59,11 +55,6 @@ func NewSigner(cfg Config, kube kubernetes.Interface, inf Informers, clk clock.C
 	}
 	s.synced = []cache.InformerSynced{synced, reg.HasSynced}
 	return s, nil
-}
-
-// Run signs CSRs with workers goroutines until ctx is done.
-func (s *Signer) Run(ctx context.Context, workers int) error {
-	return s.queue.Run(ctx, workers, s.synced...)
 }
 
 // enqueueWaiting queues the CSRs that wait for a certificate.
