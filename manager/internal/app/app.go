@@ -104,7 +104,8 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 	if err != nil {
 		return nil, fmt.Errorf("load the host identity: %w", err)
 	}
-	store, err := disk.New(disk.Config{NodeName: o.NodeName, Pools: o.pools, PoolRoot: o.PoolRoot, Identity: id})
+	labeler := o.selinuxLabeler(klog.FromContext(ctx))
+	store, err := disk.New(disk.Config{NodeName: o.NodeName, Pools: o.pools, PoolRoot: o.PoolRoot, Identity: id, Labeler: labeler})
 	if err != nil {
 		return nil, fmt.Errorf("set up storage: %w", err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"hostpath.dev/manager/internal/certs"
 	"hostpath.dev/manager/internal/certs/certstest"
+	"hostpath.dev/manager/internal/selinux"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -36,7 +37,8 @@ func TestAddFlags(t *testing.T) {
 	o.AddFlags(fs)
 	if err := fs.Parse([]string{"--pool=fast=/mnt/fast", "--pool", "slow=/mnt/slow", "--max-body-bytes=10", "--authz-denied-cache-ttl=3s", "--insecure-skip-auth",
 		"--token-audience=other", "--max-in-flight-per-address=3", "--token-reviews-per-address-qps=0.5", "--token-reviews-per-address-burst=4",
-		"--pool-root=/var/hppools", "--health-address=:9091", "--tls-dir=/run/tls", "--certificate-lifetime=1h"}); err != nil {
+		"--pool-root=/var/hppools", "--health-address=:9091", "--tls-dir=/run/tls", "--certificate-lifetime=1h",
+		"--selinux=on", "--selinux-context=system_u:object_r:svirt_sandbox_file_t:s0"}); err != nil {
 		t.Fatal(err)
 	}
 	if o.NodeName != "from-env" {
@@ -47,7 +49,8 @@ func TestAddFlags(t *testing.T) {
 	}
 	if o.MaxBodyBytes != 10 || o.Auth.DeniedTTL != 3*time.Second || !o.InsecureSkipAuth || o.Auth.Audience != "other" ||
 		o.Limits.MaxInFlight != 3 || o.Limits.ReviewQPS != 0.5 || o.Limits.ReviewBurst != 4 || o.PoolRoot != "/var/hppools" ||
-		o.HealthAddress != ":9091" || o.tlsDir() != "/run/tls" || o.CertificateLifetime != time.Hour || o.ListenAddress != ":8443" {
+		o.HealthAddress != ":9091" || o.tlsDir() != "/run/tls" || o.CertificateLifetime != time.Hour || o.ListenAddress != ":8443" ||
+		o.SELinux != "on" || o.SELinuxContext != "system_u:object_r:svirt_sandbox_file_t:s0" {
 		t.Errorf("options = %+v", o)
 	}
 	fs.VisitAll(func(f *pflag.Flag) {
@@ -92,6 +95,10 @@ func TestValidate(t *testing.T) {
 		{desc: "unclean pool root", modify: func(o *Options) { o.PoolRoot = "/var/hppools/" }, want: "absolute, clean"},
 		{desc: "relative pool path", modify: func(o *Options) { o.Pools = []string{"a=hp"} }, want: "absolute, clean"},
 		{desc: "overlapping pools", modify: func(o *Options) { o.Pools = []string{"a=/x", "b=/x/b"} }, want: "overlap"},
+		{desc: "SELinux off", modify: func(o *Options) { o.SELinux = "off" }},
+		{desc: "bad SELinux mode", modify: func(o *Options) { o.SELinux = "enforcing" }, want: "--selinux: SELinux mode \"enforcing\": want auto, on or off"},
+		{desc: "bad SELinux context", modify: func(o *Options) { o.SELinuxContext = "container_file_t" }, want: "--selinux-context: SELinux context"},
+		{desc: "SELinux context with a space", modify: func(o *Options) { o.SELinuxContext = "system_u:object_r:container_file_t:s0 " }, want: "--selinux-context"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			o := NewOptions()
@@ -477,6 +484,41 @@ func TestServePoolRoot(t *testing.T) {
 	}
 	if _, err := c.CreateVolume(ctx, "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a"}); err != nil {
 		t.Errorf("CreateVolume: %v", err)
+	}
+}
+
+// TestSELinuxLabeler: --selinux picks the Store's Labeler, auto by the
+// selinuxfs it finds, and says so in the log.
+func TestSELinuxLabeler(t *testing.T) {
+	withSELinux, without := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(withSELinux, "enforce"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode, fs string
+		want     bool
+		log      string
+	}{
+		{"auto", withSELinux, true, "SELinux labelling on"},
+		{"auto", without, false, "SELinux is not enabled (no selinuxfs at " + without + ")"},
+		{"on", without, true, "SELinux labelling on"},
+		{"off", withSELinux, false, "--selinux=off"},
+	} {
+		t.Run(tc.mode+" "+fmt.Sprint(tc.want), func(t *testing.T) {
+			logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+			o := NewOptions()
+			o.SELinux, o.selinuxFS = tc.mode, tc.fs
+			l := o.selinuxLabeler(logger)
+			if _, nop := l.(selinux.Nop); nop == tc.want {
+				t.Errorf("labeler = %T, want labelling %t", l, tc.want)
+			}
+			if log := logger.GetSink().(ktesting.Underlier).GetBuffer().String(); !strings.Contains(log, tc.log) {
+				t.Errorf("log %q does not mention %q", log, tc.log)
+			}
+		})
+	}
+	if o := NewOptions(); o.SELinux != "auto" || o.SELinuxContext != selinux.DefaultContext || o.selinuxFS != "/sys/fs/selinux" {
+		t.Errorf("SELinux defaults: %q, %q, %q", o.SELinux, o.SELinuxContext, o.selinuxFS)
 	}
 }
 

@@ -11,11 +11,13 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/certs"
 	"hostpath.dev/manager/internal/disk"
 	"hostpath.dev/manager/internal/identity"
+	"hostpath.dev/manager/internal/selinux"
 	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
@@ -56,6 +58,8 @@ const (
 	FlagKubeconfig             = "kubeconfig"
 	FlagKubeAPIQPS             = "kube-api-qps"
 	FlagKubeAPIBurst           = "kube-api-burst"
+	FlagSELinux                = "selinux"
+	FlagSELinuxContext         = "selinux-context"
 )
 
 // DefaultPool is the --pool default.
@@ -105,9 +109,17 @@ type Options struct {
 	// KubeAPIQPS and KubeAPIBurst limit calls to the API server.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// SELinux is auto, on or off: whether new volume directories and
+	// prepared pool directories get SELinuxContext (auto: when SELinux is
+	// enabled on the host).
+	SELinux string
+	// SELinuxContext is the context they get.
+	SELinuxContext string
 
 	// pools are the parsed Pools, set by Validate.
 	pools map[string]string
+	// selinuxFS is where --selinux=auto looks for selinuxfs.
+	selinuxFS string
 	// clientset, when set (by tests), is the API client instead of one
 	// from Kubeconfig.
 	clientset kubernetes.Interface
@@ -135,6 +147,9 @@ func NewOptions() *Options {
 		Limits:              auth.DefaultLimitOptions(),
 		KubeAPIQPS:          20,
 		KubeAPIBurst:        40,
+		SELinux:             string(selinux.ModeAuto),
+		SELinuxContext:      selinux.DefaultContext,
+		selinuxFS:           selinux.DefaultFS,
 	}
 }
 
@@ -169,6 +184,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, FlagKubeconfig, o.Kubeconfig, "Path of a kubeconfig for the API server; empty means the in-cluster service account.")
 	fs.Float32Var(&o.KubeAPIQPS, FlagKubeAPIQPS, o.KubeAPIQPS, "Queries per second to the API server (reviews that miss the caches).")
 	fs.IntVar(&o.KubeAPIBurst, FlagKubeAPIBurst, o.KubeAPIBurst, "Burst of queries to the API server.")
+	fs.StringVar(&o.SELinux, FlagSELinux, o.SELinux, "Whether new volume directories and the directory of each pool prepared by PUT /v1/pools/NAME get the --"+FlagSELinuxContext+" label: on, off, or auto (when SELinux is enabled on the host, as "+selinux.DefaultFS+" shows it to the manager).")
+	fs.StringVar(&o.SELinuxContext, FlagSELinuxContext, o.SELinuxContext, "SELinux context (user:role:type:level) given to the directories the manager makes, so that pods may use them on SELinux-enforcing hosts.")
 }
 
 // Validate checks the options, reporting every one that cannot work, and
@@ -236,6 +253,12 @@ func (o *Options) Validate() error {
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--%s and --%s must be positive", FlagKubeAPIQPS, FlagKubeAPIBurst))
 	}
+	if _, err := selinux.ParseMode(o.SELinux); err != nil {
+		errs = append(errs, fmt.Errorf("--%s: %w", FlagSELinux, err))
+	}
+	if err := selinux.ValidateContext(o.SELinuxContext); err != nil {
+		errs = append(errs, fmt.Errorf("--%s: %w", FlagSELinuxContext, err))
+	}
 	return errors.Join(errs...)
 }
 
@@ -260,6 +283,22 @@ func parsePools(values []string) (map[string]string, error) {
 		pools[name] = path
 	}
 	return pools, nil
+}
+
+// selinuxLabeler is the Store's Labeler per --selinux (o must have passed
+// Validate), logged.
+func (o *Options) selinuxLabeler(logger klog.Logger) selinux.Labeler {
+	mode := selinux.Mode(o.SELinux)
+	if mode.Enabled(o.selinuxFS) {
+		logger.Info("SELinux labelling on: new volume directories and prepared pool directories get the context", "context", o.SELinuxContext, "mode", mode)
+		return selinux.New(o.SELinuxContext, true)
+	}
+	reason := "--" + FlagSELinux + "=off"
+	if mode == selinux.ModeAuto {
+		reason = "SELinux is not enabled (no selinuxfs at " + o.selinuxFS + ")"
+	}
+	logger.Info("SELinux labelling off", "mode", mode, "reason", reason)
+	return selinux.New(o.SELinuxContext, false)
 }
 
 // tlsDir is the directory of the serving certificate: TLSDir, or the tls

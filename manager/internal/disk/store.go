@@ -20,6 +20,11 @@
 // (SetOwner). Failures the API has an answer for are *client.Error values
 // (see client.Errorf).
 //
+// Every directory the Store creates for pods gets its SELinux context from
+// Config.Labeler, through the open directory (see the selinux package): a
+// new volume directory right after it is made (a failure removes it again),
+// and a pool directory on every PreparePool.
+//
 // Host reports the node with the identity it is given (Config.Identity,
 // which the identity package reads) and the state of every pool.
 package disk
@@ -37,6 +42,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/keymutex"
 
+	"hostpath.dev/manager/internal/selinux"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -71,6 +77,9 @@ type Config struct {
 	MountInfoFile string
 	// Clock dates owner records; nil means the real clock.
 	Clock clock.PassiveClock
+	// Labeler gives new volume directories and prepared pool directories
+	// their SELinux context; nil means none (selinux.Nop).
+	Labeler selinux.Labeler
 }
 
 // lockShards is the number of mutexes volume keys are hashed to: calls on
@@ -89,6 +98,7 @@ type Store struct {
 	locks     keymutex.KeyMutex
 	mountInfo string
 	clock     clock.PassiveClock
+	labeler   selinux.Labeler
 }
 
 // New validates cfg and returns a Store. Pool directories and the pool root
@@ -108,12 +118,16 @@ func New(cfg Config) (*Store, error) {
 		locks:     keymutex.NewHashed(lockShards),
 		mountInfo: cfg.MountInfoFile,
 		clock:     cfg.Clock,
+		labeler:   cfg.Labeler,
 	}
 	if s.mountInfo == "" {
 		s.mountInfo = DefaultMountInfoFile
 	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
+	}
+	if s.labeler == nil {
+		s.labeler = selinux.Nop{}
 	}
 	if err := ValidatePaths(cfg.Pools, cfg.PoolRoot); err != nil {
 		return nil, err
@@ -159,10 +173,12 @@ func (s *Store) PoolNames() []string {
 }
 
 // PreparePool creates the pool's directory (and its parents, mode 0755) if
-// it is missing and returns the pool's state. A pool named on the fly gets
-// its directory in the pool root (created too if missing), made through an
-// os.Root on the pool root; an entry with its name that is not a directory
-// is a Conflict.
+// it is missing, gives it its SELinux context (Config.Labeler; also when it
+// was there already, as the DaemonSet's hostPath may have made it) and
+// returns the pool's state. A pool named on the fly gets its directory in
+// the pool root (created too if missing), made through an os.Root on the
+// pool root; an entry with its name that is not a directory is a Conflict.
+// A labelling failure fails the call and leaves the directory in place.
 func (s *Store) PreparePool(ctx context.Context, name string) (*client.Pool, error) {
 	p, err := s.pool(name)
 	if err != nil {
@@ -178,12 +194,35 @@ func (s *Store) PreparePool(ctx context.Context, name string) (*client.Pool, err
 	if err != nil {
 		return nil, err
 	}
+	if err := s.labelPool(p); err != nil {
+		return nil, err
+	}
 	info := p.info()
 	if info.Error != "" {
 		return nil, fmt.Errorf("pool %q: %s", name, info.Error)
 	}
 	klog.FromContext(ctx).V(4).Info("Prepared pool", "pool", name, "path", p.path)
 	return &info, nil
+}
+
+// labelPool gives the directory of p its SELinux context, through a
+// descriptor of the directory that p.open confined (for a pool named on
+// the fly, the one Lstat saw in the pool root).
+func (s *Store) labelPool(p *pool) error {
+	root, err := p.open()
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	f, err := root.Open(".")
+	if err != nil {
+		return fmt.Errorf("open pool %q directory %s to label it: %w", p.name, p.path, err)
+	}
+	defer f.Close()
+	if err := s.labeler.Label(f); err != nil {
+		return fmt.Errorf("label pool %q directory %s for SELinux: %w", p.name, p.path, err)
+	}
+	return nil
 }
 
 // lock takes the lock of key and returns its release.

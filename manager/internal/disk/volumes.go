@@ -157,8 +157,9 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name, owner string, 
 // makeVolume makes the missing directory name, owner-only until setMode
 // gives it its mode, after checking the free space and writing newRec, dated
 // now, as the owner record (unless rec, the record naming the same owner, is
-// already there: it is kept as it is). When the directory cannot be made,
-// the record it wrote is removed again.
+// already there: it is kept as it is), and gives it its SELinux context.
+// When the directory cannot be made, or made but not labelled, what it
+// made is removed again: the directory, then the record it wrote.
 func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name string, newRec record, rec *record, requiredBytes int64) (fs.FileInfo, *record, error) {
 	if err := p.checkSpace(root, requiredBytes); err != nil {
 		return nil, nil, err
@@ -172,19 +173,55 @@ func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name stri
 		}
 		wroteRecord = true
 	}
-	if err := root.Mkdir(name, 0o700); err != nil {
-		if wroteRecord {
-			if rerr := removeRecord(root, name); rerr != nil {
-				logger.Error(rerr, "Cannot remove the owner record of a volume that was not created")
-			}
+	undoRecord := func() {
+		if !wroteRecord {
+			return
 		}
+		if rerr := removeRecord(root, name); rerr != nil {
+			logger.Error(rerr, "Cannot remove the owner record of a volume that was not created")
+		}
+	}
+	if err := root.Mkdir(name, 0o700); err != nil {
+		undoRecord()
 		return nil, nil, fmt.Errorf("create volume %q in pool %q: %w", name, p.name, err)
 	}
-	fi, err := root.Lstat(name)
+	fi, err := s.labelVolume(root, p, name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("stat new volume %q in pool %q: %w", name, p.name, err)
+		// Remove never follows a symlink and never removes a directory
+		// that is not empty.
+		if rerr := root.Remove(name); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			logger.Error(rerr, "Cannot remove a volume directory that could not be labelled")
+		}
+		undoRecord()
+		return nil, nil, err
 	}
 	return fi, rec, nil
+}
+
+// labelVolume gives the new directory name its SELinux context through a
+// descriptor of the very directory that Lstat saw, and returns what Lstat
+// saw.
+func (s *Store) labelVolume(root *os.Root, p *pool, name string) (fs.FileInfo, error) {
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return nil, fmt.Errorf("stat new volume %q in pool %q: %w", name, p.name, err)
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("open new volume %q in pool %q: %w", name, p.name, err)
+	}
+	defer f.Close()
+	ffi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat new volume %q in pool %q: %w", name, p.name, err)
+	}
+	if !os.SameFile(fi, ffi) {
+		return nil, conflictf("volume %q in pool %q changed while it was being created", name, p.name)
+	}
+	if err := s.labeler.Label(f); err != nil {
+		return nil, fmt.Errorf("label new volume %q in pool %q for SELinux: %w", name, p.name, err)
+	}
+	return fi, nil
 }
 
 // setMode gives the directory name exactly mode, through a descriptor of
