@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -236,11 +237,22 @@ func (o *Options) csrConfig() csr.Config {
 // certificate of the pod's node (client.ServerName).
 func (o *Options) managerFor(bundle *trust.Bundle) controller.ManagerFor {
 	opts := client.CallerOptions(o.ManagerTokenFile, o.ManagerTimeout, 0)
+	// One client (and so one TLS transport, whose connections are reused)
+	// per manager pod; a new pod, or a new IP, gets a new one.
+	var clients sync.Map // pod UID -> *client.Client
 	return func(pod *v1.Pod) (controller.Manager, error) {
 		if pod.Spec.NodeName == "" {
 			return nil, fmt.Errorf("manager pod %s/%s has no node yet", pod.Namespace, pod.Name)
 		}
-		return client.New("https://"+net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(o.ManagerPort)),
-			append(slices.Clip(opts), client.WithServerTLS(bundle.Pool, client.ServerName(pod.Spec.NodeName)))...)
+		url := "https://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(o.ManagerPort))
+		if c, ok := clients.Load(pod.UID); ok && c.(*client.Client).BaseURL() == url {
+			return c.(*client.Client), nil
+		}
+		c, err := client.New(url, append(slices.Clip(opts), client.WithServerTLS(bundle.Pool, client.ServerName(pod.Spec.NodeName)))...)
+		if err != nil {
+			return nil, err
+		}
+		clients.Store(pod.UID, c)
+		return c, nil
 	}
 }
