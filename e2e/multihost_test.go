@@ -183,7 +183,7 @@ func TestMultihostRetain(t *testing.T) {
 }
 
 // labelNoManager is the node label that keeps the manager DaemonSet off a
-// node (manifests/manager/daemonset.yaml).
+// node (manifests/base/manager/daemonset.yaml).
 const labelNoManager = "hostpath.dev/manager"
 
 // setNoManager labels node so that its manager pod goes (on) or lets it come

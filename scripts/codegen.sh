@@ -19,7 +19,7 @@ MOD_DIR=$REPO_ROOT/hostdefiner
 GENERATED=(
   hostdefiner/pkg/apis/hostpath.dev/v1/zz_generated.deepcopy.go
   hostdefiner/pkg/generated
-  manifests/hostdefiner/crd.yaml
+  manifests/base/hostdefiner/crd.yaml
 )
 
 generate() {
@@ -40,9 +40,9 @@ generate() {
       --output-dir pkg/generated --output-pkg "$MODULE/pkg/generated" \
       --boilerplate "$REPO_ROOT/scripts/boilerplate.go.txt" pkg/apis
     go run "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" \
-      crd paths=./pkg/apis/... output:crd:stdout > "$REPO_ROOT/manifests/hostdefiner/crd.yaml.tmp"
+      crd paths=./pkg/apis/... output:crd:stdout > "$REPO_ROOT/manifests/base/hostdefiner/crd.yaml.tmp"
   ) >&2
-  mv "$REPO_ROOT/manifests/hostdefiner/crd.yaml.tmp" "$REPO_ROOT/manifests/hostdefiner/crd.yaml"
+  mv "$REPO_ROOT/manifests/base/hostdefiner/crd.yaml.tmp" "$REPO_ROOT/manifests/base/hostdefiner/crd.yaml"
 }
 
 if [ "${1:-}" != --verify ]; then

@@ -1,8 +1,10 @@
-// Package manifests checks the kustomize manifests (manifests/ and the
+// Package manifests checks the kustomize manifests (manifests/, its base in
+// manifests/base, the OpenShift overlay manifests/openshift and the
 // components in manifests/components/) as `kubectl kustomize` renders them,
 // without a cluster: what the manifests must agree on and the local cluster
 // cannot show, such as the manager's NetworkPolicy, which its network does
-// not enforce. The tests need the pinned kubectl (.cache/k8s/VERSION/bin,
-// from the Kubernetes build) and skip without it, unless HOSTPATH_E2E_REQUIRED
-// is "true".
+// not enforce, and the OpenShift SecurityContextConstraints, which it does
+// not have. The tests need the pinned kubectl (.cache/k8s/VERSION/bin, from
+// the Kubernetes build) and skip without it, unless HOSTPATH_E2E_REQUIRED is
+// "true".
 package manifests

@@ -415,9 +415,9 @@ func (k key) String() string {
 // manifests are the objects of one rendering, each as its YAML document.
 type manifests struct{ docs map[key][]byte }
 
-// render runs `kubectl kustomize` on the base, or, with a component (a
+// render runs `kubectl kustomize` on manifests/, or, with a component (a
 // path below manifests/), on an overlay in a temporary folder that lists
-// the base and the component by relative paths, as a user's overlay does
+// manifests/ and the component by relative paths, as a user's overlay does
 // (kustomize refuses absolute ones).
 func render(t *testing.T, component string) *manifests {
 	t.Helper()
@@ -426,19 +426,36 @@ func render(t *testing.T, component string) *manifests {
 		t.Fatal(err)
 	}
 	base := filepath.Join(root, "manifests")
-	dir := base
-	if component != "" {
-		dir = t.TempDir()
-		rel, err := filepath.Rel(dir, base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		overlay := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\ncomponents:\n- %s\n",
-			filepath.ToSlash(rel), filepath.ToSlash(filepath.Join(rel, component)))
-		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if component == "" {
+		return kustomize(t, root, base)
 	}
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\ncomponents:\n- %s\n",
+		filepath.ToSlash(rel), filepath.ToSlash(filepath.Join(rel, component)))
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return kustomize(t, root, dir)
+}
+
+// renderDir runs `kubectl kustomize` on a kustomization below manifests/,
+// such as base or openshift.
+func renderDir(t *testing.T, dir string) *manifests {
+	t.Helper()
+	root, err := framework.FindRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kustomize(t, root, filepath.Join(root, "manifests", filepath.FromSlash(dir)))
+}
+
+// kustomize runs the pinned `kubectl kustomize dir` and parses its output.
+func kustomize(t *testing.T, root, dir string) *manifests {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer

@@ -32,7 +32,7 @@ import (
 	"hostpath.dev/manager/pkg/client"
 )
 
-// The names of the manager's deployment, as in manifests/manager.
+// The names of the manager's deployment, as in manifests/base/manager.
 const (
 	testNamespace = "hostpath-system"
 	testDaemonSet = "hostpath-manager"
@@ -561,7 +561,7 @@ func expectPhase(t *testing.T, def *hostpathv1.HostDefinition, phase hostpathv1.
 	}
 }
 
-// managerDaemonSet builds the DaemonSet of manifests/manager/daemonset.yaml
+// managerDaemonSet builds the DaemonSet of manifests/base/manager/daemonset.yaml
 // as far as placement goes: required node affinity hostpath.dev/manager
 // NotIn [false] and a toleration of control-plane:NoSchedule.
 func managerDaemonSet() *appsv1.DaemonSet {

@@ -13,7 +13,7 @@ import (
 
 const managerLabel = "hostpath.dev/manager"
 
-// managerDaemonSet builds the DaemonSet of manifests/manager/daemonset.yaml
+// managerDaemonSet builds the DaemonSet of manifests/base/manager/daemonset.yaml
 // as far as placement goes: required affinity hostpath.dev/manager NotIn
 // ["false"] and a toleration for control-plane:NoSchedule.
 func managerDaemonSet() *appsv1.DaemonSet {

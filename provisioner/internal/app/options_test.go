@@ -115,7 +115,7 @@ func TestDefaults(t *testing.T) {
 // TestDaemonSetToken checks that the DaemonSet mounts, at the default
 // --manager-token-file, a read-only projected token of the manager's audience.
 func TestDaemonSetToken(t *testing.T) {
-	f, err := os.Open("../../../manifests/provisioner/daemonset.yaml")
+	f, err := os.Open("../../../manifests/base/provisioner/daemonset.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestDaemonSetToken(t *testing.T) {
 // read the CA bundle ConfigMap, and that one only, as trust.Watch does
 // (get, list and watch with a metadata.name field selector).
 func TestRBACCABundle(t *testing.T) {
-	f, err := os.Open("../../../manifests/provisioner/rbac.yaml")
+	f, err := os.Open("../../../manifests/base/provisioner/rbac.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

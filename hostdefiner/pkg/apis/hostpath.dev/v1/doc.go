@@ -15,7 +15,7 @@
 // The clientset, informers and listers under hostpath.dev/hostdefiner/pkg/generated
 // and the deepcopy functions in zz_generated.deepcopy.go are generated from
 // these types by k8s.io/code-generator, and the CRD in
-// manifests/hostdefiner/crd.yaml by controller-gen (`make generate`).
+// manifests/base/hostdefiner/crd.yaml by controller-gen (`make generate`).
 //
 // +k8s:deepcopy-gen=package
 // +groupName=hostpath.dev
