@@ -1333,15 +1333,16 @@ func TestWaitForManagerPod(t *testing.T) {
 	expectPhase(t, f.mustDefinition(def1), hostpathv1.PhaseReady, 0)
 }
 
-// A definition given up for want of a Ready manager starts a new round by
-// itself once a manager pod serves; one given up for another reason waits
-// for the retry annotation.
+// A definition given up for want of a Ready or answering manager starts a
+// new round by itself once a new manager pod serves; one given up for
+// another reason waits for the retry annotation.
 func TestErrorEndsWhenManagerServes(t *testing.T) {
 	for _, tc := range []struct {
 		reason string
 		ready  bool
 	}{
 		{reason: ReasonManagerNotReady, ready: true},
+		{reason: ReasonManagerFailed, ready: true},
 		{reason: ReasonInsufficientSpace, ready: false},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {

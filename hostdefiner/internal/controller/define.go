@@ -80,8 +80,9 @@ func (c *Controller) define(ctx context.Context, def *hostpathv1.HostDefinition)
 }
 
 // errorEnds says whether a definition in Error starts a new round by
-// itself: when it was given up for want of a Ready manager and one serves
-// now, or when it was an undefine that failed and the node is wanted again.
+// itself: when it was given up for want of a Ready or answering manager and
+// a new manager pod serves now, or when it was an undefine that failed and
+// the node is wanted again.
 func (c *Controller) errorEnds(def *hostpathv1.HostDefinition, serving *v1.Pod) bool {
 	cond := meta.FindStatusCondition(def.Status.Conditions, hostpathv1.ConditionDefined)
 	switch {
@@ -89,7 +90,7 @@ func (c *Controller) errorEnds(def *hostpathv1.HostDefinition, serving *v1.Pod) 
 		return false
 	case cond.Reason == ReasonUndefineFailed:
 		return true
-	case cond.Reason == ReasonManagerNotReady:
+	case cond.Reason == ReasonManagerNotReady || cond.Reason == ReasonManagerFailed:
 		return serving != nil && serving.UID != def.Status.ManagerPodUID
 	}
 	return false

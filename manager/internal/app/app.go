@@ -10,7 +10,10 @@
 // the certs package gets from the cluster (TLS handshakes fail until it
 // has one), and /healthz, /readyz (ready once /v1 is served) and /metrics
 // in plain HTTP on --health-address. With --insecure-skip-auth, /v1 is
-// plain HTTP and no certificate is requested.
+// plain HTTP and no certificate is requested. With --namespace (default
+// $POD_NAMESPACE), Run also watches the CA bundle ConfigMap there
+// (trust.Watch), and the certificate is renewed at once when it no longer
+// chains to that bundle.
 package app
 
 import (
@@ -22,6 +25,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/internal/auth"
@@ -31,6 +35,7 @@ import (
 	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/trust"
 )
 
 // The disk package's Store is the server's Backend.
@@ -51,6 +56,12 @@ type Config struct {
 	// certs gets and renews the serving certificate; nil with
 	// --insecure-skip-auth (plain HTTP).
 	certs *certs.Manager
+	// bundle is the CA bundle the callers trust, certs' Roots, which Run
+	// keeps equal to the ConfigMap in namespace through kube; nil without
+	// --namespace (or with --insecure-skip-auth).
+	bundle    *trust.Bundle
+	kube      kubernetes.Interface
+	namespace string
 	// shutdownTimeout bounds the graceful shutdown.
 	shutdownTimeout time.Duration
 	// nodeName, poolNames, poolRoot, hostID and tlsDir say at start what
@@ -116,8 +127,9 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 	limits := auth.NewPerAddress(o.Limits)
 	scfg := server.Config{NodeName: o.NodeName, Backend: store, Authorizer: o.authorizer(cs, limits), Limits: limits, MaxBodyBytes: o.MaxBodyBytes}
 	var cm *certs.Manager
+	var bundle *trust.Bundle
 	if cs != nil {
-		if cm, err = certs.New(certs.Config{NodeName: o.NodeName, Dir: o.tlsDir(), Client: cs, Lifetime: o.CertificateLifetime}); err != nil {
+		if cm, bundle, err = o.certManager(ctx, cs); err != nil {
 			return nil, err
 		}
 		scfg.Ready, scfg.Certificate = readiness(cm), cm.Status
@@ -129,13 +141,30 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 	cfg := &Config{
 		listener: ln, healthListener: healthLn,
 		server: o.httpServer(handler), health: &http.Server{Handler: handler.HealthHandler(), ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout},
-		certs: cm, shutdownTimeout: o.ShutdownTimeout,
+		certs: cm, bundle: bundle, kube: cs, namespace: o.Namespace, shutdownTimeout: o.ShutdownTimeout,
 		nodeName: o.NodeName, poolNames: store.PoolNames(), poolRoot: o.PoolRoot, hostID: id.HostID(),
 	}
 	if cm != nil {
 		cfg.server.TLSConfig, cfg.tlsDir = cm.TLSConfig(), o.tlsDir()
 	}
 	return cfg, nil
+}
+
+// certManager is the serving certificate's Manager, with the CA bundle it
+// checks its certificate against (Run watches it) when o names the
+// namespace.
+func (o *Options) certManager(ctx context.Context, cs kubernetes.Interface) (*certs.Manager, *trust.Bundle, error) {
+	cfg := certs.Config{NodeName: o.NodeName, Dir: o.tlsDir(), Client: cs, Lifetime: o.CertificateLifetime}
+	var bundle *trust.Bundle
+	if o.Namespace != "" {
+		bundle = trust.NewBundle()
+		cfg.Roots = bundle
+	} else {
+		klog.FromContext(ctx).Info("No --"+FlagNamespace+" (nor $"+EnvPodNamespace+"): the serving certificate is not checked against the CA bundle, so after a reinstall or the removal of its CA it is renewed only at 70% of its life",
+			"configMap", client.CABundleConfigMap)
+	}
+	cm, err := certs.New(cfg)
+	return cm, bundle, err
 }
 
 // httpServer is the /v1 server of handler, with the timeouts of o.
@@ -207,11 +236,14 @@ func (c *Config) Run(ctx context.Context) error {
 			return err
 		}
 		go c.logServing(cctx)
+		if err := c.watchBundle(cctx); err != nil {
+			return err
+		}
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- c.serveAPI() }()
 	go func() { errc <- fmt.Errorf("serve health and metrics: %w", c.health.Serve(c.healthListener)) }()
-	logger.Info("Serving the manager API", "address", c.listener.Addr().String(), "tls", c.certs != nil, "tlsDir", c.tlsDir,
+	logger.Info("Serving the manager API", "address", c.listener.Addr().String(), "tls", c.certs != nil, "tlsDir", c.tlsDir, "namespace", c.namespace,
 		"healthAddress", c.healthListener.Addr().String(), "node", c.nodeName, "pools", c.poolNames, "poolRoot", c.poolRoot, "hostID", c.hostID)
 
 	select {
@@ -252,4 +284,41 @@ func (c *Config) logServing(ctx context.Context) {
 		klog.FromContext(ctx).Info("Serving /v1 over HTTPS", "address", c.listener.Addr().String(), "serverName", client.ServerName(c.nodeName))
 	case <-ctx.Done():
 	}
+}
+
+// bundleSyncTimeout bounds the wait for the CA bundle's first listing
+// before the certificate is checked against it at once; a bundle loaded
+// later is checked within certs.TrustCheckInterval.
+const bundleSyncTimeout = 30 * time.Second
+
+// watchBundle keeps c.bundle equal to the CA bundle ConfigMap until ctx
+// ends (trust.Watch), and has the certificate Manager check its
+// certificate against the bundle as soon as it is first listed, waiting
+// at most bundleSyncTimeout. Meanwhile, and when there is no bundle, the
+// stored certificate is served unchecked. Nothing without a bundle.
+func (c *Config) watchBundle(ctx context.Context) error {
+	if c.bundle == nil {
+		return nil
+	}
+	synced, err := trust.Watch(ctx, c.kube, c.namespace, c.bundle)
+	if err != nil {
+		return err
+	}
+	go func() {
+		logger := klog.FromContext(ctx).WithValues("configMap", klog.KRef(c.namespace, client.CABundleConfigMap))
+		wctx, cancel := context.WithTimeout(ctx, bundleSyncTimeout)
+		defer cancel()
+		switch {
+		case !cache.WaitForCacheSync(wctx.Done(), synced):
+			if ctx.Err() == nil {
+				logger.Error(nil, "The CA bundle is not loaded yet (can the manager read the ConfigMap?); the serving certificate is checked against it once it is", "waited", bundleSyncTimeout)
+			}
+		case c.bundle.Pool() == nil:
+			logger.Info("No CA bundle yet; the serving certificate is checked against it once it is published")
+		default:
+			logger.V(2).Info("Loaded the CA bundle; checking the serving certificate against it")
+			c.certs.CheckTrust()
+		}
+	}()
+	return nil
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/pflag"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2/ktesting"
@@ -32,13 +34,17 @@ import (
 
 func TestAddFlags(t *testing.T) {
 	t.Setenv(EnvNodeName, "from-env")
+	t.Setenv(EnvPodNamespace, "ns-from-env")
 	o := NewOptions()
+	if o.Namespace != "ns-from-env" {
+		t.Errorf("Namespace = %q, want the $%s value", o.Namespace, EnvPodNamespace)
+	}
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse([]string{"--pool=fast=/mnt/fast", "--pool", "slow=/mnt/slow", "--max-body-bytes=10", "--authz-denied-cache-ttl=3s", "--insecure-skip-auth",
 		"--token-audience=other", "--max-in-flight-per-address=3", "--token-reviews-per-address-qps=0.5", "--token-reviews-per-address-burst=4",
 		"--pool-root=/var/hppools", "--health-address=:9091", "--tls-dir=/run/tls", "--certificate-lifetime=1h",
-		"--selinux=on", "--selinux-context=system_u:object_r:svirt_sandbox_file_t:s0"}); err != nil {
+		"--selinux=on", "--selinux-context=system_u:object_r:svirt_sandbox_file_t:s0", "--namespace=hostpath"}); err != nil {
 		t.Fatal(err)
 	}
 	if o.NodeName != "from-env" {
@@ -50,7 +56,7 @@ func TestAddFlags(t *testing.T) {
 	if o.MaxBodyBytes != 10 || o.Auth.DeniedTTL != 3*time.Second || !o.InsecureSkipAuth || o.Auth.Audience != "other" ||
 		o.Limits.MaxInFlight != 3 || o.Limits.ReviewQPS != 0.5 || o.Limits.ReviewBurst != 4 || o.PoolRoot != "/var/hppools" ||
 		o.HealthAddress != ":9091" || o.tlsDir() != "/run/tls" || o.CertificateLifetime != time.Hour || o.ListenAddress != ":8443" ||
-		o.SELinux != "on" || o.SELinuxContext != "system_u:object_r:svirt_sandbox_file_t:s0" {
+		o.SELinux != "on" || o.SELinuxContext != "system_u:object_r:svirt_sandbox_file_t:s0" || o.Namespace != "hostpath" {
 		t.Errorf("options = %+v", o)
 	}
 	fs.VisitAll(func(f *pflag.Flag) {
@@ -68,6 +74,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{desc: "defaults with a node name", modify: func(o *Options) {}},
 		{desc: "no node name", modify: func(o *Options) { o.NodeName = "" }, want: "--node-name"},
+		{desc: "namespace", modify: func(o *Options) { o.Namespace = "hostpath-system" }},
+		{desc: "bad namespace", modify: func(o *Options) { o.Namespace = "Hostpath" }, want: "--namespace \"Hostpath\": not a namespace name"},
 		{desc: "no pool", modify: func(o *Options) { o.Pools = nil }, want: "at least one pool"},
 		{desc: "pool without path", modify: func(o *Options) { o.Pools = []string{"default"} }, want: "NAME=PATH"},
 		{desc: "bad pool name", modify: func(o *Options) { o.Pools = []string{"My_Pool=/x"} }, want: "DNS label"},
@@ -102,7 +110,7 @@ func TestValidate(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			o := NewOptions()
-			o.NodeName = "n"
+			o.NodeName, o.Namespace = "n", ""
 			tc.modify(o)
 			err := o.Validate()
 			if tc.want == "" {
@@ -207,7 +215,7 @@ func testOptions(t *testing.T, insecure bool) *Options {
 		t.Fatal(err)
 	}
 	o := NewOptions()
-	o.NodeName = "node-a"
+	o.NodeName, o.Namespace = "node-a", ""
 	o.Pools = []string{"default=" + filepath.Join(dir, "pool")}
 	o.StateDir = filepath.Join(dir, "state")
 	o.BootIDFile = bootID
@@ -429,6 +437,40 @@ func TestServeWaitsForCertificate(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(o.StateDir, "tls", certs.FileName)); err != nil {
 		t.Errorf("certificate not stored in the state directory: %v", err)
+	}
+}
+
+// TestServeRenewsUntrustedCertificate: with --namespace, the manager
+// watches the CA bundle ConfigMap there; its stored certificate, of a CA
+// the bundle does not hold (a reinstall), is served at start and replaced
+// at once by one of the CA that signs now, which the callers trust.
+func TestServeRenewsUntrustedCertificate(t *testing.T) {
+	ca2, err := certstest.NewCA("second test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := certstest.NewSigner(ca2, clock.RealClock{})
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "hostpath-system", Name: client.CABundleConfigMap}, Data: map[string]string{client.CABundleKey: string(ca2.PEM)}}
+	if err := signer.Clientset.Tracker().Add(cm); err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions(t, false)
+	o.Namespace, o.clientset = "hostpath-system", signer.Clientset
+	s := startServe(t, o)
+	<-s.cfg.certs.Obtained() // the stored certificate, of testCA
+	deadline := time.Now().Add(30 * time.Second)
+	for c := s.cfg.certs.Current(); c.Leaf.CheckSignatureFrom(ca2.Cert) != nil; c = s.cfg.certs.Current() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still serving the certificate of %q, %d CSRs", c.Leaf.Issuer.CommonName, signer.Created())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca2.Pool(), ServerName: client.ServerName("node-a")}}}
+	if code, _, err := get(t, trusting, s.api+"/v1/host"); code != http.StatusUnauthorized {
+		t.Errorf("GET /v1/host with the bundle's CA = %d, %v; want 401 (no token)", code, err)
+	}
+	if n := signer.Created(); n != 1 {
+		t.Errorf("%d CSRs, want 1", n)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -30,6 +31,8 @@ var _ component.Program = &Options{}
 const (
 	FlagNodeName               = "node-name"
 	EnvNodeName                = "NODE_NAME"
+	FlagNamespace              = "namespace"
+	EnvPodNamespace            = "POD_NAMESPACE"
 	FlagPool                   = "pool"
 	FlagPoolRoot               = "pool-root"
 	FlagStateDir               = "state-dir"
@@ -69,6 +72,10 @@ const DefaultPool = "default=/var/hpvolumes"
 type Options struct {
 	// NodeName is the node the manager runs on.
 	NodeName string
+	// Namespace is the product's namespace, where the CA bundle ConfigMap
+	// client.CABundleConfigMap is; empty for no check of the serving
+	// certificate against it.
+	Namespace string
 	// Pools are NAME=PATH pairs.
 	Pools []string
 	// PoolRoot is the directory of the pools named on the fly (PUT
@@ -126,10 +133,11 @@ type Options struct {
 }
 
 // NewOptions returns Options with their defaults; the node name defaults to
-// $NODE_NAME.
+// $NODE_NAME, the namespace to $POD_NAMESPACE.
 func NewOptions() *Options {
 	return &Options{
 		NodeName:            os.Getenv(EnvNodeName),
+		Namespace:           os.Getenv(EnvPodNamespace),
 		Pools:               []string{DefaultPool},
 		StateDir:            "/var/lib/hostpath",
 		MachineIDFile:       identity.DefaultMachineIDFile,
@@ -156,6 +164,7 @@ func NewOptions() *Options {
 // AddFlags binds the options to fs; component.Main adds klog's flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeName, FlagNodeName, o.NodeName, "Name of the Kubernetes node the manager runs on, reported by /v1/host. Defaults to $"+EnvNodeName+"; required.")
+	fs.StringVar(&o.Namespace, FlagNamespace, o.Namespace, "Namespace of the CA bundle ConfigMap "+client.CABundleConfigMap+" (the product's): a serving certificate that no longer chains to that bundle is renewed at once. Defaults to $"+EnvPodNamespace+"; empty for no such check.")
 	fs.StringArrayVar(&o.Pools, FlagPool, o.Pools, "Storage pool as NAME=PATH, with NAME a DNS label and PATH an absolute directory on the host; repeat the flag for more pools (giving it replaces the default).")
 	fs.StringVar(&o.PoolRoot, FlagPoolRoot, o.PoolRoot, "Absolute directory on the host for pools named on the fly: PUT /v1/pools/NAME of a pool that --"+FlagPool+" does not name creates PATH/NAME, served as a pool from then on. It must not overlap a --"+FlagPool+" path; empty for none.")
 	fs.StringVar(&o.StateDir, FlagStateDir, o.StateDir, "Directory that keeps the host ID (and by default the TLS directory), created if missing.")
@@ -194,6 +203,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.NodeName == "" {
 		errs = append(errs, fmt.Errorf("--%s (or $%s) is required", FlagNodeName, EnvNodeName))
+	}
+	if msgs := validation.IsDNS1123Label(o.Namespace); o.Namespace != "" && len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--%s %q: not a namespace name: %s", FlagNamespace, o.Namespace, strings.Join(msgs, "; ")))
 	}
 	pools, err := parsePools(o.Pools)
 	if err != nil {

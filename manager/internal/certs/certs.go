@@ -33,6 +33,16 @@
 //     is logged and reported by Status, and is retried with exponential
 //     backoff (10s doubling to 5 minutes). A certificate that expires
 //     anyway is no longer served: Current is nil and Ready false.
+//   - With Config.Roots (the CA bundle the callers trust, kept by
+//     trust.Watch), a certificate that no longer chains to a known bundle
+//     is renewed at once, not at 70%: after a reinstall (a new CA) or once
+//     an old CA has left the bundle, the stored certificate is valid but
+//     every caller refuses it. It is verified as the callers do (roots the
+//     bundle, DNS name client.ServerName(node), server auth) whenever the
+//     bundle changes (looked at every TrustCheckInterval, and at
+//     CheckTrust), and kept in service until its successor is signed. An
+//     empty bundle (none published yet, or not readable) says nothing:
+//     the certificate is kept.
 //
 // The key never leaves the host; only the CSR (the public key) goes to the
 // API server. The API server fills the CSR's username and extra fields
@@ -92,6 +102,11 @@ type Config struct {
 	// Clock tells the time of validity checks and renewals; the real
 	// clock when nil.
 	Clock clock.WithTicker
+	// Roots, when set, is what the manager's callers trust (the CA
+	// bundle). Whenever it is known (non-empty) and changes, the held
+	// certificate is verified against it, and renewed at once if it does
+	// not chain to it; nil for no such check.
+	Roots Roots
 }
 
 // Manager holds the serving certificate and renews it. It is safe for
@@ -111,6 +126,9 @@ type Manager struct {
 	// obtained is closed when the first certificate is held.
 	obtained     chan struct{}
 	obtainedOnce sync.Once
+	// checkTrust wakes the renewal loop to look at Config.Roots
+	// (CheckTrust).
+	checkTrust chan struct{}
 	// attempted, when set (by tests), receives the result of every
 	// attempt.
 	attempted chan<- error
@@ -139,7 +157,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Manager{cfg: cfg, done: make(chan struct{}), obtained: make(chan struct{})}, nil
+	return &Manager{cfg: cfg, done: make(chan struct{}), obtained: make(chan struct{}), checkTrust: make(chan struct{}, 1)}, nil
 }
 
 // Start prepares the directory, takes the stored certificate if it is
@@ -243,13 +261,15 @@ func (m *Manager) record(err error) {
 }
 
 // run gets a certificate when none is held and renews it at its renewal
-// time, until ctx ends; failed attempts are retried with backoff.
+// time, or at once when the callers no longer trust it, until ctx ends;
+// failed attempts are retried with backoff.
 func (m *Manager) run(ctx context.Context) {
 	defer close(m.done)
 	logger := klog.FromContext(ctx)
 	backoff := InitialBackoff
+	var trust trustState
 	for {
-		if !m.sleep(ctx, m.untilRenewal()) {
+		if !m.waitForRenewal(ctx, &trust) {
 			return
 		}
 		err := m.renew(ctx)
@@ -269,7 +289,7 @@ func (m *Manager) run(ctx context.Context) {
 			}
 		}
 		if err == nil {
-			backoff = InitialBackoff
+			backoff, trust.untrusted = InitialBackoff, false
 			continue
 		}
 		if c := m.Current(); c != nil {
@@ -277,7 +297,7 @@ func (m *Manager) run(ctx context.Context) {
 		} else {
 			logger.Error(err, "Cannot get a serving certificate; /v1 is not served until one is signed", "retryIn", backoff)
 		}
-		if !m.sleep(ctx, backoff) {
+		if !m.sleep(ctx, backoff, nil) {
 			return
 		}
 		backoff = min(2*backoff, MaxBackoff)
@@ -294,8 +314,29 @@ func (m *Manager) untilRenewal() time.Duration {
 	return renewAfter(c.Leaf).Sub(m.cfg.Clock.Now())
 }
 
-// sleep waits d on the Manager's clock; false when ctx ended first.
-func (m *Manager) sleep(ctx context.Context, d time.Duration) bool {
+// waitForRenewal waits until the held certificate is to be renewed: at
+// once without one, at its renewal time, or as soon as it does not chain
+// to a new bundle of Config.Roots (looked at every TrustCheckInterval and
+// at CheckTrust). false when ctx ended first.
+func (m *Manager) waitForRenewal(ctx context.Context, trust *trustState) bool {
+	logger := klog.FromContext(ctx)
+	for {
+		d := m.untilRenewal()
+		if d <= 0 || m.untrusted(logger, trust) {
+			return ctx.Err() == nil
+		}
+		if m.cfg.Roots != nil {
+			d = min(d, TrustCheckInterval)
+		}
+		if !m.sleep(ctx, d, m.checkTrust) {
+			return false
+		}
+	}
+}
+
+// sleep waits d on the Manager's clock, or until wake receives (never when
+// nil); false when ctx ended first.
+func (m *Manager) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
@@ -305,6 +346,8 @@ func (m *Manager) sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	case <-t.C():
+		return true
+	case <-wake:
 		return true
 	}
 }

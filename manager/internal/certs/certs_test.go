@@ -29,6 +29,8 @@ type env struct {
 	clock  *testingclock.FakeClock
 	signer *certstest.Signer
 	dir    string
+	// roots, when set, is the Manager's Config.Roots.
+	roots Roots
 }
 
 func newEnv(t *testing.T) *env {
@@ -52,7 +54,7 @@ type started struct {
 // stop).
 func (e *env) start(t *testing.T) *started {
 	t.Helper()
-	m, err := New(Config{NodeName: node, Dir: e.dir, Client: e.signer.Clientset, Clock: e.clock})
+	m, err := New(Config{NodeName: node, Dir: e.dir, Client: e.signer.Clientset, Clock: e.clock, Roots: e.roots})
 	if err != nil {
 		t.Fatal(err)
 	}

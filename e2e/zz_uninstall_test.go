@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"hostpath.dev/e2e/framework"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+)
+
+// partOf is the label every object of the manifests carries.
+const partOf = "app.kubernetes.io/part-of=hostpath"
+
+// TestUninstall (the suite's last test: its file sorts last) provisions a
+// node-mode and a multihost claim, uninstalls with `kubectl delete -k
+// manifests/`, checks that nothing of ours is left (namespace, objects with
+// our label, the hostpath.dev API group) while the volumes' directories stay
+// on the nodes, then installs again: the existing claims are still served
+// (they are deleted, and their directories go, through the new install).
+func TestUninstall(t *testing.T) {
+	ctx := t.Context()
+	e := setupMultihost(ctx, t)
+	node := e.nodes[0]
+	pinned := e.claim(ctx, t, "kept-node", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	_, nodePV := e.waitBound(ctx, t, pinned.Name)
+	shared := e.claim(ctx, t, "kept-shared", classShared, "1Mi", corev1.ReadWriteMany, nil)
+	_, sharedPV := e.waitBound(ctx, t, shared.Name)
+
+	reinstalled := false
+	t.Cleanup(func() {
+		if !reinstalled {
+			if err := e.f.InstallProduct(context.Background()); err != nil {
+				t.Errorf("Install the product again: %v", err)
+			}
+		}
+	})
+	if out, err := e.f.Kubectl(ctx, "delete", "-k", "manifests/", "--timeout=3m"); err != nil {
+		t.Fatalf("kubectl delete -k manifests/: %v\n%s", err, out)
+	}
+	e.checkNothingLeft(ctx, t)
+	for _, n := range e.nodes {
+		if _, err := os.Stat(e.nodePath(t, n, sharedPV)); err != nil {
+			t.Errorf("Multihost directory on %s after the uninstall: %v, want it kept", n, err)
+		}
+	}
+	if _, err := os.Stat(e.nodePath(t, node, nodePV)); err != nil {
+		t.Errorf("Directory of %s on %s after the uninstall: %v, want it kept", nodePV.Name, node, err)
+	}
+
+	if err := e.f.InstallProduct(ctx); err != nil {
+		t.Fatalf("Install the product again: %v", err)
+	}
+	reinstalled = true
+	for _, n := range e.nodes {
+		e.waitPhase(ctx, t, n, "default", hostpathv1.PhaseReady)
+	}
+	e.deleteAndWaitGone(ctx, t, "", pinned.Name)
+	e.deleteAndWaitGone(ctx, t, "", shared.Name)
+	e.waitGoneEverywhere(ctx, t, nodePV)
+	e.waitGoneEverywhere(ctx, t, sharedPV)
+}
+
+// checkNothingLeft fails the test for anything of the product that an
+// uninstall left behind.
+func (e *hdEnv) checkNothingLeft(ctx context.Context, t *testing.T) {
+	t.Helper()
+	c := e.f.Client
+	if _, err := c.CoreV1().Namespaces().Get(ctx, framework.SystemNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Namespace %s after the uninstall: %v, want NotFound", framework.SystemNamespace, err)
+	}
+	if _, err := c.Discovery().ServerResourcesForGroupVersion(hostpathv1.SchemeGroupVersion.String()); !apierrors.IsNotFound(err) {
+		t.Errorf("API group %s after the uninstall: %v, want NotFound (the CRD deleted)", hostpathv1.SchemeGroupVersion, err)
+	}
+	list := metav1.ListOptions{LabelSelector: partOf}
+	var left []string
+	if l, err := c.StorageV1().StorageClasses().List(ctx, list); err == nil {
+		for _, o := range l.Items {
+			left = append(left, "StorageClass "+o.Name)
+		}
+	}
+	if l, err := c.RbacV1().ClusterRoles().List(ctx, list); err == nil {
+		for _, o := range l.Items {
+			left = append(left, "ClusterRole "+o.Name)
+		}
+	}
+	if l, err := c.RbacV1().ClusterRoleBindings().List(ctx, list); err == nil {
+		for _, o := range l.Items {
+			left = append(left, "ClusterRoleBinding "+o.Name)
+		}
+	}
+	if l, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, list); err == nil {
+		for _, o := range l.Items {
+			left = append(left, "Pod "+o.Namespace+"/"+o.Name)
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("Objects labelled %s after the uninstall: %s", partOf, strings.Join(left, ", "))
+	}
+}
