@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -49,15 +50,32 @@ func TestControllersRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmw.Stop()
-	csrs.Start(ctx.Done())
-	local.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 1) }()
-
+	// The CSR exists before the informers start, so their first list has
+	// it: the fake clientset drops events between an informer's list and
+	// its watch.
 	csr := newCSR("csr-1", managerRequest(t, node1).pem(t))
 	if _, err := kube.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Run once the four informers watch (the test's own two watches were
+	// made above): the fake clientset drops what happens between an
+	// informer's list and its watch.
+	watching := make(chan struct{}, 8)
+	kube.PrependWatchReactor("*", func(k8stesting.Action) (bool, watch.Interface, error) {
+		watching <- struct{}{}
+		return false, nil, nil
+	})
+	csrs.Start(ctx.Done())
+	local.Start(ctx.Done())
+	for range 4 {
+		select {
+		case <-watching:
+		case <-ctx.Done():
+			t.Fatalf("the informers did not start watching: %v", ctx.Err())
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 1) }()
 	var signed *certv1.CertificateSigningRequest
 	for signed == nil {
 		select {
