@@ -114,8 +114,7 @@ func (c *Controller) recordNode(ctx context.Context, node, pool string) error {
 		}
 		nodes := append(slices.Clone(m.nodes), node)
 		slices.Sort(nodes)
-		pending := slices.DeleteFunc(hostpathv1.SplitNodes(m.pv.Annotations[hostpathv1.AnnotationPendingNodes]),
-			func(n string) bool { return n == node })
+		pending := slices.DeleteFunc(slices.Clone(m.pending), func(n string) bool { return n == node })
 		var pendingValue any
 		if len(pending) > 0 {
 			pendingValue = hostpathv1.JoinNodes(pending)

@@ -207,7 +207,7 @@ func (c *Controller) syncLabels(ctx context.Context, def *hostpathv1.HostDefinit
 type multihostVolume struct {
 	pv              *v1.PersistentVolume
 	pool, directory string
-	nodes           []string
+	nodes, pending  []string
 }
 
 // holds says whether the PV lists node among the nodes with its directory.
@@ -216,13 +216,11 @@ func (m multihostVolume) holds(node string) bool { return slices.Contains(m.node
 // multihostVolumeOf reads a multihost PV of the provisioner that is not
 // being deleted; false for anything else.
 func multihostVolumeOf(pv *v1.PersistentVolume, provisioner string) (multihostVolume, bool) {
-	a := pv.Annotations
-	if a[hostpathv1.AnnotationProvisionedBy] != provisioner || a[hostpathv1.AnnotationMode] != hostpathv1.ModeMultihost ||
-		pv.DeletionTimestamp != nil || pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed {
+	d, ok := hostpathv1.MultihostDirectoryOf(pv, provisioner)
+	if !ok || pv.DeletionTimestamp != nil || pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed {
 		return multihostVolume{}, false
 	}
-	m := multihostVolume{pv: pv, pool: a[hostpathv1.AnnotationPool], directory: a[hostpathv1.AnnotationDirectory],
-		nodes: hostpathv1.SplitNodes(a[hostpathv1.AnnotationNodes])}
+	m := multihostVolume{pv: pv, pool: d.Pool, directory: d.Directory, nodes: d.Nodes, pending: d.PendingNodes}
 	if client.ValidatePoolName(m.pool) != nil || client.ValidateVolumeName(m.directory) != nil {
 		return multihostVolume{}, false
 	}

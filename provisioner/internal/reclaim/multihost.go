@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -27,15 +28,11 @@ type shared struct {
 // multihostDirectory returns the directory of pv, and false when pv is not a
 // multihost volume of provisioner.
 func multihostDirectory(pv *v1.PersistentVolume, provisioner string) (shared, bool) {
-	if pv.Annotations[annotations.ProvisionedBy] != provisioner || pv.Annotations[annotations.Mode] != annotations.ModeMultihost {
+	m, ok := hostpathv1.MultihostDirectoryOf(pv, provisioner)
+	if !ok {
 		return shared{}, false
 	}
-	return shared{
-		pool:    pv.Annotations[annotations.Pool],
-		name:    pv.Annotations[annotations.Directory],
-		nodes:   annotations.SplitNodes(pv.Annotations[annotations.Nodes]),
-		pending: annotations.SplitNodes(pv.Annotations[annotations.PendingNodes]),
-	}, true
+	return shared{pool: m.Pool, name: m.Directory, nodes: m.Nodes, pending: m.PendingNodes}, true
 }
 
 // listed reports whether the PV names node in annotations.Nodes or

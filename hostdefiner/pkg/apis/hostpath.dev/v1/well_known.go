@@ -93,3 +93,30 @@ func RecordedReclaimPolicy(pv *corev1.PersistentVolume) string {
 	}
 	return "Retain"
 }
+
+// MultihostDirectory is what a multihost PV's annotations say of its
+// directory.
+//
+// +k8s:deepcopy-gen=false
+type MultihostDirectory struct {
+	// Pool and Directory locate the directory (AnnotationPool,
+	// AnnotationDirectory); they are not validated here.
+	Pool, Directory string
+	// Nodes and PendingNodes are AnnotationNodes and
+	// AnnotationPendingNodes, split.
+	Nodes, PendingNodes []string
+}
+
+// MultihostDirectoryOf reads the annotations of a PV that provisioner made
+// in mode multihost; false for any other PV. The provisioner and the host
+// definer both read multihost PVs through it.
+func MultihostDirectoryOf(pv *corev1.PersistentVolume, provisioner string) (MultihostDirectory, bool) {
+	a := pv.Annotations
+	if a[AnnotationProvisionedBy] != provisioner || a[AnnotationMode] != ModeMultihost {
+		return MultihostDirectory{}, false
+	}
+	return MultihostDirectory{
+		Pool: a[AnnotationPool], Directory: a[AnnotationDirectory],
+		Nodes: SplitNodes(a[AnnotationNodes]), PendingNodes: SplitNodes(a[AnnotationPendingNodes]),
+	}, true
+}
