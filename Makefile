@@ -93,7 +93,7 @@ bench: ## Provisioning throughput on the running local cluster, provisioner defa
 	scripts/bench-provision.sh
 
 .PHONY: demo
-demo: cluster-up images deploy ## Bring the cluster up with the product on it and run the smoke demo.
+demo: ## The README's first command: cluster up if needed, images, install, a node-mode and a multihost claim in use; leaves the cluster up.
 	scripts/demo.sh
 
 .PHONY: test

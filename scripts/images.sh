@@ -12,11 +12,20 @@
 #
 # With --base only the last two are built (cluster-up.sh uses it) and nothing
 # is imported. An image whose content did not change is not rebuilt.
+#
+# IMAGE_TAG (default dev) tags the three product images, e.g. IMAGE_TAG=v0.1.0
+# for a release; SOURCE_DIR (default this repository) is the checkout their
+# programs are built from, e.g. a worktree of an earlier release (the upgrade
+# e2e test builds the previous release's images this way). Images of another
+# tag are cached as <name>-<tag>.tar next to the dev ones.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster-lib.sh"
 
 BASE_ONLY=false
+IMAGE_TAG=${IMAGE_TAG:-dev}
+SOURCE_DIR=$(cd "${SOURCE_DIR:-$REPO_ROOT}" && pwd)
+[[ $IMAGE_TAG =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "IMAGE_TAG $IMAGE_TAG is not a valid image tag"
 [ "${1:-}" = --base ] && BASE_ONLY=true
 T0=$(now)
 "$(dirname "$0")/ensure-packages.sh"
@@ -25,9 +34,10 @@ mkdir -p "$IMAGES_DIR/bin"
 exec 9> "$IMAGES_DIR/.lock"
 flock 9
 
-# gobuild DIR PKG NAME: a static binary into $IMAGES_DIR/bin/NAME.
+# gobuild SRC DIR PKG NAME: a static binary of SRC/DIR's PKG into
+# $IMAGES_DIR/bin/NAME.
 gobuild() {
-  (cd "$REPO_ROOT/$1" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$IMAGES_DIR/bin/$3" "$2")
+  (cd "$1/$2" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$IMAGES_DIR/bin/$4" "$3")
 }
 
 # populate_* ROOTFS: fill an image's root filesystem.
@@ -37,9 +47,9 @@ populate_common() {
   printf 'root:x:0:0:root:/root:/bin/sh\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > "$1/etc/passwd"
   printf 'root:x:0:\nnonroot:x:65532:\n' > "$1/etc/group"
 }
-populate_program() { # ROOTFS PROGRAM
+populate_program() { # ROOTFS FILE: FILE is PROGRAM or PROGRAM-TAG
   populate_common "$1"
-  install -D -m 0755 "$IMAGES_DIR/bin/$2" "$1/usr/local/bin/$2"
+  install -D -m 0755 "$IMAGES_DIR/bin/$2" "$1/usr/local/bin/${2%%-*}"
 }
 populate_testtools() {
   populate_common "$1"
@@ -82,22 +92,25 @@ image() {
   log "Built $ref ($(du -h "$IMAGES_DIR/$file.tar" | cut -f1))"
 }
 
-gobuild e2e ./cmd/pause pause
-gobuild e2e ./cmd/nettool nettool
+gobuild "$REPO_ROOT" e2e ./cmd/pause pause
+gobuild "$REPO_ROOT" e2e ./cmd/nettool nettool
 image pause registry.k8s.io/pause:3.10 populate_pause "$IMAGES_DIR/bin/pause" \
   --config.entrypoint /pause --config.user 65535:65535
 image testtools hostpath.dev/testtools:dev populate_testtools "$IMAGES_DIR/bin/nettool /bin/busybox" \
   --config.cmd /bin/sh --config.env PATH=/bin --config.workingdir /
 if ! $BASE_ONLY; then
+  [ "$SOURCE_DIR" = "$REPO_ROOT" ] || log "Building the product images $IMAGE_TAG from $SOURCE_DIR"
   for p in manager provisioner hostdefiner; do
-    if [ ! -f "$REPO_ROOT/$p/cmd/$p/main.go" ]; then
-      log "Skipping hostpath.dev/$p:dev: $p/cmd/$p/main.go does not exist yet"
+    if [ ! -f "$SOURCE_DIR/$p/cmd/$p/main.go" ]; then
+      log "Skipping hostpath.dev/$p:$IMAGE_TAG: $p/cmd/$p/main.go does not exist in $SOURCE_DIR"
       continue
     fi
-    gobuild "$p" "./cmd/$p" "$p"
+    file=$p
+    [ "$IMAGE_TAG" = dev ] || file=$p-$IMAGE_TAG
+    gobuild "$SOURCE_DIR" "$p" "./cmd/$p" "$file"
     user=65532:65532
     [ "$p" = manager ] && user=0:0
-    image "$p" "hostpath.dev/$p:dev" populate_program "$IMAGES_DIR/bin/$p" \
+    image "$file" "hostpath.dev/$p:$IMAGE_TAG" populate_program "$IMAGES_DIR/bin/$file" \
       --config.entrypoint "/usr/local/bin/$p" --config.user "$user" --config.workingdir /
   done
 fi

@@ -1,0 +1,26 @@
+package controller
+
+import (
+	"testing"
+
+	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/dashboard"
+)
+
+// TestDashboardMetrics: every host definer metric that
+// manifests/monitoring/dashboard.json queries is one /metrics serves. The
+// names are those the registry describes, built as app.Run builds it from
+// NewMetrics, not a list written here.
+func TestDashboardMetrics(t *testing.T) {
+	d, err := dashboard.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err := d.Missing(dashboard.HostDefiner, component.NewRegistry(NewMetrics()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) != 0 {
+		t.Errorf("%s queries %q, which the host definer does not export", dashboard.File, missing)
+	}
+}

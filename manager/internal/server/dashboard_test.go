@@ -1,0 +1,26 @@
+package server
+
+import (
+	"testing"
+
+	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/dashboard"
+)
+
+// TestDashboardMetrics: every manager metric that
+// manifests/monitoring/dashboard.json queries is one /metrics serves. The
+// names are those the registry describes, built as New builds it from the
+// server's collectors, not a list written here.
+func TestDashboardMetrics(t *testing.T) {
+	d, err := dashboard.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err := d.Missing(dashboard.Manager, component.NewRegistry(newMetrics().collectors()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) != 0 {
+		t.Errorf("%s queries %q, which the manager does not export", dashboard.File, missing)
+	}
+}
