@@ -29,6 +29,7 @@ import (
 	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
 	hdscheme "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned/scheme"
 	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
+	"hostpath.dev/manager/pkg/cachetrim"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
 	"hostpath.dev/manager/pkg/trust"
@@ -119,9 +120,12 @@ func (o *Options) runController(ctx context.Context, kube kubernetes.Interface, 
 	if err != nil {
 		return err
 	}
-	cluster := informers.NewSharedInformerFactory(kube, o.ResyncPeriod)
-	local := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithNamespace(o.Namespace))
-	defs := hdinformers.NewSharedInformerFactory(hostpath, o.ResyncPeriod)
+	// Every factory trims what it caches (cachetrim's package doc says
+	// what each cache holds).
+	trim := informers.WithTransform(cachetrim.Transform)
+	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, trim)
+	local := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithNamespace(o.Namespace), trim)
+	defs := hdinformers.NewSharedInformerFactoryWithOptions(hostpath, o.ResyncPeriod, hdinformers.WithTransform(cachetrim.Transform))
 	inf := controller.Informers{
 		Nodes:       cluster.Core().V1().Nodes().Informer(),
 		Classes:     cluster.Storage().V1().StorageClasses().Informer(),
@@ -176,13 +180,14 @@ type factory interface {
 // certificates, reading pods (the managers' namespace) and the informers
 // of the factories it returns: the CSRs of client.SignerName, the CA
 // Secret and the bundle ConfigMap, each listed by a field selector (the
-// RBAC rules name them).
+// RBAC rules name them) and trimmed by cachetrim.Transform.
 func (o *Options) certificateControllers(kube kubernetes.Interface, pods cache.SharedIndexInformer) (*csr.Controllers, []factory, error) {
-	csrs := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTweakListOptions(csr.SignerListOptions))
+	trim := informers.WithTransform(cachetrim.Transform)
+	csrs := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTweakListOptions(csr.SignerListOptions), trim)
 	secrets := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithNamespace(o.Namespace),
-		informers.WithTweakListOptions(csr.NameListOptions(client.CASecret)))
+		informers.WithTweakListOptions(csr.NameListOptions(client.CASecret)), trim)
 	bundles := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithNamespace(o.Namespace),
-		informers.WithTweakListOptions(csr.NameListOptions(client.CABundleConfigMap)))
+		informers.WithTweakListOptions(csr.NameListOptions(client.CABundleConfigMap)), trim)
 	inf := csr.Informers{
 		CSRs:       csrs.Certificates().V1().CertificateSigningRequests().Informer(),
 		Pods:       pods,

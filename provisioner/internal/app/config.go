@@ -22,6 +22,7 @@ import (
 	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
 	"hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
 	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions/hostpath.dev/v1"
+	"hostpath.dev/manager/pkg/cachetrim"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
 	"hostpath.dev/manager/pkg/trust"
@@ -97,7 +98,9 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 // Informers are the shared informers of one instance: cluster-wide caches,
 // shared with the library (so it starts none of its own), one pod cache
 // per namespace of peers and of managers, the host definer's
-// HostDefinitions, and the CA bundle of the managers' certificates.
+// HostDefinitions, and the CA bundle of the managers' certificates. Every
+// factory trims what it caches with cachetrim.Transform (whose package doc
+// says what each cache holds).
 type Informers struct {
 	// Claims, Volumes, Classes and Nodes are cluster-wide.
 	Claims  coreinformers.PersistentVolumeClaimInformer
@@ -133,7 +136,7 @@ type factory interface {
 // newInformers makes the informers of the Options and registers every one
 // of them with its factory, so that starting the factories starts them all.
 func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Interface) *Informers {
-	cluster := informers.NewSharedInformerFactory(kube, o.ResyncPeriod)
+	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTransform(cachetrim.Transform))
 	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector)
 	i := &Informers{
 		Claims:    cluster.Core().V1().PersistentVolumeClaims(),
@@ -150,7 +153,7 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 		i.ManagerPods = managerFactory.Core().V1().Pods()
 		i.factories = append(i.factories, managerFactory)
 		i.synced = append(i.synced, i.ManagerPods.Informer().HasSynced)
-		definitions := externalversions.NewSharedInformerFactory(definer, o.ResyncPeriod)
+		definitions := externalversions.NewSharedInformerFactoryWithOptions(definer, o.ResyncPeriod, externalversions.WithTransform(cachetrim.Transform))
 		i.Definitions = definitions.Hostpath().V1().HostDefinitions()
 		i.factories = append(i.factories, definitions)
 		i.synced = append(i.synced, i.Definitions.Informer().HasSynced)
@@ -163,11 +166,12 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 }
 
 // podFactory returns an informer factory for the pods in namespace that match
-// selector.
+// selector, trimmed by cachetrim.Transform.
 func podFactory(kube kubernetes.Interface, resync time.Duration, namespace, selector string) informers.SharedInformerFactory {
 	return informers.NewSharedInformerFactoryWithOptions(kube, resync,
 		informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
+		informers.WithTransform(cachetrim.Transform))
 }
 
 // start starts the informers until ctx is done and waits for their caches

@@ -34,13 +34,15 @@ func Owner(key string, candidates []string) string {
 	return best
 }
 
-// weight is the rendezvous weight of candidate for key.
+// weight is the rendezvous weight of candidate for key: the first 8 bytes,
+// big-endian, of SHA-256(key NUL candidate). Every instance must compute
+// the same weights, so this never changes. The bytes hashed are gathered
+// on the stack (a heap buffer only for keys and names longer than buf):
+// Owner calls weight once per candidate.
 func weight(key, candidate string) uint64 {
-	h := sha256.New()
-	h.Write([]byte(key))
-	h.Write([]byte{0})
-	h.Write([]byte(candidate))
-	return binary.BigEndian.Uint64(h.Sum(nil)[:8])
+	var buf [128]byte
+	sum := sha256.Sum256(append(append(append(buf[:0], key...), 0), candidate...))
+	return binary.BigEndian.Uint64(sum[:8])
 }
 
 // Instances tracks the provisioner instances (one pod per node) through a pod
