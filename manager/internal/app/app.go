@@ -12,8 +12,9 @@
 // in plain HTTP on --health-address. With --insecure-skip-auth, /v1 is
 // plain HTTP and no certificate is requested. With --namespace (default
 // $POD_NAMESPACE), Run also watches the CA bundle ConfigMap there
-// (trust.Watch), and the certificate is renewed at once when it no longer
-// chains to that bundle.
+// (trust.WatchConfigMaps), and the certificate is renewed at once when it
+// no longer chains to that bundle. The API calls go through the manager's
+// own client (internal/kube), not a clientset.
 package app
 
 import (
@@ -24,7 +25,6 @@ import (
 	"net/http"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -32,6 +32,7 @@ import (
 	"hostpath.dev/manager/internal/certs"
 	"hostpath.dev/manager/internal/disk"
 	"hostpath.dev/manager/internal/identity"
+	"hostpath.dev/manager/internal/kube"
 	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
@@ -43,6 +44,15 @@ var _ server.Backend = &disk.Store{}
 
 // userAgent is the manager's user agent at the API server.
 const userAgent = "hostpath-manager"
+
+// kubeAPI is what the manager asks the API server, as the packages that
+// ask take it: kube.Client's resources (tests give a fake clientset's).
+type kubeAPI struct {
+	tokens     auth.TokenReviews
+	sars       auth.SubjectAccessReviews
+	csrs       certs.CSRs
+	configMaps trust.ConfigMaps // of Options.Namespace
+}
 
 // Config is the manager that Complete built from valid Options, ready to
 // serve.
@@ -57,11 +67,11 @@ type Config struct {
 	// --insecure-skip-auth (plain HTTP).
 	certs *certs.Manager
 	// bundle is the CA bundle the callers trust, certs' Roots, which Run
-	// keeps equal to the ConfigMap in namespace through kube; nil without
-	// --namespace (or with --insecure-skip-auth).
-	bundle    *trust.Bundle
-	kube      kubernetes.Interface
-	namespace string
+	// keeps equal to the ConfigMap in namespace through configMaps; nil
+	// without --namespace (or with --insecure-skip-auth).
+	bundle     *trust.Bundle
+	configMaps trust.ConfigMaps
+	namespace  string
 	// shutdownTimeout bounds the graceful shutdown.
 	shutdownTimeout time.Duration
 	// nodeName, poolNames, poolRoot, hostID and tlsDir say at start what
@@ -120,16 +130,16 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 	if err != nil {
 		return nil, fmt.Errorf("set up storage: %w", err)
 	}
-	cs, err := o.kubeClient(ctx)
+	api, err := o.kubeAPI(ctx)
 	if err != nil {
 		return nil, err
 	}
 	limits := auth.NewPerAddress(o.Limits)
-	scfg := server.Config{NodeName: o.NodeName, Backend: store, Authorizer: o.authorizer(cs, limits), Limits: limits, MaxBodyBytes: o.MaxBodyBytes}
+	scfg := server.Config{NodeName: o.NodeName, Backend: store, Authorizer: o.authorizer(api, limits), Limits: limits, MaxBodyBytes: o.MaxBodyBytes}
 	var cm *certs.Manager
 	var bundle *trust.Bundle
-	if cs != nil {
-		if cm, bundle, err = o.certManager(ctx, cs); err != nil {
+	if api != nil {
+		if cm, bundle, err = o.certManager(ctx, api.csrs); err != nil {
 			return nil, err
 		}
 		scfg.Ready, scfg.Certificate = readiness(cm), cm.Status
@@ -141,11 +151,11 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 	cfg := &Config{
 		listener: ln, healthListener: healthLn,
 		server: o.httpServer(handler), health: &http.Server{Handler: handler.HealthHandler(), ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout},
-		certs: cm, bundle: bundle, kube: cs, namespace: o.Namespace, shutdownTimeout: o.ShutdownTimeout,
+		certs: cm, bundle: bundle, namespace: o.Namespace, shutdownTimeout: o.ShutdownTimeout,
 		nodeName: o.NodeName, poolNames: store.PoolNames(), poolRoot: o.PoolRoot, hostID: id.HostID(),
 	}
 	if cm != nil {
-		cfg.server.TLSConfig, cfg.tlsDir = cm.TLSConfig(), o.tlsDir()
+		cfg.server.TLSConfig, cfg.tlsDir, cfg.configMaps = cm.TLSConfig(), o.tlsDir(), api.configMaps
 	}
 	return cfg, nil
 }
@@ -153,8 +163,8 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 // certManager is the serving certificate's Manager, with the CA bundle it
 // checks its certificate against (Run watches it) when o names the
 // namespace.
-func (o *Options) certManager(ctx context.Context, cs kubernetes.Interface) (*certs.Manager, *trust.Bundle, error) {
-	cfg := certs.Config{NodeName: o.NodeName, Dir: o.tlsDir(), Client: cs, Lifetime: o.CertificateLifetime}
+func (o *Options) certManager(ctx context.Context, csrs certs.CSRs) (*certs.Manager, *trust.Bundle, error) {
+	cfg := certs.Config{NodeName: o.NodeName, Dir: o.tlsDir(), Client: csrs, Lifetime: o.CertificateLifetime}
 	var bundle *trust.Bundle
 	if o.Namespace != "" {
 		bundle = trust.NewBundle()
@@ -179,17 +189,26 @@ func (o *Options) httpServer(handler http.Handler) *http.Server {
 	}
 }
 
-// kubeClient is the API client, for the reviews and the CSRs; nil with
-// --insecure-skip-auth, which needs neither (logged as an error).
-func (o *Options) kubeClient(ctx context.Context) (kubernetes.Interface, error) {
+// kubeAPI is the API client, for the reviews, the CSRs and the CA bundle;
+// nil with --insecure-skip-auth, which needs none of them (logged as an
+// error).
+func (o *Options) kubeAPI(ctx context.Context) (*kubeAPI, error) {
 	if o.InsecureSkipAuth {
 		klog.FromContext(ctx).Error(nil, "WARNING: authentication, authorisation and TLS are OFF (--"+FlagInsecureSkipAuth+"): /v1 is served in plain HTTP, and anyone who reaches the port can create and delete directories in the pools")
 		return nil, nil
 	}
-	if o.clientset != nil {
-		return o.clientset, nil
+	if o.kube != nil {
+		return o.kube, nil
 	}
-	return component.Clientset(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst, userAgent)
+	cfg, err := component.RESTConfig(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst, userAgent)
+	if err != nil {
+		return nil, err
+	}
+	c, err := kube.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &kubeAPI{tokens: c.TokenReviews(), sars: c.SubjectAccessReviews(), csrs: c.CertificateSigningRequests(), configMaps: c.ConfigMaps(o.Namespace)}, nil
 }
 
 // readiness is the server's Ready: an error saying what is awaited while
@@ -207,15 +226,15 @@ func readiness(cm *certs.Manager) func() error {
 	}
 }
 
-// authorizer returns the Reviewer, which asks the API server through cs,
-// bounded by limits; without cs (--insecure-skip-auth), AllowAll.
-func (o *Options) authorizer(cs kubernetes.Interface, limits *auth.PerAddress) auth.Authorizer {
-	if cs == nil {
+// authorizer returns the Reviewer, which asks the API server through api,
+// bounded by limits; without api (--insecure-skip-auth), AllowAll.
+func (o *Options) authorizer(api *kubeAPI, limits *auth.PerAddress) auth.Authorizer {
+	if api == nil {
 		return auth.AllowAll{}
 	}
 	opts := o.Auth
 	opts.Limits = limits
-	return auth.NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), opts)
+	return auth.NewReviewer(api.tokens, api.sars, opts)
 }
 
 // Run gets the serving certificate (see the certs package) and serves
@@ -292,7 +311,7 @@ func (c *Config) logServing(ctx context.Context) {
 const bundleSyncTimeout = 30 * time.Second
 
 // watchBundle keeps c.bundle equal to the CA bundle ConfigMap until ctx
-// ends (trust.Watch), and has the certificate Manager check its
+// ends (trust.WatchConfigMaps), and has the certificate Manager check its
 // certificate against the bundle as soon as it is first listed, waiting
 // at most bundleSyncTimeout. Meanwhile, and when there is no bundle, the
 // stored certificate is served unchecked. Nothing without a bundle.
@@ -300,7 +319,7 @@ func (c *Config) watchBundle(ctx context.Context) error {
 	if c.bundle == nil {
 		return nil
 	}
-	synced, err := trust.Watch(ctx, c.kube, c.namespace, c.bundle)
+	synced, err := trust.WatchConfigMaps(ctx, c.configMaps, c.namespace, c.bundle)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
@@ -123,6 +124,17 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate error = %v, want one mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// clientsetAPI is the manager's API client made of cs's typed clients (a
+// fake clientset's), with the ConfigMaps of namespace.
+func clientsetAPI(cs kubernetes.Interface, namespace string) *kubeAPI {
+	return &kubeAPI{
+		tokens:     cs.AuthenticationV1().TokenReviews(),
+		sars:       cs.AuthorizationV1().SubjectAccessReviews(),
+		csrs:       cs.CertificatesV1().CertificateSigningRequests(),
+		configMaps: cs.CoreV1().ConfigMaps(namespace),
 	}
 }
 
@@ -407,7 +419,7 @@ func TestServeWaitsForCertificate(t *testing.T) {
 	signer := certstest.NewSigner(testCA, clock.RealClock{})
 	signer.SetMode(certstest.Hold)
 	o := testOptions(t, true)
-	o.InsecureSkipAuth, o.clientset = false, signer.Clientset
+	o.InsecureSkipAuth, o.kube = false, clientsetAPI(signer.Clientset, o.Namespace)
 	s := startServe(t, o)
 	var name string
 	select {
@@ -455,7 +467,8 @@ func TestServeRenewsUntrustedCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := testOptions(t, false)
-	o.Namespace, o.clientset = "hostpath-system", signer.Clientset
+	o.Namespace = "hostpath-system"
+	o.kube = clientsetAPI(signer.Clientset, o.Namespace)
 	s := startServe(t, o)
 	<-s.cfg.certs.Obtained() // the stored certificate, of testCA
 	deadline := time.Now().Add(30 * time.Second)

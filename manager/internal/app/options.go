@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/internal/auth"
@@ -127,9 +126,9 @@ type Options struct {
 	pools map[string]string
 	// selinuxFS is where --selinux=auto looks for selinuxfs.
 	selinuxFS string
-	// clientset, when set (by tests), is the API client instead of one
-	// from Kubeconfig.
-	clientset kubernetes.Interface
+	// kube, when set (by tests), is the API client instead of one from
+	// Kubeconfig.
+	kube *kubeAPI
 }
 
 // NewOptions returns Options with their defaults; the node name defaults to

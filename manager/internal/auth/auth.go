@@ -49,8 +49,6 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
-	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/pkg/client"
@@ -178,10 +176,23 @@ func DefaultOptions() Options {
 	}
 }
 
+// TokenReviews creates TokenReviews: what kube.Client's TokenReviews
+// returns, or a clientset's AuthenticationV1().TokenReviews().
+type TokenReviews interface {
+	Create(ctx context.Context, tr *authnv1.TokenReview, opts metav1.CreateOptions) (*authnv1.TokenReview, error)
+}
+
+// SubjectAccessReviews creates SubjectAccessReviews: what kube.Client's
+// SubjectAccessReviews returns, or a clientset's
+// AuthorizationV1().SubjectAccessReviews().
+type SubjectAccessReviews interface {
+	Create(ctx context.Context, sar *authzv1.SubjectAccessReview, opts metav1.CreateOptions) (*authzv1.SubjectAccessReview, error)
+}
+
 // Reviewer is the Authorizer that asks the API server.
 type Reviewer struct {
-	tokens authnclient.TokenReviewInterface
-	sars   authzclient.SubjectAccessReviewInterface
+	tokens TokenReviews
+	sars   SubjectAccessReviews
 	opts   Options
 	// Keys are sha256 hashes of the token, or of the user and attributes.
 	accepted *cache.LRUExpireCache // -> *User
@@ -195,7 +206,7 @@ var _ Authorizer = &Reviewer{}
 // NewReviewer returns a Reviewer that creates TokenReviews and
 // SubjectAccessReviews with the given clients (the manager's service
 // account needs the system:auth-delegator ClusterRole).
-func NewReviewer(tokens authnclient.TokenReviewInterface, sars authzclient.SubjectAccessReviewInterface, opts Options) *Reviewer {
+func NewReviewer(tokens TokenReviews, sars SubjectAccessReviews, opts Options) *Reviewer {
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = DefaultOptions().CacheSize
 	}

@@ -23,8 +23,11 @@
 //     "hostpath.dev:managers", the one DNS name client.ServerName(node),
 //     usages digital signature and server auth, expirationSeconds the
 //     configured lifetime; it waits for the host definer to approve and
-//     sign it (csr.RequestCertificate, csr.WaitForCertificate), stores the
-//     result and serves it.
+//     sign it, watching that one CSR (a metadata.name field selector), and
+//     stores the result and serves it. These are the calls of client-go's
+//     csr.RequestCertificate and csr.WaitForCertificate, for the v1 API
+//     alone, made through Config.Client: that package takes a whole
+//     clientset, which the manager does not link (see internal/kube).
 //   - At 70% of the certificate's life it asks again, with a new key. The
 //     new certificate replaces the old one atomically (GetCertificate reads
 //     an atomic pointer), so connections are never refused during a
@@ -34,15 +37,15 @@
 //     backoff (10s doubling to 5 minutes). A certificate that expires
 //     anyway is no longer served: Current is nil and Ready false.
 //   - With Config.Roots (the CA bundle the callers trust, kept by
-//     trust.Watch), a certificate that no longer chains to a known bundle
-//     is renewed at once, not at 70%: after a reinstall (a new CA) or once
-//     an old CA has left the bundle, the stored certificate is valid but
-//     every caller refuses it. It is verified as the callers do (roots the
-//     bundle, DNS name client.ServerName(node), server auth) whenever the
-//     bundle changes (looked at every TrustCheckInterval, and at
-//     CheckTrust), and kept in service until its successor is signed. An
-//     empty bundle (none published yet, or not readable) says nothing:
-//     the certificate is kept.
+//     trust.WatchConfigMaps), a certificate that no longer chains to a
+//     known bundle is renewed at once, not at 70%: after a reinstall (a
+//     new CA) or once an old CA has left the bundle, the stored
+//     certificate is valid but every caller refuses it. It is verified as
+//     the callers do (roots the bundle, DNS name client.ServerName(node),
+//     server auth) whenever the bundle changes (looked at every
+//     TrustCheckInterval, and at CheckTrust), and kept in service until
+//     its successor is signed. An empty bundle (none published yet, or not
+//     readable) says nothing: the certificate is kept.
 //
 // The key never leaves the host; only the CSR (the public key) goes to the
 // API server. The API server fills the CSR's username and extra fields
@@ -59,7 +62,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -85,6 +90,16 @@ const (
 	MaxBackoff     = 5 * time.Minute
 )
 
+// CSRs is what a Manager calls to get a certificate: the
+// CertificateSigningRequests of certificates.k8s.io/v1, as what
+// kube.Client's CertificateSigningRequests returns, or a clientset's
+// CertificatesV1().CertificateSigningRequests().
+type CSRs interface {
+	Create(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, opts metav1.CreateOptions) (*certificatesv1.CertificateSigningRequest, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*certificatesv1.CertificateSigningRequestList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
 // Config is what a Manager needs.
 type Config struct {
 	// NodeName is the manager's node; the certificate is for
@@ -93,7 +108,7 @@ type Config struct {
 	// Dir holds FileName (created with mode 0700 if missing).
 	Dir string
 	// Client creates and watches the CSRs.
-	Client kubernetes.Interface
+	Client CSRs
 	// Lifetime is the validity asked for (spec.expirationSeconds);
 	// DefaultLifetime when 0. The signer may give less.
 	Lifetime time.Duration

@@ -54,7 +54,7 @@ type started struct {
 // stop).
 func (e *env) start(t *testing.T) *started {
 	t.Helper()
-	m, err := New(Config{NodeName: node, Dir: e.dir, Client: e.signer.Clientset, Clock: e.clock, Roots: e.roots})
+	m, err := New(Config{NodeName: node, Dir: e.dir, Client: e.signer.Clientset.CertificatesV1().CertificateSigningRequests(), Clock: e.clock, Roots: e.roots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,14 +426,15 @@ func TestWaitsForApproval(t *testing.T) {
 
 func TestNew(t *testing.T) {
 	e := newEnv(t)
+	csrs := e.signer.Clientset.CertificatesV1().CertificateSigningRequests()
 	for _, tc := range []struct {
 		cfg  Config
 		want string
 	}{
-		{Config{Dir: e.dir, Client: e.signer.Clientset}, "node name"},
-		{Config{NodeName: node, Client: e.signer.Clientset}, "directory"},
+		{Config{Dir: e.dir, Client: csrs}, "node name"},
+		{Config{NodeName: node, Client: csrs}, "directory"},
 		{Config{NodeName: node, Dir: e.dir}, "API client"},
-		{Config{NodeName: node, Dir: e.dir, Client: e.signer.Clientset, Lifetime: 9 * time.Minute}, "shorter than 10m0s"},
+		{Config{NodeName: node, Dir: e.dir, Client: csrs, Lifetime: 9 * time.Minute}, "shorter than 10m0s"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v) = %v, want an error about %q", tc.cfg, err, tc.want)

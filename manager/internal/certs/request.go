@@ -9,13 +9,21 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	"k8s.io/client-go/util/certificate/csr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"hostpath.dev/manager/pkg/client"
 )
@@ -54,16 +62,15 @@ func (m *Manager) renew(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("make the CSR: %w", err)
 	}
-	csrPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
-	lifetime := m.cfg.Lifetime
-	name, uid, err := csr.RequestCertificateWithContext(ctx, m.cfg.Client, csrPEM, "", client.SignerName, &lifetime, Usages, key)
+	req, err := m.cfg.Client.Create(ctx, m.csr(der), metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("create a CertificateSigningRequest: %w", err)
 	}
+	name := req.Name
 	logger.Info("Requested a serving certificate; waiting for it to be approved and signed", "csr", name, "signer", client.SignerName, "serverName", client.ServerName(m.cfg.NodeName))
 	wctx, cancel := context.WithTimeout(ctx, m.cfg.WaitTimeout)
 	defer cancel()
-	certPEM, err := csr.WaitForCertificate(wctx, m.cfg.Client, name, uid)
+	certPEM, err := m.waitForCertificate(wctx, name, req.UID)
 	if err != nil {
 		if wctx.Err() != nil && ctx.Err() == nil {
 			return fmt.Errorf("CertificateSigningRequest %s was not signed within %s (is the host definer running?)", name, m.cfg.WaitTimeout)
@@ -90,6 +97,82 @@ func (m *Manager) renew(ctx context.Context) error {
 	m.serve(cert)
 	logger.Info("Serving with a new certificate", "csr", name, "issuer", cert.Leaf.Issuer.CommonName, "notAfter", cert.Leaf.NotAfter, "renewAfter", renewAfter(cert.Leaf))
 	return nil
+}
+
+// csr is the CertificateSigningRequest of the x509 request der: named by
+// the API server (csr-XXXXX), for signer client.SignerName, with Usages
+// and the configured lifetime.
+func (m *Manager) csr(der []byte) *certificatesv1.CertificateSigningRequest {
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "csr-"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:           pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName:        client.SignerName,
+			Usages:            Usages,
+			ExpirationSeconds: ptr.To(int32(m.cfg.Lifetime / time.Second)),
+		},
+	}
+}
+
+// waitForCertificate watches the CSR name until it is signed, and returns
+// its certificate (PEM). It fails when the CSR is denied, fails, is
+// deleted or made again (another uid), or when ctx ends.
+func (m *Manager) waitForCertificate(ctx context.Context, name string, uid types.UID) ([]byte, error) {
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = selector
+			return m.cfg.Client.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = selector
+			return m.cfg.Client.Watch(ctx, opts)
+		},
+	}
+	var certPEM []byte
+	_, err := watchtools.UntilWithSync(ctx, lw, &certificatesv1.CertificateSigningRequest{}, nil, func(e watch.Event) (bool, error) {
+		switch e.Type {
+		case watch.Added, watch.Modified:
+		case watch.Deleted:
+			return false, errors.New("it was deleted")
+		default:
+			return false, nil
+		}
+		req, ok := e.Object.(*certificatesv1.CertificateSigningRequest)
+		switch {
+		case !ok:
+			return false, fmt.Errorf("watch event of a %T", e.Object)
+		case req.UID != uid:
+			return false, fmt.Errorf("it was made again (uid %s, was %s)", req.UID, uid)
+		}
+		var err error
+		certPEM, err = issued(req)
+		return certPEM != nil, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return certPEM, nil
+}
+
+// issued returns the certificate of req once it is approved and signed,
+// nil before, and an error when it is denied or has failed.
+func issued(req *certificatesv1.CertificateSigningRequest) ([]byte, error) {
+	approved := false
+	for _, c := range req.Status.Conditions {
+		switch c.Type {
+		case certificatesv1.CertificateDenied:
+			return nil, fmt.Errorf("denied, reason %q, message %q", c.Reason, c.Message)
+		case certificatesv1.CertificateFailed:
+			return nil, fmt.Errorf("failed, reason %q, message %q", c.Reason, c.Message)
+		case certificatesv1.CertificateApproved:
+			approved = true
+		}
+	}
+	if !approved || len(req.Status.Certificate) == 0 {
+		return nil, nil
+	}
+	return req.Status.Certificate, nil
 }
 
 // parse makes a tls.Certificate with its Leaf from PEM data; the key must

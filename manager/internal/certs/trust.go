@@ -16,7 +16,7 @@ import (
 const TrustCheckInterval = 10 * time.Second
 
 // Roots is what the manager's callers trust: *trust.Bundle, kept equal to
-// the CA bundle ConfigMap by trust.Watch, is one.
+// the CA bundle ConfigMap by trust.WatchConfigMaps, is one.
 type Roots interface {
 	// Pool returns the trusted CA certificates, nil while none is known.
 	// New content gives a new pool; the same pool means no change.

@@ -24,7 +24,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -74,7 +73,9 @@ func AddKlogFlags(fs *pflag.FlagSet) {
 
 // RESTConfig returns the configuration of an API client: from the kubeconfig
 // file when one is named, else the pod's in-cluster service account, with
-// the given rate limits and user agent.
+// the given rate limits and user agent. The provisioner and the host
+// definer make a clientset of it; the manager, its own small client
+// (manager/internal/kube), so this package does not import the clientset.
 func RESTConfig(kubeconfig string, qps float32, burst int, userAgent string) (*rest.Config, error) {
 	var (
 		cfg *rest.Config
@@ -90,19 +91,6 @@ func RESTConfig(kubeconfig string, qps float32, burst int, userAgent string) (*r
 	}
 	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, userAgent
 	return cfg, nil
-}
-
-// Clientset returns a clientset configured as RESTConfig says.
-func Clientset(kubeconfig string, qps float32, burst int, userAgent string) (*kubernetes.Clientset, error) {
-	cfg, err := RESTConfig(kubeconfig, qps, burst, userAgent)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("create the API client: %w", err)
-	}
-	return cs, nil
 }
 
 // NewRegistry returns a Prometheus registry with the Go and process

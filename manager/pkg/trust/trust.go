@@ -3,10 +3,11 @@
 // client.CABundleConfigMap (key client.CABundleKey, PEM) of the product's
 // namespace, which may hold several CA certificates while a CA is rotated.
 //
-// A Bundle is the bundle of the moment; Watch keeps one up to date from
-// the ConfigMap, LoadFile reads one from a file (for tools, or a mounted
-// copy of the ConfigMap). Its Pool method is what client.WithServerTLS
-// takes as roots:
+// A Bundle is the bundle of the moment; Watch (with a clientset) or
+// WatchConfigMaps (with anything that lists and watches ConfigMaps) keeps
+// one up to date from the ConfigMap, LoadFile reads one from a file (for
+// tools, or a mounted copy of the ConfigMap). Its Pool method is what
+// client.WithServerTLS takes as roots:
 //
 //	b := trust.NewBundle()
 //	synced, err := trust.Watch(ctx, kube, "hostpath-system", b)
@@ -27,8 +28,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -111,27 +112,63 @@ func LoadFile(path string) (*Bundle, error) {
 	return b, nil
 }
 
-// Watch keeps b set from the ConfigMap client.CABundleConfigMap in
-// namespace, until ctx is done: an informer of that one object (a
-// metadata.name field selector, so that RBAC can grant it by resourceNames)
-// sets b at every add and update. Content that Set refuses, and a deleted
-// ConfigMap, are logged and leave b as it was: the last bundle stays
-// trusted. The returned function reports whether the informer has listed
-// the ConfigMap and given it to b (for cache.WaitForCacheSync); b is still
-// empty then if the ConfigMap does not exist yet.
-func Watch(ctx context.Context, kube kubernetes.Interface, namespace string, b *Bundle) (cache.InformerSynced, error) {
-	return watchBundle(ctx, kube, namespace, b, nil)
+// ConfigMaps lists and watches the ConfigMaps of one namespace: a
+// clientset's CoreV1().ConfigMaps(namespace), or the manager's lighter
+// client's.
+type ConfigMaps interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*v1.ConfigMapList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// watchBundle is Watch; handled, when not nil, is called after each event is
-// handled (for tests).
-func watchBundle(ctx context.Context, kube kubernetes.Interface, namespace string, b *Bundle, handled func()) (cache.InformerSynced, error) {
+// Clientset is what Watch takes: kubernetes.Interface, or any type whose
+// CoreV1 method has ConfigMaps.
+type Clientset[C CoreV1[L], L ConfigMaps] interface {
+	CoreV1() C
+}
+
+// CoreV1 has the ConfigMaps of a namespace, as client-go's
+// CoreV1Interface does.
+type CoreV1[L ConfigMaps] interface {
+	ConfigMaps(namespace string) L
+}
+
+// Watch is WatchConfigMaps of kube.CoreV1().ConfigMaps(namespace), for
+// programs that have a clientset (a kubernetes.Interface; the type
+// arguments are inferred): trust.Watch(ctx, kube, namespace, b). It is
+// generic so that this package does not import k8s.io/client-go/kubernetes,
+// which the manager does not link.
+func Watch[K Clientset[C, L], C CoreV1[L], L ConfigMaps](ctx context.Context, kube K, namespace string, b *Bundle) (cache.InformerSynced, error) {
+	return WatchConfigMaps(ctx, kube.CoreV1().ConfigMaps(namespace), namespace, b)
+}
+
+// WatchConfigMaps keeps b set from the ConfigMap client.CABundleConfigMap
+// of namespace, whose ConfigMaps cms lists and watches, until ctx is done:
+// an informer of that one object (a metadata.name field selector, so that
+// RBAC can grant it by resourceNames) sets b at every add and update.
+// Content that Set refuses, and a deleted ConfigMap, are logged and leave b
+// as it was: the last bundle stays trusted. The returned function reports
+// whether the informer has listed the ConfigMap and given it to b (for
+// cache.WaitForCacheSync); b is still empty then if the ConfigMap does not
+// exist yet.
+func WatchConfigMaps(ctx context.Context, cms ConfigMaps, namespace string, b *Bundle) (cache.InformerSynced, error) {
+	return watchBundle(ctx, cms, namespace, b, nil)
+}
+
+// watchBundle is WatchConfigMaps; handled, when not nil, is called after
+// each event is handled (for tests).
+func watchBundle(ctx context.Context, cms ConfigMaps, namespace string, b *Bundle, handled func()) (cache.InformerSynced, error) {
 	logger := klog.FromContext(ctx).WithValues("configMap", klog.KRef(namespace, client.CABundleConfigMap))
-	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0,
-		informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", client.CABundleConfigMap).String()
-		}))
+	selector := fields.OneTermEqualSelector("metadata.name", client.CABundleConfigMap).String()
+	informer := cache.NewSharedInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = selector
+			return cms.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = selector
+			return cms.Watch(ctx, opts)
+		},
+	}, &v1.ConfigMap{}, 0)
 	set := func(obj any) {
 		defer notify(handled)
 		cm, ok := obj.(*v1.ConfigMap)
@@ -144,7 +181,7 @@ func watchBundle(ctx context.Context, kube kubernetes.Interface, namespace strin
 		}
 		logger.V(2).Info("Loaded the CA bundle", "resourceVersion", cm.ResourceVersion)
 	}
-	reg, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    set,
 		UpdateFunc: func(_, obj any) { set(obj) },
 		DeleteFunc: func(obj any) {
@@ -160,7 +197,7 @@ func watchBundle(ctx context.Context, kube kubernetes.Interface, namespace strin
 	if err != nil {
 		return nil, fmt.Errorf("watch the CA bundle: %w", err)
 	}
-	factory.Start(ctx.Done())
+	go informer.RunWithContext(ctx)
 	return reg.HasSynced, nil
 }
 

@@ -1,0 +1,198 @@
+// Package kube is the manager's client of the Kubernetes API: the few calls
+// it makes, and nothing else.
+//
+//   - TokenReviews().Create and SubjectAccessReviews().Create, for the auth
+//     package (authentication.k8s.io/v1, authorization.k8s.io/v1);
+//   - CertificateSigningRequests() Create, Get, List and Watch, for the
+//     serving certificate (certs; certificates.k8s.io/v1);
+//   - ConfigMaps(namespace) List and Watch, for the CA bundle
+//     (trust.WatchConfigMaps; v1).
+//
+// Each call is what a clientset's typed client sends: the same paths and
+// query parameters (a field selector stays in the URL, so that RBAC can
+// grant one ConfigMap by resourceNames), protobuf preferred with JSON
+// accepted, one HTTP client and one rate limiter (the rest.Config's QPS and
+// burst) for all of them, and the rest.Config's user agent. The consumers
+// declare what they call as small interfaces, which a clientset's typed
+// clients satisfy too, so their tests may use client-go's fake clientset.
+//
+// Why not the clientset (k8s.io/client-go/kubernetes), nor client-go's
+// informers and csr packages, which take one: the clientset links a typed
+// client for every API group, and its scheme package registers every type
+// of every group when the program starts, memory held for life, while the
+// manager uses four resources. Here the scheme holds only their types, and
+// the manager's go list -deps has no k8s.io/client-go/kubernetes. Measured with go1.26 and client-go v0.34.4: the
+// manager built with CGO_ENABLED=0 go build -trimpath -ldflags "-s -w"
+// (stat -c %s), then started serving on 127.0.0.1 with a temporary pool
+// and state directory, --namespace set and a kubeconfig naming an
+// unreachable API server (https://127.0.0.1:1), so that it retries its
+// CSR and the CA bundle's list; VmHWM in /proc/PID/status after 10 s
+// (VmRSS was the same), five runs each:
+//
+//	                 binary (bytes)   VmHWM (kB)
+//	clientset        51,531,938       36,500 to 36,740
+//	this package     22,565,026       18,888 to 18,980
+//
+// After 30 s (three runs each) VmHWM was 36,352 to 36,932 kB and 18,952
+// to 18,984 kB.
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+// Scheme holds the types the Client sends and receives, and no others.
+var Scheme = newScheme()
+
+var (
+	codecs         = serializer.NewCodecFactory(Scheme)
+	parameterCodec = runtime.NewParameterCodec(Scheme)
+)
+
+// newScheme registers the authentication, authorization and certificates
+// groups (a few types each), and of the core group ConfigMap alone.
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(authnv1.AddToScheme(s))
+	utilruntime.Must(authzv1.AddToScheme(s))
+	utilruntime.Must(certificatesv1.AddToScheme(s))
+	s.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.ConfigMap{}, &corev1.ConfigMapList{})
+	metav1.AddToGroupVersion(s, corev1.SchemeGroupVersion)
+	return s
+}
+
+// Client makes the manager's API calls. Its methods return values that
+// are cheap to copy; all are safe for concurrent use.
+type Client struct {
+	authn, authz, certificates, core rest.Interface
+}
+
+// New returns a Client configured by cfg (component.RESTConfig's): its
+// calls share one HTTP client and, unless cfg has a RateLimiter, one token
+// bucket of cfg.QPS and cfg.Burst, as a clientset's do.
+func New(cfg *rest.Config) (*Client, error) {
+	shared := *cfg
+	if shared.UserAgent == "" {
+		shared.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	if shared.RateLimiter == nil && shared.QPS > 0 {
+		if shared.Burst <= 0 {
+			return nil, fmt.Errorf("create the API client: a burst is needed with a QPS of %v", shared.QPS)
+		}
+		shared.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(shared.QPS, shared.Burst)
+	}
+	httpClient, err := rest.HTTPClientFor(&shared)
+	if err != nil {
+		return nil, fmt.Errorf("create the API client: %w", err)
+	}
+	var c Client
+	for _, gv := range []struct {
+		client  *rest.Interface
+		version schema.GroupVersion
+	}{
+		{&c.authn, authnv1.SchemeGroupVersion},
+		{&c.authz, authzv1.SchemeGroupVersion},
+		{&c.certificates, certificatesv1.SchemeGroupVersion},
+		{&c.core, corev1.SchemeGroupVersion},
+	} {
+		gcfg := shared
+		gcfg.GroupVersion, gcfg.APIPath = &gv.version, "/apis"
+		if gv.version.Group == "" {
+			gcfg.APIPath = "/api"
+		}
+		gcfg.NegotiatedSerializer = codecs.WithoutConversion()
+		rc, err := rest.RESTClientForConfigAndClient(&gcfg, httpClient)
+		if err != nil {
+			return nil, fmt.Errorf("create the API client of %s: %w", gv.version, err)
+		}
+		*gv.client = rc
+	}
+	return &c, nil
+}
+
+// TokenReviews creates TokenReviews.
+func (c *Client) TokenReviews() TokenReviews {
+	return TokenReviews{resource{client: c.authn, name: "tokenreviews"}}
+}
+
+// SubjectAccessReviews creates SubjectAccessReviews.
+func (c *Client) SubjectAccessReviews() SubjectAccessReviews {
+	return SubjectAccessReviews{resource{client: c.authz, name: "subjectaccessreviews"}}
+}
+
+// CertificateSigningRequests creates, gets, lists and watches
+// CertificateSigningRequests.
+func (c *Client) CertificateSigningRequests() CertificateSigningRequests {
+	return CertificateSigningRequests{resource{client: c.certificates, name: "certificatesigningrequests"}}
+}
+
+// ConfigMaps lists and watches the ConfigMaps of namespace.
+func (c *Client) ConfigMaps(namespace string) ConfigMaps {
+	return ConfigMaps{resource{client: c.core, name: "configmaps", namespace: namespace}}
+}
+
+// TokenReviews is the tokenreviews resource.
+type TokenReviews struct{ r resource }
+
+// Create asks the API server to review tr's token.
+func (t TokenReviews) Create(ctx context.Context, tr *authnv1.TokenReview, opts metav1.CreateOptions) (*authnv1.TokenReview, error) {
+	return create(ctx, t.r, tr, opts)
+}
+
+// SubjectAccessReviews is the subjectaccessreviews resource.
+type SubjectAccessReviews struct{ r resource }
+
+// Create asks the API server whether sar's subject may do its action.
+func (s SubjectAccessReviews) Create(ctx context.Context, sar *authzv1.SubjectAccessReview, opts metav1.CreateOptions) (*authzv1.SubjectAccessReview, error) {
+	return create(ctx, s.r, sar, opts)
+}
+
+// CertificateSigningRequests is the certificatesigningrequests resource.
+type CertificateSigningRequests struct{ r resource }
+
+// Create creates csr.
+func (c CertificateSigningRequests) Create(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, opts metav1.CreateOptions) (*certificatesv1.CertificateSigningRequest, error) {
+	return create(ctx, c.r, csr, opts)
+}
+
+// Get returns the CSR name.
+func (c CertificateSigningRequests) Get(ctx context.Context, name string, opts metav1.GetOptions) (*certificatesv1.CertificateSigningRequest, error) {
+	return get[certificatesv1.CertificateSigningRequest](ctx, c.r, name, opts)
+}
+
+// List lists the CSRs opts selects.
+func (c CertificateSigningRequests) List(ctx context.Context, opts metav1.ListOptions) (*certificatesv1.CertificateSigningRequestList, error) {
+	return list[certificatesv1.CertificateSigningRequestList](ctx, c.r, opts)
+}
+
+// Watch watches the CSRs opts selects.
+func (c CertificateSigningRequests) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return c.r.watch(ctx, opts)
+}
+
+// ConfigMaps is the configmaps resource of one namespace.
+type ConfigMaps struct{ r resource }
+
+// List lists the ConfigMaps opts selects.
+func (c ConfigMaps) List(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
+	return list[corev1.ConfigMapList](ctx, c.r, opts)
+}
+
+// Watch watches the ConfigMaps opts selects.
+func (c ConfigMaps) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return c.r.watch(ctx, opts)
+}
