@@ -146,6 +146,8 @@ func (s *ClaimSync) problem(claim *v1.PersistentVolumeClaim, d decision) (*event
 			return nil, nil
 		}
 		return &event{v1.EventTypeWarning, ReasonNodeConflict, "Node annotations disagree: " + d.choice.conflict}, nil
+	case d.verdict == reschedule:
+		return &event{v1.EventTypeWarning, ReasonRescheduling, rescheduleMessage(d)}, nil
 	case d.verdict != elsewhere || d.multihost || d.choice.node == "" && d.waitForConsumer:
 		// Not served; a multihost claim (its elected instance provisions
 		// it, and Provision says what is wrong); a WaitForFirstConsumer
@@ -189,6 +191,17 @@ func (s *ClaimSync) unowned(d decision) (*event, error) {
 	return &event{v1.EventTypeWarning, ReasonNoInstance, fmt.Sprintf(
 		"No hostpath provisioner runs on node %q named by %s: pick a node where the provisioner DaemonSet runs, or make it run there",
 		c.node, c.source)}, nil
+}
+
+// rescheduleMessage says why a claim of verdict reschedule goes back to the
+// scheduler.
+func rescheduleMessage(d decision) string {
+	why := "does not exist any more"
+	if d.gone == ReasonNoInstance {
+		why = "runs no hostpath provisioner"
+	}
+	return fmt.Sprintf("Node %q, which the scheduler selected, %s: removing %s so that the scheduler picks another node",
+		d.choice.node, why, annotations.SelectedNode)
 }
 
 // recordOnce emits an event on a claim once per distinct reason and message.

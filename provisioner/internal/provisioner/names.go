@@ -18,6 +18,10 @@ const (
 	ReasonNoInstance = "NoProvisionerOnNode"
 	// ReasonNodeConflict (Warning): the node annotations disagree.
 	ReasonNodeConflict = "NodeAnnotationConflict"
+	// ReasonRescheduling (Warning): the node the scheduler selected for a
+	// WaitForFirstConsumer claim was deleted or runs no provisioner
+	// instance, so the claim goes back to the scheduler.
+	ReasonRescheduling = "Rescheduling"
 	// ReasonNodeSelected (Normal): the owning instance set selected-node on
 	// a pinned WaitForFirstConsumer claim.
 	ReasonNodeSelected = "NodeSelected"

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/util"
 
@@ -57,6 +58,13 @@ const (
 	selectNode
 	// provision: this instance provisions the claim now.
 	provision
+	// reschedule: the node the scheduler selected for a WaitForFirstConsumer
+	// claim was deleted or runs no instance, and this instance is the one
+	// elected for the claim: it gives the claim back to the scheduler. The
+	// library removes selected-node by itself for a deleted node, before
+	// calling Provision; for a node without an instance Provision answers
+	// ProvisioningReschedule, which makes the library remove it.
+	reschedule
 )
 
 // decision is what this instance makes of a claim, from the informer caches
@@ -71,6 +79,9 @@ type decision struct {
 	waitForConsumer bool
 	// choice is the node the claim asks for (chooseNode, once).
 	choice nodeChoice
+	// gone says why no instance can serve choice.node, for verdict
+	// reschedule: ReasonNodeNotFound or ReasonNoInstance.
+	gone string
 }
 
 // decide reads the claim's StorageClass and applies the node annotations. The
@@ -98,6 +109,7 @@ func (p *Provisioner) decide(claim *v1.PersistentVolumeClaim) (decision, error) 
 	d.choice = chooseNode(claim)
 	switch {
 	case d.choice.node != p.cfg.Node:
+		return p.decideElsewhere(claim, d)
 	case d.waitForConsumer && claim.Annotations[annotations.SelectedNode] == "":
 		// The library provisions WaitForFirstConsumer claims only once
 		// selected-node is set.
@@ -106,6 +118,45 @@ func (p *Provisioner) decide(claim *v1.PersistentVolumeClaim) (decision, error) 
 		d.verdict = provision
 	}
 	return d, nil
+}
+
+// decideElsewhere decides a claim of another node: the verdict is
+// reschedule when the scheduler chose that node for a WaitForFirstConsumer
+// claim, the node is deleted or runs no instance, and this instance is
+// elected for the claim; elsewhere otherwise. A node pinned by annotation is
+// never replaced: the claim sync reports it instead.
+func (p *Provisioner) decideElsewhere(claim *v1.PersistentVolumeClaim, d decision) (decision, error) {
+	if !d.waitForConsumer || d.choice.node == "" || d.choice.pinned() {
+		return d, nil
+	}
+	gone, err := p.nodeGone(d.choice.node)
+	if err != nil || gone == "" {
+		return d, err
+	}
+	elected, err := p.elected(claim)
+	if err != nil || !elected {
+		return d, err
+	}
+	d.verdict, d.gone = reschedule, gone
+	return d, nil
+}
+
+// nodeGone says why no instance serves node, from the caches:
+// ReasonNodeNotFound when the Node does not exist, ReasonNoInstance when no
+// provisioner pod is on it, "" when one is.
+func (p *Provisioner) nodeGone(node string) (string, error) {
+	_, err := p.cfg.Nodes.Get(node)
+	switch {
+	case apierrors.IsNotFound(err):
+		return ReasonNodeNotFound, nil
+	case err != nil:
+		return "", fmt.Errorf("get node %q from the cache: %w", node, err)
+	}
+	running, err := p.cfg.Instances.OnNode(node)
+	if err != nil || running {
+		return "", err
+	}
+	return ReasonNoInstance, nil
 }
 
 // class returns the claim's StorageClass if this provisioner serves it.
@@ -142,7 +193,7 @@ func (p *Provisioner) ShouldProvision(ctx context.Context, claim *v1.PersistentV
 		klog.FromContext(ctx).Error(err, "Failed to decide whether to provision the claim", "pvc", klog.KObj(claim))
 		return false
 	}
-	return d.verdict == provision
+	return d.verdict == provision || d.verdict == reschedule
 }
 
 // ShouldDelete is the DeletionGuard: only the instance of the PV's node

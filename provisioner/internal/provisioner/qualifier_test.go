@@ -78,7 +78,16 @@ var claimCases = []claimCase{
 	{name: "Immediate claim without node, other instances are silent", claim: []string{"immediate"}},
 	{name: "nonexistent node, elected instance warns", claim: []string{"immediate", annotations.ProvisionOnNode + "=ghost"}, elected: true, wantEvents: []string{"Warning " + ReasonNodeNotFound}},
 	{name: "nonexistent node, other instances are silent", claim: []string{"immediate", annotations.ProvisionOnNode + "=ghost"}},
-	{name: "nonexistent selected node, elected instance warns", claim: []string{"wffc", annotations.SelectedNode + "=ghost"}, elected: true, wantEvents: []string{"Warning " + ReasonNodeNotFound}},
+	// A node the scheduler selected that is gone: the elected instance
+	// gives the claim back to the scheduler (the library removes
+	// selected-node), the others do nothing.
+	{name: "deleted selected node, elected instance reschedules", claim: []string{"wffc", annotations.SelectedNode + "=ghost"}, elected: true, want: true, wantEvents: []string{"Warning " + ReasonRescheduling}},
+	{name: "deleted selected node, other instances are silent", claim: []string{"wffc", annotations.SelectedNode + "=ghost"}},
+	{name: "selected node without provisioner, elected instance reschedules", claim: []string{"wffc", annotations.SelectedNode + "=" + idleNode}, elected: true, want: true, wantEvents: []string{"Warning " + ReasonRescheduling}},
+	{name: "selected node without provisioner, other instances are silent", claim: []string{"wffc", annotations.SelectedNode + "=" + idleNode}},
+	// A pinned node is never replaced, only reported.
+	{name: "pinned WaitForFirstConsumer claim of a deleted node, elected instance warns", claim: []string{"wffc", annotations.ProvisionOnNode + "=ghost", annotations.SelectedNode + "=ghost"}, elected: true, wantEvents: []string{"Warning " + ReasonNodeNotFound}},
+	{name: "pinned WaitForFirstConsumer claim of a node without provisioner, elected instance warns", claim: []string{"wffc", annotations.KubevirtProvisionOnNode + "=" + idleNode, annotations.SelectedNode + "=" + idleNode}, elected: true, wantEvents: []string{"Warning " + ReasonNoInstance}},
 	{name: "node without provisioner, elected instance warns", claim: []string{"immediate", annotations.ProvisionOnNode + "=" + idleNode}, elected: true, wantEvents: []string{"Warning " + ReasonNoInstance}},
 	{name: "node without provisioner, other instances are silent", claim: []string{"immediate", annotations.ProvisionOnNode + "=" + idleNode}},
 	{name: "multihost claim, elected instance owns it", claim: []string{"multihost"}, elected: true, want: true},

@@ -49,8 +49,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 	}
 	choice := chooseNode(claim)
 	if choice.node != p.cfg.Node {
-		// The claim changed since ShouldProvision: its owner handles it.
-		return nil, controller.ProvisioningFinished, &controller.IgnoredError{Reason: fmt.Sprintf("the claim now belongs to node %q", choice.node)}
+		return p.provisionElsewhere(claim)
 	}
 	hostname, state, err := p.hostname()
 	if err != nil {
@@ -96,6 +95,21 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 		path:     vol.Path,
 		size:     size,
 	}), controller.ProvisioningFinished, nil
+}
+
+// provisionElsewhere answers Provision for a claim of another node: it
+// gives the claim back to the scheduler when this instance is elected to
+// (decideElsewhere), and otherwise leaves it to the node's own instance
+// (the claim changed since ShouldProvision).
+func (p *Provisioner) provisionElsewhere(claim *v1.PersistentVolumeClaim) (*v1.PersistentVolume, controller.ProvisioningState, error) {
+	d, err := p.decide(claim)
+	if err != nil {
+		return nil, controller.ProvisioningInBackground, fmt.Errorf("%w; will retry", err)
+	}
+	if d.verdict == reschedule {
+		return nil, controller.ProvisioningReschedule, errors.New(rescheduleMessage(d))
+	}
+	return nil, controller.ProvisioningFinished, &controller.IgnoredError{Reason: fmt.Sprintf("the claim belongs to node %q", d.choice.node)}
 }
 
 // hostname returns the kubernetes.io/hostname label of this node, which the

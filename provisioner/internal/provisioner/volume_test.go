@@ -340,3 +340,62 @@ func checkErr(t *testing.T, err error, wantIgnored bool, wantErr string) {
 		t.Errorf("err = %v, want one containing %q", err, wantErr)
 	}
 }
+
+// TestProvisionSelectedNodeGone: the instance elected for a
+// WaitForFirstConsumer claim whose selected node runs no provisioner gives
+// it back to the scheduler; any other instance ignores it; a pinned claim is
+// never rescheduled.
+func TestProvisionSelectedNodeGone(t *testing.T) {
+	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil)
+	tests := []struct {
+		name        string
+		claim       *v1.PersistentVolumeClaim
+		elected     bool
+		wantState   controller.ProvisioningState
+		wantErr     string
+		wantIgnored bool
+	}{
+		{
+			name: "elected, selected node without provisioner", elected: true,
+			claim:     claim("wffc", annotations.SelectedNode+"="+idleNode),
+			wantState: controller.ProvisioningReschedule,
+			wantErr:   `Node "` + idleNode + `", which the scheduler selected, runs no hostpath provisioner: removing volume.kubernetes.io/selected-node`,
+		},
+		{
+			name: "elected, selected node deleted", elected: true,
+			claim:     claim("wffc", annotations.SelectedNode+"=ghost"),
+			wantState: controller.ProvisioningReschedule,
+			wantErr:   `Node "ghost", which the scheduler selected, does not exist any more`,
+		},
+		{
+			name:      "not elected",
+			claim:     claim("wffc", annotations.SelectedNode+"="+idleNode),
+			wantState: controller.ProvisioningFinished, wantIgnored: true,
+		},
+		{
+			name: "elected, pinned to a node without provisioner", elected: true,
+			claim:     claim("wffc", annotations.ProvisionOnNode+"="+idleNode, annotations.SelectedNode+"="+idleNode),
+			wantState: controller.ProvisioningFinished, wantIgnored: true,
+		},
+		{
+			name: "elected, selected node with a provisioner", elected: true,
+			claim:     claim("wffc", annotations.SelectedNode+"="+otherNode),
+			wantState: controller.ProvisioningFinished, wantIgnored: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t, fakeInstances{elected: tc.elected, nodes: []string{selfNode, otherNode}}, append(testNodes(), wffc)...)
+			f.prov.cfg.Managers = func(node string) (VolumeManager, error) {
+				t.Errorf("Managers(%q) called, want no manager call", node)
+				return nil, fmt.Errorf("no manager")
+			}
+			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: wffc, PVName: testPVName, PVC: tc.claim})
+			if pv != nil || state != tc.wantState {
+				t.Errorf("Provision = %v, %s; want no PV, %s", pv, state, tc.wantState)
+			}
+			checkErr(t, err, tc.wantIgnored, tc.wantErr)
+		})
+	}
+}
