@@ -114,6 +114,32 @@ start_bg() {
   record_pid "$name" $! "$prog"
 }
 
+# start_kcm LIMITS: start kube-controller-manager with the client limits
+# LIMITS, "QPS/BURST" or "default" (its own, 20/30), appending to its log;
+# the limits are recorded in run/kcm-limits (scripts/kcm.sh reads them).
+start_kcm() {
+  local limits=$1 flags=() prog=$K8S_BIN/kube-controller-manager
+  if [ "$limits" != default ]; then
+    [[ $limits =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]] || die "controller-manager client limits must be QPS/BURST or default, got '$limits'"
+    flags=(--kube-api-qps="${limits%/*}" --kube-api-burst="${limits#*/}")
+  fi
+  echo "$limits" > "$RUN_DIR/kcm-limits"
+  setsid "$prog" \
+    --kubeconfig="$PKI_DIR/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$PKI_DIR/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig="$PKI_DIR/kube-controller-manager.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port=10257 --leader-elect=false \
+    --controllers='*' --use-service-account-credentials=true \
+    --service-account-private-key-file="$PKI_DIR/sa.key" --root-ca-file="$PKI_DIR/ca.crt" \
+    --cluster-signing-cert-file="$PKI_DIR/ca.crt" --cluster-signing-key-file="$PKI_DIR/ca.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" --profiling=false "${flags[@]}" \
+    >> "$LOG_DIR/kube-controller-manager.log" 2>&1 < /dev/null &
+  record_pid kube-controller-manager $! "$prog"
+}
+
+# kcm_healthy: kube-controller-manager answers ok on /healthz.
+kcm_healthy() { [ "$(curl -sk --max-time 2 https://127.0.0.1:10257/healthz)" = ok ]; }
+
 # wait_until SECONDS DESCRIPTION COMMAND...: poll COMMAND every 0.2 s.
 wait_until() {
   local timeout=$1 what=$2 t0

@@ -17,6 +17,17 @@ T0=$(now)
 phase() { log "[$(since "$T0")s] $*"; }
 require_root
 refuse_foreign_cluster
+# KCM_API_QPS and KCM_API_BURST: kube-controller-manager's client limits
+# (both or neither; unset: its defaults, 20/30). scripts/kcm.sh changes them
+# on a running cluster.
+if [ -n "${KCM_API_QPS:-}${KCM_API_BURST:-}" ]; then
+  [ -n "${KCM_API_QPS:-}" ] && [ -n "${KCM_API_BURST:-}" ] || die "set both KCM_API_QPS and KCM_API_BURST, or neither"
+  KCM_LIMITS=$KCM_API_QPS/$KCM_API_BURST
+  [[ $KCM_LIMITS =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]] || die "KCM_API_QPS and KCM_API_BURST must be positive integers, got $KCM_LIMITS"
+else
+  KCM_LIMITS=default
+fi
+log "kube-controller-manager client limits: $KCM_LIMITS$([ "$KCM_LIMITS" = default ] && echo ' (qps 20, burst 30)')"
 [[ $NODES =~ ^[1-9][0-9]?$ ]] && [ "$NODES" -le "$NODES_MAX" ] || die "NODES must be 1..$NODES_MAX, got $NODES"
 
 # cluster_healthy: every recorded process runs, the API server is ready and
@@ -47,6 +58,7 @@ leftovers() {
 
 if [ -d "$RUN_DIR" ] && [ -x "$KUBECTL" ] && cluster_healthy; then
   log "The local cluster is already up ($(node_numbers | wc -w) nodes Ready); nothing to do"
+  log "kube-controller-manager runs with client limits $(cat "$RUN_DIR/kcm-limits" 2>/dev/null || echo default) (scripts/kcm.sh set changes them)"
   log "KUBECONFIG=$CLUSTER_KUBECONFIG; stop it with: make cluster-down"
   exit 0
 fi
@@ -119,15 +131,7 @@ wait_until 60 "kube-apiserver /readyz" kc get --raw /readyz || {
   die "kube-apiserver did not become ready"
 }
 phase "etcd and kube-apiserver ready ($(since "$t")s)"
-start_bg kube-controller-manager "$LOG_DIR/kube-controller-manager.log" "$K8S_BIN/kube-controller-manager" \
-  --kubeconfig="$PKI_DIR/kube-controller-manager.kubeconfig" \
-  --authentication-kubeconfig="$PKI_DIR/kube-controller-manager.kubeconfig" \
-  --authorization-kubeconfig="$PKI_DIR/kube-controller-manager.kubeconfig" \
-  --bind-address=127.0.0.1 --secure-port=10257 --leader-elect=false \
-  --controllers='*' --use-service-account-credentials=true \
-  --service-account-private-key-file="$PKI_DIR/sa.key" --root-ca-file="$PKI_DIR/ca.crt" \
-  --cluster-signing-cert-file="$PKI_DIR/ca.crt" --cluster-signing-key-file="$PKI_DIR/ca.key" \
-  --service-cluster-ip-range="$SERVICE_CIDR" --profiling=false
+start_kcm "$KCM_LIMITS"
 start_bg kube-scheduler "$LOG_DIR/kube-scheduler.log" "$K8S_BIN/kube-scheduler" \
   --kubeconfig="$PKI_DIR/kube-scheduler.kubeconfig" \
   --authentication-kubeconfig="$PKI_DIR/kube-scheduler.kubeconfig" \
