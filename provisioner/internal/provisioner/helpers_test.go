@@ -224,6 +224,7 @@ func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 		Volumes:   volumes.Lister(),
 		Instances: inst,
 		Managers:  func(string) (VolumeManager, error) { return f.manager, nil },
+		Recorder:  f.recorder,
 	})
 	f.sync = NewClaimSync(f.prov, claims, f.recorder)
 	t.Cleanup(f.sync.queue.ShutDown)

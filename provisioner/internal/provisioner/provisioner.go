@@ -57,8 +57,9 @@ type Config struct {
 	Name string
 	// Node is the node this instance runs on.
 	Node string
-	// Client reads PersistentVolumes live (reuse) and, in the claim sync,
-	// writes claims (the selected-node annotation).
+	// Client reads PersistentVolumes live (reuse), removes the finalizer of
+	// a PV whose directory Delete removed, and, in the claim sync, writes
+	// claims (the selected-node annotation).
 	Client kubernetes.Interface
 	// Classes reads StorageClasses from the informer cache.
 	Classes storagelisters.StorageClassLister
@@ -84,7 +85,8 @@ type Config struct {
 	// FanoutMetrics records the fan-outs; nil records nothing.
 	FanoutMetrics *fanout.Metrics
 	// Recorder emits the outcome of a multihost create on the claim (which
-	// nodes are still pending); nil emits nothing. Only the owner of a
+	// nodes are still pending) and DirectoryRemoved on a PV whose directory
+	// Delete removed; nil emits nothing. Only the owner of a
 	// claim provisions it, so only the owner records.
 	Recorder record.EventRecorder
 }

@@ -18,6 +18,7 @@ import (
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/reclaim"
 )
 
 // supportedAccessModes are the access modes one node's directory can serve.
@@ -298,5 +299,7 @@ func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error
 		return deletionError(fmt.Errorf("delete %s: %w", p.where(pool, dir), err))
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted the volume directory", "pv", pv.Name, "node", node, "pool", pool, "directory", dir)
-	return nil
+	// The directory is gone: release the PV now, so that the library's
+	// delete removes it at once.
+	return reclaim.Removed(ctx, p.cfg.Client, p.cfg.Recorder, FieldManager, pv, node)
 }

@@ -3,6 +3,7 @@ package provisioner
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/reclaim"
 )
 
 const testPVName = "pvc-0000-uid"
@@ -289,6 +291,7 @@ func TestDelete(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			pv := volume("pv", tc.node, "default", "dir", "data")
+			pv.Finalizers = []string{annotations.Finalizer, "kubernetes.io/pv-protection"}
 			f := newFixture(t, fakeInstances{}, append([]any{pv}, tc.volumes...)...)
 			if tc.owner != "-" {
 				f.manager.have("default", "dir", tc.owner)
@@ -305,6 +308,22 @@ func TestDelete(t *testing.T) {
 			if _, kept := f.manager.owner("default", "dir"); kept != tc.wantKept {
 				t.Errorf("directory kept = %v, want %v", kept, tc.wantKept)
 			}
+			// A removed directory releases the PV at once: the finalizer
+			// goes (the others stay) and DirectoryRemoved says so.
+			released := err == nil
+			got, gerr := f.kube.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			wantFinalizers := []string{"kubernetes.io/pv-protection"}
+			wantEvents := []string{"Normal " + reclaim.ReasonDirectoryRemoved}
+			if !released {
+				wantFinalizers, wantEvents = pv.Finalizers, nil
+			}
+			if !slices.Equal(got.Finalizers, wantFinalizers) {
+				t.Errorf("PV finalizers = %q, want %q", got.Finalizers, wantFinalizers)
+			}
+			checkEvents(t, f.events(), wantEvents)
 		})
 	}
 }

@@ -163,7 +163,11 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	ctx = klog.NewContext(ctx, logger)
 
 	if pv.DeletionTimestamp == nil {
-		if dir.node != c.cfg.Node || hasFinalizer(pv) {
+		// A Released (or Failed) PV is not given the finalizer: its claim is
+		// gone and the library reclaims it, and the provisioner's Delete
+		// takes the finalizer off once the directory is removed (Removed),
+		// which must not be undone before the library deletes the PV.
+		if dir.node != c.cfg.Node || hasFinalizer(pv) || pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed {
 			return nil
 		}
 		logger.V(2).Info("Adding the finalizer to a PersistentVolume made without it", "finalizer", annotations.Finalizer)
@@ -229,17 +233,33 @@ func (c *Controller) releaseOrphan(ctx context.Context, pv *v1.PersistentVolume,
 // finish carries out an outcome: it removes the finalizer and then emits the
 // event, or emits the event and returns the error to retry.
 func (c *Controller) finish(ctx context.Context, pv *v1.PersistentVolume, o outcome) error {
-	logger := klog.FromContext(ctx)
 	if !o.release {
 		c.cfg.Recorder.Event(pv, o.eventType, o.reason, o.message)
 		return fmt.Errorf("PersistentVolume %q: %w", pv.Name, o.err)
 	}
-	if err := removeFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager); err != nil {
+	return releaseVolume(ctx, c.cfg.Client, c.cfg.Recorder, c.cfg.FieldManager, pv, o)
+}
+
+// releaseVolume removes the finalizer of pv, then emits the event of the
+// outcome o (only logs it when o has no event type; recorder may be nil).
+func releaseVolume(ctx context.Context, c kubernetes.Interface, recorder record.EventRecorder, fieldManager string, pv *v1.PersistentVolume, o outcome) error {
+	if err := removeFinalizer(ctx, c, pv, fieldManager); err != nil {
 		return err
 	}
-	logger.V(2).Info("Removed the finalizer", "finalizer", annotations.Finalizer, "outcome", o.message)
-	if o.eventType != "" {
-		c.cfg.Recorder.Event(pv, o.eventType, o.reason, o.message)
+	klog.FromContext(ctx).V(2).Info("Removed the finalizer", "pv", pv.Name, "finalizer", annotations.Finalizer, "outcome", o.message)
+	if o.eventType != "" && recorder != nil {
+		recorder.Event(pv, o.eventType, o.reason, o.message)
 	}
 	return nil
+}
+
+// Removed finishes a node-mode PV of node whose directory its owner has just
+// removed through the manager (the library's Delete, before the library
+// deletes the PV): it removes the finalizer and records DirectoryRemoved,
+// as the Controller does for a PV under deletion. The library's delete of
+// the PV is then the last step, and the Controller has nothing left to do:
+// one round of writes per volume instead of two.
+func Removed(ctx context.Context, c kubernetes.Interface, recorder record.EventRecorder, fieldManager string, pv *v1.PersistentVolume, node string) error {
+	dir := directory{node: node, pool: pv.Annotations[annotations.Pool], name: pv.Annotations[annotations.Directory]}
+	return releaseVolume(ctx, c, recorder, fieldManager, pv, reclaimOutcome(nil, dir, true))
 }

@@ -253,8 +253,18 @@ func TestSync(t *testing.T) {
 		},
 		{
 			name:           "PV of this node made without the finalizer gets it",
-			pv:             newPV("pv-1", notDeleting, withFinalizers(otherFinalizer)),
+			pv:             newPV("pv-1", notDeleting, withPhase(v1.VolumeBound), withFinalizers(otherFinalizer)),
 			wantFinalizers: []string{otherFinalizer, annotations.Finalizer},
+		},
+		{
+			name:           "Released PV released by Delete does not get the finalizer back",
+			pv:             newPV("pv-1", notDeleting, withFinalizers(otherFinalizer)),
+			wantFinalizers: []string{otherFinalizer},
+		},
+		{
+			name:           "Failed PV without the finalizer does not get it",
+			pv:             newPV("pv-1", notDeleting, withPhase(v1.VolumeFailed), withFinalizers(otherFinalizer)),
+			wantFinalizers: []string{otherFinalizer},
 		},
 		{
 			name:           "PV of another node made without the finalizer is left to its instance",

@@ -14,7 +14,9 @@
 //  1. Every instance sees the PV through the shared informer; PVs of other
 //     provisioners, without the finalizer or not being deleted are ignored;
 //     multihost PVs go to step 6 (a PV of this node that lacks the finalizer, made
-//     before it existed, gets it with EnsureFinalizer).
+//     before it existed, gets it with EnsureFinalizer, unless it is Released
+//     or Failed: the provisioner's Delete takes the finalizer off a PV whose
+//     directory it removed (Removed), just before the library deletes it).
 //  2. While the PV is Bound nothing happens: Kubernetes' pv-protection
 //     finalizer keeps it too, and no data is removed under a bound claim.
 //  3. Only the instance of the PV's node (hostpath.dev/node) acts: with
