@@ -25,9 +25,10 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the three programs into bin/.
+build: ## Build the three programs and the kubectl plugin kubectl-hostpath into bin/.
 	@mkdir -p $(BIN_DIR)
 	@for b in $(BINARIES); do (cd $$b && CGO_ENABLED=0 $(GO) build -trimpath -o ../$(BIN_DIR)/$$b ./cmd/$$b); done
+	@cd hostdefiner && CGO_ENABLED=0 $(GO) build -trimpath -o ../$(BIN_DIR)/kubectl-hostpath ./cmd/kubectl-hostpath
 
 .PHONY: fmt
 fmt: ## Format all Go code.
@@ -89,7 +90,7 @@ e2e: ## Run the e2e suite against the running local cluster.
 	cd e2e && $(GO) test -count=1 -timeout 30m -v ./...
 
 .PHONY: bench
-bench: ## Provisioning throughput on the running local cluster, provisioner defaults vs client-go's rate limits (N=100).
+bench: ## Provisioning on the running local cluster against a no-op provisioner, at several kube-controller-manager client limits (N=1000; see BENCHMARKS.md).
 	scripts/bench-provision.sh
 
 .PHONY: demo

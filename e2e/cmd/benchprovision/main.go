@@ -1,14 +1,14 @@
-// Command benchprovision measures the hostpath provisioner's throughput on a
-// running cluster (scripts/bench-provision.sh runs it):
+// Command benchprovision measures a provisioner's throughput on a running
+// cluster against the no-op floor (scripts/bench-provision.sh runs it):
 //
-//	benchprovision run --label L --settings S --count 100 --out result.json [--nodes-dir .cluster/nodes]
+//	benchprovision run --label ours@200/400 --kcm 200/400 --count 1000 --out result.json [--nodes-dir .cluster/nodes]
 //	    one run (e2e/internal/benchprovision.Run): prints progress to stderr,
-//	    writes the figures as JSON to --out
-//	benchprovision compare A.json B.json
-//	    prints the figures of both runs and the ratio A/B of each
-//	benchprovision args ARGS_JSON [QPS BURST]
-//	    prints the JSON array ARGS_JSON without --kube-api-qps/--kube-api-burst,
-//	    with them set to QPS and BURST when given
+//	    writes the figures, timelines and API requests as JSON to --out
+//	benchprovision report [--footprint LABEL=FILE]... [--plots DIR] [--json FILE] RESULT.json...
+//	    prints each run against the noop run of its setting, writes the plots
+//	benchprovision limits ARGS_JSON INSTANCES HELP_FILE
+//	    prints "QPS BURST WORKERS" of INSTANCES provisioners run with the
+//	    arguments ARGS_JSON, the defaults read from their --help in HELP_FILE
 //
 // The subcommands and their flags live in e2e/internal/benchprovision
 // (Commands).

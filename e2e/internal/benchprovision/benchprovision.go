@@ -1,15 +1,21 @@
-// Package benchprovision measures how fast the hostpath provisioner turns
-// claims into volumes on a running cluster, and how fast it removes them: it
-// creates many pinned claims at once in a fresh namespace, times the PVs, the
-// binds and the claim->PV latencies as its watches see them, then deletes the
-// namespace and times until every PV and every volume directory is gone.
-// scripts/bench-provision.sh runs it (e2e/cmd/benchprovision) once per
-// provisioner configuration and prints the comparison (Compare).
+// Package benchprovision measures how fast a provisioner turns claims into
+// volumes on a running cluster, and how fast it removes them: it creates
+// many pinned claims at once in a fresh namespace, times the PVs, the binds
+// and the per-claim latencies (create to PV, create to Bound) as its watches
+// see them, counts the API server's requests by verb and resource
+// (apiserver_request_total, before and after), then deletes the namespace
+// and times until every PV and every volume directory is gone.
+// scripts/bench-provision.sh runs it (e2e/cmd/benchprovision) for the
+// hostpath provisioner and for the no-op floor (e2e/internal/noopprovisioner)
+// at each kube-controller-manager setting, and prints the comparison
+// (Report) and plots it (WritePlots).
 package benchprovision
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"path/filepath"
 	"sort"
@@ -35,10 +41,14 @@ const (
 
 // Options says what one benchmark run does.
 type Options struct {
-	// Label names the run in the results ("defaults", "baseline").
+	// Label names the run in the results: KIND@SETTING, such as
+	// ours@200/400 and noop@200/400 (see ParseLabel).
 	Label string
 	// Settings describes the provisioner configuration measured, for the table.
 	Settings string
+	// KCM describes kube-controller-manager's client limits during the run
+	// ("200/400"), for the table.
+	KCM string
 	// RunID is the value of RunLabel on the namespace.
 	RunID string
 	// Count is the number of claims.
@@ -63,6 +73,10 @@ type Options struct {
 	PoolPath string
 	// Poll is how often the volume directories are looked at while waiting.
 	Poll time.Duration
+	// APIMetrics, when set, returns the API server's /metrics (Prometheus
+	// text); Run reads it before the first claim and after every PV and
+	// directory is gone, and keeps the requests in between (APIRequests).
+	APIMetrics func(ctx context.Context) ([]byte, error)
 	// Logf prints progress; nil: none.
 	Logf func(format string, args ...any)
 }
@@ -96,6 +110,7 @@ func (o *Options) logf(format string, args ...any) {
 type Result struct {
 	Label     string   `json:"label"`
 	Settings  string   `json:"settings"`
+	KCM       string   `json:"kcm,omitempty"`
 	Count     int      `json:"count"`
 	Nodes     []string `json:"nodes"`
 	Namespace string   `json:"namespace"`
@@ -111,10 +126,23 @@ type Result struct {
 	PVsPerSecond float64 `json:"pvsPerSecond"`
 	// BindsPerSecond is Count / AllBoundSeconds.
 	BindsPerSecond float64 `json:"bindsPerSecond"`
-	// LatencyP50Seconds, LatencyP95Seconds: from a claim's create returning
-	// until its PV was seen (nearest rank).
+	// LatencyP50Seconds, LatencyP95Seconds, LatencyMaxSeconds: from a
+	// claim's create returning until its PV was seen (nearest rank).
 	LatencyP50Seconds float64 `json:"latencyP50Seconds"`
 	LatencyP95Seconds float64 `json:"latencyP95Seconds"`
+	LatencyMaxSeconds float64 `json:"latencyMaxSeconds"`
+	// BoundP50Seconds, BoundP95Seconds, BoundMaxSeconds: from a claim's
+	// create returning until it was seen Bound (nearest rank).
+	BoundP50Seconds float64 `json:"boundP50Seconds"`
+	BoundP95Seconds float64 `json:"boundP95Seconds"`
+	BoundMaxSeconds float64 `json:"boundMaxSeconds"`
+	// PVTimes and BoundTimes are when each PV was seen and each claim was
+	// seen Bound, from the first claim sent, ascending; BoundLatencies are
+	// the claims' create->Bound latencies, ascending (milliseconds
+	// resolution; for the plots).
+	PVTimes        []float64 `json:"pvTimes"`
+	BoundTimes     []float64 `json:"boundTimes"`
+	BoundLatencies []float64 `json:"boundLatencies"`
 	// Dirs is the number of volume directories found after provisioning
 	// (0 when Options.NodesDir is empty).
 	Dirs int `json:"dirs"`
@@ -125,6 +153,20 @@ type Result struct {
 	DirsGoneSeconds float64 `json:"dirsGoneSeconds"`
 	// DeletesPerSecond is Count / the larger of PVsGoneSeconds and DirsGoneSeconds.
 	DeletesPerSecond float64 `json:"deletesPerSecond"`
+	// APIRequests are the API server's requests, by every client, from
+	// before the first claim until every PV and directory was gone, by verb
+	// and resource (nil without Options.APIMetrics).
+	APIRequests []RequestCount `json:"apiRequests,omitempty"`
+	// The peak RSS (VmHWM) and CPU time of the provisioner's processes and
+	// of the managers', each summed over the instances (PROGRAM rows of
+	// scripts/footprint.sh; see ApplyFootprint). Zero instances: not
+	// measured.
+	ProvisionerInstances  int     `json:"provisionerInstances,omitempty"`
+	ProvisionerPeakMiB    float64 `json:"provisionerPeakMiB,omitempty"`
+	ProvisionerCPUSeconds float64 `json:"provisionerCPUSeconds,omitempty"`
+	ManagerInstances      int     `json:"managerInstances,omitempty"`
+	ManagerPeakMiB        float64 `json:"managerPeakMiB,omitempty"`
+	ManagerCPUSeconds     float64 `json:"managerCPUSeconds,omitempty"`
 }
 
 // Percentile is the nearest-rank p-th percentile (0 < p <= 100) of values;
@@ -159,6 +201,16 @@ func HostDir(pv *corev1.PersistentVolume, nodesDir, poolPath string) (string, er
 }
 
 func seconds(d time.Duration) float64 { return d.Seconds() }
+
+// timeline is the durations in seconds at millisecond resolution, ascending.
+func timeline(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = math.Round(d.Seconds()*1000) / 1000
+	}
+	sort.Float64s(out)
+	return out
+}
 
 func perSecond(n int, s float64) float64 {
 	if s <= 0 {

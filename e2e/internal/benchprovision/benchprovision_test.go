@@ -1,12 +1,12 @@
 package benchprovision
 
 import (
-	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
+	"sort"
 	"testing"
 	"time"
 
@@ -48,24 +48,6 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-func TestWithRates(t *testing.T) {
-	in := []string{"--metrics-address=:8081", "--kube-api-qps=50", "--v=2", "--kube-api-burst", "100", "-kube-api-qps=7"}
-	orig := append([]string(nil), in...)
-	if got, want := WithRates(in, 0, 0), []string{"--metrics-address=:8081", "--v=2"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("strip: got %q, want %q", got, want)
-	}
-	want := []string{"--metrics-address=:8081", "--v=2", "--kube-api-qps=5", "--kube-api-burst=10"}
-	if got := WithRates(in, 5, 10); !reflect.DeepEqual(got, want) {
-		t.Errorf("set: got %q, want %q", got, want)
-	}
-	if !reflect.DeepEqual(in, orig) {
-		t.Errorf("input changed: %q", in)
-	}
-	if got := WithRates(nil, 0, 0); got == nil || len(got) != 0 {
-		t.Errorf("nil args: got %#v, want an empty list", got)
-	}
-}
-
 func TestHostDir(t *testing.T) {
 	pv := func(node, path string) *corev1.PersistentVolume {
 		return &corev1.PersistentVolume{
@@ -88,21 +70,6 @@ func TestHostDir(t *testing.T) {
 	} {
 		if got, err := HostDir(bad, "/x/nodes", "/var/hpvolumes"); err == nil {
 			t.Errorf("HostDir(%v) = %q, want an error", bad, got)
-		}
-	}
-}
-
-func TestCompare(t *testing.T) {
-	a := Result{Label: "defaults", Settings: "qps 50", Count: 10, Nodes: []string{"n1", "n2"}, AllPVsSeconds: 2, PVsPerSecond: 5}
-	b := Result{Label: "baseline", Settings: "qps 5", Count: 10, Nodes: []string{"n1", "n2"}, AllPVsSeconds: 8, PVsPerSecond: 1.25}
-	var buf bytes.Buffer
-	if err := Compare(&buf, a, b); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	for _, want := range []string{"defaults/baseline", "qps 50", "all PVs exist (s)", "0.25", "PVs/s", "4.00", "deletes/s"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
 }
@@ -201,18 +168,41 @@ func TestRun(t *testing.T) {
 	nodesDir := t.TempDir()
 	fakeProvisioner(ctx, t, client, nodesDir)
 
-	o := Options{Label: "test", RunID: "r1", Count: 20, StorageClass: "hostpath-immediate", Size: resource.MustParse("1Mi"),
-		Workers: 4, Timeout: 30 * time.Second, NodesDir: nodesDir, PoolPath: "/var/hpvolumes", Poll: 10 * time.Millisecond}
+	// Two reads of the API server's metrics: 20 claim creates in between.
+	snapshots := []string{
+		"apiserver_request_total{code=\"201\",resource=\"persistentvolumeclaims\",verb=\"POST\"} 5\n",
+		"apiserver_request_total{code=\"201\",resource=\"persistentvolumeclaims\",verb=\"POST\"} 25\n",
+	}
+	o := Options{Label: "ours@x", KCM: "200/400", RunID: "r1", Count: 20, StorageClass: "hostpath-immediate", Size: resource.MustParse("1Mi"),
+		Workers: 4, Timeout: 30 * time.Second, NodesDir: nodesDir, PoolPath: "/var/hpvolumes", Poll: 10 * time.Millisecond,
+		APIMetrics: func(context.Context) ([]byte, error) {
+			s := snapshots[0]
+			snapshots = snapshots[1:]
+			return []byte(s), nil
+		}}
 	res, err := Run(ctx, client, o)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if res.Count != 20 || res.Dirs != 20 || !reflect.DeepEqual(res.Nodes, []string{"n1", "n2"}) || res.Namespace != "hostpath-bench-abcde" {
+	if res.Count != 20 || res.Dirs != 20 || !reflect.DeepEqual(res.Nodes, []string{"n1", "n2"}) || res.Namespace != "hostpath-bench-abcde" ||
+		res.KCM != "200/400" || res.Label != "ours@x" {
 		t.Errorf("result %+v", res)
 	}
 	if res.AllPVsSeconds <= 0 || res.AllBoundSeconds <= 0 || res.PVsPerSecond <= 0 || res.BindsPerSecond <= 0 ||
-		res.PVsGoneSeconds <= 0 || res.DeletesPerSecond <= 0 || res.LatencyP95Seconds < res.LatencyP50Seconds {
+		res.PVsGoneSeconds <= 0 || res.DeletesPerSecond <= 0 || res.LatencyP95Seconds < res.LatencyP50Seconds ||
+		res.LatencyMaxSeconds < res.LatencyP95Seconds || res.BoundP95Seconds < res.BoundP50Seconds || res.BoundMaxSeconds < res.BoundP95Seconds {
 		t.Errorf("figures %+v", res)
+	}
+	for name, tl := range map[string][]float64{"pvTimes": res.PVTimes, "boundTimes": res.BoundTimes, "boundLatencies": res.BoundLatencies} {
+		if len(tl) != 20 || !sort.Float64sAreSorted(tl) || tl[0] < 0 {
+			t.Errorf("%s %v: want 20 ascending times", name, tl)
+		}
+	}
+	if last := res.BoundTimes[19]; math.Abs(last-res.AllBoundSeconds) > 0.001 {
+		t.Errorf("last Bound at %v, all Bound after %v", last, res.AllBoundSeconds)
+	}
+	if want := []RequestCount{{Verb: "POST", Resource: "persistentvolumeclaims", Count: 20}}; !reflect.DeepEqual(res.APIRequests, want) || len(snapshots) != 0 {
+		t.Errorf("API requests %+v, want %+v (%d reads left)", res.APIRequests, want, len(snapshots))
 	}
 	for _, n := range []string{"n1", "n2"} {
 		left, err := os.ReadDir(filepath.Join(nodesDir, n, "hpvolumes"))

@@ -3,6 +3,7 @@ package benchprovision
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,7 +21,7 @@ import (
 )
 
 // Usage is the command line of benchprovision, for cli.Main.
-const Usage = "run [flags] | compare A.json B.json | args ARGS_JSON [QPS BURST]"
+const Usage = "run [flags] | report [flags] RESULT.json... | limits ARGS_JSON INSTANCES HELP_FILE"
 
 // command holds where the subcommands write.
 type command struct {
@@ -32,11 +33,14 @@ type command struct {
 // go to stdout, progress and flag errors to stderr.
 //
 //	run [flags]: one Run; the Result as JSON to --out (default: stdout).
-//	compare A.json B.json: Compare the two Results.
-//	args ARGS_JSON [QPS BURST]: the JSON array ARGS_JSON through WithRates.
+//	report [flags] RESULT.json...: Report the results (with footprints),
+//	    WritePlots.
+//	limits ARGS_JSON INSTANCES HELP_FILE: the Limits of INSTANCES
+//	    provisioners running with the JSON array of arguments ARGS_JSON,
+//	    the defaults read from HELP_FILE (the provisioner's --help).
 func Commands(stdout, stderr io.Writer) map[string]cli.Command {
 	c := command{stdout: stdout, stderr: stderr, now: time.Now}
-	return map[string]cli.Command{"run": c.run, "compare": c.compare, "args": c.args}
+	return map[string]cli.Command{"run": c.run, "report": c.report, "limits": c.limits}
 }
 
 // runFlags are the flags of "benchprovision run": the run's Options and what
@@ -45,13 +49,17 @@ type runFlags struct {
 	o               Options
 	kubeconfig, out string
 	nodes, size     string
+	// apiMetrics says to read the API server's /metrics before and after.
+	apiMetrics bool
 }
 
 // AddFlags binds the flags of "benchprovision run" to fs.
 func (f *runFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "Kubeconfig of the cluster (default: $KUBECONFIG).")
-	fs.StringVar(&f.o.Label, "label", "run", "Name of the run in the results.")
+	fs.StringVar(&f.o.Label, "label", "run", "Name of the run in the results: KIND@SETTING, such as ours@200/400 or "+BaselineKind+"@200/400 (the baseline).")
 	fs.StringVar(&f.o.Settings, "settings", "", "Provisioner configuration measured, for the table.")
+	fs.StringVar(&f.o.KCM, "kcm", "", "kube-controller-manager's client limits during the run (QPS/BURST), for the table.")
+	fs.BoolVar(&f.apiMetrics, "apiserver-metrics", true, "Count the API server's requests by verb and resource during the run (its /metrics before and after).")
 	fs.StringVar(&f.o.RunID, "run-id", "", "Value of the label "+RunLabel+" on the namespace.")
 	fs.IntVar(&f.o.Count, "count", 100, "Number of claims.")
 	fs.StringVar(&f.o.StorageClass, "storage-class", "hostpath-immediate", "StorageClass of the claims (Immediate binding).")
@@ -98,6 +106,9 @@ func (c command) run(ctx context.Context, argv []string) error {
 	if err != nil {
 		return fmt.Errorf("create clientset: %w", err)
 	}
+	if f.apiMetrics {
+		f.o.APIMetrics = APIServerMetrics(client)
+	}
 	res, err := Run(ctx, client, f.o)
 	if err != nil {
 		return err
@@ -110,9 +121,9 @@ func (c command) logf(format string, a ...any) {
 	_, _ = fmt.Fprintf(c.stderr, "[%s] "+format+"\n", append([]any{c.now().Format("15:04:05")}, a...)...)
 }
 
-// writeResult writes res as indented JSON to the file out, or to stdout
-// when out is empty.
-func (c command) writeResult(res Result, out string) error {
+// writeResult writes res (a Result or a list of them) as indented JSON to
+// the file out, or to stdout when out is empty.
+func (c command) writeResult(res any, out string) error {
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
@@ -125,60 +136,156 @@ func (c command) writeResult(res Result, out string) error {
 	return os.WriteFile(out, b, 0o644)
 }
 
-func (c command) compare(_ context.Context, argv []string) error {
-	if len(argv) != 2 {
-		return fmt.Errorf("usage: benchprovision compare A.json B.json")
+// reportFlags are the flags of "benchprovision report".
+type reportFlags struct {
+	// footprints are the footprint files by run label.
+	footprints        labelFiles
+	plots, json, kind string
+}
+
+// AddFlags binds the flags of "benchprovision report" to fs.
+func (f *reportFlags) AddFlags(fs *flag.FlagSet) {
+	f.footprints = labelFiles{}
+	fs.Var(f.footprints, "footprint", "LABEL=FILE: the run LABEL's processes, in the table scripts/footprint.sh prints (repeat for each run).")
+	fs.StringVar(&f.plots, "plots", "", "Folder to write the SVG plots into (created if needed); empty: none.")
+	fs.StringVar(&f.json, "json", "", "File to write the results, footprints included, into as a JSON list; empty: none.")
+	fs.StringVar(&f.kind, "baseline", BaselineKind, "KIND, in the run labels, of the baseline runs.")
+}
+
+// labelFiles is a repeated LABEL=FILE flag.
+type labelFiles map[string]string
+
+func (l labelFiles) String() string { return fmt.Sprint(map[string]string(l)) }
+
+func (l labelFiles) Set(v string) error {
+	label, file, ok := strings.Cut(v, "=")
+	if !ok || label == "" || file == "" {
+		return fmt.Errorf("want LABEL=FILE, got %q", v)
 	}
-	var rs [2]Result
-	for i, f := range argv {
-		b, err := os.ReadFile(f)
-		if err != nil {
+	l[label] = file
+	return nil
+}
+
+func (c command) report(_ context.Context, argv []string) error {
+	var f reportFlags
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	fs.SetOutput(c.stderr)
+	f.AddFlags(fs)
+	_ = fs.Parse(argv)
+	results, err := readResults(fs.Args(), f.footprints)
+	if err != nil {
+		return err
+	}
+	if err := Report(c.stdout, results, f.kind); err != nil {
+		return err
+	}
+	if f.json != "" {
+		if err := c.writeResult(results, f.json); err != nil {
 			return err
 		}
-		if err := json.Unmarshal(b, &rs[i]); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
+	}
+	if f.plots == "" {
+		return nil
+	}
+	files, err := WritePlots(f.plots, results)
+	for _, file := range files {
+		_, _ = fmt.Fprintf(c.stdout, "plot: %s\n", file)
+	}
+	return err
+}
+
+// readResults reads the Result files and puts into each the footprint
+// file of its label.
+func readResults(files []string, footprints labelFiles) ([]Result, error) {
+	if len(files) == 0 {
+		return nil, errors.New("usage: benchprovision report [flags] RESULT.json [RESULT.json...]")
+	}
+	results := make([]Result, len(files))
+	used := map[string]bool{}
+	for i, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &results[i]); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		fpFile, ok := footprints[results[i].Label]
+		if !ok {
+			continue
+		}
+		used[results[i].Label] = true
+		fp, err := readFootprint(fpFile)
+		if err != nil {
+			return nil, err
+		}
+		ApplyFootprint(&results[i], fp)
+	}
+	for label := range footprints {
+		if !used[label] {
+			return nil, fmt.Errorf("--footprint %s: no result has that label", label)
 		}
 	}
-	return Compare(c.stdout, rs[0], rs[1])
+	return results, nil
 }
 
-// argsInput is what "benchprovision args" takes: the provisioner arguments
-// and, when qps > 0, the rates to set.
-type argsInput struct {
-	args  []string
-	qps   float64
-	burst int
+func readFootprint(file string) (map[string]Footprint, error) {
+	fh, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = fh.Close() }()
+	fp, err := ParseFootprint(fh)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return fp, nil
 }
 
-// parseArgs checks and parses the arguments of "benchprovision args".
-func parseArgs(argv []string) (argsInput, error) {
-	var in argsInput
-	if len(argv) != 1 && len(argv) != 3 {
-		return in, fmt.Errorf("usage: benchprovision args ARGS_JSON [QPS BURST]")
+// limitsInput is what "benchprovision limits" takes.
+type limitsInput struct {
+	args      []string
+	instances int
+	helpFile  string
+}
+
+// parseLimits checks and parses the arguments of "benchprovision limits".
+func parseLimits(argv []string) (limitsInput, error) {
+	var in limitsInput
+	if len(argv) != 3 {
+		return in, errors.New("usage: benchprovision limits ARGS_JSON INSTANCES HELP_FILE")
 	}
 	if strings.TrimSpace(argv[0]) != "" {
 		if err := json.Unmarshal([]byte(argv[0]), &in.args); err != nil {
 			return in, fmt.Errorf("args %q: %w", argv[0], err)
 		}
 	}
-	if len(argv) == 3 {
-		var err error
-		if in.qps, err = strconv.ParseFloat(argv[1], 64); err != nil || in.qps <= 0 {
-			return in, fmt.Errorf("bad QPS %q", argv[1])
-		}
-		if in.burst, err = strconv.Atoi(argv[2]); err != nil || in.burst < 1 {
-			return in, fmt.Errorf("bad burst %q", argv[2])
-		}
+	n, err := strconv.Atoi(argv[1])
+	if err != nil || n < 1 {
+		return in, fmt.Errorf("bad number of instances %q", argv[1])
 	}
+	in.instances, in.helpFile = n, argv[2]
 	return in, nil
 }
 
-func (c command) args(_ context.Context, argv []string) error {
-	in, err := parseArgs(argv)
+func (c command) limits(_ context.Context, argv []string) error {
+	in, err := parseLimits(argv)
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(c.stdout)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(WithRates(in.args, in.qps, in.burst))
+	help, err := os.Open(in.helpFile)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = help.Close() }()
+	defaults, err := FlagDefaults(help)
+	if err != nil {
+		return fmt.Errorf("%s: %w", in.helpFile, err)
+	}
+	l, err := InstanceLimits(in.args, defaults)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(c.stdout, l.Times(in.instances))
+	return err
 }

@@ -35,19 +35,19 @@ func TestRunFlags(t *testing.T) {
 	}
 	want := Options{Label: "run", Count: 100, StorageClass: "hostpath-immediate", Size: resource.MustParse("1Mi"),
 		Workers: 16, Timeout: 10 * time.Minute, PoolPath: "/var/hpvolumes", Poll: 50 * time.Millisecond}
-	if !reflect.DeepEqual(f.o, want) || f.kubeconfig != "/env/kubeconfig" || f.out != "" {
+	if !reflect.DeepEqual(f.o, want) || f.kubeconfig != "/env/kubeconfig" || f.out != "" || !f.apiMetrics {
 		t.Errorf("defaults: %+v kubeconfig %q out %q; want %+v", f.o, f.kubeconfig, f.out, want)
 	}
 	if err := f.o.Validate(); err != nil {
 		t.Errorf("the default options are not valid: %v", err)
 	}
 
-	f, err = parse("--nodes", "a,b", "--size", "2Gi", "--out", "r.json", "--run-id", "x", "--count", "3")
+	f, err = parse("--nodes", "a,b", "--size", "2Gi", "--out", "r.json", "--run-id", "x", "--count", "3", "--kcm", "200/400", "--apiserver-metrics=false")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(f.o.Nodes, []string{"a", "b"}) || f.o.Size.Cmp(resource.MustParse("2Gi")) != 0 ||
-		f.out != "r.json" || f.o.RunID != "x" || f.o.Count != 3 {
+		f.out != "r.json" || f.o.RunID != "x" || f.o.Count != 3 || f.o.KCM != "200/400" || f.apiMetrics {
 		t.Errorf("set: %+v out %q", f.o, f.out)
 	}
 
@@ -55,92 +55,6 @@ func TestRunFlags(t *testing.T) {
 		if _, err := parse("--size", size); err == nil || !strings.HasPrefix(err.Error(), "--size: ") {
 			t.Errorf("--size %q: %v, want a --size error", size, err)
 		}
-	}
-}
-
-func TestParseArgs(t *testing.T) {
-	for _, tc := range []struct {
-		argv    []string
-		want    argsInput
-		wantErr string
-	}{
-		{argv: []string{`["--v=2"]`}, want: argsInput{args: []string{"--v=2"}}},
-		{argv: []string{" "}, want: argsInput{}},
-		{argv: []string{`["--v=2"]`, "5", "10"}, want: argsInput{args: []string{"--v=2"}, qps: 5, burst: 10}},
-		{argv: []string{`[]`, "0.5", "1"}, want: argsInput{args: []string{}, qps: 0.5, burst: 1}},
-		{argv: nil, wantErr: "usage: benchprovision args ARGS_JSON [QPS BURST]"},
-		{argv: []string{"[]", "5"}, wantErr: "usage: "},
-		{argv: []string{"[]", "5", "10", "x"}, wantErr: "usage: "},
-		{argv: []string{"--v=2"}, wantErr: `args "--v=2": `},
-		{argv: []string{"[]", "fast", "10"}, wantErr: `bad QPS "fast"`},
-		{argv: []string{"[]", "0", "10"}, wantErr: `bad QPS "0"`},
-		{argv: []string{"[]", "5", "0"}, wantErr: `bad burst "0"`},
-		{argv: []string{"[]", "5", "1.5"}, wantErr: `bad burst "1.5"`},
-	} {
-		got, err := parseArgs(tc.argv)
-		if tc.wantErr != "" {
-			if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
-				t.Errorf("parseArgs(%q) = %v, want an error starting %q", tc.argv, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("parseArgs(%q) = %+v, %v; want %+v", tc.argv, got, err, tc.want)
-		}
-	}
-}
-
-func TestArgsCommand(t *testing.T) {
-	for _, tc := range []struct {
-		argv []string
-		want string
-	}{
-		{[]string{""}, "[]\n"},
-		{[]string{`["--a=<b>&c", "--kube-api-qps", "9"]`}, "[\"--a=<b>&c\"]\n"},
-		{[]string{`["--kube-api-burst=3"]`, "5", "10"}, "[\"--kube-api-qps=5\",\"--kube-api-burst=10\"]\n"},
-	} {
-		var out bytes.Buffer
-		if err := Commands(&out, io.Discard)["args"](context.Background(), tc.argv); err != nil || out.String() != tc.want {
-			t.Errorf("args %q printed %q, %v; want %q", tc.argv, out.String(), err, tc.want)
-		}
-	}
-}
-
-func TestCompareCommand(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name string, r Result) string {
-		p := filepath.Join(dir, name)
-		var out bytes.Buffer
-		if err := (command{stdout: &out}).writeResult(r, ""); err != nil {
-			t.Fatal(err)
-		}
-		if err := (command{}).writeResult(r, p); err != nil {
-			t.Fatal(err)
-		}
-		if b, err := os.ReadFile(p); err != nil || !bytes.Equal(b, out.Bytes()) {
-			t.Fatalf("file %s differs from stdout: %q vs %q (%v)", p, b, out.Bytes(), err)
-		}
-		return p
-	}
-	a := write("a.json", Result{Label: "defaults", Count: 10, AllPVsSeconds: 2, PVsPerSecond: 5})
-	b := write("b.json", Result{Label: "baseline", Count: 10, AllPVsSeconds: 8, PVsPerSecond: 1.25})
-	bad := filepath.Join(dir, "bad.json")
-	if err := os.WriteFile(bad, []byte("{"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	var out bytes.Buffer
-	compare := Commands(&out, io.Discard)["compare"]
-	if err := compare(context.Background(), []string{a, b}); err != nil || !strings.Contains(out.String(), "defaults/baseline") {
-		t.Errorf("compare: %v\n%s", err, out.String())
-	}
-	for _, argv := range [][]string{nil, {a}, {a, b, b}, {a, filepath.Join(dir, "missing.json")}, {bad, a}} {
-		if err := compare(context.Background(), argv); err == nil {
-			t.Errorf("compare %q: no error", argv)
-		}
-	}
-	if err := compare(context.Background(), []string{bad, a}); err == nil || !strings.HasPrefix(err.Error(), bad+": ") {
-		t.Errorf("compare with bad JSON: %v, want it to name the file", err)
 	}
 }
 
@@ -163,5 +77,107 @@ func TestWriteResultJSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &back); err != nil || !reflect.DeepEqual(back, r) ||
 		!strings.HasPrefix(out.String(), "{\n  \"label\": \"x\",") || !strings.HasSuffix(out.String(), "}\n") {
 		t.Errorf("writeResult printed %q (%v)", out.String(), err)
+	}
+}
+
+// writeJSON writes v as writeResult does into dir/name.
+func writeJSON(t *testing.T, dir, name string, v any) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := (command{}).writeResult(v, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestReportCommand(t *testing.T) {
+	dir := t.TempDir()
+	rs := fixedResults()
+	var files []string
+	for i := range rs {
+		r := rs[i]
+		// The runs as `run` writes them: the footprints come with report.
+		r.ProvisionerInstances, r.ProvisionerPeakMiB, r.ProvisionerCPUSeconds = 0, 0, 0
+		r.ManagerInstances, r.ManagerPeakMiB, r.ManagerCPUSeconds = 0, 0, 0
+		files = append(files, writeJSON(t, dir, strings.ReplaceAll(r.Label, "/", "-")+".json", r))
+	}
+	fpOurs := filepath.Join(dir, "ours.footprint")
+	fpNoop := filepath.Join(dir, "noop.footprint")
+	for f, text := range map[string]string{
+		fpOurs: "PROGRAM NODE PID RSS_MiB PEAK_MiB CPU_s UP_s CPU_m\nmanager n1 1 10 15.1 0.4 9 1\nmanager n2 2 10 15.1 0.4 9 1\n" +
+			"provisioner n1 3 20 30.7 1.6 9 1\nprovisioner n2 4 20 30.7 1.6 9 1\n",
+		fpNoop: "noopprovisioner local 5 20 24.6 0.9 - -\n",
+	} {
+		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plots, all := filepath.Join(dir, "plots"), filepath.Join(dir, "all.json")
+	var out bytes.Buffer
+	report := Commands(&out, io.Discard)["report"]
+	err := report(context.Background(), append([]string{"--footprint", "ours@200/400=" + fpOurs, "--footprint", "noop@200/400=" + fpNoop,
+		"--plots", plots, "--json", all}, files...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPlots := "plot: " + filepath.Join(plots, "cdf-200-400.svg") + "\nplot: " + filepath.Join(plots, "timeline-200-400.svg") +
+		"\nplot: " + filepath.Join(plots, "cdf-default.svg") + "\nplot: " + filepath.Join(plots, "timeline-default.svg") + "\n"
+	if got := out.String(); got != wantReport+wantPlots {
+		t.Errorf("report printed\n%s\nwant\n%s", got, wantReport+wantPlots)
+	}
+	var back []Result
+	if b, err := os.ReadFile(all); err != nil || json.Unmarshal(b, &back) != nil || !reflect.DeepEqual(back, fixedResults()) {
+		t.Errorf("--json wrote %+v (%v), want the results with their footprints", back, err)
+	}
+
+	for _, argv := range [][]string{
+		nil,
+		{filepath.Join(dir, "missing.json")},
+		{"--footprint", "nobody@x=" + fpOurs, files[0]},
+		{"--footprint", "ours@200/400=" + filepath.Join(dir, "missing"), files[0]},
+	} {
+		if err := report(context.Background(), argv); err == nil {
+			t.Errorf("report %q: no error", argv)
+		}
+	}
+	var l labelFiles = map[string]string{}
+	for _, bad := range []string{"x", "=f", "l="} {
+		if err := l.Set(bad); err == nil {
+			t.Errorf("--footprint %q: no error", bad)
+		}
+	}
+}
+
+func TestLimitsCommand(t *testing.T) {
+	help := filepath.Join(t.TempDir(), "help")
+	if err := os.WriteFile(help, []byte("      --kube-api-burst int   Burst. (default 100)\n      --kube-api-qps float32   QPS. (default 50)\n      --workers int   Workers. (default 8)\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		argv    []string
+		want    string
+		wantErr string
+	}{
+		{argv: []string{`["--metrics-address=:8081","--v=2"]`, "2", help}, want: "100 200 16\n"},
+		{argv: []string{"", "1", help}, want: "50 100 8\n"},
+		{argv: []string{`["--kube-api-qps=5","--kube-api-burst=10"]`, "3", help}, want: "15 30 24\n"},
+		{argv: []string{"[]", "2"}, wantErr: "usage: benchprovision limits ARGS_JSON INSTANCES HELP_FILE"},
+		{argv: []string{"--v=2", "2", help}, wantErr: `args "--v=2": `},
+		{argv: []string{"[]", "0", help}, wantErr: `bad number of instances "0"`},
+		{argv: []string{"[]", "2", help + ".missing"}, wantErr: "open "},
+		{argv: []string{`["--workers=x"]`, "2", help}, wantErr: `--workers "x": `},
+	} {
+		var out bytes.Buffer
+		limits := Commands(&out, io.Discard)["limits"]
+		err := limits(context.Background(), tc.argv)
+		if tc.wantErr != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
+				t.Errorf("limits %q = %v, want an error starting %q", tc.argv, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || out.String() != tc.want {
+			t.Errorf("limits %q printed %q, %v; want %q", tc.argv, out.String(), err, tc.want)
+		}
 	}
 }

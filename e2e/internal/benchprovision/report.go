@@ -1,85 +1,248 @@
 package benchprovision
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
 
-// RateFlags are the provisioner flags a run sets or strips.
-var RateFlags = []string{"--kube-api-qps", "--kube-api-burst"}
+// BaselineKind is the KIND, in run labels, of the no-op floor's runs
+// (e2e/internal/noopprovisioner), which every other run is compared with.
+const BaselineKind = "noop"
 
-// WithRates returns args without any RateFlags (as "--flag=v" or "--flag v",
-// also with one dash) and, when qps > 0, with "--kube-api-qps=qps" and
-// "--kube-api-burst=burst" appended. args is not changed.
-func WithRates(args []string, qps float64, burst int) []string {
-	out := []string{}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, _, hasValue := strings.Cut(a, "=")
-		if isRateFlag(name) {
-			if !hasValue {
-				i++ // the value is the next argument
-			}
-			continue
+// ParseLabel splits a run label KIND@SETTING ("ours@200/400") into the kind
+// of provisioner and the kube-controller-manager setting it ran at; a
+// label without "@" is a kind alone.
+func ParseLabel(label string) (kind, setting string) {
+	kind, setting, _ = strings.Cut(label, "@")
+	return kind, setting
+}
+
+// pair is a run and the baseline run at the same setting; either may be
+// missing.
+type pair struct {
+	setting   string
+	run, base *Result
+}
+
+// pairs groups results by setting, in the order the settings first appear:
+// each run of another kind than baseline is paired with the setting's
+// baseline run (the first); a setting with only a baseline run gives one
+// pair without run.
+func pairs(results []Result, baseline string) []pair {
+	var settings []string
+	bases := map[string]*Result{}
+	runs := map[string][]*Result{}
+	for i := range results {
+		r := &results[i]
+		kind, setting := ParseLabel(r.Label)
+		if !slices.Contains(settings, setting) {
+			settings = append(settings, setting)
 		}
-		out = append(out, a)
+		switch {
+		case kind != baseline:
+			runs[setting] = append(runs[setting], r)
+		case bases[setting] == nil:
+			bases[setting] = r
+		}
 	}
-	if qps > 0 {
-		out = append(out, fmt.Sprintf("--kube-api-qps=%g", qps), fmt.Sprintf("--kube-api-burst=%d", burst))
+	var out []pair
+	for _, s := range settings {
+		if len(runs[s]) == 0 {
+			out = append(out, pair{setting: s, base: bases[s]})
+		}
+		for _, r := range runs[s] {
+			out = append(out, pair{setting: s, run: r, base: bases[s]})
+		}
 	}
 	return out
 }
 
-func isRateFlag(name string) bool {
-	for _, f := range RateFlags {
-		if name == f || name == f[1:] {
-			return true
-		}
-	}
-	return false
-}
-
-// figure is one row of the comparison table.
+// figure is one row of a pair's table; ok is false when the run did not
+// is missing or did not measure it.
 type figure struct {
 	name   string
 	format string
-	value  func(Result) float64
+	value  func(Result) (v float64, ok bool)
+}
+
+// always is a figure every run measures.
+func always(f func(Result) float64) func(Result) (float64, bool) {
+	return func(r Result) (float64, bool) { return f(r), true }
 }
 
 var figures = []figure{
-	{"claims created (s)", "%.2f", func(r Result) float64 { return r.CreateSeconds }},
-	{"all PVs exist (s)", "%.2f", func(r Result) float64 { return r.AllPVsSeconds }},
-	{"all claims Bound (s)", "%.2f", func(r Result) float64 { return r.AllBoundSeconds }},
-	{"PVs/s", "%.1f", func(r Result) float64 { return r.PVsPerSecond }},
-	{"binds/s", "%.1f", func(r Result) float64 { return r.BindsPerSecond }},
-	{"claim->PV p50 (s)", "%.2f", func(r Result) float64 { return r.LatencyP50Seconds }},
-	{"claim->PV p95 (s)", "%.2f", func(r Result) float64 { return r.LatencyP95Seconds }},
-	{"all PVs deleted (s)", "%.2f", func(r Result) float64 { return r.PVsGoneSeconds }},
-	{"all directories gone (s)", "%.2f", func(r Result) float64 { return r.DirsGoneSeconds }},
-	{"deletes/s", "%.1f", func(r Result) float64 { return r.DeletesPerSecond }},
+	{"claims created (s)", "%.2f", always(func(r Result) float64 { return r.CreateSeconds })},
+	{"all PVs exist (s)", "%.2f", always(func(r Result) float64 { return r.AllPVsSeconds })},
+	{"all claims Bound (s)", "%.2f", always(func(r Result) float64 { return r.AllBoundSeconds })},
+	{"PVs/s", "%.1f", always(func(r Result) float64 { return r.PVsPerSecond })},
+	{"binds/s", "%.1f", always(func(r Result) float64 { return r.BindsPerSecond })},
+	{"claim->PV p50 (s)", "%.2f", always(func(r Result) float64 { return r.LatencyP50Seconds })},
+	{"claim->PV p95 (s)", "%.2f", always(func(r Result) float64 { return r.LatencyP95Seconds })},
+	{"claim->PV max (s)", "%.2f", always(func(r Result) float64 { return r.LatencyMaxSeconds })},
+	{"claim->Bound p50 (s)", "%.2f", always(func(r Result) float64 { return r.BoundP50Seconds })},
+	{"claim->Bound p95 (s)", "%.2f", always(func(r Result) float64 { return r.BoundP95Seconds })},
+	{"claim->Bound max (s)", "%.2f", always(func(r Result) float64 { return r.BoundMaxSeconds })},
+	{"all PVs deleted (s)", "%.2f", always(func(r Result) float64 { return r.PVsGoneSeconds })},
+	{"all directories gone (s)", "%.2f", func(r Result) (float64, bool) { return r.DirsGoneSeconds, r.Dirs > 0 }},
+	{"deletes/s", "%.1f", always(func(r Result) float64 { return r.DeletesPerSecond })},
+	{"API requests, all clients", "%.0f", func(r Result) (float64, bool) { return float64(Total(r.APIRequests)), r.APIRequests != nil }},
+	{"provisioner peak RSS, summed (MiB)", "%.1f", func(r Result) (float64, bool) { return r.ProvisionerPeakMiB, r.ProvisionerInstances > 0 }},
+	{"provisioner CPU, summed (s)", "%.1f", func(r Result) (float64, bool) { return r.ProvisionerCPUSeconds, r.ProvisionerInstances > 0 }},
+	{"manager peak RSS, summed (MiB)", "%.1f", func(r Result) (float64, bool) { return r.ManagerPeakMiB, r.ManagerInstances > 0 }},
+	{"manager CPU, summed (s)", "%.1f", func(r Result) (float64, bool) { return r.ManagerCPUSeconds, r.ManagerInstances > 0 }},
 }
 
-// Compare writes a table of the figures of a and b and the ratio a/b of each.
-func Compare(w io.Writer, a, b Result) error {
+// cell is the figure of r formatted and its value; "-" and false when r
+// is missing or did not measure it.
+func (f figure) cell(r *Result) (string, float64, bool) {
+	if r == nil {
+		return "-", 0, false
+	}
+	v, ok := f.value(*r)
+	if !ok {
+		return "-", 0, false
+	}
+	return fmt.Sprintf(f.format, v), v, true
+}
+
+// ratio is a/b formatted, "-" when either is missing or b is 0.
+func ratio(a float64, aok bool, b float64, bok bool) string {
+	if !aok || !bok || b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// Report writes, for each run and the baseline run (label kind baseline) at
+// the same kube-controller-manager setting, what each ran with, a table of
+// every figure of both with the ratio run/baseline, the line
+//
+//	ratio to baseline: X.XXx (kube-controller-manager SETTING: ...)
+//
+// (time until all claims Bound, run/baseline), and a table of the API
+// requests by verb and resource of both.
+func Report(w io.Writer, results []Result, baseline string) error {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%d claims over %s (%s: %s, %s: %s)\n", a.Count, strings.Join(a.Nodes, ", "), a.Label, a.Namespace, b.Label, b.Namespace)
-	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "figure\t%s\t%s\t%s/%s\t\n", a.Label, b.Label, a.Label, b.Label)
-	fmt.Fprintf(tw, "provisioner\t%s\t%s\t\t\n", a.Settings, b.Settings)
-	for _, f := range figures {
-		va, vb := f.value(a), f.value(b)
-		ratio := "-"
-		if vb != 0 {
-			ratio = fmt.Sprintf("%.2f", va/vb)
+	for i, p := range pairs(results, baseline) {
+		if i > 0 {
+			sb.WriteString("\n")
 		}
-		fmt.Fprintf(tw, "%s\t"+f.format+"\t"+f.format+"\t%s\t\n", f.name, va, vb, ratio)
+		if err := writePair(&sb, p, baseline); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+// labelOf is the label of r, or "KIND@SETTING" when r is missing.
+func labelOf(r *Result, kind, setting string) string {
+	if r != nil {
+		return r.Label
+	}
+	if setting == "" {
+		return kind
+	}
+	return kind + "@" + setting
+}
+
+// writePair writes the section of one pair.
+func writePair(sb *strings.Builder, p pair, baseline string) error {
+	runKind := "run"
+	if p.run != nil {
+		runKind, _ = ParseLabel(p.run.Label)
+	}
+	runLabel, baseLabel := labelOf(p.run, runKind, p.setting), labelOf(p.base, baseline, p.setting)
+	fmt.Fprintf(sb, "== kube-controller-manager %s: %s vs %s ==\n", cmp.Or(p.setting, "(unnamed setting)"), runLabel, baseLabel)
+	for _, r := range []*Result{p.run, p.base} {
+		if r == nil {
+			continue
+		}
+		fmt.Fprintf(sb, "%s: %d claims over %s; provisioner: %s; kube-controller-manager client limits: %s\n",
+			r.Label, r.Count, strings.Join(r.Nodes, ", "), cmp.Or(r.Settings, "-"), cmp.Or(r.KCM, "-"))
+	}
+	tw := tabwriter.NewWriter(sb, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "figure\t%s\t%s\t%s/%s\n", runLabel, baseLabel, runKind, baseline)
+	for _, f := range figures {
+		a, av, aok := f.cell(p.run)
+		b, bv, bok := f.cell(p.base)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.name, a, b, ratio(av, aok, bv, bok))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	sb.WriteString("times: lower is better; rates (/s): higher is better\n")
-	_, err := io.WriteString(w, sb.String())
-	return err
+	if p.run != nil && p.base != nil && p.base.AllBoundSeconds > 0 {
+		fmt.Fprintf(sb, "ratio to baseline: %.2fx (kube-controller-manager %s: time until all claims Bound, %s/%s)\n",
+			p.run.AllBoundSeconds/p.base.AllBoundSeconds, cmp.Or(p.setting, "-"), runKind, baseline)
+	}
+	return writeRequests(sb, p, runLabel, baseLabel)
+}
+
+// MinRequestShare is the share of the larger run's total under which a
+// (verb, resource) pair of the requests table is summed into one row of
+// others (namespace deletion and background traffic: dozens of pairs of a
+// few requests each).
+const MinRequestShare = 0.005
+
+// writeRequests writes the table of API requests of a pair, most first.
+func writeRequests(sb *strings.Builder, p pair, runLabel, baseLabel string) error {
+	counts := map[RequestKey][2]int64{}
+	measured := [2]bool{}
+	for i, r := range []*Result{p.run, p.base} {
+		if r == nil || r.APIRequests == nil {
+			continue
+		}
+		measured[i] = true
+		for _, c := range r.APIRequests {
+			k := RequestKey{Verb: c.Verb, Resource: c.Resource}
+			v := counts[k]
+			v[i] += c.Count
+			counts[k] = v
+		}
+	}
+	if !measured[0] && !measured[1] {
+		return nil
+	}
+	keys := make([]RequestKey, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b RequestKey) int {
+		ca, cb := counts[a], counts[b]
+		return cmp.Or(cmp.Compare(cb[0]+cb[1], ca[0]+ca[1]), cmp.Compare(a.Verb, b.Verb), cmp.Compare(a.Resource, b.Resource))
+	})
+	sb.WriteString("API requests from the first claim until every PV was gone, by every client (" + RequestsMetric + "):\n")
+	tw := tabwriter.NewWriter(sb, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "verb\tresource\t%s\t%s\n", runLabel, baseLabel)
+	cell := func(i int, n int64) string {
+		if !measured[i] {
+			return "-"
+		}
+		return fmt.Sprint(n)
+	}
+	var total, other [2]int64
+	for _, c := range counts {
+		total[0], total[1] = total[0]+c[0], total[1]+c[1]
+	}
+	minRow := int64(MinRequestShare * float64(max(total[0], total[1])))
+	others := 0
+	for _, k := range keys {
+		c := counts[k]
+		if max(c[0], c[1]) < minRow {
+			other[0], other[1] = other[0]+c[0], other[1]+c[1]
+			others++
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Verb, k.Resource, cell(0, c[0]), cell(1, c[1]))
+	}
+	if others > 0 {
+		fmt.Fprintf(tw, "(%d others)\t(under %d each)\t%s\t%s\n", others, minRow, cell(0, other[0]), cell(1, other[1]))
+	}
+	fmt.Fprintf(tw, "total\t\t%s\t%s\n", cell(0, total[0]), cell(1, total[1]))
+	return tw.Flush()
 }

@@ -1,6 +1,7 @@
 package benchprovision
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,7 +43,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (res Resul
 		return b.res, err
 	}
 	for _, phase := range []func(context.Context) error{
-		b.createClaims, b.waitPVs, b.waitBound, b.checkDirs, b.deleteAll, b.waitNamespaceGone,
+		b.snapshotBefore, b.createClaims, b.waitPVs, b.waitBound, b.checkDirs, b.deleteAll, b.snapshotAfter, b.waitNamespaceGone,
 	} {
 		if err := phase(ctx); err != nil {
 			return b.res, err
@@ -69,6 +70,8 @@ type bench struct {
 	// pvs are the claims' PVs, in claim order; dirs their directories.
 	pvs  []*corev1.PersistentVolume
 	dirs []string
+	// requests is the API server's request counts before the first claim.
+	requests Requests
 }
 
 // setUp picks the nodes and creates the namespace.
@@ -84,7 +87,7 @@ func (b *bench) setUp(ctx context.Context) error {
 		}
 		b.nodes = nodes
 	}
-	b.res = Result{Label: b.o.Label, Settings: b.o.Settings, Count: b.o.Count, Nodes: b.nodes}
+	b.res = Result{Label: b.o.Label, Settings: b.o.Settings, KCM: b.o.KCM, Count: b.o.Count, Nodes: b.nodes}
 
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "hostpath-bench-"}}
 	if b.o.RunID != "" {
@@ -174,8 +177,8 @@ func (b *bench) waitEvery(ctx context.Context, what, noun string, m map[types.UI
 	return last, nil
 }
 
-// waitPVs waits until every claim has a PV and records when, and the
-// latencies from each create to its PV.
+// waitPVs waits until every claim has a PV and records when, when each
+// appeared, and the latencies from each create to its PV.
 func (b *bench) waitPVs(ctx context.Context) error {
 	last, err := b.waitEvery(ctx, "every PV", "PVs", b.t.pvSeen)
 	if err != nil {
@@ -183,31 +186,82 @@ func (b *bench) waitPVs(ctx context.Context) error {
 	}
 	n := b.o.Count
 	b.res.AllPVsSeconds = seconds(last.Sub(b.start))
-	latencies := make([]time.Duration, n)
+	latencies, times := make([]time.Duration, n), make([]time.Duration, n)
 	b.t.locked(func() {
 		b.pvs = make([]*corev1.PersistentVolume, 0, n)
 		for i, uid := range b.uids {
 			latencies[i] = max(b.t.pvSeen[uid].Sub(b.created[i]), 0)
+			times[i] = b.t.pvSeen[uid].Sub(b.start)
 			b.pvs = append(b.pvs, b.t.pvs[uid])
 		}
 	})
 	b.res.PVsPerSecond = perSecond(n, b.res.AllPVsSeconds)
 	b.res.LatencyP50Seconds = seconds(Percentile(latencies, 50))
 	b.res.LatencyP95Seconds = seconds(Percentile(latencies, 95))
+	b.res.LatencyMaxSeconds = seconds(Percentile(latencies, 100))
+	b.res.PVTimes = timeline(times)
 	b.o.logf("%s: all %d PVs after %.2fs", b.o.Label, n, b.res.AllPVsSeconds)
 	return nil
 }
 
-// waitBound waits until every claim is Bound and records when.
+// waitBound waits until every claim is Bound and records when, when each
+// was, and the latencies from each create to Bound.
 func (b *bench) waitBound(ctx context.Context) error {
 	last, err := b.waitEvery(ctx, "every claim Bound", "Bound", b.t.bound)
 	if err != nil {
 		return err
 	}
+	n := b.o.Count
 	b.res.AllBoundSeconds = seconds(last.Sub(b.start))
-	b.res.BindsPerSecond = perSecond(b.o.Count, b.res.AllBoundSeconds)
-	b.o.logf("%s: all %d claims Bound after %.2fs", b.o.Label, b.o.Count, b.res.AllBoundSeconds)
+	b.res.BindsPerSecond = perSecond(n, b.res.AllBoundSeconds)
+	latencies, times := make([]time.Duration, n), make([]time.Duration, n)
+	b.t.locked(func() {
+		for i, uid := range b.uids {
+			latencies[i] = max(b.t.bound[uid].Sub(b.created[i]), 0)
+			times[i] = b.t.bound[uid].Sub(b.start)
+		}
+	})
+	b.res.BoundLatencies = timeline(latencies)
+	b.res.BoundTimes = timeline(times)
+	b.res.BoundP50Seconds = seconds(Percentile(latencies, 50))
+	b.res.BoundP95Seconds = seconds(Percentile(latencies, 95))
+	b.res.BoundMaxSeconds = seconds(Percentile(latencies, 100))
+	b.o.logf("%s: all %d claims Bound after %.2fs", b.o.Label, n, b.res.AllBoundSeconds)
 	return nil
+}
+
+// snapshotBefore reads the API server's request counts, with
+// Options.APIMetrics.
+func (b *bench) snapshotBefore(ctx context.Context) error {
+	if b.o.APIMetrics == nil {
+		return nil
+	}
+	var err error
+	b.requests, err = b.apiRequests(ctx)
+	return err
+}
+
+// snapshotAfter reads the request counts again and keeps the requests since
+// snapshotBefore in the result.
+func (b *bench) snapshotAfter(ctx context.Context) error {
+	if b.o.APIMetrics == nil {
+		return nil
+	}
+	after, err := b.apiRequests(ctx)
+	if err != nil {
+		return err
+	}
+	b.res.APIRequests = after.Since(b.requests)
+	b.o.logf("%s: %d API requests during the run", b.o.Label, Total(b.res.APIRequests))
+	return nil
+}
+
+func (b *bench) apiRequests(ctx context.Context) (Requests, error) {
+	text, err := b.o.APIMetrics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the API server's metrics: %w", err)
+	}
+	return ParseAPIRequests(bytes.NewReader(text))
 }
 
 // checkDirs checks, with Options.NodesDir, that every PV's directory exists.

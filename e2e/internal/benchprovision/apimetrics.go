@@ -1,0 +1,141 @@
+package benchprovision
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"k8s.io/client-go/kubernetes"
+)
+
+// RequestsMetric is the API server's counter of the requests it served, by
+// verb, group, version, resource, subresource, scope, component and code.
+const RequestsMetric = "apiserver_request_total"
+
+// RequestKey is a verb and a resource ("persistentvolumeclaims", or with
+// its subresource, "persistentvolumeclaims/status").
+type RequestKey struct {
+	Verb     string
+	Resource string
+}
+
+// Requests are the API server's request counts by verb and resource.
+type Requests map[RequestKey]int64
+
+// RequestCount is the number of requests of one verb on one resource.
+type RequestCount struct {
+	Verb     string `json:"verb"`
+	Resource string `json:"resource"`
+	Count    int64  `json:"count"`
+}
+
+// ParseAPIRequests reads the API server's /metrics (Prometheus text format,
+// as `kubectl get --raw /metrics` prints it) and sums RequestsMetric by
+// verb and resource over its other labels. Only that metric's lines are
+// parsed; a text without it gives no requests.
+func ParseAPIRequests(r io.Reader) (Requests, error) {
+	var only bytes.Buffer
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		if line := sc.Text(); isRequestsLine(line) {
+			only.WriteString(line)
+			only.WriteByte('\n')
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read the metrics: %w", err)
+	}
+	var parser expfmt.TextParser
+	families, err := parser.TextToMetricFamilies(&only)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", RequestsMetric, err)
+	}
+	out := Requests{}
+	family, ok := families[RequestsMetric]
+	if !ok {
+		return out, nil
+	}
+	for _, m := range family.GetMetric() {
+		// A counter, or untyped when the text lacks its TYPE line.
+		v := m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+		out[requestKey(m.GetLabel())] += int64(math.Round(v))
+	}
+	return out, nil
+}
+
+// isRequestsLine reports whether a line of the text format belongs to
+// RequestsMetric: a sample, or its HELP or TYPE comment.
+func isRequestsLine(line string) bool {
+	if rest, ok := strings.CutPrefix(line, "# HELP "); ok {
+		line = rest
+	} else if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+		line = rest
+	}
+	rest, ok := strings.CutPrefix(line, RequestsMetric)
+	return ok && (strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, " "))
+}
+
+func requestKey(labels []*dto.LabelPair) RequestKey {
+	var k RequestKey
+	var sub string
+	for _, l := range labels {
+		switch l.GetName() {
+		case "verb":
+			k.Verb = l.GetValue()
+		case "resource":
+			k.Resource = l.GetValue()
+		case "subresource":
+			sub = l.GetValue()
+		}
+	}
+	if sub != "" {
+		k.Resource += "/" + sub
+	}
+	return k
+}
+
+// Since is the requests from before to r, a later read of the same API
+// server, most first (then by verb and resource); kinds without requests
+// are left out. A count lower than before means the API server restarted in
+// between: all of r's count is taken, as Prometheus' increase does.
+func (r Requests) Since(before Requests) []RequestCount {
+	out := []RequestCount{}
+	for k, n := range r {
+		if b := before[k]; n >= b {
+			n -= b
+		}
+		if n > 0 {
+			out = append(out, RequestCount{Verb: k.Verb, Resource: k.Resource, Count: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b RequestCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Verb, b.Verb), cmp.Compare(a.Resource, b.Resource))
+	})
+	return out
+}
+
+// Total is the number of requests of all kinds.
+func Total(rs []RequestCount) int64 {
+	var n int64
+	for _, r := range rs {
+		n += r.Count
+	}
+	return n
+}
+
+// APIServerMetrics returns a function that reads the API server's /metrics
+// through client (for Options.APIMetrics).
+func APIServerMetrics(client kubernetes.Interface) func(context.Context) ([]byte, error) {
+	return func(ctx context.Context) ([]byte, error) {
+		return client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	}
+}
