@@ -14,17 +14,6 @@ import (
 	"hostpath.dev/manager/pkg/client"
 )
 
-// annotationNode names the node of a node-mode PV. The provisioner defines
-// it (provisioner/internal/annotations.Node), which this module cannot
-// import; the other PV annotations read here are hostpathv1's.
-const annotationNode = "hostpath.dev/node"
-
-// Claim annotations of the provisioner's PVs, read for the detail only.
-const (
-	annotationClaimNamespace = "hostpath.dev/claim-namespace"
-	annotationClaimName      = "hostpath.dev/claim-name"
-)
-
 // location is one directory of one pool on one node.
 type location struct{ node, pool, dir string }
 
@@ -61,7 +50,7 @@ func references(pv *corev1.PersistentVolume, provisioner string) map[location]re
 	if mode := a[hostpathv1.AnnotationMode]; mode != "" && mode != hostpathv1.ModeNode {
 		return out
 	}
-	loc := location{a[annotationNode], a[hostpathv1.AnnotationPool], a[hostpathv1.AnnotationDirectory]}
+	loc := location{a[hostpathv1.AnnotationNode], a[hostpathv1.AnnotationPool], a[hostpathv1.AnnotationDirectory]}
 	if loc.node != "" && loc.pool != "" && loc.dir != "" {
 		out[loc] = reference{pv: pv}
 	}
@@ -200,7 +189,7 @@ func ownerText(name string, pv *corev1.PersistentVolume, provisioner string) str
 func absent(loc location, ref reference, poolNotFound bool) Finding {
 	f := Finding{Node: loc.node, Pool: loc.pool, Directory: loc.dir, Kind: KindMissing, PV: ref.pv.Name}
 	a := ref.pv.Annotations
-	if ns, name := a[annotationClaimNamespace], a[annotationClaimName]; name != "" {
+	if ns, name := a[hostpathv1.AnnotationClaimNamespace], a[hostpathv1.AnnotationClaimName]; name != "" {
 		f.Claim = ns + "/" + name
 	} else if c := ref.pv.Spec.ClaimRef; c != nil {
 		f.Claim = c.Namespace + "/" + c.Name

@@ -28,8 +28,8 @@ var since = time.Date(2026, 11, 23, 5, 41, 3, 0, time.UTC)
 func nodePV(provisioner, name, node, pool, dir string) corev1.PersistentVolume {
 	return corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{
 		hostpathv1.AnnotationProvisionedBy: provisioner, hostpathv1.AnnotationMode: hostpathv1.ModeNode,
-		annotationNode: node, hostpathv1.AnnotationPool: pool, hostpathv1.AnnotationDirectory: dir,
-		annotationClaimNamespace: "ns", annotationClaimName: "claim-" + name,
+		hostpathv1.AnnotationNode: node, hostpathv1.AnnotationPool: pool, hostpathv1.AnnotationDirectory: dir,
+		hostpathv1.AnnotationClaimNamespace: "ns", hostpathv1.AnnotationClaimName: "claim-" + name,
 	}}}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -18,7 +19,7 @@ func sampleReport() *Report {
 		nodePV(testProvisioner, "pvc-5b0c7e21", "hostpath-node-1", "default", "team-a-data-pvc-5b0c7e21"),
 		multihostPV("pvc-b7fb56e2", "default", "team-a-cache-pvc-b7fb56e2", []string{"hostpath-node-1"}, []string{"hostpath-node-2"}),
 	}
-	pvs[0].Annotations[annotationClaimNamespace], pvs[0].Annotations[annotationClaimName] = "team-a", "data"
+	pvs[0].Annotations[hostpathv1.AnnotationClaimNamespace], pvs[0].Annotations[hostpathv1.AnnotationClaimName] = "team-a", "data"
 	pvs[1].Spec.ClaimRef.Namespace, pvs[1].Spec.ClaimRef.Name = "team-a", "cache"
 	listings := []NodeListing{
 		listed("hostpath-node-1", map[string][]client.Volume{"default": {

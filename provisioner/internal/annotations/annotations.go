@@ -38,15 +38,15 @@ const (
 	// sets it.
 	ProvisionedBy = hostpathv1.AnnotationProvisionedBy
 	// Node is the node that holds the directory (node mode).
-	Node = "hostpath.dev/node"
+	Node = hostpathv1.AnnotationNode
 	// Pool is the storage pool.
 	Pool = hostpathv1.AnnotationPool
 	// Directory is the directory's name inside the pool.
 	Directory = hostpathv1.AnnotationDirectory
 	// ClaimNamespace is the namespace of the claim the volume was made for.
-	ClaimNamespace = "hostpath.dev/claim-namespace"
+	ClaimNamespace = hostpathv1.AnnotationClaimNamespace
 	// ClaimName is the name of the claim the volume was made for.
-	ClaimName = "hostpath.dev/claim-name"
+	ClaimName = hostpathv1.AnnotationClaimName
 	// Mode is how the volume was made, ModeNode or ModeMultihost (the
 	// StorageClass parameter "mode"; not the Kubernetes volumeMode). A PV
 	// without it counts as node mode.

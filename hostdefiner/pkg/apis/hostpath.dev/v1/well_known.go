@@ -31,11 +31,19 @@ const (
 	DefaultDirMode = "0777"
 )
 
-// PersistentVolume annotations of the multihost volumes.
+// PersistentVolume annotations of the provisioner's volumes.
 const (
 	// AnnotationProvisionedBy names the provisioner that made a volume (the
 	// provisioner library sets it).
 	AnnotationProvisionedBy = "pv.kubernetes.io/provisioned-by"
+	// AnnotationNode is the node that holds the directory of a node-mode
+	// volume.
+	AnnotationNode = "hostpath.dev/node"
+	// AnnotationClaimNamespace is the namespace of the claim the volume was
+	// made for.
+	AnnotationClaimNamespace = "hostpath.dev/claim-namespace"
+	// AnnotationClaimName is the name of the claim the volume was made for.
+	AnnotationClaimName = "hostpath.dev/claim-name"
 	// AnnotationPool is the volume's storage pool.
 	AnnotationPool = "hostpath.dev/pool"
 	// AnnotationDirectory is the directory's name inside the pool.
