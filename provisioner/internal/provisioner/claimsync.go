@@ -175,18 +175,14 @@ func (s *ClaimSync) unowned(d decision) (*event, error) {
 			"The claim names no node and its StorageClass %q binds immediately: add the annotation %s: <node name> to the claim, or use a StorageClass with volumeBindingMode WaitForFirstConsumer",
 			d.class.Name, annotations.ProvisionOnNode)}, nil
 	}
-	_, err := s.prov.cfg.Nodes.Get(c.node)
+	gone, err := s.prov.nodeGone(c.node)
 	switch {
-	case apierrors.IsNotFound(err):
+	case err != nil || gone == "":
+		return nil, err
+	case gone == ReasonNodeNotFound:
 		return &event{v1.EventTypeWarning, ReasonNodeNotFound, fmt.Sprintf(
 			"Node %q named by %s does not exist: set %s to the name of an existing node",
 			c.node, c.source, annotations.ProvisionOnNode)}, nil
-	case err != nil:
-		return nil, fmt.Errorf("get node %q from the cache: %w", c.node, err)
-	}
-	running, err := s.prov.cfg.Instances.OnNode(c.node)
-	if err != nil || running {
-		return nil, err
 	}
 	return &event{v1.EventTypeWarning, ReasonNoInstance, fmt.Sprintf(
 		"No hostpath provisioner runs on node %q named by %s: pick a node where the provisioner DaemonSet runs, or make it run there",
