@@ -162,18 +162,6 @@ bench() {
     --out "$WORK/$(slug "$label").json" "$@"
 }
 
-# noop_footprint PID: the no-op provisioner's row, as footprint.sh prints
-# its programs' (PEAK_MiB is VmHWM, CPU_s user+system time).
-noop_footprint() {
-  local pid=$1 rss hwm ticks
-  rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status")
-  hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status")
-  ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-  printf 'PROGRAM NODE PID RSS_MiB PEAK_MiB CPU_s UP_s CPU_m\n'
-  awk -v pid="$pid" -v rss="$rss" -v hwm="$hwm" -v t="$ticks" -v hz="$(getconf CLK_TCK)" \
-    'BEGIN { printf "noopprovisioner local %d %.1f %.1f %.1f - -\n", pid, rss / 1024, hwm / 1024, t / hz }'
-}
-
 # run_noop SETTING: the floor's run at SETTING.
 run_noop() {
   local label=noop@$1 logf
@@ -188,7 +176,7 @@ run_noop() {
   }
   bench "$label" "$NOOP_CLASS" "$NOOP_DESC" || { tail -20 "$logf" >&2; return 1; }
   kill -0 "$NOOP_PID" 2> /dev/null || die "the no-op provisioner stopped during the run (log: above)"
-  noop_footprint "$NOOP_PID" > "$WORK/$(slug "$label").footprint"
+  "$REPO_ROOT/scripts/footprint.sh" --pid "$NOOP_PID" noopprovisioner > "$WORK/$(slug "$label").footprint"
   stop_noop
   FOOTPRINTS+=(--footprint "$label=$WORK/$(slug "$label").footprint")
   RESULTS+=("$WORK/$(slug "$label").json")
