@@ -3,9 +3,11 @@ package app
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +36,7 @@ const (
 	EnvPodNamespace            = "POD_NAMESPACE"
 	FlagPool                   = "pool"
 	FlagPoolRoot               = "pool-root"
+	FlagPoolOvercommit         = "pool-overcommit"
 	FlagStateDir               = "state-dir"
 	FlagMachineIDFile          = "machine-id-file"
 	FlagBootIDFile             = "boot-id-file"
@@ -81,6 +84,9 @@ type Options struct {
 	// /v1/pools/NAME of a name Pools lacks makes PoolRoot/NAME); empty for
 	// none.
 	PoolRoot string
+	// PoolOvercommit are NAME=RATIO pairs: how many times its capacity a
+	// pool may promise to volumes (1 for a pool not named).
+	PoolOvercommit []string
 	// StateDir holds the host ID, and by default the TLS directory.
 	StateDir string
 	// MachineIDFile and BootIDFile are read for /v1/host.
@@ -124,6 +130,8 @@ type Options struct {
 
 	// pools are the parsed Pools, set by Validate.
 	pools map[string]string
+	// overcommit is PoolOvercommit parsed.
+	overcommit map[string]float64
 	// selinuxFS is where --selinux=auto looks for selinuxfs.
 	selinuxFS string
 	// kube, when set (by tests), is the API client instead of one from
@@ -165,6 +173,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeName, FlagNodeName, o.NodeName, "Name of the Kubernetes node the manager runs on, reported by /v1/host. Defaults to $"+EnvNodeName+"; required.")
 	fs.StringVar(&o.Namespace, FlagNamespace, o.Namespace, "Namespace of the CA bundle ConfigMap "+client.CABundleConfigMap+" (the product's): a serving certificate that no longer chains to that bundle is renewed at once. Defaults to $"+EnvPodNamespace+"; empty for no such check.")
 	fs.StringArrayVar(&o.Pools, FlagPool, o.Pools, "Storage pool as NAME=PATH, with NAME a DNS label and PATH an absolute directory on the host; repeat the flag for more pools (giving it replaces the default).")
+	fs.StringArrayVar(&o.PoolOvercommit, FlagPoolOvercommit, o.PoolOvercommit, "How many times its capacity a pool may promise to volumes, as NAME=RATIO (a pool configured by --"+FlagPool+" or named on the fly); repeat for more pools. Pools not named have ratio 1: the sizes of their volumes never add up to more than the filesystem's capacity.")
 	fs.StringVar(&o.PoolRoot, FlagPoolRoot, o.PoolRoot, "Absolute directory on the host for pools named on the fly: PUT /v1/pools/NAME of a pool that --"+FlagPool+" does not name creates PATH/NAME, served as a pool from then on. It must not overlap a --"+FlagPool+" path; empty for none.")
 	fs.StringVar(&o.StateDir, FlagStateDir, o.StateDir, "Directory that keeps the host ID (and by default the TLS directory), created if missing.")
 	fs.StringVar(&o.MachineIDFile, FlagMachineIDFile, o.MachineIDFile, "File holding the machine ID reported by /v1/host; empty to report none.")
@@ -213,6 +222,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--%s, --%s: %w", FlagPool, FlagPoolRoot, err))
 	}
 	o.pools = pools
+	if o.overcommit, err = parseOvercommit(o.PoolOvercommit); err != nil {
+		errs = append(errs, err)
+	}
 	if o.StateDir == "" {
 		errs = append(errs, fmt.Errorf("--%s must not be empty", FlagStateDir))
 	}
@@ -294,6 +306,30 @@ func parsePools(values []string) (map[string]string, error) {
 		pools[name] = path
 	}
 	return pools, nil
+}
+
+// parseOvercommit parses the --pool-overcommit values into a map from
+// pool name to ratio.
+func parseOvercommit(values []string) (map[string]float64, error) {
+	ratios := map[string]float64{}
+	for _, v := range values {
+		name, ratio, ok := strings.Cut(v, "=")
+		if !ok || name == "" || ratio == "" {
+			return nil, fmt.Errorf("--%s %q: want NAME=RATIO", FlagPoolOvercommit, v)
+		}
+		if err := client.ValidatePoolName(name); err != nil {
+			return nil, fmt.Errorf("--%s %q: %w", FlagPoolOvercommit, v, err)
+		}
+		r, err := strconv.ParseFloat(ratio, 64)
+		if err != nil || !(r > 0) || math.IsInf(r, 0) {
+			return nil, fmt.Errorf("--%s %q: the ratio must be a number above 0 (1 promises the capacity, 1.5 half as much again)", FlagPoolOvercommit, v)
+		}
+		if _, dup := ratios[name]; dup {
+			return nil, fmt.Errorf("--%s: pool %q is given twice", FlagPoolOvercommit, name)
+		}
+		ratios[name] = r
+	}
+	return ratios, nil
 }
 
 // selinuxLabeler is the Store's Labeler per --selinux (o must have passed

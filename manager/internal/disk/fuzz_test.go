@@ -149,7 +149,7 @@ func FuzzConfinement(f *testing.F) {
 	}
 	// "owned" is a volume of PersistentVolume pv-owner, which no input
 	// names: it must survive every input.
-	if _, _, err := store.CreateVolume(ctx, "default", "owned", "pv-owner", 0o755, 0, ""); err != nil {
+	if _, _, err := store.CreateVolume(ctx, "default", "owned", client.CreateVolumeRequest{Owner: "pv-owner"}, 0o755); err != nil {
 		f.Fatal(err)
 	}
 	mustWrite(f, filepath.Join(pool, "owned", "data"), "owned data")
@@ -218,7 +218,7 @@ func FuzzConfinement(f *testing.F) {
 
 		if adopt {
 			// A directory without a record is refused until it is adopted.
-			_, _, err := store.CreateVolume(ctx, poolName, name, owner, fs.FileMode(mode)&fs.ModePerm, 0, "")
+			_, _, err := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: owner}, fs.FileMode(mode)&fs.ModePerm)
 			var ce *client.Error
 			if !errors.As(err, &ce) || ce.Reason != client.ReasonOwnerConflict || ce.Owner != "" {
 				t.Fatalf("CreateVolume(%q, %q) over a directory without a record: %v, want OwnerConflict", name, owner, err)
@@ -231,7 +231,7 @@ func FuzzConfinement(f *testing.F) {
 			}
 			check("SetOwner", nil)
 		}
-		v, created, err := store.CreateVolume(ctx, poolName, name, owner, fs.FileMode(mode)&fs.ModePerm, 0, "")
+		v, created, err := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: owner}, fs.FileMode(mode)&fs.ModePerm)
 		check("CreateVolume", err)
 		if err == nil {
 			if !mayChange {
@@ -252,7 +252,7 @@ func FuzzConfinement(f *testing.F) {
 				other = "other-pv"
 			}
 			snap := snapshot(t, work)
-			_, _, err1 := store.CreateVolume(ctx, poolName, name, other, 0o777, 0, "")
+			_, _, err1 := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: other}, 0o777)
 			_, err2 := store.DeleteVolume(ctx, poolName, name, other, false)
 			_, err3 := store.SetOwner(ctx, poolName, name, other, "", false)
 			for _, err := range []error{err1, err2, err3} {

@@ -20,8 +20,10 @@ import (
 //	<pool>/.hostpath/owners/<volume name>
 //
 // holding {"owner": "<PersistentVolume>", "ownedSince": "<RFC 3339 time>",
-// "retained": <bool>, "reclaimPolicy": "Delete"|"Retain"} (reclaimPolicy is
-// left out when none was given, and in records written before it existed). A volume name never starts with '.', so MetadataDir is
+// "retained": <bool>, "reclaimPolicy": "Delete"|"Retain", "sizeBytes": N,
+// "enforcement": "btrfs"|"xfs"|"ext4", "quotaID": N} (reclaimPolicy is
+// left out when none was given, and in records written before it existed;
+// the size fields when the volume has no size or no quota). A volume name never starts with '.', so MetadataDir is
 // never a volume, and a record's file name is exactly its volume's name (so
 // every valid volume name, up to 255 bytes, has a record name). Records are
 // written through a temporary file (".tmp-<random>" in the same directory,
@@ -47,6 +49,14 @@ type record struct {
 	// ReclaimPolicy is the owner's reclaim policy given at creation
 	// (client.ReclaimDelete, client.ReclaimRetain or "").
 	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
+	// SizeBytes is the volume's size, promised by the pool (0: none).
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// Enforcement is the quota kind that limits the volume to SizeBytes
+	// (a quota.Kind; "" when nothing does).
+	Enforcement string `json:"enforcement,omitempty"`
+	// QuotaID is the ID of the volume's quota (the btrfs subvolume ID or
+	// the project ID); 0 while not known.
+	QuotaID uint64 `json:"quotaID,omitempty"`
 }
 
 func recordPath(name string) string { return path.Join(OwnersDir, name) }

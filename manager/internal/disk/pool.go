@@ -86,8 +86,9 @@ func (p *pool) record(root *os.Root, name string) (*record, error) {
 	return rec, nil
 }
 
-// info returns the pool's capacity, or the reason it cannot be read.
-func (p *pool) info() client.Pool {
+// poolInfo returns the pool's capacity and size figures, or the reason
+// they cannot be read.
+func (s *Store) poolInfo(p *pool) client.Pool {
 	info := client.Pool{Name: p.name, Path: p.path}
 	root, err := p.open()
 	if err != nil {
@@ -102,6 +103,9 @@ func (p *pool) info() client.Pool {
 	}
 	info.CapacityBytes, info.FreeBytes = st.CapacityBytes, st.FreeBytes
 	info.Inodes, info.FreeInodes = st.Inodes, st.FreeInodes
+	if err := s.sizes.fill(&info, p, root); err != nil {
+		info.Error = err.Error()
+	}
 	return info
 }
 
@@ -112,24 +116,9 @@ func (p *pool) volume(name string, fi fs.FileInfo, rec *record) client.Volume {
 		since := rec.OwnedSince
 		v.Owner, v.OwnedSince, v.Retained = rec.Owner, &since, rec.Retained
 		v.ReclaimPolicy = rec.ReclaimPolicy
+		v.SizeBytes, v.Enforcement = rec.SizeBytes, rec.Enforcement
 	}
 	return v
-}
-
-// checkSpace fails with InsufficientStorage when requiredBytes is positive
-// and the pool has less free space.
-func (p *pool) checkSpace(root *os.Root, requiredBytes int64) error {
-	if requiredBytes <= 0 {
-		return nil
-	}
-	st, err := statRoot(root)
-	if err != nil {
-		return fmt.Errorf("pool %q: %w", p.name, err)
-	}
-	if st.FreeBytes < requiredBytes {
-		return client.Errorf(client.ReasonInsufficientStorage, "pool %q has %d bytes free, %d requested", p.name, st.FreeBytes, requiredBytes)
-	}
-	return nil
 }
 
 // kindOf names what a non-directory entry is, for messages.

@@ -189,7 +189,7 @@ func TestPoolNamedOnTheFlyServed(t *testing.T) {
 	if _, err := s.PreparePool(ctx, "fast"); err != nil {
 		t.Fatal(err)
 	}
-	v, created, err := s.CreateVolume(ctx, "fast", "v1", "pv-a", 0o750, 1, client.ReclaimDelete)
+	v, created, err := s.CreateVolume(ctx, "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a", RequiredBytes: 1, ReclaimPolicy: client.ReclaimDelete}, 0o750)
 	if err != nil || !created || v.Path != filepath.Join(root, "fast", "v1") || v.Pool != "fast" || v.Owner != "pv-a" {
 		t.Fatalf("CreateVolume = %+v, %t, %v", v, created, err)
 	}
@@ -255,7 +255,7 @@ func TestUnusablePoolNamedOnTheFly(t *testing.T) {
 		"ListVolumes": func(s *Store) error { _, err := s.ListVolumes(ctxOf(t), "fast"); return err },
 		"GetVolume":   func(s *Store) error { _, err := s.GetVolume(ctxOf(t), "fast", "v1"); return err },
 		"CreateVolume": func(s *Store) error {
-			_, _, err := s.CreateVolume(ctxOf(t), "fast", "v1", "pv-a", 0o777, 0, "")
+			_, _, err := s.CreateVolume(ctxOf(t), "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o777)
 			return err
 		},
 		"SetOwner": func(s *Store) error { _, err := s.SetOwner(ctxOf(t), "fast", "v1", "pv-a", "", false); return err },

@@ -8,8 +8,17 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"syscall"
 )
+
+// topName names the directory that hoisted directories go to, for messages.
+func topName(top string) string {
+	if top == "." {
+		return "the top of the volume"
+	}
+	return "the top of subvolume " + top
+}
 
 // readBatch is how many directory entries are read at a time.
 const readBatch = 256
@@ -36,6 +45,11 @@ const hoistPrefix = ".hostpath-rm-"
 // the manager may not read or write (mode 0000 without CAP_DAC_OVERRIDE) is
 // made 0700 first. ctx is checked before every entry: a cancelled removal
 // stops with ctx.Err() wrapped, leaving what is not removed yet.
+//
+// btrfs subvolumes that a pod makes inside its volume are no mounts, but a
+// rename of anything other than a subvolume's root fails across them
+// (EXDEV): see hoistWithin. An emptied subvolume is removed like an empty
+// directory.
 //
 // removeTree must not be used on a tree with filesystems mounted inside: a
 // rename fails across them but a removal would descend into them. The
@@ -119,6 +133,9 @@ func (r *remover) pass(dir string, top bool) (int, error) {
 				}
 			default:
 				err = r.hoist(p)
+				if errors.Is(err, syscall.EXDEV) {
+					err = r.hoistWithin(dir, p)
+				}
 			}
 			if err != nil {
 				return seen, err
@@ -191,11 +208,35 @@ func (r *remover) remove(p string) error {
 	}
 }
 
+// hoistWithin handles the directory p of dir that hoist could not move to
+// the top of the volume because it lies in another btrfs subvolume (EXDEV):
+// one a pod made inside its volume. Subvolume roots move anywhere, so hoist
+// brings every nested subvolume to the top, and a subvolume is only ever
+// emptied from there. So dir is either such a subvolume at the top (one
+// path component), whose directories are then emptied and removed in place
+// as the top's are, or a directory of one (two components), whose
+// directories are moved to that subvolume's top instead. Paths stay at
+// most three components long.
+func (r *remover) hoistWithin(dir, p string) error {
+	if sub, _, nested := strings.Cut(dir, "/"); nested {
+		return r.hoistTo(sub, p)
+	}
+	if err := r.emptyDir(p, false); err != nil {
+		return err
+	}
+	return r.remove(p)
+}
+
 // hoist renames the directory p to a fresh name at the top of the volume.
 func (r *remover) hoist(p string) error {
+	return r.hoistTo(".", p)
+}
+
+// hoistTo renames the directory p to a fresh name in the directory top.
+func (r *remover) hoistTo(top, p string) error {
 	madeWritable := false
 	for try := 0; ; try++ {
-		err := r.root.Rename(p, hoistPrefix+randomHex())
+		err := r.root.Rename(p, path.Join(top, hoistPrefix+randomHex()))
 		switch {
 		case err == nil:
 			return nil
@@ -211,8 +252,10 @@ func (r *remover) hoist(p string) error {
 			madeWritable = true
 		case errors.Is(err, fs.ErrNotExist):
 			return nil
+		case errors.Is(err, syscall.EXDEV):
+			return err // another subvolume: the caller knows what to do
 		default:
-			return fmt.Errorf("move directory %s to the top of the volume: %w", p, err)
+			return fmt.Errorf("move directory %s to %s: %w", p, topName(top), err)
 		}
 	}
 }

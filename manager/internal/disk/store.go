@@ -33,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -42,6 +43,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/keymutex"
 
+	"hostpath.dev/manager/internal/quota"
 	"hostpath.dev/manager/internal/selinux"
 	"hostpath.dev/manager/pkg/client"
 )
@@ -80,6 +82,13 @@ type Config struct {
 	// Labeler gives new volume directories and prepared pool directories
 	// their SELinux context; nil means none (selinux.Nop).
 	Labeler selinux.Labeler
+	// Overcommit maps pool names to how many times their capacity the
+	// pools may promise to volumes (a ratio > 0); a pool it does not name
+	// has ratio 1: no overcommit.
+	Overcommit map[string]float64
+	// Quotas returns the enforcer of a pool root's filesystem; nil means
+	// quota.Detect. Tests give a fake.
+	Quotas func(*os.Root) quota.Enforcer
 }
 
 // lockShards is the number of mutexes volume keys are hashed to: calls on
@@ -99,6 +108,7 @@ type Store struct {
 	mountInfo string
 	clock     clock.PassiveClock
 	labeler   selinux.Labeler
+	sizes     sizes
 }
 
 // New validates cfg and returns a Store. Pool directories and the pool root
@@ -119,6 +129,18 @@ func New(cfg Config) (*Store, error) {
 		mountInfo: cfg.MountInfoFile,
 		clock:     cfg.Clock,
 		labeler:   cfg.Labeler,
+		sizes:     sizes{detect: cfg.Quotas, overcommit: cfg.Overcommit},
+	}
+	if s.sizes.detect == nil {
+		s.sizes.detect = quota.Detect
+	}
+	for name, r := range cfg.Overcommit {
+		if err := ValidatePoolName(name); err != nil {
+			return nil, fmt.Errorf("overcommit ratio: %w", err)
+		}
+		if !(r > 0) || math.IsInf(r, 0) {
+			return nil, fmt.Errorf("overcommit ratio of pool %q is %v, not a number above 0", name, r)
+		}
 	}
 	if s.mountInfo == "" {
 		s.mountInfo = DefaultMountInfoFile
@@ -156,7 +178,7 @@ func (s *Store) Host(ctx context.Context) (*client.Host, error) {
 		Pools:     []client.Pool{},
 	}
 	for _, p := range s.servedPools(ctx) {
-		h.Pools = append(h.Pools, p.info())
+		h.Pools = append(h.Pools, s.poolInfo(p))
 	}
 	return h, nil
 }
@@ -197,7 +219,7 @@ func (s *Store) PreparePool(ctx context.Context, name string) (*client.Pool, err
 	if err := s.labelPool(p); err != nil {
 		return nil, err
 	}
-	info := p.info()
+	info := s.poolInfo(p)
 	if info.Error != "" {
 		return nil, fmt.Errorf("pool %q: %s", name, info.Error)
 	}

@@ -388,9 +388,9 @@ func TestCreateVolume(t *testing.T) {
 		{desc: "bad mode bits", name: "v1", mode: fs.ModeDir | 0o777, wantReason: client.ReasonBadRequest},
 		{desc: "not enough space writes nothing", name: "v1", mode: 0o777, required: 1 << 62,
 			wantReason: client.ReasonInsufficientStorage},
-		{desc: "not enough space to finish an own record", name: "v1", mode: 0o777, required: 1 << 62,
-			wantReason: client.ReasonInsufficientStorage,
-			setup:      func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
+		{desc: "an own record is finished without a new space check (promised when it was written)", name: "v1", mode: 0o777, required: 1 << 62,
+			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
+			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
 		{desc: "space is not checked for an existing directory", name: "v1", mode: 0o777, required: 1 << 62,
 			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
 			setup: func(t *testing.T, e *testEnv) {
@@ -413,7 +413,7 @@ func TestCreateVolume(t *testing.T) {
 				pool = "default"
 			}
 			before := snapshot(t, e.base)
-			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, owner, tc.mode, tc.required, tc.policy)
+			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, client.CreateVolumeRequest{Owner: owner, RequiredBytes: tc.required, ReclaimPolicy: tc.policy}, tc.mode)
 			if tc.wantErr || tc.wantReason != "" {
 				if tc.wantErr {
 					if err == nil || client.ReasonOf(err) != "" {
@@ -620,7 +620,7 @@ func TestOwnerScenarios(t *testing.T) {
 				var err error
 				switch s.op {
 				case "create":
-					_, _, err = e.store.CreateVolume(ctx, "default", "v1", s.owner, 0o755, 0, "")
+					_, _, err = e.store.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: s.owner}, 0o755)
 					if err == nil {
 						mustWrite(t, filepath.Join(e.pool, "v1", "data"), "data of v1")
 					}
@@ -647,7 +647,7 @@ func TestRecordFormat(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
 	name := strings.Repeat("a", client.MaxVolumeNameLength)
-	if _, _, err := e.store.CreateVolume(ctx, "default", name, "pv-a", 0o755, 0, client.ReclaimDelete); err != nil {
+	if _, _, err := e.store.CreateVolume(ctx, "default", name, client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete}, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.store.SetOwner(ctx, "default", name, "pv-a", "pv-a", true); err != nil {
@@ -791,7 +791,7 @@ func TestConcurrentCreateDelete(t *testing.T) {
 	errs := make(chan error, 200)
 	for range 100 {
 		wg.Go(func() {
-			if _, _, err := e.store.CreateVolume(ctx, "default", "v", "pv-a", 0o755, 0, ""); err != nil {
+			if _, _, err := e.store.CreateVolume(ctx, "default", "v", client.CreateVolumeRequest{Owner: "pv-a"}, 0o755); err != nil {
 				errs <- err
 			}
 		})
@@ -820,7 +820,9 @@ func TestConcurrentOwners(t *testing.T) {
 	results := make([]error, len(owners))
 	var wg sync.WaitGroup
 	for i, o := range owners {
-		wg.Go(func() { _, _, results[i] = e.store.CreateVolume(ctx, "default", "v", o, 0o755, 0, "") })
+		wg.Go(func() {
+			_, _, results[i] = e.store.CreateVolume(ctx, "default", "v", client.CreateVolumeRequest{Owner: o}, 0o755)
+		})
 	}
 	wg.Wait()
 	rec := e.record(t, "v")

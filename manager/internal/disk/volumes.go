@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"hostpath.dev/manager/internal/quota"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -43,6 +44,7 @@ func (s *Store) ListVolumes(ctx context.Context, poolName string) (*client.Volum
 		return nil, fmt.Errorf("read pool %q: %w", p.name, err)
 	}
 	list := &client.VolumeList{Items: []client.Volume{}}
+	enf := s.sizes.detect(root)
 	for _, e := range entries {
 		if !e.IsDir() || ValidateVolumeName(e.Name()) != nil {
 			continue
@@ -61,7 +63,9 @@ func (s *Store) ListVolumes(ctx context.Context, poolName string) (*client.Volum
 		if err != nil {
 			return nil, err
 		}
-		list.Items = append(list.Items, p.volume(e.Name(), fi, rec))
+		v := p.volume(e.Name(), fi, rec)
+		usage(&v, enf, root, e.Name(), rec)
+		list.Items = append(list.Items, v)
 	}
 	slices.SortFunc(list.Items, func(a, b client.Volume) int { return strings.Compare(a.Name, b.Name) })
 	return list, nil
@@ -73,11 +77,6 @@ func (s *Store) GetVolume(ctx context.Context, poolName, name string) (*client.V
 	if err != nil {
 		return nil, err
 	}
-	return p.getVolume(name)
-}
-
-// getVolume describes the volume directory name with its owner.
-func (p *pool) getVolume(name string) (*client.Volume, error) {
 	root, err := p.open()
 	if err != nil {
 		return nil, err
@@ -88,34 +87,101 @@ func (p *pool) getVolume(name string) (*client.Volume, error) {
 		return nil, err
 	}
 	v := p.volume(name, fi, rec)
+	usage(&v, s.sizes.detect(root), root, name, rec)
+	return &v, nil
+}
+
+// SetSize grows the volume name of owner to sizeBytes: the growth must fit
+// in what the pool has available (else InsufficientStorage, nothing
+// changed); where the volume's size is enforced, its limit grows first,
+// then the owner record. A smaller size than the recorded one is Conflict
+// (volumes never shrink); the same size changes nothing. A volume made
+// without a size gets one (all of it is growth).
+func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeBytes int64) (*client.Volume, error) {
+	p, err := s.ownedVolumePool(poolName, name, owner)
+	if err != nil {
+		return nil, err
+	}
+	if sizeBytes <= 0 {
+		return nil, badRequestf("sizeBytes %d is not positive", sizeBytes)
+	}
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
+	root, release, err := s.openLocked(p, name)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	fi, rec, err := p.existingVolume(root, name)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case rec == nil:
+		return nil, ownerConflictf("", "directory %q in pool %q has no owner record: adopt it first with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name)
+	case rec.Owner != owner:
+		return nil, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, rec.Owner, owner)
+	case sizeBytes < rec.SizeBytes:
+		return nil, conflictf("volume %q in pool %q has size %s; it cannot shrink to %s", name, p.name, formatBytes(rec.SizeBytes), formatBytes(sizeBytes))
+	}
+	enf := s.sizes.detect(root)
+	if sizeBytes > rec.SizeBytes {
+		growth := sizeBytes - rec.SizeBytes
+		if err := s.sizes.reserve(p, root, s.nodeName, growth, rec.SizeBytes == 0); err != nil {
+			return nil, err
+		}
+		next := *rec
+		next.SizeBytes = sizeBytes
+		if id := quotaID(enf, root, name, rec); id != 0 {
+			if err := enf.SetLimit(root, name, id, sizeBytes); err != nil {
+				s.sizes.unreserve(p, growth, rec.SizeBytes == 0)
+				return nil, fmt.Errorf("set the %s quota of volume %q in pool %q to %s: %w", rec.Enforcement, name, p.name, formatBytes(sizeBytes), err)
+			}
+			next.QuotaID = id
+		}
+		if err := writeRecord(root, name, next); err != nil {
+			// The limit stays raised: the larger promise is kept too.
+			return nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
+		}
+		logger.Info("Grew volume", "from", rec.SizeBytes, "to", sizeBytes, "enforcement", rec.Enforcement)
+		rec = &next
+	}
+	v := p.volume(name, fi, rec)
+	usage(&v, enf, root, name, rec)
 	return &v, nil
 }
 
 // CreateVolume makes the directory name in the pool for the PersistentVolume
-// owner, with exactly mode (whatever the umask), and reports whether it made
-// the directory. reclaimPolicy (client.ReclaimDelete, client.ReclaimRetain or
-// "") is the owner's reclaim policy, kept in the owner record of a new
-// directory; an existing record keeps the policy it has.
+// req.Owner, with exactly mode (whatever the umask), and reports whether it
+// made the directory. req.ReclaimPolicy (client.ReclaimDelete,
+// client.ReclaimRetain or "") is the owner's reclaim policy and
+// req.RequiredBytes the volume's size, both kept in the owner record of a
+// new directory; an existing record keeps the policy and size it has.
 //
-//   - No owner record and no directory: the record naming owner (and
-//     reclaimPolicy) is written first, then the directory is made. When requiredBytes is positive, the
-//     pool must have that much free space before either.
+//   - No owner record and no directory: the size must fit in what the pool
+//     has available (see sizes), else InsufficientStorage; where the pool
+//     cannot enforce sizes, req.EnforceSize fails with NotEnforced. Then
+//     the record naming the owner is written, and the directory is made:
+//     with a quota limiting it to its size where the pool enforces sizes.
 //   - A record naming owner: the directory is made if missing (a crash
 //     between record and directory) and gets mode.
 //   - A record naming another PersistentVolume: OwnerConflict naming it.
 //   - A directory without a record: OwnerConflict with no owner; the
 //     directory must be adopted with SetOwner first.
 //   - Anything but a directory with that name (a file, a symlink): Conflict.
-func (s *Store) CreateVolume(ctx context.Context, poolName, name, owner string, mode fs.FileMode, requiredBytes int64, reclaimPolicy string) (*client.Volume, bool, error) {
+func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req client.CreateVolumeRequest, mode fs.FileMode) (*client.Volume, bool, error) {
+	owner := req.Owner
 	p, err := s.ownedVolumePool(poolName, name, owner)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := client.ValidateReclaimPolicy(reclaimPolicy); err != nil {
+	if err := client.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
 		return nil, false, badRequestf("%s", err)
 	}
 	if mode&^(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 {
 		return nil, false, badRequestf("mode %v has bits other than permissions, setuid, setgid and sticky", mode)
+	}
+	if req.RequiredBytes < 0 {
+		return nil, false, badRequestf("requiredBytes %d is negative", req.RequiredBytes)
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
 	root, release, err := s.openLocked(p, name)
@@ -139,8 +205,8 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name, owner string, 
 		return nil, false, ownerConflictf("", "directory %q in pool %q exists without an owner record; it must be adopted with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name)
 	}
 	if !exists {
-		newRec := record{Owner: owner, ReclaimPolicy: reclaimPolicy}
-		if fi, rec, err = s.makeVolume(logger, root, p, name, newRec, rec, requiredBytes); err != nil {
+		newRec := record{Owner: owner, ReclaimPolicy: req.ReclaimPolicy, SizeBytes: req.RequiredBytes}
+		if fi, rec, err = s.makeVolume(logger, root, p, name, newRec, rec, req.EnforceSize); err != nil {
 			return nil, false, err
 		}
 	}
@@ -148,30 +214,44 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name, owner string, 
 		return nil, false, err
 	}
 	if !exists {
-		logger.V(2).Info("Created volume", "mode", client.FormatMode(mode))
+		logger.V(2).Info("Created volume", "mode", client.FormatMode(mode), "sizeBytes", rec.SizeBytes, "enforcement", rec.Enforcement)
 	}
 	v := p.volume(name, fi, rec)
+	usage(&v, s.sizes.detect(root), root, name, rec)
 	return &v, !exists, nil
 }
 
 // makeVolume makes the missing directory name, owner-only until setMode
-// gives it its mode, after checking the free space and writing newRec, dated
-// now, as the owner record (unless rec, the record naming the same owner, is
-// already there: it is kept as it is), and gives it its SELinux context.
+// gives it its mode, and gives it its SELinux context. Unless rec, the
+// record naming the same owner, is already there (it is kept as it is: a
+// crash came between record and directory), the new record's size is
+// reserved in the pool first (with enforceSize, only on a pool that
+// enforces sizes) and newRec, dated now, is written as the owner record.
+// Where the pool enforces sizes, the directory is made with a quota
+// limiting it to the record's size, and the record gets the quota's ID.
 // When the directory cannot be made, or made but not labelled, what it
-// made is removed again: the directory, then the record it wrote.
-func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name string, newRec record, rec *record, requiredBytes int64) (fs.FileInfo, *record, error) {
-	if err := p.checkSpace(root, requiredBytes); err != nil {
-		return nil, nil, err
-	}
+// made is undone: the directory, its quota, the record it wrote, the
+// reservation.
+func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name string, newRec record, rec *record, enforceSize bool) (fs.FileInfo, *record, error) {
+	enf := s.sizes.detect(root)
+	sup := enf.Support()
 	wroteRecord := false
 	if rec == nil {
+		if enforceSize && sup.Kind == quota.KindNone {
+			return nil, nil, client.Errorf(client.ReasonNotEnforced, "pool %q on node %q does not enforce volume sizes (the class asks for enforceSize): %s", p.name, s.nodeName, sup.Reason)
+		}
+		if err := s.sizes.reserve(p, root, s.nodeName, newRec.SizeBytes, true); err != nil {
+			return nil, nil, err
+		}
+		if newRec.SizeBytes > 0 {
+			newRec.Enforcement = sup.Kind
+		}
 		newRec.OwnedSince = s.now()
-		rec = &newRec
-		if err := writeRecord(root, name, *rec); err != nil {
+		if err := writeRecord(root, name, newRec); err != nil {
+			s.sizes.unreserve(p, newRec.SizeBytes, true)
 			return nil, nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
 		}
-		wroteRecord = true
+		rec, wroteRecord = &newRec, true
 	}
 	undoRecord := func() {
 		if !wroteRecord {
@@ -179,20 +259,48 @@ func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name stri
 		}
 		if rerr := removeRecord(root, name); rerr != nil {
 			logger.Error(rerr, "Cannot remove the owner record of a volume that was not created")
+			return
 		}
+		s.sizes.unreserve(p, rec.SizeBytes, true)
 	}
-	if err := root.Mkdir(name, 0o700); err != nil {
+	var quotaID uint64
+	if rec.Enforcement != "" && rec.Enforcement == sup.Kind {
+		id, err := enf.Make(root, name, rec.SizeBytes)
+		if err != nil {
+			undoRecord()
+			return nil, nil, fmt.Errorf("create volume %q in pool %q with a %s quota of %s: %w", name, p.name, rec.Enforcement, formatBytes(rec.SizeBytes), err)
+		}
+		quotaID = id
+	} else if err := root.Mkdir(name, 0o700); err != nil {
 		undoRecord()
 		return nil, nil, fmt.Errorf("create volume %q in pool %q: %w", name, p.name, err)
 	}
-	fi, err := s.labelVolume(root, p, name)
-	if err != nil {
+	undoDir := func() {
 		// Remove never follows a symlink and never removes a directory
 		// that is not empty.
-		if rerr := root.Remove(name); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			logger.Error(rerr, "Cannot remove a volume directory that could not be labelled")
+		if rerr := removeEmpty(root, name); rerr != nil {
+			logger.Error(rerr, "Cannot remove a volume directory that was not completed")
+			return
+		}
+		if quotaID != 0 {
+			if rerr := enf.Release(root, quotaID); rerr != nil {
+				logger.Error(rerr, "Cannot release the quota of a volume that was not completed", "quotaID", quotaID)
+			}
 		}
 		undoRecord()
+	}
+	if quotaID != 0 && rec.QuotaID != quotaID {
+		next := *rec
+		next.QuotaID = quotaID
+		if err := writeRecord(root, name, next); err != nil {
+			undoDir()
+			return nil, nil, fmt.Errorf("record the quota of volume %q in pool %q: %w", name, p.name, err)
+		}
+		rec = &next
+	}
+	fi, err := s.labelVolume(root, p, name)
+	if err != nil {
+		undoDir()
 		return nil, nil, err
 	}
 	return fi, rec, nil
@@ -287,8 +395,12 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name, owner, previous st
 		return nil, ownerConflictf(current, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, current, previous)
 	}
 	next := record{Owner: owner, OwnedSince: s.now(), Retained: retained}
-	if rec != nil && rec.Owner == owner {
-		next.OwnedSince, next.ReclaimPolicy = rec.OwnedSince, rec.ReclaimPolicy
+	if rec != nil {
+		// The size and quota are the directory's, whoever owns it.
+		next.SizeBytes, next.Enforcement, next.QuotaID = rec.SizeBytes, rec.Enforcement, rec.QuotaID
+		if rec.Owner == owner {
+			next.OwnedSince, next.ReclaimPolicy = rec.OwnedSince, rec.ReclaimPolicy
+		}
 	}
 	if rec == nil || rec.Owner != next.Owner || rec.Retained != next.Retained {
 		if err := writeRecord(root, name, next); err != nil {
@@ -355,13 +467,13 @@ func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, 
 	case rec.Owner != owner:
 		return false, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, rec.Owner, owner)
 	case !exists:
-		if err := removeRecord(root, name); err != nil {
-			return false, fmt.Errorf("volume %q in pool %q: %w", name, p.name, err)
+		if err := s.forget(root, p, name, rec, s.sizes.detect(root), rec.QuotaID); err != nil {
+			return false, err
 		}
 		logger.V(2).Info("Removed the owner record of a volume without a directory")
 		return true, nil
 	}
-	if err := s.removeVolume(ctx, root, p, name, ifEmpty); err != nil {
+	if err := s.removeVolume(ctx, root, p, name, rec, ifEmpty); err != nil {
 		return false, err
 	}
 	logger.V(2).Info("Removed volume", "ifEmpty", ifEmpty)
@@ -370,8 +482,9 @@ func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, 
 
 // removeVolume removes the existing directory name of the pool root, unless
 // a filesystem is mounted inside or, with ifEmpty, it holds anything; then
-// its owner record, once the directory's removal is on disk.
-func (s *Store) removeVolume(ctx context.Context, root *os.Root, p *pool, name string, ifEmpty bool) error {
+// (see forget) its quota and its owner record rec, once the directory's
+// removal is on disk.
+func (s *Store) removeVolume(ctx context.Context, root *os.Root, p *pool, name string, rec *record, ifEmpty bool) error {
 	if err := s.checkNoMounts(p, name); err != nil {
 		return err
 	}
@@ -384,6 +497,10 @@ func (s *Store) removeVolume(ctx context.Context, root *os.Root, p *pool, name s
 			return client.Errorf(client.ReasonNotEmpty, "volume %q in pool %q is not empty", name, p.name)
 		}
 	}
+	// The quota ID is read before the directory goes, should the record
+	// not have it.
+	enf := s.sizes.detect(root)
+	id := quotaID(enf, root, name, rec)
 	if err := removeTree(ctx, root, name); err != nil {
 		return fmt.Errorf("remove volume %q from pool %q: %w", name, p.name, err)
 	}
@@ -398,9 +515,27 @@ func (s *Store) removeVolume(ctx context.Context, root *os.Root, p *pool, name s
 	if err := syncDir(root, "."); err != nil {
 		return fmt.Errorf("pool %q: %w", p.name, err)
 	}
+	return s.forget(root, p, name, rec, enf, id)
+}
+
+// forget releases the quota id of the removed volume name (0: none), then
+// removes its owner record rec and takes back the size the pool promised
+// it. A quota that cannot be released keeps the record, so that a later
+// delete releases it.
+func (s *Store) forget(root *os.Root, p *pool, name string, rec *record, enf quota.Enforcer, id uint64) error {
+	if id != 0 && rec.Enforcement == enf.Support().Kind {
+		if err := enf.Release(root, id); err != nil {
+			return fmt.Errorf("release the %s quota %d of volume %q in pool %q: %w", rec.Enforcement, id, name, p.name, err)
+		}
+	}
+	// Loaded first, so that the promise that loses the record counted it.
+	if err := s.sizes.load(p, root); err != nil {
+		return err
+	}
 	if err := removeRecord(root, name); err != nil {
 		return fmt.Errorf("volume %q in pool %q: %w", name, p.name, err)
 	}
+	s.sizes.unreserve(p, rec.SizeBytes, true)
 	return nil
 }
 

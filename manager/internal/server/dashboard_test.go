@@ -16,7 +16,7 @@ func TestDashboardMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	missing, err := d.Missing(dashboard.Manager, component.NewRegistry(newMetrics().collectors()...))
+	missing, err := d.Missing(dashboard.Manager, component.NewRegistry(append(newMetrics().collectors(), newUsageCollector(nil))...))
 	if err != nil {
 		t.Fatal(err)
 	}

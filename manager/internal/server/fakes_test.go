@@ -109,17 +109,26 @@ func (f *fakeBackend) GetVolume(_ context.Context, pool, name string) (*client.V
 	return v, nil
 }
 
-func (f *fakeBackend) CreateVolume(_ context.Context, pool, name, owner string, mode fs.FileMode, requiredBytes int64, reclaimPolicy string) (*client.Volume, bool, error) {
+func (f *fakeBackend) CreateVolume(_ context.Context, pool, name string, req client.CreateVolumeRequest, mode fs.FileMode) (*client.Volume, bool, error) {
 	if f.entered != nil {
 		f.entered <- struct{}{}
 		<-f.release
 	}
-	if err := f.record("CreateVolume %s %s owner=%s mode=%s required=%d policy=%s", pool, name, owner, client.FormatMode(mode), requiredBytes, reclaimPolicy); err != nil {
+	if err := f.record("CreateVolume %s %s owner=%s mode=%s required=%d policy=%s enforce=%t", pool, name, req.Owner, client.FormatMode(mode), req.RequiredBytes, req.ReclaimPolicy, req.EnforceSize); err != nil {
 		return nil, false, err
 	}
-	v := volume(pool, name, owner, mode)
-	v.ReclaimPolicy = reclaimPolicy
+	v := volume(pool, name, req.Owner, mode)
+	v.ReclaimPolicy = req.ReclaimPolicy
 	return v, name != "existing", nil
+}
+
+func (f *fakeBackend) SetSize(_ context.Context, pool, name, owner string, sizeBytes int64) (*client.Volume, error) {
+	if err := f.record("SetSize %s %s owner=%s size=%d", pool, name, owner, sizeBytes); err != nil {
+		return nil, err
+	}
+	v := volume(pool, name, owner, 0o777)
+	v.SizeBytes = sizeBytes
+	return v, nil
 }
 
 func (f *fakeBackend) SetOwner(_ context.Context, pool, name, owner, previous string, retained bool) (*client.Volume, error) {

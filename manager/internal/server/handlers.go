@@ -45,7 +45,7 @@ func (s *Server) getVolume(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
 	req := c.create
-	v, created, err := s.cfg.Backend.CreateVolume(r.Context(), c.pool, c.name, req.Owner, c.mode, req.RequiredBytes, req.ReclaimPolicy)
+	v, created, err := s.cfg.Backend.CreateVolume(r.Context(), c.pool, c.name, req, c.mode)
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return
@@ -53,7 +53,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
-		klog.FromContext(r.Context()).Info("Created volume", "pool", c.pool, "volume", c.name, "owner", req.Owner, "path", v.Path, "mode", v.Mode, "reclaimPolicy", v.ReclaimPolicy, "user", c.user.Name)
+		klog.FromContext(r.Context()).Info("Created volume", "pool", c.pool, "volume", c.name, "owner", req.Owner, "path", v.Path, "mode", v.Mode, "reclaimPolicy", v.ReclaimPolicy, "sizeBytes", v.SizeBytes, "enforcement", v.Enforcement, "user", c.user.Name)
 	}
 	writeJSON(w, code, v)
 }
@@ -66,6 +66,17 @@ func (s *Server) setOwner(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	klog.FromContext(r.Context()).Info("Set volume owner", "pool", c.pool, "volume", c.name, "owner", req.Owner, "previous", req.Previous, "retained", req.Retained, "user", c.user.Name)
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) setSize(w http.ResponseWriter, r *http.Request, c *call) {
+	req := c.setSize
+	v, err := s.cfg.Backend.SetSize(r.Context(), c.pool, c.name, req.Owner, req.SizeBytes)
+	if err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	klog.FromContext(r.Context()).Info("Set volume size", "pool", c.pool, "volume", c.name, "owner", req.Owner, "sizeBytes", v.SizeBytes, "enforcement", v.Enforcement, "user", c.user.Name)
 	writeJSON(w, http.StatusOK, v)
 }
 

@@ -27,6 +27,8 @@ type call struct {
 	mode   fs.FileMode
 	// setOwner is the body of PUT .../volumes/{name}/owner.
 	setOwner client.SetOwnerRequest
+	// setSize is the body of PUT .../volumes/{name}/size.
+	setSize client.SetSizeRequest
 	// del is the query of DELETE .../volumes/{name}.
 	del client.DeleteOptions
 }
@@ -142,6 +144,20 @@ func parseSetOwner(data []byte, c *call) error {
 		if err := client.ValidateOwner(c.setOwner.Previous); err != nil {
 			return fmt.Errorf("previous: %w", err)
 		}
+	}
+	return nil
+}
+
+// parseSetSize reads PUT .../volumes/{name}/size's body.
+func parseSetSize(data []byte, c *call) error {
+	if err := decodeStrict(data, &c.setSize); err != nil {
+		return err
+	}
+	if err := client.ValidateOwner(c.setSize.Owner); err != nil {
+		return err
+	}
+	if c.setSize.SizeBytes <= 0 {
+		return errors.New("sizeBytes must be positive")
 	}
 	return nil
 }

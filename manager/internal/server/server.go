@@ -51,7 +51,9 @@ type Backend interface {
 	GetVolume(ctx context.Context, pool, name string) (*client.Volume, error)
 	// CreateVolume makes the directory for owner, or checks that an
 	// existing one belongs to owner; it reports whether it made it.
-	CreateVolume(ctx context.Context, pool, name, owner string, mode fs.FileMode, requiredBytes int64, reclaimPolicy string) (*client.Volume, bool, error)
+	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest, mode fs.FileMode) (*client.Volume, bool, error)
+	// SetSize grows the volume of owner to sizeBytes.
+	SetSize(ctx context.Context, pool, name, owner string, sizeBytes int64) (*client.Volume, error)
 	// SetOwner replaces the owner record if it names previous.
 	SetOwner(ctx context.Context, pool, name, owner, previous string, retained bool) (*client.Volume, error)
 	// DeleteVolume removes the directory if it belongs to owner (and, with
@@ -114,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 		_, _ = w.Write([]byte("ok\n"))
 	})))
 	s.health.Handle("GET /readyz", m.instrument("GET /readyz", http.HandlerFunc(s.readyz)))
-	reg := component.NewRegistry(m.collectors()...)
+	reg := component.NewRegistry(append(m.collectors(), newUsageCollector(cfg.Backend))...)
 	s.health.Handle("GET /metrics", m.instrument("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 
 	hostAttributes := func(*call) auth.Attributes {
@@ -129,6 +131,7 @@ func New(cfg Config) (*Server, error) {
 	s.route("GET /v1/pools/{pool}/volumes/{name}", volumeAttributes("get"), parser{}, s.getVolume)
 	s.route("PUT /v1/pools/{pool}/volumes/{name}", volumeAttributes("create"), parser{body: parseCreate}, s.createVolume)
 	s.route("PUT /v1/pools/{pool}/volumes/{name}/owner", volumeAttributes("update"), parser{body: parseSetOwner}, s.setOwner)
+	s.route("PUT /v1/pools/{pool}/volumes/{name}/size", volumeAttributes("update"), parser{body: parseSetSize}, s.setSize)
 	s.route("DELETE /v1/pools/{pool}/volumes/{name}", volumeAttributes("delete"), parser{query: parseDelete}, s.deleteVolume)
 	return s, nil
 }

@@ -127,9 +127,12 @@ var routeCases = []routeCase{
 	{desc: "healthz needs no token", call: httpCall{health: true, method: "GET", path: "/healthz"}, wantCode: 200},
 	{desc: "readyz needs no token", call: httpCall{health: true, method: "GET", path: "/readyz"}, wantCode: 200},
 	{desc: "metrics need no token", call: httpCall{health: true, method: "GET", path: "/metrics"}, wantCode: 200,
+		wantBackend: "Host; ListVolumes default",
 		check: func(t *testing.T, body []byte) {
-			if !strings.Contains(string(body), "go_goroutines") {
-				t.Error("no Go metrics")
+			for _, want := range []string{"go_goroutines", `hostpath_manager_pool_promised_bytes{pool="default"}`, `hostpath_manager_pool_available_bytes{pool="default"}`} {
+				if !strings.Contains(string(body), want) {
+					t.Errorf("no %s", want)
+				}
 			}
 		}},
 	{desc: "host", call: httpCall{method: "GET", path: "/v1/host", token: "reader"}, wantCode: 200,
@@ -154,7 +157,7 @@ var routeCases = []routeCase{
 	{desc: "get a volume named owner", call: httpCall{method: "GET", path: "/v1/pools/fast/volumes/owner", token: "reader"}, wantCode: 200,
 		wantAttrs: onPool("get", "fast"), wantBackend: "GetVolume fast owner"},
 	{desc: "create", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","mode":"0750","requiredBytes":10}`}, wantCode: 201,
-		wantAttrs: onPool("create", "fast"), wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0750 required=10 policy=",
+		wantAttrs: onPool("create", "fast"), wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0750 required=10 policy= enforce=false",
 		check: func(t *testing.T, body []byte) {
 			var v client.Volume
 			if mustUnmarshal(t, body, &v); v.Owner != "pv-1" || v.Mode != "0750" || v.Name != "v1" {
@@ -162,7 +165,7 @@ var routeCases = []routeCase{
 			}
 		}},
 	{desc: "create with a reclaim policy", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","reclaimPolicy":"Retain"}`}, wantCode: 201,
-		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0 policy=Retain",
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0 policy=Retain enforce=false",
 		check: func(t *testing.T, body []byte) {
 			var v client.Volume
 			if mustUnmarshal(t, body, &v); v.ReclaimPolicy != client.ReclaimRetain {
@@ -170,11 +173,11 @@ var routeCases = []routeCase{
 			}
 		}},
 	{desc: "create with policy Delete", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","mode":"0700","reclaimPolicy":"Delete","requiredBytes":1}`}, wantCode: 201,
-		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0700 required=1 policy=Delete"},
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0700 required=1 policy=Delete enforce=false"},
 	{desc: "create with default mode", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1"}`}, wantCode: 201,
-		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0 policy="},
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0 policy= enforce=false"},
 	{desc: "create existing", call: httpCall{method: "PUT", path: "/v1/pools/fast/volumes/existing", token: "admin", body: `{"owner":"pv-1"}`}, wantCode: 200,
-		wantBackend: "CreateVolume fast existing owner=pv-1 mode=0777 required=0 policy="},
+		wantBackend: "CreateVolume fast existing owner=pv-1 mode=0777 required=0 policy= enforce=false"},
 	{desc: "hand over", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-2","previous":"pv-1"}`}, wantCode: 200,
 		wantAttrs: onPool("update", "fast"), wantBackend: "SetOwner fast v1 owner=pv-2 previous=pv-1 retained=false"},
 	{desc: "adopt", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-1","previous":""}`}, wantCode: 200,
@@ -187,6 +190,20 @@ var routeCases = []routeCase{
 				t.Errorf("volume = %+v", v)
 			}
 		}},
+	{desc: "create with enforceSize", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","requiredBytes":1048576,"enforceSize":true}`}, wantCode: 201,
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=1048576 policy= enforce=true"},
+	{desc: "grow", call: httpCall{method: "PUT", path: vol + "/size", token: "admin", body: `{"owner":"pv-1","sizeBytes":2048}`}, wantCode: 200,
+		wantAttrs: onPool("update", "fast"), wantBackend: "SetSize fast v1 owner=pv-1 size=2048",
+		check: func(t *testing.T, body []byte) {
+			var v client.Volume
+			if mustUnmarshal(t, body, &v); v.SizeBytes != 2048 {
+				t.Errorf("volume = %+v, want size 2048", v)
+			}
+		}},
+	{desc: "grow to zero", call: httpCall{method: "PUT", path: vol + "/size", token: "admin", body: `{"owner":"pv-1","sizeBytes":0}`}, wantCode: 400, wantReason: client.ReasonBadRequest},
+	{desc: "grow without owner", call: httpCall{method: "PUT", path: vol + "/size", token: "admin", body: `{"sizeBytes":10}`}, wantCode: 400, wantReason: client.ReasonBadRequest},
+	{desc: "grow with an unknown field", call: httpCall{method: "PUT", path: vol + "/size", token: "admin", body: `{"owner":"pv-1","sizeBytes":10,"limit":1}`}, wantCode: 400, wantReason: client.ReasonBadRequest},
+	{desc: "grow without permission", call: httpCall{method: "PUT", path: vol + "/size", token: "reader", body: `{"owner":"pv-1","sizeBytes":10}`}, wantCode: 403, wantReason: client.ReasonForbidden},
 	{desc: "delete", call: httpCall{method: "DELETE", path: vol + "?owner=pv-1", token: "admin"}, wantCode: 204,
 		wantAttrs: onPool("delete", "fast"), wantBackend: "DeleteVolume fast v1 owner=pv-1 ifEmpty=false"},
 	{desc: "delete if empty", call: httpCall{method: "DELETE", path: vol + "?ifEmpty=true&owner=pv-1", token: "admin"}, wantCode: 204,

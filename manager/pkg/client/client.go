@@ -314,6 +314,16 @@ func (c *Client) SetOwner(ctx context.Context, pool, name string, req SetOwnerRe
 	return &v, nil
 }
 
+// SetSize calls PUT /v1/pools/{pool}/volumes/{name}/size: it grows the
+// volume of req.Owner to req.SizeBytes (idempotent for the same size).
+func (c *Client) SetSize(ctx context.Context, pool, name string, req SetSizeRequest) (*Volume, error) {
+	var v Volume
+	if err := c.do(ctx, http.MethodPut, volumesPath(pool, name)+"/size", &req, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // DeleteVolume calls DELETE /v1/pools/{pool}/volumes/{name}. Deleting a
 // volume that does not exist succeeds.
 func (c *Client) DeleteVolume(ctx context.Context, pool, name string, opts DeleteOptions) error {

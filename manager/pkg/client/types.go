@@ -105,6 +105,24 @@ type Pool struct {
 	Inodes int64 `json:"inodes"`
 	// FreeInodes is the filesystem's free inode count.
 	FreeInodes int64 `json:"freeInodes"`
+	// Enforcement is how the pool's filesystem enforces volume sizes
+	// (EnforcementBtrfs, EnforcementXFS, EnforcementExt4), or empty when
+	// it does not: a volume can then outgrow its claim's size.
+	Enforcement string `json:"enforcement,omitempty"`
+	// EnforcementReason says, when Enforcement is empty, why the pool does
+	// not enforce sizes and what would make it.
+	EnforcementReason string `json:"enforcementReason,omitempty"`
+	// PromisedBytes is the sum of the sizes of the pool's volumes, as
+	// their owner records hold them (volumes made without a size count
+	// nothing).
+	PromisedBytes int64 `json:"promisedBytes"`
+	// OvercommitRatio is how many times its capacity the pool may promise
+	// (--pool-overcommit; 1 unless set).
+	OvercommitRatio float64 `json:"overcommitRatio"`
+	// AvailableBytes is the largest size a new volume can have now: the
+	// smaller of FreeBytes and CapacityBytes × OvercommitRatio −
+	// PromisedBytes (never negative).
+	AvailableBytes int64 `json:"availableBytes"`
 	// Error is set when the pool's statistics could not be read (for
 	// example, the path does not exist yet).
 	Error string `json:"error,omitempty"`
@@ -135,7 +153,33 @@ type Volume struct {
 	// that finds the directory of a PV that no longer exists removes it
 	// only when the policy is Delete.
 	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
+	// SizeBytes is the volume's size as its owner record holds it: what
+	// the pool has promised it, and its limit where the pool enforces
+	// sizes; 0 for a volume made without a size.
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// Enforcement is how the volume's size is enforced (EnforcementBtrfs,
+	// EnforcementXFS, EnforcementExt4), empty when it is not.
+	Enforcement string `json:"enforcement,omitempty"`
+	// UsedBytes is the space the volume uses, as its quota counts it;
+	// absent when its size is not enforced.
+	UsedBytes *int64 `json:"usedBytes,omitempty"`
+	// UsedInodes is the number of inodes the volume uses, as its quota
+	// counts it; absent when not counted (btrfs counts none).
+	UsedInodes *int64 `json:"usedInodes,omitempty"`
 }
+
+// How pools enforce volume sizes (Pool.Enforcement, Volume.Enforcement).
+const (
+	// EnforcementBtrfs: each volume is a btrfs subvolume whose level-1
+	// qgroup carries the limit (simple quotas, so subvolumes made inside
+	// count too).
+	EnforcementBtrfs = "btrfs"
+	// EnforcementXFS: each volume directory has its own XFS project quota.
+	EnforcementXFS = "xfs"
+	// EnforcementExt4: each volume directory has its own ext4 project
+	// quota.
+	EnforcementExt4 = "ext4"
+)
 
 // VolumeList is the body of GET /v1/pools/{pool}/volumes.
 type VolumeList struct {
@@ -160,6 +204,23 @@ type CreateVolumeRequest struct {
 	// InsufficientStorage if the pool has less free space, unless the
 	// directory already exists.
 	RequiredBytes int64 `json:"requiredBytes,omitempty"`
+	// EnforceSize makes the call fail with 422 and reason NotEnforced when
+	// the pool cannot enforce RequiredBytes as the volume's limit, instead
+	// of creating a volume that can outgrow it.
+	EnforceSize bool `json:"enforceSize,omitempty"`
+}
+
+// SetSizeRequest is the body of PUT /v1/pools/{pool}/volumes/{name}/size:
+// it grows an existing volume (claim expansion).
+type SetSizeRequest struct {
+	// Owner must be the directory's owner, or the call fails with 409 and
+	// reason OwnerConflict.
+	Owner string `json:"owner"`
+	// SizeBytes is the new size: at least the recorded one (a smaller size
+	// is 409 Conflict: volumes never shrink); the growth must fit in the
+	// pool's AvailableBytes (else 507 InsufficientStorage). Where the pool
+	// enforces sizes, the limit grows with it.
+	SizeBytes int64 `json:"sizeBytes"`
 }
 
 // SetOwnerRequest is the body of PUT /v1/pools/{pool}/volumes/{name}/owner:
@@ -223,6 +284,9 @@ const (
 	// ReasonInsufficientStorage (507): the pool has less free space than
 	// requested.
 	ReasonInsufficientStorage Reason = "InsufficientStorage"
+	// ReasonNotEnforced (422): a create with EnforceSize on a pool that
+	// cannot enforce sizes; the message says why it cannot.
+	ReasonNotEnforced Reason = "NotEnforced"
 	// ReasonInternal (500): anything else; the message says what failed.
 	ReasonInternal Reason = "Internal"
 )
@@ -248,6 +312,8 @@ func (r Reason) HTTPStatus() int {
 		return http.StatusRequestEntityTooLarge
 	case ReasonInsufficientStorage:
 		return http.StatusInsufficientStorage
+	case ReasonNotEnforced:
+		return http.StatusUnprocessableEntity
 	default:
 		return http.StatusInternalServerError
 	}
