@@ -55,7 +55,8 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 	}
 	workqueue.ParallelizeUntil(ctx, max(c.cfg.BackfillWorkers, 1), len(missing), func(j int) {
 		m := vols[missing[j]]
-		req := client.CreateVolumeRequest{Owner: m.pv.Name, Mode: c.dirMode(m.pv), ReclaimPolicy: hostpathv1.RecordedReclaimPolicy(m.pv)}
+		req := client.CreateVolumeRequest{Owner: m.pv.Name, Mode: c.dirMode(m.pv), ReclaimPolicy: hostpathv1.RecordedReclaimPolicy(m.pv),
+			RequiredBytes: sizeOf(m.pv), EnforceSize: c.enforceSize(m.pv)}
 		if _, err := mgr.CreateVolume(ctx, pool, m.directory, req); err != nil {
 			errs[missing[j]] = fmt.Errorf("create directory %q of PersistentVolume %s: %w", m.directory, m.pv.Name, err)
 			return
@@ -82,6 +83,27 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 			"%d of the %d multihost volumes of pool %q have no directory on node %q: %v", n, len(vols), pool, node, failed)}
 	}
 	return nil
+}
+
+// sizeOf is the PV's capacity in bytes, the size its directory gets on a
+// new node as on the others (0 when it has none, or one too large for the
+// manager).
+func sizeOf(pv *v1.PersistentVolume) int64 {
+	q, ok := pv.Spec.Capacity[v1.ResourceStorage]
+	if !ok {
+		return 0
+	}
+	n, ok := q.AsInt64()
+	if !ok || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// enforceSize says whether a PV's StorageClass asks for enforced sizes.
+func (c *Controller) enforceSize(pv *v1.PersistentVolume) bool {
+	class, err := c.classes.Get(pv.Spec.StorageClassName)
+	return err == nil && class.Parameters[hostpathv1.ParamEnforceSize] == "true"
 }
 
 // dirMode is the dirMode of a PV's StorageClass, or the default.

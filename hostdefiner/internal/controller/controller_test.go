@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
@@ -576,7 +577,7 @@ func TestReadyReverifyFails(t *testing.T) {
 func TestBackfill(t *testing.T) {
 	f := newStandardFixture(t)
 	f.classes = append(f.classes,
-		newClass("shared", hostpathv1.DefaultProvisionerName, map[string]string{"mode": "multihost", "dirMode": "2775"}),
+		newClass("shared", hostpathv1.DefaultProvisionerName, map[string]string{"mode": "multihost", "dirMode": "2775", "enforceSize": "true"}),
 		newClass("fast", hostpathv1.DefaultProvisionerName, map[string]string{"mode": "multihost", "pool": "fast"}))
 	f.volumes = append(f.volumes,
 		// Lacking on node-1: created.
@@ -597,6 +598,12 @@ func TestBackfill(t *testing.T) {
 	released := multihostPV("pv-released", "standard", "default", []string{"node-0"}, nil, v1.PersistentVolumeReclaimDelete)
 	released.Status.Phase = v1.VolumeReleased
 	f.volumes = append(f.volumes, nodeMode, noMode, otherProv, released)
+	// pv-a has a size: its new directory gets it (and the class's enforceSize).
+	for _, pv := range f.volumes {
+		if pv.Name == "pv-a" {
+			pv.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: resource.MustParse("16Mi")}
+		}
+	}
 	m := f.managers["node-1"]
 	m.volumes["default"] = []client.Volume{
 		{Name: "dir-pv-c", Pool: "default", Owner: "pv-c"},
@@ -616,7 +623,7 @@ func TestBackfill(t *testing.T) {
 	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default",
 		"CreateVolume default/dir-pv-a", "CreateVolume default/dir-pv-b")
 	wantCreates := []createCall{
-		{pool: "default", name: "dir-pv-a", req: client.CreateVolumeRequest{Owner: "pv-a", Mode: "02775", ReclaimPolicy: "Delete"}},
+		{pool: "default", name: "dir-pv-a", req: client.CreateVolumeRequest{Owner: "pv-a", Mode: "02775", ReclaimPolicy: "Delete", RequiredBytes: 16 << 20, EnforceSize: true}},
 		{pool: "default", name: "dir-pv-b", req: client.CreateVolumeRequest{Owner: "pv-b", Mode: "0777", ReclaimPolicy: "Retain"}},
 	}
 	if got := m.takeCreates(); !slices.Equal(got, wantCreates) {

@@ -23,6 +23,9 @@ const (
 	// ParamDirMode is the permission bits of a class's volume directories
 	// (octal text); DefaultDirMode when absent.
 	ParamDirMode = "dirMode"
+	// ParamEnforceSize, "true", makes a class's volumes fail on pools that
+	// cannot enforce their size (the manager's EnforceSize).
+	ParamEnforceSize = "enforceSize"
 	// ParamMode is how a class makes volumes: ModeNode or ModeMultihost.
 	ParamMode = "mode"
 	// DefaultPool is the pool of a class without ParamPool.
