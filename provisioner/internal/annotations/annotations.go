@@ -64,6 +64,26 @@ const (
 	PendingNodes = hostpathv1.AnnotationPendingNodes
 )
 
+// PersistentVolume annotations about the volume's size, which the PV's
+// capacity states (and the claim's status.capacity once bound).
+const (
+	// SizeEnforcement says how the pool enforces the volume's size as a
+	// limit: "btrfs", "xfs" or "ext4" (see the manager's
+	// client.Enforcement constants), or EnforcementNone when it does not
+	// and the volume can outgrow its capacity. A multihost volume's is
+	// the kind its nodes share: EnforcementNone when any node lacks one,
+	// else the kinds, sorted and comma-separated.
+	SizeEnforcement = "hostpath.dev/size-enforcement"
+	// SizeUsed is what the volume used the last time its instance looked
+	// (a quantity such as "1536Mi"; node mode, where the size is
+	// enforced); refreshed every --usage-interval.
+	SizeUsed = "hostpath.dev/size-used"
+)
+
+// EnforcementNone is the SizeEnforcement of a volume whose size is not
+// enforced.
+const EnforcementNone = "none"
+
 // The values of Mode, which are also those of the StorageClass parameter
 // "mode": how a claim becomes directories.
 const (

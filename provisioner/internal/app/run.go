@@ -21,6 +21,7 @@ import (
 	"hostpath.dev/provisioner/internal/managers"
 	"hostpath.dev/provisioner/internal/provisioner"
 	"hostpath.dev/provisioner/internal/reclaim"
+	"hostpath.dev/provisioner/internal/resize"
 )
 
 // Run runs the provisioner until ctx is done: Complete, then Config.Run.
@@ -39,6 +40,7 @@ type parts struct {
 	prov      *provisioner.Provisioner
 	claims    *provisioner.ClaimSync
 	reclaimer *reclaim.Controller
+	resizer   *resize.Controller
 	sweeper   *reclaim.Sweeper
 	ctrl      *controller.ProvisionController
 }
@@ -72,6 +74,7 @@ func (c *Config) Run(ctx context.Context) error {
 	ready.Store(true)
 	go runUntilDone(ctx, "claim sync", func(ctx context.Context) error { return p.claims.Run(ctx, c.Workers) })
 	go runUntilDone(ctx, "reclaim controller", func(ctx context.Context) error { return p.reclaimer.Run(ctx, c.Workers) })
+	go runUntilDone(ctx, "resize controller", func(ctx context.Context) error { return p.resizer.Run(ctx, c.Workers) })
 	if c.OrphanSweepPeriod > 0 {
 		go runUntilDone(ctx, "orphan sweeper", p.sweeper.Run)
 	}
@@ -132,6 +135,13 @@ func (c *Config) wire(logger klog.Logger) *parts {
 		ProvisionerName: c.ProvisionerName, Node: c.NodeName, FieldManager: provisioner.FieldManager,
 		Client: c.Kube, Volumes: inf.Volumes, Nodes: inf.Nodes,
 		Instances: c.Instances, Managers: reclaimManagers, Recorder: c.Recorder,
+	})
+	p.resizer = resize.NewController(resize.Config{
+		ProvisionerName: c.ProvisionerName, Node: c.NodeName, FieldManager: provisioner.FieldManager,
+		Client: c.Kube, Claims: inf.Claims, Volumes: inf.Volumes, Classes: inf.Classes,
+		Instances: c.Instances, Managers: managersAs(c.Resolver, func(m *client.Client) resize.Manager { return m }),
+		Fanout:   fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.FanoutNodeTimeout, Attempts: c.FanoutAttempts},
+		Recorder: c.Recorder,
 	})
 	p.sweeper = reclaim.NewSweeper(reclaim.SweeperConfig{
 		ProvisionerName: c.ProvisionerName, Node: c.NodeName,

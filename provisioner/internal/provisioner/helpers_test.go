@@ -299,7 +299,7 @@ func claim(className string, keyValues ...string) *v1.PersistentVolumeClaim {
 func volume(name, nodeName, pool, dir, claimName string) *v1.PersistentVolume {
 	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
 		annotations.ProvisionedBy: testProvisioner, annotations.Node: nodeName, annotations.Pool: pool, annotations.Directory: dir,
-		annotations.ClaimNamespace: "team-a", annotations.ClaimName: claimName, annotations.Mode: annotations.ModeNode,
+		annotations.ClaimNamespace: "team-a", annotations.ClaimName: claimName, annotations.Mode: annotations.ModeNode, annotations.SizeEnforcement: annotations.EnforcementNone,
 	}}}
 }
 

@@ -58,9 +58,10 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 	case len(ready) == 0:
 		return nil, controller.ProvisioningInBackground, fmt.Errorf("create %s: 0/%d nodes ready%s; will retry", where, len(pending), pendingText(pending))
 	}
-	req := client.CreateVolumeRequest{Owner: opts.PVName, Mode: params.DirMode, RequiredBytes: requiredBytes, ReclaimPolicy: string(reclaimPolicy(opts.StorageClass))}
+	req := client.CreateVolumeRequest{Owner: opts.PVName, Mode: params.DirMode, RequiredBytes: requiredBytes, ReclaimPolicy: string(reclaimPolicy(opts.StorageClass)), EnforceSize: params.EnforceSize}
 	var mu sync.Mutex
 	paths := map[string]string{}
+	var enforcements []string
 	results := p.fanOut(ctx, fanout.OperationCreate, ready, p.cfg.CreateFanout, func(ctx context.Context, node string) error {
 		mgr, err := p.cfg.Managers(node)
 		if err != nil {
@@ -72,6 +73,7 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 		}
 		mu.Lock()
 		paths[node] = vol.Path
+		enforcements = append(enforcements, vol.Enforcement)
 		mu.Unlock()
 		return nil
 	})
@@ -92,6 +94,7 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 		name: opts.PVName, class: opts.StorageClass, claim: claim,
 		pool: params.Pool, dir: dir, path: path, size: size,
 		multihost: true, nodes: ready, pending: pending,
+		enforcement: enforcementOf(enforcements...),
 	}), controller.ProvisioningFinished, nil
 }
 

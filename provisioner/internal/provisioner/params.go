@@ -25,6 +25,10 @@ const (
 	ParamPathPattern = "pathPattern"
 	// ParamDirMode is the octal permission bits of the volume's directory.
 	ParamDirMode = hostpathv1.ParamDirMode
+	// ParamEnforceSize, "true" or "false" (the default), makes a volume
+	// fail where its pool cannot enforce the claim's size as a limit
+	// (rescheduled to another node when the scheduler chose the node).
+	ParamEnforceSize = hostpathv1.ParamEnforceSize
 )
 
 // Defaults of the StorageClass parameters, one per parameter; the pool's
@@ -52,7 +56,7 @@ const MaxDirectoryLength = client.MaxVolumeNameLength
 // shortened directory name.
 const hashSuffixLength = 16
 
-var knownParams = []string{ParamMode, ParamPool, ParamPathPattern, ParamDirMode}
+var knownParams = []string{ParamMode, ParamPool, ParamPathPattern, ParamDirMode, ParamEnforceSize}
 
 // Parameters are a StorageClass's validated parameters.
 type Parameters struct {
@@ -65,6 +69,9 @@ type Parameters struct {
 	// DirMode is the directory's permission bits in octal, as the manager
 	// expects them (e.g. "0777").
 	DirMode string
+	// EnforceSize asks the manager to refuse a pool that cannot enforce
+	// the volume's size.
+	EnforceSize bool
 }
 
 // ParameterError is a StorageClass parameter that is unknown or has a bad
@@ -123,6 +130,15 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 			return Parameters{}, &ParameterError{Parameter: ParamDirMode, Problem: fmt.Sprintf("%q is not an octal mode from 0 to 07777, such as 0770", v)}
 		}
 		p.DirMode = client.FormatMode(perm)
+	}
+	if v, ok := params[ParamEnforceSize]; ok {
+		switch v {
+		case "true":
+			p.EnforceSize = true
+		case "false":
+		default:
+			return Parameters{}, &ParameterError{Parameter: ParamEnforceSize, Problem: fmt.Sprintf("%q is not \"true\" or \"false\"", v)}
+		}
 	}
 	return p, nil
 }

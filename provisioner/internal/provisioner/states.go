@@ -24,8 +24,9 @@ import (
 //     or to none): finished with the error, also when the scheduler chose the
 //     node: two claims never share a directory (Provision words the message
 //     with ownerConflictError);
-//   - 507 (no space) and 404 (no such pool on the node): reschedule when the
-//     scheduler chose the node, finished otherwise;
+//   - 507 (no space), 422 NotEnforced (the pool cannot enforce the size the
+//     class's enforceSize asks for) and 404 (no such pool on the node):
+//     reschedule when the scheduler chose the node, finished otherwise;
 //   - other 4xx (400 bad request, 409 conflict, ...): finished.
 func provisioningState(err error, reschedulable bool) (controller.ProvisioningState, error) {
 	if err == nil {
@@ -41,10 +42,13 @@ func provisioningState(err error, reschedulable bool) (controller.ProvisioningSt
 		return controller.ProvisioningInBackground, fmt.Errorf("the manager is busy: %w; will retry", err)
 	case client.ReasonOwnerConflict:
 		return controller.ProvisioningFinished, err
-	case client.ReasonInsufficientStorage, client.ReasonNotFound:
-		what := "not enough free space in the pool"
-		if reason == client.ReasonNotFound {
+	case client.ReasonInsufficientStorage, client.ReasonNotFound, client.ReasonNotEnforced:
+		what := "the volume does not fit in the pool"
+		switch reason {
+		case client.ReasonNotFound:
 			what = "the pool is not configured on the node"
+		case client.ReasonNotEnforced:
+			what = "the pool cannot enforce the volume's size"
 		}
 		if reschedulable {
 			return controller.ProvisioningReschedule, fmt.Errorf("%s, asking the scheduler for another node: %w", what, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -79,7 +80,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 			return nil, state, err
 		}
 	}
-	vol, err := mgr.CreateVolume(ctx, params.Pool, dir, client.CreateVolumeRequest{Owner: opts.PVName, Mode: params.DirMode, RequiredBytes: requiredBytes})
+	vol, err := mgr.CreateVolume(ctx, params.Pool, dir, client.CreateVolumeRequest{Owner: opts.PVName, Mode: params.DirMode, RequiredBytes: requiredBytes, EnforceSize: params.EnforceSize})
 	if err != nil {
 		state, err := provisioningState(p.createError(err, params.Pool, dir), reschedulable)
 		return nil, state, err
@@ -95,6 +96,8 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 		dir:      dir,
 		path:     vol.Path,
 		size:     size,
+
+		enforcement: enforcementOf(vol.Enforcement),
 	}), controller.ProvisioningFinished, nil
 }
 
@@ -201,6 +204,19 @@ type pvInput struct {
 	multihost bool
 	nodes     []string
 	pending   []string
+	// enforcement is the volume's annotations.SizeEnforcement.
+	enforcement string
+}
+
+// enforcementOf is the annotations.SizeEnforcement of a volume whose
+// directories got the enforcements kinds ("" for none).
+func enforcementOf(kinds ...string) string {
+	if len(kinds) == 0 || slices.Contains(kinds, "") {
+		return annotations.EnforcementNone
+	}
+	kinds = slices.Clone(kinds)
+	slices.Sort(kinds)
+	return strings.Join(slices.Compact(kinds), ",")
 }
 
 // reclaimPolicy returns the reclaim policy of the volumes of a class.
@@ -223,11 +239,12 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 			// however it is deleted (package reclaim).
 			Finalizers: []string{annotations.Finalizer},
 			Annotations: map[string]string{
-				annotations.Pool:           in.pool,
-				annotations.Directory:      in.dir,
-				annotations.ClaimNamespace: in.claim.Namespace,
-				annotations.ClaimName:      in.claim.Name,
-				annotations.Mode:           annotations.ModeNode,
+				annotations.Pool:            in.pool,
+				annotations.Directory:       in.dir,
+				annotations.ClaimNamespace:  in.claim.Namespace,
+				annotations.ClaimName:       in.claim.Name,
+				annotations.Mode:            annotations.ModeNode,
+				annotations.SizeEnforcement: in.enforcement,
 			},
 		},
 		Spec: v1.PersistentVolumeSpec{

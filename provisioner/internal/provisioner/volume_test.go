@@ -32,7 +32,7 @@ func wantPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir stri
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: testPVName, Annotations: map[string]string{
 			annotations.Node: selfNode, annotations.Pool: "default", annotations.Directory: dir,
-			annotations.ClaimNamespace: "ns", annotations.ClaimName: "data", annotations.Mode: "node",
+			annotations.ClaimNamespace: "ns", annotations.ClaimName: "data", annotations.Mode: "node", annotations.SizeEnforcement: annotations.EnforcementNone,
 		}, Finalizers: []string{"hostpath.dev/directory-protection"}},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: c.Spec.Resources.Requests[v1.ResourceStorage]},
@@ -130,7 +130,7 @@ func TestProvision(t *testing.T) {
 			name: "no space on a pinned claim is final", class: wffc,
 			claim:      claim("wffc", annotations.ProvisionOnNode+"="+selfNode, annotations.SelectedNode+"="+selfNode),
 			managerErr: insufficient,
-			wantState:  controller.ProvisioningFinished, wantErr: "not enough free space in the pool", wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
+			wantState:  controller.ProvisioningFinished, wantErr: "the volume does not fit in the pool", wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 		},
 		{
 			name: "no space on a scheduled claim asks for another node", class: wffc,
@@ -416,5 +416,24 @@ func TestProvisionSelectedNodeGone(t *testing.T) {
 			}
 			checkErr(t, err, tc.wantIgnored, tc.wantErr)
 		})
+	}
+}
+
+func TestEnforcementOf(t *testing.T) {
+	tests := []struct {
+		kinds []string
+		want  string
+	}{
+		{nil, annotations.EnforcementNone},
+		{[]string{""}, annotations.EnforcementNone},
+		{[]string{"btrfs"}, "btrfs"},
+		{[]string{"btrfs", "btrfs"}, "btrfs"},
+		{[]string{"xfs", "btrfs", "xfs"}, "btrfs,xfs"},
+		{[]string{"btrfs", ""}, annotations.EnforcementNone},
+	}
+	for _, tc := range tests {
+		if got := enforcementOf(tc.kinds...); got != tc.want {
+			t.Errorf("enforcementOf(%q) = %q, want %q", tc.kinds, got, tc.want)
+		}
 	}
 }
