@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"strings"
 	"sync"
 
 	"hostpath.dev/manager/internal/quota"
@@ -149,8 +150,9 @@ func (z *sizes) figuresLocked(p *pool, root *os.Root, pr *promise) (poolSizes, e
 }
 
 // reserve promises n more bytes of pool p (newVolume: to a new volume),
-// or fails with InsufficientStorage naming the figures, as seen from node.
-func (z *sizes) reserve(p *pool, root *os.Root, node string, n int64, newVolume bool) error {
+// or fails with InsufficientStorage naming the figures, as seen from node;
+// request says what was asked for ("4Gi requested").
+func (z *sizes) reserve(p *pool, root *os.Root, node string, n int64, newVolume bool, request string) error {
 	if n <= 0 {
 		return nil
 	}
@@ -166,8 +168,8 @@ func (z *sizes) reserve(p *pool, root *os.Root, node string, n int64, newVolume 
 	}
 	if n > f.available {
 		return client.Errorf(client.ReasonInsufficientStorage,
-			"pool %q on node %q has %s available, %s requested (free %s; capacity %s × overcommit ratio %g − %s promised to %d volumes)",
-			p.name, node, formatBytes(f.available), formatBytes(n), formatBytes(f.stats.FreeBytes), formatBytes(f.stats.CapacityBytes), f.ratio, formatBytes(f.promised), f.volumes)
+			"pool %q on node %q has %s available, %s (free %s; capacity %s × overcommit ratio %g − %s promised to %s)",
+			p.name, node, formatBytes(f.available), request, formatBytes(f.stats.FreeBytes), formatBytes(f.stats.CapacityBytes), f.ratio, formatBytes(f.promised), volumesText(f.volumes))
 	}
 	pr.bytes += n
 	if newVolume {
@@ -255,8 +257,16 @@ func removeEmpty(root *os.Root, name string) error {
 	return nil
 }
 
+// volumesText is "1 volume", "2 volumes".
+func volumesText(n int) string {
+	if n == 1 {
+		return "1 volume"
+	}
+	return fmt.Sprintf("%d volumes", n)
+}
+
 // formatBytes writes n in binary units, as resource quantities do ("10Gi",
-// "1.5Gi"), or in bytes below 1Ki.
+// "1.5Gi", "1.98Gi": at most two decimals), or in bytes below 1Ki.
 func formatBytes(n int64) string {
 	units := []string{"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
 	if n < 1024 && n > -1024 {
@@ -271,8 +281,5 @@ func formatBytes(n int64) string {
 		v /= 1024
 		u = next
 	}
-	if v == math.Trunc(v) {
-		return fmt.Sprintf("%.0f%s", v, u)
-	}
-	return fmt.Sprintf("%.1f%s", v, u)
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".") + u
 }

@@ -348,7 +348,7 @@ func writeRecordFile(pool, name string, rec record) error {
 }
 
 func TestFormatBytes(t *testing.T) {
-	for n, want := range map[int64]string{0: "0", 1023: "1023", 1024: "1Ki", 1536: "1.5Ki", 16 << 20: "16Mi", 10 << 30: "10Gi", 1<<62 + 1<<61: "6Ei"} {
+	for n, want := range map[int64]string{0: "0", 1023: "1023", 1024: "1Ki", 1536: "1.5Ki", 2080374784: "1.94Gi", 1<<30 + 1: "1Gi", 16 << 20: "16Mi", 10 << 30: "10Gi", 1<<62 + 1<<61: "6Ei"} {
 		if got := formatBytes(n); got != want {
 			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
 		}

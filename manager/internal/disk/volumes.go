@@ -126,7 +126,8 @@ func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeB
 	enf := s.sizes.detect(root)
 	if sizeBytes > rec.SizeBytes {
 		growth := sizeBytes - rec.SizeBytes
-		if err := s.sizes.reserve(p, root, s.nodeName, growth, rec.SizeBytes == 0); err != nil {
+		request := fmt.Sprintf("%s more requested to grow volume %q from %s to %s", formatBytes(growth), name, formatBytes(rec.SizeBytes), formatBytes(sizeBytes))
+		if err := s.sizes.reserve(p, root, s.nodeName, growth, rec.SizeBytes == 0, request); err != nil {
 			return nil, err
 		}
 		next := *rec
@@ -240,7 +241,7 @@ func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name stri
 		if enforceSize && sup.Kind == quota.KindNone {
 			return nil, nil, client.Errorf(client.ReasonNotEnforced, "pool %q on node %q does not enforce volume sizes (the class asks for enforceSize): %s", p.name, s.nodeName, sup.Reason)
 		}
-		if err := s.sizes.reserve(p, root, s.nodeName, newRec.SizeBytes, true); err != nil {
+		if err := s.sizes.reserve(p, root, s.nodeName, newRec.SizeBytes, true, formatBytes(newRec.SizeBytes)+" requested"); err != nil {
 			return nil, nil, err
 		}
 		if newRec.SizeBytes > 0 {
