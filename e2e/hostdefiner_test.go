@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -579,13 +577,7 @@ func (e *hdEnv) addNode(ctx context.Context, t *testing.T) string {
 
 // script runs a script of scripts/ and returns its stdout.
 func (e *hdEnv) script(ctx context.Context, name string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(e.f.RepoRoot, "scripts", name), args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("%w\n%s", err, tail(stderr.String(), 2000))
-	}
-	return stdout.String(), nil
+	return runScript(ctx, e.f, name, args...)
 }
 
 func tail(s string, n int) string {

@@ -8,7 +8,8 @@ import (
 )
 
 // TestMain skips the suite when no local cluster is up, else installs the
-// product (kubectl apply -k manifests/) before the tests run.
+// product (kubectl apply -k e2e/install/: manifests/ and its btrfs variant)
+// before the tests run.
 func TestMain(m *testing.M) {
 	os.Exit(framework.Main(m))
 }

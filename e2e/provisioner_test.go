@@ -561,7 +561,7 @@ func TestProvisionerFailures(t *testing.T) {
 		{name: "no-node", class: classImmediate, reason: "NodeNotSpecified", text: "add the annotation " + annProvisionOnNode},
 		{name: "missing-node", class: classImmediate, annotations: map[string]string{annProvisionOnNode: "no-such-node"}, reason: "NodeNotFound", text: `Node "no-such-node" named by ` + annProvisionOnNode + " does not exist"},
 		{name: "no-provisioner", class: classImmediate, annotations: map[string]string{annProvisionOnNode: idle}, reason: "NoProvisionerOnNode", text: fmt.Sprintf("No hostpath provisioner runs on node %q", idle)},
-		{name: "oversized", class: classImmediate, size: "8Pi", annotations: pinned, reason: eventProvisioningFail, text: "not enough free space in the pool", fromNode: node},
+		{name: "oversized", class: classImmediate, size: "8Pi", annotations: pinned, reason: eventProvisioningFail, text: "the volume does not fit in the pool", fromNode: node},
 		{name: "read-write-many", class: classImmediate, mode: corev1.ReadWriteMany, annotations: pinned, reason: eventProvisioningFail, text: "access mode ReadWriteMany is not supported", fromNode: node},
 		{name: "multihost-reuse", class: multihost, annotations: map[string]string{"hostpath.dev/reuse-directory": "some-directory"}, reason: eventProvisioningFail, text: "hostpath.dev/reuse-directory"},
 	}

@@ -40,7 +40,7 @@ func TestUninstall(t *testing.T) {
 			}
 		}
 	})
-	if out, err := e.f.Kubectl(ctx, "delete", "-k", "manifests/", "--timeout=3m"); err != nil {
+	if out, err := e.f.Kubectl(ctx, "delete", "-k", framework.InstallKustomization, "--timeout=3m"); err != nil {
 		t.Fatalf("kubectl delete -k manifests/: %v\n%s", err, out)
 	}
 	e.checkNothingLeft(ctx, t)

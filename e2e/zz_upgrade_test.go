@@ -58,7 +58,7 @@ func TestUpgrade(t *testing.T) {
 			t.Errorf("Install the current version: %v", err)
 		}
 	})
-	if out, err := e.f.Kubectl(ctx, "delete", "-k", "manifests/", "--timeout=3m"); err != nil {
+	if out, err := e.f.Kubectl(ctx, "delete", "-k", framework.InstallKustomization, "--timeout=3m"); err != nil {
 		t.Fatalf("kubectl delete -k manifests/: %v\n%s", err, out)
 	}
 	if out, err := e.f.Kubectl(ctx, "apply", "-k", release); err != nil {

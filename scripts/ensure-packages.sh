@@ -5,7 +5,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 PACKAGES=(containerd runc containernetworking-plugins busybox-static skopeo umoci
-  iptables conntrack socat openssl curl util-linux iproute2 ca-certificates)
+  iptables conntrack socat openssl curl util-linux iproute2 ca-certificates btrfs-progs xfsprogs e2fsprogs)
 missing=()
 for p in "${PACKAGES[@]}"; do
   [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")

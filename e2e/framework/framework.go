@@ -1,6 +1,7 @@
 // Package framework runs the e2e tests against the local cluster that
 // scripts/cluster-up.sh starts: it finds the cluster's kubeconfig, installs
-// the product (kubectl apply -k manifests/), and gives tests helpers that wait
+// the product (kubectl apply -k e2e/install/: manifests/ with the btrfs
+// variant), and gives tests helpers that wait
 // on conditions, create throwaway namespaces, map node paths to this machine,
 // and dump what is needed to debug a failure.
 package framework

@@ -20,7 +20,7 @@ import (
 const SkipInstallEnv = "HOSTPATH_E2E_SKIP_INSTALL"
 
 // WorkloadTimeout bounds the wait for the product's DaemonSets and
-// Deployments after `kubectl apply -k manifests/`.
+// Deployments after InstallProduct.
 const WorkloadTimeout = 3 * time.Minute
 
 var global *Framework
@@ -35,8 +35,8 @@ func Cluster() *Framework {
 
 // Main is the body of the suite's TestMain: it connects to the local cluster
 // (skipping the whole suite with a message and exit code 0 when none is up,
-// unless HOSTPATH_E2E_REQUIRED=true), installs the kustomize base
-// (manifests/kustomization.yaml, when it exists) and waits until every
+// unless HOSTPATH_E2E_REQUIRED=true), installs the product
+// (InstallProduct, when manifests/kustomization.yaml exists) and waits until every
 // DaemonSet and Deployment in SystemNamespace is rolled out, then runs the
 // tests. It returns the exit code.
 func Main(m *testing.M) int {
@@ -58,8 +58,13 @@ func Main(m *testing.M) int {
 	return m.Run()
 }
 
-// InstallProduct runs `kubectl apply -k manifests/` and waits for the
-// product's workloads; it does nothing (but say so) when
+// InstallKustomization is what the suite installs, relative to the
+// repository: the product (manifests/) with the btrfs variant
+// (manifests/components/btrfs), for the size tests.
+const InstallKustomization = "e2e/install/"
+
+// InstallProduct runs `kubectl apply -k e2e/install/` (InstallKustomization)
+// and waits for the product's workloads; it does nothing (but say so) when
 // manifests/kustomization.yaml does not exist yet.
 func (f *Framework) InstallProduct(ctx context.Context) error {
 	if os.Getenv(SkipInstallEnv) == "true" {
@@ -71,7 +76,7 @@ func (f *Framework) InstallProduct(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	out, err := f.Kubectl(ctx, "apply", "-k", "manifests/")
+	out, err := f.Kubectl(ctx, "apply", "-k", InstallKustomization)
 	if err != nil {
 		return fmt.Errorf("install the product: %w", err)
 	}
