@@ -74,9 +74,13 @@ const (
 	// the kind its nodes share: EnforcementNone when any node lacks one,
 	// else the kinds, sorted and comma-separated.
 	SizeEnforcement = "hostpath.dev/size-enforcement"
-	// SizeUsed is what the volume used the last time its instance looked
-	// (a quantity such as "1536Mi"; node mode, where the size is
-	// enforced); refreshed every --usage-interval.
+	// SizeUsed is what the volume used the last time its instance looked:
+	// the bytes its quota counts, rounded up to a whole MiB, as a quantity
+	// such as "0", "1536Mi" or "2Gi". Node mode only, where the size is
+	// enforced (absent elsewhere: a multihost volume's usage differs per
+	// node). The instance of the volume's node looks every
+	// --usage-interval and writes it again only when the usage moved 1 MiB
+	// or more away from it (package usage).
 	SizeUsed = "hostpath.dev/size-used"
 )
 

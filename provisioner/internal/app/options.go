@@ -3,7 +3,7 @@
 // needs (clients, informers, manager discovery, event recorder, metrics) as a
 // Config, and Config.Run, which wires the parts (the library's
 // ProvisionController with the Provisioner, the claim sync, the reclaim
-// controller, the orphan sweeper) and runs them.
+// controller, the orphan sweeper, the usage refresher) and runs them.
 package app
 
 import (
@@ -19,8 +19,10 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/reclaim"
+	"hostpath.dev/provisioner/internal/usage"
 )
 
 // Flag names.
@@ -46,6 +48,7 @@ const (
 	FlagManagerDeleteTimeout = "manager-delete-timeout"
 	FlagOrphanSweepPeriod    = "orphan-sweep-period"
 	FlagOrphanGracePeriod    = "orphan-grace-period"
+	FlagUsageInterval        = "usage-interval"
 	FlagFanoutWorkers        = "fanout-workers"
 	FlagFanoutNodeTimeout    = "fanout-node-timeout"
 	FlagFanoutAttempts       = "fanout-attempts"
@@ -127,6 +130,9 @@ type Options struct {
 	// OrphanGracePeriod is how old an owner record must be before its
 	// directory can count as orphaned.
 	OrphanGracePeriod time.Duration
+	// UsageInterval is how often the annotation hostpath.dev/size-used
+	// of the node's PVs is refreshed; 0 turns it off.
+	UsageInterval time.Duration
 	// FanoutWorkers bounds the manager calls in flight of one multihost
 	// create or delete.
 	FanoutWorkers int
@@ -159,6 +165,7 @@ func NewOptions() *Options {
 		ManagerDeleteTimeout: DefaultManagerDeleteTimeout,
 		OrphanSweepPeriod:    reclaim.DefaultSweepPeriod,
 		OrphanGracePeriod:    reclaim.DefaultSweepGrace,
+		UsageInterval:        usage.DefaultInterval,
 		FanoutWorkers:        DefaultFanoutWorkers,
 		FanoutNodeTimeout:    DefaultFanoutNodeTimeout,
 		FanoutAttempts:       DefaultFanoutAttempts,
@@ -187,6 +194,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ManagerTimeout, FlagManagerTimeout, o.ManagerTimeout, "The time limit of each manager call but deletes.")
 	fs.DurationVar(&o.OrphanSweepPeriod, FlagOrphanSweepPeriod, o.OrphanSweepPeriod, "How often this instance sweeps its node's pools (and at once when this node's manager turns Ready): directories whose owner PV no longer exists go by the reclaim policy kept in their owner record (Delete: removed; Retain: kept; none: removed only when empty); 0 turns it off.")
 	fs.DurationVar(&o.OrphanGracePeriod, FlagOrphanGracePeriod, o.OrphanGracePeriod, "How long after its owner record was written a directory may count as orphaned; keep it well above the time a PV takes to be saved.")
+	fs.DurationVar(&o.UsageInterval, FlagUsageInterval, o.UsageInterval, "How often this instance refreshes the annotation "+annotations.SizeUsed+" on its node's PVs whose pool enforces their size: what the volume uses, rounded up to a whole MiB, written again when it moved by 1 MiB or more; 0 turns it off.")
 	fs.DurationVar(&o.ManagerDeleteTimeout, FlagManagerDeleteTimeout, o.ManagerDeleteTimeout, "The time limit of a manager delete, which removes a whole directory tree; keep it no shorter than the managers' --write-timeout.")
 	fs.IntVar(&o.FanoutWorkers, FlagFanoutWorkers, o.FanoutWorkers, "The most manager calls in flight at once for one multihost volume's create or delete.")
 	fs.DurationVar(&o.FanoutNodeTimeout, FlagFanoutNodeTimeout, o.FanoutNodeTimeout, "The time limit of one attempt to create a multihost volume's directory on one node (an attempt to delete it is bounded by --"+FlagManagerDeleteTimeout+").")
@@ -234,6 +242,9 @@ func (o *Options) Validate() error {
 	}
 	if o.OrphanGracePeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive", FlagOrphanGracePeriod))
+	}
+	if o.UsageInterval < 0 {
+		errs = append(errs, fmt.Errorf("--%s must not be negative", FlagUsageInterval))
 	}
 	if o.FanoutWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--%s must be at least 1", FlagFanoutWorkers))

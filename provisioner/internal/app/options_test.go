@@ -40,6 +40,12 @@ func TestOptions(t *testing.T) {
 			name: "bad timeouts", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
 			args: []string{"--manager-timeout=0", "--manager-delete-timeout=-1s"}, wantErr: []string{"--manager-timeout must be positive", "--manager-delete-timeout must be positive"},
 		},
+		{name: "usage interval", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--usage-interval=30s"}},
+		{name: "usage refresher off", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--usage-interval=0"}},
+		{
+			name: "negative usage interval", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
+			args: []string{"--usage-interval=-1s"}, wantErr: []string{"--usage-interval must not be negative"},
+		},
 		{name: "fan-out", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--fanout-workers=2", "--fanout-node-timeout=5s", "--fanout-attempts=1"}},
 		{
 			name: "bad fan-out", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
@@ -90,7 +96,7 @@ func TestOptions(t *testing.T) {
 
 // TestDefaults checks the defaults that must match the contract and the
 // manager: its HTTPS port, tokens of the manager's audience, the client's
-// time limits.
+// time limits; and the usage refresher's interval.
 func TestDefaults(t *testing.T) {
 	o := NewOptions()
 	if o.ManagerTokenFile != "/var/run/secrets/hostpath.dev/manager/token" || o.ManagerTokenFile == client.DefaultTokenFile {
@@ -102,13 +108,19 @@ func TestDefaults(t *testing.T) {
 	if o.ManagerTimeout != client.DefaultCallTimeout || o.ManagerDeleteTimeout != client.DefaultDeleteTimeout {
 		t.Errorf("timeouts = %s, %s; want %s, %s", o.ManagerTimeout, o.ManagerDeleteTimeout, client.DefaultCallTimeout, client.DefaultDeleteTimeout)
 	}
+	if o.UsageInterval != time.Minute {
+		t.Errorf("UsageInterval = %s, want 1m", o.UsageInterval)
+	}
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)
-	if err := fs.Parse([]string{"--manager-timeout=5s", "--manager-delete-timeout=1h"}); err != nil {
+	if err := fs.Parse([]string{"--manager-timeout=5s", "--manager-delete-timeout=1h", "--usage-interval=0"}); err != nil {
 		t.Fatal(err)
 	}
 	if o.ManagerTimeout != 5*time.Second || o.ManagerDeleteTimeout != time.Hour {
 		t.Errorf("timeouts = %s, %s after flags; want 5s, 1h", o.ManagerTimeout, o.ManagerDeleteTimeout)
+	}
+	if o.UsageInterval != 0 {
+		t.Errorf("UsageInterval = %s after --usage-interval=0, want 0", o.UsageInterval)
 	}
 }
 

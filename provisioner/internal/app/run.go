@@ -22,6 +22,7 @@ import (
 	"hostpath.dev/provisioner/internal/provisioner"
 	"hostpath.dev/provisioner/internal/reclaim"
 	"hostpath.dev/provisioner/internal/resize"
+	"hostpath.dev/provisioner/internal/usage"
 )
 
 // Run runs the provisioner until ctx is done: Complete, then Config.Run.
@@ -42,6 +43,7 @@ type parts struct {
 	reclaimer *reclaim.Controller
 	resizer   *resize.Controller
 	sweeper   *reclaim.Sweeper
+	refresher *usage.Refresher
 	ctrl      *controller.ProvisionController
 }
 
@@ -77,6 +79,9 @@ func (c *Config) Run(ctx context.Context) error {
 	go runUntilDone(ctx, "resize controller", func(ctx context.Context) error { return p.resizer.Run(ctx, c.Workers) })
 	if c.OrphanSweepPeriod > 0 {
 		go runUntilDone(ctx, "orphan sweeper", p.sweeper.Run)
+	}
+	if c.UsageInterval > 0 {
+		go runUntilDone(ctx, "usage refresher", p.refresher.Run)
 	}
 	go adoptAll(ctx, p.prov)
 	logger.Info("Starting the provisioner", "provisioner", c.ProvisionerName, "workers", c.Workers)
@@ -147,6 +152,12 @@ func (c *Config) wire(logger klog.Logger) *parts {
 		ProvisionerName: c.ProvisionerName, Node: c.NodeName,
 		Client: c.Kube, Volumes: inf.Volumes, Managers: reclaimManagers, Recorder: c.Recorder,
 		Period: c.OrphanSweepPeriod, Grace: c.OrphanGracePeriod,
+	})
+	p.refresher = usage.New(usage.Config{
+		ProvisionerName: c.ProvisionerName, Node: c.NodeName, FieldManager: provisioner.FieldManager,
+		Client: c.Kube, Volumes: inf.Volumes.Lister(), Synced: []cache.InformerSynced{inf.Volumes.Informer().HasSynced},
+		Managers: managersAs(c.Resolver, func(m *client.Client) usage.Manager { return m }),
+		Interval: c.UsageInterval,
 	})
 	p.ctrl = controller.NewProvisionController(logger, c.Kube, c.ProvisionerName, p.prov,
 		controller.LeaderElection(false),
