@@ -37,6 +37,8 @@ const (
 	// annSizeEnforcement is the PV annotation saying how the size is
 	// enforced.
 	annSizeEnforcement = "hostpath.dev/size-enforcement"
+	// annSizeUsed is the PV annotation saying what the volume uses.
+	annSizeUsed = "hostpath.dev/size-used"
 )
 
 // quotaPool mounts a pool on a filesystem of type fs (btrfs, xfs, ext4),
@@ -193,6 +195,23 @@ func TestSizesBtrfs(t *testing.T) {
 		if fi, err := os.Stat(e.nodePath(t, node, smallPV, "g")); err != nil || fi.Size() != 24<<20 {
 			t.Errorf("File written after expansion: %v, %v; want 24Mi", fileSize(fi), err)
 		}
+	})
+
+	t.Run("the PV shows the usage", func(t *testing.T) {
+		// 16Mi (the first file) and 24Mi are written: btrfs counts them at
+		// its next commit, the provisioner shows them at its next refresh.
+		framework.WaitFor(ctx, t, provisionTimeout, "PV "+smallPV.Name+" to show at least 36Mi used", func(ctx context.Context) (bool, error) {
+			pv, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, smallPV.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			v := pv.Annotations[annSizeUsed]
+			used, err := resource.ParseQuantity(v)
+			if err != nil || used.Cmp(resource.MustParse("36Mi")) < 0 {
+				return false, fmt.Errorf("%s is %q", annSizeUsed, v)
+			}
+			return true, nil
+		})
 	})
 
 	t.Run("a subvolume made inside counts against the limit", func(t *testing.T) {

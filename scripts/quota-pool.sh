@@ -51,7 +51,7 @@ mkfs_pool() {
 # mount_options: what the pool is mounted with.
 mount_options() {
   case $FS in
-  btrfs) echo loop ;;
+  btrfs) echo loop,commit=5 ;; # usage counts at each commit: every 5 s, not 30
   *) echo loop,prjquota ;;
   esac
 }
