@@ -114,6 +114,29 @@ start_bg() {
   record_pid "$name" $! "$prog"
 }
 
+# start_apiserver: start kube-apiserver (on etcd, which must run), appending
+# to its log; cluster-up.sh and apiserver.sh (an outage on purpose) use it.
+start_apiserver() {
+  local prog=$K8S_BIN/kube-apiserver
+  setsid "$prog" \
+    --etcd-servers=http://127.0.0.1:2379 \
+    --bind-address="$API_IP" --advertise-address="$API_IP" --secure-port="$API_PORT" \
+    --endpoint-reconciler-type=lease \
+    --tls-cert-file="$PKI_DIR/apiserver.crt" --tls-private-key-file="$PKI_DIR/apiserver.key" \
+    --client-ca-file="$PKI_DIR/ca.crt" \
+    --kubelet-client-certificate="$PKI_DIR/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$PKI_DIR/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP,Hostname \
+    --service-account-key-file="$PKI_DIR/sa.pub" \
+    --service-account-signing-key-file="$PKI_DIR/sa.key" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+    --allow-privileged=true --profiling=false \
+    >> "$LOG_DIR/kube-apiserver.log" 2>&1 < /dev/null &
+  record_pid kube-apiserver $! "$prog"
+}
+
 # start_kcm LIMITS: start kube-controller-manager with the client limits
 # LIMITS, "QPS/BURST" or "default" (its own, 20/30), appending to its log;
 # the limits are recorded in run/kcm-limits (scripts/kcm.sh reads them).

@@ -111,21 +111,7 @@ start_bg etcd "$LOG_DIR/etcd.log" "$K8S_BIN/etcd" --name hostpath --data-dir "$C
   --initial-cluster hostpath=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381 \
   --quota-backend-bytes 4294967296 --unsafe-no-fsync --log-level warn
 wait_until 30 "etcd" curl -fsS http://127.0.0.1:2379/health
-start_bg kube-apiserver "$LOG_DIR/kube-apiserver.log" "$K8S_BIN/kube-apiserver" \
-  --etcd-servers=http://127.0.0.1:2379 \
-  --bind-address="$API_IP" --advertise-address="$API_IP" --secure-port="$API_PORT" \
-  --endpoint-reconciler-type=lease \
-  --tls-cert-file="$PKI_DIR/apiserver.crt" --tls-private-key-file="$PKI_DIR/apiserver.key" \
-  --client-ca-file="$PKI_DIR/ca.crt" \
-  --kubelet-client-certificate="$PKI_DIR/apiserver-kubelet-client.crt" \
-  --kubelet-client-key="$PKI_DIR/apiserver-kubelet-client.key" \
-  --kubelet-preferred-address-types=InternalIP,Hostname \
-  --service-account-key-file="$PKI_DIR/sa.pub" \
-  --service-account-signing-key-file="$PKI_DIR/sa.key" \
-  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-  --service-cluster-ip-range="$SERVICE_CIDR" \
-  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
-  --allow-privileged=true --profiling=false
+start_apiserver
 wait_until 60 "kube-apiserver /readyz" kc get --raw /readyz || {
   tail -20 "$LOG_DIR/kube-apiserver.log" >&2
   die "kube-apiserver did not become ready"

@@ -1,0 +1,339 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"hostpath.dev/e2e/framework"
+	"hostpath.dev/e2e/internal/localcluster"
+)
+
+const (
+	// burstSize is the number of claims a crash test makes at once.
+	burstSize = 200
+	// burstTimeout bounds the wait for a burst to bind, or to go, across
+	// a crash (at the controller-manager's default client limits the
+	// binder manages about 4 claims a second).
+	burstTimeout = 4 * time.Minute
+)
+
+// burst creates n claims of class in the test's namespace at once (from a
+// few goroutines), named prefix-0..n-1, with the annotations given.
+func (e *provEnv) burst(ctx context.Context, t *testing.T, prefix, class string, n int, annotations map[string]string) []string {
+	t.Helper()
+	names := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				names[i] = fmt.Sprintf("%s-%d", prefix, i)
+				mode := corev1.ReadWriteOnce
+				if class == classShared {
+					mode = corev1.ReadWriteMany
+				}
+				pvc := &corev1.PersistentVolumeClaim{
+					ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: names[i], Annotations: annotations},
+					Spec: corev1.PersistentVolumeClaimSpec{
+						StorageClassName: &class,
+						AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
+						Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
+					},
+				}
+				_, errs[i] = e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{})
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Create claim %s: %v", names[i], err)
+		}
+	}
+	return names
+}
+
+// namespacePVs returns the PVs whose claims are in the test's namespace.
+func (e *provEnv) namespacePVs(ctx context.Context) ([]corev1.PersistentVolume, error) {
+	list, err := e.f.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.PersistentVolume
+	for _, pv := range list.Items {
+		if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == e.ns {
+			out = append(out, pv)
+		}
+	}
+	return out, nil
+}
+
+// waitAllBound waits until every claim of names is Bound.
+func (e *provEnv) waitAllBound(ctx context.Context, t *testing.T, names []string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	framework.WaitFor(ctx, t, burstTimeout, fmt.Sprintf("%d claims to be Bound", len(names)), func(ctx context.Context) (bool, error) {
+		list, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		bound := 0
+		for _, c := range list.Items {
+			if want[c.Name] && c.Status.Phase == corev1.ClaimBound {
+				bound++
+			}
+		}
+		if bound < len(names) {
+			return false, fmt.Errorf("%d/%d Bound", bound, len(names))
+		}
+		return true, nil
+	})
+}
+
+// waitPVsAtLeast waits until the namespace's claims have at least n PVs:
+// the burst is under way.
+func (e *provEnv) waitPVsAtLeast(ctx context.Context, t *testing.T, n int) {
+	t.Helper()
+	framework.WaitFor(ctx, t, burstTimeout, fmt.Sprintf("%d PVs of the burst", n), func(ctx context.Context) (bool, error) {
+		pvs, err := e.namespacePVs(ctx)
+		if err != nil {
+			return false, err
+		}
+		if len(pvs) < n {
+			return false, fmt.Errorf("%d PVs", len(pvs))
+		}
+		return true, nil
+	})
+}
+
+// deleteAll deletes the claims and waits until they, their PVs and (see
+// checkDisks) their directories are gone.
+func (e *provEnv) deleteAll(ctx context.Context, t *testing.T, names []string) {
+	t.Helper()
+	for _, n := range names {
+		if err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("Delete claim %s: %v", n, err)
+		}
+	}
+	e.waitNoPVs(ctx, t)
+}
+
+// waitNoPVs waits until the namespace's claims have no PV left.
+func (e *provEnv) waitNoPVs(ctx context.Context, t *testing.T) {
+	t.Helper()
+	framework.WaitFor(ctx, t, burstTimeout, "the PVs of the namespace to be gone", func(ctx context.Context) (bool, error) {
+		pvs, err := e.namespacePVs(ctx)
+		if err != nil {
+			return false, err
+		}
+		if len(pvs) > 0 {
+			return false, fmt.Errorf("%d PVs left", len(pvs))
+		}
+		return true, nil
+	})
+}
+
+// diskEntry is a directory of the test's namespace in a node's default pool,
+// with the owner its record names ("" without one).
+type diskEntry struct{ node, dir, owner string }
+
+func (d diskEntry) String() string { return d.node + ":" + d.dir + " (owner " + d.owner + ")" }
+
+// poolDirectories reads, from this machine, every real node's default pool
+// and returns its directories whose names start with the namespace (the
+// default pathPattern's), with their owner records.
+func (e *provEnv) poolDirectories(t *testing.T) []diskEntry {
+	t.Helper()
+	var out []diskEntry
+	for _, n := range e.nodes {
+		pool, err := e.f.NodeDir(n, localcluster.PoolPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, en := range entries {
+			if !strings.HasPrefix(en.Name(), e.ns+"-") {
+				continue
+			}
+			d := diskEntry{node: n, dir: en.Name()}
+			if data, err := os.ReadFile(filepath.Join(pool, ".hostpath", "owners", en.Name())); err == nil {
+				var rec struct {
+					Owner string `json:"owner"`
+				}
+				if json.Unmarshal(data, &rec) == nil {
+					d.owner = rec.Owner
+				}
+			}
+			out = append(out, d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// checkDisks compares the disks of every real node with the namespace's
+// PVs: each PV's directory is on each node that should hold it (its node;
+// every node in hostpath.dev/nodes for a multihost one) with an owner record
+// naming it, and no other directory of the namespace is on any node.
+func (e *provEnv) checkDisks(ctx context.Context, t *testing.T) {
+	t.Helper()
+	pvs, err := e.namespacePVs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []diskEntry
+	for _, pv := range pvs {
+		nodes := []string{pv.Annotations[annPVNode]}
+		if pv.Annotations[annPVMode] == "multihost" {
+			nodes = strings.Split(pv.Annotations[annPVNodes], ",")
+		}
+		for _, n := range nodes {
+			want = append(want, diskEntry{node: n, dir: pv.Annotations[annPVDirectory], owner: pv.Name})
+		}
+	}
+	sort.Slice(want, func(i, j int) bool { return want[i].String() < want[j].String() })
+	got := e.poolDirectories(t)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("The disks do not match the PVs:\n  on disk:   %v\n  PVs want:  %v\n  only on disk: %v\n  missing:      %v",
+			len(got), len(want), diffEntries(got, want), diffEntries(want, got))
+	}
+}
+
+// diffEntries returns the entries of a not in b.
+func diffEntries(a, b []diskEntry) []diskEntry {
+	in := map[diskEntry]bool{}
+	for _, d := range b {
+		in[d] = true
+	}
+	var out []diskEntry
+	for _, d := range a {
+		if !in[d] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// checkOrphansAgree runs `kubectl hostpath orphans` and fails on any
+// finding about the namespace's directories: it must agree with
+// checkDisks.
+func (e *provEnv) checkOrphansAgree(ctx context.Context, t *testing.T, bin string) {
+	t.Helper()
+	r, _ := runOrphans(ctx, t, e.f, bin)
+	for _, f := range r.Findings {
+		if strings.HasPrefix(f.Directory, e.ns+"-") {
+			t.Errorf("kubectl hostpath orphans reports %s", f)
+		}
+	}
+}
+
+// TestCrashMidBurst: a provisioner or a manager killed with SIGKILL while
+// 200 claims of its node are being provisioned loses nothing and makes
+// nothing twice: after the kubelet restarts it, every claim is Bound, each
+// PV's directory is on its node with an owner record naming it, no other
+// directory of the burst is on any node, and `kubectl hostpath orphans`
+// agrees; deleting the claims then removes every directory.
+func TestCrashMidBurst(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	bin := buildKubectlHostpath(ctx, t, e.f)
+	node := e.nodes[0]
+	for _, program := range []string{"provisioner", "manager"} {
+		t.Run(program, func(t *testing.T) {
+			names := e.burst(ctx, t, program, classImmediate, burstSize, map[string]string{annProvisionOnNode: node})
+			e.waitPVsAtLeast(ctx, t, burstSize/10)
+			pid, err := framework.KillContainerProcess(node, program)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("Killed the %s of %s (PID %d) with SIGKILL mid-burst", program, node, pid)
+			e.waitAllBound(ctx, t, names)
+			e.checkDisks(ctx, t)
+			e.checkOrphansAgree(ctx, t, bin)
+			e.deleteAll(ctx, t, names)
+			e.checkDisks(ctx, t)
+		})
+	}
+}
+
+// TestCrashMultihost: a manager killed with SIGKILL in the middle of
+// multihost creates, and again in the middle of their deletes, loses
+// nothing: every claim binds, every PV's directory ends on every node its
+// hostpath.dev/nodes lists (all of them, once the host definer has given the
+// restarted node what it missed), and the deletes remove every directory
+// from every node.
+func TestCrashMultihost(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	victim := e.nodes[1]
+	names := e.burst(ctx, t, "shared", classShared, 20, nil)
+	e.waitPVsAtLeast(ctx, t, 2)
+	if _, err := framework.KillContainerProcess(victim, "manager"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitAllBound(ctx, t, names)
+	framework.WaitFor(ctx, t, burstTimeout, "every multihost PV to list every node", func(ctx context.Context) (bool, error) {
+		pvs, err := e.namespacePVs(ctx)
+		if err != nil {
+			return false, err
+		}
+		all := strings.Join(e.nodes, ",")
+		for _, pv := range pvs {
+			if got := pv.Annotations[annPVNodes]; got != all {
+				return false, fmt.Errorf("PV %s lists nodes %q, pending %q", pv.Name, got, pv.Annotations["hostpath.dev/pending-nodes"])
+			}
+		}
+		return true, nil
+	})
+	e.checkDisks(ctx, t)
+
+	for _, n := range names {
+		if err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := framework.KillContainerProcess(victim, "manager"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitNoPVs(ctx, t)
+	if left := e.poolDirectories(t); len(left) != 0 {
+		t.Errorf("Directories left after deleting every multihost claim: %v", left)
+	}
+}
+
+// TestAPIServerOutage: the API server stopped for 10 s in the middle of a
+// burst (scripts/apiserver.sh outage): once it is back, every claim binds
+// and every volume exists exactly once on its node.
+func TestAPIServerOutage(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	node := e.nodes[1]
+	names := e.burst(ctx, t, "outage", classImmediate, 100, map[string]string{annProvisionOnNode: node})
+	e.waitPVsAtLeast(ctx, t, 10)
+	if out, err := runScript(ctx, e.f, "apiserver.sh", "outage", "10"); err != nil {
+		t.Fatalf("scripts/apiserver.sh outage 10: %v\n%s", err, out)
+	}
+	e.waitAllBound(ctx, t, names)
+	e.checkDisks(ctx, t)
+	e.deleteAll(ctx, t, names)
+	e.checkDisks(ctx, t)
+}
