@@ -84,6 +84,11 @@ const (
 	SizeUsed = "hostpath.dev/size-used"
 )
 
+// NodeGoneSince on a node-mode PV is when the instance elected for it first
+// saw its Node missing (RFC 3339), with --node-gone-grace-period set; it
+// goes when the Node is back (see package reclaim).
+const NodeGoneSince = "hostpath.dev/node-gone-since"
+
 // EnforcementNone is the SizeEnforcement of a volume whose size is not
 // enforced.
 const EnforcementNone = "none"

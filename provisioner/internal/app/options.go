@@ -47,6 +47,7 @@ const (
 	FlagManagerTimeout       = "manager-timeout"
 	FlagManagerDeleteTimeout = "manager-delete-timeout"
 	FlagOrphanSweepPeriod    = "orphan-sweep-period"
+	FlagNodeGoneGracePeriod  = "node-gone-grace-period"
 	FlagOrphanGracePeriod    = "orphan-grace-period"
 	FlagUsageInterval        = "usage-interval"
 	FlagFanoutWorkers        = "fanout-workers"
@@ -124,6 +125,10 @@ type Options struct {
 	ManagerTimeout time.Duration
 	// ManagerDeleteTimeout bounds a manager delete.
 	ManagerDeleteTimeout time.Duration
+	// NodeGoneGracePeriod, when positive, is how long a node-mode PV's Node
+	// must have been deleted before the PV (reclaim policy Delete, not
+	// Bound) is deleted too; 0 leaves such PVs alone.
+	NodeGoneGracePeriod time.Duration
 	// OrphanSweepPeriod is how often the node's pools are swept for
 	// orphaned directories; 0 turns the sweeper off.
 	OrphanSweepPeriod time.Duration
@@ -192,6 +197,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ManagerServerName, FlagManagerServerName, o.ManagerServerName, "With an https --"+FlagManagerURL+": the DNS name its certificate must have. Defaults to that of the manager of --"+FlagNodeName+", "+client.ServerName("<node>")+".")
 	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read at every call: a projected service account token of audience "+client.TokenAudience+". Empty sends no token.")
 	fs.DurationVar(&o.ManagerTimeout, FlagManagerTimeout, o.ManagerTimeout, "The time limit of each manager call but deletes.")
+	fs.DurationVar(&o.NodeGoneGracePeriod, FlagNodeGoneGracePeriod, o.NodeGoneGracePeriod, "Off when 0 (the default). Otherwise, how long the Node object of a node-mode PV must have been deleted before the PV is deleted too, when its reclaim policy is Delete and it is not Bound (its directory went with the node); such PVs are marked hostpath.dev/node-gone-since with a NodeGone event at once, and unmarked if the Node comes back. Retain PVs stay, marked. A NotReady, cordoned or rebooting node keeps its Node object: its PVs are never touched.")
 	fs.DurationVar(&o.OrphanSweepPeriod, FlagOrphanSweepPeriod, o.OrphanSweepPeriod, "How often this instance sweeps its node's pools (and at once when this node's manager turns Ready): directories whose owner PV no longer exists go by the reclaim policy kept in their owner record (Delete: removed; Retain: kept; none: removed only when empty); 0 turns it off.")
 	fs.DurationVar(&o.OrphanGracePeriod, FlagOrphanGracePeriod, o.OrphanGracePeriod, "How long after its owner record was written a directory may count as orphaned; keep it well above the time a PV takes to be saved.")
 	fs.DurationVar(&o.UsageInterval, FlagUsageInterval, o.UsageInterval, "How often this instance refreshes the annotation "+annotations.SizeUsed+" on its node's PVs whose pool enforces their size: what the volume uses, rounded up to a whole MiB, written again when it moved by 1 MiB or more; 0 turns it off.")
@@ -236,6 +242,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ManagerDeleteTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive", FlagManagerDeleteTimeout))
+	}
+	if o.NodeGoneGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--%s must not be negative", FlagNodeGoneGracePeriod))
 	}
 	if o.OrphanSweepPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--%s must not be negative", FlagOrphanSweepPeriod))

@@ -46,6 +46,11 @@ func TestOptions(t *testing.T) {
 			name: "negative usage interval", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
 			args: []string{"--usage-interval=-1s"}, wantErr: []string{"--usage-interval must not be negative"},
 		},
+		{name: "node-gone grace period", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--node-gone-grace-period=24h"}},
+		{
+			name: "negative node-gone grace period", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
+			args: []string{"--node-gone-grace-period=-1h"}, wantErr: []string{"--node-gone-grace-period must not be negative"},
+		},
 		{name: "fan-out", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--fanout-workers=2", "--fanout-node-timeout=5s", "--fanout-attempts=1"}},
 		{
 			name: "bad fan-out", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
@@ -110,6 +115,9 @@ func TestDefaults(t *testing.T) {
 	}
 	if o.UsageInterval != time.Minute {
 		t.Errorf("UsageInterval = %s, want 1m", o.UsageInterval)
+	}
+	if o.NodeGoneGracePeriod != 0 {
+		t.Errorf("NodeGoneGracePeriod = %s, want 0 (off)", o.NodeGoneGracePeriod)
 	}
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)

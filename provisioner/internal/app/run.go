@@ -140,6 +140,7 @@ func (c *Config) wire(logger klog.Logger) *parts {
 		ProvisionerName: c.ProvisionerName, Node: c.NodeName, FieldManager: provisioner.FieldManager,
 		Client: c.Kube, Volumes: inf.Volumes, Nodes: inf.Nodes,
 		Instances: c.Instances, Managers: reclaimManagers, Recorder: c.Recorder,
+		NodeGoneGrace: c.NodeGoneGracePeriod,
 	})
 	p.resizer = resize.NewController(resize.Config{
 		ProvisionerName: c.ProvisionerName, Node: c.NodeName, FieldManager: provisioner.FieldManager,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/worker"
@@ -45,6 +47,12 @@ type Config struct {
 	Managers func(node string) (Manager, error)
 	// Recorder emits events on PVs.
 	Recorder record.EventRecorder
+	// NodeGoneGrace, when positive, is how long the Node of a node-mode PV
+	// must have been missing before the PV (reclaim policy Delete, not
+	// Bound) is deleted (see nodegone.go); 0 leaves such PVs alone.
+	NodeGoneGrace time.Duration
+	// Clock dates the node-gone marks; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // Controller removes or retains the directories of node-mode and multihost
@@ -54,6 +62,7 @@ type Config struct {
 // backoff (package worker).
 type Controller struct {
 	cfg     Config
+	clock   clock.PassiveClock
 	volumes corelisters.PersistentVolumeLister
 	nodes   corelisters.NodeLister
 	synced  []cache.InformerSynced
@@ -69,9 +78,13 @@ type Controller struct {
 func NewController(cfg Config) *Controller {
 	c := &Controller{
 		cfg:     cfg,
+		clock:   cfg.Clock,
 		volumes: cfg.Volumes.Lister(),
 		nodes:   cfg.Nodes.Lister(),
 		synced:  []cache.InformerSynced{cfg.Volumes.Informer().HasSynced, cfg.Nodes.Informer().HasSynced},
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
 	}
 	c.queue = worker.NewQueue("reclaim", c.sync)
 	_, errVolumes := cfg.Volumes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -79,6 +92,7 @@ func NewController(cfg Config) *Controller {
 		UpdateFunc: func(_, obj any) { c.volumeChanged(obj) },
 	})
 	_, errNodes := cfg.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.nodeAdded,
 		DeleteFunc: c.nodeDeleted,
 	})
 	c.watchErr = errors.Join(errVolumes, errNodes)
@@ -116,8 +130,40 @@ func (c *Controller) volumeChanged(obj any) {
 		return
 	}
 	deleting := pv.DeletionTimestamp != nil
-	if deleting && hasFinalizer(pv) || !deleting && !hasFinalizer(pv) && dir.node == c.cfg.Node {
+	if deleting && hasFinalizer(pv) || !deleting && !hasFinalizer(pv) && dir.node == c.cfg.Node || !deleting && c.nodeGoneWork(pv, dir) {
 		c.queue.Add(pv.Name)
+	}
+}
+
+// nodeGoneWork says whether a node-mode PV not under deletion needs the
+// node-gone handling: it is on, and the PV's node is missing or the PV is
+// marked.
+func (c *Controller) nodeGoneWork(pv *v1.PersistentVolume, dir directory) bool {
+	if c.cfg.NodeGoneGrace <= 0 || dir.node == "" {
+		return false
+	}
+	if _, marked := pv.Annotations[annotations.NodeGoneSince]; marked {
+		return true
+	}
+	_, err := c.nodes.Get(dir.node)
+	return apierrors.IsNotFound(err)
+}
+
+// nodeAdded queues the PVs marked as of a gone node when a Node of that name
+// (re)appears, to remove the mark.
+func (c *Controller) nodeAdded(obj any) {
+	node, ok := obj.(*v1.Node)
+	if !ok || c.cfg.NodeGoneGrace <= 0 {
+		return
+	}
+	pvs, err := c.volumes.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, pv := range pvs {
+		if _, marked := pv.Annotations[annotations.NodeGoneSince]; marked && pv.Annotations[annotations.Node] == node.Name {
+			c.queue.Add(pv.Name)
+		}
 	}
 }
 
@@ -163,6 +209,11 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	ctx = klog.NewContext(ctx, logger)
 
 	if pv.DeletionTimestamp == nil {
+		if c.cfg.NodeGoneGrace > 0 && dir.node != "" {
+			if gone, err := c.syncNodeGone(ctx, pv, dir); gone || err != nil {
+				return err
+			}
+		}
 		// A Released (or Failed) PV is not given the finalizer: its claim is
 		// gone and the library reclaims it, and the provisioner's Delete
 		// takes the finalizer off once the directory is removed (Removed),

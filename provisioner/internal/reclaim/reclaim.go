@@ -37,6 +37,11 @@
 //     fails or a listed node has no manager); with Retain or Recycle it
 //     marks it retained where it can; then it removes the finalizer.
 //
+// A node-mode PV whose Node object is deleted, not under deletion itself,
+// is left alone unless the instances run with a node-gone grace period:
+// then it is marked, and deleted once the grace period is over when its
+// policy is Delete and it is not Bound (see nodegone.go).
+//
 // How orphans are found (Sweeper), on each node every period:
 //
 //  1. List the volumes of every pool of the node's manager.

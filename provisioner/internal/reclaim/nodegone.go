@@ -1,0 +1,164 @@
+package reclaim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"hostpath.dev/provisioner/internal/annotations"
+)
+
+// Node-mode PVs of a deleted Node (Config.NodeGoneGrace, off when 0). A
+// directory lives on its node's disk, so once the Node object is deleted
+// nothing can reach it, and the library cannot reclaim a Released PV of
+// that node (every instance's Delete leaves it to the node's instance,
+// which is gone): without help such PVs stay forever. With a grace period,
+// the instance elected for the PV's UID:
+//
+//  1. marks the PV with annotations.NodeGoneSince, the time it first saw the
+//     Node missing, and emits a Warning event NodeGone saying what will
+//     happen (nothing but this mark while the PV is Bound or Retain);
+//  2. when the Node is back (a node that re-registers under the same name),
+//     removes the mark: its directory may be there again;
+//  3. once the Node has been missing for the grace period, deletes a PV
+//     with reclaim policy Delete that is not Bound (Released, Available,
+//     Failed) with a Warning event VolumeDeleted saying that the directory
+//     went with the node; the finalizer then comes off as for any PV of a
+//     gone node (Controller.releaseOrphan). A Bound PV is never deleted (its
+//     claim is the user's to delete; it is deleted after the grace period
+//     once Released), and a Retain PV stays, marked.
+//
+// Only the absence of the Node object counts: a node that is NotReady,
+// cordoned, rebooting or undefined by the host definer keeps its Node, and
+// its PVs are never touched.
+
+// Reasons of the events about PVs of a deleted Node.
+const (
+	// ReasonNodeGone (Warning, on the PV): the PV's Node is missing; the
+	// message says what will happen to the PV.
+	ReasonNodeGone = "NodeGone"
+	// ReasonVolumeDeleted (Warning, on the PV): the PV of a Node missing
+	// for longer than the grace period was deleted.
+	ReasonVolumeDeleted = "VolumeDeleted"
+)
+
+// syncNodeGone looks after a node-mode PV not under deletion when node-gone
+// handling is on: it reports whether the PV's node is missing (then nothing
+// else is to be done with the PV by this controller).
+func (c *Controller) syncNodeGone(ctx context.Context, pv *v1.PersistentVolume, dir directory) (bool, error) {
+	since, marked := pv.Annotations[annotations.NodeGoneSince]
+	_, err := c.nodes.Get(dir.node)
+	switch {
+	case err == nil:
+		if marked {
+			return false, c.unmarkNodeGone(ctx, pv, dir)
+		}
+		return false, nil
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("get node %q from the cache: %w", dir.node, err)
+	}
+	elected, err := c.cfg.Instances.IsOwner(string(pv.UID))
+	if err != nil {
+		return true, fmt.Errorf("elect the instance for the PersistentVolume: %w", err)
+	}
+	if !elected {
+		return true, nil
+	}
+	now := c.clock.Now()
+	if !marked {
+		return true, c.markNodeGone(ctx, pv, dir, now)
+	}
+	t, err := time.Parse(time.RFC3339, since)
+	if err != nil {
+		// Not ours to guess: mark it again from now.
+		return true, c.markNodeGone(ctx, pv, dir, now)
+	}
+	deadline := t.Add(c.cfg.NodeGoneGrace)
+	if now.Before(deadline) {
+		c.queue.AddAfter(pv.Name, deadline.Sub(now))
+		return true, nil
+	}
+	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || pv.Status.Phase == v1.VolumeBound {
+		return true, nil
+	}
+	return true, c.deleteNodeGone(ctx, pv, dir, t)
+}
+
+// markNodeGone records on the PV when its node was first seen missing, and
+// says what will happen.
+func (c *Controller) markNodeGone(ctx context.Context, pv *v1.PersistentVolume, dir directory, now time.Time) error {
+	stamp := now.UTC().Format(time.RFC3339)
+	if err := c.patchNodeGone(ctx, pv, &stamp); err != nil {
+		return err
+	}
+	deadline := now.Add(c.cfg.NodeGoneGrace).UTC().Format(time.RFC3339)
+	var what string
+	switch {
+	case pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete:
+		what = fmt.Sprintf("reclaim policy %s: the PersistentVolume stays; delete it by hand once the data is given up", pv.Spec.PersistentVolumeReclaimPolicy)
+	case pv.Status.Phase == v1.VolumeBound:
+		what = fmt.Sprintf("the PersistentVolume is deleted once its claim is, if the node is still gone after %s (the --node-gone-grace-period)", deadline)
+	default:
+		what = fmt.Sprintf("unless the node comes back, the PersistentVolume is deleted at %s (--node-gone-grace-period %s)", deadline, c.cfg.NodeGoneGrace)
+	}
+	c.cfg.Recorder.Eventf(pv, v1.EventTypeWarning, ReasonNodeGone, "Node %q, which holds the %s, no longer exists; %s", dir.node, dir, what)
+	klog.FromContext(ctx).Info("Marked a PersistentVolume whose node is gone", "node", dir.node, "since", stamp)
+	c.queue.AddAfter(pv.Name, c.cfg.NodeGoneGrace)
+	return nil
+}
+
+// unmarkNodeGone removes the mark of a PV whose node is back.
+func (c *Controller) unmarkNodeGone(ctx context.Context, pv *v1.PersistentVolume, dir directory) error {
+	if err := c.patchNodeGone(ctx, pv, nil); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Node of a PersistentVolume marked gone is back: mark removed", "node", dir.node)
+	return nil
+}
+
+// patchNodeGone sets annotations.NodeGoneSince to *since, or removes it
+// when since is nil; the patch carries the PV's UID, so a PV deleted and
+// made again under the same name is never touched.
+func (c *Controller) patchNodeGone(ctx context.Context, pv *v1.PersistentVolume, since *string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":         pv.UID,
+		"annotations": map[string]*string{annotations.NodeGoneSince: since},
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = c.cfg.Client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: c.cfg.FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("annotate PersistentVolume %q: %w", pv.Name, err)
+	}
+	return nil
+}
+
+// deleteNodeGone deletes a PV whose node has been missing since since,
+// longer than the grace period.
+func (c *Controller) deleteNodeGone(ctx context.Context, pv *v1.PersistentVolume, dir directory, since time.Time) error {
+	uid := pv.UID
+	err := c.cfg.Client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone, or another PV under that name now
+	}
+	if err != nil {
+		return fmt.Errorf("delete PersistentVolume %q of gone node %q: %w", pv.Name, dir.node, err)
+	}
+	c.cfg.Recorder.Eventf(pv, v1.EventTypeWarning, ReasonVolumeDeleted,
+		"Deleted the PersistentVolume: node %q has been gone since %s, longer than --node-gone-grace-period %s; the %s went with the node",
+		dir.node, since.UTC().Format(time.RFC3339), c.cfg.NodeGoneGrace, dir)
+	klog.FromContext(ctx).Info("Deleted a PersistentVolume of a gone node", "node", dir.node, "since", since)
+	return nil
+}
