@@ -19,6 +19,7 @@ import (
 
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 const (
@@ -335,5 +336,74 @@ func TestAPIServerOutage(t *testing.T) {
 	e.waitAllBound(ctx, t, names)
 	e.checkDisks(ctx, t)
 	e.deleteAll(ctx, t, names)
+	e.checkDisks(ctx, t)
+}
+
+// TestNodeReboot: a node stopped like a power-off and started again with a
+// new boot ID (scripts/node-reboot.sh) is reported Rebooted by the host
+// definer and verified again (its definition Ready with the new boot ID);
+// every volume of the node is intact, and a pod comes back on its own and
+// reads what it wrote before.
+func TestNodeReboot(t *testing.T) {
+	ctx := t.Context()
+	e := setupHostDefiner(ctx, t)
+	n := 2
+	node := e.nodes[n-1]
+	pvc := e.claim(ctx, t, "survivor", classWaitForConsumer, "1Mi", corev1.ReadWriteOnce, nil)
+	shared := e.claim(ctx, t, "shared", classShared, "1Mi", corev1.ReadWriteMany, nil)
+	// Placed by the scheduler (a node selector, not spec.nodeName), which
+	// selects the node of the WaitForFirstConsumer claim.
+	pod := writerPod(e.ns, "survivor", "", pvc.Name, "[ -f /data/f ] || echo before-reboot > /data/f; echo read: $(cat /data/f); sleep 3600")
+	pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.f.WaitForPodRunning(ctx, t, e.ns, pod.Name, provisionTimeout)
+	_, pv := e.waitBound(ctx, t, pvc.Name)
+	e.waitBound(ctx, t, shared.Name)
+	before := e.waitPhase(ctx, t, node, "default", hostpathv1.PhaseReady).Status.BootID
+
+	if out, err := runScript(ctx, e.f, "node-reboot.sh", fmt.Sprint(n)); err != nil {
+		t.Fatalf("scripts/node-reboot.sh %d: %v\n%s", n, err, out)
+	}
+	// node-start.sh keeps the node's boot ID in its folder.
+	data, err := os.ReadFile(filepath.Join(e.f.ClusterDir, "nodes", node, "boot_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := strings.TrimSpace(string(data))
+	if after == before {
+		t.Fatalf("boot ID %s unchanged by the reboot", after)
+	}
+	e.definitionEvent(ctx, t, node, "default", "Rebooted", after)
+	framework.WaitFor(ctx, t, defineTimeout, "the definition of "+node+" to be Ready with the new boot ID", func(ctx context.Context) (bool, error) {
+		d, err := e.definition(ctx, node, "default")
+		if err != nil || d == nil {
+			return false, err
+		}
+		if d.Status.Phase != hostpathv1.PhaseReady || d.Status.BootID != after {
+			return false, fmt.Errorf("phase %s, boot ID %s", d.Status.Phase, d.Status.BootID)
+		}
+		return true, nil
+	})
+	// The pod comes back (same pod, its container started again) and reads
+	// the file it wrote before the reboot.
+	framework.WaitFor(ctx, t, provisionTimeout, "pod "+pod.Name+" to run again after the reboot", func(ctx context.Context) (bool, error) {
+		p, err := e.f.Client.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].RestartCount < 1 || !p.Status.ContainerStatuses[0].Ready {
+			return false, fmt.Errorf("phase %s, containers %+v", p.Status.Phase, p.Status.ContainerStatuses)
+		}
+		return true, nil
+	})
+	if logs, err := e.f.PodLogs(ctx, e.ns, pod.Name, "main"); err != nil || !strings.Contains(logs, "read: before-reboot") {
+		t.Errorf("Pod output after the reboot %q, %v: want it to read what it wrote before", logs, err)
+	}
+	if b, err := os.ReadFile(e.nodePath(t, node, pv, "f")); err != nil || string(b) != "before-reboot\n" {
+		t.Errorf("File on %s after the reboot: %q, %v", node, b, err)
+	}
 	e.checkDisks(ctx, t)
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # node-start.sh N: start real node N (containerd + kubelet). start_node in
-# cluster-lib.sh (cluster-up.sh, node-add.sh) runs it as
+# cluster-lib.sh (cluster-up.sh, node-add.sh) and node-reboot.sh run it as
 # `unshare --mount --propagation private -- node-start.sh N`, so the
 # bind mounts below exist only in this node's mount namespace, which
 # containerd, kubelet and every container of the node inherit: the node has
@@ -30,6 +30,12 @@ for b in "${NODE_BINDS[@]}"; do
   mount --make-shared "${b%%:*}"
 done
 mount --bind "$ND/machine-id" /etc/machine-id
+# A boot ID of this node's own, new at every start (a "boot": cluster-up.sh,
+# node-add.sh, node-reboot.sh), where the kubelet reads it and where the
+# e2e install makes the manager read it (hostPath of this file): all nodes
+# share one kernel, whose boot ID never changes while this machine runs.
+cat /proc/sys/kernel/random/uuid > "$ND/boot_id"
+mount --bind "$ND/boot_id" /proc/sys/kernel/random/boot_id
 
 cat > "$ND/etc/containerd.toml" <<EOT
 version = 2

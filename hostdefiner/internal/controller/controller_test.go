@@ -536,6 +536,45 @@ func TestReadyWithoutServingManager(t *testing.T) {
 	}
 }
 
+// A reboot that keeps the manager pod (its container starts again, the
+// boot ID is new) is noticed at once: the pod became Ready again after the
+// last try. A pod Ready since before it changes nothing.
+func TestRebootSamePod(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		started time.Time
+		reboot  bool
+	}{
+		{name: "Ready again after the last try", started: t0.Add(30 * time.Second), reboot: true},
+		{name: "Ready since before the last try", started: t0.Add(-time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newStandardFixture(t)
+			f.definitions = append(f.definitions, readyDefinition("node-1", "default", t0.Add(-time.Hour)))
+			for _, p := range f.pods {
+				if p.Spec.NodeName == "node-1" {
+					p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(tc.started)}}
+				}
+			}
+			f.managers["node-1"].host.BootID = "boot-2"
+			f.clock.Step(time.Minute)
+
+			r := f.run(key1)
+
+			if !tc.reboot {
+				expectNoCalls(t, r)
+				expectEvents(t, r)
+				return
+			}
+			expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default")
+			expectEvents(t, r, "Normal Rebooted")
+			if got := f.mustDefinition(def1); got.Status.BootID != "boot-2" {
+				t.Errorf("boot ID %q, want boot-2", got.Status.BootID)
+			}
+		})
+	}
+}
+
 // A Ready definition is left alone until the re-verify period has passed.
 func TestReadyReverify(t *testing.T) {
 	f := newStandardFixture(t)

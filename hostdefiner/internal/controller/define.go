@@ -152,6 +152,13 @@ func (c *Controller) verifyDue(def *hostpathv1.HostDefinition, pod *v1.Pod) (boo
 	if pod.UID != def.Status.ManagerPodUID {
 		return true, 0
 	}
+	// The same pod, Ready again since the last try: its manager restarted
+	// (a container restart, or a reboot of the node, whose pods stay while
+	// their containers start again), which only a new look at the host
+	// tells.
+	if last := def.Status.LastTryTime; last != nil && readySince(pod, last.Time) {
+		return true, 0
+	}
 	if vols, err := c.multihostVolumes(def.Spec.Pool); err == nil {
 		for _, m := range vols {
 			if !m.holds(def.Spec.NodeName) {
@@ -164,6 +171,20 @@ func (c *Controller) verifyDue(def *hostpathv1.HostDefinition, pod *v1.Pod) (boo
 	}
 	wait := def.Status.LastTryTime.Add(c.cfg.ReverifyPeriod).Sub(c.clock.Now())
 	return wait <= 0, wait
+}
+
+// readySince reports whether the pod became Ready after t: its Ready
+// condition is True and last changed after t (the kubelet's clock against
+// the host definer's, give or take their skew). The condition is what the
+// informer cache keeps of a pod's status (see cachetrim), not the
+// containers' statuses.
+func readySince(pod *v1.Pod, t time.Time) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue && c.LastTransitionTime.Time.After(t)
+		}
+	}
+	return false
 }
 
 // try makes one define try from status st and records its outcome.
