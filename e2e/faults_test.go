@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -406,4 +408,112 @@ func TestNodeReboot(t *testing.T) {
 		t.Errorf("File on %s after the reboot: %q, %v", node, b, err)
 	}
 	e.checkDisks(ctx, t)
+}
+
+// TestRetainSurvives: the data of a Retain volume survives the claim's
+// deletion and the PV's, a provisioner and a manager killed with SIGKILL,
+// and the orphan sweep their restart sets off: the directory keeps its file,
+// its owner record says retained, and `kubectl hostpath orphans` reports it
+// as retained (never to be removed by the product).
+func TestRetainSurvives(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	bin := buildKubectlHostpath(ctx, t, e.f)
+	node := e.nodes[0]
+	class := e.storageClassWithPolicy(ctx, t, "retain-now", storagev1.VolumeBindingImmediate, corev1.PersistentVolumeReclaimRetain, nil)
+	pvc := e.claim(ctx, t, "keep", class, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	_, pv := e.waitBound(ctx, t, pvc.Name)
+	pod, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, "keep", node, pvc.Name, "echo precious > /data/f"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.f.WaitForPodSucceeded(ctx, t, e.ns, pod.Name, provisionTimeout)
+	e.deleteAndWaitGone(ctx, t, pod.Name, pvc.Name)
+	e.waitReleased(ctx, t, pv)
+	// The PV deleted by hand too: the directory is now nobody's.
+	if err := e.f.Client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(ctx, t, provisionTimeout, "PV "+pv.Name+" to be gone", func(ctx context.Context) (bool, error) {
+		_, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	// The manager killed, then, once it serves again, the provisioner: the
+	// restarted provisioner sweeps the pools when it starts (and logs that
+	// it did).
+	e.killAndWaitReady(ctx, t, node, "manager", managerSelector)
+	e.killAndWaitReady(ctx, t, node, "provisioner", provisionerSelector)
+	instance := e.instances[node]
+	framework.WaitFor(ctx, t, provisionTimeout, "the restarted provisioner of "+node+" to sweep", func(ctx context.Context) (bool, error) {
+		logs, err := e.f.PodLogs(ctx, framework.SystemNamespace, instance, "")
+		if err != nil {
+			return false, err
+		}
+		if !strings.Contains(logs, "Swept orphaned directories") {
+			return false, errors.New("no sweep logged yet")
+		}
+		return true, nil
+	})
+	r, _ := runOrphans(ctx, t, e.f, bin)
+	found := false
+	for _, f := range r.Findings {
+		if f.Directory == pv.Annotations[annPVDirectory] {
+			found = f.Finding == "retained" && f.Node == node
+			if !found {
+				t.Errorf("kubectl hostpath orphans reports %s, want it retained", f)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("kubectl hostpath orphans does not report the retained directory %s; it reports %v (counts %v)", pv.Annotations[annPVDirectory], r.Findings, r.Counts)
+	}
+	if b, err := os.ReadFile(e.nodePath(t, node, pv, "f")); err != nil || string(b) != "precious\n" {
+		t.Errorf("Retained file after the restarts and the sweep: %q, %v", b, err)
+	}
+	pool, err := e.f.NodeDir(node, localcluster.PoolPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := os.ReadFile(filepath.Join(pool, ".hostpath", "owners", pv.Annotations[annPVDirectory]))
+	if err != nil || !strings.Contains(string(rec), `"retained":true`) {
+		t.Errorf("Owner record %s, %v: want retained", rec, err)
+	}
+	// The directory is the user's to remove, with its record.
+	if err := os.RemoveAll(e.nodePath(t, node, pv)); err != nil {
+		t.Error(err)
+	}
+	if err := os.Remove(filepath.Join(pool, ".hostpath", "owners", pv.Annotations[annPVDirectory])); err != nil {
+		t.Error(err)
+	}
+}
+
+// killAndWaitReady kills program on node with SIGKILL and waits until its
+// pod (selected by selector) runs a restarted, Ready container.
+func (e *provEnv) killAndWaitReady(ctx context.Context, t *testing.T, node, program, selector string) {
+	t.Helper()
+	restarts := func(ctx context.Context) (int32, bool, error) {
+		pods, err := e.f.Client.CoreV1().Pods(framework.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector, FieldSelector: "spec.nodeName=" + node})
+		if err != nil || len(pods.Items) != 1 || len(pods.Items[0].Status.ContainerStatuses) != 1 {
+			return 0, false, fmt.Errorf("the %s pod of %s: %v", program, node, err)
+		}
+		cs := pods.Items[0].Status.ContainerStatuses[0]
+		return cs.RestartCount, cs.Ready, nil
+	}
+	before, _, err := restarts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := framework.KillContainerProcess(node, program); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(ctx, t, provisionTimeout, "the "+program+" of "+node+" to restart and be Ready", func(ctx context.Context) (bool, error) {
+		n, ready, err := restarts(ctx)
+		if err != nil {
+			return false, err
+		}
+		if n <= before || !ready {
+			return false, fmt.Errorf("restarts %d (was %d), ready %t", n, before, ready)
+		}
+		return true, nil
+	})
 }

@@ -183,7 +183,9 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if counts.removed > 0 || counts.kept > 0 {
 		logger.Info("Swept orphaned directories", "removed", counts.removed, "keptNotEmpty", counts.kept, "failures", len(errs))
 	} else {
-		logger.V(4).Info("Swept orphaned directories", "removed", 0, "keptNotEmpty", 0, "failures", len(errs))
+		// Once a period (and at start): what an operator, or a test, checks
+		// to know that a sweep ran.
+		logger.V(2).Info("Swept orphaned directories", "removed", 0, "keptNotEmpty", 0, "failures", len(errs))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("sweep node %q (%d orphans removed, %d kept because not empty): %w",
