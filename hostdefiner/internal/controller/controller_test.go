@@ -80,6 +80,7 @@ func TestDefinitionPerPool(t *testing.T) {
 		newClass("fast", hostpathv1.DefaultProvisionerName, map[string]string{"pool": "fast", "dirMode": "0770"}),
 		newClass("other", otherProvider, map[string]string{"pool": "other"}),
 		newClass("bad", hostpathv1.DefaultProvisionerName, map[string]string{"pool": "Bad_Pool"}),
+		newClass("empty", hostpathv1.DefaultProvisionerName, map[string]string{"pool": ""}),
 	)
 	f.newController()
 

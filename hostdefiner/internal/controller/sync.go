@@ -140,10 +140,7 @@ func poolOf(obj any, provisioner string) (string, bool) {
 	if !ok || sc.Provisioner != provisioner {
 		return "", false
 	}
-	pool := sc.Parameters[hostpathv1.ParamPool]
-	if pool == "" {
-		pool = hostpathv1.DefaultPool
-	}
+	pool := hostpathv1.ClassPool(sc.Parameters)
 	return pool, client.ValidatePoolName(pool) == nil
 }
 

@@ -112,11 +112,9 @@ func (s *Scanner) classPools(ctx context.Context) (sets.Set[string], error) {
 		if sc.Provisioner != s.Provisioner {
 			continue
 		}
-		pool := sc.Parameters[hostpathv1.ParamPool]
-		if pool == "" {
-			pool = hostpathv1.DefaultPool
+		if pool := hostpathv1.ClassPool(sc.Parameters); client.ValidatePoolName(pool) == nil {
+			pools.Insert(pool)
 		}
-		pools.Insert(pool)
 	}
 	return pools, nil
 }

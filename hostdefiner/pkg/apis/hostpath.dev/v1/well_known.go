@@ -131,3 +131,13 @@ func MultihostDirectoryOf(pv *corev1.PersistentVolume, provisioner string) (Mult
 		Nodes: SplitNodes(a[AnnotationNodes]), PendingNodes: SplitNodes(a[AnnotationPendingNodes]),
 	}, true
 }
+
+// ClassPool returns the pool a StorageClass of the provisioner names by its
+// parameters: ParamPool, DefaultPool when it is absent. An empty value is
+// returned as it is (an invalid pool name, which the provisioner refuses).
+func ClassPool(params map[string]string) string {
+	if pool, ok := params[ParamPool]; ok {
+		return pool
+	}
+	return DefaultPool
+}
