@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,10 +19,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	"hostpath.dev/manager/pkg/client"
 )
 
 const (
@@ -516,4 +519,119 @@ func (e *provEnv) killAndWaitReady(ctx context.Context, t *testing.T, node, prog
 		}
 		return true, nil
 	})
+}
+
+// TestHostDefinerFailoverDuringJoin: the leading host definer is killed
+// (its pod deleted without a grace period) while a new node joins and gets
+// the directories of 20 multihost volumes: the standby takes over, the new
+// node's definition ends Ready, every volume lists the node and has its
+// directory there exactly once, and the backfill counted each volume once.
+func TestHostDefinerFailoverDuringJoin(t *testing.T) {
+	ctx := t.Context()
+	e := setupHostDefiner(ctx, t)
+	names := e.burst(ctx, t, "joined", classShared, 20, nil)
+	e.waitAllBound(ctx, t, names)
+	leader := e.leader(ctx, t, "")
+
+	// While node-add.sh runs: once the new node has a definition, kill
+	// the leader.
+	killed := make(chan error, 1)
+	go func() {
+		killed <- wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			defs, err := e.hd.HostpathV1().HostDefinitions().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, d := range defs.Items {
+				if !slices.Contains(e.nodes, d.Spec.NodeName) {
+					zero := int64(0)
+					err := e.f.Client.CoreV1().Pods(framework.SystemNamespace).Delete(ctx, leader, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+					return err == nil, err
+				}
+			}
+			return false, nil
+		})
+	}()
+	node := e.addNode(ctx, t)
+	if err := <-killed; err != nil {
+		t.Fatalf("Kill the leading host definer %s during the join: %v", leader, err)
+	}
+	next := e.leader(ctx, t, leader)
+	t.Logf("Killed the leader %s while %s joined; %s leads", leader, node, next)
+	d := e.waitPhase(ctx, t, node, "default", hostpathv1.PhaseReady)
+	framework.WaitFor(ctx, t, defineTimeout, "every multihost PV to list "+node, func(ctx context.Context) (bool, error) {
+		pvs, err := e.namespacePVs(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, pv := range pvs {
+			if !slices.Contains(hostpathv1.SplitNodes(pv.Annotations[annPVNodes]), node) {
+				return false, fmt.Errorf("PV %s lists %q", pv.Name, pv.Annotations[annPVNodes])
+			}
+		}
+		return true, nil
+	})
+	e.nodes = append(e.nodes, node)
+	e.checkDisks(ctx, t)
+	d = e.waitPhase(ctx, t, node, "default", hostpathv1.PhaseReady)
+	if d.Status.BackfilledVolumes < int32(len(names)) || int(d.Status.BackfilledVolumes) > int(d.Status.MultihostVolumes) {
+		t.Errorf("HostDefinition %s: backfilled %d, multihost volumes %d; want every one of the %d backfilled once",
+			d.Name, d.Status.BackfilledVolumes, d.Status.MultihostVolumes, len(names))
+	}
+	e.deleteAll(ctx, t, names)
+	e.checkDisks(ctx, t)
+}
+
+// TestManagerRestartWithoutHostDefiner: with no host definer running, a
+// manager killed with SIGKILL comes back serving /v1 over TLS with the
+// certificate it stored (no CSR can be approved meanwhile), and provisions.
+func TestManagerRestartWithoutHostDefiner(t *testing.T) {
+	ctx := t.Context()
+	e := setupHostDefiner(ctx, t)
+	node := e.nodes[0]
+	scale := func(ctx context.Context, n int32) error {
+		_, err := e.f.Kubectl(ctx, "-n", framework.SystemNamespace, "scale", "deployment", hostdefinerName, fmt.Sprintf("--replicas=%d", n))
+		return err
+	}
+	before, err := e.f.Client.AppsV1().Deployments(framework.SystemNamespace).Get(ctx, hostdefinerName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas := *before.Spec.Replicas
+	if err := scale(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		err := scale(cctx, replicas)
+		if err == nil {
+			err = e.f.WaitForWorkloads(cctx, framework.SystemNamespace, 2*time.Minute)
+		}
+		if err != nil {
+			t.Errorf("Scale the host definer back to %d: %v", replicas, err)
+		}
+	})
+	framework.WaitFor(ctx, t, provisionTimeout, "no host definer pod", func(ctx context.Context) (bool, error) {
+		pods, err := e.f.Client.CoreV1().Pods(framework.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: hostdefinerSelector})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, nil
+	})
+	e.killAndWaitReady(ctx, t, node, "manager", managerSelector)
+
+	urls := managerPods(ctx, t, e.f, []string{node})
+	managerClient(ctx, t, e.f, e.ns, "reader")
+	token, err := e.f.ServiceAccountToken(ctx, e.ns, "reader", client.TokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitAllowed(ctx, t, urls[node], token, "GET /v1/host over TLS on the restarted manager")
+	pvc := e.claim(ctx, t, "after-restart", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	_, pv := e.waitBound(ctx, t, pvc.Name)
+	if fi, err := os.Stat(e.nodePath(t, node, pv)); err != nil || !fi.IsDir() {
+		t.Errorf("Directory of %s on %s: %v", pv.Name, node, err)
+	}
+	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
 }
