@@ -86,8 +86,12 @@ deploy: ## Install the product on the local cluster (kubectl apply -k manifests/
 	scripts/deploy.sh
 
 .PHONY: e2e
-e2e: ## Run the e2e suite against the running local cluster.
-	cd e2e && $(GO) test -count=1 -timeout 30m -v ./...
+e2e: ## Run the e2e suite against the running local cluster, but the fault tests (TestFault*: make e2e-faults).
+	cd e2e && $(GO) test -count=1 -timeout 30m -v -skip '^TestFault' ./...
+
+.PHONY: e2e-faults
+e2e-faults: ## Run the fault tests (TestFault*: crashes, outages, reboots, failovers) against the running local cluster.
+	cd e2e && $(GO) test -count=1 -timeout 40m -v -run '^TestFault' .
 
 .PHONY: bench
 bench: ## Provisioning on the running local cluster against a no-op provisioner, at several kube-controller-manager client limits (N=1000; see BENCHMARKS.md).
@@ -98,5 +102,9 @@ demo: ## The README's first command: cluster up if needed, images, install, a no
 	scripts/demo.sh
 
 .PHONY: test
-test: ## Everything CI runs: verify, unit, cluster up, e2e, cluster down (also on failure).
+test: ## What CI runs first: verify, unit, cluster up, e2e (but the fault tests), cluster down (also on failure).
 	scripts/test.sh
+
+.PHONY: test-faults
+test-faults: ## The fault tests on a fresh cluster of their own: cluster up, images, e2e-faults, cluster down (CI runs it after make test).
+	scripts/test.sh faults

@@ -252,13 +252,13 @@ func (e *provEnv) checkOrphansAgree(ctx context.Context, t *testing.T, bin strin
 	}
 }
 
-// TestCrashMidBurst: a provisioner or a manager killed with SIGKILL while
+// TestFaultCrashMidBurst: a provisioner or a manager killed with SIGKILL while
 // 200 claims of its node are being provisioned loses nothing and makes
 // nothing twice: after the kubelet restarts it, every claim is Bound, each
 // PV's directory is on its node with an owner record naming it, no other
 // directory of the burst is on any node, and `kubectl hostpath orphans`
 // agrees; deleting the claims then removes every directory.
-func TestCrashMidBurst(t *testing.T) {
+func TestFaultCrashMidBurst(t *testing.T) {
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	bin := buildKubectlHostpath(ctx, t, e.f)
@@ -281,13 +281,13 @@ func TestCrashMidBurst(t *testing.T) {
 	}
 }
 
-// TestCrashMultihost: a manager killed with SIGKILL in the middle of
+// TestFaultCrashMultihost: a manager killed with SIGKILL in the middle of
 // multihost creates, and again in the middle of their deletes, loses
 // nothing: every claim binds, every PV's directory ends on every node its
 // hostpath.dev/nodes lists (all of them, once the host definer has given the
 // restarted node what it missed), and the deletes remove every directory
 // from every node.
-func TestCrashMultihost(t *testing.T) {
+func TestFaultCrashMultihost(t *testing.T) {
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	victim := e.nodes[1]
@@ -326,10 +326,10 @@ func TestCrashMultihost(t *testing.T) {
 	}
 }
 
-// TestAPIServerOutage: the API server stopped for 10 s in the middle of a
+// TestFaultAPIServerOutage: the API server stopped for 10 s in the middle of a
 // burst (scripts/apiserver.sh outage): once it is back, every claim binds
 // and every volume exists exactly once on its node.
-func TestAPIServerOutage(t *testing.T) {
+func TestFaultAPIServerOutage(t *testing.T) {
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	node := e.nodes[1]
@@ -344,12 +344,12 @@ func TestAPIServerOutage(t *testing.T) {
 	e.checkDisks(ctx, t)
 }
 
-// TestNodeReboot: a node stopped like a power-off and started again with a
+// TestFaultNodeReboot: a node stopped like a power-off and started again with a
 // new boot ID (scripts/node-reboot.sh) is reported Rebooted by the host
 // definer and verified again (its definition Ready with the new boot ID);
 // every volume of the node is intact, and a pod comes back on its own and
 // reads what it wrote before.
-func TestNodeReboot(t *testing.T) {
+func TestFaultNodeReboot(t *testing.T) {
 	ctx := t.Context()
 	e := setupHostDefiner(ctx, t)
 	n := 2
@@ -413,12 +413,12 @@ func TestNodeReboot(t *testing.T) {
 	e.checkDisks(ctx, t)
 }
 
-// TestRetainSurvives: the data of a Retain volume survives the claim's
+// TestFaultRetainSurvives: the data of a Retain volume survives the claim's
 // deletion and the PV's, a provisioner and a manager killed with SIGKILL,
 // and the orphan sweep their restart sets off: the directory keeps its file,
 // its owner record says retained, and `kubectl hostpath orphans` reports it
 // as retained (never to be removed by the product).
-func TestRetainSurvives(t *testing.T) {
+func TestFaultRetainSurvives(t *testing.T) {
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	bin := buildKubectlHostpath(ctx, t, e.f)
@@ -521,12 +521,12 @@ func (e *provEnv) killAndWaitReady(ctx context.Context, t *testing.T, node, prog
 	})
 }
 
-// TestHostDefinerFailoverDuringJoin: the leading host definer is killed
+// TestFaultHostDefinerFailoverDuringJoin: the leading host definer is killed
 // (its pod deleted without a grace period) while a new node joins and gets
 // the directories of 20 multihost volumes: the standby takes over, the new
 // node's definition ends Ready, every volume lists the node and has its
 // directory there exactly once, and the backfill counted each volume once.
-func TestHostDefinerFailoverDuringJoin(t *testing.T) {
+func TestFaultHostDefinerFailoverDuringJoin(t *testing.T) {
 	ctx := t.Context()
 	e := setupHostDefiner(ctx, t)
 	names := e.burst(ctx, t, "joined", classShared, 20, nil)
@@ -582,10 +582,10 @@ func TestHostDefinerFailoverDuringJoin(t *testing.T) {
 	e.checkDisks(ctx, t)
 }
 
-// TestManagerRestartWithoutHostDefiner: with no host definer running, a
+// TestFaultManagerRestartWithoutHostDefiner: with no host definer running, a
 // manager killed with SIGKILL comes back serving /v1 over TLS with the
 // certificate it stored (no CSR can be approved meanwhile), and provisions.
-func TestManagerRestartWithoutHostDefiner(t *testing.T) {
+func TestFaultManagerRestartWithoutHostDefiner(t *testing.T) {
 	ctx := t.Context()
 	e := setupHostDefiner(ctx, t)
 	node := e.nodes[0]
