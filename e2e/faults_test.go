@@ -558,7 +558,7 @@ func TestFaultHostDefinerFailoverDuringJoin(t *testing.T) {
 	}
 	next := e.leader(ctx, t, leader)
 	t.Logf("Killed the leader %s while %s joined; %s leads", leader, node, next)
-	d := e.waitPhase(ctx, t, node, "default", hostpathv1.PhaseReady)
+	e.waitPhase(ctx, t, node, "default", hostpathv1.PhaseReady)
 	framework.WaitFor(ctx, t, defineTimeout, "every multihost PV to list "+node, func(ctx context.Context) (bool, error) {
 		pvs, err := e.namespacePVs(ctx)
 		if err != nil {
@@ -573,7 +573,7 @@ func TestFaultHostDefinerFailoverDuringJoin(t *testing.T) {
 	})
 	e.nodes = append(e.nodes, node)
 	e.checkDisks(ctx, t)
-	d = e.waitPhase(ctx, t, node, "default", hostpathv1.PhaseReady)
+	d := e.waitPhase(ctx, t, node, "default", hostpathv1.PhaseReady)
 	if d.Status.BackfilledVolumes < int32(len(names)) || int(d.Status.BackfilledVolumes) > int(d.Status.MultihostVolumes) {
 		t.Errorf("HostDefinition %s: backfilled %d, multihost volumes %d; want every one of the %d backfilled once",
 			d.Name, d.Status.BackfilledVolumes, d.Status.MultihostVolumes, len(names))

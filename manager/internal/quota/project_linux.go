@@ -264,7 +264,7 @@ func (p *projectEnforcer) freeID(pool *os.File) (uint32, error) {
 		next, d, err := p.ops.nextQuota(pool, uint32(id))
 		switch {
 		case errors.Is(err, unix.ENOENT):
-			next = uint32(end) // no quota from id on
+			// No quota from id on: id is free (confirmed below).
 		case err != nil:
 			return 0, fmt.Errorf("read the quota of the next project from %d: %w", id, err)
 		case uint64(next) < id:
