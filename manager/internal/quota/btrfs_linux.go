@@ -436,12 +436,9 @@ func setUp(pool *os.File, name string, id uint64, limitBytes int64) error {
 
 // checkVolume fails unless the volume name is the subvolume with ID id.
 func checkVolume(root *os.Root, name string, id uint64) error {
-	if err := checkName(name); err != nil {
-		return err
-	}
-	dir, err := openDir(root, name)
+	dir, err := openVolume(root, name, "btrfs subvolume")
 	if err != nil {
-		return fmt.Errorf("open btrfs subvolume %q: %w", name, err)
+		return err
 	}
 	defer dir.Close()
 	got, err := subvolumeID(dir)
@@ -456,12 +453,9 @@ func checkVolume(root *os.Root, name string, id uint64) error {
 
 // ID returns the ID of the subvolume name.
 func (b *btrfsEnforcer) ID(root *os.Root, name string) (uint64, error) {
-	if err := checkName(name); err != nil {
-		return 0, err
-	}
-	dir, err := openDir(root, name)
+	dir, err := openVolume(root, name, "btrfs subvolume")
 	if err != nil {
-		return 0, fmt.Errorf("open btrfs subvolume %q: %w", name, err)
+		return 0, err
 	}
 	defer dir.Close()
 	id, err := subvolumeID(dir)

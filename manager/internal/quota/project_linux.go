@@ -308,12 +308,9 @@ func (p *projectEnforcer) limitNew(root *os.Root, pool *os.File, name string, id
 
 // project returns the project of the directory name.
 func (p *projectEnforcer) project(root *os.Root, name string) (uint32, error) {
-	if err := checkName(name); err != nil {
-		return 0, err
-	}
-	dir, err := openDir(root, name)
+	dir, err := openVolume(root, name, "volume directory")
 	if err != nil {
-		return 0, fmt.Errorf("open volume directory %q: %w", name, err)
+		return 0, err
 	}
 	defer dir.Close()
 	x, err := p.ops.getXattr(dir)

@@ -232,6 +232,19 @@ func checkName(name string) error {
 	return nil
 }
 
+// openVolume opens the volume name (a single path component, checked) of
+// the pool root; what names it in errors ("btrfs subvolume").
+func openVolume(root *os.Root, name, what string) (*os.File, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	dir, err := openDir(root, name)
+	if err != nil {
+		return nil, fmt.Errorf("open %s %q: %w", what, name, err)
+	}
+	return dir, nil
+}
+
 // openDir opens the directory name of root (. for the pool directory)
 // read-only, and fails unless it is a directory.
 func openDir(root *os.Root, name string) (*os.File, error) {
