@@ -598,6 +598,25 @@ func TestReadyReverify(t *testing.T) {
 	expectTime(t, "definedTime", def.Status.DefinedTime, t0)
 }
 
+// The definition says how the node's pool enforces volume sizes, as its
+// manager reports it.
+func TestSizeEnforcementInStatus(t *testing.T) {
+	for _, tc := range []struct{ kind, reason, want string }{
+		{kind: "btrfs", want: "btrfs"},
+		{reason: "tmpfs has no per-directory quotas", want: "none"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			f := newStandardFixture(t)
+			f.managers["node-1"].pool.Enforcement, f.managers["node-1"].pool.EnforcementReason = tc.kind, tc.reason
+			f.run(key1)
+			def := f.mustDefinition(def1)
+			if def.Status.SizeEnforcement != tc.want || def.Status.SizeEnforcementReason != tc.reason {
+				t.Errorf("size enforcement %q (%q), want %q (%q)", def.Status.SizeEnforcement, def.Status.SizeEnforcementReason, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
 // A failed re-verify of a Ready definition starts a round of tries.
 func TestReadyReverifyFails(t *testing.T) {
 	f := newStandardFixture(t)

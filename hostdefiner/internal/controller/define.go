@@ -236,6 +236,10 @@ func (c *Controller) attempt(ctx context.Context, def *hostpathv1.HostDefinition
 		return &tryError{reason: ReasonPoolNotPrepared, message: fmt.Sprintf("PUT /v1/pools/%s on manager pod %s: %v", pool, pod.Name, err)}
 	}
 	st.PoolPath, st.CapacityBytes, st.FreeBytes, st.MinFreeBytes = p.Path, p.CapacityBytes, p.FreeBytes, c.cfg.MinFreeBytes
+	st.SizeEnforcement, st.SizeEnforcementReason = p.Enforcement, p.EnforcementReason
+	if st.SizeEnforcement == "" {
+		st.SizeEnforcement = "none"
+	}
 	if p.FreeBytes < c.cfg.MinFreeBytes {
 		return &tryError{reason: ReasonInsufficientSpace, message: fmt.Sprintf(
 			"pool %q at %s on node %q has %d bytes free, less than the %d the host definer requires (--min-free-bytes)",

@@ -142,6 +142,14 @@ type HostDefinitionStatus struct {
 	// MinFreeBytes is the minimum free space the host definer required.
 	// +optional
 	MinFreeBytes int64 `json:"minFreeBytes,omitempty"`
+	// SizeEnforcement is how the pool's filesystem on the node enforces
+	// volume sizes ("btrfs", "xfs", "ext4"), or "none" (see
+	// SizeEnforcementReason), as the manager reported it at the last try.
+	// +optional
+	SizeEnforcement string `json:"sizeEnforcement,omitempty"`
+	// SizeEnforcementReason says why the pool does not enforce sizes.
+	// +optional
+	SizeEnforcementReason string `json:"sizeEnforcementReason,omitempty"`
 
 	// MultihostVolumes counts the multihost volumes of the pool whose
 	// directory the node holds.
