@@ -815,16 +815,7 @@ func TestHostileManagerRequests(t *testing.T) {
 	node, other := nodes[0], nodes[1]
 	base := urls[node]
 
-	managerClient(ctx, t, f, ns, "allowed")
-	serviceAccount(ctx, t, f, ns, "denied")
-	allowed, err := f.ServiceAccountToken(ctx, ns, "allowed", client.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
-	denied, err := f.ServiceAccountToken(ctx, ns, "denied", client.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
+	allowed, denied := managerCallers(ctx, t, f, ns)
 	plain, err := f.ServiceAccountToken(ctx, ns, "allowed")
 	if err != nil {
 		t.Fatal(err)

@@ -159,6 +159,24 @@ func managerClient(ctx context.Context, t *testing.T, f *framework.Framework, ns
 	})
 }
 
+// managerCallers makes two service accounts of ns, "allowed" (bound to the
+// client ClusterRole, see managerClient) and "denied" (not), and returns a
+// manager token of each.
+func managerCallers(ctx context.Context, t *testing.T, f *framework.Framework, ns string) (allowed, denied string) {
+	t.Helper()
+	managerClient(ctx, t, f, ns, "allowed")
+	serviceAccount(ctx, t, f, ns, "denied")
+	allowed, err := f.ServiceAccountToken(ctx, ns, "allowed", client.TokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied, err = f.ServiceAccountToken(ctx, ns, "denied", client.TokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return allowed, denied
+}
+
 // waitAllowed waits until the manager at base answers GET /v1/host with 200
 // to token: RBAC changes reach the API server's authorizer within moments.
 func waitAllowed(ctx context.Context, t *testing.T, base, token, what string) {
@@ -227,16 +245,7 @@ func TestManager(t *testing.T) {
 	base := urls[node]
 
 	// Two service accounts: one bound to the client ClusterRole, one not.
-	managerClient(ctx, t, f, ns, "allowed")
-	serviceAccount(ctx, t, f, ns, "denied")
-	allowed, err := f.ServiceAccountToken(ctx, ns, "allowed", client.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
-	denied, err := f.ServiceAccountToken(ctx, ns, "denied", client.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
+	allowed, denied := managerCallers(ctx, t, f, ns)
 	for _, n := range nodes {
 		waitAllowed(ctx, t, urls[n], allowed, "GET /v1/host on "+n+" to be allowed")
 	}
