@@ -94,8 +94,13 @@ e2e-faults: ## Run the fault tests (TestFault*: crashes, outages, reboots, failo
 	cd e2e && $(GO) test -count=1 -timeout 40m -v -run '^TestFault' .
 
 .PHONY: bench
-bench: ## Provisioning on the running local cluster against a no-op provisioner, at several kube-controller-manager client limits (N=1000; see BENCHMARKS.md).
+bench: ## On the running local cluster: provisioning against a no-op provisioner at several kube-controller-manager client limits (N=1000), then bench-fleet (see BENCHMARKS.md).
 	scripts/bench-provision.sh
+	scripts/bench-fleet.sh
+
+.PHONY: bench-fleet
+bench-fleet: ## On the running local cluster: many instances, multihost fan-out and backfill over a fleet of fake nodes with real manager and provisioner processes.
+	scripts/bench-fleet.sh
 
 .PHONY: demo
 demo: ## The README's first command: cluster up if needed, images, install, a node-mode and a multihost claim in use; leaves the cluster up.
