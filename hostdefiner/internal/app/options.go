@@ -106,7 +106,7 @@ var _ component.Program = &Options{}
 // NewOptions returns Options with their defaults.
 func NewOptions() *Options {
 	return &Options{
-		KubeAPIQPS: 20, KubeAPIBurst: 40,
+		KubeAPIQPS: 50, KubeAPIBurst: 100,
 		HealthAddress:    ":8081",
 		Namespace:        os.Getenv(EnvPodNamespace),
 		ProvisionerName:  hostpathv1.DefaultProvisionerName,

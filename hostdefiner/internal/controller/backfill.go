@@ -121,40 +121,45 @@ func (c *Controller) dirMode(pv *v1.PersistentVolume) string {
 
 // recordNode lists node among the nodes of every multihost volume of the
 // pool that does not list it yet (and takes it off their pending nodes),
-// after a try found or made their directories there. The patch carries the
-// resourceVersion it was computed from, so a concurrent change is not lost:
-// a conflict returns an error and the key is synced again.
+// after a try found or made their directories there, BackfillWorkers
+// patches at a time. Each patch carries the resourceVersion it was computed
+// from, so a concurrent change is not lost: a conflict returns an error and
+// the key is synced again.
 func (c *Controller) recordNode(ctx context.Context, node, pool string) error {
 	vols, err := c.multihostVolumes(pool)
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, m := range vols {
-		if m.holds(node) {
-			continue
-		}
-		nodes := append(slices.Clone(m.nodes), node)
-		slices.Sort(nodes)
-		pending := slices.DeleteFunc(slices.Clone(m.pending), func(n string) bool { return n == node })
-		var pendingValue any
-		if len(pending) > 0 {
-			pendingValue = hostpathv1.JoinNodes(pending)
-		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"resourceVersion": m.pv.ResourceVersion,
-			"annotations": map[string]any{
-				hostpathv1.AnnotationNodes:        hostpathv1.JoinNodes(nodes),
-				hostpathv1.AnnotationPendingNodes: pendingValue,
-			},
-		}})
-		if err != nil {
-			return err
-		}
-		if _, err := c.kube.CoreV1().PersistentVolumes().Patch(ctx, m.pv.Name, types.MergePatchType, patch,
-			metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-			errs = append(errs, fmt.Errorf("record node %q in PersistentVolume %s: %w", node, m.pv.Name, err))
-		}
+	vols = slices.DeleteFunc(vols, func(m multihostVolume) bool { return m.holds(node) })
+	errs := make([]error, len(vols))
+	workqueue.ParallelizeUntil(ctx, max(c.cfg.BackfillWorkers, 1), len(vols), func(i int) {
+		errs[i] = c.recordNodeOn(ctx, vols[i], node)
+	})
+	return errors.Join(append(errs, ctx.Err())...)
+}
+
+// recordNodeOn patches m's PV to list node.
+func (c *Controller) recordNodeOn(ctx context.Context, m multihostVolume, node string) error {
+	nodes := append(slices.Clone(m.nodes), node)
+	slices.Sort(nodes)
+	pending := slices.DeleteFunc(slices.Clone(m.pending), func(n string) bool { return n == node })
+	var pendingValue any
+	if len(pending) > 0 {
+		pendingValue = hostpathv1.JoinNodes(pending)
 	}
-	return errors.Join(errs...)
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": m.pv.ResourceVersion,
+		"annotations": map[string]any{
+			hostpathv1.AnnotationNodes:        hostpathv1.JoinNodes(nodes),
+			hostpathv1.AnnotationPendingNodes: pendingValue,
+		},
+	}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.kube.CoreV1().PersistentVolumes().Patch(ctx, m.pv.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("record node %q in PersistentVolume %s: %w", node, m.pv.Name, err)
+	}
+	return nil
 }
