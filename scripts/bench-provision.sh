@@ -79,12 +79,6 @@ NOOP_PID=
 ds_args() { kc -n "$NS" get ds "$PROV_DS" -o jsonpath="{.spec.template.spec.containers[?(@.name==\"$CONTAINER\")].args}"; }
 real_nodes() { kc get nodes -l "$FAKE_NODE_SELECTOR" -o jsonpath='{.items[*].metadata.name}'; }
 
-# kcm_set LIMITS: restart kube-controller-manager with LIMITS (QPS/BURST or
-# default).
-kcm_set() {
-  if [ "$1" = default ]; then "$KCM" set default; else "$KCM" set "${1%/*}" "${1#*/}"; fi
-}
-
 # kcm_desc: kube-controller-manager's client limits now, for the report.
 kcm_desc() {
   local l
@@ -112,7 +106,7 @@ cleanup() {
   kc delete storageclass "$NOOP_CLASS" --ignore-not-found > /dev/null 2>&1 || true
   if [ "$("$KCM" get 2> /dev/null)" != "$ORIG_KCM" ]; then
     log "Restoring kube-controller-manager's client limits $ORIG_KCM"
-    kcm_set "$ORIG_KCM" || rc=1
+    "$KCM" set "$ORIG_KCM" || rc=1
   fi
   rm -rf "$WORK"
   # A failed run's default plots folder has nothing worth keeping.
@@ -211,7 +205,7 @@ FOOTPRINTS=()
 RESULTS=()
 for s in "${SETTINGS[@]}"; do
   if [ "$("$KCM" get)" != "$s" ]; then
-    kcm_set "$s"
+    "$KCM" set "$s"
     # Its caches synced and its first resyncs done before the floor's run.
     sleep "$BENCH_SETTLE"
   fi

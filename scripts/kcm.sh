@@ -5,6 +5,7 @@
 #   scripts/kcm.sh get                  prints QPS/BURST, or "default" (20/30)
 #   scripts/kcm.sh set QPS BURST        restarts it with --kube-api-qps/--kube-api-burst
 #   scripts/kcm.sh set default          restarts it with its own defaults
+#   scripts/kcm.sh set QPS/BURST        the same, in the form get prints
 #
 # set stops the recorded process by its PID, starts it again exactly as
 # cluster-up.sh does (start_kcm in cluster-lib.sh, log appended), and returns
@@ -14,7 +15,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster-lib.sh"
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ -f "$RUN_DIR/kube-controller-manager.pid" ] || die "no local cluster runs (make cluster-up)"
 case ${1:-} in
 get)
@@ -22,7 +23,13 @@ get)
   ;;
 set)
   case $# in
-  2) [ "$2" = default ] || usage; limits=default ;;
+  2)
+    case $2 in
+    default) limits=default ;;
+    */*) [[ $2 =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]] || usage; limits=$2 ;;
+    *) usage ;;
+    esac
+    ;;
   3) limits=$2/$3 ;;
   *) usage ;;
   esac

@@ -32,12 +32,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/workqueue"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	hostpathclient "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
+	hostpathinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
+	hostpathlisters "hostpath.dev/hostdefiner/pkg/generated/listers/hostpath.dev/v1"
 
 	"hostpath.dev/e2e/internal/benchprovision"
 	"hostpath.dev/e2e/internal/fleet"
@@ -151,6 +156,28 @@ func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Inter
 	}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].size < steps[j].size })
 
+	// The waits read informer caches: polling lists of 1000 objects would
+	// load the API server the run measures.
+	ictx, stop := context.WithCancel(ctx)
+	defer stop()
+	core := informers.NewSharedInformerFactory(kube, 0)
+	b.pvs = core.Core().V1().PersistentVolumes().Lister()
+	b.pvcs = core.Core().V1().PersistentVolumeClaims().Lister()
+	defs := hostpathinformers.NewSharedInformerFactory(hp, 0)
+	b.defs = defs.Hostpath().V1().HostDefinitions().Lister()
+	core.Start(ictx.Done())
+	defs.Start(ictx.Done())
+	for typ, ok := range core.WaitForCacheSync(ictx.Done()) {
+		if !ok {
+			return b.res, fmt.Errorf("cache of %v not synced", typ)
+		}
+	}
+	for typ, ok := range defs.WaitForCacheSync(ictx.Done()) {
+		if !ok {
+			return b.res, fmt.Errorf("cache of %v not synced", typ)
+		}
+	}
+
 	b.fleet, err = fleet.New(ctx, kube, o.Fleet)
 	if err != nil {
 		return b.res, err
@@ -188,6 +215,10 @@ type bench struct {
 	o     Options
 	res   Result
 	fleet *fleet.Fleet
+	// Informer caches of every PV, claim and HostDefinition.
+	pvs  corelisters.PersistentVolumeLister
+	pvcs corelisters.PersistentVolumeClaimLister
+	defs hostpathlisters.HostDefinitionLister
 }
 
 // instances is one instance run over the first r.Instances fleet nodes.
@@ -238,7 +269,10 @@ func (b *bench) multihost(ctx context.Context, e int) error {
 		t0 := time.Now()
 		var pvName string
 		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, b.o.Timeout, true, func(ctx context.Context) (bool, error) {
-			got, err := b.kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
+			got, err := b.pvcs.PersistentVolumeClaims(ns).Get(pvc.Name)
+			if apierrors.IsNotFound(err) {
+				return false, nil // not in the cache yet
+			}
 			if err != nil {
 				return false, err
 			}
@@ -283,12 +317,12 @@ func (b *bench) backfill(ctx context.Context) error {
 		return err
 	}
 	if err := b.poll(ctx, fmt.Sprintf("%d multihost claims Bound", n), func(ctx context.Context) (bool, string, error) {
-		list, err := b.kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+		claims, err := b.pvcs.PersistentVolumeClaims(ns).List(labels.Everything())
 		if err != nil {
 			return false, "", err
 		}
 		bound := 0
-		for _, c := range list.Items {
+		for _, c := range claims {
 			if c.Status.Phase == corev1.ClaimBound {
 				bound++
 			}
@@ -351,12 +385,12 @@ func (b *bench) backfill(ctx context.Context) error {
 // pvsListing counts the PVs of ns's claims whose hostpath.dev/nodes lists
 // node.
 func (b *bench) pvsListing(ctx context.Context, ns, node string) (int, error) {
-	list, err := b.kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	pvs, err := b.pvs.List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, pv := range list.Items {
+	for _, pv := range pvs {
 		if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != ns {
 			continue
 		}
@@ -369,12 +403,12 @@ func (b *bench) pvsListing(ctx context.Context, ns, node string) (int, error) {
 
 // definition returns the HostDefinition of the pool on node, nil when none.
 func (b *bench) definition(ctx context.Context, node string) (*hostpathv1.HostDefinition, error) {
-	list, err := b.hp.HostpathV1().HostDefinitions().List(ctx, metav1.ListOptions{})
+	defs, err := b.defs.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	for i := range list.Items {
-		if hd := &list.Items[i]; hd.Spec.NodeName == node && hd.Spec.Pool == b.o.Pool && hd.DeletionTimestamp == nil {
+	for _, hd := range defs {
+		if hd.Spec.NodeName == node && hd.Spec.Pool == b.o.Pool && hd.DeletionTimestamp == nil {
 			return hd, nil
 		}
 	}
@@ -385,12 +419,12 @@ func (b *bench) definition(ctx context.Context, node string) (*hostpathv1.HostDe
 // whose manager pod is Ready: the multihost targets.
 func (b *bench) waitDefined(ctx context.Context, n int) error {
 	return b.poll(ctx, fmt.Sprintf("%d Ready HostDefinitions of pool %s", n, b.o.Pool), func(ctx context.Context) (bool, string, error) {
-		list, err := b.hp.HostpathV1().HostDefinitions().List(ctx, metav1.ListOptions{})
+		defs, err := b.defs.List(labels.Everything())
 		if err != nil {
 			return false, "", err
 		}
 		ready, other := 0, 0
-		for _, hd := range list.Items {
+		for _, hd := range defs {
 			if hd.Spec.Pool != b.o.Pool {
 				continue
 			}
@@ -431,17 +465,18 @@ func (b *bench) namespace(ctx context.Context, prefix string) (string, func(), e
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.o.Timeout)
 		defer cancel()
 		t0 := time.Now()
+		b.o.logf("Deleting namespace %s, waiting at most %v for its PVs to be gone", ns, b.o.Timeout)
 		if err := b.kube.CoreV1().Namespaces().Delete(dctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			b.o.logf("Deleting namespace %s: %v", ns, err)
 			return
 		}
 		if err := b.poll(dctx, "the PVs of namespace "+ns+" gone", func(ctx context.Context) (bool, string, error) {
-			list, err := b.kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+			pvs, err := b.pvs.List(labels.Everything())
 			if err != nil {
 				return false, "", err
 			}
 			left := 0
-			for _, pv := range list.Items {
+			for _, pv := range pvs {
 				if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns {
 					left++
 				}

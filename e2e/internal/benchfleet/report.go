@@ -23,9 +23,29 @@ var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE"}
 // volume.
 var heartbeats = []string{"leases"}
 
+// reviews are resources whose POST asks a question and stores nothing (the
+// managers' TokenReviews and SubjectAccessReviews on a cache miss), left out
+// of the writes per volume and counted by ReviewsPerVolume.
+var reviews = []string{"tokenreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "localsubjectaccessreviews", "selfsubjectreviews"}
+
+// ReviewsPerVolume returns the POSTs of reviews during a run divided by the
+// run's claims.
+func ReviewsPerVolume(r benchprovision.Result) float64 {
+	if r.Count == 0 {
+		return 0
+	}
+	var n int64
+	for _, c := range r.APIRequests {
+		if c.Verb == "POST" && slices.Contains(reviews, c.Resource) {
+			n += c.Count
+		}
+	}
+	return float64(n) / float64(r.Count)
+}
+
 // WritesPerVolume returns the API writes (POST, PUT, PATCH, DELETE) of
-// every client during a run, Leases left out, divided by the run's claims,
-// and the same per resource, largest first.
+// every client during a run, Leases and reviews left out, divided by the
+// run's claims, and the same per resource, largest first.
 func WritesPerVolume(r benchprovision.Result) (float64, []benchprovision.RequestCount) {
 	if r.Count == 0 {
 		return 0, nil
@@ -33,7 +53,7 @@ func WritesPerVolume(r benchprovision.Result) (float64, []benchprovision.Request
 	byResource := map[string]int64{}
 	var total int64
 	for _, c := range r.APIRequests {
-		if !slices.Contains(writeVerbs, c.Verb) || slices.Contains(heartbeats, c.Resource) {
+		if !slices.Contains(writeVerbs, c.Verb) || slices.Contains(heartbeats, c.Resource) || slices.Contains(reviews, c.Resource) {
 			continue
 		}
 		byResource[c.Verb+" "+c.Resource] += c.Count
@@ -83,6 +103,7 @@ func Report(w io.Writer, res Result) error {
 			return f2(max(r.Run.PVsGoneSeconds, r.Run.DirsGoneSeconds))
 		})
 		row("API writes per volume (leases left out)", func(r InstanceResult) string { w, _ := WritesPerVolume(r.Run); return f2(w) })
+		row("token and access reviews per volume", func(r InstanceResult) string { return f2(ReviewsPerVolume(r.Run)) })
 		row("provisioner peak RSS, max (MiB)", func(r InstanceResult) string { return f1(r.Footprint.ProvisionerMaxMiB) })
 		row("provisioner peak RSS, summed (MiB)", func(r InstanceResult) string { return f1(r.Footprint.ProvisionerSumMiB) })
 		row("manager peak RSS, max (MiB)", func(r InstanceResult) string { return f1(r.Footprint.ManagerMaxMiB) })

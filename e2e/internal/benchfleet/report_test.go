@@ -22,10 +22,15 @@ func TestWritesPerVolume(t *testing.T) {
 		benchprovision.RequestCount{Verb: "PUT", Resource: "leases", Count: 5000},
 		benchprovision.RequestCount{Verb: "GET", Resource: "persistentvolumes", Count: 900},
 		benchprovision.RequestCount{Verb: "DELETE", Resource: "persistentvolumes", Count: 100},
+		benchprovision.RequestCount{Verb: "POST", Resource: "tokenreviews", Count: 30},
+		benchprovision.RequestCount{Verb: "POST", Resource: "subjectaccessreviews", Count: 20},
 	)
+	if got := ReviewsPerVolume(r); got != 0.5 {
+		t.Errorf("reviews per volume = %v, want 0.5", got)
+	}
 	got, by := WritesPerVolume(r)
 	if got != 5 {
-		t.Errorf("writes per volume = %v, want 5 (leases and reads left out)", got)
+		t.Errorf("writes per volume = %v, want 5 (leases, reviews and reads left out)", got)
 	}
 	want := []string{"PUT persistentvolumeclaims", "DELETE persistentvolumes", "POST persistentvolumes"}
 	if len(by) != len(want) {

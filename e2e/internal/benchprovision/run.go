@@ -99,7 +99,11 @@ func (b *bench) setUp(ctx context.Context) error {
 	}
 	b.ns = nsObj.Name
 	b.res.Namespace = b.ns
-	b.o.logf("%s: namespace %s, %d claims of class %s over %s", b.o.Label, b.ns, b.o.Count, b.o.StorageClass, strings.Join(b.nodes, ", "))
+	over := strings.Join(b.nodes, ", ")
+	if len(b.nodes) > 4 {
+		over = fmt.Sprintf("%d nodes (%s ... %s)", len(b.nodes), b.nodes[0], b.nodes[len(b.nodes)-1])
+	}
+	b.o.logf("%s: namespace %s, %d claims of class %s over %s", b.o.Label, b.ns, b.o.Count, b.o.StorageClass, over)
 	return nil
 }
 
