@@ -32,6 +32,7 @@ CONTAINER=provisioner
 FLEET_DIR=$CLUSTER_DIR/fleet
 ADDRESS_PREFIX=198.18.250.
 BIN=$CACHE_DIR/bin
+FLEET_BIN=$CACHE_DIR/bin/fleet
 KCM=$REPO_ROOT/scripts/kcm.sh
 LIMITS=${BENCH_KCM:-1000/2000}
 [[ $LIMITS =~ ^([1-9][0-9]*/[1-9][0-9]*|default)$ ]] || die "BENCH_KCM: '$LIMITS' is neither QPS/BURST nor default"
@@ -43,11 +44,11 @@ kc -n "$NS" get ds "$PROV_DS" > /dev/null || die "hostpath is not deployed (make
 ORIG_KCM=$("$KCM" get)
 [ ! -e "$FLEET_DIR" ] || die "$FLEET_DIR exists: another fleet runs, or remove what a killed one left ($0 cleans up after itself)"
 
-mkdir -p "$BIN"
-log "Building benchfleet, the manager and the provisioner"
+mkdir -p "$BIN" "$FLEET_BIN"
+log "Building benchfleet, and the manager and the provisioner as their images have them"
 (cd "$REPO_ROOT/e2e" && CGO_ENABLED=0 go build -o "$BIN/benchfleet" ./cmd/benchfleet)
-(cd "$REPO_ROOT/manager" && CGO_ENABLED=0 go build -o "$BIN/manager" ./cmd/manager)
-(cd "$REPO_ROOT/provisioner" && CGO_ENABLED=0 go build -o "$BIN/provisioner" ./cmd/provisioner)
+(cd "$REPO_ROOT/manager" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$FLEET_BIN/manager" ./cmd/manager)
+(cd "$REPO_ROOT/provisioner" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$FLEET_BIN/provisioner" ./cmd/provisioner)
 
 # cleanup: what a killed benchfleet left (it undoes its own fleet when it
 # can): processes by their PID files, the fleet's objects, fake nodes and
@@ -96,7 +97,7 @@ fi
 log "Fleet benchmark: kube-controller-manager client limits $("$KCM" get), instances ${BENCH_INSTANCES:-10:1000,100:200}, multihost endpoints ${BENCH_ENDPOINTS:-10,50,100}, backfill ${BENCH_BACKFILL:-1000}"
 echo "hostpath over a fleet of fake nodes, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, kube-controller-manager client limits $("$KCM" get)"
 "$BIN/benchfleet" run --kubeconfig "$CLUSTER_KUBECONFIG" --dir "$FLEET_DIR" \
-  --manager-bin "$BIN/manager" --provisioner-bin "$BIN/provisioner" --provisioner-args "${ARGS:-[]}" \
+  --manager-bin "$FLEET_BIN/manager" --provisioner-bin "$FLEET_BIN/provisioner" --provisioner-args "${ARGS:-[]}" \
   --namespace "$NS" --address-prefix "$ADDRESS_PREFIX" --device "$API_BRIDGE" \
   --instances "${BENCH_INSTANCES:-10:1000,100:200}" --endpoints "${BENCH_ENDPOINTS:-10,50,100}" \
   --backfill "${BENCH_BACKFILL:-1000}" --timeout "${BENCH_TIMEOUT:-15m}" "${OUT[@]}" &
