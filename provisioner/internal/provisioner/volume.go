@@ -283,11 +283,28 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 // directory's owner. A directory without an owner record (made before the
 // manager kept them) is adopted first (see Adopt) and the delete tried once
 // more; a directory of another PV is left alone. A multihost PV's directory
-// goes from every node (see deleteMultihost).
+// goes from every node (see deleteMultihost). A PV whose Delete succeeded
+// here a moment ago is done at once: see Provisioner.deleted.
 func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
-	if pv.Annotations[annotations.Mode] == annotations.ModeMultihost {
-		return p.deleteMultihost(ctx, pv)
+	if _, done := p.deleted.Get(pv.UID); done {
+		klog.FromContext(ctx).V(4).Info("The volume was deleted here already; the library deletes the PV again", "pv", pv.Name)
+		return nil
 	}
+	var err error
+	if pv.Annotations[annotations.Mode] == annotations.ModeMultihost {
+		err = p.deleteMultihost(ctx, pv)
+	} else {
+		err = p.deleteNode(ctx, pv)
+	}
+	if err == nil {
+		p.deleted.Set(pv.UID, struct{}{}, deletedTTL)
+	}
+	return err
+}
+
+// deleteNode deletes the directory of a node-mode PV of this node and
+// releases the PV.
+func (p *Provisioner) deleteNode(ctx context.Context, pv *v1.PersistentVolume) error {
 	node := pv.Annotations[annotations.Node]
 	if node != p.cfg.Node {
 		return &controller.IgnoredError{Reason: fmt.Sprintf("the volume is on node %q", node)}

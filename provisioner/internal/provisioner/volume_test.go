@@ -324,6 +324,26 @@ func TestDelete(t *testing.T) {
 				t.Errorf("PV finalizers = %q, want %q", got.Finalizers, wantFinalizers)
 			}
 			checkEvents(t, f.events(), wantEvents)
+
+			// The library syncs the PV again, from a cache that has not
+			// seen its own delete yet: after a success nothing is left to
+			// do (no call, no event); after a failure the delete is tried
+			// again.
+			calls := len(f.manager.deletes)
+			err = f.prov.Delete(ctx, pv)
+			wantCalls := calls
+			switch {
+			case released:
+				if err != nil {
+					t.Errorf("second Delete after a success: %v", err)
+				}
+			case !tc.wantIgnored:
+				wantCalls = calls + 1
+			}
+			if len(f.manager.deletes) < wantCalls || released && len(f.manager.deletes) != calls {
+				t.Errorf("second Delete: %d manager deletes, want %d", len(f.manager.deletes)-calls, wantCalls-calls)
+			}
+			checkEvents(t, f.events(), nil)
 		})
 	}
 }
