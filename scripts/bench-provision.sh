@@ -74,6 +74,7 @@ log "Building benchprovision, noopprovisioner and the provisioner (for its flag 
 (cd "$REPO_ROOT/provisioner" && CGO_ENABLED=0 go build -o "$BIN/provisioner" ./cmd/provisioner)
 WORK=$(mktemp -d)
 PLOTS=${BENCH_PLOTS:-$(mktemp -d -t hostpath-bench-plots.XXXXXX)}
+mkdir -p "$PLOTS"
 NOOP_PID=
 
 ds_args() { kc -n "$NS" get ds "$PROV_DS" -o jsonpath="{.spec.template.spec.containers[?(@.name==\"$CONTAINER\")].args}"; }
