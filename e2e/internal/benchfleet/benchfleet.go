@@ -309,26 +309,7 @@ func (b *bench) backfill(ctx context.Context) error {
 	defer done()
 	n := b.o.Backfill
 	t0 := time.Now()
-	errs := make([]error, n)
-	workqueue.ParallelizeUntil(ctx, 16, n, func(i int) {
-		_, errs[i] = b.kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim(fmt.Sprintf("shared-%05d", i), b.o.MultihostClass), metav1.CreateOptions{})
-	})
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if err := b.poll(ctx, fmt.Sprintf("%d multihost claims Bound", n), func(ctx context.Context) (bool, string, error) {
-		claims, err := b.pvcs.PersistentVolumeClaims(ns).List(labels.Everything())
-		if err != nil {
-			return false, "", err
-		}
-		bound := 0
-		for _, c := range claims {
-			if c.Status.Phase == corev1.ClaimBound {
-				bound++
-			}
-		}
-		return bound == n, fmt.Sprintf("%d Bound", bound), nil
-	}); err != nil {
+	if err := b.createBound(ctx, ns, n); err != nil {
 		return err
 	}
 	b.o.logf("Backfill: %d multihost claims Bound over %d nodes in %.1fs", n, before, time.Since(t0).Seconds())
@@ -380,6 +361,31 @@ func (b *bench) backfill(ctx context.Context) error {
 	b.res.Backfill = out
 	b.o.logf("Backfill of %d volumes onto %s: directories %.2fs, definition Ready %.2fs, PVs %.2fs", n, m.Node, out.DirsSeconds, out.ReadySeconds, out.PVsSeconds)
 	return nil
+}
+
+// createBound creates n multihost claims in ns, 16 at a time, and waits
+// until they are all Bound.
+func (b *bench) createBound(ctx context.Context, ns string, n int) error {
+	errs := make([]error, n)
+	workqueue.ParallelizeUntil(ctx, 16, n, func(i int) {
+		_, errs[i] = b.kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim(fmt.Sprintf("shared-%05d", i), b.o.MultihostClass), metav1.CreateOptions{})
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return b.poll(ctx, fmt.Sprintf("%d multihost claims Bound", n), func(ctx context.Context) (bool, string, error) {
+		claims, err := b.pvcs.PersistentVolumeClaims(ns).List(labels.Everything())
+		if err != nil {
+			return false, "", err
+		}
+		bound := 0
+		for _, c := range claims {
+			if c.Status.Phase == corev1.ClaimBound {
+				bound++
+			}
+		}
+		return bound == n, fmt.Sprintf("%d Bound", bound), nil
+	})
 }
 
 // pvsListing counts the PVs of ns's claims whose hostpath.dev/nodes lists
