@@ -134,16 +134,10 @@ func positive(s string) (int, error) {
 
 func (c command) run(ctx context.Context, argv []string) error {
 	var f runFlags
-	fs := flag.NewFlagSet("run", flag.ExitOnError)
-	fs.SetOutput(c.stderr)
-	f.AddFlags(fs)
-	_ = fs.Parse(argv)
-	if err := f.Complete(); err != nil {
+	if _, err := cli.ParseFlags("run", c.stderr, &f, argv); err != nil {
 		return err
 	}
-	f.o.Logf = func(format string, a ...any) {
-		_, _ = fmt.Fprintf(c.stderr, "[%s] "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
-	}
+	f.o.Logf = cli.Logf(c.stderr, time.Now)
 	// The benchmark's own client must never be what limits the figures.
 	cfg, err := component.RESTConfig(f.kubeconfig, 1000, 2000, "hostpath-benchfleet")
 	if err != nil {

@@ -89,11 +89,7 @@ func (f *runFlags) Complete() error {
 
 func (c command) run(ctx context.Context, argv []string) error {
 	var f runFlags
-	fs := flag.NewFlagSet("run", flag.ExitOnError)
-	fs.SetOutput(c.stderr)
-	f.AddFlags(fs)
-	_ = fs.Parse(argv)
-	if err := f.Complete(); err != nil {
+	if _, err := cli.ParseFlags("run", c.stderr, &f, argv); err != nil {
 		return err
 	}
 	f.o.Logf = c.logf
@@ -118,7 +114,7 @@ func (c command) run(ctx context.Context, argv []string) error {
 
 // logf prints one line of progress to stderr, after the time of day.
 func (c command) logf(format string, a ...any) {
-	_, _ = fmt.Fprintf(c.stderr, "[%s] "+format+"\n", append([]any{c.now().Format("15:04:05")}, a...)...)
+	cli.Logf(c.stderr, c.now)(format, a...)
 }
 
 // writeResult writes res (a Result or a list of them) as indented JSON to

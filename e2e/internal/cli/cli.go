@@ -1,5 +1,6 @@
 // Package cli is the shape of the e2e commands made of subcommands
-// (benchprovision, nettool): main names the subcommands, each runs with a
+// (benchprovision, benchfleet, nettool): main names the subcommands, each
+// parses its flags with ParseFlags and runs with a
 // context that SIGINT and SIGTERM end and returns its error, and Main
 // reports it once and exits non-zero. The long-running klog programs
 // (fakenodes) use component.Main instead. It needs nothing but the standard

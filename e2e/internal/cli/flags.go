@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Flags are a subcommand's flags: bound to a FlagSet, then completed (the
+// flags given as text parsed into the subcommand's options) once parsed.
+type Flags interface {
+	AddFlags(fs *flag.FlagSet)
+	Complete() error
+}
+
+// ParseFlags parses argv into f with a FlagSet named name that writes its
+// usage and errors to stderr and exits 2 on a bad flag (flag.ExitOnError),
+// then completes f. It returns the arguments after the flags.
+func ParseFlags(name string, stderr io.Writer, f Flags, argv []string) ([]string, error) {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
+	fs.SetOutput(stderr)
+	f.AddFlags(fs)
+	_ = fs.Parse(argv)
+	return fs.Args(), f.Complete()
+}
+
+// Logf returns a printf for progress: one line to w, after the time of day
+// that now tells.
+func Logf(w io.Writer, now func() time.Time) func(format string, a ...any) {
+	return func(format string, a ...any) {
+		_, _ = fmt.Fprintf(w, "[%s] "+format+"\n", append([]any{now().Format("15:04:05")}, a...)...)
+	}
+}
