@@ -1,8 +1,8 @@
 // Package cli is the shape of the e2e commands made of subcommands
 // (benchprovision, benchfleet, nettool): main names the subcommands, each
-// parses its flags with ParseFlags and runs with a
-// context that SIGINT and SIGTERM end and returns its error, and Main
-// reports it once and exits non-zero. The long-running klog programs
+// runs with a context that SIGINT and SIGTERM end and returns its error,
+// and Main reports it once and exits non-zero; ParseFlags and Logf are the
+// flags and progress lines of a subcommand. The long-running klog programs
 // (fakenodes) use component.Main instead. It needs nothing but the standard
 // library, so that nettool stays a small static binary.
 package cli
