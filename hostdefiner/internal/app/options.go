@@ -23,6 +23,7 @@ import (
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/profiling"
 )
 
 // Flag names.
@@ -63,10 +64,12 @@ const (
 // Options holds the host definer's settings; it is the component.Program
 // that main runs.
 type Options struct {
-	Kubeconfig       string
-	KubeAPIQPS       float32
-	KubeAPIBurst     int
-	HealthAddress    string
+	Kubeconfig    string
+	KubeAPIQPS    float32
+	KubeAPIBurst  int
+	HealthAddress string
+	// Profiling serves Go's profiles on HealthAddress (profiling.Flag).
+	Profiling        bool
 	Namespace        string
 	ProvisionerName  string
 	ManagerDaemonSet string
@@ -142,6 +145,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.KubeAPIQPS, FlagKubeAPIQPS, o.KubeAPIQPS, "The sustained queries per second to the API server.")
 	fs.IntVar(&o.KubeAPIBurst, FlagKubeAPIBurst, o.KubeAPIBurst, "The burst of queries to the API server.")
 	fs.StringVar(&o.HealthAddress, FlagHealthAddress, o.HealthAddress, "The address (host:port) that serves /healthz, /readyz and the Prometheus /metrics.")
+	profiling.AddFlag(fs, &o.Profiling)
 	fs.StringVar(&o.Namespace, FlagNamespace, o.Namespace, "The namespace of the manager pods and DaemonSet and of the leader Lease. Defaults to the "+EnvPodNamespace+" environment variable; required.")
 	fs.StringVar(&o.ProvisionerName, FlagProvisionerName, o.ProvisionerName, "The provisioner name of the StorageClasses whose pools get definitions, and of the multihost PersistentVolumes that are backfilled.")
 	fs.StringVar(&o.ManagerDaemonSet, FlagManagerDaemonSet, o.ManagerDaemonSet, "The manager DaemonSet's name: a node is defined where it runs a pod, and leaves when it would no longer run one.")

@@ -32,6 +32,7 @@ import (
 	"hostpath.dev/manager/pkg/cachetrim"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/profiling"
 	"hostpath.dev/manager/pkg/trust"
 )
 
@@ -54,7 +55,7 @@ func (o *Options) Run(ctx context.Context) error {
 	metrics := controller.NewMetrics()
 	var ready atomic.Bool
 	ready.Store(true)
-	if err := component.ServeHealth(ctx, o.HealthAddress, component.NewRegistry(metrics), &ready); err != nil {
+	if err := component.ServeHealth(ctx, o.HealthAddress, component.NewRegistry(metrics), &ready, profiling.HandlersIf(o.Profiling)...); err != nil {
 		return err
 	}
 	run := func(ctx context.Context) error { return o.runController(ctx, kube, hostpath, metrics) }

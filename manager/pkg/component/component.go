@@ -118,16 +118,20 @@ func HealthHandlers(mux *http.ServeMux, reg *prometheus.Registry, ready *atomic.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 }
 
-// ServeHealth serves HealthHandlers on address until ctx is done, then shuts
-// the server down. It returns once the listener is open, or with the error
-// that kept it from opening; a later failure is logged.
-func ServeHealth(ctx context.Context, address string, reg *prometheus.Registry, ready *atomic.Bool) error {
+// ServeHealth serves HealthHandlers, and whatever the extra functions add to
+// the same mux (such as profiling.Handlers), on address until ctx is done,
+// then shuts the server down. It returns once the listener is open, or with
+// the error that kept it from opening; a later failure is logged.
+func ServeHealth(ctx context.Context, address string, reg *prometheus.Registry, ready *atomic.Bool, extra ...func(*http.ServeMux)) error {
 	ln, err := net.Listen("tcp", address)
 	if err != nil {
 		return fmt.Errorf("listen on %s for health and metrics: %w", address, err)
 	}
 	mux := http.NewServeMux()
 	HealthHandlers(mux, reg, ready)
+	for _, add := range extra {
+		add(mux)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	logger := klog.FromContext(ctx)
 	go func() {

@@ -19,6 +19,7 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/profiling"
 	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/reclaim"
@@ -101,14 +102,16 @@ const (
 
 // Options are the provisioner's settings, from flags.
 type Options struct {
-	NodeName         string
-	ProvisionerName  string
-	Kubeconfig       string
-	KubeAPIQPS       float32
-	KubeAPIBurst     int
-	Workers          int
-	ResyncPeriod     time.Duration
-	MetricsAddress   string
+	NodeName        string
+	ProvisionerName string
+	Kubeconfig      string
+	KubeAPIQPS      float32
+	KubeAPIBurst    int
+	Workers         int
+	ResyncPeriod    time.Duration
+	MetricsAddress  string
+	// Profiling serves Go's profiles on MetricsAddress (profiling.Flag).
+	Profiling        bool
 	Namespace        string
 	InstanceSelector string
 	ManagerNamespace string
@@ -187,6 +190,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, FlagWorkers, o.Workers, "The number of claim workers and of volume workers, each.")
 	fs.DurationVar(&o.ResyncPeriod, FlagResyncPeriod, o.ResyncPeriod, "How often every claim and volume is looked at again even when nothing changed.")
 	fs.StringVar(&o.MetricsAddress, FlagMetricsAddress, o.MetricsAddress, "The address that serves /healthz, /readyz and the Prometheus /metrics.")
+	profiling.AddFlag(fs, &o.Profiling)
 	fs.StringVar(&o.Namespace, FlagNamespace, o.Namespace, "The namespace of this instance and its peers. Defaults to the "+EnvPodNamespace+" environment variable; required.")
 	fs.StringVar(&o.InstanceSelector, FlagInstanceSelector, o.InstanceSelector, "The label selector of the provisioner pods (this instance and its peers).")
 	fs.StringVar(&o.ManagerNamespace, FlagManagerNamespace, o.ManagerNamespace, "The namespace of the manager pods and of the ConfigMap "+client.CABundleConfigMap+", the CA bundle their certificates are verified with. Defaults to the "+EnvPodNamespace+" environment variable.")

@@ -17,6 +17,7 @@ import (
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/profiling"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
 	"hostpath.dev/provisioner/internal/provisioner"
@@ -62,7 +63,7 @@ func (c *Config) Run(ctx context.Context) error {
 		}
 	}
 	var ready atomic.Bool
-	if err := component.ServeHealth(ctx, c.MetricsAddress, c.Registry, &ready); err != nil {
+	if err := component.ServeHealth(ctx, c.MetricsAddress, c.Registry, &ready, profiling.HandlersIf(c.Profiling)...); err != nil {
 		return err
 	}
 	c.Broadcaster.StartStructuredLogging(3)
