@@ -8,7 +8,8 @@
 # For each kube-controller-manager setting in BENCH_KCM (QPS/BURST or
 # default; default "1000/2000 200/400 default"), restarted with scripts/kcm.sh:
 #   noop@SETTING: e2e/cmd/noopprovisioner started on this machine (PV objects
-#     only; client limits and workers the sum of the provisioner pods'),
+#     only; client limits the sum of the provisioner pods' two clients',
+#     workers the sum of theirs),
 #     COUNT claims of class hostpath-bench-noop, then it is stopped by PID;
 #   ours@SETTING: the provisioner and manager DaemonSets restarted (so their
 #     peak RSS is this run's), COUNT claims of class hostpath-immediate with
@@ -32,7 +33,7 @@ N=${N:-1000}
 while [ $# -gt 0 ]; do
   case $1 in
   -n | --count) N=${2:?-n needs a number}; shift 2 ;;
-  *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "the number of claims must be a positive integer, got '$N'"
@@ -118,7 +119,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # The floor's client limits and workers: the sum over the provisioner pods,
-# one per real node, of what each runs with (its args, else its defaults).
+# one per real node, of what each runs with (its args, else its defaults),
+# over both of each one's API clients (volumes, events).
 read -r -a NODES <<< "$(real_nodes)"
 INSTANCES=${#NODES[@]}
 [ "$INSTANCES" -gt 0 ] || die "no real nodes"
@@ -126,9 +128,15 @@ OURS_ARGS=$(ds_args)
 "$BIN/provisioner" --help > "$WORK/provisioner-help" 2>&1 || true
 ONE=$("$BIN/benchprovision" limits "$OURS_ARGS" 1 "$WORK/provisioner-help")
 ALL=$("$BIN/benchprovision" limits "$OURS_ARGS" "$INSTANCES" "$WORK/provisioner-help")
-read -r Q1 B1 W1 <<< "$ONE"
-read -r QPS BURST WORKERS <<< "$ALL"
+read -r Q1 B1 W1 EQ1 EB1 <<< "$ONE"
+read -r QPS BURST WORKERS EQ EB <<< "$ALL"
 OURS_DESC="$INSTANCES instances, each --kube-api-qps=$Q1 --kube-api-burst=$B1 --workers=$W1"
+# Its one client gets the limits of all of ours, the events' clients too.
+if [ "$EB1" != 0 ]; then
+  OURS_DESC+=" --event-qps=$EQ1 --event-burst=$EB1"
+  QPS=$(awk -v a="$QPS" -v b="$EQ" 'BEGIN {print a + b}')
+  BURST=$((BURST + EB))
+fi
 NOOP_DESC="1 process, --kube-api-qps=$QPS --kube-api-burst=$BURST --workers=$WORKERS"
 log "Benchmark $RUN_ID: $N claims on ${NODES[*]}; kube-controller-manager settings ${SETTINGS[*]} (now $ORIG_KCM)"
 log "ours: $OURS_DESC; noop: $NOOP_DESC"

@@ -158,9 +158,10 @@ func TestLimitsCommand(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{argv: []string{`["--metrics-address=:8081","--v=2"]`, "2", help}, want: "100 200 16\n"},
-		{argv: []string{"", "1", help}, want: "50 100 8\n"},
-		{argv: []string{`["--kube-api-qps=5","--kube-api-burst=10"]`, "3", help}, want: "15 30 24\n"},
+		{argv: []string{`["--metrics-address=:8081","--v=2"]`, "2", help}, want: "100 200 16 0 0\n"},
+		{argv: []string{"", "1", help}, want: "50 100 8 0 0\n"},
+		{argv: []string{`["--kube-api-qps=5","--kube-api-burst=10"]`, "3", help}, want: "15 30 24 0 0\n"},
+		{argv: []string{`["--event-qps=5","--event-burst=10"]`, "2", help}, want: "100 200 16 10 20\n"},
 		{argv: []string{"[]", "2"}, wantErr: "usage: benchprovision limits ARGS_JSON INSTANCES HELP_FILE"},
 		{argv: []string{"--v=2", "2", help}, wantErr: `args "--v=2": `},
 		{argv: []string{"[]", "0", help}, wantErr: `bad number of instances "0"`},

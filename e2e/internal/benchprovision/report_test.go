@@ -339,18 +339,23 @@ pflag: help requested
 
 func TestInstanceLimits(t *testing.T) {
 	defaults := map[string]string{"kube-api-qps": "50", "kube-api-burst": "100", "workers": "8"}
+	withEvents := map[string]string{"kube-api-qps": "50", "kube-api-burst": "100", "workers": "8", "event-qps": "50", "event-burst": "100"}
 	for _, tc := range []struct {
 		args     []string
 		defaults map[string]string
 		want     Limits
 		wantErr  string
 	}{
-		{args: []string{"--metrics-address=:8081", "--v=2"}, defaults: defaults, want: Limits{50, 100, 8}},
-		{args: []string{"--kube-api-qps=20", "--kube-api-burst", "40", "--workers=4", "--kube-api-qps=25.5"}, defaults: defaults, want: Limits{25.5, 40, 4}},
-		{args: []string{"--workers-extra=3", "--kube-api-qps-x=1"}, defaults: defaults, want: Limits{50, 100, 8}},
+		{args: []string{"--metrics-address=:8081", "--v=2"}, defaults: defaults, want: Limits{50, 100, 8, 0, 0}},
+		{args: []string{"--kube-api-qps=20", "--kube-api-burst", "40", "--workers=4", "--kube-api-qps=25.5"}, defaults: defaults, want: Limits{25.5, 40, 4, 0, 0}},
+		{args: []string{"--workers-extra=3", "--kube-api-qps-x=1"}, defaults: defaults, want: Limits{50, 100, 8, 0, 0}},
+		{args: nil, defaults: withEvents, want: Limits{50, 100, 8, 50, 100}},
+		{args: []string{"--event-qps=5", "--event-burst", "7"}, defaults: withEvents, want: Limits{50, 100, 8, 5, 7}},
 		{args: nil, defaults: map[string]string{"kube-api-qps": "50"}, wantErr: "--kube-api-burst is neither"},
 		{args: []string{"--workers=many"}, defaults: defaults, wantErr: `--workers "many": `},
-		{args: []string{"--workers=0"}, defaults: defaults, wantErr: "limits 50 100 0 are not all positive"},
+		{args: []string{"--event-burst=x"}, defaults: withEvents, wantErr: `--event-burst "x": `},
+		{args: []string{"--workers=0"}, defaults: defaults, wantErr: "limits 50 100 0 0 0 are not all positive"},
+		{args: []string{"--event-qps=-1"}, defaults: withEvents, wantErr: "limits 50 100 8 -1 100 are not all positive"},
 	} {
 		got, err := InstanceLimits(tc.args, tc.defaults)
 		if tc.wantErr != "" {
@@ -363,10 +368,10 @@ func TestInstanceLimits(t *testing.T) {
 			t.Errorf("InstanceLimits(%q) = %+v, %v; want %+v", tc.args, got, err, tc.want)
 		}
 	}
-	if got := (Limits{50, 100, 8}).Times(2).String(); got != "100 200 16" {
+	if got := (Limits{50, 100, 8, 50, 100}).Times(2).String(); got != "100 200 16 100 200" {
 		t.Errorf("two instances: %q", got)
 	}
-	if got := (Limits{2.5, 5, 1}).Times(3).String(); got != "7.5 15 3" {
+	if got := (Limits{2.5, 5, 1, 0, 0}).Times(3).String(); got != "7.5 15 3 0 0" {
 		t.Errorf("three instances: %q", got)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
@@ -40,6 +42,9 @@ type Config struct {
 	Options
 	// Kube is the API client.
 	Kube kubernetes.Interface
+	// Events is the client of the events' sink: same API server, its own
+	// rate limits (EventQPS, EventBurst).
+	Events typedcorev1.EventsGetter
 	// HostDefiner is the API client of the host definer's HostDefinitions
 	// (same configuration as Kube).
 	HostDefiner versioned.Interface
@@ -78,11 +83,15 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create the API client: %w", err)
 	}
+	events, err := eventClient(restConfig, o.EventQPS, o.EventBurst)
+	if err != nil {
+		return nil, err
+	}
 	definer, err := versioned.NewForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("create the HostDefinition API client: %w", err)
 	}
-	c := &Config{Options: *o, Kube: kube, HostDefiner: definer, Informers: o.newInformers(kube, definer)}
+	c := &Config{Options: *o, Kube: kube, Events: events, HostDefiner: definer, Informers: o.newInformers(kube, definer)}
 	c.Instances = ownership.NewInstances(c.Informers.PeerPods.Lister().Pods(o.Namespace), instanceSelector, o.NodeName)
 	if c.Resolver, err = o.newResolver(c.Informers); err != nil {
 		return nil, err
@@ -92,6 +101,22 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	c.Metrics = metrics.New("controller")
 	c.FanoutMetrics = fanout.NewMetrics()
 	c.Registry = newRegistry(c.Metrics, c.FanoutMetrics)
+	return c, nil
+}
+
+// eventClient returns the client of the events' sink: cfg's API server with
+// rate limits of its own. On the client of the volumes, the events would
+// take most of its tokens in a burst of claims (the library records two
+// per volume provisioned, this program one per volume deleted) and the
+// volumes would wait behind them: with 1000 claims on two nodes, each
+// instance's PVs then appeared at about the third of --kube-api-qps.
+func eventClient(cfg *rest.Config, qps float32, burst int) (*typedcorev1.CoreV1Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = qps, burst, nil
+	c, err := typedcorev1.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create the API client of events: %w", err)
+	}
 	return c, nil
 }
 

@@ -15,7 +15,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
@@ -147,5 +149,37 @@ func TestStaticManagerTLS(t *testing.T) {
 	o.ManagerURL, o.ManagerCAFile = srv.URL, filepath.Join(dir, "missing")
 	if _, err := o.newResolver(nil); err == nil || !strings.Contains(err.Error(), "--"+FlagManagerCAFile) {
 		t.Errorf("newResolver with a missing CA file = %v", err)
+	}
+}
+
+// TestEventClient checks that the events' client has rate limits of its
+// own: not the volumes' limiter, nor their QPS and burst, and that the
+// volumes' configuration is left as it was.
+func TestEventClient(t *testing.T) {
+	cfg := &rest.Config{Host: "https://198.18.0.1:6443", QPS: 5, Burst: 7, UserAgent: userAgent}
+	volumes, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := eventClient(cfg, 50, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	main, own := volumes.CoreV1().RESTClient().GetRateLimiter(), events.RESTClient().GetRateLimiter()
+	if main == nil || own == nil || main == own {
+		t.Fatalf("rate limiters: volumes %p, events %p; want two", main, own)
+	}
+	if own.QPS() != 50 || main.QPS() != 5 {
+		t.Errorf("QPS: events %v, volumes %v; want 50 and 5", own.QPS(), main.QPS())
+	}
+	if cfg.QPS != 5 || cfg.Burst != 7 {
+		t.Errorf("the volumes' configuration changed: QPS %v, burst %d", cfg.QPS, cfg.Burst)
+	}
+	// One event of each burst token: the 100th does not wait; the volumes'
+	// limiter would have made the 8th wait.
+	for i := range 100 {
+		if !own.TryAccept() {
+			t.Fatalf("event %d waits: the burst is not 100", i+1)
+		}
 	}
 }

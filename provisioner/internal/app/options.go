@@ -33,6 +33,8 @@ const (
 	FlagKubeconfig           = "kubeconfig"
 	FlagKubeAPIQPS           = "kube-api-qps"
 	FlagKubeAPIBurst         = "kube-api-burst"
+	FlagEventQPS             = "event-qps"
+	FlagEventBurst           = "event-burst"
 	FlagWorkers              = "workers"
 	FlagResyncPeriod         = "resync-period"
 	FlagMetricsAddress       = "metrics-address"
@@ -69,9 +71,13 @@ const (
 const (
 	// DefaultProvisionerName is hostpathv1's, which the host definer
 	// uses too.
-	DefaultProvisionerName  = hostpathv1.DefaultProvisionerName
-	DefaultKubeAPIQPS       = 50
-	DefaultKubeAPIBurst     = 100
+	DefaultProvisionerName = hostpathv1.DefaultProvisionerName
+	DefaultKubeAPIQPS      = 50
+	DefaultKubeAPIBurst    = 100
+	// DefaultEventQPS and DefaultEventBurst are the limits of the events'
+	// own client (those of the kubelet's --event-qps and --event-burst).
+	DefaultEventQPS         = 50
+	DefaultEventBurst       = 100
 	DefaultWorkers          = 8
 	DefaultResyncPeriod     = 15 * time.Minute
 	DefaultMetricsAddress   = ":8081"
@@ -107,9 +113,13 @@ type Options struct {
 	Kubeconfig      string
 	KubeAPIQPS      float32
 	KubeAPIBurst    int
-	Workers         int
-	ResyncPeriod    time.Duration
-	MetricsAddress  string
+	// EventQPS and EventBurst limit the client that sends the events, apart
+	// from KubeAPIQPS and KubeAPIBurst.
+	EventQPS       float32
+	EventBurst     int
+	Workers        int
+	ResyncPeriod   time.Duration
+	MetricsAddress string
 	// Profiling serves Go's profiles on MetricsAddress (profiling.Flag).
 	Profiling        bool
 	Namespace        string
@@ -159,6 +169,8 @@ func NewOptions() *Options {
 		ProvisionerName:  DefaultProvisionerName,
 		KubeAPIQPS:       DefaultKubeAPIQPS,
 		KubeAPIBurst:     DefaultKubeAPIBurst,
+		EventQPS:         DefaultEventQPS,
+		EventBurst:       DefaultEventBurst,
 		Workers:          DefaultWorkers,
 		ResyncPeriod:     DefaultResyncPeriod,
 		MetricsAddress:   DefaultMetricsAddress,
@@ -187,6 +199,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, FlagKubeconfig, o.Kubeconfig, "The kubeconfig file to reach the API server with. Defaults to the in-cluster configuration.")
 	fs.Float32Var(&o.KubeAPIQPS, FlagKubeAPIQPS, o.KubeAPIQPS, "The sustained queries per second to the API server.")
 	fs.IntVar(&o.KubeAPIBurst, FlagKubeAPIBurst, o.KubeAPIBurst, "The burst of queries to the API server.")
+	fs.Float32Var(&o.EventQPS, FlagEventQPS, o.EventQPS, "The sustained queries per second of the events, sent by a client of their own: they do not count against --"+FlagKubeAPIQPS+", so that volumes never wait behind events.")
+	fs.IntVar(&o.EventBurst, FlagEventBurst, o.EventBurst, "The burst of queries of the events' own client (see --"+FlagEventQPS+").")
 	fs.IntVar(&o.Workers, FlagWorkers, o.Workers, "The number of claim workers and of volume workers, each.")
 	fs.DurationVar(&o.ResyncPeriod, FlagResyncPeriod, o.ResyncPeriod, "How often every claim and volume is looked at again even when nothing changed.")
 	fs.StringVar(&o.MetricsAddress, FlagMetricsAddress, o.MetricsAddress, "The address that serves /healthz, /readyz and the Prometheus /metrics.")
@@ -225,6 +239,12 @@ func (o *Options) Validate() error {
 	}
 	if o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--%s must be at least 1", FlagKubeAPIBurst))
+	}
+	if o.EventQPS <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagEventQPS))
+	}
+	if o.EventBurst < 1 {
+		errs = append(errs, fmt.Errorf("--%s must be at least 1", FlagEventBurst))
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--%s must be at least 1", FlagWorkers))

@@ -32,9 +32,10 @@ func TestOptions(t *testing.T) {
 		{
 			name:    "bad values",
 			env:     map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
-			args:    []string{"--kube-api-qps=0", "--kube-api-burst=0", "--workers=0", "--metrics-address=8081", "--manager-selector=a==b==c", "--manager-port=70000", "--instance-selector="},
-			wantErr: []string{"--kube-api-qps", "--kube-api-burst", "--workers", "--metrics-address", "--manager-selector", "--manager-port", "--instance-selector"},
+			args:    []string{"--kube-api-qps=0", "--kube-api-burst=0", "--event-qps=-1", "--event-burst=0", "--workers=0", "--metrics-address=8081", "--manager-selector=a==b==c", "--manager-port=70000", "--instance-selector="},
+			wantErr: []string{"--kube-api-qps", "--kube-api-burst", "--event-qps must be positive", "--event-burst must be at least 1", "--workers", "--metrics-address", "--manager-selector", "--manager-port", "--instance-selector"},
 		},
+		{name: "event limits", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--event-qps=5", "--event-burst=10"}},
 		{name: "timeouts", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--manager-timeout=5s", "--manager-delete-timeout=1h"}},
 		{
 			name: "bad timeouts", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
