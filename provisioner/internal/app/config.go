@@ -40,11 +40,9 @@ const userAgent = "hostpath-provisioner"
 // Complete built from them. Nothing in it runs before Config.Run.
 type Config struct {
 	Options
-	// Kube is the API client.
+	// Kube is the API client. Its events go through a client with rate
+	// limits of their own (EventQPS, EventBurst; see eventsApart).
 	Kube kubernetes.Interface
-	// Events is the client of the events' sink: same API server, its own
-	// rate limits (EventQPS, EventBurst).
-	Events typedcorev1.EventsGetter
 	// HostDefiner is the API client of the host definer's HostDefinitions
 	// (same configuration as Kube).
 	HostDefiner versioned.Interface
@@ -79,7 +77,7 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(restConfig)
+	clientset, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("create the API client: %w", err)
 	}
@@ -87,11 +85,12 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	kube := eventsApart{Interface: clientset, events: events}
 	definer, err := versioned.NewForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("create the HostDefinition API client: %w", err)
 	}
-	c := &Config{Options: *o, Kube: kube, Events: events, HostDefiner: definer, Informers: o.newInformers(kube, definer)}
+	c := &Config{Options: *o, Kube: kube, HostDefiner: definer, Informers: o.newInformers(kube, definer)}
 	c.Instances = ownership.NewInstances(c.Informers.PeerPods.Lister().Pods(o.Namespace), instanceSelector, o.NodeName)
 	if c.Resolver, err = o.newResolver(c.Informers); err != nil {
 		return nil, err
@@ -104,12 +103,35 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	return c, nil
 }
 
-// eventClient returns the client of the events' sink: cfg's API server with
-// rate limits of its own. On the client of the volumes, the events would
-// take most of its tokens in a burst of claims (the library records two
-// per volume provisioned, this program one per volume deleted) and the
-// volumes would wait behind them: with 1000 claims on two nodes, each
-// instance's PVs then appeared at about the third of --kube-api-qps.
+// eventsApart is a clientset whose events go through a client of their own.
+// On the client of the volumes, the events would take most of its tokens in
+// a burst of claims (the library records two per volume provisioned, this
+// program one per volume deleted), and the volumes would wait behind them.
+// The separation is in the clientset because the library builds its event
+// broadcaster on the clientset it is given, with no option for another.
+type eventsApart struct {
+	kubernetes.Interface
+	events typedcorev1.EventsGetter
+}
+
+// CoreV1 is the core group's client, but for events.
+func (c eventsApart) CoreV1() typedcorev1.CoreV1Interface {
+	return coreEventsApart{CoreV1Interface: c.Interface.CoreV1(), events: c.events}
+}
+
+// coreEventsApart is the core group's client of eventsApart.
+type coreEventsApart struct {
+	typedcorev1.CoreV1Interface
+	events typedcorev1.EventsGetter
+}
+
+// Events is the events' own client.
+func (c coreEventsApart) Events(namespace string) typedcorev1.EventInterface {
+	return c.events.Events(namespace)
+}
+
+// eventClient returns the client of the events (see eventsApart): cfg's API
+// server with rate limits of its own.
 func eventClient(cfg *rest.Config, qps float32, burst int) (*typedcorev1.CoreV1Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = qps, burst, nil

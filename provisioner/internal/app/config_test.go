@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -181,5 +182,34 @@ func TestEventClient(t *testing.T) {
 		if !own.TryAccept() {
 			t.Fatalf("event %d waits: the burst is not 100", i+1)
 		}
+	}
+}
+
+// TestEventsApart checks that a clientset of Complete sends its events, and
+// only them, through the events' client: the library records its own
+// through the clientset it is given.
+func TestEventsApart(t *testing.T) {
+	ctx := context.Background()
+	volumes, events := fake.NewClientset(), fake.NewClientset()
+	kube := eventsApart{Interface: volumes, events: events.CoreV1()}
+	ev := &v1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e1"}, Reason: "ProvisioningSucceeded"}
+	if _, err := kube.CoreV1().Events("ns").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"}}
+	if _, err := kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := events.CoreV1().Events("ns").Get(ctx, "e1", metav1.GetOptions{}); err != nil {
+		t.Errorf("the event is not on the events' client: %v", err)
+	}
+	if _, err := volumes.CoreV1().Events("ns").Get(ctx, "e1", metav1.GetOptions{}); err == nil {
+		t.Error("the event went through the volumes' client")
+	}
+	if _, err := volumes.CoreV1().PersistentVolumes().Get(ctx, "pv1", metav1.GetOptions{}); err != nil {
+		t.Errorf("the PV is not on the volumes' client: %v", err)
+	}
+	if _, err := events.CoreV1().PersistentVolumes().Get(ctx, "pv1", metav1.GetOptions{}); err == nil {
+		t.Error("the PV went through the events' client")
 	}
 }

@@ -67,7 +67,7 @@ func (c *Config) Run(ctx context.Context) error {
 		return err
 	}
 	c.Broadcaster.StartStructuredLogging(3)
-	c.Broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.Events.Events("")})
+	c.Broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.Kube.CoreV1().Events("")})
 	defer c.Broadcaster.Shutdown()
 	stop, err := c.Informers.start(ctx)
 	defer stop()
