@@ -11,7 +11,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-CODEGEN_VERSION=${CODEGEN_VERSION:-v0.34.4}
+CODEGEN_VERSION=${CODEGEN_VERSION:-v0.37.2}
 CONTROLLER_TOOLS_VERSION=${CONTROLLER_TOOLS_VERSION:-v0.19.0}
 MODULE=hostpath.dev/hostdefiner
 MOD_DIR=$REPO_ROOT/hostdefiner

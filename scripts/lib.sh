@@ -1,8 +1,11 @@
 # shellcheck shell=bash
 # Common settings for the scripts in this folder. Source it; do not run it.
 
-# K8S_VERSION pins every Kubernetes component the local cluster runs. It
-# matches the k8s.io/client-go minor the modules use (v0.34.x).
+# K8S_VERSION pins every Kubernetes component the local cluster runs. The
+# modules use k8s.io/client-go v0.37 (its API types no longer register with
+# gogo protobuf, which made every binary 4 to 20 MB larger); the cluster stays
+# on 1.34, so the suite runs the version skew of users whose clusters are
+# older than the client, over APIs that are GA in both.
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
 # ETCD_VERSION pins etcd, built from go.etcd.io/etcd/server/v3.
 ETCD_VERSION=${ETCD_VERSION:-v3.6.4}

@@ -16,6 +16,11 @@
 // k8s.io/component-helpers/scheduling/corev1, keeping NoExecute taints only:
 // a NoSchedule or PreferNoSchedule taint keeps a new daemon pod off the node
 // but never evicts a running one, so here it never counts.
+//
+// Tolerations are matched without the numeric comparison operators (Gt, Lt)
+// of the TaintTolerationComparisonOperators feature gate, off by default: a
+// toleration with one of them tolerates nothing here. The helpers log only
+// when such a value does not parse, so they get klog.Background().
 package placement
 
 import (
@@ -27,6 +32,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 )
 
 // Reasons a Decision gives when Runs is false.
@@ -99,7 +105,7 @@ func decide(ds *appsv1.DaemonSet, node *v1.Node, counts func(*v1.Taint) bool) De
 		}
 		return Decision{Reason: ReasonNodeAffinity, Message: msg}
 	}
-	taint, found := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, counts)
+	taint, found := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, counts, false)
 	if found {
 		return Decision{Reason: ReasonTaint, Message: fmt.Sprintf(
 			"Node %q has the taint %s, which DaemonSet %s does not tolerate.", node.Name, taint.ToString(), dsName(ds))}

@@ -22,8 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 
@@ -127,16 +127,25 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// clientsetAPI is the manager's API client made of cs's typed clients (a
-// fake clientset's), with the ConfigMaps of namespace.
-func clientsetAPI(cs kubernetes.Interface, namespace string) *kubeAPI {
+// clientsetAPI is the manager's API client made of the typed clients of
+// signer's fake clientset, with the ConfigMaps of namespace.
+func clientsetAPI(signer *certstest.Signer, namespace string) *kubeAPI {
+	cs := signer.Clientset
 	return &kubeAPI{
 		tokens:     cs.AuthenticationV1().TokenReviews(),
 		sars:       cs.AuthorizationV1().SubjectAccessReviews(),
-		csrs:       cs.CertificatesV1().CertificateSigningRequests(),
-		configMaps: cs.CoreV1().ConfigMaps(namespace),
+		csrs:       signer.CSRs(),
+		configMaps: fakeConfigMaps{cs.CoreV1().ConfigMaps(namespace)},
 	}
 }
+
+// fakeConfigMaps is a fake clientset's ConfigMaps client that, like the
+// fake clientset, declines client-go's WatchListClient streaming, which the
+// fake's watch does not do.
+type fakeConfigMaps struct{ typedcorev1.ConfigMapInterface }
+
+// IsWatchListSemanticsUnSupported is true: list, then watch.
+func (fakeConfigMaps) IsWatchListSemanticsUnSupported() bool { return true }
 
 // decodeReview decodes a request body in whatever encoding client-go chose
 // (protobuf or JSON).
@@ -419,7 +428,7 @@ func TestServeWaitsForCertificate(t *testing.T) {
 	signer := certstest.NewSigner(testCA, clock.RealClock{})
 	signer.SetMode(certstest.Hold)
 	o := testOptions(t, true)
-	o.InsecureSkipAuth, o.kube = false, clientsetAPI(signer.Clientset, o.Namespace)
+	o.InsecureSkipAuth, o.kube = false, clientsetAPI(signer, o.Namespace)
 	s := startServe(t, o)
 	var name string
 	select {
@@ -468,7 +477,7 @@ func TestServeRenewsUntrustedCertificate(t *testing.T) {
 	}
 	o := testOptions(t, false)
 	o.Namespace = "hostpath-system"
-	o.kube = clientsetAPI(signer.Clientset, o.Namespace)
+	o.kube = clientsetAPI(signer, o.Namespace)
 	s := startServe(t, o)
 	<-s.cfg.certs.Obtained() // the stored certificate, of testCA
 	deadline := time.Now().Add(30 * time.Second)

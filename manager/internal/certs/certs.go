@@ -93,7 +93,10 @@ const (
 // CSRs is what a Manager calls to get a certificate: the
 // CertificateSigningRequests of certificates.k8s.io/v1, as what
 // kube.Client's CertificateSigningRequests returns, or a clientset's
-// CertificatesV1().CertificateSigningRequests().
+// CertificatesV1().CertificateSigningRequests(). Its watch is asked to
+// stream the initial list (client-go's WatchListClient) unless it also has a
+// method IsWatchListSemanticsUnSupported() bool that returns true, as a
+// test's fake must (certstest.Signer's CSRs has it).
 type CSRs interface {
 	Create(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, opts metav1.CreateOptions) (*certificatesv1.CertificateSigningRequest, error)
 	List(ctx context.Context, opts metav1.ListOptions) (*certificatesv1.CertificateSigningRequestList, error)

@@ -54,7 +54,7 @@ type started struct {
 // stop).
 func (e *env) start(t *testing.T) *started {
 	t.Helper()
-	m, err := New(Config{NodeName: node, Dir: e.dir, Client: e.signer.Clientset.CertificatesV1().CertificateSigningRequests(), Clock: e.clock, Roots: e.roots})
+	m, err := New(Config{NodeName: node, Dir: e.dir, Client: e.signer.CSRs(), Clock: e.clock, Roots: e.roots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +426,7 @@ func TestWaitsForApproval(t *testing.T) {
 
 func TestNew(t *testing.T) {
 	e := newEnv(t)
-	csrs := e.signer.Clientset.CertificatesV1().CertificateSigningRequests()
+	csrs := e.signer.CSRs()
 	for _, tc := range []struct {
 		cfg  Config
 		want string

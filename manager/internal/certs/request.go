@@ -130,7 +130,7 @@ func (m *Manager) waitForCertificate(ctx context.Context, name string, uid types
 		},
 	}
 	var certPEM []byte
-	_, err := watchtools.UntilWithSync(ctx, lw, &certificatesv1.CertificateSigningRequest{}, nil, func(e watch.Event) (bool, error) {
+	_, err := watchtools.UntilWithSync(ctx, cache.ToListWatcherWithWatchListSemantics(lw, m.cfg.Client), &certificatesv1.CertificateSigningRequest{}, nil, func(e watch.Event) (bool, error) {
 		switch e.Type {
 		case watch.Added, watch.Modified:
 		case watch.Deleted:

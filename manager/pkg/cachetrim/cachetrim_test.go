@@ -42,7 +42,7 @@ func load[T any](t testing.TB, name string) *T {
 // managed are the managedFields of a small object.
 var managed = []metav1.ManagedFieldsEntry{{
 	Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
-	FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:a":{}}}}`)},
+	FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:a":{}}}}`),
 }}
 
 // meta0 is the metadata of the small objects, managedFields included.

@@ -114,7 +114,10 @@ func LoadFile(path string) (*Bundle, error) {
 
 // ConfigMaps lists and watches the ConfigMaps of one namespace: a
 // clientset's CoreV1().ConfigMaps(namespace), or the manager's lighter
-// client's.
+// client's. The informer asks its watch to stream the initial list
+// (client-go's WatchListClient) unless it also has a method
+// IsWatchListSemanticsUnSupported() bool that returns true, as a test's
+// fake must (client-go's fake clientset has it; its typed clients do not).
 type ConfigMaps interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*v1.ConfigMapList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
@@ -138,7 +141,7 @@ type CoreV1[L ConfigMaps] interface {
 // generic so that this package does not import k8s.io/client-go/kubernetes,
 // which the manager does not link.
 func Watch[K Clientset[C, L], C CoreV1[L], L ConfigMaps](ctx context.Context, kube K, namespace string, b *Bundle) (cache.InformerSynced, error) {
-	return WatchConfigMaps(ctx, kube.CoreV1().ConfigMaps(namespace), namespace, b)
+	return watchBundle(ctx, kube.CoreV1().ConfigMaps(namespace), kube, namespace, b, nil)
 }
 
 // WatchConfigMaps keeps b set from the ConfigMap client.CABundleConfigMap
@@ -151,15 +154,17 @@ func Watch[K Clientset[C, L], C CoreV1[L], L ConfigMaps](ctx context.Context, ku
 // cache.WaitForCacheSync); b is still empty then if the ConfigMap does not
 // exist yet.
 func WatchConfigMaps(ctx context.Context, cms ConfigMaps, namespace string, b *Bundle) (cache.InformerSynced, error) {
-	return watchBundle(ctx, cms, namespace, b, nil)
+	return watchBundle(ctx, cms, cms, namespace, b, nil)
 }
 
-// watchBundle is WatchConfigMaps; handled, when not nil, is called after
-// each event is handled (for tests).
-func watchBundle(ctx context.Context, cms ConfigMaps, namespace string, b *Bundle, handled func()) (cache.InformerSynced, error) {
+// watchBundle is WatchConfigMaps; api is what says whether the watch can
+// stream the initial list (cms, or the clientset it comes from, as in
+// client-go's informers); handled, when not nil, is called after each event
+// is handled (for tests).
+func watchBundle(ctx context.Context, cms ConfigMaps, api any, namespace string, b *Bundle, handled func()) (cache.InformerSynced, error) {
 	logger := klog.FromContext(ctx).WithValues("configMap", klog.KRef(namespace, client.CABundleConfigMap))
 	selector := fields.OneTermEqualSelector("metadata.name", client.CABundleConfigMap).String()
-	informer := cache.NewSharedInformer(&cache.ListWatch{
+	informer := cache.NewSharedInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.FieldSelector = selector
 			return cms.List(ctx, opts)
@@ -168,7 +173,7 @@ func watchBundle(ctx context.Context, cms ConfigMaps, namespace string, b *Bundl
 			opts.FieldSelector = selector
 			return cms.Watch(ctx, opts)
 		},
-	}, &v1.ConfigMap{}, 0)
+	}, api), &v1.ConfigMap{}, 0)
 	set := func(obj any) {
 		defer notify(handled)
 		cm, ok := obj.(*v1.ConfigMap)

@@ -158,7 +158,7 @@ func TestWatch(t *testing.T) {
 	})
 	handled := make(chan struct{}, 10)
 	b := NewBundle()
-	synced, err := watchBundle(ctx, kube.CoreV1().ConfigMaps(ns), ns, b, func() { handled <- struct{}{} })
+	synced, err := watchBundle(ctx, kube.CoreV1().ConfigMaps(ns), kube, ns, b, func() { handled <- struct{}{} })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	typedcertificatesv1 "k8s.io/client-go/kubernetes/typed/certificates/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 
@@ -197,6 +198,22 @@ func (s *Signer) Created() int {
 
 // Watching receives the name of a CSR each time a watch of it starts.
 func (s *Signer) Watching() <-chan string { return s.watching }
+
+// CSRs is the fake clientset's CertificateSigningRequests client, for a
+// certs.Manager. Like the fake clientset, it says that its watch cannot
+// stream the initial list, so that the manager's informer lists first.
+func (s *Signer) CSRs() typedcertificatesv1.CertificateSigningRequestInterface {
+	return noWatchList{s.Clientset.CertificatesV1().CertificateSigningRequests()}
+}
+
+// noWatchList is a fake's typed client that declines client-go's
+// WatchListClient streaming, which the fake's watch does not do.
+type noWatchList struct {
+	typedcertificatesv1.CertificateSigningRequestInterface
+}
+
+// IsWatchListSemanticsUnSupported is true: list, then watch.
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 
 // Requests lists the CSRs.
 func (s *Signer) Requests(ctx context.Context) ([]certificatesv1.CertificateSigningRequest, error) {

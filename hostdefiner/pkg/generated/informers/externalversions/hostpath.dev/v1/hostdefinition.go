@@ -14,16 +14,45 @@ import (
 	hostpathdevv1 "hostpath.dev/hostdefiner/pkg/generated/listers/hostpath.dev/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	watch "k8s.io/apimachinery/pkg/watch"
 	cache "k8s.io/client-go/tools/cache"
 )
 
 // HostDefinitionInformer provides access to a shared informer and lister for
-// HostDefinitions.
+// HostDefinitions. Prefer using the type-safe variant (see [TypedHostDefinitionInformer]).
 type HostDefinitionInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() hostpathdevv1.HostDefinitionLister
 }
+
+// TypedHostDefinitionInformer provides access to a shared informer and lister for
+// HostDefinitions, including the type-safe TypedInformer variant.
+// It is a superset of HostDefinitionInformer.
+type TypedHostDefinitionInformer interface {
+	Informer() cache.SharedIndexInformer
+	TypedInformer() HostDefinitionIndexInformer
+	Lister() hostpathdevv1.HostDefinitionLister
+}
+
+// HostDefinitionIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
+// with type-safe variants of several methods.
+type HostDefinitionIndexInformer cache.TypedSharedIndexInformer[*apishostpathdevv1.HostDefinition]
+
+// HostDefinitionHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for HostDefinition.
+type HostDefinitionHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*apishostpathdevv1.HostDefinition]
+
+// HostDefinitionDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for HostDefinition.
+type HostDefinitionDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*apishostpathdevv1.HostDefinition]
+
+// HostDefinitionFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for HostDefinition.
+type HostDefinitionFilteringHandler = cache.TypedFilteringResourceEventHandler[*apishostpathdevv1.HostDefinition]
+
+// HostDefinitionIndexers is a specialization of [cache.TypedIndexers] for HostDefinition.
+type HostDefinitionIndexers = cache.TypedIndexers[*apishostpathdevv1.HostDefinition]
+
+// DeletedHostDefinition is a specialization of [cache.DeletedObject] for HostDefinition.
+type DeletedHostDefinition = cache.DeletedObject[*apishostpathdevv1.HostDefinition]
 
 type hostDefinitionInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -33,55 +62,132 @@ type hostDefinitionInformer struct {
 // NewHostDefinitionInformer constructs a new informer for HostDefinition type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedHostDefinitionInformer]).
 func NewHostDefinitionInformer(client versioned.Interface, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	return NewFilteredHostDefinitionInformer(client, resyncPeriod, indexers, nil)
+	return NewHostDefinitionInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
+}
+
+// NewTypedHostDefinitionInformer constructs a new informer for HostDefinition type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedHostDefinitionInformer(client versioned.Interface, resyncPeriod time.Duration, indexers HostDefinitionIndexers) HostDefinitionIndexInformer {
+	return NewTypedHostDefinitionInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
 // NewFilteredHostDefinitionInformer constructs a new informer for HostDefinition type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredHostDefinitionInformer]).
 func NewFilteredHostDefinitionInformer(client versioned.Interface, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(
-		&cache.ListWatch{
-			ListFunc: func(options metav1.ListOptions) (runtime.Object, error) {
+	return NewTypedHostDefinitionInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+}
+
+// NewTypedFilteredHostDefinitionInformer constructs a new informer for HostDefinition type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFilteredHostDefinitionInformer(client versioned.Interface, resyncPeriod time.Duration, indexers HostDefinitionIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) HostDefinitionIndexInformer {
+	return NewTypedHostDefinitionInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
+}
+
+// NewHostDefinitionInformerWithOptions constructs a new informer for HostDefinition type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedHostDefinitionInformerWithOptions]).
+func NewHostDefinitionInformerWithOptions(client versioned.Interface, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+	return NewTypedHostDefinitionInformerWithOptions(client, options)
+}
+
+// NewTypedHostDefinitionInformerWithOptions constructs a new informer for HostDefinition type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedHostDefinitionInformerWithOptions(client versioned.Interface, options internalinterfaces.InformerOptions) HostDefinitionIndexInformer {
+	gvr := schema.GroupVersionResource{Group: "hostpath.dev", Version: "v1", Resource: "hostdefinitions"}
+	identifier := options.InformerName.WithResource(gvr)
+	tweakListOptions := options.TweakListOptions
+	return cache.NewTypedSharedIndexInformer[*apishostpathdevv1.HostDefinition](cache.NewSharedIndexInformerWithOptions(
+		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.HostpathV1().HostDefinitions().List(context.Background(), options)
+				return client.HostpathV1().HostDefinitions().List(context.Background(), opts)
 			},
-			WatchFunc: func(options metav1.ListOptions) (watch.Interface, error) {
+			WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.HostpathV1().HostDefinitions().Watch(context.Background(), options)
+				return client.HostpathV1().HostDefinitions().Watch(context.Background(), opts)
 			},
-			ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.HostpathV1().HostDefinitions().List(ctx, options)
+				return client.HostpathV1().HostDefinitions().List(ctx, opts)
 			},
-			WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&options)
+					tweakListOptions(&opts)
 				}
-				return client.HostpathV1().HostDefinitions().Watch(ctx, options)
+				return client.HostpathV1().HostDefinitions().Watch(ctx, opts)
 			},
-		},
+		}, client),
 		&apishostpathdevv1.HostDefinition{},
-		resyncPeriod,
-		indexers,
-	)
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod: options.ResyncPeriod,
+			Indexers:     options.Indexers,
+			Identifier:   identifier,
+		},
+	))
 }
 
 func (f *hostDefinitionInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewFilteredHostDefinitionInformer(client, resyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweakListOptions)
+	return NewTypedHostDefinitionInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
 func (f *hostDefinitionInformer) Informer() cache.SharedIndexInformer {
-	return f.factory.InformerFor(&apishostpathdevv1.HostDefinition{}, f.defaultInformer)
+	return f.TypedInformer()
+}
+
+func (f *hostDefinitionInformer) TypedInformer() HostDefinitionIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apishostpathdevv1.HostDefinition](f.factory.InformerFor(&apishostpathdevv1.HostDefinition{}, f.defaultInformer))
 }
 
 func (f *hostDefinitionInformer) Lister() hostpathdevv1.HostDefinitionLister {
 	return hostpathdevv1.NewHostDefinitionLister(f.Informer().GetIndexer())
+}
+
+// ToTypedHostDefinitionInformer converts an untyped informer into a TypedHostDefinitionInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *HostDefinition. If that is not the case, calling type-safe methods of the returned
+// TypedHostDefinitionInformer leads to runtime panics. A safer alternative is to pass
+// around a TypedHostDefinitionInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToTypedHostDefinitionInformer(informer HostDefinitionInformer) TypedHostDefinitionInformer {
+	if informer, ok := informer.(TypedHostDefinitionInformer); ok {
+		return informer
+	}
+	return &hostDefinitionTypedInformerAdapter{informer}
+}
+
+type hostDefinitionTypedInformerAdapter struct {
+	HostDefinitionInformer
+}
+
+func (a *hostDefinitionTypedInformerAdapter) TypedInformer() HostDefinitionIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apishostpathdevv1.HostDefinition](a.Informer())
+}
+
+// ToHostDefinitionIndexInformer converts an untyped informer into a HostDefinitionIndexInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *HostDefinition. If that is not the case, calling type-safe methods of the returned
+// HostDefinitionIndexInformer leads to runtime panics. A safer alternative is to pass
+// around a HostDefinitionIndexInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToHostDefinitionIndexInformer(informer cache.SharedIndexInformer) HostDefinitionIndexInformer {
+	if informer, ok := informer.(HostDefinitionIndexInformer); ok {
+		return informer
+	}
+	return cache.NewTypedSharedIndexInformer[*apishostpathdevv1.HostDefinition](informer)
 }

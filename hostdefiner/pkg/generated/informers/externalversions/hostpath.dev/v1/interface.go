@@ -11,7 +11,7 @@ import (
 // Interface provides access to all the informers in this group version.
 type Interface interface {
 	// HostDefinitions returns a HostDefinitionInformer.
-	HostDefinitions() HostDefinitionInformer
+	HostDefinitions() TypedHostDefinitionInformer
 }
 
 type version struct {
@@ -25,7 +25,7 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
 }
 
-// HostDefinitions returns a HostDefinitionInformer.
-func (v *version) HostDefinitions() HostDefinitionInformer {
+// HostDefinitions returns a TypedHostDefinitionInformer.
+func (v *version) HostDefinitions() TypedHostDefinitionInformer {
 	return &hostDefinitionInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
