@@ -34,7 +34,9 @@
 //	this package     22,565,026       18,888 to 18,980
 //
 // After 30 s (three runs each) VmHWM was 36,352 to 36,932 kB and 18,952
-// to 18,984 kB.
+// to 18,984 kB. With client-go v0.37.2 (whose API types no longer register
+// with gogo protobuf) this package's manager is 18,731,170 bytes and idles
+// at 17,268 to 17,340 kB (three runs).
 package kube
 
 import (
