@@ -539,8 +539,8 @@ func TestServePoolRoot(t *testing.T) {
 	o := testOptions(t, true)
 	o.PoolRoot = filepath.Join(filepath.Dir(o.StateDir), "pools")
 	c := startServe(t, o).client(t, "")
-	if _, err := c.ListVolumes(ctx, "fast"); client.ReasonOf(err) != client.ReasonNotFound {
-		t.Errorf("ListVolumes before PreparePool: %v, want NotFound", err)
+	if _, err := c.ListVolumes(ctx, "fast"); client.ReasonOf(err) != client.ReasonPoolNotFound {
+		t.Errorf("ListVolumes before PreparePool: %v, want PoolNotFound", err)
 	}
 	p, err := c.PreparePool(ctx, "fast")
 	if err != nil || p.Path != filepath.Join(o.PoolRoot, "fast") {

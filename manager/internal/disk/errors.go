@@ -11,8 +11,16 @@ func badRequestf(format string, args ...any) error {
 	return client.Errorf(client.ReasonBadRequest, format, args...)
 }
 
+// notFoundf is the NotFound of a missing volume.
 func notFoundf(format string, args ...any) error {
 	return client.Errorf(client.ReasonNotFound, format, args...)
+}
+
+// poolNotFoundf is the PoolNotFound of a pool that is not configured, or
+// whose directory does not exist: never the NotFound of a volume, so that
+// no caller takes a missing pool for a removed volume.
+func poolNotFoundf(format string, args ...any) error {
+	return client.Errorf(client.ReasonPoolNotFound, format, args...)
 }
 
 func conflictf(format string, args ...any) error {

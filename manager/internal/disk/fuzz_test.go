@@ -121,6 +121,7 @@ func FuzzConfinement(f *testing.F) {
 	}
 	f.Add("..", "x", "pv-a", uint16(0o777))
 	f.Add("default/..", "x", "pv-a", uint16(0o777))
+	f.Add("other", "x", "pv-a", uint16(0o777)) // a valid pool name, not configured: PoolNotFound
 	f.Add("default", "x", "pv-a", uint16(0o7777))
 	for _, o := range []string{"", "pv-b", "../x", "a/b", ".hostpath", "PV", strings.Repeat("a", 254), "owned"} {
 		f.Add("default", "x", o, uint16(0o700))
@@ -210,7 +211,7 @@ func FuzzConfinement(f *testing.F) {
 		checkReason := func(step string, err error) {
 			t.Helper()
 			switch r := client.ReasonOf(err); r {
-			case client.ReasonBadRequest, client.ReasonNotFound, client.ReasonConflict, client.ReasonOwnerConflict:
+			case client.ReasonBadRequest, client.ReasonNotFound, client.ReasonPoolNotFound, client.ReasonConflict, client.ReasonOwnerConflict:
 			default:
 				t.Fatalf("%s(%q, %q, %q): unexpected error %v", step, poolName, name, owner, err)
 			}
@@ -226,7 +227,7 @@ func FuzzConfinement(f *testing.F) {
 			if d := diff(before, snapshot(t, work)); len(d) > 0 {
 				t.Fatalf("refused CreateVolume(%q) changed %v", name, d)
 			}
-			if _, err := store.SetOwner(ctx, poolName, name, owner, "", false); err != nil {
+			if _, err := store.SetOwner(ctx, poolName, name, client.SetOwnerRequest{Owner: owner}); err != nil {
 				t.Fatalf("SetOwner(%q, %q) adopting a directory: %v", name, owner, err)
 			}
 			check("SetOwner", nil)
@@ -254,7 +255,7 @@ func FuzzConfinement(f *testing.F) {
 			snap := snapshot(t, work)
 			_, _, err1 := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: other}, 0o777)
 			_, err2 := store.DeleteVolume(ctx, poolName, name, other, false)
-			_, err3 := store.SetOwner(ctx, poolName, name, other, "", false)
+			_, err3 := store.SetOwner(ctx, poolName, name, client.SetOwnerRequest{Owner: other})
 			for _, err := range []error{err1, err2, err3} {
 				var ce *client.Error
 				if !errors.As(err, &ce) || ce.Reason != client.ReasonOwnerConflict || ce.Owner != owner {
@@ -265,7 +266,7 @@ func FuzzConfinement(f *testing.F) {
 				t.Fatalf("%q acting on %q's volume %q changed %v", other, owner, name, d)
 			}
 			// The owner may mark it retained.
-			if _, err := store.SetOwner(ctx, poolName, name, owner, owner, true); err != nil {
+			if _, err := store.SetOwner(ctx, poolName, name, client.SetOwnerRequest{Owner: owner, Previous: owner, Retained: true}); err != nil {
 				t.Fatalf("SetOwner(%q, %q) by its owner: %v", name, owner, err)
 			}
 			check("SetOwner", err)

@@ -122,7 +122,7 @@ func TestCreateVolumeLabels(t *testing.T) {
 	}
 	l.check(t, "CreateVolume after a crash", filepath.Join(e.pool, "v2"))
 
-	if _, err := s.SetOwner(ctx, "default", "v1", "pv-a", "pv-a", true); err != nil {
+	if _, err := s.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: "pv-a", Previous: "pv-a", Retained: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ListVolumes(ctx, "default"); err != nil {

@@ -24,7 +24,7 @@ type pool struct {
 // key is the lock key of a volume.
 func (p *pool) key(name string) string { return p.name + "/" + name }
 
-// open opens the pool root. A missing pool directory is NotFound.
+// open opens the pool root. A missing pool directory is PoolNotFound.
 func (p *pool) open() (*os.Root, error) {
 	if p.parent != "" {
 		return p.openInParent()
@@ -39,9 +39,9 @@ func (p *pool) open() (*os.Root, error) {
 	return root, nil
 }
 
-// notPrepared is the NotFound of a pool whose directory does not exist.
+// notPrepared is the PoolNotFound of a pool whose directory does not exist.
 func (p *pool) notPrepared() error {
-	return notFoundf("pool %q directory %s does not exist; prepare it with PUT /v1/pools/%s", p.name, p.path, p.name)
+	return poolNotFoundf("pool %q directory %s does not exist; prepare it with PUT /v1/pools/%s", p.name, p.path, p.name)
 }
 
 // lstat looks at the entry name of the pool root: it reports whether it

@@ -166,7 +166,7 @@ func (p *pool) makeInParent() error {
 
 // openInParent opens the directory of the pool named on the fly p through
 // an os.Root on the pool root: a missing pool root or directory is
-// NotFound, an entry that is not a directory (a symlink among them) is
+// PoolNotFound, an entry that is not a directory (a symlink among them) is
 // Conflict, and the directory opened must be the one Lstat saw.
 func (p *pool) openInParent() (*os.Root, error) {
 	parent, err := os.OpenRoot(p.parent)

@@ -218,7 +218,7 @@ func TestPoolNamedOnTheFlyServed(t *testing.T) {
 			t.Errorf("store %d: Host pools = %s", i, got)
 		}
 	}
-	_, err = restart(t, e).SetOwner(ctx, "fast", "v1", "pv-b", "pv-a", false)
+	_, err = restart(t, e).SetOwner(ctx, "fast", "v1", client.SetOwnerRequest{Owner: "pv-b", Previous: "pv-a"})
 	checkErr(t, "SetOwner after restart", err, "", "")
 	deleted, err := restart(t, e).DeleteVolume(ctx, "fast", "v1", "pv-b", false)
 	if err != nil || !deleted {
@@ -247,9 +247,10 @@ func poolSummary(pools []client.Pool) string {
 }
 
 // TestUnusablePoolNamedOnTheFly: the calls on a pool named on the fly that
-// is not prepared are NotFound with the hint to prepare it, like those on a
-// configured pool without its directory; on a name that is a symlink or a
-// file in the pool root they are Conflict; and nothing is created anywhere.
+// is not prepared are PoolNotFound with the hint to prepare it, like those
+// on a configured pool without its directory (DeleteVolume too: a missing
+// pool is no removed volume); on a name that is a symlink or a file in the
+// pool root they are Conflict; and nothing is created anywhere.
 func TestUnusablePoolNamedOnTheFly(t *testing.T) {
 	calls := map[string]func(s *Store) error{
 		"ListVolumes": func(s *Store) error { _, err := s.ListVolumes(ctxOf(t), "fast"); return err },
@@ -258,7 +259,17 @@ func TestUnusablePoolNamedOnTheFly(t *testing.T) {
 			_, _, err := s.CreateVolume(ctxOf(t), "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o777)
 			return err
 		},
-		"SetOwner": func(s *Store) error { _, err := s.SetOwner(ctxOf(t), "fast", "v1", "pv-a", "", false); return err },
+		"SetOwner": func(s *Store) error {
+			_, err := s.SetOwner(ctxOf(t), "fast", "v1", client.SetOwnerRequest{Owner: "pv-a"})
+			return err
+		},
+		"DeleteVolume": func(s *Store) error {
+			deleted, err := s.DeleteVolume(ctxOf(t), "fast", "v1", "pv-a", false)
+			if deleted {
+				t.Error("DeleteVolume reports a removal")
+			}
+			return err
+		},
 	}
 	for _, tc := range []struct {
 		desc       string
@@ -267,10 +278,10 @@ func TestUnusablePoolNamedOnTheFly(t *testing.T) {
 		wantReason client.Reason
 		wantInMsg  string
 	}{
-		{desc: "pool root missing", wantReason: client.ReasonNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast"},
-		{desc: "pool directory missing", wantReason: client.ReasonNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast",
+		{desc: "pool root missing", wantReason: client.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast"},
+		{desc: "pool directory missing", wantReason: client.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast",
 			setup: func(t *testing.T, e *testEnv, root string) { mustMkdir(t, filepath.Join(root, "slow")) }},
-		{desc: "no pool root configured", noRoot: true, wantReason: client.ReasonNotFound, wantInMsg: "not configured"},
+		{desc: "no pool root configured", noRoot: true, wantReason: client.ReasonPoolNotFound, wantInMsg: "not configured"},
 		{desc: "symlink to outside", wantReason: client.ReasonConflict, wantInMsg: "a symlink",
 			setup: func(t *testing.T, e *testEnv, root string) {
 				mustMkdir(t, root)
@@ -307,12 +318,21 @@ func TestUnusablePoolNamedOnTheFly(t *testing.T) {
 }
 
 // TestDeleteInUnpreparedPoolNamedOnTheFly: like on a configured pool
-// without its directory, there is nothing to delete.
+// without its directory, a delete is PoolNotFound, never a success; once
+// the pool is prepared, a delete of a volume it does not hold succeeds.
 func TestDeleteInUnpreparedPoolNamedOnTheFly(t *testing.T) {
 	e := newTestEnv(t)
 	s, _ := e.rootStore(t)
+	deleted, err := s.DeleteVolume(ctxOf(t), "fast", "v1", "pv-a", false)
+	checkErr(t, "DeleteVolume before PreparePool", err, client.ReasonPoolNotFound, "")
+	if deleted {
+		t.Error("DeleteVolume before PreparePool reports a removal")
+	}
+	if _, err := s.PreparePool(ctxOf(t), "fast"); err != nil {
+		t.Fatal(err)
+	}
 	if deleted, err := s.DeleteVolume(ctxOf(t), "fast", "v1", "pv-a", false); err != nil || deleted {
-		t.Errorf("DeleteVolume = %t, %v; want nothing deleted", deleted, err)
+		t.Errorf("DeleteVolume after PreparePool = %t, %v; want nothing deleted, no error", deleted, err)
 	}
 }
 

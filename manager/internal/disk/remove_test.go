@@ -25,6 +25,7 @@ func TestDeleteVolume(t *testing.T) {
 		desc        string
 		setup       func(t *testing.T, e *testEnv)
 		mounts      []string // extra mount table lines; BASE is the test's base directory
+		pool        string   // "default" when empty
 		name        string
 		owner       string // "pv-a" when empty, "-" for none
 		ifEmpty     bool
@@ -98,8 +99,18 @@ func TestDeleteVolume(t *testing.T) {
 		{desc: "traversal", name: "..", wantReason: client.ReasonBadRequest, survivors: []string{"pool", "sibling/data/keep.txt"}},
 		{desc: "invalid owner", name: "v1", owner: "-", wantReason: client.ReasonBadRequest,
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
-		{desc: "pool directory missing succeeds", name: "v1",
+		{desc: "pool directory missing is PoolNotFound, not a removal", name: "v1",
+			wantReason: client.ReasonPoolNotFound, wantMessage: "prepare it with PUT /v1/pools/default",
 			setup: func(t *testing.T, e *testEnv) { os.RemoveAll(e.pool) }},
+		{desc: "pool not configured is PoolNotFound", pool: "other", name: "v1",
+			wantReason: client.ReasonPoolNotFound, wantMessage: `pool "other" is not configured on node "node-a"`,
+			survivors: []string{"pool/v1/data", "pool/.hostpath/owners/v1"},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", false)
+			}},
+		{desc: "record of the owner without a directory is removed", name: "v1", wantDeleted: true,
+			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
 		{desc: "directory of another PV stays", name: "v1",
 			wantReason: client.ReasonOwnerConflict, wantOwner: "pv-b", wantMessage: `belongs to PersistentVolume "pv-b"`,
 			setup: func(t *testing.T, e *testEnv) {
@@ -157,8 +168,12 @@ func TestDeleteVolume(t *testing.T) {
 				tc.setup(t, e)
 			}
 			owner := caseOwner(tc.owner)
+			pool := tc.pool
+			if pool == "" {
+				pool = "default"
+			}
 			before := snapshot(t, e.base)
-			deleted, err := e.store.DeleteVolume(ctx, "default", tc.name, owner, tc.ifEmpty)
+			deleted, err := e.store.DeleteVolume(ctx, pool, tc.name, owner, tc.ifEmpty)
 			if tc.wantErr {
 				if err == nil || client.ReasonOf(err) != "" {
 					t.Fatalf("DeleteVolume error = %v, want an internal error", err)

@@ -254,7 +254,8 @@ func (s *Store) lock(key string) (unlock func()) {
 }
 
 // openLocked takes the lock of volume name of p and opens the pool root (a
-// missing pool directory is NotFound); release closes the root and unlocks.
+// missing pool directory is PoolNotFound); release closes the root and
+// unlocks.
 func (s *Store) openLocked(p *pool, name string) (root *os.Root, release func(), err error) {
 	unlock := s.lock(p.key(name))
 	root, err = p.open()
@@ -273,8 +274,8 @@ func (s *Store) now() time.Time { return s.clock.Now().UTC().Truncate(time.Secon
 
 // pool returns the pool name: BadRequest for an invalid name, the
 // configured pool of that name if there is one, else the pool named on the
-// fly in the pool root (whose directory may not exist yet), and NotFound
-// without a pool root.
+// fly in the pool root (whose directory may not exist yet), and
+// PoolNotFound without a pool root.
 func (s *Store) pool(name string) (*pool, error) {
 	if err := ValidatePoolName(name); err != nil {
 		return nil, err
@@ -285,7 +286,7 @@ func (s *Store) pool(name string) (*pool, error) {
 	if s.poolRoot != "" {
 		return s.dynamicPool(name), nil
 	}
-	return nil, notFoundf("pool %q is not configured on node %q (pools: %s)", name, s.nodeName, strings.Join(s.PoolNames(), ", "))
+	return nil, poolNotFoundf("pool %q is not configured on node %q (pools: %s)", name, s.nodeName, strings.Join(s.PoolNames(), ", "))
 }
 
 // volumePool returns the pool of a call on volume name, after checking the

@@ -383,7 +383,7 @@ func TestCreateVolume(t *testing.T) {
 		{desc: "metadata directory name", name: MetadataDir, mode: 0o777, wantReason: client.ReasonBadRequest},
 		{desc: "empty owner", name: "v1", owner: "-", mode: 0o777, wantReason: client.ReasonBadRequest},
 		{desc: "owner not a PV name", name: "v1", owner: "PV_A", mode: 0o777, wantReason: client.ReasonBadRequest},
-		{desc: "unknown pool", pool: "other", name: "v1", mode: 0o777, wantReason: client.ReasonNotFound},
+		{desc: "unknown pool", pool: "other", name: "v1", mode: 0o777, wantReason: client.ReasonPoolNotFound},
 		{desc: "invalid pool", pool: "..", name: "v1", mode: 0o777, wantReason: client.ReasonBadRequest},
 		{desc: "bad mode bits", name: "v1", mode: fs.ModeDir | 0o777, wantReason: client.ReasonBadRequest},
 		{desc: "not enough space writes nothing", name: "v1", mode: 0o777, required: 1 << 62,
@@ -399,7 +399,7 @@ func TestCreateVolume(t *testing.T) {
 			}},
 		{desc: "enough space", name: "v1", mode: 0o700, required: 1,
 			wantCreated: true, wantMode: "0700", wantRecord: &record{Owner: "pv-a", OwnedSince: t1}},
-		{desc: "pool directory missing", name: "v1", mode: 0o777, wantReason: client.ReasonNotFound,
+		{desc: "pool directory missing", name: "v1", mode: 0o777, wantReason: client.ReasonPoolNotFound,
 			setup: func(t *testing.T, e *testEnv) { os.RemoveAll(e.pool) }},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -463,9 +463,13 @@ func TestSetOwner(t *testing.T) {
 		name            string
 		owner, previous string
 		retained        bool
+		policy          string
 		wantReason      client.Reason
 		wantOwner       string
 		wantRecord      *record
+		// wantSameFile says that the record, written by hand, is left
+		// as it was: nothing in it changes.
+		wantSameFile bool
 	}{
 		{desc: "adopt a directory without a record", name: "v1", owner: "pv-a", previous: "",
 			wantRecord: &record{Owner: "pv-a", OwnedSince: t1},
@@ -495,11 +499,45 @@ func TestSetOwner(t *testing.T) {
 				e.writeRecordPolicy(t, "v1", "pv-a", true, client.ReclaimRetain)
 			}},
 		{desc: "same record again", name: "v1", owner: "pv-a", previous: "pv-a",
-			wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0}, wantSameFile: true,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
+		{desc: "same record and reclaim policy again", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, policy: client.ReclaimRetain,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: client.ReclaimRetain}, wantSameFile: true,
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordPolicy(t, "v1", "pv-a", true, client.ReclaimRetain)
+			}},
+		{desc: "same owner records a reclaim policy, keeps the date", name: "v1", owner: "pv-a", previous: "pv-a", policy: client.ReclaimDelete,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ReclaimPolicy: client.ReclaimDelete},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", false)
+			}},
+		{desc: "same owner changes the reclaim policy", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, policy: client.ReclaimRetain,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: client.ReclaimRetain},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimDelete)
+			}},
+		{desc: "adopt with a reclaim policy", name: "v1", owner: "pv-a", previous: "", policy: client.ReclaimDelete,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: client.ReclaimDelete},
+			setup:      func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
+		{desc: "take over with the new owner's reclaim policy", name: "v1", owner: "pv-b", previous: "pv-a", policy: client.ReclaimDelete,
+			wantRecord: &record{Owner: "pv-b", OwnedSince: t1, ReclaimPolicy: client.ReclaimDelete},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordPolicy(t, "v1", "pv-a", true, client.ReclaimRetain)
+			}},
+		{desc: "invalid reclaim policy", name: "v1", owner: "pv-a", previous: "pv-a", policy: "Recycle", wantReason: client.ReasonBadRequest,
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimDelete)
+			}},
+		{desc: "reclaim policy in lower case", name: "v1", owner: "pv-a", previous: "", policy: "delete", wantReason: client.ReasonBadRequest,
+			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
 		{desc: "take over a retained directory", name: "v1", owner: "pv-b", previous: "pv-a",
 			wantRecord: &record{Owner: "pv-b", OwnedSince: t1},
 			setup: func(t *testing.T, e *testEnv) {
@@ -519,6 +557,12 @@ func TestSetOwner(t *testing.T) {
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
 		{desc: "missing directory", name: "v1", owner: "pv-a", previous: "", wantReason: client.ReasonNotFound},
+		{desc: "missing pool directory", name: "v1", owner: "pv-a", previous: "", wantReason: client.ReasonPoolNotFound,
+			setup: func(t *testing.T, e *testEnv) {
+				if err := os.Remove(e.pool); err != nil {
+					t.Fatal(err)
+				}
+			}},
 		{desc: "record without directory", name: "v1", owner: "pv-a", previous: "pv-a", wantReason: client.ReasonNotFound,
 			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
 		{desc: "file with the name", name: "v1", owner: "pv-a", previous: "", wantReason: client.ReasonConflict,
@@ -536,7 +580,10 @@ func TestSetOwner(t *testing.T) {
 				tc.setup(t, e)
 			}
 			before := snapshot(t, e.base)
-			v, err := e.store.SetOwner(ctx, "default", tc.name, tc.owner, tc.previous, tc.retained)
+			recordFile := filepath.Join(e.pool, OwnersDir, tc.name)
+			recordBefore, _ := os.ReadFile(recordFile)
+			req := client.SetOwnerRequest{Owner: tc.owner, Previous: tc.previous, Retained: tc.retained, ReclaimPolicy: tc.policy}
+			v, err := e.store.SetOwner(ctx, "default", tc.name, req)
 			checkErr(t, "SetOwner", err, tc.wantReason, tc.wantOwner)
 			if err != nil {
 				if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
@@ -549,6 +596,9 @@ func TestSetOwner(t *testing.T) {
 				t.Errorf("volume = %+v, want owner record %+v", v, tc.wantRecord)
 			}
 			checkRecord(t, e, tc.name, tc.wantRecord)
+			if recordAfter, err := os.ReadFile(recordFile); tc.wantSameFile && (err != nil || string(recordAfter) != string(recordBefore)) {
+				t.Errorf("record rewritten: %q (%v), was %q", recordAfter, err, recordBefore)
+			}
 			if data, err := os.ReadFile(filepath.Join(e.pool, tc.name, "data")); err != nil || string(data) != "data of "+tc.name {
 				t.Errorf("volume data changed: %q %v", data, err)
 			}
@@ -625,7 +675,7 @@ func TestOwnerScenarios(t *testing.T) {
 						mustWrite(t, filepath.Join(e.pool, "v1", "data"), "data of v1")
 					}
 				case "set":
-					_, err = e.store.SetOwner(ctx, "default", "v1", s.owner, s.previous, s.retained)
+					_, err = e.store.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: s.owner, Previous: s.previous, Retained: s.retained})
 				case "delete":
 					_, err = e.store.DeleteVolume(ctx, "default", "v1", s.owner, s.ifEmpty)
 				}
@@ -650,7 +700,7 @@ func TestRecordFormat(t *testing.T) {
 	if _, _, err := e.store.CreateVolume(ctx, "default", name, client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete}, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.SetOwner(ctx, "default", name, "pv-a", "pv-a", true); err != nil {
+	if _, err := e.store.SetOwner(ctx, "default", name, client.SetOwnerRequest{Owner: "pv-a", Previous: "pv-a", Retained: true}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(e.pool, ".hostpath", "owners", name))
@@ -705,7 +755,7 @@ func TestListAndGetVolumes(t *testing.T) {
 		t.Errorf("ListVolumes item b = %+v, want no owner", b)
 	}
 	_, err = e.store.ListVolumes(ctx, "nope")
-	checkErr(t, "ListVolumes(unknown pool)", err, client.ReasonNotFound, "")
+	checkErr(t, "ListVolumes(unknown pool)", err, client.ReasonPoolNotFound, "")
 
 	for _, tc := range []struct {
 		name       string
@@ -738,7 +788,7 @@ func TestListAndGetVolumes(t *testing.T) {
 
 	os.RemoveAll(e.pool)
 	_, err = e.store.ListVolumes(ctx, "default")
-	checkErr(t, "ListVolumes(missing pool directory)", err, client.ReasonNotFound, "")
+	checkErr(t, "ListVolumes(missing pool directory)", err, client.ReasonPoolNotFound, "")
 }
 
 func TestPreparePoolAndHost(t *testing.T) {
@@ -771,7 +821,7 @@ func TestPreparePoolAndHost(t *testing.T) {
 		t.Errorf("second PreparePool: %v", err)
 	}
 	_, err = e.store.PreparePool(ctx, "other")
-	checkErr(t, "PreparePool(unknown)", err, client.ReasonNotFound, "")
+	checkErr(t, "PreparePool(unknown)", err, client.ReasonPoolNotFound, "")
 
 	os.RemoveAll(e.pool)
 	mustWrite(t, e.pool, "not a directory")

@@ -359,15 +359,20 @@ func (p *pool) setMode(root *os.Root, name string, fi fs.FileInfo, mode fs.FileM
 }
 
 // SetOwner replaces the owner record of the existing directory name: a
-// compare-and-swap where previous must be the current owner ("" when the
-// directory has no record, to adopt it), else OwnerConflict names the
-// current owner. The new record names owner, keeps its date and reclaim
-// policy when the owner does not change, and says whether the directory is
-// retained. A change of owner (adoption, hand-over of a retained directory)
-// clears the reclaim policy: the recorded one was the previous owner's, the
-// new owner's is not known here, and with none the directory of a missing
-// owner is only ever removed when empty.
-func (s *Store) SetOwner(ctx context.Context, poolName, name, owner, previous string, retained bool) (*client.Volume, error) {
+// compare-and-swap where req.Previous must be the current owner ("" when
+// the directory has no record, to adopt it), else OwnerConflict names the
+// current owner. The new record names req.Owner, keeps its date when the
+// owner does not change, and says whether the directory is retained
+// (req.Retained). Its reclaim policy is req.ReclaimPolicy when set
+// (client.ReclaimDelete or client.ReclaimRetain, else BadRequest), whether
+// or not the owner changes. When it is empty, the same owner keeps the
+// recorded policy, and a change of owner (adoption, hand-over of a retained
+// directory) clears it: the recorded one was the previous owner's, and with
+// none the directory of a missing owner is only ever removed when empty.
+// The record is rewritten only when its owner, retained flag or reclaim
+// policy changes.
+func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.SetOwnerRequest) (*client.Volume, error) {
+	owner, previous := req.Owner, req.Previous
 	p, err := s.ownedVolumePool(poolName, name, owner)
 	if err != nil {
 		return nil, err
@@ -376,6 +381,9 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name, owner, previous st
 		if err := client.ValidateOwner(previous); err != nil {
 			return nil, badRequestf("previous owner: %s", err)
 		}
+	}
+	if err := client.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
+		return nil, badRequestf("%s", err)
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
 	root, release, err := s.openLocked(p, name)
@@ -395,7 +403,7 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name, owner, previous st
 		}
 		return nil, ownerConflictf(current, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, current, previous)
 	}
-	next := record{Owner: owner, OwnedSince: s.now(), Retained: retained}
+	next := record{Owner: owner, OwnedSince: s.now(), Retained: req.Retained}
 	if rec != nil {
 		// The size and quota are the directory's, whoever owns it.
 		next.SizeBytes, next.Enforcement, next.QuotaID = rec.SizeBytes, rec.Enforcement, rec.QuotaID
@@ -403,15 +411,18 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name, owner, previous st
 			next.OwnedSince, next.ReclaimPolicy = rec.OwnedSince, rec.ReclaimPolicy
 		}
 	}
-	if rec == nil || rec.Owner != next.Owner || rec.Retained != next.Retained {
+	if req.ReclaimPolicy != "" {
+		next.ReclaimPolicy = req.ReclaimPolicy
+	}
+	if rec == nil || rec.Owner != next.Owner || rec.Retained != next.Retained || rec.ReclaimPolicy != next.ReclaimPolicy {
 		if err := writeRecord(root, name, next); err != nil {
 			return nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
 		}
 	}
 	if current != owner {
-		logger.Info("Changed volume owner", "previous", current, "retained", retained)
+		logger.Info("Changed volume owner", "previous", current, "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy)
 	} else {
-		logger.V(2).Info("Updated volume owner record", "retained", retained)
+		logger.V(2).Info("Updated volume owner record", "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy)
 	}
 	v := p.volume(name, fi, &next)
 	return &v, nil
@@ -424,8 +435,11 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name, owner, previous st
 //   - A record naming owner: the directory is removed, then the record. With
 //     ifEmpty, a directory holding anything is NotEmpty and stays. A record
 //     without a directory is removed (true).
-//   - No record and no directory (or no pool directory): nothing to do
-//     (false, nil).
+//   - No record and no directory: nothing to do (false, nil).
+//   - A pool that is not configured, or whose directory does not exist:
+//     PoolNotFound, not "nothing to do": the caller must not take it for
+//     a removed directory, which may still be there when the pool is back
+//     (a pool root not mounted yet, a pool configured again).
 //   - A record naming another PersistentVolume: OwnerConflict naming it.
 //   - A directory without a record: OwnerConflict with no owner; adopt it
 //     first.
@@ -444,9 +458,6 @@ func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, 
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
 	root, release, err := s.openLocked(p, name)
-	if client.ReasonOf(err) == client.ReasonNotFound {
-		return false, nil // no pool directory, so no volume
-	}
 	if err != nil {
 		return false, err
 	}

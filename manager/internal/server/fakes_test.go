@@ -131,12 +131,12 @@ func (f *fakeBackend) SetSize(_ context.Context, pool, name, owner string, sizeB
 	return v, nil
 }
 
-func (f *fakeBackend) SetOwner(_ context.Context, pool, name, owner, previous string, retained bool) (*client.Volume, error) {
-	if err := f.record("SetOwner %s %s owner=%s previous=%s retained=%t", pool, name, owner, previous, retained); err != nil {
+func (f *fakeBackend) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
+	if err := f.record("SetOwner %s %s owner=%s previous=%s retained=%t policy=%s", pool, name, req.Owner, req.Previous, req.Retained, req.ReclaimPolicy); err != nil {
 		return nil, err
 	}
-	v := volume(pool, name, owner, 0o777)
-	v.Retained = retained
+	v := volume(pool, name, req.Owner, 0o777)
+	v.Retained, v.ReclaimPolicy = req.Retained, req.ReclaimPolicy
 	return v, nil
 }
 

@@ -60,12 +60,12 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) setOwner(w http.ResponseWriter, r *http.Request, c *call) {
 	req := c.setOwner
-	v, err := s.cfg.Backend.SetOwner(r.Context(), c.pool, c.name, req.Owner, req.Previous, req.Retained)
+	v, err := s.cfg.Backend.SetOwner(r.Context(), c.pool, c.name, req)
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	klog.FromContext(r.Context()).Info("Set volume owner", "pool", c.pool, "volume", c.name, "owner", req.Owner, "previous", req.Previous, "retained", req.Retained, "user", c.user.Name)
+	klog.FromContext(r.Context()).Info("Set volume owner", "pool", c.pool, "volume", c.name, "owner", req.Owner, "previous", req.Previous, "retained", req.Retained, "reclaimPolicy", v.ReclaimPolicy, "user", c.user.Name)
 	writeJSON(w, http.StatusOK, v)
 }
 

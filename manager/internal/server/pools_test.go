@@ -46,8 +46,15 @@ func newDiskDirs(t *testing.T) diskDirs {
 // again), with the fake authorizer.
 func (d diskDirs) server(t *testing.T) *env {
 	t.Helper()
+	return d.serverWithRoot(t, d.root)
+}
+
+// serverWithRoot is server with pool root poolRoot ("" for none: only
+// pool default is served).
+func (d diskDirs) serverWithRoot(t *testing.T, poolRoot string) *env {
+	t.Helper()
 	store, err := disk.New(disk.Config{
-		NodeName: "node-a", Pools: map[string]string{"default": d.def}, PoolRoot: d.root,
+		NodeName: "node-a", Pools: map[string]string{"default": d.def}, PoolRoot: poolRoot,
 		Identity: fakeIdentity{}, MountInfoFile: filepath.Join(d.base, "mountinfo"),
 	})
 	if err != nil {
@@ -105,12 +112,14 @@ func TestPoolsNamedOnTheFly(t *testing.T) {
 	d := newDiskDirs(t)
 	e := d.server(t)
 	d.run(t, e, []diskStep{
-		{desc: "list before prepare", method: "GET", path: "/v1/pools/fast/volumes", wantCode: 404, wantReason: client.ReasonNotFound,
+		{desc: "list before prepare", method: "GET", path: "/v1/pools/fast/volumes", wantCode: 404, wantReason: client.ReasonPoolNotFound,
 			wantInMsg: "prepare it with PUT /v1/pools/fast"},
 		{desc: "create before prepare", method: "PUT", path: "/v1/pools/fast/volumes/v1", body: `{"owner":"pv-a"}`, wantCode: 404,
-			wantReason: client.ReasonNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast",
+			wantReason: client.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast",
 			check: func(t *testing.T, d diskDirs, _ []byte) { mustNotExist(t, d.root) }},
-		{desc: "delete before prepare", method: "DELETE", path: "/v1/pools/fast/volumes/v1?owner=pv-a", wantCode: 204},
+		{desc: "delete before prepare", method: "DELETE", path: "/v1/pools/fast/volumes/v1?owner=pv-a", wantCode: 404,
+			wantReason: client.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast",
+			check: func(t *testing.T, d diskDirs, _ []byte) { mustNotExist(t, d.root) }},
 		{desc: "invalid name", method: "PUT", path: "/v1/pools/Fast_1", wantCode: 400, wantReason: client.ReasonBadRequest,
 			check: func(t *testing.T, d diskDirs, _ []byte) { mustNotExist(t, d.root) }},
 		{desc: "prepare", method: "PUT", path: "/v1/pools/fast", wantCode: 200,

@@ -132,7 +132,9 @@ func parseCreate(data []byte, c *call) error {
 	return nil
 }
 
-// parseSetOwner reads PUT .../volumes/{name}/owner's body.
+// parseSetOwner reads PUT .../volumes/{name}/owner's body: owner is
+// required, previous is empty or a valid owner, reclaimPolicy is "",
+// Delete or Retain.
 func parseSetOwner(data []byte, c *call) error {
 	if err := decodeStrict(data, &c.setOwner); err != nil {
 		return err
@@ -145,7 +147,7 @@ func parseSetOwner(data []byte, c *call) error {
 			return fmt.Errorf("previous: %w", err)
 		}
 	}
-	return nil
+	return client.ValidateReclaimPolicy(c.setOwner.ReclaimPolicy)
 }
 
 // parseSetSize reads PUT .../volumes/{name}/size's body.

@@ -54,10 +54,13 @@ type Backend interface {
 	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest, mode fs.FileMode) (*client.Volume, bool, error)
 	// SetSize grows the volume of owner to sizeBytes.
 	SetSize(ctx context.Context, pool, name, owner string, sizeBytes int64) (*client.Volume, error)
-	// SetOwner replaces the owner record if it names previous.
-	SetOwner(ctx context.Context, pool, name, owner, previous string, retained bool) (*client.Volume, error)
+	// SetOwner replaces the owner record if it names req.Previous, with
+	// req.Owner, req.Retained and, when set, req.ReclaimPolicy.
+	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error)
 	// DeleteVolume removes the directory if it belongs to owner (and, with
-	// ifEmpty, holds nothing); it reports whether there was one.
+	// ifEmpty, holds nothing); it reports whether there was one. A missing
+	// pool or pool directory is a client.ReasonPoolNotFound error, never
+	// "nothing to remove".
 	DeleteVolume(ctx context.Context, pool, name, owner string, ifEmpty bool) (bool, error)
 }
 

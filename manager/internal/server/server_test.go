@@ -179,17 +179,27 @@ var routeCases = []routeCase{
 	{desc: "create existing", call: httpCall{method: "PUT", path: "/v1/pools/fast/volumes/existing", token: "admin", body: `{"owner":"pv-1"}`}, wantCode: 200,
 		wantBackend: "CreateVolume fast existing owner=pv-1 mode=0777 required=0 policy= enforce=false"},
 	{desc: "hand over", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-2","previous":"pv-1"}`}, wantCode: 200,
-		wantAttrs: onPool("update", "fast"), wantBackend: "SetOwner fast v1 owner=pv-2 previous=pv-1 retained=false"},
+		wantAttrs: onPool("update", "fast"), wantBackend: "SetOwner fast v1 owner=pv-2 previous=pv-1 retained=false policy="},
 	{desc: "adopt", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-1","previous":""}`}, wantCode: 200,
-		wantBackend: "SetOwner fast v1 owner=pv-1 previous= retained=false"},
+		wantBackend: "SetOwner fast v1 owner=pv-1 previous= retained=false policy="},
 	{desc: "mark retained", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-1","previous":"pv-1","retained":true}`}, wantCode: 200,
-		wantBackend: "SetOwner fast v1 owner=pv-1 previous=pv-1 retained=true",
+		wantBackend: "SetOwner fast v1 owner=pv-1 previous=pv-1 retained=true policy=",
 		check: func(t *testing.T, body []byte) {
 			var v client.Volume
 			if mustUnmarshal(t, body, &v); !v.Retained {
 				t.Errorf("volume = %+v", v)
 			}
 		}},
+	{desc: "set owner with a reclaim policy", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-1","previous":"pv-1","retained":true,"reclaimPolicy":"Retain"}`}, wantCode: 200,
+		wantAttrs: onPool("update", "fast"), wantBackend: "SetOwner fast v1 owner=pv-1 previous=pv-1 retained=true policy=Retain",
+		check: func(t *testing.T, body []byte) {
+			var v client.Volume
+			if mustUnmarshal(t, body, &v); !v.Retained || v.ReclaimPolicy != client.ReclaimRetain {
+				t.Errorf("volume = %+v, want retained with reclaim policy Retain", v)
+			}
+		}},
+	{desc: "hand over with the new owner's reclaim policy", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-2","previous":"pv-1","reclaimPolicy":"Delete"}`}, wantCode: 200,
+		wantBackend: "SetOwner fast v1 owner=pv-2 previous=pv-1 retained=false policy=Delete"},
 	{desc: "create with enforceSize", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","requiredBytes":1048576,"enforceSize":true}`}, wantCode: 201,
 		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=1048576 policy= enforce=true"},
 	{desc: "grow", call: httpCall{method: "PUT", path: vol + "/size", token: "admin", body: `{"owner":"pv-1","sizeBytes":2048}`}, wantCode: 200,
@@ -305,6 +315,9 @@ func TestBadInputCostsNoReview(t *testing.T) {
 		{"set owner bad previous", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","previous":"PV 1"}`}, 400, client.ReasonBadRequest, "previous"},
 		{"set owner unknown field", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","force":true}`}, 400, client.ReasonBadRequest, `"force"`},
 		{"set owner duplicate key", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","retained":false,"retained":true}`}, 400, client.ReasonBadRequest, "twice"},
+		{"set owner bad reclaim policy", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","previous":"pv-1","reclaimPolicy":"Recycle"}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},
+		{"set owner reclaim policy in lower case", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","reclaimPolicy":"retain"}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},
+		{"set owner reclaim policy not a string", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","reclaimPolicy":true}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			e := newEnv(t, nil, nil)
@@ -340,7 +353,9 @@ func TestBackendErrors(t *testing.T) {
 		{"wrapped owner conflict on delete", fmt.Errorf("delete: %w", ownerConflict), httpCall{method: "DELETE", path: vol + "?owner=pv-1"}, client.ReasonOwnerConflict, "pv-other"},
 		{"not empty", client.Errorf(client.ReasonNotEmpty, "volume v1 holds 3 entries"), httpCall{method: "DELETE", path: vol + "?owner=pv-1&ifEmpty=true"}, client.ReasonNotEmpty, ""},
 		{"not a directory", client.Errorf(client.ReasonConflict, "v1 is a symlink"), httpCall{method: "GET", path: vol}, client.ReasonConflict, ""},
-		{"unknown pool", client.Errorf(client.ReasonNotFound, "no pool fast"), httpCall{method: "GET", path: "/v1/pools/fast/volumes"}, client.ReasonNotFound, ""},
+		{"unknown pool", client.Errorf(client.ReasonPoolNotFound, "no pool fast"), httpCall{method: "GET", path: "/v1/pools/fast/volumes"}, client.ReasonPoolNotFound, ""},
+		{"unknown pool on delete", fmt.Errorf("delete: %w", client.Errorf(client.ReasonPoolNotFound, "no pool fast")), httpCall{method: "DELETE", path: vol + "?owner=pv-1"}, client.ReasonPoolNotFound, ""},
+		{"missing volume", client.Errorf(client.ReasonNotFound, "no volume v1"), httpCall{method: "GET", path: vol}, client.ReasonNotFound, ""},
 		{"no space", client.Errorf(client.ReasonInsufficientStorage, "1 byte free"), httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1"}`}, client.ReasonInsufficientStorage, ""},
 		{"backend's own validation", client.Errorf(client.ReasonBadRequest, "bad"), httpCall{method: "PUT", path: "/v1/pools/fast"}, client.ReasonBadRequest, ""},
 		{"other error", errors.New("input/output error"), httpCall{method: "GET", path: "/v1/host"}, client.ReasonInternal, ""},

@@ -245,7 +245,8 @@ func (e *Error) Error() string {
 }
 
 // ReasonOf returns the Reason of an *Error in err's chain, or "" when err is
-// not an answer from the manager (a transport error, for example).
+// not an answer from the manager (a transport error, for example). To decide
+// what to do with an answer, use Classify.
 func ReasonOf(err error) Reason {
 	var e *Error
 	if errors.As(err, &e) {
@@ -266,7 +267,7 @@ func (c *Client) Host(ctx context.Context) (*Host, error) {
 // PreparePool calls PUT /v1/pools/{pool}: it creates the pool's base
 // directory if missing and returns the pool's state. On a manager with
 // --pool-root, a pool name it is not configured with is created there
-// (a pool named on the fly); without, such a name is NotFound.
+// (a pool named on the fly); without, such a name is PoolNotFound.
 func (c *Client) PreparePool(ctx context.Context, pool string) (*Pool, error) {
 	var p Pool
 	if err := c.do(ctx, http.MethodPut, "/v1/pools/"+url.PathEscape(pool), nil, &p); err != nil {
@@ -305,7 +306,8 @@ func (c *Client) CreateVolume(ctx context.Context, pool, name string, req Create
 
 // SetOwner calls PUT /v1/pools/{pool}/volumes/{name}/owner: it adopts a
 // directory without an owner record (req.Previous ""), hands a retained
-// directory to a new PersistentVolume, or marks it retained.
+// directory to a new PersistentVolume, marks it retained, or records its
+// owner's reclaim policy (req.ReclaimPolicy).
 func (c *Client) SetOwner(ctx context.Context, pool, name string, req SetOwnerRequest) (*Volume, error) {
 	var v Volume
 	if err := c.do(ctx, http.MethodPut, volumesPath(pool, name)+"/owner", &req, &v); err != nil {
@@ -325,7 +327,9 @@ func (c *Client) SetSize(ctx context.Context, pool, name string, req SetSizeRequ
 }
 
 // DeleteVolume calls DELETE /v1/pools/{pool}/volumes/{name}. Deleting a
-// volume that does not exist succeeds.
+// volume that does not exist in an existing pool succeeds; a pool that is
+// not configured, or whose directory does not exist, is ReasonPoolNotFound
+// (the directory was not seen gone: see Classify).
 func (c *Client) DeleteVolume(ctx context.Context, pool, name string, opts DeleteOptions) error {
 	q := url.Values{}
 	q.Set("owner", opts.Owner)
@@ -403,7 +407,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
-// reasonForStatus maps a bare HTTP status (a proxy's answer, say) to a Reason.
+// reasonForStatus maps a bare HTTP status (a proxy's answer, say) to a
+// Reason: a bare 404 is ReasonNotFound (never ReasonPoolNotFound, which
+// only a manager says), a status no reason has is ReasonInternal.
 func reasonForStatus(code int) Reason {
 	for _, r := range []Reason{ReasonBadRequest, ReasonUnauthorized, ReasonForbidden, ReasonNotFound,
 		ReasonMethodNotAllowed, ReasonConflict, ReasonRequestTooLarge, ReasonTooManyRequests, ReasonInsufficientStorage} {

@@ -70,8 +70,11 @@ func TestAgainstServer(t *testing.T) {
 	if err != nil || h.NodeName != "node-a" || len(h.Pools) != 1 || h.Pools[0].Error == "" {
 		t.Fatalf("Host = %+v, %v (want the unprepared pool to report an error)", h, err)
 	}
-	if _, err := c.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-1"}); client.ReasonOf(err) != client.ReasonNotFound {
-		t.Errorf("CreateVolume before PreparePool: %v", err)
+	if _, err := c.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-1"}); client.ReasonOf(err) != client.ReasonPoolNotFound {
+		t.Errorf("CreateVolume before PreparePool: %v, want PoolNotFound", err)
+	}
+	if err := c.DeleteVolume(ctx, "default", "v1", client.DeleteOptions{Owner: "pv-1"}); client.ReasonOf(err) != client.ReasonPoolNotFound {
+		t.Errorf("DeleteVolume before PreparePool: %v, want PoolNotFound", err)
 	}
 	if p, err := c.PreparePool(ctx, "default"); err != nil || p.Path != pool || p.FreeBytes <= 0 {
 		t.Fatalf("PreparePool = %+v, %v", p, err)
@@ -96,7 +99,7 @@ func TestAgainstServer(t *testing.T) {
 	if err := c.DeleteVolume(ctx, "default", "v1", client.DeleteOptions{Owner: "pv-2"}); client.ReasonOf(err) != client.ReasonOwnerConflict {
 		t.Errorf("DeleteVolume by another owner: %v, want OwnerConflict", err)
 	}
-	if v, err := c.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: "pv-1", Previous: "pv-1", Retained: true}); err != nil || !v.Retained {
+	if v, err := c.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: "pv-1", Previous: "pv-1", Retained: true, ReclaimPolicy: client.ReclaimRetain}); err != nil || !v.Retained || v.ReclaimPolicy != client.ReclaimRetain {
 		t.Errorf("SetOwner retained = %+v, %v", v, err)
 	}
 	for i := 0; i < 2; i++ { // idempotent
@@ -131,7 +134,13 @@ func TestAgainstServer(t *testing.T) {
 			_, err := c.CreateVolume(ctx, "default", "v2", client.CreateVolumeRequest{Owner: "pv-1", Mode: "rwx"})
 			return err
 		}, client.ReasonBadRequest},
-		{"unknown pool", func() error { _, err := c.ListVolumes(ctx, "other"); return err }, client.ReasonNotFound},
+		{"unknown pool", func() error { _, err := c.ListVolumes(ctx, "other"); return err }, client.ReasonPoolNotFound},
+		{"delete in an unknown pool", func() error { return c.DeleteVolume(ctx, "other", "v1", client.DeleteOptions{Owner: "pv-1"}) }, client.ReasonPoolNotFound},
+		{"delete of a missing volume", func() error { return c.DeleteVolume(ctx, "default", "v9", client.DeleteOptions{Owner: "pv-1"}) }, ""},
+		{"invalid reclaim policy", func() error {
+			_, err := c.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: "pv-1", Previous: "pv-1", ReclaimPolicy: "Recycle"})
+			return err
+		}, client.ReasonBadRequest},
 	} {
 		if err := tc.call(); client.ReasonOf(err) != tc.want {
 			t.Errorf("%s: error %v, want reason %s", tc.desc, err, tc.want)
@@ -178,6 +187,10 @@ func TestRequests(t *testing.T) {
 			_, err := c.SetOwner(ctx, "p", "v", client.SetOwnerRequest{Owner: "pv-2", Previous: "pv-1"})
 			return err
 		}, seen{"PUT", "/v1/pools/p/volumes/v/owner", "Bearer tok", "application/json", `{"owner":"pv-2","previous":"pv-1"}`}},
+		{"set owner with a reclaim policy", "", func(ctx context.Context, c *client.Client) error {
+			_, err := c.SetOwner(ctx, "p", "v", client.SetOwnerRequest{Owner: "pv-1", Previous: "pv-1", ReclaimPolicy: client.ReclaimDelete})
+			return err
+		}, seen{"PUT", "/v1/pools/p/volumes/v/owner", "Bearer tok", "application/json", `{"owner":"pv-1","previous":"pv-1","reclaimPolicy":"Delete"}`}},
 		{"base path is kept", "/prefix/", func(ctx context.Context, c *client.Client) error { _, err := c.Host(ctx); return err },
 			seen{"GET", "/prefix/v1/host", "Bearer tok", "", ""}},
 	} {
@@ -218,7 +231,9 @@ func TestErrors(t *testing.T) {
 		wantMessage string
 	}{
 		{"JSON status", 409, `{"reason":"Conflict","message":"a file"}`, client.ReasonConflict, "a file"},
+		{"JSON pool not found", 404, `{"reason":"PoolNotFound","message":"no pool"}`, client.ReasonPoolNotFound, "no pool"},
 		{"plain 404 from a proxy", 404, "404 page not found", client.ReasonNotFound, "404 page not found"},
+		{"plain 422", 422, "unprocessable", client.ReasonInternal, "unprocessable"},
 		{"plain 413", 413, "too big", client.ReasonRequestTooLarge, "too big"},
 		{"plain 507", 507, "", client.ReasonInsufficientStorage, ""},
 		{"plain 502", 502, "bad gateway", client.ReasonInternal, "bad gateway"},
@@ -253,8 +268,10 @@ func TestErrors(t *testing.T) {
 func TestReasonStatus(t *testing.T) {
 	for reason, code := range map[client.Reason]int{
 		client.ReasonBadRequest: 400, client.ReasonUnauthorized: 401, client.ReasonForbidden: 403,
-		client.ReasonNotFound: 404, client.ReasonMethodNotAllowed: 405, client.ReasonConflict: 409,
-		client.ReasonRequestTooLarge: 413, client.ReasonInsufficientStorage: 507, client.ReasonInternal: 500,
+		client.ReasonNotFound: 404, client.ReasonPoolNotFound: 404, client.ReasonMethodNotAllowed: 405,
+		client.ReasonConflict: 409, client.ReasonOwnerConflict: 409, client.ReasonNotEmpty: 409,
+		client.ReasonRequestTooLarge: 413, client.ReasonNotEnforced: 422, client.ReasonTooManyRequests: 429,
+		client.ReasonInsufficientStorage: 507, client.ReasonInternal: 500,
 		client.Reason("Unknown"): 500,
 	} {
 		if got := reason.HTTPStatus(); got != code {

@@ -230,11 +230,17 @@ type SetOwnerRequest struct {
 	Owner string `json:"owner"`
 	// Previous must be the current owner ("" for a directory without an
 	// owner record), or the call fails with 409 and reason OwnerConflict.
-	// Owner == Previous only updates Retained.
+	// Owner == Previous only updates Retained and ReclaimPolicy.
 	Previous string `json:"previous"`
 	// Retained marks the directory as kept after its owner was deleted with
 	// reclaim policy Retain.
 	Retained bool `json:"retained,omitempty"`
+	// ReclaimPolicy, when set ("Delete" or "Retain"; anything else is 400),
+	// is the reclaim policy the new owner record keeps, whether or not the
+	// owner changes. When empty, the same owner keeps the recorded policy
+	// and a change of owner clears it (the recorded policy was the previous
+	// owner's).
+	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
 }
 
 // DeleteOptions are the query parameters of DELETE
@@ -260,8 +266,14 @@ const (
 	ReasonUnauthorized Reason = "Unauthorized"
 	// ReasonForbidden (403): SubjectAccessReview denied the call.
 	ReasonForbidden Reason = "Forbidden"
-	// ReasonNotFound (404): no such pool, volume or route.
+	// ReasonNotFound (404): no such volume or route. A pool that is
+	// missing is ReasonPoolNotFound instead.
 	ReasonNotFound Reason = "NotFound"
+	// ReasonPoolNotFound (404): the pool is not configured on the node (nor
+	// can it be named on the fly there), or its directory does not exist
+	// (prepare it with PUT /v1/pools/{pool}). A DELETE answers it too: a
+	// missing pool is never taken for a removed volume.
+	ReasonPoolNotFound Reason = "PoolNotFound"
 	// ReasonMethodNotAllowed (405): the route exists, the method does not.
 	ReasonMethodNotAllowed Reason = "MethodNotAllowed"
 	// ReasonConflict (409): something that is not a volume directory (a
@@ -300,7 +312,7 @@ func (r Reason) HTTPStatus() int {
 		return http.StatusUnauthorized
 	case ReasonForbidden:
 		return http.StatusForbidden
-	case ReasonNotFound:
+	case ReasonNotFound, ReasonPoolNotFound:
 		return http.StatusNotFound
 	case ReasonMethodNotAllowed:
 		return http.StatusMethodNotAllowed

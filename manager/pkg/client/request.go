@@ -1,0 +1,38 @@
+package client
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// NewCreateVolumeRequest is the request that creates (or confirms) the
+// directory of pv: owner pv.Name, reclaim policy RecordedReclaimPolicy(pv),
+// RequiredBytes pv's storage capacity (0 when none), with the class's
+// dirMode (octal, "" for DefaultMode) and enforceSize. Every caller that
+// makes a PV's directory builds its request here, so that the owner
+// records of all directories start alike.
+func NewCreateVolumeRequest(pv *corev1.PersistentVolume, dirMode string, enforceSize bool) CreateVolumeRequest {
+	req := CreateVolumeRequest{
+		Owner:         pv.Name,
+		Mode:          dirMode,
+		ReclaimPolicy: RecordedReclaimPolicy(pv),
+		EnforceSize:   enforceSize,
+	}
+	if q, ok := pv.Spec.Capacity[corev1.ResourceStorage]; ok {
+		req.RequiredBytes = q.Value()
+	}
+	return req
+}
+
+// RecordedReclaimPolicy is the reclaim policy a manager records in the
+// owner record of pv's directory: ReclaimDelete for Delete, "" when pv
+// names none, and ReclaimRetain for anything else (Retain, Recycle), so
+// that a directory is removed by policy only when its volume asked for it.
+func RecordedReclaimPolicy(pv *corev1.PersistentVolume) string {
+	switch pv.Spec.PersistentVolumeReclaimPolicy {
+	case corev1.PersistentVolumeReclaimDelete:
+		return ReclaimDelete
+	case "":
+		return ""
+	}
+	return ReclaimRetain
+}
