@@ -46,7 +46,7 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 		case owner == "":
 			// Made before owner records: the PV's own name, so it is the
 			// PV's; recorded so that its reclaim removes it.
-			if _, err := mgr.SetOwner(ctx, pool, m.directory, client.SetOwnerRequest{Owner: m.pv.Name}); err != nil {
+			if _, err := mgr.SetOwner(ctx, pool, m.directory, client.SetOwnerRequest{Owner: m.pv.Name, ReclaimPolicy: client.RecordedReclaimPolicy(m.pv)}); err != nil {
 				errs[i] = fmt.Errorf("record PersistentVolume %s as the owner of directory %q: %w", m.pv.Name, m.directory, err)
 			}
 		case owner != m.pv.Name:
@@ -55,8 +55,7 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 	}
 	workqueue.ParallelizeUntil(ctx, max(c.cfg.BackfillWorkers, 1), len(missing), func(j int) {
 		m := vols[missing[j]]
-		req := client.CreateVolumeRequest{Owner: m.pv.Name, Mode: c.dirMode(m.pv), ReclaimPolicy: hostpathv1.RecordedReclaimPolicy(m.pv),
-			RequiredBytes: sizeOf(m.pv), EnforceSize: c.enforceSize(m.pv)}
+		req := client.NewCreateVolumeRequest(m.pv, c.dirMode(m.pv), c.enforceSize(m.pv))
 		if _, err := mgr.CreateVolume(ctx, pool, m.directory, req); err != nil {
 			errs[missing[j]] = fmt.Errorf("create directory %q of PersistentVolume %s: %w", m.directory, m.pv.Name, err)
 			return
@@ -83,21 +82,6 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 			"%d of the %d multihost volumes of pool %q have no directory on node %q: %v", n, len(vols), pool, node, failed)}
 	}
 	return nil
-}
-
-// sizeOf is the PV's capacity in bytes, the size its directory gets on a
-// new node as on the others (0 when it has none, or one too large for the
-// manager).
-func sizeOf(pv *v1.PersistentVolume) int64 {
-	q, ok := pv.Spec.Capacity[v1.ResourceStorage]
-	if !ok {
-		return 0
-	}
-	n, ok := q.AsInt64()
-	if !ok || n < 0 {
-		return 0
-	}
-	return n
 }
 
 // enforceSize says whether a PV's StorageClass asks for enforced sizes.

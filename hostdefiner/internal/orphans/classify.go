@@ -136,17 +136,20 @@ func unreachable(node, pool string, err error) Finding {
 	return Finding{Node: node, Pool: pool, Kind: KindUnreachable, Detail: err.Error(), Error: err.Error()}
 }
 
-// unreferenced is the finding of a directory no PV refers to: retained
-// when its owner record says it was kept on purpose (marked retained, or
-// recorded with policy Retain for an owner that no longer exists), else an
-// orphan.
+// unreferenced is the finding of a directory no PV refers to: misplaced
+// when its owner PV exists and refers to another place; retained when its
+// owner record says it was kept on purpose (marked retained, or recorded
+// with policy Retain for an owner that no longer exists); else an orphan.
 func unreferenced(loc location, v client.Volume, owners map[string]*corev1.PersistentVolume, provisioner string) Finding {
 	f := Finding{
 		Node: loc.node, Pool: loc.pool, Directory: loc.dir, Kind: KindOrphan,
 		Owner: v.Owner, OwnedSince: v.OwnedSince, Retained: v.Retained, ReclaimPolicy: v.ReclaimPolicy,
 	}
 	owner, exists := owners[v.Owner]
-	if v.Retained || v.Owner != "" && !exists && v.ReclaimPolicy == client.ReclaimRetain {
+	switch {
+	case exists && refersElsewhere(owner, provisioner, loc):
+		f.Kind = KindMisplaced
+	case v.Retained || v.Owner != "" && !exists && v.ReclaimPolicy == client.ReclaimRetain:
 		f.Kind = KindRetained
 	}
 	parts := []string{ownerText(v.Owner, owner, provisioner)}
@@ -161,6 +164,20 @@ func unreferenced(loc location, v client.Volume, owners map[string]*corev1.Persi
 	}
 	f.Detail = strings.Join(parts, ", ")
 	return f
+}
+
+// refersElsewhere reports whether pv, a PV of provisioner, names a
+// directory other than loc's: a node-mode PV another node, pool or
+// directory; a multihost PV another pool or directory (a multihost PV uses
+// its pool and directory on every node, listed or not yet). The
+// provisioner's sweeper never removes such a directory.
+func refersElsewhere(pv *corev1.PersistentVolume, provisioner string, loc location) bool {
+	if m, ok := hostpathv1.MultihostDirectoryOf(pv, provisioner); ok {
+		return m.Pool != loc.pool || m.Directory != loc.dir
+	}
+	refs := references(pv, provisioner)
+	_, here := refs[loc]
+	return len(refs) > 0 && !here
 }
 
 // ownerText says who the owner record names and what became of that PV.

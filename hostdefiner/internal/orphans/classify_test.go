@@ -81,6 +81,17 @@ func TestClassify(t *testing.T) {
 			"n4 default legacy orphan -: no owner record",
 		},
 	}, {
+		name:   "misplaced: the owner PV exists and names another pool (a pool renamed)",
+		before: []corev1.PersistentVolume{pvShared},
+		listings: []NodeListing{
+			listed("n1", map[string][]client.Volume{"renamed": {vol("dir-s", "pv-s")}}),
+			listed("n2", map[string][]client.Volume{"default": {vol("dir-s", "pv-s")}}),
+			listed("n3", map[string][]client.Volume{"default": {vol("dir-s", "pv-s")}}),
+		},
+		want: []string{
+			"n1 renamed dir-s misplaced -: owner pv-s (its PV refers to n1 default/dir-s, n2 default/dir-s, n3 default/dir-s)",
+		},
+	}, {
 		name: "retained: marked, or policy Retain with the owner gone",
 		listings: []NodeListing{listed("n1", map[string][]client.Volume{"default": {
 			withPolicy(vol("kept", "pv-old"), "", true),

@@ -21,7 +21,8 @@
 //     named by a PV, a StorageClass or the manager's own GET /v1/host.
 //  4. List the PVs again, and classify (Classify): a directory no PV of
 //     either list refers to is an orphan (or retained, when its owner was
-//     deleted with Retain); a PV of both lists whose directory is absent
+//     deleted with Retain; misplaced, when its owner PV exists and refers
+//     to another place, as after a pool was renamed); a PV of both lists whose directory is absent
 //     from a node it should be on is missing (pending, for a node of
 //     hostpath.dev/pending-nodes); a node or pool that could not be listed
 //     is unreachable. The two lists keep a claim provisioned, or a PV
@@ -45,6 +46,10 @@ const (
 	// KindRetained is a directory no PV refers to whose owner PV was
 	// deleted with reclaim policy Retain: kept on purpose.
 	KindRetained Kind = "retained"
+	// KindMisplaced is a directory no PV refers to whose owner PV exists
+	// and refers to another pool, directory or node (a pool renamed,
+	// moved or swapped): the sweeper never removes it.
+	KindMisplaced Kind = "misplaced"
 	// KindMissing is a PV whose directory is not on a node it should be
 	// on.
 	KindMissing Kind = "missing"
@@ -57,7 +62,7 @@ const (
 )
 
 // Kinds lists the kinds in the order the summary gives them.
-var Kinds = []Kind{KindOrphan, KindRetained, KindMissing, KindPending, KindUnreachable}
+var Kinds = []Kind{KindOrphan, KindRetained, KindMisplaced, KindMissing, KindPending, KindUnreachable}
 
 // Finding is one line of the report.
 type Finding struct {

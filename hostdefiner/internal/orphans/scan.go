@@ -214,7 +214,9 @@ func (s *Scanner) list(ctx context.Context, t target, pools sets.Set[string]) No
 		switch {
 		case err == nil:
 			l.Pools[pool] = PoolListing{Volumes: list.Items}
-		case client.ReasonOf(err) == client.ReasonNotFound:
+		case client.Classify(err) == client.AnswerPoolMissing, client.Classify(err) == client.AnswerVolumeMissing:
+			// A pool missing on the node (older managers answered
+			// NotFound for it).
 			l.Pools[pool] = PoolListing{NotFound: true}
 		default:
 			l.Pools[pool] = PoolListing{Err: fmt.Errorf("manager at %s: %w", t.address, err)}

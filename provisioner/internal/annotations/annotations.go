@@ -89,6 +89,16 @@ const (
 // goes when the Node is back (see package reclaim).
 const NodeGoneSince = "hostpath.dev/node-gone-since"
 
+// RecordedPolicy on a PV is the reclaim policy that the owner records of
+// its directory say on every node that holds it ("Delete" or "Retain", as
+// client.RecordedReclaimPolicy words the PV's policy). The provisioner sets
+// it on the PV it makes (the create request records that policy); when the
+// PV's persistentVolumeReclaimPolicy changes, the instance that acts for
+// the PV records the new policy with every node's directory and then
+// updates this annotation (package reclaim). A node's sweeper removes the
+// directory of a PV that is gone only if its record says Delete.
+const RecordedPolicy = "hostpath.dev/recorded-reclaim-policy"
+
 // EnforcementNone is the SizeEnforcement of a volume whose size is not
 // enforced.
 const EnforcementNone = "none"

@@ -56,11 +56,9 @@ func (c *Config) Run(ctx context.Context) error {
 	defer cancel()
 	logger := klog.FromContext(ctx)
 	p := c.wire(logger)
-	if c.OrphanSweepPeriod > 0 {
-		// Registered before the informers start, like the other handlers.
-		if err := c.sweepWhenManagerReady(p.sweeper); err != nil {
-			return err
-		}
+	// Registered before the informers start, like the other handlers.
+	if err := c.onManagerReady(p); err != nil {
+		return err
 	}
 	var ready atomic.Bool
 	if err := component.ServeHealth(ctx, c.MetricsAddress, c.Registry, &ready, profiling.HandlersIf(c.Profiling)...); err != nil {
@@ -91,32 +89,44 @@ func (c *Config) Run(ctx context.Context) error {
 	return nil
 }
 
-// sweepWhenManagerReady asks the sweeper for a sweep whenever this node's
-// manager pod becomes Ready, so that the orphans left while the manager was
-// away go at once rather than at the next period. (The multihost
-// directories the node lacks are the host definer's to make.)
-func (c *Config) sweepWhenManagerReady(s *reclaim.Sweeper) error {
+// onManagerReady acts whenever a manager pod becomes Ready: on this node,
+// it asks the sweeper for a sweep, so that the orphans left while the
+// manager was away go at once rather than at the next period (the
+// multihost directories the node lacks are the host definer's to make);
+// on any node, it queues the PVs that wait for a manager in the reclaim
+// controller, so they do not wait for their backoff too.
+func (c *Config) onManagerReady(p *parts) error {
 	if c.Informers.ManagerPods == nil {
 		return nil
 	}
-	ours := func(obj any) bool {
+	ready := func(obj any) {
 		pod, ok := obj.(*v1.Pod)
-		return ok && pod.Spec.NodeName == c.NodeName && component.PodServing(pod)
+		if !ok {
+			return
+		}
+		if pod.Spec.NodeName == c.NodeName && c.OrphanSweepPeriod > 0 {
+			p.sweeper.Trigger()
+		}
+		p.reclaimer.ManagerReady(pod.Spec.NodeName)
+	}
+	serving := func(obj any) bool {
+		pod, ok := obj.(*v1.Pod)
+		return ok && component.PodServing(pod)
 	}
 	_, err := c.Informers.ManagerPods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if ours(obj) {
-				s.Trigger()
+			if serving(obj) {
+				ready(obj)
 			}
 		},
 		UpdateFunc: func(old, obj any) {
-			if ours(obj) && !ours(old) {
-				s.Trigger()
+			if serving(obj) && !serving(old) {
+				ready(obj)
 			}
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("watch this node's manager pod: %w", err)
+		return fmt.Errorf("watch the manager pods: %w", err)
 	}
 	return nil
 }
@@ -128,21 +138,23 @@ func (c *Config) wire(logger klog.Logger) *parts {
 	volumeManagers := managersAs(c.Resolver, func(m *client.Client) provisioner.VolumeManager { return m })
 	reclaimManagers := managersAs(c.Resolver, func(m *client.Client) reclaim.Manager { return m })
 	p := &parts{}
+	p.reclaimer = reclaim.NewController(reclaim.Config{
+		ProvisionerName: c.ProvisionerName, Node: c.NodeName, FieldManager: provisioner.FieldManager,
+		Client: c.Kube, Volumes: inf.Volumes, Nodes: inf.Nodes,
+		Instances: c.Instances, Managers: reclaimManagers, Targets: c.Resolver, Recorder: c.Recorder,
+		Fanout:        fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.ManagerDeleteTimeout, Attempts: c.FanoutAttempts},
+		FanoutMetrics: c.FanoutMetrics,
+		NodeGoneGrace: c.NodeGoneGracePeriod,
+	})
 	p.prov = provisioner.New(provisioner.Config{
 		Name: c.ProvisionerName, Node: c.NodeName, Client: c.Kube,
 		Classes: inf.Classes.Lister(), Nodes: inf.Nodes.Lister(), Volumes: inf.Volumes.Lister(),
 		Instances: c.Instances, Managers: volumeManagers, Targets: c.Resolver,
 		CreateFanout:  fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.FanoutNodeTimeout, Attempts: c.FanoutAttempts},
-		DeleteFanout:  fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.ManagerDeleteTimeout, Attempts: c.FanoutAttempts},
+		Reclaim:       p.reclaimer.Reclaim,
 		FanoutMetrics: c.FanoutMetrics, Recorder: c.Recorder,
 	})
 	p.claims = provisioner.NewClaimSync(p.prov, inf.Claims, c.Recorder)
-	p.reclaimer = reclaim.NewController(reclaim.Config{
-		ProvisionerName: c.ProvisionerName, Node: c.NodeName, FieldManager: provisioner.FieldManager,
-		Client: c.Kube, Volumes: inf.Volumes, Nodes: inf.Nodes,
-		Instances: c.Instances, Managers: reclaimManagers, Recorder: c.Recorder,
-		NodeGoneGrace: c.NodeGoneGracePeriod,
-	})
 	p.resizer = resize.NewController(resize.Config{
 		ProvisionerName: c.ProvisionerName, Node: c.NodeName, FieldManager: provisioner.FieldManager,
 		Client: c.Kube, Claims: inf.Claims, Volumes: inf.Volumes, Classes: inf.Classes,

@@ -8,9 +8,9 @@ package fanout
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
 
@@ -117,31 +117,31 @@ func (r Results) Failed() []Result {
 	return out
 }
 
-// Run calls call for every node, at most opts.Workers at a time, and
-// returns when every node has its result or ctx is done (the nodes not
-// called then fail with ctx's error). Each attempt gets a context that ends
-// after opts.NodeTimeout; a failed attempt whose error opts.Retryable
-// accepts is tried again after the backoff, up to opts.Attempts times.
+// Run calls call for every node, at most opts.Workers at a time (with
+// workqueue.ParallelizeUntil, as the host definer's backfill), and returns
+// when every node has its result or ctx is done (the nodes not called then
+// fail with ctx's error). Each attempt gets a context that ends after
+// opts.NodeTimeout; a failed attempt whose error opts.Retryable accepts is
+// tried again after the backoff, up to opts.Attempts times.
 func Run(ctx context.Context, nodes []string, call func(ctx context.Context, node string) error, opts Options) Results {
 	opts = opts.withDefaults()
 	start := opts.Clock.Now()
 	results := make([]Result, len(nodes))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(opts.Workers, len(nodes)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results[i] = runNode(ctx, nodes[i], call, opts)
+	for i, n := range nodes {
+		results[i] = Result{Node: n, Err: fmt.Errorf("not called: %w", context.Canceled)}
+	}
+	// ParallelizeUntil stops handing out pieces once ctx is done: the
+	// nodes it skips keep the "not called" error, with ctx's cause.
+	workqueue.ParallelizeUntil(ctx, opts.Workers, len(nodes), func(i int) {
+		results[i] = runNode(ctx, nodes[i], call, opts)
+	})
+	if cause := context.Cause(ctx); cause != nil {
+		for i := range results {
+			if results[i].Attempts == 0 {
+				results[i].Err = fmt.Errorf("not called: %w", cause)
 			}
-		}()
+		}
 	}
-	for i := range nodes {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 	return Results{Nodes: results, Elapsed: opts.Clock.Since(start)}
 }
 

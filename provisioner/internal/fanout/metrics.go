@@ -8,6 +8,12 @@ import (
 const (
 	OperationCreate = "create"
 	OperationDelete = "delete"
+	// OperationRetain marks a directory retained on every node that holds
+	// it (a PV with reclaim policy Retain or Recycle goes away).
+	OperationRetain = "retain"
+	// OperationRecordPolicy records a PV's changed reclaim policy on every
+	// node that holds its directory.
+	OperationRecordPolicy = "record-policy"
 )
 
 // Metrics are the Prometheus metrics of fan-outs.
@@ -26,12 +32,12 @@ func NewMetrics() *Metrics {
 	return &Metrics{
 		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hostpath_provisioner_fanout_duration_seconds",
-			Help:    "How long a fan-out of a multihost volume's create or delete to the nodes' managers took, retries included.",
+			Help:    "How long a fan-out of a volume's create, delete, retain or policy record to the nodes' managers took, retries included.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
 		}, []string{"operation"}),
 		NodeResults: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hostpath_provisioner_fanout_node_results_total",
-			Help: "The per-node outcomes of fan-outs of multihost volumes' creates and deletes, after retries.",
+			Help: "The per-node outcomes of fan-outs to the managers (create, delete, retain, record-policy), after retries.",
 		}, []string{"operation", "result"}),
 	}
 }

@@ -33,8 +33,8 @@ func (p *Provisioner) Adopt(ctx context.Context, pv *v1.PersistentVolume) error 
 		return fmt.Errorf("adopt the directory of PersistentVolume %q: %w", pv.Name, err)
 	}
 	vol, err := mgr.GetVolume(ctx, pool, dir)
-	if client.ReasonOf(err) == client.ReasonNotFound {
-		return nil
+	if a := client.Classify(err); a == client.AnswerVolumeMissing || a == client.AnswerPoolMissing {
+		return nil // nothing to adopt
 	}
 	if err != nil {
 		return fmt.Errorf("read %s to adopt it: %w", p.where(pool, dir), err)
@@ -122,7 +122,7 @@ func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.Persi
 		return fmt.Errorf("%s has no owner record and the PersistentVolumes %s all use it: deleting either would delete the other's data; resolve by hand (copy the data apart and give each volume its own directory), none was adopted", where, quoteAll(names))
 	}
 	_, err := mgr.SetOwner(ctx, pool, vol.Name, client.SetOwnerRequest{Owner: pv.Name, Previous: ""})
-	if owner, conflict := conflictOwner(err); conflict && owner == pv.Name {
+	if owner, conflict := client.OwnerOf(err); conflict && owner == pv.Name {
 		return nil
 	}
 	if err != nil {

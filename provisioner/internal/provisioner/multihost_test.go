@@ -61,7 +61,6 @@ func multihostFixture(t *testing.T, targets fakeTargets, objects ...any) (*fixtu
 	f.prov.cfg.Targets = targets
 	f.prov.cfg.Recorder = f.recorder
 	f.prov.cfg.CreateFanout = fanout.Options{Attempts: 1}
-	f.prov.cfg.DeleteFanout = fanout.Options{Attempts: 1}
 	return f, mgrs
 }
 
@@ -217,14 +216,14 @@ func checkPendingEvent(t *testing.T, r *record.FakeRecorder, pending []string) {
 func TestBuildPVMultihost(t *testing.T) {
 	c := class("shared", storagev1.VolumeBindingImmediate, nil)
 	c.MountOptions = []string{"noatime"}
-	pv := buildPV(pvInput{name: "pv", class: c, claim: claim("shared"), pool: "p", dir: "d", path: "/pool/d",
+	pv := buildPV(pvInput{name: "pv", class: c, claim: claim("shared"), pool: "p", dir: "d",
 		multihost: true, nodes: []string{"n1", "n2"}})
 	switch {
 	case pv.Spec.NodeAffinity != nil:
 		t.Errorf("node affinity %v, want none", pv.Spec.NodeAffinity)
-	case *pv.Spec.HostPath.Type != v1.HostPathDirectory || pv.Spec.HostPath.Path != "/pool/d":
+	case *pv.Spec.HostPath.Type != v1.HostPathDirectory || pv.Spec.HostPath.Path != "":
 		t.Errorf("hostPath = %+v", pv.Spec.HostPath)
-	case pv.Annotations[annotations.Nodes] != "n1,n2" || pv.Annotations[annotations.Mode] != "multihost":
+	case pv.Annotations[annotations.Nodes] != "n1,n2" || pv.Annotations[annotations.Mode] != "multihost" || pv.Annotations[annotations.RecordedPolicy] != "Delete":
 		t.Errorf("annotations = %v", pv.Annotations)
 	}
 	for _, key := range []string{annotations.Node, annotations.PendingNodes} {
@@ -234,114 +233,6 @@ func TestBuildPVMultihost(t *testing.T) {
 	}
 	if len(pv.Finalizers) != 1 || pv.Finalizers[0] != annotations.Finalizer {
 		t.Errorf("finalizers = %v", pv.Finalizers)
-	}
-}
-
-func TestDeleteMultihost(t *testing.T) {
-	broken := fmt.Errorf("DELETE: %w", &client.Error{StatusCode: 500, Status: client.Status{Reason: client.ReasonInternal, Message: "rm failed"}})
-	tests := []struct {
-		name        string
-		nodes       string // the PV's annotations
-		pending     string
-		targets     fakeTargets
-		setup       func(map[string]*fakeManager)
-		wantErr     string
-		wantDeletes []string // nodes that got a delete
-		wantKept    []string // nodes that still have the directory
-	}{
-		{
-			name: "every node", nodes: "node-a,node-b", targets: fakeTargets{ready: []string{selfNode, otherNode, idleNode}},
-			wantDeletes: []string{selfNode, otherNode, idleNode},
-		},
-		{
-			name: "one node failing", nodes: "node-a,node-b", targets: fakeTargets{ready: []string{selfNode, otherNode}},
-			setup:       func(m map[string]*fakeManager) { m[otherNode].err = broken },
-			wantDeletes: []string{selfNode, otherNode}, wantKept: []string{otherNode},
-			wantErr: `1/2 nodes done; not yet on node "node-b": DELETE: manager answered 500 Internal: rm failed; will retry`,
-		},
-		{
-			name: "a node that is gone is skipped", nodes: "node-a,node-gone", targets: fakeTargets{ready: []string{selfNode}},
-			wantDeletes: []string{selfNode},
-		},
-		{
-			name: "a pending node whose manager is still not Ready", nodes: "node-a", pending: "node-c",
-			targets:     fakeTargets{ready: []string{selfNode}, pending: []string{idleNode}},
-			wantDeletes: []string{selfNode},
-			wantErr:     `1/2 nodes done; not yet on node "node-c": its manager is not Ready`,
-		},
-		{
-			name: "a pending node being defined whose manager serves", nodes: "node-a", pending: "node-c",
-			targets:     fakeTargets{ready: []string{selfNode}, pending: []string{idleNode}, serving: []string{idleNode}},
-			wantDeletes: []string{selfNode, idleNode},
-		},
-		{
-			name: "a named node whose definition is no longer Ready but whose manager serves", nodes: "node-a,node-b",
-			targets:     fakeTargets{ready: []string{selfNode}, serving: []string{otherNode}},
-			wantDeletes: []string{selfNode, otherNode},
-		},
-		{
-			name: "a named node that runs no manager any more", nodes: "node-a,node-b", targets: fakeTargets{ready: []string{selfNode}},
-			wantDeletes: []string{selfNode},
-			wantErr:     `not yet on node "node-b": its manager is not Ready`,
-		},
-		{
-			name: "a ready node the PV does not name yet", nodes: "node-a", targets: fakeTargets{ready: []string{selfNode, otherNode}},
-			wantDeletes: []string{selfNode, otherNode},
-		},
-		{
-			name: "a pending node the PV does not name, without a manager, is skipped", nodes: "node-a",
-			targets:     fakeTargets{ready: []string{selfNode}, pending: []string{idleNode}},
-			wantDeletes: []string{selfNode},
-		},
-		{
-			name: "a named node that is gone but still has a manager is called", nodes: "node-a,node-gone",
-			targets:     fakeTargets{ready: []string{selfNode}, serving: []string{"node-gone"}},
-			wantDeletes: []string{selfNode, "node-gone"},
-		},
-		{
-			name: "a directory of another volume is left alone", nodes: "node-a,node-b", targets: fakeTargets{ready: []string{selfNode, otherNode}},
-			setup:       func(m map[string]*fakeManager) { m[otherNode].have("default", "dir", "pvc-other") },
-			wantDeletes: []string{selfNode, otherNode}, wantKept: []string{otherNode},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
-			pv := volume("pv", "", "default", "dir", "data")
-			delete(pv.Annotations, annotations.Node)
-			pv.Annotations[annotations.Mode] = "multihost"
-			pv.Annotations[annotations.Nodes] = tc.nodes
-			if tc.pending != "" {
-				pv.Annotations[annotations.PendingNodes] = tc.pending
-			}
-			f, mgrs := multihostFixture(t, tc.targets, pv)
-			for _, m := range mgrs {
-				m.have("default", "dir", "pv")
-			}
-			if tc.setup != nil {
-				tc.setup(mgrs)
-			}
-			checkErr(t, f.prov.Delete(ctx, pv), false, tc.wantErr)
-			var deleted, kept []string
-			for _, n := range []string{selfNode, otherNode, idleNode, "node-gone"} {
-				m, ok := mgrs[n]
-				if !ok {
-					continue
-				}
-				if len(m.deletes) > 0 {
-					deleted = append(deleted, n)
-				}
-				if _, ok := m.owner("default", "dir"); ok {
-					kept = append(kept, n)
-				}
-			}
-			if strings.Join(deleted, ",") != strings.Join(tc.wantDeletes, ",") {
-				t.Errorf("deletes on %v, want %v", deleted, tc.wantDeletes)
-			}
-			if strings.Join(kept, ",") != strings.Join(tc.wantKept, ",") {
-				t.Errorf("directory kept on %v, want %v", kept, tc.wantKept)
-			}
-		})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
 
 	"k8s.io/client-go/kubernetes"
@@ -79,12 +80,14 @@ type Config struct {
 	// Targets lists the nodes a multihost volume's directory goes to, by
 	// pool.
 	Targets TargetLister
+	// Reclaim takes a PV's directory to its final state on every node that
+	// holds it and removes the PV's finalizer, or fails to be retried
+	// (reclaim.Controller.Reclaim: the one deletion path).
+	Reclaim func(ctx context.Context, pv *v1.PersistentVolume) error
 	// CreateFanout shapes the fan-out of a multihost create to the nodes;
 	// its Retryable, when nil, is that of manager errors (transport
 	// errors, 5xx, 429).
 	CreateFanout fanout.Options
-	// DeleteFanout shapes the fan-out of a multihost delete, likewise.
-	DeleteFanout fanout.Options
 	// FanoutMetrics records the fan-outs; nil records nothing.
 	FanoutMetrics *fanout.Metrics
 	// Recorder emits the outcome of a multihost create on the claim (which

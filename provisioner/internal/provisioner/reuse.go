@@ -18,16 +18,17 @@ import (
 	"hostpath.dev/provisioner/internal/annotations"
 )
 
-// reuseDirectory hands the existing directory dir of pool to the volume
-// pvName, for a claim with annotations.ReuseDirectory. It refuses, with the
+// reuseDirectory hands the existing directory dir of pool to the volume pv
+// (its name and reclaim policy), for a claim with
+// annotations.ReuseDirectory. It refuses, with the
 // state Finished and a message for the claim's event, a directory that does
 // not exist, that another PV names, or whose owner PV still exists;
 // otherwise it sets the owner record to pvName (compare-and-swap on the old
 // owner). A nil error means the directory is pvName's.
-func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, pool, dir, pvName string) (controller.ProvisioningState, error) {
-	where := p.where(pool, dir)
+func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, pool, dir string, pv *v1.PersistentVolume) (controller.ProvisioningState, error) {
+	where, pvName := p.where(pool, dir), pv.Name
 	vol, err := mgr.GetVolume(ctx, pool, dir)
-	if client.ReasonOf(err) == client.ReasonNotFound {
+	if client.Classify(err) == client.AnswerVolumeMissing {
 		return controller.ProvisioningFinished, fmt.Errorf("the claim annotation %s names %s, which does not exist: name an existing directory, or remove the annotation (%w)", annotations.ReuseDirectory, where, err)
 	}
 	if err != nil {
@@ -40,8 +41,8 @@ func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, poo
 	if state, err := p.checkReusable(ctx, vol, pool, pvName); err != nil {
 		return state, err
 	}
-	_, err = mgr.SetOwner(ctx, pool, dir, client.SetOwnerRequest{Owner: pvName, Previous: vol.Owner})
-	if owner, conflict := conflictOwner(err); conflict && owner == pvName {
+	_, err = mgr.SetOwner(ctx, pool, dir, client.SetOwnerRequest{Owner: pvName, Previous: vol.Owner, ReclaimPolicy: client.RecordedReclaimPolicy(pv)})
+	if owner, conflict := client.OwnerOf(err); conflict && owner == pvName {
 		err = nil
 	}
 	if err != nil {
@@ -134,7 +135,7 @@ func keyOf(pv *v1.PersistentVolume) (dirKey, bool) {
 // dir: a 409 OwnerConflict says whose the directory is and how to get a
 // directory of one's own; other errors only say what failed.
 func (p *Provisioner) createError(err error, pool, dir string) error {
-	owner, conflict := conflictOwner(err)
+	owner, conflict := client.OwnerOf(err)
 	if !conflict {
 		return fmt.Errorf("create %s: %w", p.where(pool, dir), err)
 	}

@@ -1,7 +1,6 @@
 package provisioner
 
 import (
-	"errors"
 	"fmt"
 
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
@@ -10,44 +9,43 @@ import (
 )
 
 // provisioningState maps the error of a manager call made while provisioning
-// to the library's state, and wraps it with what the user should know.
-// reschedulable says whether the claim's node came from the scheduler, so
-// that another node may be tried.
+// to the library's state, and wraps it with what the user should know. The
+// answer's meaning is client.Classify's, the one vocabulary every caller of
+// the managers uses. reschedulable says whether the claim's node came from
+// the scheduler, so that another node may be tried.
 //
-//   - transport errors and 5xx answers: in background, the library retries
-//     (finding no manager to call is in background too, at the call site:
-//     it is no answer of the manager);
-//   - 401/403: in background with a message about the missing RBAC: it
-//     works once the binding is fixed;
-//   - 429 (too many requests): in background, the library retries;
-//   - 409 OwnerConflict (the directory belongs to another PersistentVolume,
-//     or to none): finished with the error, also when the scheduler chose the
+//   - no answer (transport errors, time limits), 5xx answers: in
+//     background, the library retries (finding no manager to call is in
+//     background too, at the call site: it is no answer of the manager);
+//   - 401/403 (AnswerDenied): in background with a message about the
+//     missing RBAC: it works once the binding is fixed;
+//   - 429 (AnswerBusy): in background, the library retries;
+//   - OwnerConflict (the directory belongs to another PersistentVolume, or
+//     to none): finished with the error, also when the scheduler chose the
 //     node: two claims never share a directory (Provision words the message
 //     with ownerConflictError);
-//   - 507 (no space), 422 NotEnforced (the pool cannot enforce the size the
-//     class's enforceSize asks for) and 404 (no such pool on the node):
-//     reschedule when the scheduler chose the node, finished otherwise;
-//   - other 4xx (400 bad request, 409 conflict, ...): finished.
+//   - no space, NotEnforced (the pool cannot enforce the size the class's
+//     enforceSize asks for), no such pool on the node: reschedule when the
+//     scheduler chose the node, finished otherwise;
+//   - any other answer (400 bad request, 409 conflict, ...): finished.
 func provisioningState(err error, reschedulable bool) (controller.ProvisioningState, error) {
-	if err == nil {
+	switch a := client.Classify(err); a {
+	case client.AnswerOK:
 		return controller.ProvisioningFinished, nil
-	}
-	reason := client.ReasonOf(err)
-	switch reason {
-	case "":
+	case client.AnswerUnreachable:
 		return controller.ProvisioningInBackground, fmt.Errorf("manager unreachable: %w; will retry", err)
-	case client.ReasonUnauthorized, client.ReasonForbidden:
+	case client.AnswerDenied:
 		return controller.ProvisioningInBackground, rbacError(err)
-	case client.ReasonTooManyRequests:
+	case client.AnswerBusy:
 		return controller.ProvisioningInBackground, fmt.Errorf("the manager is busy: %w; will retry", err)
-	case client.ReasonOwnerConflict:
-		return controller.ProvisioningFinished, err
-	case client.ReasonInsufficientStorage, client.ReasonNotFound, client.ReasonNotEnforced:
+	case client.AnswerServerError:
+		return controller.ProvisioningInBackground, fmt.Errorf("%w; will retry", err)
+	case client.AnswerNoSpace, client.AnswerPoolMissing, client.AnswerVolumeMissing, client.AnswerNotEnforced:
 		what := "the volume does not fit in the pool"
-		switch reason {
-		case client.ReasonNotFound:
+		switch a {
+		case client.AnswerPoolMissing, client.AnswerVolumeMissing:
 			what = "the pool is not configured on the node"
-		case client.ReasonNotEnforced:
+		case client.AnswerNotEnforced:
 			what = "the pool cannot enforce the volume's size"
 		}
 		if reschedulable {
@@ -55,30 +53,15 @@ func provisioningState(err error, reschedulable bool) (controller.ProvisioningSt
 		}
 		return controller.ProvisioningFinished, fmt.Errorf("%s: %w", what, err)
 	}
-	if reason.HTTPStatus() >= 500 {
-		return controller.ProvisioningInBackground, fmt.Errorf("%w; will retry", err)
-	}
 	return controller.ProvisioningFinished, err
 }
 
-// deletionError wraps the error of a manager call made while deleting.
-func deletionError(err error) error {
-	switch client.ReasonOf(err) {
-	case client.ReasonUnauthorized, client.ReasonForbidden:
+// nodeError adds what to fix to a manager's error of one node.
+func nodeError(err error) error {
+	if client.Classify(err) == client.AnswerDenied {
 		return rbacError(err)
 	}
 	return err
-}
-
-// conflictOwner returns the current owner that a 409 OwnerConflict of the
-// manager names ("" for a directory without an owner record), and whether
-// err is such an answer.
-func conflictOwner(err error) (string, bool) {
-	var e *client.Error
-	if !errors.As(err, &e) || e.Reason != client.ReasonOwnerConflict {
-		return "", false
-	}
-	return e.Owner, true
 }
 
 // rbacError says what to fix when the manager rejects the provisioner.

@@ -19,7 +19,6 @@ import (
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
-	"hostpath.dev/provisioner/internal/reclaim"
 )
 
 // supportedAccessModes are the access modes one node's directory can serve.
@@ -58,8 +57,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 		return nil, state, err
 	}
 	size := claim.Spec.Resources.Requests[v1.ResourceStorage]
-	requiredBytes, err := requestedBytes(size)
-	if err != nil {
+	if _, err := requestedBytes(size); err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
 	dir, reuse, err := claimDirectory(params, claim, opts.PVName)
@@ -75,18 +73,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 		// the manager, so no state of provisioningState.
 		return nil, controller.ProvisioningInBackground, fmt.Errorf("%w; will retry", err)
 	}
-	if reuse {
-		if state, err := p.reuseDirectory(ctx, mgr, params.Pool, dir, opts.PVName); err != nil {
-			return nil, state, err
-		}
-	}
-	vol, err := mgr.CreateVolume(ctx, params.Pool, dir, client.CreateVolumeRequest{Owner: opts.PVName, Mode: params.DirMode, RequiredBytes: requiredBytes, EnforceSize: params.EnforceSize})
-	if err != nil {
-		state, err := provisioningState(p.createError(err, params.Pool, dir), reschedulable)
-		return nil, state, err
-	}
-	logger.V(2).Info("Created the volume directory", "node", p.cfg.Node, "pool", params.Pool, "path", vol.Path, "reused", reuse)
-	return buildPV(pvInput{
+	pv := buildPV(pvInput{
 		name:     opts.PVName,
 		class:    opts.StorageClass,
 		claim:    claim,
@@ -94,11 +81,22 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 		hostname: hostname,
 		pool:     params.Pool,
 		dir:      dir,
-		path:     vol.Path,
 		size:     size,
-
-		enforcement: enforcementOf(vol.Enforcement),
-	}), controller.ProvisioningFinished, nil
+	})
+	if reuse {
+		if state, err := p.reuseDirectory(ctx, mgr, params.Pool, dir, pv); err != nil {
+			return nil, state, err
+		}
+	}
+	vol, err := mgr.CreateVolume(ctx, params.Pool, dir, client.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize))
+	if err != nil {
+		state, err := provisioningState(p.createError(err, params.Pool, dir), reschedulable)
+		return nil, state, err
+	}
+	logger.V(2).Info("Created the volume directory", "node", p.cfg.Node, "pool", params.Pool, "path", vol.Path, "reused", reuse)
+	pv.Spec.HostPath.Path = vol.Path
+	pv.Annotations[annotations.SizeEnforcement] = enforcementOf(vol.Enforcement)
+	return pv, controller.ProvisioningFinished, nil
 }
 
 // provisionElsewhere answers Provision for a claim of another node: it
@@ -194,7 +192,6 @@ type pvInput struct {
 	claim *v1.PersistentVolumeClaim
 	pool  string
 	dir   string
-	path  string
 	size  resource.Quantity
 	// node and hostname are those of a node-mode volume.
 	node     string
@@ -204,8 +201,6 @@ type pvInput struct {
 	multihost bool
 	nodes     []string
 	pending   []string
-	// enforcement is the volume's annotations.SizeEnforcement.
-	enforcement string
 }
 
 // enforcementOf is the annotations.SizeEnforcement of a volume whose
@@ -227,9 +222,14 @@ func reclaimPolicy(class *storagev1.StorageClass) v1.PersistentVolumeReclaimPoli
 	return v1.PersistentVolumeReclaimDelete
 }
 
-// buildPV returns the PV of a volume: with node affinity to its node in
-// node mode, without any for a multihost volume. The library adds the claim
-// reference, the storage class name and pv.kubernetes.io/provisioned-by.
+// buildPV returns the PV of a volume, but for what the managers answer
+// (the host path and annotations.SizeEnforcement): with node affinity to
+// its node in node mode, without any for a multihost volume. It is made
+// before the directory, whose create request is made from it
+// (client.NewCreateVolumeRequest), so the owner records start with the
+// PV's reclaim policy (annotations.RecordedPolicy). The library adds the
+// claim reference, the storage class name and
+// pv.kubernetes.io/provisioned-by.
 func buildPV(in pvInput) *v1.PersistentVolume {
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
@@ -239,12 +239,11 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 			// however it is deleted (package reclaim).
 			Finalizers: []string{annotations.Finalizer},
 			Annotations: map[string]string{
-				annotations.Pool:            in.pool,
-				annotations.Directory:       in.dir,
-				annotations.ClaimNamespace:  in.claim.Namespace,
-				annotations.ClaimName:       in.claim.Name,
-				annotations.Mode:            annotations.ModeNode,
-				annotations.SizeEnforcement: in.enforcement,
+				annotations.Pool:           in.pool,
+				annotations.Directory:      in.dir,
+				annotations.ClaimNamespace: in.claim.Namespace,
+				annotations.ClaimName:      in.claim.Name,
+				annotations.Mode:           annotations.ModeNode,
 			},
 		},
 		Spec: v1.PersistentVolumeSpec{
@@ -254,10 +253,11 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 			MountOptions:                  slices.Clone(in.class.MountOptions),
 			VolumeMode:                    ptr.To(v1.PersistentVolumeFilesystem),
 			PersistentVolumeSource: v1.PersistentVolumeSource{
-				HostPath: &v1.HostPathVolumeSource{Path: in.path, Type: ptr.To(v1.HostPathDirectory)},
+				HostPath: &v1.HostPathVolumeSource{Type: ptr.To(v1.HostPathDirectory)},
 			},
 		},
 	}
+	pv.Annotations[annotations.RecordedPolicy] = client.RecordedReclaimPolicy(pv)
 	if in.multihost {
 		pv.Annotations[annotations.Mode] = annotations.ModeMultihost
 		pv.Annotations[annotations.Nodes] = annotations.JoinNodes(in.nodes)
@@ -279,61 +279,24 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 	return pv
 }
 
-// Delete removes a PV's directory through the manager of its node, as the
-// directory's owner. A directory without an owner record (made before the
-// manager kept them) is adopted first (see Adopt) and the delete tried once
-// more; a directory of another PV is left alone. A multihost PV's directory
-// goes from every node (see deleteMultihost). A PV whose Delete succeeded
-// here a moment ago is done at once: see Provisioner.deleted.
+// Delete takes a Released PV's directory to its final state on every node
+// that holds it, as the directory's owner, and then removes the PV's
+// finalizer, all through the one deletion path (Config.Reclaim, package
+// reclaim); the library then deletes the PV. While a node that holds the
+// directory is not done, Delete fails and the library retries. A PV whose
+// Delete succeeded here a moment ago is done at once: see
+// Provisioner.deleted.
 func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
+	if !p.ShouldDelete(ctx, pv) {
+		return &controller.IgnoredError{Reason: "another instance deletes the volume"}
+	}
 	if _, done := p.deleted.Get(pv.UID); done {
 		klog.FromContext(ctx).V(4).Info("The volume was deleted here already; the library deletes the PV again", "pv", pv.Name)
 		return nil
 	}
-	var err error
-	if pv.Annotations[annotations.Mode] == annotations.ModeMultihost {
-		err = p.deleteMultihost(ctx, pv)
-	} else {
-		err = p.deleteNode(ctx, pv)
-	}
-	if err == nil {
-		p.deleted.Set(pv.UID, struct{}{}, deletedTTL)
-	}
-	return err
-}
-
-// deleteNode deletes the directory of a node-mode PV of this node and
-// releases the PV.
-func (p *Provisioner) deleteNode(ctx context.Context, pv *v1.PersistentVolume) error {
-	node := pv.Annotations[annotations.Node]
-	if node != p.cfg.Node {
-		return &controller.IgnoredError{Reason: fmt.Sprintf("the volume is on node %q", node)}
-	}
-	pool, dir := pv.Annotations[annotations.Pool], pv.Annotations[annotations.Directory]
-	if pool == "" || dir == "" {
-		return fmt.Errorf("volume %s lacks the annotations %s and %s: remove its directory by hand and delete the volume", pv.Name, annotations.Pool, annotations.Directory)
-	}
-	mgr, err := p.cfg.Managers(node)
-	if err != nil {
+	if err := p.cfg.Reclaim(ctx, pv); err != nil {
 		return err
 	}
-	opts := client.DeleteOptions{Owner: pv.Name}
-	err = mgr.DeleteVolume(ctx, pool, dir, opts)
-	if owner, conflict := conflictOwner(err); conflict && owner == "" {
-		if err := p.Adopt(ctx, pv); err != nil {
-			return fmt.Errorf("delete the directory of PersistentVolume %s: %w", pv.Name, err)
-		}
-		err = mgr.DeleteVolume(ctx, pool, dir, opts)
-	}
-	if owner, conflict := conflictOwner(err); conflict {
-		return fmt.Errorf("%s belongs to %s, not to PersistentVolume %q: it was left alone with its data; delete this PersistentVolume by hand (%w)",
-			p.where(pool, dir), ownerText(owner), pv.Name, err)
-	}
-	if err != nil {
-		return deletionError(fmt.Errorf("delete %s: %w", p.where(pool, dir), err))
-	}
-	klog.FromContext(ctx).V(2).Info("Deleted the volume directory", "pv", pv.Name, "node", node, "pool", pool, "directory", dir)
-	// The directory is gone: release the PV now, so that the library's
-	// delete removes it at once.
-	return reclaim.Removed(ctx, p.cfg.Client, p.cfg.Recorder, FieldManager, pv, node)
+	p.deleted.Set(pv.UID, struct{}{}, deletedTTL)
+	return nil
 }

@@ -1,9 +1,9 @@
 package provisioner
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +17,6 @@ import (
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
-	"hostpath.dev/provisioner/internal/reclaim"
 )
 
 const testPVName = "pvc-0000-uid"
@@ -29,10 +28,15 @@ func wantPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir stri
 	if class.ReclaimPolicy != nil {
 		reclaim = *class.ReclaimPolicy
 	}
+	recorded := "Delete"
+	if reclaim != v1.PersistentVolumeReclaimDelete {
+		recorded = "Retain"
+	}
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: testPVName, Annotations: map[string]string{
 			annotations.Node: selfNode, annotations.Pool: "default", annotations.Directory: dir,
 			annotations.ClaimNamespace: "ns", annotations.ClaimName: "data", annotations.Mode: "node", annotations.SizeEnforcement: annotations.EnforcementNone,
+			annotations.RecordedPolicy: recorded,
 		}, Finalizers: []string{"hostpath.dev/directory-protection"}},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: c.Spec.Resources.Requests[v1.ResourceStorage]},
@@ -250,100 +254,53 @@ func TestProvisionNodeWithoutHostnameLabel(t *testing.T) {
 	}
 }
 
+// TestDelete: the library's Delete goes through the one deletion path
+// (Config.Reclaim) on the instance the DeletionGuard names, passes its
+// failure on for the library to retry, and after a success does nothing
+// more for the same PV (the library syncs it again from a cache that has
+// not seen its own delete yet).
 func TestDelete(t *testing.T) {
-	forbidden := &client.Error{StatusCode: 403, Status: client.Status{Reason: client.ReasonForbidden, Message: "denied"}}
+	failed := errors.New("the directory is not removed yet on node-b")
 	tests := []struct {
-		name          string
-		node          string
-		owner         string // owner record of default/dir; "-" for no directory
-		volumes       []any  // other PVs in the cache
-		managerErr    error
-		wantDeletes   string
-		wantSetOwners string
-		wantIgnored   bool
-		wantErr       string
-		wantKept      bool // the directory is still there
+		name        string
+		node        string
+		multihost   bool
+		elected     bool
+		reclaimErr  error
+		wantCalls   int // calls of Reclaim over two Deletes
+		wantIgnored bool
+		wantErr     string
 	}{
-		{name: "own volume", node: selfNode, owner: "pv", wantDeletes: "default/dir by pv"},
-		{name: "directory already gone", node: selfNode, owner: "-", wantDeletes: "default/dir by pv"},
-		{name: "volume of another node", node: otherNode, owner: "pv", wantIgnored: true, wantKept: true},
-		{
-			name: "manager forbids", node: selfNode, owner: "pv", managerErr: forbidden,
-			wantDeletes: "default/dir by pv", wantErr: "bind it to the ClusterRole " + client.ClientClusterRole, wantKept: true,
-		},
-		{
-			name: "directory of another volume is left alone", node: selfNode, owner: "pvc-other",
-			wantDeletes: "default/dir by pv", wantKept: true,
-			wantErr: `directory "dir" in pool "default" on node "node-a" belongs to PersistentVolume "pvc-other", not to PersistentVolume "pv": it was left alone`,
-		},
-		{
-			name: "directory made before owner records is adopted, then deleted", node: selfNode, owner: "",
-			wantDeletes: "default/dir by pv, default/dir by pv", wantSetOwners: "default/dir ->pv",
-		},
-		{
-			name: "directory two volumes share is neither adopted nor deleted", node: selfNode, owner: "",
-			volumes:     []any{volume("pv-twin", selfNode, "default", "dir", "twin")},
-			wantDeletes: "default/dir by pv", wantKept: true,
-			wantErr: `the PersistentVolumes "pv", "pv-twin" all use it: deleting either would delete the other's data; resolve by hand`,
-		},
+		{name: "own volume", node: selfNode, wantCalls: 1},
+		{name: "volume of another node", node: otherNode, wantIgnored: true},
+		{name: "reclaim fails: retried", node: selfNode, reclaimErr: failed, wantCalls: 2, wantErr: failed.Error()},
+		{name: "multihost, elected", multihost: true, elected: true, wantCalls: 1},
+		{name: "multihost, not elected", multihost: true, wantIgnored: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			pv := volume("pv", tc.node, "default", "dir", "data")
-			pv.Finalizers = []string{annotations.Finalizer, "kubernetes.io/pv-protection"}
-			f := newFixture(t, fakeInstances{}, append([]any{pv}, tc.volumes...)...)
-			if tc.owner != "-" {
-				f.manager.have("default", "dir", tc.owner)
+			if tc.multihost {
+				delete(pv.Annotations, annotations.Node)
+				pv.Annotations[annotations.Mode] = annotations.ModeMultihost
 			}
-			f.manager.err = tc.managerErr
+			f := newFixture(t, fakeInstances{elected: tc.elected}, pv)
+			calls := 0
+			f.prov.cfg.Reclaim = func(_ context.Context, got *v1.PersistentVolume) error {
+				calls++
+				if got.Name != pv.Name {
+					t.Errorf("Reclaim(%s), want %s", got.Name, pv.Name)
+				}
+				return tc.reclaimErr
+			}
 			err := f.prov.Delete(ctx, pv)
 			checkErr(t, err, tc.wantIgnored, tc.wantErr)
-			if got := strings.Join(f.manager.deletes, ", "); got != tc.wantDeletes {
-				t.Errorf("manager deletes = %q, want %q", got, tc.wantDeletes)
-			}
-			if got := strings.Join(f.manager.setOwners, ", "); got != tc.wantSetOwners {
-				t.Errorf("manager owner changes = %q, want %q", got, tc.wantSetOwners)
-			}
-			if _, kept := f.manager.owner("default", "dir"); kept != tc.wantKept {
-				t.Errorf("directory kept = %v, want %v", kept, tc.wantKept)
-			}
-			// A removed directory releases the PV at once: the finalizer
-			// goes (the others stay) and DirectoryRemoved says so.
-			released := err == nil
-			got, gerr := f.kube.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
-			if gerr != nil {
-				t.Fatal(gerr)
-			}
-			wantFinalizers := []string{"kubernetes.io/pv-protection"}
-			wantEvents := []string{"Normal " + reclaim.ReasonDirectoryRemoved}
-			if !released {
-				wantFinalizers, wantEvents = pv.Finalizers, nil
-			}
-			if !slices.Equal(got.Finalizers, wantFinalizers) {
-				t.Errorf("PV finalizers = %q, want %q", got.Finalizers, wantFinalizers)
-			}
-			checkEvents(t, f.events(), wantEvents)
-
-			// The library syncs the PV again, from a cache that has not
-			// seen its own delete yet: after a success nothing is left to
-			// do (no call, no event); after a failure the delete is tried
-			// again.
-			calls := len(f.manager.deletes)
 			err = f.prov.Delete(ctx, pv)
-			wantCalls := calls
-			switch {
-			case released:
-				if err != nil {
-					t.Errorf("second Delete after a success: %v", err)
-				}
-			case !tc.wantIgnored:
-				wantCalls = calls + 1
+			checkErr(t, err, tc.wantIgnored, tc.wantErr)
+			if calls != tc.wantCalls {
+				t.Errorf("Reclaim called %d times over two Deletes, want %d", calls, tc.wantCalls)
 			}
-			if len(f.manager.deletes) < wantCalls || released && len(f.manager.deletes) != calls {
-				t.Errorf("second Delete: %d manager deletes, want %d", len(f.manager.deletes)-calls, wantCalls-calls)
-			}
-			checkEvents(t, f.events(), nil)
 		})
 	}
 }

@@ -17,9 +17,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/worker"
 	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/fanout"
 )
 
 // Config holds what a Controller depends on.
@@ -45,6 +45,15 @@ type Config struct {
 	// Managers returns the manager of a node: Node's for node-mode PVs,
 	// any node's for multihost PVs.
 	Managers func(node string) (Manager, error)
+	// Targets lists the nodes defined for a pool: the nodes that may hold
+	// a multihost directory without the PV listing them yet; nil lists
+	// none.
+	Targets TargetLister
+	// Fanout shapes the calls to the nodes that hold a directory (its
+	// Retryable is set from client.Classify).
+	Fanout fanout.Options
+	// FanoutMetrics records those fan-outs; nil records nothing.
+	FanoutMetrics *fanout.Metrics
 	// Recorder emits events on PVs.
 	Recorder record.EventRecorder
 	// NodeGoneGrace, when positive, is how long the Node of a node-mode PV
@@ -110,28 +119,45 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return c.queue.Run(ctx, workers, c.synced...)
 }
 
-// volumeChanged queues a PV that may need work: one of this provisioner in
-// node mode, either under deletion with the finalizer or (on its node's
-// instance) lacking the finalizer; or a multihost one under deletion with
-// the finalizer.
+// volumeChanged queues a PV of this provisioner that may need work: one
+// under deletion with the finalizer; one whose owner records do not say
+// its reclaim policy yet (annotations.RecordedPolicy); and, in node mode,
+// one of this node lacking the finalizer or one whose node is gone.
 func (c *Controller) volumeChanged(obj any) {
 	pv, ok := obj.(*v1.PersistentVolume)
 	if !ok {
 		return
 	}
-	if _, ok := multihostDirectory(pv, c.cfg.ProvisionerName); ok {
-		if pv.DeletionTimestamp != nil && hasFinalizer(pv) {
-			c.queue.Add(pv.Name)
-		}
-		return
-	}
-	dir, ok := nodeDirectory(pv, c.cfg.ProvisionerName)
+	loc, ok := locationOf(pv, c.cfg.ProvisionerName)
 	if !ok {
 		return
 	}
 	deleting := pv.DeletionTimestamp != nil
-	if deleting && hasFinalizer(pv) || !deleting && !hasFinalizer(pv) && dir.node == c.cfg.Node || !deleting && c.nodeGoneWork(pv, dir) {
+	switch {
+	case deleting && hasFinalizer(pv),
+		!deleting && !policyRecorded(pv),
+		!loc.multihost && !deleting && !hasFinalizer(pv) && loc.node == c.cfg.Node,
+		!loc.multihost && !deleting && c.nodeGoneWork(pv, directory{node: loc.node, pool: loc.pool, name: loc.name}):
 		c.queue.Add(pv.Name)
+	}
+}
+
+// ManagerReady queues every PV that waits for a manager: those under
+// deletion with the finalizer and those whose reclaim policy is not
+// recorded yet. The app calls it when a manager pod becomes Ready, so a PV
+// that waited for a node's manager does not wait for its backoff too.
+func (c *Controller) ManagerReady(node string) {
+	pvs, err := c.volumes.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, pv := range pvs {
+		if _, ok := locationOf(pv, c.cfg.ProvisionerName); !ok {
+			continue
+		}
+		if pv.DeletionTimestamp != nil && hasFinalizer(pv) || pv.DeletionTimestamp == nil && !policyRecorded(pv) {
+			c.queue.Add(pv.Name)
+		}
 	}
 }
 
@@ -197,32 +223,18 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("get PersistentVolume %q from the cache: %w", name, err)
 	}
-	if d, ok := multihostDirectory(pv, c.cfg.ProvisionerName); ok {
-		logger := klog.LoggerWithValues(klog.FromContext(ctx), "pv", klog.KObj(pv), "mode", annotations.ModeMultihost)
-		return c.syncMultihost(klog.NewContext(ctx, logger), pv, d)
-	}
-	dir, ok := nodeDirectory(pv, c.cfg.ProvisionerName)
+	loc, ok := locationOf(pv, c.cfg.ProvisionerName)
 	if !ok {
 		return nil
 	}
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pv", klog.KObj(pv), "volumeNode", dir.node)
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pv", klog.KObj(pv))
+	if !loc.multihost {
+		logger = klog.LoggerWithValues(logger, "volumeNode", loc.node)
+	}
 	ctx = klog.NewContext(ctx, logger)
 
 	if pv.DeletionTimestamp == nil {
-		if c.cfg.NodeGoneGrace > 0 && dir.node != "" {
-			if gone, err := c.syncNodeGone(ctx, pv, dir); gone || err != nil {
-				return err
-			}
-		}
-		// A Released (or Failed) PV is not given the finalizer: its claim is
-		// gone and the library reclaims it, and the provisioner's Delete
-		// takes the finalizer off once the directory is removed (Removed),
-		// which must not be undone before the library deletes the PV.
-		if dir.node != c.cfg.Node || hasFinalizer(pv) || pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed {
-			return nil
-		}
-		logger.V(2).Info("Adding the finalizer to a PersistentVolume made without it", "finalizer", annotations.Finalizer)
-		return EnsureFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager)
+		return c.syncLive(ctx, pv, loc)
 	}
 	if !hasFinalizer(pv) {
 		return nil
@@ -231,61 +243,74 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		logger.V(4).Info("Waiting for the claim to release the PersistentVolume before reclaiming its directory")
 		return nil
 	}
-	if dir.node == c.cfg.Node {
-		return c.reclaim(ctx, pv, dir)
+	if acts, err := c.acts(pv, loc); !acts || err != nil {
+		return err
 	}
-	return c.releaseOrphan(ctx, pv, dir)
+	return c.Reclaim(ctx, pv)
 }
 
-// reclaim removes or retains the directory of a PV of this node, then
-// removes the finalizer.
-func (c *Controller) reclaim(ctx context.Context, pv *v1.PersistentVolume, dir directory) error {
-	if dir.pool == "" || dir.name == "" {
-		return c.finish(ctx, pv, release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
-			"The PersistentVolume names no pool or directory (annotations %s, %s): nothing was removed on node %q",
-			annotations.Pool, annotations.Directory, dir.node)))
-	}
-	deleting := pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete
-	mgr, err := c.cfg.Managers(c.cfg.Node)
-	if err == nil {
-		if deleting {
-			err = mgr.DeleteVolume(ctx, dir.pool, dir.name, client.DeleteOptions{Owner: pv.Name})
-		} else {
-			_, err = mgr.SetOwner(ctx, dir.pool, dir.name, client.SetOwnerRequest{Owner: pv.Name, Previous: pv.Name, Retained: true})
+// syncLive looks after a PV not under deletion: in node mode, the
+// node-gone marks and the finalizer of a PV made without it; then, on the
+// instance that acts for it, its reclaim policy in the owner records.
+func (c *Controller) syncLive(ctx context.Context, pv *v1.PersistentVolume, loc location) error {
+	if !loc.multihost {
+		dir := directory{node: loc.node, pool: loc.pool, name: loc.name}
+		if c.cfg.NodeGoneGrace > 0 && loc.node != "" {
+			if gone, err := c.syncNodeGone(ctx, pv, dir); gone || err != nil {
+				return err
+			}
 		}
-	} else {
-		err = fmt.Errorf("find the manager: %w", err)
+		// A Released (or Failed) PV is not given the finalizer: its claim
+		// is gone and the library reclaims it (Reclaim takes the finalizer
+		// off once the directory is removed, which must not be undone
+		// before the library deletes the PV).
+		if loc.node == c.cfg.Node && !hasFinalizer(pv) && pv.Status.Phase != v1.VolumeReleased && pv.Status.Phase != v1.VolumeFailed {
+			klog.FromContext(ctx).V(2).Info("Adding the finalizer to a PersistentVolume made without it", "finalizer", annotations.Finalizer)
+			return EnsureFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager)
+		}
 	}
-	return c.finish(ctx, pv, reclaimOutcome(err, dir, deleting))
+	if policyRecorded(pv) {
+		return nil
+	}
+	if acts, err := c.acts(pv, loc); !acts || err != nil {
+		return err
+	}
+	if !loc.multihost {
+		if exists, err := c.nodeExists(loc.node); !exists || err != nil {
+			return err // nothing to record on a node that is gone
+		}
+	}
+	return c.recordPolicy(ctx, pv)
 }
 
-// releaseOrphan removes the finalizer of a PV of another node if that node
-// is gone, on the one instance elected for the PV.
-func (c *Controller) releaseOrphan(ctx context.Context, pv *v1.PersistentVolume, dir directory) error {
-	if dir.node != "" {
-		_, err := c.nodes.Get(dir.node)
-		if err == nil {
-			return nil // the instance of that node acts
+// acts reports whether this instance acts for pv: for a node-mode PV, the
+// instance of its node, or the instance elected for the PV's UID when that
+// node is gone (or the PV names none); for a multihost PV, the elected
+// instance. Every other instance writes nothing.
+func (c *Controller) acts(pv *v1.PersistentVolume, loc location) (bool, error) {
+	if !loc.multihost && loc.node != "" {
+		if loc.node == c.cfg.Node {
+			return true, nil
 		}
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("get node %q from the cache: %w", dir.node, err)
+		exists, err := c.nodeExists(loc.node)
+		if exists || err != nil {
+			return false, err // the instance of that node acts
 		}
 	}
 	elected, err := c.cfg.Instances.IsOwner(string(pv.UID))
 	if err != nil {
-		return fmt.Errorf("elect the instance for the PersistentVolume: %w", err)
+		return false, fmt.Errorf("elect the instance for the PersistentVolume: %w", err)
 	}
-	if !elected {
-		return nil
-	}
-	return c.finish(ctx, pv, nodeGoneOutcome(dir, pv.Spec.PersistentVolumeReclaimPolicy))
+	return elected, nil
 }
 
 // finish carries out an outcome: it removes the finalizer and then emits the
 // event, or emits the event and returns the error to retry.
 func (c *Controller) finish(ctx context.Context, pv *v1.PersistentVolume, o outcome) error {
 	if !o.release {
-		c.cfg.Recorder.Event(pv, o.eventType, o.reason, o.message)
+		if o.eventType != "" {
+			c.cfg.Recorder.Event(pv, o.eventType, o.reason, o.message)
+		}
 		return fmt.Errorf("PersistentVolume %q: %w", pv.Name, o.err)
 	}
 	return releaseVolume(ctx, c.cfg.Client, c.cfg.Recorder, c.cfg.FieldManager, pv, o)
@@ -302,15 +327,4 @@ func releaseVolume(ctx context.Context, c kubernetes.Interface, recorder record.
 		recorder.Event(pv, o.eventType, o.reason, o.message)
 	}
 	return nil
-}
-
-// Removed finishes a node-mode PV of node whose directory its owner has just
-// removed through the manager (the library's Delete, before the library
-// deletes the PV): it removes the finalizer and records DirectoryRemoved,
-// as the Controller does for a PV under deletion. The library's delete of
-// the PV is then the last step, and the Controller has nothing left to do:
-// one round of writes per volume instead of two.
-func Removed(ctx context.Context, c kubernetes.Interface, recorder record.EventRecorder, fieldManager string, pv *v1.PersistentVolume, node string) error {
-	dir := directory{node: node, pool: pv.Annotations[annotations.Pool], name: pv.Annotations[annotations.Directory]}
-	return releaseVolume(ctx, c, recorder, fieldManager, pv, reclaimOutcome(nil, dir, true))
 }

@@ -18,6 +18,7 @@ import (
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/fanout"
 )
 
 // controllerFixture is a Controller on selfNode over fake caches.
@@ -69,6 +70,7 @@ func newControllerFixture(t *testing.T, inst fakeInstances, mgr *fakeManager, ma
 			return mgr, nil
 		},
 		Recorder: f.recorder,
+		Fanout:   fanout.Options{Attempts: 1},
 	})
 	t.Cleanup(f.ctrl.queue.ShutDown)
 	return f
@@ -100,6 +102,9 @@ func TestSync(t *testing.T) {
 		wantCalls      []string
 		wantFinalizers []string
 		wantEvents     []string
+		// wantRecorded, when set, is annotations.RecordedPolicy on the
+		// API server after the sync.
+		wantRecorded string
 	}{
 		{
 			name:           "delete policy: directory deleted as the PV's owner, finalizer removed",
@@ -109,12 +114,31 @@ func TestSync(t *testing.T) {
 			wantEvents:     []string{`Normal DirectoryRemoved Removed the directory "pv-1-dir" in pool "default" on node "node-a"`},
 		},
 		{
-			name:           "delete policy: directory or pool already gone",
+			name:           "delete policy: a 404 NotFound to the DELETE is not taken for a removal: retried",
 			pv:             newPV("pv-1"),
 			deleteErr:      managerError(client.ReasonNotFound, ""),
+			wantErr:        true,
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
-			wantFinalizers: released,
-			wantEvents:     []string{`Normal DirectoryRemoved The directory "pv-1-dir" in pool "default" on node "node-a" was already gone`},
+			wantFinalizers: kept,
+			wantEvents:     []string{`Warning DirectoryNotRemoved Waiting before the PersistentVolume can go: the directory "pv-1-dir" in pool "default" on node "node-a" is not removed yet: the manager answered 404 NotFound`},
+		},
+		{
+			name:           "delete policy: the pool missing on the node is not a removal: retried, named",
+			pv:             newPV("pv-1"),
+			deleteErr:      managerError(client.ReasonPoolNotFound, ""),
+			wantErr:        true,
+			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
+			wantFinalizers: kept,
+			wantEvents:     []string{`Warning DirectoryNotRemoved Waiting before the PersistentVolume can go: the directory "pv-1-dir" in pool "default" on node "node-a" is not removed yet: pool "default" is missing on the node`},
+		},
+		{
+			name:           "retain policy: the pool missing on the node keeps the PV",
+			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
+			setOwnerErr:    managerError(client.ReasonPoolNotFound, ""),
+			wantErr:        true,
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
+			wantFinalizers: kept,
+			wantEvents:     []string{`Warning DirectoryNotRetained Waiting before the PersistentVolume can go: the directory "pv-1-dir" in pool "default" on node "node-a" is not marked retained yet: pool "default" is missing on the node`},
 		},
 		{
 			name:           "delete policy: directory of another PV is left, warning, finalizer removed",
@@ -122,7 +146,7 @@ func TestSync(t *testing.T) {
 			deleteErr:      managerError(client.ReasonOwnerConflict, "pv-other"),
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: released,
-			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-a" belongs to PersistentVolume "pv-other"`},
+			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-a" was left in place: it belongs to PersistentVolume "pv-other"`},
 		},
 		{
 			name:           "delete policy: directory without owner record is left, warning, finalizer removed",
@@ -130,7 +154,7 @@ func TestSync(t *testing.T) {
 			deleteErr:      managerError(client.ReasonOwnerConflict, ""),
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: released,
-			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-a" has no owner record`},
+			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-a" was left in place: it has no owner record`},
 		},
 		{
 			name:           "delete policy: manager error is retried, finalizer kept",
@@ -139,7 +163,7 @@ func TestSync(t *testing.T) {
 			wantErr:        true,
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: kept,
-			wantEvents:     []string{`Warning DirectoryNotRemoved Failed to remove the directory "pv-1-dir" in pool "default" on node "node-a" (will retry)`},
+			wantEvents:     []string{`Warning DirectoryNotRemoved Waiting before the PersistentVolume can go: the directory "pv-1-dir" in pool "default" on node "node-a" is not removed yet: DELETE`},
 		},
 		{
 			name:           "no manager on the node: retried, finalizer kept",
@@ -147,19 +171,19 @@ func TestSync(t *testing.T) {
 			managersErr:    errors.New("no Ready manager pod"),
 			wantErr:        true,
 			wantFinalizers: kept,
-			wantEvents:     []string{`Warning DirectoryNotRemoved Failed to remove the directory "pv-1-dir" in pool "default" on node "node-a" (will retry): find the manager: no Ready manager pod`},
+			wantEvents:     []string{`Warning DirectoryNotRemoved Waiting before the PersistentVolume can go: the directory "pv-1-dir" in pool "default" on node "node-a" is not removed yet: no manager serves: no Ready manager pod`},
 		},
 		{
 			name:           "retain policy: directory marked retained, finalizer removed",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
-			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true"},
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: released,
 			wantEvents:     []string{`Normal DirectoryRetained The directory "pv-1-dir" in pool "default" on node "node-a" keeps its data`},
 		},
 		{
 			name:           "recycle policy counts as retain",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRecycle)),
-			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true"},
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: released,
 			wantEvents:     []string{"Normal DirectoryRetained"},
 		},
@@ -167,24 +191,25 @@ func TestSync(t *testing.T) {
 			name:           "retain policy: missing directory is not an error",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
 			setOwnerErr:    managerError(client.ReasonNotFound, ""),
-			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true"},
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: released,
 		},
 		{
 			name:           "retain policy: directory handed to another PV is not an error",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
 			setOwnerErr:    managerError(client.ReasonOwnerConflict, "pv-new"),
-			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true"},
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: released,
+			wantEvents:     []string{`Warning DirectoryNotRetained The directory "pv-1-dir" in pool "default" on node "node-a" was left in place: it belongs to PersistentVolume "pv-new"`},
 		},
 		{
 			name:           "retain policy: manager error is retried, finalizer kept",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
 			setOwnerErr:    managerError(client.ReasonInternal, ""),
 			wantErr:        true,
-			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true"},
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: kept,
-			wantEvents:     []string{`Warning DirectoryNotRemoved Failed to mark the directory "pv-1-dir" in pool "default" on node "node-a" retained (will retry)`},
+			wantEvents:     []string{`Warning DirectoryNotRetained Waiting before the PersistentVolume can go: the directory "pv-1-dir" in pool "default" on node "node-a" is not marked retained yet: DELETE`},
 		},
 		{
 			name:           "bound PV under deletion waits",
@@ -202,14 +227,14 @@ func TestSync(t *testing.T) {
 			pv:             newPV("pv-1", onNode(goneNode)),
 			elected:        true,
 			wantFinalizers: released,
-			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-gone" could not be removed: the node no longer exists`},
+			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-gone" was not removed on node "node-gone": the node no longer exists`},
 		},
 		{
 			name:           "node gone, retain policy: the elected instance removes the finalizer with a warning",
 			pv:             newPV("pv-1", onNode(goneNode), withPolicy(v1.PersistentVolumeReclaimRetain)),
 			elected:        true,
 			wantFinalizers: released,
-			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-gone" could not be marked retained`},
+			wantEvents:     []string{`Warning DirectoryNotRetained The directory "pv-1-dir" in pool "default" on node "node-gone" was not marked retained`},
 		},
 		{
 			name:           "node gone: an instance not elected writes nothing",
@@ -276,6 +301,35 @@ func TestSync(t *testing.T) {
 			pv:             newPV("pv-1", notDeleting),
 			wantFinalizers: kept,
 		},
+		{
+			name:           "policy changed to Retain: recorded with the directory, then on the PV",
+			pv:             newPV("pv-1", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(annotations.RecordedPolicy, "Delete")),
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=false policy=Retain"},
+			wantFinalizers: kept,
+			wantRecorded:   "Retain",
+		},
+		{
+			name:           "PV made before the annotation: its policy is recorded once",
+			pv:             newPV("pv-1", notDeleting, withPhase(v1.VolumeBound), func(pv *v1.PersistentVolume) { delete(pv.Annotations, annotations.RecordedPolicy) }),
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=false policy=Delete"},
+			wantFinalizers: kept,
+			wantRecorded:   "Delete",
+		},
+		{
+			name:           "policy changed, the manager fails: retried with a warning, the PV keeps the old value",
+			pv:             newPV("pv-1", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(annotations.RecordedPolicy, "Delete")),
+			setOwnerErr:    managerError(client.ReasonInternal, ""),
+			wantErr:        true,
+			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=false policy=Retain"},
+			wantFinalizers: kept,
+			wantEvents:     []string{`Warning ReclaimPolicyPending Reclaim policy Retain is not recorded yet with the directory "pv-1-dir" in pool "default" on node "node-a": DELETE`},
+			wantRecorded:   "Delete",
+		},
+		{
+			name:           "policy changed on a PV of another node: left to its instance",
+			pv:             newPV("pv-1", notDeleting, onNode(otherNode), withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(annotations.RecordedPolicy, "Delete")),
+			wantFinalizers: kept,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -300,7 +354,15 @@ func TestSync(t *testing.T) {
 			if got := f.finalizers(t, tt.pv.Name); !slices.Equal(got, tt.wantFinalizers) {
 				t.Errorf("finalizers = %q, want %q", got, tt.wantFinalizers)
 			}
-			if slices.Equal(tt.wantFinalizers, tt.pv.Finalizers) {
+			if tt.wantRecorded != "" {
+				pv, err := f.kube.CoreV1().PersistentVolumes().Get(context.Background(), tt.pv.Name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := pv.Annotations[annotations.RecordedPolicy]; got != tt.wantRecorded {
+					t.Errorf("annotation %s = %q, want %q", annotations.RecordedPolicy, got, tt.wantRecorded)
+				}
+			} else if slices.Equal(tt.wantFinalizers, tt.pv.Finalizers) {
 				if w := writes(f.kube); len(w) > 0 {
 					t.Errorf("API writes = %v, want none", w)
 				}
@@ -398,6 +460,7 @@ func TestEventHandlers(t *testing.T) {
 		newPV("multihost", withAnnotation(annotations.Mode, "multihost")),
 		newPV("multihost-live", notDeleting, withFinalizers(), withAnnotation(annotations.Mode, "multihost")),
 		newPV("multihost-released", withFinalizers(otherFinalizer), withAnnotation(annotations.Mode, "multihost")),
+		newPV("policy-changed", notDeleting, withAnnotation(annotations.RecordedPolicy, "Retain")),
 	}
 	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
 
@@ -412,7 +475,7 @@ func TestEventHandlers(t *testing.T) {
 		f.ctrl.queue.Done(name)
 	}
 	slices.Sort(got)
-	want := []string{"deleting-gone", "deleting-here", "deleting-there", "legacy-here", "multihost"}
+	want := []string{"deleting-gone", "deleting-here", "deleting-there", "legacy-here", "multihost", "policy-changed"}
 	if !slices.Equal(got, want) {
 		t.Errorf("queued %q, want %q", got, want)
 	}

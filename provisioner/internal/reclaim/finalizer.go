@@ -67,3 +67,25 @@ func removeFinalizer(ctx context.Context, c kubernetes.Interface, pv *v1.Persist
 	}
 	return nil
 }
+
+// patchAnnotation sets the annotation key of pv to *value, or removes it
+// when value is nil, with one merge patch that carries pv's UID and
+// resourceVersion: a PV made again under the same name is never touched,
+// and a concurrent change fails with a conflict (the caller looks again).
+// A PV that is gone is a success.
+func patchAnnotation(ctx context.Context, c kubernetes.Interface, pv *v1.PersistentVolume, fieldManager, key string, value *string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":             pv.UID,
+		"resourceVersion": pv.ResourceVersion,
+		"annotations":     map[string]*string{key: value},
+	}})
+	if err != nil {
+		return fmt.Errorf("encode patch: %w", err)
+	}
+	_, err = c.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: fieldManager})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("annotate PersistentVolume %q with %s: %w", pv.Name, key, err)
+	}
+	return nil
+}

@@ -88,7 +88,7 @@ func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string, opts cl
 }
 
 func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
-	f.record("setOwner %s/%s owner=%s previous=%s retained=%t", pool, name, req.Owner, req.Previous, req.Retained)
+	f.record("setOwner %s/%s owner=%s previous=%s retained=%t policy=%s", pool, name, req.Owner, req.Previous, req.Retained, req.ReclaimPolicy)
 	if f.setOwnerErr != nil {
 		return nil, f.setOwnerErr
 	}
@@ -115,11 +115,12 @@ func newPV(name string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume
 			DeletionTimestamp: &now,
 			Finalizers:        []string{otherFinalizer, annotations.Finalizer},
 			Annotations: map[string]string{
-				annotations.ProvisionedBy: testProvisioner,
-				annotations.Node:          selfNode,
-				annotations.Pool:          testPool,
-				annotations.Directory:     name + "-dir",
-				annotations.Mode:          "node",
+				annotations.ProvisionedBy:  testProvisioner,
+				annotations.Node:           selfNode,
+				annotations.Pool:           testPool,
+				annotations.Directory:      name + "-dir",
+				annotations.Mode:           "node",
+				annotations.RecordedPolicy: "Delete",
 			},
 		},
 		Spec:   v1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete},
@@ -136,7 +137,10 @@ func onNode(node string) func(*v1.PersistentVolume) {
 }
 
 func withPolicy(p v1.PersistentVolumeReclaimPolicy) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Spec.PersistentVolumeReclaimPolicy = p }
+	return func(pv *v1.PersistentVolume) {
+		pv.Spec.PersistentVolumeReclaimPolicy = p
+		pv.Annotations[annotations.RecordedPolicy] = client.RecordedReclaimPolicy(pv)
+	}
 }
 
 func withPhase(p v1.PersistentVolumePhase) func(*v1.PersistentVolume) {

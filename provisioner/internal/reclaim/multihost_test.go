@@ -15,6 +15,7 @@ import (
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/fanout"
 )
 
 const thirdNode = "node-c"
@@ -62,17 +63,25 @@ func newMultihostFixture(t *testing.T, elected bool, managers map[string]*fakeMa
 			}
 			return nil, errors.New("no Ready manager pod")
 		},
+		// Every existing node has a Ready definition of the pool.
+		Targets:  fakeTargets{ready: nodes},
 		Recorder: f.recorder,
+		Fanout:   fanout.Options{Attempts: 1},
 	})
 	t.Cleanup(f.ctrl.queue.ShutDown)
 	return f
 }
 
+// fakeTargets lists the same nodes for every pool.
+type fakeTargets struct{ ready, pending []string }
+
+func (f fakeTargets) Targets(string) ([]string, []string, error) { return f.ready, f.pending, nil }
+
 func TestSyncMultihost(t *testing.T) {
 	kept := []string{otherFinalizer, annotations.Finalizer}
 	released := []string{otherFinalizer}
 	deleteCall := []string{"delete default/shared-dir owner=shared ifEmpty=false"}
-	retainCall := []string{"setOwner default/shared-dir owner=shared previous=shared retained=true"}
+	retainCall := []string{"setOwner default/shared-dir owner=shared previous=shared retained=true policy=Retain"}
 	tests := []struct {
 		name     string
 		pv       *v1.PersistentVolume
@@ -99,7 +108,7 @@ func TestSyncMultihost(t *testing.T) {
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
 			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
 			wantFinalizers: released,
-			wantEvents:     []string{`Normal DirectoryRemoved Removed directory "shared-dir" in pool "default" on 3 nodes`},
+			wantEvents:     []string{`Normal DirectoryRemoved Removed the directory "shared-dir" in pool "default" on nodes "node-a", "node-b", "node-c"`},
 		},
 		{
 			name:  "one node failing: retried, the event names it, finalizer kept",
@@ -109,7 +118,7 @@ func TestSyncMultihost(t *testing.T) {
 			wantErr:        true,
 			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
 			wantFinalizers: kept,
-			wantEvents:     []string{`Warning DirectoryNotRemoved Failed to remove directory "shared-dir" in pool "default" on nodes node-b (will retry)`},
+			wantEvents:     []string{`Warning DirectoryNotRemoved Waiting before the PersistentVolume can go: the directory "shared-dir" in pool "default" is not removed yet: node "node-b": DELETE`},
 		},
 		{
 			name:  "listed node without a reachable manager: retried, named",
@@ -118,7 +127,7 @@ func TestSyncMultihost(t *testing.T) {
 			wantErr:        true,
 			wantCalls:      map[string][]string{selfNode: deleteCall},
 			wantFinalizers: kept,
-			wantEvents:     []string{`Warning DirectoryNotRemoved Failed to remove directory "shared-dir" in pool "default" on nodes node-b (will retry): node "node-b": find the manager`},
+			wantEvents:     []string{`Warning DirectoryNotRemoved Waiting before the PersistentVolume can go: the directory "shared-dir" in pool "default" is not removed yet: node "node-b": no manager serves`},
 		},
 		{
 			name:  "node gone for good is skipped",
@@ -126,7 +135,7 @@ func TestSyncMultihost(t *testing.T) {
 			nodes: []string{selfNode}, managers: []string{selfNode},
 			wantCalls:      map[string][]string{selfNode: deleteCall},
 			wantFinalizers: released,
-			wantEvents:     []string{`Normal DirectoryRemoved Removed directory "shared-dir" in pool "default" on 1 nodes`},
+			wantEvents:     []string{`Warning DirectoryNotRemoved Removed the directory "shared-dir" in pool "default" on node "node-a"; the directory "shared-dir" in pool "default" was not removed on node "node-gone": the node no longer exists`},
 		},
 		{
 			name:  "unlisted node with a manager (given the directory by the host definer, not recorded yet) is cleaned too; one without is skipped",
@@ -134,11 +143,11 @@ func TestSyncMultihost(t *testing.T) {
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, thirdNode},
 			wantCalls:      map[string][]string{selfNode: deleteCall, thirdNode: deleteCall},
 			wantFinalizers: released,
-			wantEvents:     []string{`Normal DirectoryRemoved Removed directory "shared-dir" in pool "default" on 2 nodes`},
+			wantEvents:     []string{`Normal DirectoryRemoved Removed the directory "shared-dir" in pool "default" on nodes "node-a", "node-c"`},
 		},
 		{
-			name:  "missing directory or pool, or another owner, is done",
-			pv:    multihostPV("shared", "node-a,node-b,node-c", ""),
+			name:  "a directory gone (on an unlisted node), or of another owner, is done",
+			pv:    multihostPV("shared", "node-a,node-c", ""),
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
 			deleteErrs: map[string]error{
 				otherNode: managerError(client.ReasonNotFound, ""),
@@ -146,16 +155,38 @@ func TestSyncMultihost(t *testing.T) {
 			},
 			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
 			wantFinalizers: released,
-			wantEvents:     []string{"Normal DirectoryRemoved"},
+			wantEvents:     []string{`Warning DirectoryNotRemoved Removed the directory "shared-dir" in pool "default" on node "node-a"; the directory "shared-dir" in pool "default" was already gone on node "node-b"; the directory "shared-dir" in pool "default" was left in place: node "node-c": it belongs to PersistentVolume "pv-other"`},
 		},
 		{
-			name:  "retain: marked retained where reachable, best effort, finalizer removed",
+			name:  "retain: marked retained on every node, then the finalizer goes",
+			pv:    multihostPV("shared", "node-a,node-b", thirdNode, withPolicy(v1.PersistentVolumeReclaimRetain)),
+			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
+			wantCalls:      map[string][]string{selfNode: retainCall, otherNode: retainCall, thirdNode: retainCall},
+			wantFinalizers: released,
+			wantEvents:     []string{`Normal DirectoryRetained The directory "shared-dir" in pool "default" keeps its data on nodes "node-a", "node-b", "node-c", marked retained`},
+		},
+		{
+			name:  "retain: a node failing or without a manager keeps the PV, named",
 			pv:    multihostPV("shared", "node-a,node-b", thirdNode, withPolicy(v1.PersistentVolumeReclaimRetain)),
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode},
 			setOwnerErrs:   map[string]error{otherNode: managerError(client.ReasonInternal, "")},
+			wantErr:        true,
 			wantCalls:      map[string][]string{selfNode: retainCall, otherNode: retainCall},
-			wantFinalizers: released,
-			wantEvents:     []string{`Normal DirectoryRetained Directory "shared-dir" in pool "default" keeps its data on 1 nodes`},
+			wantFinalizers: kept,
+			wantEvents:     []string{`Warning DirectoryNotRetained Waiting before the PersistentVolume can go: the directory "shared-dir" in pool "default" is not marked retained yet: node "node-b": DELETE /v1/pools/default/volumes/x: manager answered 500 Internal: test answer; node "node-c": no manager serves`},
+		},
+		{
+			name:  "delete: the pool missing on a listed node keeps the PV; on an unlisted one it is done",
+			pv:    multihostPV("shared", "node-a,node-b", ""),
+			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
+			deleteErrs: map[string]error{
+				otherNode: managerError(client.ReasonPoolNotFound, ""),
+				thirdNode: managerError(client.ReasonPoolNotFound, ""),
+			},
+			wantErr:        true,
+			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
+			wantFinalizers: kept,
+			wantEvents:     []string{`Warning DirectoryNotRemoved Waiting before the PersistentVolume can go: the directory "shared-dir" in pool "default" is not removed yet: node "node-b": pool "default" is missing on the node`},
 		},
 		{
 			name:  "bound: nothing happens",

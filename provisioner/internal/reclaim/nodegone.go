@@ -2,14 +2,12 @@ package reclaim
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/provisioner/internal/annotations"
@@ -124,25 +122,9 @@ func (c *Controller) unmarkNodeGone(ctx context.Context, pv *v1.PersistentVolume
 }
 
 // patchNodeGone sets annotations.NodeGoneSince to *since, or removes it
-// when since is nil; the patch carries the PV's UID, so a PV deleted and
-// made again under the same name is never touched.
+// when since is nil.
 func (c *Controller) patchNodeGone(ctx context.Context, pv *v1.PersistentVolume, since *string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid":         pv.UID,
-		"annotations": map[string]*string{annotations.NodeGoneSince: since},
-	}})
-	if err != nil {
-		return err
-	}
-	_, err = c.cfg.Client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: c.cfg.FieldManager})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("annotate PersistentVolume %q: %w", pv.Name, err)
-	}
-	return nil
+	return patchAnnotation(ctx, c.cfg.Client, pv, c.cfg.FieldManager, annotations.NodeGoneSince, since)
 }
 
 // deleteNodeGone deletes a PV whose node has been missing since since,

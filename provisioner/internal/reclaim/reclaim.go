@@ -71,9 +71,24 @@ const (
 	// ReasonDirectoryRetained (Normal, on the PV): the directory keeps its
 	// data and is marked retained in its owner record.
 	ReasonDirectoryRetained = "DirectoryRetained"
-	// ReasonDirectoryNotRemoved (Warning, on the PV): the directory could
-	// not be removed (manager error, another owner, node gone).
+	// ReasonDirectoryNotRemoved (Warning, on the PV): the directory was
+	// not removed on some node: not yet (the message names the nodes the
+	// PV waits for, and why), or not at all (another PV's directory, a
+	// node gone for good).
 	ReasonDirectoryNotRemoved = "DirectoryNotRemoved"
+	// ReasonDirectoryNotRetained (Warning, on the PV): likewise, for a
+	// directory to mark retained.
+	ReasonDirectoryNotRetained = "DirectoryNotRetained"
+	// ReasonReclaimPolicyPending (Warning, on the PV): the PV's reclaim
+	// policy changed and is not recorded yet with its directory on the
+	// nodes the message names.
+	ReasonReclaimPolicyPending = "ReclaimPolicyPending"
+	// ReasonDirectoryMisplaced (Warning, on the PV): a node holds a
+	// directory whose owner record names this PV, in another pool or
+	// under another name than the PV says (a pool renamed, moved or
+	// swapped): it is kept, never removed, until the operator sorts it
+	// out.
+	ReasonDirectoryMisplaced = "DirectoryMisplaced"
 	// ReasonOrphanedDirectory (Warning, on the Node): a directory whose
 	// owner PV does not exist still holds data, so it was kept.
 	ReasonOrphanedDirectory = "OrphanedDirectory"
@@ -92,6 +107,14 @@ type Manager interface {
 	DeleteVolume(ctx context.Context, pool, name string, opts client.DeleteOptions) error
 	// SetOwner compares and swaps a directory's owner record.
 	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error)
+}
+
+// TargetLister lists the nodes defined for a pool (*managers.Resolver):
+// ready, whose HostDefinition of the pool is Ready and whose manager
+// serves, and pending, being defined.
+type TargetLister interface {
+	// Targets returns the sorted ready and pending nodes of pool.
+	Targets(pool string) (ready, pending []string, err error)
 }
 
 // Instances elects, without a leader, the instance that acts for an object

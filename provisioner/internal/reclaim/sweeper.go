@@ -58,11 +58,13 @@ type SweeperConfig struct {
 }
 
 // Sweeper removes, on one node, volume directories whose owner record names
-// a PersistentVolume that does not exist, by the policy in the record: with
-// Delete, whatever they hold (the PV went while this node's manager was
-// away, say); with Retain or marked retained, never; with none recorded,
-// only when empty (left behind when a claim moved to another node while a
-// provisioning attempt was being retried; those with data are reported).
+// a PersistentVolume that the API server says does not exist, by the
+// policy in the record (sweepDecision): with Delete, whatever they hold
+// (the PV went while this node's manager was away, say); with Retain or
+// marked retained, never; with none recorded, only when empty (those with
+// data are reported). A directory whose PV exists is never removed, even
+// when the PV refers to another pool or name (a pool renamed, moved or
+// swapped): the PV gets a Warning DirectoryMisplaced instead.
 // It creates nothing: the multihost directories a node lacks are the host
 // definer's to make, when it defines the node for a pool.
 type Sweeper struct {
@@ -70,8 +72,9 @@ type Sweeper struct {
 	volumes corelisters.PersistentVolumeLister
 	synced  []cache.InformerSynced
 
-	// reported holds the pool/directory of the non-empty orphans already
-	// reported by this process.
+	// reported holds the pool/directory of the non-empty orphans and
+	// ("misplaced/" first) of the misplaced directories already reported
+	// by this process.
 	mu       sync.Mutex
 	reported map[string]bool
 	// trigger asks Run for a sweep now (Trigger).
@@ -194,12 +197,61 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	return nil
 }
 
-// sweepVolume removes one volume of pool if it is an orphan, by the reclaim
-// policy in its owner record: Delete removes it whatever it holds (that is
-// its PV's policy: a multihost node whose manager was away while the PV was
-// deleted, or a PV whose finalizer was removed by hand); Retain, or marked
-// retained, never touches it; no policy recorded (records of older
-// managers and provisioners) removes it only if empty.
+// ownerState is what became of the PV an owner record names, as the
+// sweeper sees it.
+type ownerState int
+
+const (
+	// ownerUses: the PV exists and refers to this directory of this node
+	// (a multihost PV, to its pool and directory on every node).
+	ownerUses ownerState = iota
+	// ownerElsewhere: the PV, one of this provisioner, exists but refers
+	// to another pool, directory or node (a pool renamed, moved or
+	// swapped; a claim that moved while provisioning was retried).
+	ownerElsewhere
+	// ownerForeign: the PV exists but is not this provisioner's.
+	ownerForeign
+	// ownerGone: the API server answered NotFound for the PV.
+	ownerGone
+)
+
+// sweepAction is what the sweeper does with one directory.
+type sweepAction int
+
+const (
+	// sweepLeave: nothing, silently.
+	sweepLeave sweepAction = iota
+	// sweepReportMisplaced: nothing, but a Warning on the owner PV.
+	sweepReportMisplaced
+	// sweepRemove: DELETE ...?owner={pv}, whatever the directory holds.
+	sweepRemove
+	// sweepRemoveIfEmpty: DELETE ...?owner={pv}&ifEmpty=true.
+	sweepRemoveIfEmpty
+)
+
+// sweepDecision is the sweeper's rule for a directory whose owner record
+// is old enough and not marked retained, by what became of its owner PV
+// and the reclaim policy the record keeps. A directory is removed only
+// when its PV is confirmed gone: with policy Delete whatever it holds (the
+// PV went while this node's manager was away, say), with none recorded
+// (records of older managers) only when empty, with Retain never. A PV
+// that exists keeps its directory, wherever it says its directory is.
+func sweepDecision(owner ownerState, policy string) sweepAction {
+	switch owner {
+	case ownerElsewhere:
+		return sweepReportMisplaced
+	case ownerGone:
+		switch policy {
+		case client.ReclaimDelete:
+			return sweepRemove
+		case "":
+			return sweepRemoveIfEmpty
+		}
+	}
+	return sweepLeave
+}
+
+// sweepVolume applies sweepDecision to one volume of pool.
 func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol client.Volume, counts *sweepCounts) error {
 	owner := vol.Owner
 	if owner == "" || vol.Retained || vol.ReclaimPolicy == client.ReclaimRetain ||
@@ -209,38 +261,34 @@ func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol
 		return nil
 	}
 	dir := directory{node: s.cfg.Node, pool: pool, name: vol.Name}
-	if pv, err := s.volumes.Get(owner); err == nil && s.refersTo(pv, dir) {
-		return nil
-	} else if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("get PersistentVolume %q from the cache: %w", owner, err)
+	state, pv, err := s.ownerState(ctx, owner, dir)
+	if err != nil {
+		return err
 	}
-	// The cache can lag: confirm with the API server.
-	pv, err := s.cfg.Client.CoreV1().PersistentVolumes().Get(ctx, owner, metav1.GetOptions{})
-	switch {
-	case err == nil && s.refersTo(pv, dir):
-		return nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return fmt.Errorf("get PersistentVolume %q: %w", owner, err)
-	}
-
 	logger := klog.FromContext(ctx).WithValues("pool", pool, "directory", vol.Name, "owner", owner)
-	ifEmpty := vol.ReclaimPolicy != client.ReclaimDelete
+	action := sweepDecision(state, vol.ReclaimPolicy)
+	switch action {
+	case sweepLeave:
+		s.forget(dir)
+		return nil
+	case sweepReportMisplaced:
+		s.reportMisplaced(logger, dir, pv)
+		return nil
+	}
+	ifEmpty := action == sweepRemoveIfEmpty
 	err = mgr.DeleteVolume(ctx, pool, vol.Name, client.DeleteOptions{Owner: owner, IfEmpty: ifEmpty})
-	switch client.ReasonOf(err) {
-	case "":
-		if err != nil {
-			return fmt.Errorf("remove orphaned %s: %w", dir, err)
-		}
+	switch client.Classify(err) {
+	case client.AnswerOK:
 		counts.removed++
 		if ifEmpty {
 			logger.Info("Removed an empty orphaned directory", "ownedSince", vol.OwnedSince)
 		} else {
 			logger.Info("Removed an orphaned directory by its reclaim policy", "reclaimPolicy", vol.ReclaimPolicy, "ownedSince", vol.OwnedSince)
 		}
-	case client.ReasonNotEmpty:
+	case client.AnswerNotEmpty:
 		counts.kept++
 		s.report(logger, dir, owner)
-	case client.ReasonNotFound, client.ReasonOwnerConflict:
+	case client.AnswerVolumeMissing, client.AnswerPoolMissing, client.AnswerOwnerConflict:
 		// Gone, or adopted since the list: nothing left to do.
 		logger.V(2).Info("The orphaned directory changed since it was listed", "err", err)
 	default:
@@ -249,26 +297,80 @@ func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol
 	return nil
 }
 
-// refersTo reports whether pv may still use dir: pv is not a PV of this
-// provisioner (so not ours to judge), or it points at dir (a multihost PV
-// points at its pool and directory on every node).
-func (s *Sweeper) refersTo(pv *v1.PersistentVolume, dir directory) bool {
+// ownerState finds what became of PV owner, which a record of dir names:
+// from the cache when the PV is there, else from the API server (the cache
+// can lag; only the API server's NotFound makes it gone). The PV is
+// returned when it exists.
+func (s *Sweeper) ownerState(ctx context.Context, owner string, dir directory) (ownerState, *v1.PersistentVolume, error) {
+	pv, err := s.volumes.Get(owner)
+	if apierrors.IsNotFound(err) {
+		pv, err = s.cfg.Client.CoreV1().PersistentVolumes().Get(ctx, owner, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return ownerGone, nil, nil
+		}
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("get PersistentVolume %q: %w", owner, err)
+	}
 	if m, ok := multihostDirectory(pv, s.cfg.ProvisionerName); ok {
-		return m.pool == dir.pool && m.name == dir.name
+		if m.pool == dir.pool && m.name == dir.name {
+			return ownerUses, pv, nil
+		}
+		return ownerElsewhere, pv, nil
 	}
 	d, ok := nodeDirectory(pv, s.cfg.ProvisionerName)
-	return !ok || d == dir
+	switch {
+	case !ok:
+		return ownerForeign, pv, nil
+	case d == dir:
+		return ownerUses, pv, nil
+	}
+	return ownerElsewhere, pv, nil
+}
+
+// reportMisplaced logs a directory whose owner PV refers to another place,
+// and emits a Warning event on the PV, once per directory and process
+// (again after it was found in place, see forget).
+func (s *Sweeper) reportMisplaced(logger klog.Logger, dir directory, pv *v1.PersistentVolume) {
+	if !s.firstReport("misplaced/" + dir.pool + "/" + dir.name) {
+		return
+	}
+	where := "its directory"
+	if loc, ok := locationOf(pv, s.cfg.ProvisionerName); ok {
+		where = loc.String()
+		if loc.multihost {
+			where += " on every node"
+		}
+	}
+	logger.Info("Kept a directory whose owner PersistentVolume refers to another place", "pvRefersTo", where)
+	s.cfg.Recorder.Eventf(pv, v1.EventTypeWarning, ReasonDirectoryMisplaced,
+		"The %s is recorded as this PersistentVolume's, but the PersistentVolume refers to %s (a pool renamed, moved or swapped?): "+
+			"it is kept, never removed by the sweeper; restore the pool's name and path, or see kubectl hostpath orphans", dir, where)
+}
+
+// forget clears the reports of dir, so that it is reported again should it
+// be misplaced again.
+func (s *Sweeper) forget(dir directory) {
+	s.mu.Lock()
+	delete(s.reported, "misplaced/"+dir.pool+"/"+dir.name)
+	s.mu.Unlock()
+}
+
+// firstReport records key as reported and says whether it was not before.
+func (s *Sweeper) firstReport(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reported[key] {
+		return false
+	}
+	s.reported[key] = true
+	return true
 }
 
 // report logs a non-empty orphan and emits a Warning event on the Node, once
 // per directory and process.
 func (s *Sweeper) report(logger klog.Logger, dir directory, owner string) {
-	key := dir.pool + "/" + dir.name
-	s.mu.Lock()
-	done := s.reported[key]
-	s.reported[key] = true
-	s.mu.Unlock()
-	if done {
+	if !s.firstReport(dir.pool + "/" + dir.name) {
 		return
 	}
 	msg := fmt.Sprintf("The %s belongs to PersistentVolume %q, which does not exist, but holds data, so it was kept: remove it by hand when nothing needs it", dir, owner)

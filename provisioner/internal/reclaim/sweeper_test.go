@@ -104,11 +104,23 @@ func TestSweep(t *testing.T) {
 			wantGets:  1,
 		},
 		{
-			name:      "owner PV made on another node: the directory here is an orphan",
-			cached:    []*v1.PersistentVolume{newPV("pv-1", notDeleting, onNode(otherNode))},
-			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
-			wantCalls: []string{"host", "list default", "delete default/pv-1-dir owner=pv-1 ifEmpty=true"},
-			wantGets:  1,
+			name:       "owner PV refers to another node: kept, never removed, a warning on the PV",
+			cached:     []*v1.PersistentVolume{newPV("pv-1", notDeleting, onNode(otherNode))},
+			volumes:    map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
+			wantCalls:  []string{"host", "list default"},
+			wantEvents: []string{`Warning DirectoryMisplaced The directory "pv-1-dir" in pool "default" on node "node-a" is recorded as this PersistentVolume's, but the PersistentVolume refers to directory "pv-1-dir" in pool "default" on node "node-b"`},
+		},
+		{
+			name:   "owner PV names another pool (a pool renamed): kept with policy Delete, reported once over two sweeps",
+			cached: []*v1.PersistentVolume{newPV("pv-1", notDeleting, withAnnotation(annotations.Pool, "old-name"))},
+			volumes: map[string][]client.Volume{testPool: {func() client.Volume {
+				v := ownedVolume("pv-1-dir", "pv-1", old)
+				v.ReclaimPolicy = client.ReclaimDelete
+				return v
+			}()}},
+			sweeps:     2,
+			wantCalls:  []string{"host", "list default", "host", "list default"},
+			wantEvents: []string{`Warning DirectoryMisplaced The directory "pv-1-dir" in pool "default" on node "node-a" is recorded as this PersistentVolume's, but the PersistentVolume refers to directory "pv-1-dir" in pool "old-name" on node "node-a"`},
 		},
 		{
 			name:      "stale cache: the live GET finds the PV, kept",
@@ -345,5 +357,32 @@ func TestSweeperTrigger(t *testing.T) {
 	case <-s.trigger:
 	default:
 		t.Fatal("a trigger after the last one was taken is lost")
+	}
+}
+
+// TestSweepDecision is the sweeper's rule: a directory goes only when its
+// PV is confirmed gone, by the policy its record keeps.
+func TestSweepDecision(t *testing.T) {
+	tests := []struct {
+		owner  ownerState
+		policy string
+		want   sweepAction
+	}{
+		{ownerUses, client.ReclaimDelete, sweepLeave},
+		{ownerUses, client.ReclaimRetain, sweepLeave},
+		{ownerUses, "", sweepLeave},
+		{ownerElsewhere, client.ReclaimDelete, sweepReportMisplaced},
+		{ownerElsewhere, client.ReclaimRetain, sweepReportMisplaced},
+		{ownerElsewhere, "", sweepReportMisplaced},
+		{ownerForeign, client.ReclaimDelete, sweepLeave},
+		{ownerForeign, "", sweepLeave},
+		{ownerGone, client.ReclaimDelete, sweepRemove},
+		{ownerGone, client.ReclaimRetain, sweepLeave},
+		{ownerGone, "", sweepRemoveIfEmpty},
+	}
+	for _, tt := range tests {
+		if got := sweepDecision(tt.owner, tt.policy); got != tt.want {
+			t.Errorf("sweepDecision(%d, %q) = %d, want %d", tt.owner, tt.policy, got, tt.want)
+		}
 	}
 }

@@ -91,20 +91,6 @@ func SplitNodes(value string) []string {
 	return out
 }
 
-// RecordedReclaimPolicy is the reclaim policy a manager records in the
-// owner record of a PV's directory: "Delete" for Delete, "" when the PV
-// names none, and "Retain" for anything else (Retain, Recycle), so that a
-// directory is removed by policy only when its volume asked for it.
-func RecordedReclaimPolicy(pv *corev1.PersistentVolume) string {
-	switch pv.Spec.PersistentVolumeReclaimPolicy {
-	case corev1.PersistentVolumeReclaimDelete:
-		return "Delete"
-	case "":
-		return ""
-	}
-	return "Retain"
-}
-
 // MultihostDirectory is what a multihost PV's annotations say of its
 // directory.
 //

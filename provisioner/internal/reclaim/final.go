@@ -1,0 +1,452 @@
+package reclaim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/fanout"
+)
+
+// The one way a PV's directory reaches its final state (Controller.Reclaim,
+// which the library's Delete and the finalizer controller both call), and
+// the one way its owner records follow its reclaim policy
+// (Controller.recordPolicy):
+//
+//  1. holders: the nodes that may hold the directory, each required (the PV
+//     waits for it) or not. Node mode: the PV's node, required while its
+//     Node exists. Multihost: every node the PV lists (hostpath.dev/nodes
+//     and hostpath.dev/pending-nodes), required while its Node exists, and
+//     every other node with a Ready or defining HostDefinition of the pool
+//     (the host definer may have given it the directory without the PV
+//     saying so yet), called when its manager serves. A listed node whose
+//     Node object is gone is skipped: gone for good, the only exception.
+//  2. One bounded parallel fan-out (package fanout, on
+//     workqueue.ParallelizeUntil) makes one call per holder: with reclaim
+//     policy Delete, DELETE ...?owner={pv}; otherwise the owner record is
+//     marked retained with policy Retain; to follow a policy change, the
+//     record gets the PV's policy.
+//  3. judge maps each answer (client.Classify) to done, kept (another
+//     owner's directory, left alone) or waiting. A required node without a
+//     serving manager, or whose pool is missing, is waiting: a missing pool
+//     is not a removed directory.
+//  4. The PV is released (its finalizer removed) only when no node is
+//     waiting; otherwise a Warning names every waiting node and why, and
+//     the PV is retried.
+
+// operation is what a fan-out asks each holder's manager.
+type operation int
+
+const (
+	// opDelete removes the directory (reclaim policy Delete).
+	opDelete operation = iota
+	// opRetain marks the directory retained, policy Retain (reclaim
+	// policy Retain or Recycle).
+	opRetain
+	// opRecordPolicy records the PV's reclaim policy in the owner record
+	// of a PV in use.
+	opRecordPolicy
+)
+
+// finalOperation is the operation that takes pv's directory to its final
+// state, by the PV's reclaim policy now.
+func finalOperation(pv *v1.PersistentVolume) operation {
+	if pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete {
+		return opDelete
+	}
+	return opRetain
+}
+
+// call makes op's manager call for pv's directory loc.
+func (op operation) call(ctx context.Context, mgr Manager, pv *v1.PersistentVolume, loc location) error {
+	switch op {
+	case opDelete:
+		return mgr.DeleteVolume(ctx, loc.pool, loc.name, client.DeleteOptions{Owner: pv.Name})
+	case opRetain:
+		_, err := mgr.SetOwner(ctx, loc.pool, loc.name, client.SetOwnerRequest{
+			Owner: pv.Name, Previous: pv.Name, Retained: true, ReclaimPolicy: client.ReclaimRetain})
+		return err
+	default:
+		_, err := mgr.SetOwner(ctx, loc.pool, loc.name, client.SetOwnerRequest{
+			Owner: pv.Name, Previous: pv.Name, ReclaimPolicy: client.RecordedReclaimPolicy(pv)})
+		return err
+	}
+}
+
+// location is where a PV's directory lives: pool and name, on one node in
+// node mode, on several in multihost mode.
+type location struct {
+	pool, name string
+	// node is the node of a node-mode PV ("" when it names none).
+	node string
+	// multihost says the PV is a multihost one, listing nodes and
+	// pending.
+	multihost      bool
+	nodes, pending []string
+}
+
+// locationOf returns where pv's directory lives, and false when pv is not
+// a volume of provisioner.
+func locationOf(pv *v1.PersistentVolume, provisioner string) (location, bool) {
+	if m, ok := multihostDirectory(pv, provisioner); ok {
+		return location{pool: m.pool, name: m.name, multihost: true, nodes: m.nodes, pending: m.pending}, true
+	}
+	if d, ok := nodeDirectory(pv, provisioner); ok {
+		return location{pool: d.pool, name: d.name, node: d.node}, true
+	}
+	return location{}, false
+}
+
+// String names the directory in events and errors.
+func (l location) String() string {
+	if l.multihost {
+		return fmt.Sprintf("directory %q in pool %q", l.name, l.pool)
+	}
+	return directory{node: l.node, pool: l.pool, name: l.name}.String()
+}
+
+// holder is a node that may hold a PV's directory.
+type holder struct {
+	node string
+	// required: the PV waits until this node has answered for good.
+	required bool
+	// gone: a node the PV names whose Node object no longer exists; it is
+	// not called and the PV does not wait for it.
+	gone bool
+}
+
+// holders returns, sorted, the nodes that may hold loc (step 1 above).
+func (c *Controller) holders(loc location) ([]holder, error) {
+	if !loc.multihost {
+		if loc.node == "" {
+			return nil, nil
+		}
+		exists, err := c.nodeExists(loc.node)
+		if err != nil {
+			return nil, err
+		}
+		return []holder{{node: loc.node, required: exists, gone: !exists}}, nil
+	}
+	named := slices.Concat(loc.nodes, loc.pending)
+	var defined []string
+	if c.cfg.Targets != nil {
+		ready, pending, err := c.cfg.Targets.Targets(loc.pool)
+		if err != nil {
+			return nil, fmt.Errorf("list the nodes of pool %q: %w", loc.pool, err)
+		}
+		defined = slices.Concat(ready, pending)
+	}
+	all := slices.Concat(named, defined)
+	slices.Sort(all)
+	var out []holder
+	for _, n := range slices.Compact(all) {
+		if !slices.Contains(named, n) {
+			out = append(out, holder{node: n})
+			continue
+		}
+		exists, err := c.nodeExists(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, holder{node: n, required: exists, gone: !exists})
+	}
+	return out, nil
+}
+
+// nodeExists reports whether the Node object of node is in the cache.
+func (c *Controller) nodeExists(node string) (bool, error) {
+	_, err := c.nodes.Get(node)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("get node %q from the cache: %w", node, err)
+}
+
+// nodeState is where one holder stands after its call.
+type nodeState int
+
+const (
+	// nodeDone: the directory reached the state asked for, or is not there.
+	nodeDone nodeState = iota
+	// nodeAbsent: the directory is not there (already removed).
+	nodeAbsent
+	// nodeKept: the directory belongs to another PV, or to none, and was
+	// left alone; nothing more to do there.
+	nodeKept
+	// nodeWaiting: not done; the PV waits for this node.
+	nodeWaiting
+	// nodeSkipped: a node not required whose manager does not serve, or a
+	// node that is gone: not called.
+	nodeSkipped
+)
+
+// judge maps the answer err of one holder's manager to op's state there
+// and, but for nodeDone, what to tell about it. required says whether the
+// PV must wait for the node. A current manager answers a DELETE of a
+// missing directory with success, so a 404 NotFound to a DELETE (an old
+// manager's missing pool, a proxy's 404) is not taken for a removed
+// directory on a node that must be done.
+func judge(op operation, required bool, pool string, err error) (nodeState, string) {
+	a := client.Classify(err)
+	switch a {
+	case client.AnswerOK:
+		return nodeDone, ""
+	case client.AnswerVolumeMissing:
+		if op == opDelete && required {
+			return nodeWaiting, fmt.Sprintf("the manager answered 404 NotFound, not that the directory is gone: %v", err)
+		}
+		return nodeAbsent, ""
+	case client.AnswerOwnerConflict:
+		if owner, _ := client.OwnerOf(err); owner != "" {
+			return nodeKept, fmt.Sprintf("it belongs to PersistentVolume %q", owner)
+		}
+		return nodeKept, "it has no owner record (remove it by hand if nothing else uses it)"
+	case client.AnswerPoolMissing:
+		if !required {
+			return nodeAbsent, ""
+		}
+		return nodeWaiting, fmt.Sprintf("pool %q is missing on the node (renamed, unmounted or removed?): %v", pool, err)
+	case client.AnswerDenied:
+		return nodeWaiting, fmt.Sprintf("the manager rejected the provisioner (bind it to the ClusterRole %s): %v", client.ClientClusterRole, err)
+	}
+	return nodeWaiting, err.Error()
+}
+
+// detailGone is the detail of a holder skipped because its Node is gone.
+const detailGone = "the node no longer exists"
+
+// nodeResult is one holder's state.
+type nodeResult struct {
+	node   string
+	state  nodeState
+	detail string
+}
+
+// fanOut makes op's call on every holder of loc, in parallel (step 2),
+// and returns each holder's state.
+func (c *Controller) fanOut(ctx context.Context, op operation, pv *v1.PersistentVolume, loc location, holders []holder) []nodeResult {
+	results := make([]nodeResult, len(holders))
+	index := map[string]int{}
+	var call []string
+	for i, h := range holders {
+		results[i] = nodeResult{node: h.node, state: nodeSkipped}
+		if h.gone {
+			results[i].detail = detailGone
+			continue
+		}
+		index[h.node] = i
+		call = append(call, h.node)
+	}
+	opts := c.cfg.Fanout
+	opts.Retryable = func(err error) bool { return client.Classify(err).Retryable() }
+	r := fanout.Run(ctx, call, func(ctx context.Context, node string) error {
+		mgr, err := c.cfg.Managers(node)
+		if err != nil {
+			return fmt.Errorf("no manager serves: %w", err)
+		}
+		return op.call(ctx, mgr, pv, loc)
+	}, opts)
+	c.cfg.FanoutMetrics.Observe(op.metricName(), r)
+	for _, nr := range r.Nodes {
+		i := index[nr.Node]
+		h := holders[i]
+		if nr.Err != nil && client.Classify(nr.Err) == client.AnswerUnreachable && !h.required {
+			// A node that may hold the directory but cannot be asked: its
+			// sweeper acts by the owner record once the PV is gone.
+			results[i] = nodeResult{node: h.node, state: nodeSkipped, detail: nr.Err.Error()}
+			continue
+		}
+		state, detail := judge(op, h.required, loc.pool, nr.Err)
+		results[i] = nodeResult{node: h.node, state: state, detail: detail}
+	}
+	return results
+}
+
+// metricName is the fan-out metrics' operation of op.
+func (op operation) metricName() string {
+	switch op {
+	case opDelete:
+		return fanout.OperationDelete
+	case opRetain:
+		return fanout.OperationRetain
+	}
+	return fanout.OperationRecordPolicy
+}
+
+// Reclaim takes the directory of pv, a PV of this provisioner that is not
+// Bound, to its final state on every node that holds it (reclaim policy
+// Delete: removed; otherwise: marked retained), then removes pv's
+// finalizer and records what was done. While a node that holds it is not
+// done, the finalizer stays: Reclaim emits a Warning naming the nodes and
+// returns an error, to be retried. The library's Delete (on the instance
+// its DeletionGuard chose) and the Controller (on the instance that acts
+// for a PV under deletion) both call it.
+func (c *Controller) Reclaim(ctx context.Context, pv *v1.PersistentVolume) error {
+	return c.finish(ctx, pv, c.reclaimOutcome(ctx, pv))
+}
+
+// reclaimOutcome runs steps 1 to 3 for pv's final state and says what
+// becomes of the PV.
+func (c *Controller) reclaimOutcome(ctx context.Context, pv *v1.PersistentVolume) outcome {
+	loc, ok := locationOf(pv, c.cfg.ProvisionerName)
+	if !ok {
+		return release("", "", "not a volume of this provisioner")
+	}
+	if loc.pool == "" || loc.name == "" {
+		return release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
+			"The PersistentVolume names no pool or directory (annotations %s, %s): nothing was removed",
+			annotations.Pool, annotations.Directory))
+	}
+	if !loc.multihost && loc.node == "" {
+		return release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
+			"The PersistentVolume names no node (annotation %s): no directory was removed", annotations.Node))
+	}
+	holders, err := c.holders(loc)
+	if err != nil {
+		return outcome{err: err}
+	}
+	op := finalOperation(pv)
+	return finalOutcome(op, loc, c.fanOut(ctx, op, pv, loc, holders))
+}
+
+// finalOutcome sums the holders' states up (step 4): retry while any is
+// waiting, else release with an event saying where the directory went (or
+// was already gone), where it was kept, and which gone nodes were skipped.
+// A node-mode PV's messages name its one node once, in the location.
+func finalOutcome(op operation, loc location, results []nodeResult) outcome {
+	var done, absent, gone, kept, waiting []string
+	item := func(r nodeResult) string {
+		if !loc.multihost {
+			return r.detail
+		}
+		return fmt.Sprintf("node %q: %s", r.node, r.detail)
+	}
+	for _, r := range results {
+		switch {
+		case r.state == nodeDone:
+			done = append(done, r.node)
+		case r.state == nodeAbsent:
+			absent = append(absent, r.node)
+		case r.state == nodeKept:
+			kept = append(kept, item(r))
+		case r.state == nodeWaiting:
+			waiting = append(waiting, item(r))
+		case r.detail == detailGone:
+			gone = append(gone, r.node)
+		}
+	}
+	on := func(nodes []string) string {
+		if !loc.multihost {
+			return ""
+		}
+		return " on " + nodeList(nodes)
+	}
+	verb, reason, failReason := "removed", ReasonDirectoryRemoved, ReasonDirectoryNotRemoved
+	if op == opRetain {
+		verb, reason, failReason = "marked retained", ReasonDirectoryRetained, ReasonDirectoryNotRetained
+	}
+	if len(waiting) > 0 {
+		msg := fmt.Sprintf("the %s is not %s yet: %s", loc, verb, strings.Join(waiting, "; "))
+		return outcome{err: errors.New(msg), eventType: v1.EventTypeWarning, reason: failReason, message: fmt.Sprintf(
+			"Waiting before the PersistentVolume can go: %s; the finalizer %s stays until then (will retry)", msg, annotations.Finalizer)}
+	}
+	var parts []string
+	switch {
+	case len(done) > 0 && op == opDelete:
+		parts = append(parts, fmt.Sprintf("removed the %s%s", loc, on(done)))
+	case len(done) > 0:
+		parts = append(parts, fmt.Sprintf("the %s keeps its data%s, marked retained: remove it by hand when done", loc, on(done)))
+	}
+	if len(absent) > 0 {
+		parts = append(parts, fmt.Sprintf("the %s was already gone%s", loc, on(absent)))
+	}
+	if len(kept) > 0 {
+		parts = append(parts, fmt.Sprintf("the %s was left in place: %s", loc, strings.Join(kept, "; ")))
+	}
+	if len(gone) > 0 {
+		parts = append(parts, fmt.Sprintf("the %s was not %s on %s: the node no longer exists", loc, verb, nodeList(gone)))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, fmt.Sprintf("no node held the %s", loc))
+	}
+	msg := strings.Join(parts, "; ")
+	msg = strings.ToUpper(msg[:1]) + msg[1:]
+	switch {
+	case len(kept) > 0 || len(gone) > 0:
+		return release(v1.EventTypeWarning, failReason, msg)
+	case op == opRetain && len(done) == 0:
+		return release("", "", msg) // nothing was there to retain: logged only
+	}
+	return release(v1.EventTypeNormal, reason, msg)
+}
+
+// nodeList names nodes in a message: `node "a"`, or `nodes "a", "b"`.
+func nodeList(nodes []string) string {
+	quoted := make([]string, len(nodes))
+	for i, n := range nodes {
+		quoted[i] = fmt.Sprintf("%q", n)
+	}
+	if len(nodes) == 1 {
+		return "node " + quoted[0]
+	}
+	return "nodes " + strings.Join(quoted, ", ")
+}
+
+// policyRecorded reports whether every node holding pv's directory is
+// known to record pv's reclaim policy (annotations.RecordedPolicy says the
+// policy they record).
+func policyRecorded(pv *v1.PersistentVolume) bool {
+	recorded, ok := pv.Annotations[annotations.RecordedPolicy]
+	return ok && recorded == client.RecordedReclaimPolicy(pv)
+}
+
+// recordPolicy makes the owner record of pv's directory on every node that
+// holds it say pv's reclaim policy, then says so on the PV
+// (annotations.RecordedPolicy, a merge patch guarded by the
+// resourceVersion). While a node that holds it has not recorded it, a
+// Warning names the nodes and the PV is retried: a directory whose PV went
+// while its node was away is removed by its sweeper only if the record
+// says Delete.
+func (c *Controller) recordPolicy(ctx context.Context, pv *v1.PersistentVolume) error {
+	loc, ok := locationOf(pv, c.cfg.ProvisionerName)
+	if !ok || loc.pool == "" || loc.name == "" {
+		return nil
+	}
+	holders, err := c.holders(loc)
+	if err != nil {
+		return err
+	}
+	policy := client.RecordedReclaimPolicy(pv)
+	var waiting, done []string
+	for _, r := range c.fanOut(ctx, opRecordPolicy, pv, loc, holders) {
+		switch {
+		case r.state == nodeWaiting && loc.multihost:
+			waiting = append(waiting, fmt.Sprintf("node %q: %s", r.node, r.detail))
+		case r.state == nodeWaiting:
+			waiting = append(waiting, r.detail)
+		case r.state == nodeDone:
+			done = append(done, r.node)
+		}
+	}
+	if len(waiting) > 0 {
+		msg := fmt.Sprintf("Reclaim policy %s is not recorded yet with the %s: %s (will retry)", policy, loc, strings.Join(waiting, "; "))
+		c.cfg.Recorder.Event(pv, v1.EventTypeWarning, ReasonReclaimPolicyPending, msg)
+		return fmt.Errorf("PersistentVolume %q: %s", pv.Name, msg)
+	}
+	if err := patchAnnotation(ctx, c.cfg.Client, pv, c.cfg.FieldManager, annotations.RecordedPolicy, &policy); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Recorded the reclaim policy with the directory", "reclaimPolicy", policy, "nodes", done)
+	return nil
+}
