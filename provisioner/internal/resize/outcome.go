@@ -42,27 +42,24 @@ type outcome struct {
 	err     error
 }
 
-// infeasibleReason reports whether a manager's answer refuses a size for
-// good: 507 (the growth does not fit in the pool) and 409 Conflict (the
-// volume is larger already: volumes never shrink).
-func infeasibleReason(reason client.Reason) bool {
-	return reason == client.ReasonInsufficientStorage || reason == client.ReasonConflict
+// refusedForGood reports whether a manager's answer refuses a size for good
+// (client.Classify): no space for the growth (507), or a conflict (409: the
+// volume is larger already, volumes never shrink).
+func refusedForGood(err error) bool {
+	a := client.Classify(err)
+	return a == client.AnswerNoSpace || a == client.AnswerConflict
 }
 
 // retryable says whether a failed SetSize may pass when tried again within
-// one fan-out: no answer (transport errors, time limits), 429, and 5xx but
-// 507, which stays until the request changes.
+// one fan-out: client.Classify's retryable answers (no answer, 429, 5xx
+// but 507, which stays until the request changes).
 func retryable(err error) bool {
-	reason := client.ReasonOf(err)
-	if reason == client.ReasonInsufficientStorage {
-		return false
-	}
-	return reason == "" || reason == client.ReasonTooManyRequests || reason.HTTPStatus() >= 500
+	return client.Classify(err).Retryable()
 }
 
 // outcomeOf maps the answers of the nodes of a volume, asked to grow it to
 // size, to the outcome: grown when every node succeeded; infeasible when any
-// node refused the size for good (infeasibleReason), whatever the others
+// node refused the size for good (refusedForGood), whatever the others
 // answered; failed otherwise. what names the volume ("volume \"pv-1\"").
 func outcomeOf(what string, size resource.Quantity, results []result) outcome {
 	var refused, broken, hints []string
@@ -76,10 +73,10 @@ func outcomeOf(what string, size resource.Quantity, results []result) outcome {
 				e = r.vol.Enforcement
 			}
 			enforcement = append(enforcement, e)
-		case infeasibleReason(client.ReasonOf(r.err)):
+		case refusedForGood(r.err):
 			refused = append(refused, fmt.Sprintf("node %q: %s", r.node, answer(r.err)))
 			hint := "the growth must fit in the pool of every node"
-			if client.ReasonOf(r.err) == client.ReasonConflict {
+			if client.Classify(r.err) == client.AnswerConflict {
 				hint = "volumes never shrink"
 			}
 			if !slices.Contains(hints, hint) {
