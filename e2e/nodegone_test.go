@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -186,25 +185,5 @@ func (e *provEnv) waitPV(ctx context.Context, t *testing.T, name, what string, c
 			return false, err
 		}
 		return true, nil
-	})
-}
-
-// waitPVEvent waits for an event on the PV of type and reason whose message
-// contains text.
-func (e *provEnv) waitPVEvent(ctx context.Context, t *testing.T, pv, eventType, reason, text string) {
-	t.Helper()
-	framework.WaitFor(ctx, t, time.Minute, fmt.Sprintf("event %s %s on PV %s", eventType, reason, pv), func(ctx context.Context) (bool, error) {
-		list, err := e.f.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pv})
-		if err != nil {
-			return false, err
-		}
-		var seen []string
-		for _, ev := range list.Items {
-			if ev.Type == eventType && ev.Reason == reason && strings.Contains(ev.Message, text) {
-				return true, nil
-			}
-			seen = append(seen, ev.Reason+": "+ev.Message)
-		}
-		return false, fmt.Errorf("events: %v", seen)
 	})
 }
