@@ -120,44 +120,48 @@ func (e *provEnv) waitPVEvent(ctx context.Context, t *testing.T, pv, eventType, 
 	return found
 }
 
-// nodeFiles reads every regular file of the directory of pv on each node:
-// "node:name" to content.
-func (e *provEnv) nodeFiles(t *testing.T, pv *corev1.PersistentVolume, nodes ...string) map[string]string {
+// readNodeFiles reads every file of the directory of pv on each of nodes:
+// "node:name" to content, and the errors of the directories it could not
+// read.
+func (e *provEnv) readNodeFiles(t *testing.T, pv *corev1.PersistentVolume, nodes ...string) (map[string]string, []error) {
 	t.Helper()
 	out := map[string]string{}
+	var errs []error
 	for _, node := range nodes {
 		dir := e.nodePath(t, node, pv)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			t.Fatalf("Read the directory of PV %s on %s: %v", pv.Name, node, err)
+			errs = append(errs, fmt.Errorf("the directory of PV %s on %s: %w", pv.Name, node, err))
+			continue
 		}
 		for _, en := range entries {
 			data, err := os.ReadFile(filepath.Join(dir, en.Name()))
 			if err != nil {
-				t.Fatal(err)
+				errs = append(errs, err)
 			}
 			out[node+":"+en.Name()] = string(data)
 		}
 	}
-	return out
+	return out, errs
+}
+
+// nodeFiles is readNodeFiles for a test that cannot go on without them.
+func (e *provEnv) nodeFiles(t *testing.T, pv *corev1.PersistentVolume, nodes ...string) map[string]string {
+	t.Helper()
+	files, errs := e.readNodeFiles(t, pv, nodes...)
+	if len(errs) > 0 {
+		t.Fatal(errors.Join(errs...))
+	}
+	return files
 }
 
 // checkFiles fails the test unless every file of want is still there with
 // its content.
 func (e *provEnv) checkFiles(t *testing.T, when string, pv *corev1.PersistentVolume, want map[string]string, nodes ...string) {
 	t.Helper()
-	got := map[string]string{}
-	for _, node := range nodes {
-		dir := e.nodePath(t, node, pv)
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Errorf("%s: the directory of PV %s on %s: %v", when, pv.Name, node, err)
-			continue
-		}
-		for _, en := range entries {
-			data, _ := os.ReadFile(filepath.Join(dir, en.Name()))
-			got[node+":"+en.Name()] = string(data)
-		}
+	got, errs := e.readNodeFiles(t, pv, nodes...)
+	for _, err := range errs {
+		t.Errorf("%s: %v", when, err)
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -314,16 +318,7 @@ func TestDeletionRetainAfterCreation(t *testing.T) {
 			_ = os.RemoveAll(e.nodePath(t, n, pv))
 		}
 	})
-	for _, n := range e.nodes {
-		w := "writer-" + n
-		if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, w, n, pvc.Name, "echo kept > /data/f"), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		e.f.WaitForPodSucceeded(ctx, t, e.ns, w, provisionTimeout)
-		if err := e.f.Client.CoreV1().Pods(e.ns).Delete(ctx, w, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.writeOnEveryNode(ctx, t, pvc.Name, "echo kept > /data/f")
 	files := e.nodeFiles(t, pv, e.nodes...)
 	e.sweepOften(ctx, t)
 

@@ -163,21 +163,28 @@ func TestMultihostRetain(t *testing.T) {
 			_ = os.RemoveAll(e.nodePath(t, node, pv))
 		}
 	})
-	for _, node := range e.nodes {
-		pod := "writer-" + node
-		if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, pod, node, pvc.Name, "echo kept > /data/f"), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		e.f.WaitForPodSucceeded(ctx, t, e.ns, pod, provisionTimeout)
-		if err := e.f.Client.CoreV1().Pods(e.ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.writeOnEveryNode(ctx, t, pvc.Name, "echo kept > /data/f")
 	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
 	e.waitReleased(ctx, t, pv)
 	for _, node := range e.nodes {
 		if data, err := os.ReadFile(e.nodePath(t, node, pv, "f")); err != nil || string(data) != "kept\n" {
 			t.Errorf("Retained copy on %s = %q, %v; want \"kept\\n\"", node, data, err)
+		}
+	}
+}
+
+// writeOnEveryNode runs command in a pod with the claim at /data on every
+// real node, one after the other, each to completion.
+func (e *provEnv) writeOnEveryNode(ctx context.Context, t *testing.T, claim, command string) {
+	t.Helper()
+	for _, node := range e.nodes {
+		pod := "writer-" + node
+		if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, pod, node, claim, command), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.f.WaitForPodSucceeded(ctx, t, e.ns, pod, provisionTimeout)
+		if err := e.f.Client.CoreV1().Pods(e.ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

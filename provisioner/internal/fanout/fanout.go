@@ -8,6 +8,7 @@ package fanout
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -202,4 +203,16 @@ func sleep(ctx context.Context, clk clock.WithTicker, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// NodeList names nodes in a message: `node "a"`, or `nodes "a", "b"`.
+func NodeList(nodes []string) string {
+	quoted := make([]string, len(nodes))
+	for i, n := range nodes {
+		quoted[i] = fmt.Sprintf("%q", n)
+	}
+	if len(nodes) == 1 {
+		return "node " + quoted[0]
+	}
+	return "nodes " + strings.Join(quoted, ", ")
 }

@@ -350,7 +350,7 @@ func finalOutcome(op operation, loc location, results []nodeResult) outcome {
 		if !loc.multihost {
 			return ""
 		}
-		return " on " + nodeList(nodes)
+		return " on " + fanout.NodeList(nodes)
 	}
 	verb, reason, failReason := "removed", ReasonDirectoryRemoved, ReasonDirectoryNotRemoved
 	if op == opRetain {
@@ -375,7 +375,7 @@ func finalOutcome(op operation, loc location, results []nodeResult) outcome {
 		parts = append(parts, fmt.Sprintf("the %s was left in place: %s", loc, strings.Join(kept, "; ")))
 	}
 	if len(gone) > 0 {
-		parts = append(parts, fmt.Sprintf("the %s was not %s on %s: the node no longer exists", loc, verb, nodeList(gone)))
+		parts = append(parts, fmt.Sprintf("the %s was not %s on %s: the node no longer exists", loc, verb, fanout.NodeList(gone)))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, fmt.Sprintf("no node held the %s", loc))
@@ -389,18 +389,6 @@ func finalOutcome(op operation, loc location, results []nodeResult) outcome {
 		return release("", "", msg) // nothing was there to retain: logged only
 	}
 	return release(v1.EventTypeNormal, reason, msg)
-}
-
-// nodeList names nodes in a message: `node "a"`, or `nodes "a", "b"`.
-func nodeList(nodes []string) string {
-	quoted := make([]string, len(nodes))
-	for i, n := range nodes {
-		quoted[i] = fmt.Sprintf("%q", n)
-	}
-	if len(nodes) == 1 {
-		return "node " + quoted[0]
-	}
-	return "nodes " + strings.Join(quoted, ", ")
 }
 
 // policyRecorded reports whether every node holding pv's directory is

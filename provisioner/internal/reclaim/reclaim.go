@@ -1,57 +1,42 @@
 // Package reclaim looks after volume directories once their PersistentVolume
-// goes away, whoever deletes it: a Controller holds every node-mode PV with
-// the finalizer hostpath.dev/directory-protection (annotations.Finalizer)
-// until the instance of the PV's node has removed the directory (reclaim
-// policy Delete) or marked it retained (Retain, Recycle), and holds every
-// multihost PV until the instance elected for it has done so on every node;
-// a Sweeper removes directories whose owner record names a PersistentVolume
-// that does not exist (by the policy the record keeps). Neither creates
-// directories: the multihost directories a node lacks are given to it by
-// the host definer when it defines the node for a pool.
+// goes away, whoever deletes it, and keeps the deletion invariant: a
+// directory that holds data is removed only when no PV refers to it and the
+// last reclaim policy of the PV that owned it was Delete; a PV disappears
+// only after every node that holds its directory has reached its final
+// state (removed for Delete, marked retained for Retain or Recycle).
 //
-// How a PV under deletion is handled (Controller):
+// There is one deletion path, Controller.Reclaim (final.go): the library's
+// Delete (provisioner.Provisioner.Delete, for a Released PV with policy
+// Delete) and the Controller (for a PV under deletion that is not Bound)
+// both call it. It finds the nodes that hold the directory, makes one
+// bounded parallel fan-out to their managers, reads every answer with
+// client.Classify, and removes the finalizer hostpath.dev/directory-
+// protection (annotations.Finalizer) only when every required node is done;
+// otherwise a Warning names the nodes and why, and the PV is retried. See
+// final.go for the steps.
 //
-//  1. Every instance sees the PV through the shared informer; PVs of other
-//     provisioners, without the finalizer or not being deleted are ignored;
-//     multihost PVs go to step 6 (a PV of this node that lacks the finalizer, made
-//     before it existed, gets it with EnsureFinalizer, unless it is Released
-//     or Failed: the provisioner's Delete takes the finalizer off a PV whose
-//     directory it removed (Removed), just before the library deletes it).
-//  2. While the PV is Bound nothing happens: Kubernetes' pv-protection
-//     finalizer keeps it too, and no data is removed under a bound claim.
-//  3. Only the instance of the PV's node (hostpath.dev/node) acts: with
-//     policy Delete it deletes the directory through its manager, as the
-//     PV's owner; with Retain or Recycle it marks the directory retained.
-//     A directory that belongs to another PV is left alone, with a Warning
-//     event. Then it removes the finalizer with a JSON patch that keeps the
-//     other finalizers.
-//  4. When the PV's node no longer exists, the one instance that rendezvous
-//     hashing of the PV's UID elects removes the finalizer, with a Warning
-//     event saying that the directory was not removed.
-//  5. Every other instance writes nothing.
-//  6. A multihost PV, once not Bound, is handled by the instance elected
-//     for its UID alone: with Delete it deletes the directory on every node
-//     the PV lists that still exists and on every node whose manager can be
-//     found (the host definer may have given it the directory and not yet
-//     recorded it on the PV; retrying, finalizer kept, while any of them
-//     fails or a listed node has no manager); with Retain or Recycle it
-//     marks it retained where it can; then it removes the finalizer.
+// The Controller also records a changed reclaim policy with the directory
+// on every node that holds it (annotations.RecordedPolicy says when it is
+// done), adds the finalizer to the PVs of its node made without it, and
+// looks after node-mode PVs whose Node object is gone (nodegone.go: the one
+// exception to waiting for a node).
 //
-// A node-mode PV whose Node object is deleted, not under deletion itself,
-// is left alone unless the instances run with a node-gone grace period:
-// then it is marked, and deleted once the grace period is over when its
-// policy is Delete and it is not Bound (see nodegone.go).
+// A Sweeper removes, on its node, directories whose owner PV the API
+// server says does not exist, by the reclaim policy in the owner record
+// (sweepDecision); a directory whose PV exists is never removed, even when
+// the PV names another pool or directory (a renamed pool): the PV gets a
+// Warning DirectoryMisplaced instead.
 //
-// How orphans are found (Sweeper), on each node every period:
-//
-//  1. List the volumes of every pool of the node's manager.
-//  2. A volume whose owner record names a PV that neither the cache nor a
-//     live GET knows (or that names a PV of this provisioner pointing at
-//     another directory), is not retained and was recorded longer ago than
-//     the grace period, is deleted by the record's policy: Delete whatever
-//     it holds, Retain never, none only if empty.
-//  3. A non-empty orphan without a policy is kept and reported once per
-//     process: a log line and a Warning event on the Node.
+// Why a finalizer of our own, not the library's AddFinalizer(true)
+// (KEP-2644): in library v10 that finalizer is added only to PVs with
+// policy Delete and removed (one more PATCH) from a PV whose policy is
+// Retain or Recycle, so a Retain PV deleted by hand, or one patched to
+// Retain, would go without its directory being marked retained on every
+// node, and without waiting for a node whose manager is away. The API
+// writes per volume are the same in the normal path (claim deleted, policy
+// Delete): the library's costs a GET and a PATCH when the PV goes; ours is
+// set in the PV the instance creates (no write) and removed with one JSON
+// patch. Neither adds a write per volume at creation.
 package reclaim
 
 import (

@@ -318,7 +318,7 @@ func (c *Controller) grow(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	}
 	if marked {
 		c.cfg.Recorder.Eventf(claim, v1.EventTypeNormal, ReasonResizing, "Growing %s (directory %q in pool %q) to %s on %s",
-			what, vol.dir, vol.pool, size.String(), nodeList(vol.nodes))
+			what, vol.dir, vol.pool, size.String(), fanout.NodeList(vol.nodes))
 	}
 	logger.V(2).Info("Growing the volume", "size", size.String(), "bytes", bytes, "nodes", vol.nodes)
 	o := outcomeOf(what, size, c.setSize(ctx, pv.Name, vol, bytes))

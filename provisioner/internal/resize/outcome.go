@@ -10,6 +10,7 @@ import (
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/fanout"
 )
 
 // result is one node's answer to SetSize (or the failure to find its
@@ -98,7 +99,7 @@ func outcomeOf(what string, size resource.Quantity, results []result) outcome {
 	}
 	slices.Sort(enforcement)
 	return outcome{kind: grown, message: fmt.Sprintf("Resized %s to %s on %s (size enforcement: %s)",
-		what, size.String(), nodeList(nodesOf(results)), strings.Join(slices.Compact(enforcement), ", "))}
+		what, size.String(), fanout.NodeList(nodesOf(results)), strings.Join(slices.Compact(enforcement), ", "))}
 }
 
 // answer is the manager's message in err, or err's text when err is no
@@ -118,16 +119,4 @@ func nodesOf(results []result) []string {
 		nodes[i] = r.node
 	}
 	return nodes
-}
-
-// nodeList names nodes in a message: `node "a"`, or `nodes "a", "b"`.
-func nodeList(nodes []string) string {
-	if len(nodes) == 1 {
-		return fmt.Sprintf("node %q", nodes[0])
-	}
-	quoted := make([]string, len(nodes))
-	for i, n := range nodes {
-		quoted[i] = fmt.Sprintf("%q", n)
-	}
-	return "nodes " + strings.Join(quoted, ", ")
 }
