@@ -746,11 +746,13 @@ func TestBackfillOwnerConflict(t *testing.T) {
 }
 
 // A directory of a multihost volume's name without an owner record (made
-// before owner records) is recorded as the volume's, not created again.
+// before owner records) is recorded as the volume's, with its claim's
+// namespace, not created again.
 func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 	f := newStandardFixture(t)
-	f.volumes = append(f.volumes,
-		multihostPV("pv-a", "standard", "default", []string{"node-0"}, []string{"node-1"}, v1.PersistentVolumeReclaimDelete))
+	pv := multihostPV("pv-a", "standard", "default", []string{"node-0"}, []string{"node-1"}, v1.PersistentVolumeReclaimDelete)
+	pv.Annotations[hostpathv1.AnnotationClaimNamespace] = "team-a"
+	f.volumes = append(f.volumes, pv)
 	m := f.managers["node-1"]
 	m.volumes["default"] = []client.Volume{{Name: "dir-pv-a", Pool: "default"}}
 
@@ -758,6 +760,9 @@ func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 
 	expectEvents(t, r, "Normal Defined")
 	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default", "SetOwner default/dir-pv-a pv-a")
+	if got := m.volumes["default"][0].ClaimNamespace; got != "team-a" {
+		t.Errorf("the owner record names claim namespace %q, want team-a", got)
+	}
 	def := f.mustDefinition(def1)
 	expectPhase(t, def, hostpathv1.PhaseReady, 0)
 	if def.Status.MultihostVolumes != 1 || def.Status.BackfilledVolumes != 0 {

@@ -826,8 +826,8 @@ func (m *fakeManager) SetOwner(_ context.Context, pool, name string, req client.
 			if v.Owner != req.Previous {
 				return nil, client.Errorf(client.ReasonOwnerConflict, "owned by %s", v.Owner)
 			}
-			m.volumes[pool][i].Owner = req.Owner
-			v.Owner = req.Owner
+			m.volumes[pool][i].Owner, m.volumes[pool][i].ClaimNamespace = req.Owner, req.ClaimNamespace
+			v.Owner, v.ClaimNamespace = req.Owner, req.ClaimNamespace
 			return &v, nil
 		}
 	}

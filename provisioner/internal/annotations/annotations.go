@@ -27,8 +27,10 @@ const (
 
 // ReuseDirectory on a claim names an existing directory of the pool to use
 // instead of the pathPattern (node mode): a directory kept by a deleted
-// Retain volume, or one without an owner record that no volume names. The
-// directory is handed to the new volume only after those checks.
+// Retain volume whose owner record names the claim's namespace (that of
+// the volume's claim, or one an administrator handed it over to), and that
+// no volume names. The directory is handed to the new volume only after
+// those checks.
 const ReuseDirectory = "hostpath.dev/reuse-directory"
 
 // PersistentVolume annotations saying what a volume is. Those shared with
