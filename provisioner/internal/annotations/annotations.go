@@ -86,6 +86,13 @@ const (
 	SizeUsed = "hostpath.dev/size-used"
 )
 
+// ControlPlaneRole is the label and taint key of control-plane nodes
+// (node-role.kubernetes.io/control-plane, as kubeadm sets them). The node
+// agents tolerate its taint only with the kustomize component that adds
+// them to control-plane nodes, so the provisioner names that component to
+// a claim pinned to such a node.
+const ControlPlaneRole = "node-role.kubernetes.io/control-plane"
+
 // NodeGoneSince on a node-mode PV is when the instance elected for it first
 // saw its Node missing (RFC 3339), with --node-gone-grace-period set; it
 // goes when the Node is back (see package reclaim).
