@@ -83,18 +83,10 @@ func setupProvisioner(ctx context.Context, t *testing.T) *provEnv {
 func (e *provEnv) nodeWithoutProvisioner(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	name := "e2e-idle-" + framework.RandomSuffix()
-	node := &corev1.Node{
+	e.f.APINode(ctx, t, &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 			localcluster.FakeNodeLabel: "true", corev1.LabelHostname: name}},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: localcluster.FakeNodeLabel, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
-	}
-	if _, err := e.f.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("Create node %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := e.f.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("Delete node %s: %v", name, err)
-		}
 	})
 	return name
 }

@@ -94,6 +94,25 @@ func (f *Framework) Namespace(ctx context.Context, t testing.TB) string {
 	return ns.Name
 }
 
+// APINode creates node, a Node object that no kubelet runs (it never
+// becomes Ready), and deletes it when the test ends. Label it
+// localcluster.FakeNodeLabel=true so that other tests do not take it for a
+// real node.
+func (f *Framework) APINode(ctx context.Context, t testing.TB, node *corev1.Node) {
+	t.Helper()
+	if _, err := f.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Create node %s: %v", node.Name, err)
+	}
+	t.Cleanup(func() {
+		// The test's context may be cancelled by now.
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := f.Client.CoreV1().Nodes().Delete(cctx, node.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("Delete node %s: %v", node.Name, err)
+		}
+	})
+}
+
 // WaitForPodPhase waits until the pod is in one of phases; it fails the test
 // at once if the pod reaches another terminal phase.
 func (f *Framework) WaitForPodPhase(ctx context.Context, t testing.TB, ns, name string, timeout time.Duration, phases ...corev1.PodPhase) *corev1.Pod {
