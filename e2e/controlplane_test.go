@@ -60,16 +60,7 @@ func TestProvisionerControlPlaneNodeOptIn(t *testing.T) {
 		t.Errorf("Event %+v comes from no provisioner instance", ev.Source)
 	}
 
-	got, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, pvc.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status.Phase != corev1.ClaimPending || got.Spec.VolumeName != "" {
-		t.Errorf("Claim is %s bound to %q, want Pending and unbound", got.Status.Phase, got.Spec.VolumeName)
-	}
-	if entries := e.poolEntries(t, string(pvc.UID)); len(entries) != 0 {
-		t.Errorf("Pool entries for the claim = %v, want none", entries)
-	}
+	e.checkNoVolume(ctx, t, pvc)
 	if pods := e.podsOnNode(ctx, t, name); len(pods) != 0 {
 		t.Errorf("Pods of %s on control-plane node %s: %v, want none", framework.SystemNamespace, name, pods)
 	}

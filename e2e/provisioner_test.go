@@ -214,6 +214,23 @@ func (e *provEnv) waitEvent(ctx context.Context, t *testing.T, claim, eventType,
 	return found
 }
 
+// checkNoVolume checks that the claim pvc of e's namespace got no volume:
+// it is Pending and unbound, and no real node's pool has a directory named
+// after its UID.
+func (e *provEnv) checkNoVolume(ctx context.Context, t *testing.T, pvc *corev1.PersistentVolumeClaim) {
+	t.Helper()
+	got, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, pvc.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != corev1.ClaimPending || got.Spec.VolumeName != "" {
+		t.Errorf("Claim %s/%s is %s bound to %q, want Pending and unbound", e.ns, pvc.Name, got.Status.Phase, got.Spec.VolumeName)
+	}
+	if entries := e.poolEntries(t, string(pvc.UID)); len(entries) != 0 {
+		t.Errorf("Pool entries for claim %s/%s = %v, want none", e.ns, pvc.Name, entries)
+	}
+}
+
 // eventNode returns the node of the provisioner instance that emitted ev, or
 // "" when no provisioner did: the library's events name the pod in their
 // source component, the provisioner's own name the node as source host.
@@ -573,16 +590,7 @@ func TestProvisionerFailures(t *testing.T) {
 			pvc := claims[tc.name]
 			ev := e.waitEvent(ctx, t, pvc.Name, corev1.EventTypeWarning, tc.reason, tc.text)
 			t.Logf("Event: %s %s: %s", ev.Type, ev.Reason, ev.Message)
-			got, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, pvc.Name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Status.Phase != corev1.ClaimPending || got.Spec.VolumeName != "" {
-				t.Errorf("Claim is %s bound to %q, want Pending and unbound", got.Status.Phase, got.Spec.VolumeName)
-			}
-			if entries := e.poolEntries(t, string(pvc.UID)); len(entries) != 0 {
-				t.Errorf("Pool entries for the claim = %v, want none", entries)
-			}
+			e.checkNoVolume(ctx, t, pvc)
 			if tc.fromNode != "" {
 				e.checkOneSource(ctx, t, pvc.Name, tc.fromNode)
 			}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hostpath.dev/e2e/internal/localcluster"
 	"hostpath.dev/manager/pkg/client"
@@ -50,7 +49,7 @@ func TestProvisionerReuseStaysInNamespace(t *testing.T) {
 	// Tenant B asks for A's directory.
 	b := *a
 	b.ns = a.f.Namespace(ctx, t)
-	b.claim(ctx, t, "steal", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node, annReuseDirectory: dir})
+	steal := b.claim(ctx, t, "steal", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node, annReuseDirectory: dir})
 	ev := b.waitEvent(ctx, t, "steal", corev1.EventTypeWarning, eventProvisioningFail,
 		fmt.Sprintf("cannot reuse directory %q in pool %q on node %q: it belongs to another namespace", dir, "default", node))
 	t.Logf("Event: %s", ev.Message)
@@ -60,13 +59,7 @@ func TestProvisionerReuseStaysInNamespace(t *testing.T) {
 			t.Errorf("Event %q names %q, which tenant B must not learn", ev.Message, secret)
 		}
 	}
-	got, err := b.f.Client.CoreV1().PersistentVolumeClaims(b.ns).Get(ctx, "steal", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status.Phase != corev1.ClaimPending || got.Spec.VolumeName != "" {
-		t.Errorf("B's claim is %s bound to %q, want Pending and unbound", got.Status.Phase, got.Spec.VolumeName)
-	}
+	b.checkNoVolume(ctx, t, steal)
 	checkKept("After B's claim")
 
 	// B's namespace goes, its claim with it: A's data stays.
