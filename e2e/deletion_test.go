@@ -172,9 +172,10 @@ func (e *provEnv) checkFiles(t *testing.T, when string, pv *corev1.PersistentVol
 
 // ownerRecord is the manager's owner record of a volume, as on disk.
 type ownerRecord struct {
-	Owner         string `json:"owner"`
-	Retained      bool   `json:"retained"`
-	ReclaimPolicy string `json:"reclaimPolicy"`
+	Owner          string `json:"owner"`
+	Retained       bool   `json:"retained"`
+	ReclaimPolicy  string `json:"reclaimPolicy"`
+	ClaimNamespace string `json:"claimNamespace"`
 }
 
 // readOwnerRecord reads the owner record of directory dir of the pool at

@@ -146,17 +146,8 @@ func TestProvisionerReuseRetainedDirectory(t *testing.T) {
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	node := e.nodes[0]
-	pinned := map[string]string{annProvisionOnNode: node}
-	e.claim(ctx, t, "old", classRetain, "1Mi", corev1.ReadWriteOnce, pinned)
-	_, oldPV := e.waitBound(ctx, t, "old")
+	oldPV := e.retainedVolume(ctx, t, node, "old", "before")
 	dir := oldPV.Annotations[annPVDirectory]
-	t.Cleanup(func() { _ = os.RemoveAll(e.nodePath(t, node, oldPV)) })
-	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, "writer", node, "old", "echo before > /data/f"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.f.WaitForPodSucceeded(ctx, t, e.ns, "writer", provisionTimeout)
-	e.deleteAndWaitGone(ctx, t, "writer", "old")
-	e.waitReleased(ctx, t, oldPV)
 
 	reuse := map[string]string{annProvisionOnNode: node, annReuseDirectory: dir}
 	// While the Released PV still names the directory, it is refused.
@@ -164,26 +155,61 @@ func TestProvisionerReuseRetainedDirectory(t *testing.T) {
 	e.waitEvent(ctx, t, "early", corev1.EventTypeWarning, eventProvisioningFail, oldPV.Name)
 	e.deleteAndWaitGone(ctx, t, "", "early")
 
-	if err := e.f.Client.CoreV1().PersistentVolumes().Delete(ctx, oldPV.Name, metav1.DeleteOptions{}); err != nil {
+	e.deletePV(ctx, t, oldPV.Name)
+	e.reuseAndRead(ctx, t, node, "new", dir, "before")
+}
+
+// retainedVolume makes a claim of class hostpath-retain pinned to node in
+// e's namespace, writes data to its file f, deletes the claim and waits
+// until its PV is Released; it returns the PV. The directory is removed
+// from the node when the test ends.
+func (e *provEnv) retainedVolume(ctx context.Context, t *testing.T, node, claim, data string) *corev1.PersistentVolume {
+	t.Helper()
+	e.claim(ctx, t, claim, classRetain, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	_, pv := e.waitBound(ctx, t, claim)
+	t.Cleanup(func() { _ = os.RemoveAll(e.nodePath(t, node, pv)) })
+	writer := claim + "-writer"
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, writer, node, claim, "echo "+data+" > /data/f"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitFor(ctx, t, provisionTimeout, "PV "+oldPV.Name+" to be gone", func(ctx context.Context) (bool, error) {
-		_, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, oldPV.Name, metav1.GetOptions{})
+	e.f.WaitForPodSucceeded(ctx, t, e.ns, writer, provisionTimeout)
+	e.deleteAndWaitGone(ctx, t, writer, claim)
+	e.waitReleased(ctx, t, pv)
+	return pv
+}
+
+// deletePV deletes the PV name, as an administrator does to free a
+// retained directory, and waits until it is gone.
+func (e *provEnv) deletePV(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	if err := e.f.Client.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(ctx, t, provisionTimeout, "PV "+name+" to be gone", func(ctx context.Context) (bool, error) {
+		_, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("PV still there (%v)", err)
 		}
 		return true, nil
 	})
-	e.claim(ctx, t, "new", classImmediate, "1Mi", corev1.ReadWriteOnce, reuse)
-	_, newPV := e.waitBound(ctx, t, "new")
-	if got := newPV.Annotations[annPVDirectory]; got != dir {
-		t.Errorf("New PV %s directory = %q, want the reused %q", newPV.Name, got, dir)
+}
+
+// reuseAndRead makes a claim in e's namespace that reuses the directory
+// dir on node, waits until it is Bound to a PV of that directory, and
+// checks that a pod reads data from its file f.
+func (e *provEnv) reuseAndRead(ctx context.Context, t *testing.T, node, claim, dir, data string) {
+	t.Helper()
+	e.claim(ctx, t, claim, classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node, annReuseDirectory: dir})
+	_, pv := e.waitBound(ctx, t, claim)
+	if got := pv.Annotations[annPVDirectory]; got != dir {
+		t.Errorf("New PV %s directory = %q, want the reused %q", pv.Name, got, dir)
 	}
-	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, "reader", node, "new", "cat /data/f"), metav1.CreateOptions{}); err != nil {
+	reader := claim + "-reader"
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, reader, node, claim, "cat /data/f"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.f.WaitForPodSucceeded(ctx, t, e.ns, "reader", provisionTimeout)
-	if logs, err := e.f.PodLogs(ctx, e.ns, "reader", ""); err != nil || strings.TrimSpace(logs) != "before" {
-		t.Errorf("The new claim reads %q, %v; want the old data \"before\"", logs, err)
+	e.f.WaitForPodSucceeded(ctx, t, e.ns, reader, provisionTimeout)
+	if logs, err := e.f.PodLogs(ctx, e.ns, reader, ""); err != nil || strings.TrimSpace(logs) != data {
+		t.Errorf("Claim %s/%s reads %q, %v; want the old data %q", e.ns, claim, logs, err, data)
 	}
 }

@@ -83,18 +83,10 @@ func setupProvisioner(ctx context.Context, t *testing.T) *provEnv {
 func (e *provEnv) nodeWithoutProvisioner(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	name := "e2e-idle-" + framework.RandomSuffix()
-	node := &corev1.Node{
+	e.f.APINode(ctx, t, &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 			localcluster.FakeNodeLabel: "true", corev1.LabelHostname: name}},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: localcluster.FakeNodeLabel, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
-	}
-	if _, err := e.f.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("Create node %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := e.f.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("Delete node %s: %v", name, err)
-		}
 	})
 	return name
 }
@@ -220,6 +212,23 @@ func (e *provEnv) waitEvent(ctx context.Context, t *testing.T, claim, eventType,
 		return false, fmt.Errorf("events so far: %s", e.eventSummary(ctx, claim))
 	})
 	return found
+}
+
+// checkNoVolume checks that the claim pvc of e's namespace got no volume:
+// it is Pending and unbound, and no real node's pool has a directory named
+// after its UID.
+func (e *provEnv) checkNoVolume(ctx context.Context, t *testing.T, pvc *corev1.PersistentVolumeClaim) {
+	t.Helper()
+	got, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, pvc.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != corev1.ClaimPending || got.Spec.VolumeName != "" {
+		t.Errorf("Claim %s/%s is %s bound to %q, want Pending and unbound", e.ns, pvc.Name, got.Status.Phase, got.Spec.VolumeName)
+	}
+	if entries := e.poolEntries(t, string(pvc.UID)); len(entries) != 0 {
+		t.Errorf("Pool entries for claim %s/%s = %v, want none", e.ns, pvc.Name, entries)
+	}
 }
 
 // eventNode returns the node of the provisioner instance that emitted ev, or
@@ -581,16 +590,7 @@ func TestProvisionerFailures(t *testing.T) {
 			pvc := claims[tc.name]
 			ev := e.waitEvent(ctx, t, pvc.Name, corev1.EventTypeWarning, tc.reason, tc.text)
 			t.Logf("Event: %s %s: %s", ev.Type, ev.Reason, ev.Message)
-			got, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, pvc.Name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Status.Phase != corev1.ClaimPending || got.Spec.VolumeName != "" {
-				t.Errorf("Claim is %s bound to %q, want Pending and unbound", got.Status.Phase, got.Spec.VolumeName)
-			}
-			if entries := e.poolEntries(t, string(pvc.UID)); len(entries) != 0 {
-				t.Errorf("Pool entries for the claim = %v, want none", entries)
-			}
+			e.checkNoVolume(ctx, t, pvc)
 			if tc.fromNode != "" {
 				e.checkOneSource(ctx, t, pvc.Name, tc.fromNode)
 			}

@@ -94,6 +94,45 @@ func (f *Framework) Namespace(ctx context.Context, t testing.TB) string {
 	return ns.Name
 }
 
+// DeleteNamespace deletes the namespace ns, as a user would (`kubectl
+// delete namespace`), and waits until it is gone: everything in it, its
+// claims included, is deleted by then.
+func (f *Framework) DeleteNamespace(ctx context.Context, t testing.TB, ns string, timeout time.Duration) {
+	t.Helper()
+	if err := f.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("Delete namespace %s: %v", ns, err)
+	}
+	WaitFor(ctx, t, timeout, "namespace "+ns+" to be gone", func(ctx context.Context) (bool, error) {
+		n, err := f.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("namespace is %s", n.Status.Phase)
+	})
+}
+
+// APINode creates node, a Node object that no kubelet runs (it never
+// becomes Ready), and deletes it when the test ends. Label it
+// localcluster.FakeNodeLabel=true so that other tests do not take it for a
+// real node.
+func (f *Framework) APINode(ctx context.Context, t testing.TB, node *corev1.Node) {
+	t.Helper()
+	if _, err := f.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Create node %s: %v", node.Name, err)
+	}
+	t.Cleanup(func() {
+		// The test's context may be cancelled by now.
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := f.Client.CoreV1().Nodes().Delete(cctx, node.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("Delete node %s: %v", node.Name, err)
+		}
+	})
+}
+
 // WaitForPodPhase waits until the pod is in one of phases; it fails the test
 // at once if the pod reaches another terminal phase.
 func (f *Framework) WaitForPodPhase(ctx context.Context, t testing.TB, ns, name string, timeout time.Duration, phases ...corev1.PodPhase) *corev1.Pod {

@@ -20,10 +20,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/klog/v2"
 
 	"hostpath.dev/e2e/framework"
 )
@@ -41,7 +43,16 @@ const (
 	monitoringLabel = "hostpath.dev/monitoring"
 	// poolFast is the component that adds the pool fast.
 	poolFast = "components/pool-fast"
+	// controlPlane is the component that adds the node agents to
+	// control-plane nodes.
+	controlPlane = "components/control-plane"
 )
+
+// nodeAgents are the DaemonSets that run on the nodes.
+var nodeAgents = []string{managerName, provisionerName}
+
+// controlPlaneTaint is the taint of kubeadm's control-plane nodes.
+var controlPlaneTaint = corev1.Taint{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}
 
 // TestBaseManagerNetworkPolicy checks who the manager's NetworkPolicy lets
 // in, by evaluating it for the product's own pods and for others.
@@ -107,7 +118,7 @@ func TestBaseManagerNetworkPolicy(t *testing.T) {
 // system-node-critical.
 func TestBaseNodeAgentsPriority(t *testing.T) {
 	m := render(t, "")
-	for _, name := range []string{managerName, provisionerName} {
+	for _, name := range nodeAgents {
 		if got := m.daemonSet(t, name).Spec.Template.Spec.PriorityClassName; got != "system-node-critical" {
 			t.Errorf("DaemonSet %s: priorityClassName %q, want system-node-critical", name, got)
 		}
@@ -154,18 +165,78 @@ func TestPoolFastComponent(t *testing.T) {
 
 	// Nothing else changes: the same objects plus the class, the same
 	// content but the manager DaemonSet's.
-	managerKey := key{"DaemonSet", namespace, managerName}
+	checkOnlyChanged(t, base, m, []key{{"DaemonSet", namespace, managerName}}, key{"StorageClass", "", "hostpath-fast"})
+}
+
+// TestBaseNodeAgentsOffControlPlane checks that the base's node agents
+// tolerate no taint, the control-plane one included: control-plane nodes
+// are opt-in, so no claim can put a volume on one. The list is there,
+// empty, for overlays to append to.
+func TestBaseNodeAgentsOffControlPlane(t *testing.T) {
+	m := render(t, "")
+	for _, name := range nodeAgents {
+		spec := m.daemonSet(t, name).Spec.Template.Spec
+		if tolerates(spec.Tolerations, controlPlaneTaint) || len(spec.Tolerations) != 0 {
+			t.Errorf("DaemonSet %s tolerates %v, want nothing (control-plane nodes only with %s)", name, spec.Tolerations, controlPlane)
+		}
+		if !bytes.Contains(m.docs[key{"DaemonSet", namespace, name}], []byte("tolerations: []")) {
+			t.Errorf("DaemonSet %s has no empty tolerations list for overlays to append to", name)
+		}
+	}
+	if !tolerates(m.deployment(t, hostdefinerName).Spec.Template.Spec.Tolerations, controlPlaneTaint) {
+		t.Errorf("the host definer, which serves the cluster and takes no claims, does not tolerate %v any more", controlPlaneTaint)
+	}
+}
+
+// TestControlPlaneComponent renders an overlay of the base with the
+// component control-plane, as the README's "Node agents" shows, and checks
+// that both node agents then tolerate the control-plane taint, alike (the
+// provisioner must run wherever the manager does), and that nothing else
+// changes.
+func TestControlPlaneComponent(t *testing.T) {
+	base := render(t, "")
+	m := render(t, controlPlane)
+	var changed []key
+	for _, name := range nodeAgents {
+		k := key{"DaemonSet", namespace, name}
+		changed = append(changed, k)
+		got, want := m.daemonSet(t, name), base.daemonSet(t, name)
+		if !tolerates(got.Spec.Template.Spec.Tolerations, controlPlaneTaint) {
+			t.Errorf("DaemonSet %s tolerates %v, not %v", name, got.Spec.Template.Spec.Tolerations, controlPlaneTaint)
+		}
+		if len(got.Spec.Template.Spec.Tolerations) != 1 {
+			t.Errorf("DaemonSet %s tolerates %v, want the control-plane taint only", name, got.Spec.Template.Spec.Tolerations)
+		}
+		got.Spec.Template.Spec.Tolerations, want.Spec.Template.Spec.Tolerations = nil, nil
+		if !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("DaemonSet %s changes with the component in more than its tolerations", name)
+		}
+	}
+	checkOnlyChanged(t, base, m, changed)
+}
+
+// tolerates reports whether tols tolerate taint.
+func tolerates(tols []corev1.Toleration, taint corev1.Taint) bool {
+	return slices.ContainsFunc(tols, func(tol corev1.Toleration) bool {
+		return tol.ToleratesTaint(klog.Background(), &taint, false)
+	})
+}
+
+// checkOnlyChanged checks that a rendering with a component, m, has the
+// objects of base plus added, each the same document but those of changed.
+func checkOnlyChanged(t *testing.T, base, m *manifests, changed []key, added ...key) {
+	t.Helper()
 	for k, doc := range base.docs {
 		got, ok := m.docs[k]
 		switch {
 		case !ok:
 			t.Errorf("%v is missing with the component", k)
-		case k != managerKey && !bytes.Equal(got, doc):
+		case !slices.Contains(changed, k) && !bytes.Equal(got, doc):
 			t.Errorf("%v changes with the component:\n%s\nwant:\n%s", k, got, doc)
 		}
 	}
 	for k := range m.docs {
-		if _, ok := base.docs[k]; !ok && k != (key{"StorageClass", "", "hostpath-fast"}) {
+		if _, ok := base.docs[k]; !ok && !slices.Contains(added, k) {
 			t.Errorf("the component adds %v", k)
 		}
 	}

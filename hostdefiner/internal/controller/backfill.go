@@ -45,8 +45,10 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 			missing = append(missing, i)
 		case owner == "":
 			// Made before owner records: the PV's own name, so it is the
-			// PV's; recorded so that its reclaim removes it.
-			if _, err := mgr.SetOwner(ctx, pool, m.directory, client.SetOwnerRequest{Owner: m.pv.Name, ReclaimPolicy: client.RecordedReclaimPolicy(m.pv)}); err != nil {
+			// PV's; recorded (with its policy and claim namespace, as a
+			// create would) so that its reclaim removes it.
+			req := client.SetOwnerRequest{Owner: m.pv.Name, ReclaimPolicy: client.RecordedReclaimPolicy(m.pv), ClaimNamespace: client.ClaimNamespaceOf(m.pv)}
+			if _, err := mgr.SetOwner(ctx, pool, m.directory, req); err != nil {
 				errs[i] = fmt.Errorf("record PersistentVolume %s as the owner of directory %q: %w", m.pv.Name, m.directory, err)
 			}
 		case owner != m.pv.Name:

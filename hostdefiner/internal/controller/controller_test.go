@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -746,11 +747,13 @@ func TestBackfillOwnerConflict(t *testing.T) {
 }
 
 // A directory of a multihost volume's name without an owner record (made
-// before owner records) is recorded as the volume's, not created again.
+// before owner records) is recorded as the volume's, with its claim's
+// namespace, not created again.
 func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 	f := newStandardFixture(t)
-	f.volumes = append(f.volumes,
-		multihostPV("pv-a", "standard", "default", []string{"node-0"}, []string{"node-1"}, v1.PersistentVolumeReclaimDelete))
+	pv := multihostPV("pv-a", "standard", "default", []string{"node-0"}, []string{"node-1"}, v1.PersistentVolumeReclaimDelete)
+	pv.Annotations[hostpathv1.AnnotationClaimNamespace] = "team-a"
+	f.volumes = append(f.volumes, pv)
 	m := f.managers["node-1"]
 	m.volumes["default"] = []client.Volume{{Name: "dir-pv-a", Pool: "default"}}
 
@@ -758,6 +761,9 @@ func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 
 	expectEvents(t, r, "Normal Defined")
 	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default", "SetOwner default/dir-pv-a pv-a")
+	if got := m.volumes["default"][0].ClaimNamespace; got != "team-a" {
+		t.Errorf("the owner record names claim namespace %q, want team-a", got)
+	}
 	def := f.mustDefinition(def1)
 	expectPhase(t, def, hostpathv1.PhaseReady, 0)
 	if def.Status.MultihostVolumes != 1 || def.Status.BackfilledVolumes != 0 {
@@ -911,9 +917,15 @@ func TestLeaving(t *testing.T) {
 // A new node gets a definition when the DaemonSet would start a pod there
 // or a manager pod is there.
 func TestNewNodePlacement(t *testing.T) {
+	controlPlane := func(n *v1.Node) {
+		n.Labels["node-role.kubernetes.io/control-plane"] = ""
+		n.Spec.Taints = []v1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: v1.TaintEffectNoSchedule}}
+	}
 	tests := []struct {
-		name        string
-		node        func(n *v1.Node)
+		name string
+		node func(n *v1.Node)
+		// ds changes the manager DaemonSet (nil: as in the base).
+		ds          func(ds *appsv1.DaemonSet)
 		withPod     bool
 		wantCreated bool
 	}{
@@ -947,11 +959,21 @@ func TestNewNodePlacement(t *testing.T) {
 			withPod: true,
 		},
 		{
-			name: "control-plane node (tolerated)",
-			node: func(n *v1.Node) {
-				n.Spec.Taints = []v1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: v1.TaintEffectNoSchedule}}
+			name: "control-plane node: the node agents are opt-in",
+			node: controlPlane,
+		},
+		{
+			name: "control-plane node with the control-plane component, no manager pod yet",
+			node: controlPlane,
+			ds: func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.Tolerations = append(ds.Spec.Template.Spec.Tolerations,
+					v1.Toleration{Key: "node-role.kubernetes.io/control-plane", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule})
 			},
-			withPod: true, wantCreated: true,
+			wantCreated: true,
+		},
+		{
+			name: "control-plane node whose manager pod still runs (installed with the component before)",
+			node: controlPlane, withPod: true, wantCreated: true,
 		},
 		{
 			name: "cordoned, no manager pod yet (the DaemonSet tolerates unschedulable)",
@@ -965,7 +987,11 @@ func TestNewNodePlacement(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.daemonSets = append(f.daemonSets, managerDaemonSet())
+			ds := managerDaemonSet()
+			if tc.ds != nil {
+				tc.ds(ds)
+			}
+			f.daemonSets = append(f.daemonSets, ds)
 			f.classes = append(f.classes, newClass("standard", hostpathv1.DefaultProvisionerName, nil))
 			n := newNode("node-1")
 			tc.node(n)

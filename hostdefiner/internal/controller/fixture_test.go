@@ -584,7 +584,8 @@ func expectPhase(t *testing.T, def *hostpathv1.HostDefinition, phase hostpathv1.
 
 // managerDaemonSet builds the DaemonSet of manifests/base/manager/daemonset.yaml
 // as far as placement goes: required node affinity hostpath.dev/manager
-// NotIn [false] and a toleration of control-plane:NoSchedule.
+// NotIn [false] and no toleration (control-plane nodes are opt-in, through
+// manifests/components/control-plane).
 func managerDaemonSet() *appsv1.DaemonSet {
 	return &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: testDaemonSet, Namespace: testNamespace},
@@ -600,10 +601,8 @@ func managerDaemonSet() *appsv1.DaemonSet {
 							}}},
 						},
 					}},
-					Tolerations: []v1.Toleration{
-						{Key: "node-role.kubernetes.io/control-plane", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule},
-					},
-					Containers: []v1.Container{{Name: "manager", Image: "hostpath.dev/manager:dev"}},
+					Tolerations: []v1.Toleration{},
+					Containers:  []v1.Container{{Name: "manager", Image: "hostpath.dev/manager:dev"}},
 				},
 			},
 		},
@@ -826,8 +825,8 @@ func (m *fakeManager) SetOwner(_ context.Context, pool, name string, req client.
 			if v.Owner != req.Previous {
 				return nil, client.Errorf(client.ReasonOwnerConflict, "owned by %s", v.Owner)
 			}
-			m.volumes[pool][i].Owner = req.Owner
-			v.Owner = req.Owner
+			m.volumes[pool][i].Owner, m.volumes[pool][i].ClaimNamespace = req.Owner, req.ClaimNamespace
+			v.Owner, v.ClaimNamespace = req.Owner, req.ClaimNamespace
 			return &v, nil
 		}
 	}

@@ -15,7 +15,8 @@ const managerLabel = "hostpath.dev/manager"
 
 // managerDaemonSet builds the DaemonSet of manifests/base/manager/daemonset.yaml
 // as far as placement goes: required affinity hostpath.dev/manager NotIn
-// ["false"] and a toleration for control-plane:NoSchedule.
+// ["false"] and no toleration (control-plane nodes are opt-in: the
+// component manifests/components/control-plane adds controlPlaneToleration).
 func managerDaemonSet() *appsv1.DaemonSet {
 	labels := map[string]string{"app.kubernetes.io/name": "hostpath-manager"}
 	return &appsv1.DaemonSet{
@@ -32,15 +33,17 @@ func managerDaemonSet() *appsv1.DaemonSet {
 							}}},
 						},
 					}},
-					Tolerations: []v1.Toleration{
-						{Key: "node-role.kubernetes.io/control-plane", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule},
-					},
-					Containers: []v1.Container{{Name: "manager", Image: "hostpath.dev/manager:dev"}},
+					Tolerations: []v1.Toleration{},
+					Containers:  []v1.Container{{Name: "manager", Image: "hostpath.dev/manager:dev"}},
 				},
 			},
 		},
 	}
 }
+
+// controlPlaneToleration is what manifests/components/control-plane adds to
+// the node agents.
+var controlPlaneToleration = v1.Toleration{Key: "node-role.kubernetes.io/control-plane", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}
 
 // readyNode is a plain, Ready worker node.
 func readyNode() *v1.Node {
@@ -129,8 +132,14 @@ func shouldRunCases() []shouldRunCase {
 		{name: "affinity error", ds: fns(requirement(v1.NodeSelectorRequirement{
 			Key: "cpus", Operator: v1.NodeSelectorOpGt, Values: []string{"many"}}, false)),
 			node: nodes(label("cpus", "4")), reason: ReasonNodeAffinity, msgHas: "cpus"},
-		{name: "control-plane taint tolerated",
-			node: nodes(taint("node-role.kubernetes.io/control-plane", "", v1.TaintEffectNoSchedule)), runs: true},
+		{name: "control-plane node: no new pod by default, a running one stays (NoSchedule)",
+			node: nodes(taint("node-role.kubernetes.io/control-plane", "", v1.TaintEffectNoSchedule), label("node-role.kubernetes.io/control-plane", "")),
+			runs: true, noNewPod: true},
+		{name: "control-plane node with the control-plane component", ds: fns(tolerate(controlPlaneToleration)),
+			node: nodes(taint("node-role.kubernetes.io/control-plane", "", v1.TaintEffectNoSchedule), label("node-role.kubernetes.io/control-plane", "")),
+			runs: true},
+		{name: "untainted control-plane node (it admits ordinary pods)",
+			node: nodes(label("node-role.kubernetes.io/control-plane", "")), runs: true},
 		{name: "cordoned", node: nodes(cordon), runs: true},
 		{name: "not ready", node: nodes(ready(v1.ConditionFalse), taint(v1.TaintNodeNotReady, "", v1.TaintEffectNoExecute),
 			taint(v1.TaintNodeNotReady, "", v1.TaintEffectNoSchedule)), runs: true, noNewPod: true},

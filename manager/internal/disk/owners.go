@@ -20,11 +20,13 @@ import (
 //	<pool>/.hostpath/owners/<volume name>
 //
 // holding {"owner": "<PersistentVolume>", "ownedSince": "<RFC 3339 time>",
-// "retained": <bool>, "reclaimPolicy": "Delete"|"Retain", "sizeBytes": N,
-// "enforcement": "btrfs"|"xfs"|"ext4", "quotaID": N} (reclaimPolicy is
-// left out when none was given, and in records written before it existed;
-// the size fields when the volume has no size or no quota). A volume name never starts with '.', so MetadataDir is
-// never a volume, and a record's file name is exactly its volume's name (so
+// "retained": <bool>, "reclaimPolicy": "Delete"|"Retain",
+// "claimNamespace": "<namespace>", "sizeBytes": N,
+// "enforcement": "btrfs"|"xfs"|"ext4", "quotaID": N} (reclaimPolicy and
+// claimNamespace are left out when none was given, and in records written
+// before they existed; the size fields when the volume has no size or no
+// quota). A volume name never starts with '.', so MetadataDir is never a
+// volume, and a record's file name is exactly its volume's name (so
 // every valid volume name, up to 255 bytes, has a record name). Records are
 // written through a temporary file (".tmp-<random>" in the same directory,
 // never a volume name either), synced and renamed into place; the metadata
@@ -49,6 +51,9 @@ type record struct {
 	// ReclaimPolicy is the owner's reclaim policy given at creation
 	// (client.ReclaimDelete, client.ReclaimRetain or "").
 	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
+	// ClaimNamespace is the only namespace from which a claim may reuse
+	// the directory ("" when none was given).
+	ClaimNamespace string `json:"claimNamespace,omitempty"`
 	// SizeBytes is the volume's size, promised by the pool (0: none).
 	SizeBytes int64 `json:"sizeBytes,omitempty"`
 	// Enforcement is the quota kind that limits the volume to SizeBytes
@@ -151,6 +156,9 @@ func readRecord(root *os.Root, name string) (*record, error) {
 		return nil, fmt.Errorf("owner record %s is corrupt (fix or remove it by hand): %w", p, err)
 	}
 	if err := client.ValidateReclaimPolicy(rec.ReclaimPolicy); err != nil {
+		return nil, fmt.Errorf("owner record %s is corrupt (fix or remove it by hand): %w", p, err)
+	}
+	if err := client.ValidateClaimNamespace(rec.ClaimNamespace); err != nil {
 		return nil, fmt.Errorf("owner record %s is corrupt (fix or remove it by hand): %w", p, err)
 	}
 	return &rec, nil

@@ -115,7 +115,7 @@ func (p *pool) volume(name string, fi fs.FileInfo, rec *record) client.Volume {
 	if rec != nil {
 		since := rec.OwnedSince
 		v.Owner, v.OwnedSince, v.Retained = rec.Owner, &since, rec.Retained
-		v.ReclaimPolicy = rec.ReclaimPolicy
+		v.ReclaimPolicy, v.ClaimNamespace = rec.ReclaimPolicy, rec.ClaimNamespace
 		v.SizeBytes, v.Enforcement = rec.SizeBytes, rec.Enforcement
 	}
 	return v

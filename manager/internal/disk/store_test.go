@@ -109,10 +109,21 @@ func (e *testEnv) writeRecord(t testing.TB, name, owner string, retained bool) {
 // reclaim policy policy (left out when empty).
 func (e *testEnv) writeRecordPolicy(t testing.TB, name, owner string, retained bool, policy string) {
 	t.Helper()
+	e.writeRecordNamespace(t, name, owner, retained, policy, "")
+}
+
+// writeRecordNamespace writes an owner record dated t0 by hand, with the
+// reclaim policy policy and the claim namespace ns (each left out when
+// empty, as in records of versions that did not know them).
+func (e *testEnv) writeRecordNamespace(t testing.TB, name, owner string, retained bool, policy, ns string) {
+	t.Helper()
 	mustMkdir(t, filepath.Join(e.pool, OwnersDir))
 	rec := map[string]any{"owner": owner, "ownedSince": t0.Format(time.RFC3339), "retained": retained}
 	if policy != "" {
 		rec["reclaimPolicy"] = policy
+	}
+	if ns != "" {
+		rec["claimNamespace"] = ns
 	}
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -189,7 +200,8 @@ func checkErr(t testing.TB, op string, err error, want client.Reason, owner stri
 }
 
 // checkRecord fails unless volume name has a record naming owner (nil: no
-// record) dated since and retained as given.
+// record) dated since, retained, with the reclaim policy and claim
+// namespace as given.
 func checkRecord(t testing.TB, e *testEnv, name string, want *record) {
 	t.Helper()
 	got := e.record(t, name)
@@ -198,7 +210,8 @@ func checkRecord(t testing.TB, e *testEnv, name string, want *record) {
 		t.Errorf("record of %s = %+v, want none", name, got)
 	case want != nil && got == nil:
 		t.Errorf("no record of %s, want %+v", name, want)
-	case want != nil && (got.Owner != want.Owner || !got.OwnedSince.Equal(want.OwnedSince) || got.Retained != want.Retained || got.ReclaimPolicy != want.ReclaimPolicy):
+	case want != nil && (got.Owner != want.Owner || !got.OwnedSince.Equal(want.OwnedSince) || got.Retained != want.Retained || got.ReclaimPolicy != want.ReclaimPolicy ||
+		got.ClaimNamespace != want.ClaimNamespace):
 		t.Errorf("record of %s = %+v, want %+v", name, got, want)
 	}
 }
@@ -299,6 +312,7 @@ func TestCreateVolume(t *testing.T) {
 		mode        fs.FileMode
 		required    int64
 		policy      string // the reclaim policy asked for
+		namespace   string // the claim namespace asked for
 		wantReason  client.Reason
 		wantOwner   string // named by an OwnerConflict
 		wantMessage string // part of the error message
@@ -332,6 +346,26 @@ func TestCreateVolume(t *testing.T) {
 			wantMessage: "reclaimPolicy"},
 		{desc: "record with an invalid reclaim policy is corrupt", name: "v1", mode: 0o777, wantErr: true,
 			setup: func(t *testing.T, e *testEnv) { e.writeRecordPolicy(t, "v1", "pv-a", false, "delete") }},
+		{desc: "new directory records the claim namespace", name: "v1", mode: 0o777, policy: client.ReclaimRetain, namespace: "team-a",
+			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: client.ReclaimRetain, ClaimNamespace: "team-a"}},
+		{desc: "existing record keeps its claim namespace", name: "v1", mode: 0o777, namespace: "team-b",
+			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ClaimNamespace: "team-a"},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordNamespace(t, "v1", "pv-a", false, "", "team-a")
+			}},
+		{desc: "existing record without a claim namespace (older version) gets none", name: "v1", mode: 0o777, namespace: "team-a",
+			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", false)
+			}},
+		{desc: "invalid claim namespace", name: "v1", mode: 0o777, namespace: "Team_A", wantReason: client.ReasonBadRequest,
+			wantMessage: "claimNamespace"},
+		{desc: "claim namespace longer than a DNS label", name: "v1", mode: 0o777, namespace: strings.Repeat("n", 64), wantReason: client.ReasonBadRequest,
+			wantMessage: "claimNamespace"},
+		{desc: "record with an invalid claim namespace is corrupt", name: "v1", mode: 0o777, wantErr: true,
+			setup: func(t *testing.T, e *testEnv) { e.writeRecordNamespace(t, "v1", "pv-a", false, "", "../team-a") }},
 		{desc: "setgid mode", name: "v1", mode: 0o775 | fs.ModeSetgid,
 			wantCreated: true, wantMode: "02775", wantRecord: &record{Owner: "pv-a", OwnedSince: t1}},
 		{desc: "own existing directory gets the new mode", name: "v1", mode: 0o750, wantMode: "0750",
@@ -413,7 +447,8 @@ func TestCreateVolume(t *testing.T) {
 				pool = "default"
 			}
 			before := snapshot(t, e.base)
-			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, client.CreateVolumeRequest{Owner: owner, RequiredBytes: tc.required, ReclaimPolicy: tc.policy}, tc.mode)
+			req := client.CreateVolumeRequest{Owner: owner, RequiredBytes: tc.required, ReclaimPolicy: tc.policy, ClaimNamespace: tc.namespace}
+			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, req, tc.mode)
 			if tc.wantErr || tc.wantReason != "" {
 				if tc.wantErr {
 					if err == nil || client.ReasonOf(err) != "" {
@@ -441,7 +476,7 @@ func TestCreateVolume(t *testing.T) {
 				t.Errorf("volume = %+v, want path %s mode %s", v, want, tc.wantMode)
 			}
 			if v.Owner != owner || v.OwnedSince == nil || !v.OwnedSince.Equal(tc.wantRecord.OwnedSince) || v.Retained != tc.wantRecord.Retained ||
-				v.ReclaimPolicy != tc.wantRecord.ReclaimPolicy {
+				v.ReclaimPolicy != tc.wantRecord.ReclaimPolicy || v.ClaimNamespace != tc.wantRecord.ClaimNamespace {
 				t.Errorf("volume = %+v, want owner record %+v", v, tc.wantRecord)
 			}
 			fi, err := os.Lstat(want)
@@ -464,6 +499,7 @@ func TestSetOwner(t *testing.T) {
 		owner, previous string
 		retained        bool
 		policy          string
+		namespace       string // the claim namespace asked for
 		wantReason      client.Reason
 		wantOwner       string
 		wantRecord      *record
@@ -538,6 +574,50 @@ func TestSetOwner(t *testing.T) {
 			}},
 		{desc: "reclaim policy in lower case", name: "v1", owner: "pv-a", previous: "", policy: "delete", wantReason: client.ReasonBadRequest,
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
+		{desc: "mark retained keeps the claim namespace", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, policy: client.ReclaimRetain,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: client.ReclaimRetain, ClaimNamespace: "team-a"},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordNamespace(t, "v1", "pv-a", false, client.ReclaimRetain, "team-a")
+			}},
+		{desc: "same record and claim namespace again", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, namespace: "team-a",
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ClaimNamespace: "team-a"}, wantSameFile: true,
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordNamespace(t, "v1", "pv-a", true, "", "team-a")
+			}},
+		{desc: "hand over to another namespace keeps owner, date and policy", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, namespace: "team-b",
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: client.ReclaimRetain, ClaimNamespace: "team-b"},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordNamespace(t, "v1", "pv-a", true, client.ReclaimRetain, "team-a")
+			}},
+		{desc: "record of an older version gets a claim namespace", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, namespace: "team-a",
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ClaimNamespace: "team-a"},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecord(t, "v1", "pv-a", true)
+			}},
+		{desc: "take over clears the previous owner's claim namespace", name: "v1", owner: "pv-b", previous: "pv-a",
+			wantRecord: &record{Owner: "pv-b", OwnedSince: t1},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordNamespace(t, "v1", "pv-a", true, client.ReclaimRetain, "team-a")
+			}},
+		{desc: "take over with the new owner's claim namespace", name: "v1", owner: "pv-b", previous: "pv-a", policy: client.ReclaimDelete, namespace: "team-a",
+			wantRecord: &record{Owner: "pv-b", OwnedSince: t1, ReclaimPolicy: client.ReclaimDelete, ClaimNamespace: "team-a"},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordNamespace(t, "v1", "pv-a", true, client.ReclaimRetain, "team-a")
+			}},
+		{desc: "adopt with a claim namespace", name: "v1", owner: "pv-a", previous: "", namespace: "team-a",
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ClaimNamespace: "team-a"},
+			setup:      func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
+		{desc: "invalid claim namespace", name: "v1", owner: "pv-a", previous: "pv-a", namespace: "team a", wantReason: client.ReasonBadRequest,
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordNamespace(t, "v1", "pv-a", true, "", "team-a")
+			}},
 		{desc: "take over a retained directory", name: "v1", owner: "pv-b", previous: "pv-a",
 			wantRecord: &record{Owner: "pv-b", OwnedSince: t1},
 			setup: func(t *testing.T, e *testEnv) {
@@ -582,7 +662,7 @@ func TestSetOwner(t *testing.T) {
 			before := snapshot(t, e.base)
 			recordFile := filepath.Join(e.pool, OwnersDir, tc.name)
 			recordBefore, _ := os.ReadFile(recordFile)
-			req := client.SetOwnerRequest{Owner: tc.owner, Previous: tc.previous, Retained: tc.retained, ReclaimPolicy: tc.policy}
+			req := client.SetOwnerRequest{Owner: tc.owner, Previous: tc.previous, Retained: tc.retained, ReclaimPolicy: tc.policy, ClaimNamespace: tc.namespace}
 			v, err := e.store.SetOwner(ctx, "default", tc.name, req)
 			checkErr(t, "SetOwner", err, tc.wantReason, tc.wantOwner)
 			if err != nil {
@@ -592,7 +672,7 @@ func TestSetOwner(t *testing.T) {
 				return
 			}
 			if v.Owner != tc.wantRecord.Owner || v.OwnedSince == nil || !v.OwnedSince.Equal(tc.wantRecord.OwnedSince) || v.Retained != tc.wantRecord.Retained ||
-				v.ReclaimPolicy != tc.wantRecord.ReclaimPolicy {
+				v.ReclaimPolicy != tc.wantRecord.ReclaimPolicy || v.ClaimNamespace != tc.wantRecord.ClaimNamespace {
 				t.Errorf("volume = %+v, want owner record %+v", v, tc.wantRecord)
 			}
 			checkRecord(t, e, tc.name, tc.wantRecord)
@@ -697,7 +777,7 @@ func TestRecordFormat(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
 	name := strings.Repeat("a", client.MaxVolumeNameLength)
-	if _, _, err := e.store.CreateVolume(ctx, "default", name, client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete}, 0o755); err != nil {
+	if _, _, err := e.store.CreateVolume(ctx, "default", name, client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete, ClaimNamespace: "team-a"}, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.store.SetOwner(ctx, "default", name, client.SetOwnerRequest{Owner: "pv-a", Previous: "pv-a", Retained: true}); err != nil {
@@ -711,7 +791,7 @@ func TestRecordFormat(t *testing.T) {
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"owner": "pv-a", "ownedSince": "2025-01-02T04:04:05Z", "retained": true, "reclaimPolicy": "Delete"}
+	want := map[string]any{"owner": "pv-a", "ownedSince": "2025-01-02T04:04:05Z", "retained": true, "reclaimPolicy": "Delete", "claimNamespace": "team-a"}
 	if !maps.Equal(got, want) {
 		t.Errorf("record = %s, want %v", data, want)
 	}
@@ -734,7 +814,9 @@ func TestListAndGetVolumes(t *testing.T) {
 	mustMkdir(t, filepath.Join(e.pool, ".hidden"))
 	mustWrite(t, filepath.Join(e.pool, "file"), "x")
 	mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "link"))
-	e.writeRecordPolicy(t, "a", "pv-a", true, client.ReclaimRetain)
+	e.writeRecordNamespace(t, "a", "pv-a", true, client.ReclaimRetain, "team-a")
+	mustMkdir(t, filepath.Join(e.pool, "c"))
+	e.writeRecord(t, "c", "pv-c", true)       // a record of an older version: no policy, no namespace
 	e.writeRecord(t, "orphan", "pv-o", false) // a record without directory
 
 	l, err := e.store.ListVolumes(ctx, "default")
@@ -745,14 +827,18 @@ func TestListAndGetVolumes(t *testing.T) {
 	for _, v := range l.Items {
 		names = append(names, v.Name)
 	}
-	if got := strings.Join(names, ","); got != "a,b" {
-		t.Errorf("ListVolumes = %s, want a,b", got)
+	if got := strings.Join(names, ","); got != "a,b,c" {
+		t.Fatalf("ListVolumes = %s, want a,b,c", got)
 	}
-	if a := l.Items[0]; a.Owner != "pv-a" || !a.Retained || a.OwnedSince == nil || !a.OwnedSince.Equal(t0) || a.ReclaimPolicy != client.ReclaimRetain {
-		t.Errorf("ListVolumes item a = %+v, want owner pv-a, retained, policy Retain, since %v", a, t0)
+	if a := l.Items[0]; a.Owner != "pv-a" || !a.Retained || a.OwnedSince == nil || !a.OwnedSince.Equal(t0) || a.ReclaimPolicy != client.ReclaimRetain ||
+		a.ClaimNamespace != "team-a" {
+		t.Errorf("ListVolumes item a = %+v, want owner pv-a, retained, policy Retain, namespace team-a, since %v", a, t0)
 	}
-	if b := l.Items[1]; b.Owner != "" || b.OwnedSince != nil || b.Retained || b.ReclaimPolicy != "" {
+	if b := l.Items[1]; b.Owner != "" || b.OwnedSince != nil || b.Retained || b.ReclaimPolicy != "" || b.ClaimNamespace != "" {
 		t.Errorf("ListVolumes item b = %+v, want no owner", b)
+	}
+	if c := l.Items[2]; c.Owner != "pv-c" || !c.Retained || c.ReclaimPolicy != "" || c.ClaimNamespace != "" {
+		t.Errorf("ListVolumes item c = %+v, want owner pv-c, retained, no policy, no namespace", c)
 	}
 	_, err = e.store.ListVolumes(ctx, "nope")
 	checkErr(t, "ListVolumes(unknown pool)", err, client.ReasonPoolNotFound, "")
@@ -764,6 +850,7 @@ func TestListAndGetVolumes(t *testing.T) {
 	}{
 		{"a", "", "pv-a"},
 		{"b", "", ""},
+		{"c", "", "pv-c"},
 		{"missing", client.ReasonNotFound, ""},
 		{"orphan", client.ReasonNotFound, ""},
 		{"file", client.ReasonConflict, ""},
@@ -776,8 +863,8 @@ func TestListAndGetVolumes(t *testing.T) {
 		if err == nil && (v.Path != filepath.Join(e.pool, tc.name) || v.Owner != tc.wantOwner) {
 			t.Errorf("GetVolume(%q) = %+v, want owner %q", tc.name, v, tc.wantOwner)
 		}
-		if err == nil && tc.name == "a" && v.ReclaimPolicy != client.ReclaimRetain {
-			t.Errorf("GetVolume(a) = %+v, want reclaim policy Retain", v)
+		if err == nil && tc.name == "a" && (v.ReclaimPolicy != client.ReclaimRetain || v.ClaimNamespace != "team-a") {
+			t.Errorf("GetVolume(a) = %+v, want reclaim policy Retain and claim namespace team-a", v)
 		}
 	}
 

@@ -154,9 +154,10 @@ func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeB
 // CreateVolume makes the directory name in the pool for the PersistentVolume
 // req.Owner, with exactly mode (whatever the umask), and reports whether it
 // made the directory. req.ReclaimPolicy (client.ReclaimDelete,
-// client.ReclaimRetain or "") is the owner's reclaim policy and
-// req.RequiredBytes the volume's size, both kept in the owner record of a
-// new directory; an existing record keeps the policy and size it has.
+// client.ReclaimRetain or ""), req.ClaimNamespace (a DNS label or "") and
+// req.RequiredBytes are the owner's reclaim policy, its claim's namespace
+// and the volume's size, all kept in the owner record of a new directory;
+// an existing record keeps the policy, namespace and size it has.
 //
 //   - No owner record and no directory: the size must fit in what the pool
 //     has available (see sizes), else InsufficientStorage; where the pool
@@ -176,6 +177,9 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req cli
 		return nil, false, err
 	}
 	if err := client.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
+		return nil, false, badRequestf("%s", err)
+	}
+	if err := client.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
 		return nil, false, badRequestf("%s", err)
 	}
 	if mode&^(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 {
@@ -206,7 +210,7 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req cli
 		return nil, false, ownerConflictf("", "directory %q in pool %q exists without an owner record; it must be adopted with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name)
 	}
 	if !exists {
-		newRec := record{Owner: owner, ReclaimPolicy: req.ReclaimPolicy, SizeBytes: req.RequiredBytes}
+		newRec := record{Owner: owner, ReclaimPolicy: req.ReclaimPolicy, ClaimNamespace: req.ClaimNamespace, SizeBytes: req.RequiredBytes}
 		if fi, rec, err = s.makeVolume(logger, root, p, name, newRec, rec, req.EnforceSize); err != nil {
 			return nil, false, err
 		}
@@ -369,8 +373,11 @@ func (p *pool) setMode(root *os.Root, name string, fi fs.FileInfo, mode fs.FileM
 // recorded policy, and a change of owner (adoption, hand-over of a retained
 // directory) clears it: the recorded one was the previous owner's, and with
 // none the directory of a missing owner is only ever removed when empty.
-// The record is rewritten only when its owner, retained flag or reclaim
-// policy changes.
+// The claim namespace goes the same way: req.ClaimNamespace when set (a
+// DNS label, else BadRequest; an administrator hands a retained directory
+// over to another namespace so), else the recorded one for the same owner
+// and none for a new owner. The record is rewritten only when its owner,
+// retained flag, reclaim policy or claim namespace changes.
 func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.SetOwnerRequest) (*client.Volume, error) {
 	owner, previous := req.Owner, req.Previous
 	p, err := s.ownedVolumePool(poolName, name, owner)
@@ -383,6 +390,9 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 		}
 	}
 	if err := client.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
+		return nil, badRequestf("%s", err)
+	}
+	if err := client.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
 		return nil, badRequestf("%s", err)
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
@@ -408,21 +418,24 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 		// The size and quota are the directory's, whoever owns it.
 		next.SizeBytes, next.Enforcement, next.QuotaID = rec.SizeBytes, rec.Enforcement, rec.QuotaID
 		if rec.Owner == owner {
-			next.OwnedSince, next.ReclaimPolicy = rec.OwnedSince, rec.ReclaimPolicy
+			next.OwnedSince, next.ReclaimPolicy, next.ClaimNamespace = rec.OwnedSince, rec.ReclaimPolicy, rec.ClaimNamespace
 		}
 	}
 	if req.ReclaimPolicy != "" {
 		next.ReclaimPolicy = req.ReclaimPolicy
 	}
-	if rec == nil || rec.Owner != next.Owner || rec.Retained != next.Retained || rec.ReclaimPolicy != next.ReclaimPolicy {
+	if req.ClaimNamespace != "" {
+		next.ClaimNamespace = req.ClaimNamespace
+	}
+	if rec == nil || rec.Owner != next.Owner || rec.Retained != next.Retained || rec.ReclaimPolicy != next.ReclaimPolicy || rec.ClaimNamespace != next.ClaimNamespace {
 		if err := writeRecord(root, name, next); err != nil {
 			return nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
 		}
 	}
 	if current != owner {
-		logger.Info("Changed volume owner", "previous", current, "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy)
+		logger.Info("Changed volume owner", "previous", current, "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy, "claimNamespace", next.ClaimNamespace)
 	} else {
-		logger.V(2).Info("Updated volume owner record", "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy)
+		logger.V(2).Info("Updated volume owner record", "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy, "claimNamespace", next.ClaimNamespace)
 	}
 	v := p.volume(name, fi, &next)
 	return &v, nil

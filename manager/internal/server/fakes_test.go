@@ -114,11 +114,11 @@ func (f *fakeBackend) CreateVolume(_ context.Context, pool, name string, req cli
 		f.entered <- struct{}{}
 		<-f.release
 	}
-	if err := f.record("CreateVolume %s %s owner=%s mode=%s required=%d policy=%s enforce=%t", pool, name, req.Owner, client.FormatMode(mode), req.RequiredBytes, req.ReclaimPolicy, req.EnforceSize); err != nil {
+	if err := f.record("CreateVolume %s %s owner=%s mode=%s required=%d policy=%s enforce=%t ns=%s", pool, name, req.Owner, client.FormatMode(mode), req.RequiredBytes, req.ReclaimPolicy, req.EnforceSize, req.ClaimNamespace); err != nil {
 		return nil, false, err
 	}
 	v := volume(pool, name, req.Owner, mode)
-	v.ReclaimPolicy = req.ReclaimPolicy
+	v.ReclaimPolicy, v.ClaimNamespace = req.ReclaimPolicy, req.ClaimNamespace
 	return v, name != "existing", nil
 }
 
@@ -132,11 +132,11 @@ func (f *fakeBackend) SetSize(_ context.Context, pool, name, owner string, sizeB
 }
 
 func (f *fakeBackend) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
-	if err := f.record("SetOwner %s %s owner=%s previous=%s retained=%t policy=%s", pool, name, req.Owner, req.Previous, req.Retained, req.ReclaimPolicy); err != nil {
+	if err := f.record("SetOwner %s %s owner=%s previous=%s retained=%t policy=%s ns=%s", pool, name, req.Owner, req.Previous, req.Retained, req.ReclaimPolicy, req.ClaimNamespace); err != nil {
 		return nil, err
 	}
 	v := volume(pool, name, req.Owner, 0o777)
-	v.Retained, v.ReclaimPolicy = req.Retained, req.ReclaimPolicy
+	v.Retained, v.ReclaimPolicy, v.ClaimNamespace = req.Retained, req.ReclaimPolicy, req.ClaimNamespace
 	return v, nil
 }
 

@@ -53,7 +53,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
-		klog.FromContext(r.Context()).Info("Created volume", "pool", c.pool, "volume", c.name, "owner", req.Owner, "path", v.Path, "mode", v.Mode, "reclaimPolicy", v.ReclaimPolicy, "sizeBytes", v.SizeBytes, "enforcement", v.Enforcement, "user", c.user.Name)
+		klog.FromContext(r.Context()).Info("Created volume", "pool", c.pool, "volume", c.name, "owner", req.Owner, "path", v.Path, "mode", v.Mode, "reclaimPolicy", v.ReclaimPolicy, "claimNamespace", v.ClaimNamespace, "sizeBytes", v.SizeBytes, "enforcement", v.Enforcement, "user", c.user.Name)
 	}
 	writeJSON(w, code, v)
 }
@@ -65,7 +65,7 @@ func (s *Server) setOwner(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	klog.FromContext(r.Context()).Info("Set volume owner", "pool", c.pool, "volume", c.name, "owner", req.Owner, "previous", req.Previous, "retained", req.Retained, "reclaimPolicy", v.ReclaimPolicy, "user", c.user.Name)
+	klog.FromContext(r.Context()).Info("Set volume owner", "pool", c.pool, "volume", c.name, "owner", req.Owner, "previous", req.Previous, "retained", req.Retained, "reclaimPolicy", v.ReclaimPolicy, "claimNamespace", v.ClaimNamespace, "user", c.user.Name)
 	writeJSON(w, http.StatusOK, v)
 }
 

@@ -110,7 +110,7 @@ func parseDelete(q url.Values, c *call) error {
 }
 
 // parseCreate reads PUT .../volumes/{name}'s body: owner is required,
-// reclaimPolicy is "", Delete or Retain.
+// reclaimPolicy is "", Delete or Retain, claimNamespace "" or a DNS label.
 func parseCreate(data []byte, c *call) error {
 	if err := decodeStrict(data, &c.create); err != nil {
 		return err
@@ -126,6 +126,9 @@ func parseCreate(data []byte, c *call) error {
 	if err := client.ValidateReclaimPolicy(c.create.ReclaimPolicy); err != nil {
 		return err
 	}
+	if err := client.ValidateClaimNamespace(c.create.ClaimNamespace); err != nil {
+		return err
+	}
 	if c.create.RequiredBytes < 0 {
 		return errors.New("requiredBytes must not be negative")
 	}
@@ -134,7 +137,7 @@ func parseCreate(data []byte, c *call) error {
 
 // parseSetOwner reads PUT .../volumes/{name}/owner's body: owner is
 // required, previous is empty or a valid owner, reclaimPolicy is "",
-// Delete or Retain.
+// Delete or Retain, claimNamespace "" or a DNS label.
 func parseSetOwner(data []byte, c *call) error {
 	if err := decodeStrict(data, &c.setOwner); err != nil {
 		return err
@@ -147,7 +150,10 @@ func parseSetOwner(data []byte, c *call) error {
 			return fmt.Errorf("previous: %w", err)
 		}
 	}
-	return client.ValidateReclaimPolicy(c.setOwner.ReclaimPolicy)
+	if err := client.ValidateReclaimPolicy(c.setOwner.ReclaimPolicy); err != nil {
+		return err
+	}
+	return client.ValidateClaimNamespace(c.setOwner.ClaimNamespace)
 }
 
 // parseSetSize reads PUT .../volumes/{name}/size's body.

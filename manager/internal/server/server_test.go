@@ -157,7 +157,7 @@ var routeCases = []routeCase{
 	{desc: "get a volume named owner", call: httpCall{method: "GET", path: "/v1/pools/fast/volumes/owner", token: "reader"}, wantCode: 200,
 		wantAttrs: onPool("get", "fast"), wantBackend: "GetVolume fast owner"},
 	{desc: "create", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","mode":"0750","requiredBytes":10}`}, wantCode: 201,
-		wantAttrs: onPool("create", "fast"), wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0750 required=10 policy= enforce=false",
+		wantAttrs: onPool("create", "fast"), wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0750 required=10 policy= enforce=false ns=",
 		check: func(t *testing.T, body []byte) {
 			var v client.Volume
 			if mustUnmarshal(t, body, &v); v.Owner != "pv-1" || v.Mode != "0750" || v.Name != "v1" {
@@ -165,7 +165,7 @@ var routeCases = []routeCase{
 			}
 		}},
 	{desc: "create with a reclaim policy", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","reclaimPolicy":"Retain"}`}, wantCode: 201,
-		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0 policy=Retain enforce=false",
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0 policy=Retain enforce=false ns=",
 		check: func(t *testing.T, body []byte) {
 			var v client.Volume
 			if mustUnmarshal(t, body, &v); v.ReclaimPolicy != client.ReclaimRetain {
@@ -173,17 +173,17 @@ var routeCases = []routeCase{
 			}
 		}},
 	{desc: "create with policy Delete", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","mode":"0700","reclaimPolicy":"Delete","requiredBytes":1}`}, wantCode: 201,
-		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0700 required=1 policy=Delete enforce=false"},
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0700 required=1 policy=Delete enforce=false ns="},
 	{desc: "create with default mode", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1"}`}, wantCode: 201,
-		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0 policy= enforce=false"},
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0 policy= enforce=false ns="},
 	{desc: "create existing", call: httpCall{method: "PUT", path: "/v1/pools/fast/volumes/existing", token: "admin", body: `{"owner":"pv-1"}`}, wantCode: 200,
-		wantBackend: "CreateVolume fast existing owner=pv-1 mode=0777 required=0 policy= enforce=false"},
+		wantBackend: "CreateVolume fast existing owner=pv-1 mode=0777 required=0 policy= enforce=false ns="},
 	{desc: "hand over", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-2","previous":"pv-1"}`}, wantCode: 200,
-		wantAttrs: onPool("update", "fast"), wantBackend: "SetOwner fast v1 owner=pv-2 previous=pv-1 retained=false policy="},
+		wantAttrs: onPool("update", "fast"), wantBackend: "SetOwner fast v1 owner=pv-2 previous=pv-1 retained=false policy= ns="},
 	{desc: "adopt", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-1","previous":""}`}, wantCode: 200,
-		wantBackend: "SetOwner fast v1 owner=pv-1 previous= retained=false policy="},
+		wantBackend: "SetOwner fast v1 owner=pv-1 previous= retained=false policy= ns="},
 	{desc: "mark retained", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-1","previous":"pv-1","retained":true}`}, wantCode: 200,
-		wantBackend: "SetOwner fast v1 owner=pv-1 previous=pv-1 retained=true policy=",
+		wantBackend: "SetOwner fast v1 owner=pv-1 previous=pv-1 retained=true policy= ns=",
 		check: func(t *testing.T, body []byte) {
 			var v client.Volume
 			if mustUnmarshal(t, body, &v); !v.Retained {
@@ -191,7 +191,7 @@ var routeCases = []routeCase{
 			}
 		}},
 	{desc: "set owner with a reclaim policy", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-1","previous":"pv-1","retained":true,"reclaimPolicy":"Retain"}`}, wantCode: 200,
-		wantAttrs: onPool("update", "fast"), wantBackend: "SetOwner fast v1 owner=pv-1 previous=pv-1 retained=true policy=Retain",
+		wantAttrs: onPool("update", "fast"), wantBackend: "SetOwner fast v1 owner=pv-1 previous=pv-1 retained=true policy=Retain ns=",
 		check: func(t *testing.T, body []byte) {
 			var v client.Volume
 			if mustUnmarshal(t, body, &v); !v.Retained || v.ReclaimPolicy != client.ReclaimRetain {
@@ -199,9 +199,27 @@ var routeCases = []routeCase{
 			}
 		}},
 	{desc: "hand over with the new owner's reclaim policy", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-2","previous":"pv-1","reclaimPolicy":"Delete"}`}, wantCode: 200,
-		wantBackend: "SetOwner fast v1 owner=pv-2 previous=pv-1 retained=false policy=Delete"},
+		wantBackend: "SetOwner fast v1 owner=pv-2 previous=pv-1 retained=false policy=Delete ns="},
+	{desc: "create with a claim namespace", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","reclaimPolicy":"Retain","claimNamespace":"team-a"}`}, wantCode: 201,
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0 policy=Retain enforce=false ns=team-a",
+		check: func(t *testing.T, body []byte) {
+			var v client.Volume
+			if mustUnmarshal(t, body, &v); v.ClaimNamespace != "team-a" {
+				t.Errorf("volume = %+v, want claim namespace team-a", v)
+			}
+		}},
+	{desc: "hand over to another namespace", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-1","previous":"pv-1","retained":true,"claimNamespace":"team-b"}`}, wantCode: 200,
+		wantAttrs: onPool("update", "fast"), wantBackend: "SetOwner fast v1 owner=pv-1 previous=pv-1 retained=true policy= ns=team-b",
+		check: func(t *testing.T, body []byte) {
+			var v client.Volume
+			if mustUnmarshal(t, body, &v); !v.Retained || v.ClaimNamespace != "team-b" {
+				t.Errorf("volume = %+v, want retained with claim namespace team-b", v)
+			}
+		}},
+	{desc: "hand over to a new owner with its claim namespace", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-2","previous":"pv-1","reclaimPolicy":"Delete","claimNamespace":"team-a"}`}, wantCode: 200,
+		wantBackend: "SetOwner fast v1 owner=pv-2 previous=pv-1 retained=false policy=Delete ns=team-a"},
 	{desc: "create with enforceSize", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","requiredBytes":1048576,"enforceSize":true}`}, wantCode: 201,
-		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=1048576 policy= enforce=true"},
+		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=1048576 policy= enforce=true ns="},
 	{desc: "grow", call: httpCall{method: "PUT", path: vol + "/size", token: "admin", body: `{"owner":"pv-1","sizeBytes":2048}`}, wantCode: 200,
 		wantAttrs: onPool("update", "fast"), wantBackend: "SetSize fast v1 owner=pv-1 size=2048",
 		check: func(t *testing.T, body []byte) {
@@ -315,6 +333,12 @@ func TestBadInputCostsNoReview(t *testing.T) {
 		{"set owner bad previous", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","previous":"PV 1"}`}, 400, client.ReasonBadRequest, "previous"},
 		{"set owner unknown field", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","force":true}`}, 400, client.ReasonBadRequest, `"force"`},
 		{"set owner duplicate key", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","retained":false,"retained":true}`}, 400, client.ReasonBadRequest, "twice"},
+		{"create bad claim namespace", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","claimNamespace":"Team_A"}`}, 400, client.ReasonBadRequest, "claimNamespace"},
+		{"create claim namespace too long", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","claimNamespace":"` + strings.Repeat("n", 64) + `"}`}, 400, client.ReasonBadRequest, "claimNamespace"},
+		{"create claim namespace not a string", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","claimNamespace":["team-a"]}`}, 400, client.ReasonBadRequest, "claimNamespace"},
+		{"create claim namespace key in other case", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","claimnamespace":"team-a"}`}, 400, client.ReasonBadRequest, "case-sensitive"},
+		{"set owner bad claim namespace", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","previous":"pv-1","claimNamespace":"../team-a"}`}, 400, client.ReasonBadRequest, "claimNamespace"},
+		{"set owner claim namespace not a string", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","previous":"pv-1","claimNamespace":1}`}, 400, client.ReasonBadRequest, "claimNamespace"},
 		{"set owner bad reclaim policy", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","previous":"pv-1","reclaimPolicy":"Recycle"}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},
 		{"set owner reclaim policy in lower case", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","reclaimPolicy":"retain"}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},
 		{"set owner reclaim policy not a string", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","reclaimPolicy":true}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},

@@ -123,6 +123,51 @@ func TestSetOwnerReclaimPolicyOnDisk(t *testing.T) {
 	})
 }
 
+// TestSetOwnerClaimNamespaceOnDisk: a create records its claimNamespace
+// and GET shows it; PUT .../owner with a claimNamespace changes it for the
+// same owner (an administrator's hand-over to another namespace) and
+// without one keeps it; a new owner without one gets none; an invalid
+// namespace is 400 and changes nothing.
+func TestSetOwnerClaimNamespaceOnDisk(t *testing.T) {
+	const v1 = "/v1/pools/default/volumes/v1"
+	d := newDiskDirs(t)
+	d.run(t, d.server(t), []diskStep{
+		{desc: "create in team-a", method: "PUT", path: v1, body: `{"owner":"pv-a","reclaimPolicy":"Retain","claimNamespace":"team-a"}`, wantCode: 201,
+			check: checkClaimNamespace("pv-a", "team-a")},
+		{desc: "retain keeps it", method: "PUT", path: v1 + "/owner", body: `{"owner":"pv-a","previous":"pv-a","retained":true,"reclaimPolicy":"Retain"}`, wantCode: 200,
+			check: checkClaimNamespace("pv-a", "team-a")},
+		{desc: "get shows team-a", method: "GET", path: v1, wantCode: 200, check: checkClaimNamespace("pv-a", "team-a")},
+		{desc: "invalid namespace", method: "PUT", path: v1 + "/owner", body: `{"owner":"pv-a","previous":"pv-a","retained":true,"claimNamespace":"Team B"}`, wantCode: 400,
+			wantReason: client.ReasonBadRequest, wantInMsg: "claimNamespace"},
+		{desc: "get after the invalid namespace", method: "GET", path: v1, wantCode: 200, check: checkClaimNamespace("pv-a", "team-a")},
+		{desc: "hand over to team-b", method: "PUT", path: v1 + "/owner", body: `{"owner":"pv-a","previous":"pv-a","retained":true,"claimNamespace":"team-b"}`, wantCode: 200,
+			check: checkClaimNamespace("pv-a", "team-b")},
+		{desc: "list shows team-b", method: "GET", path: "/v1/pools/default/volumes", wantCode: 200,
+			check: func(t *testing.T, _ diskDirs, body []byte) {
+				var l client.VolumeList
+				if mustUnmarshal(t, body, &l); len(l.Items) != 1 || l.Items[0].ClaimNamespace != "team-b" || !l.Items[0].Retained {
+					t.Errorf("volumes = %+v, want v1 retained for team-b", l.Items)
+				}
+			}},
+		{desc: "a new owner without a namespace gets none", method: "PUT", path: v1 + "/owner", body: `{"owner":"pv-b","previous":"pv-a"}`, wantCode: 200,
+			check: checkClaimNamespace("pv-b", "")},
+		{desc: "a new owner with its namespace", method: "PUT", path: v1 + "/owner", body: `{"owner":"pv-c","previous":"pv-b","claimNamespace":"team-b"}`, wantCode: 200,
+			check: checkClaimNamespace("pv-c", "team-b")},
+	})
+}
+
+// checkClaimNamespace checks that a volume body names owner and claim
+// namespace ns.
+func checkClaimNamespace(owner, ns string) func(t *testing.T, d diskDirs, body []byte) {
+	return func(t *testing.T, _ diskDirs, body []byte) {
+		t.Helper()
+		var v client.Volume
+		if mustUnmarshal(t, body, &v); v.Owner != owner || v.ClaimNamespace != ns {
+			t.Errorf("volume = %+v, want owner %s, claim namespace %q", v, owner, ns)
+		}
+	}
+}
+
 // checkOwnerRecord checks that a volume body names owner, retained and
 // reclaim policy policy.
 func checkOwnerRecord(owner string, retained bool, policy string) func(t *testing.T, d diskDirs, body []byte) {

@@ -102,6 +102,12 @@ func TestAgainstServer(t *testing.T) {
 	if v, err := c.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: "pv-1", Previous: "pv-1", Retained: true, ReclaimPolicy: client.ReclaimRetain}); err != nil || !v.Retained || v.ReclaimPolicy != client.ReclaimRetain {
 		t.Errorf("SetOwner retained = %+v, %v", v, err)
 	}
+	if v, err := c.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: "pv-1", Previous: "pv-1", Retained: true, ClaimNamespace: "team-b"}); err != nil || v.ClaimNamespace != "team-b" || !v.Retained {
+		t.Errorf("SetOwner handing over to team-b = %+v, %v", v, err)
+	}
+	if v, err := c.GetVolume(ctx, "default", "v1"); err != nil || v.ClaimNamespace != "team-b" {
+		t.Errorf("GetVolume after the hand-over = %+v, %v; want claim namespace team-b", v, err)
+	}
 	for i := 0; i < 2; i++ { // idempotent
 		if err := c.DeleteVolume(ctx, "default", "v1", client.DeleteOptions{Owner: "pv-1"}); err != nil {
 			t.Fatalf("DeleteVolume #%d: %v", i, err)

@@ -67,6 +67,19 @@ func ValidateReclaimPolicy(p string) error {
 	return fmt.Errorf("reclaimPolicy %q is invalid: want %q or %q", p, ReclaimDelete, ReclaimRetain)
 }
 
+// ValidateClaimNamespace reports whether ns may be recorded as the
+// namespace of a directory's claim: "" (none) or a namespace name (a DNS
+// label, at most 63 characters).
+func ValidateClaimNamespace(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return fmt.Errorf("claimNamespace %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // ValidatePoolName reports whether name may name a storage pool: a DNS label
 // (RFC 1123), 1 to 63 lower-case letters, digits and '-', starting and ending
 // with a letter or digit.

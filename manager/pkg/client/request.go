@@ -4,18 +4,31 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// AnnotationClaimNamespace is the PersistentVolume annotation, set by the
+// provisioner, that names the namespace of the claim the volume was made
+// for; the owner record of the volume's directory keeps it.
+const AnnotationClaimNamespace = "hostpath.dev/claim-namespace"
+
+// ClaimNamespaceOf is the namespace a manager records for the directory of
+// pv: its AnnotationClaimNamespace, "" when it has none.
+func ClaimNamespaceOf(pv *corev1.PersistentVolume) string {
+	return pv.Annotations[AnnotationClaimNamespace]
+}
+
 // NewCreateVolumeRequest is the request that creates (or confirms) the
 // directory of pv: owner pv.Name, reclaim policy RecordedReclaimPolicy(pv),
-// RequiredBytes pv's storage capacity (0 when none), with the class's
-// dirMode (octal, "" for DefaultMode) and enforceSize. Every caller that
+// claim namespace ClaimNamespaceOf(pv), RequiredBytes pv's storage
+// capacity (0 when none), with the class's dirMode (octal, "" for
+// DefaultMode) and enforceSize. Every caller that
 // makes a PV's directory builds its request here, so that the owner
 // records of all directories start alike.
 func NewCreateVolumeRequest(pv *corev1.PersistentVolume, dirMode string, enforceSize bool) CreateVolumeRequest {
 	req := CreateVolumeRequest{
-		Owner:         pv.Name,
-		Mode:          dirMode,
-		ReclaimPolicy: RecordedReclaimPolicy(pv),
-		EnforceSize:   enforceSize,
+		Owner:          pv.Name,
+		Mode:           dirMode,
+		ReclaimPolicy:  RecordedReclaimPolicy(pv),
+		ClaimNamespace: ClaimNamespaceOf(pv),
+		EnforceSize:    enforceSize,
 	}
 	if q, ok := pv.Spec.Capacity[corev1.ResourceStorage]; ok {
 		req.RequiredBytes = q.Value()

@@ -69,6 +69,12 @@ func TestNewCreateVolumeRequest(t *testing.T) {
 			client.CreateVolumeRequest{Owner: "pv-a"}},
 		{"fractional capacity rounds up", testPV(corev1.PersistentVolumeReclaimDelete, "1500m"), "", false,
 			client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: "Delete", RequiredBytes: 2}},
+		{"claim namespace from the annotation", func() *corev1.PersistentVolume {
+			pv := testPV(corev1.PersistentVolumeReclaimRetain, "")
+			pv.Annotations = map[string]string{client.AnnotationClaimNamespace: "team-a", "hostpath.dev/claim-name": "data"}
+			return pv
+		}(), "", false,
+			client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: "Retain", ClaimNamespace: "team-a"}},
 		{"capacity of another resource only", func() *corev1.PersistentVolume {
 			pv := testPV(corev1.PersistentVolumeReclaimDelete, "")
 			pv.Spec.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}

@@ -153,6 +153,12 @@ type Volume struct {
 	// that finds the directory of a PV that no longer exists removes it
 	// only when the policy is Delete.
 	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
+	// ClaimNamespace is the namespace the directory may be reused from
+	// (hostpath.dev/reuse-directory): that of the claim its owner was
+	// made for, or the one an administrator handed it over to; empty for
+	// records made without one (by older versions), whose directory no
+	// claim can reuse until it is handed over.
+	ClaimNamespace string `json:"claimNamespace,omitempty"`
 	// SizeBytes is the volume's size as its owner record holds it: what
 	// the pool has promised it, and its limit where the pool enforces
 	// sizes; 0 for a volume made without a size.
@@ -200,6 +206,10 @@ type CreateVolumeRequest struct {
 	// ReclaimPolicy is the owner's reclaim policy ("Delete" or "Retain"),
 	// kept in the owner record of a new directory; optional.
 	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
+	// ClaimNamespace is the namespace of the claim the owner is made for
+	// (a DNS label, else 400), kept in the owner record of a new
+	// directory; optional. A retained directory is reused only from it.
+	ClaimNamespace string `json:"claimNamespace,omitempty"`
 	// RequiredBytes, when positive, makes the call fail with 507 and reason
 	// InsufficientStorage if the pool has less free space, unless the
 	// directory already exists.
@@ -230,7 +240,8 @@ type SetOwnerRequest struct {
 	Owner string `json:"owner"`
 	// Previous must be the current owner ("" for a directory without an
 	// owner record), or the call fails with 409 and reason OwnerConflict.
-	// Owner == Previous only updates Retained and ReclaimPolicy.
+	// Owner == Previous only updates Retained, ReclaimPolicy and
+	// ClaimNamespace.
 	Previous string `json:"previous"`
 	// Retained marks the directory as kept after its owner was deleted with
 	// reclaim policy Retain.
@@ -241,6 +252,14 @@ type SetOwnerRequest struct {
 	// and a change of owner clears it (the recorded policy was the previous
 	// owner's).
 	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
+	// ClaimNamespace, when set (a DNS label; anything else is 400), is the
+	// namespace the new owner record keeps, whether or not the owner
+	// changes: the only namespace from which a claim can reuse the
+	// directory. An administrator hands a retained directory over to
+	// another namespace with Owner == Previous and this field. When
+	// empty, the same owner keeps the recorded namespace and a change of
+	// owner clears it (it was the previous owner's claim's).
+	ClaimNamespace string `json:"claimNamespace,omitempty"`
 }
 
 // DeleteOptions are the query parameters of DELETE

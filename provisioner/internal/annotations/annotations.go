@@ -27,8 +27,10 @@ const (
 
 // ReuseDirectory on a claim names an existing directory of the pool to use
 // instead of the pathPattern (node mode): a directory kept by a deleted
-// Retain volume, or one without an owner record that no volume names. The
-// directory is handed to the new volume only after those checks.
+// Retain volume whose owner record names the claim's namespace (that of
+// the volume's claim, or one an administrator handed it over to), and that
+// no volume names. The directory is handed to the new volume only after
+// those checks.
 const ReuseDirectory = "hostpath.dev/reuse-directory"
 
 // PersistentVolume annotations saying what a volume is. Those shared with
@@ -83,6 +85,13 @@ const (
 	// or more away from it (package usage).
 	SizeUsed = "hostpath.dev/size-used"
 )
+
+// ControlPlaneRole is the label and taint key of control-plane nodes
+// (node-role.kubernetes.io/control-plane, as kubeadm sets them). The node
+// agents tolerate its taint only with the kustomize component that adds
+// them to control-plane nodes, so the provisioner names that component to
+// a claim pinned to such a node.
+const ControlPlaneRole = "node-role.kubernetes.io/control-plane"
 
 // NodeGoneSince on a node-mode PV is when the instance elected for it first
 // saw its Node missing (RFC 3339), with --node-gone-grace-period set; it

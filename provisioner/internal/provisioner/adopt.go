@@ -107,7 +107,8 @@ func (p *Provisioner) AdoptAll(ctx context.Context) error {
 }
 
 // adopt makes pv the owner of vol, a directory without an owner record,
-// when names (the PVs that name the directory) holds no other PV.
+// when names (the PVs that name the directory) holds no other PV; the
+// record keeps pv's claim namespace, the one it may be reused from.
 func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.PersistentVolume, vol *client.Volume, names []string) error {
 	pool := pv.Annotations[annotations.Pool]
 	where := p.where(pool, vol.Name)
@@ -121,7 +122,7 @@ func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.Persi
 	if len(names) > 1 {
 		return fmt.Errorf("%s has no owner record and the PersistentVolumes %s all use it: deleting either would delete the other's data; resolve by hand (copy the data apart and give each volume its own directory), none was adopted", where, quoteAll(names))
 	}
-	_, err := mgr.SetOwner(ctx, pool, vol.Name, client.SetOwnerRequest{Owner: pv.Name, Previous: ""})
+	_, err := mgr.SetOwner(ctx, pool, vol.Name, client.SetOwnerRequest{Owner: pv.Name, Previous: "", ClaimNamespace: client.ClaimNamespaceOf(pv)})
 	if owner, conflict := client.OwnerOf(err); conflict && owner == pv.Name {
 		return nil
 	}

@@ -96,6 +96,11 @@ func TestAdoptAll(t *testing.T) {
 	if got, want := strings.Join(f.manager.setOwners, ", "), "default/legacy ->pv-legacy, fast/legacy ->pv-fast"; got != want {
 		t.Errorf("manager owner changes = %q, want %q", got, want)
 	}
+	for _, pool := range []string{"default", "fast"} {
+		if got := f.manager.namespace(pool, "legacy"); got != "team-a" {
+			t.Errorf("%s/legacy records claim namespace %q, want its volume's team-a", pool, got)
+		}
+	}
 	if got, want := strings.Join(f.manager.lists, ", "), "default, fast"; got != want || len(f.manager.gets) != 0 {
 		t.Errorf("manager lists = %q and gets = %q, want lists %q and no gets", got, f.manager.gets, want)
 	}

@@ -177,23 +177,35 @@ func (s *ClaimSync) unowned(d decision) (*event, error) {
 	}
 	gone, err := s.prov.nodeGone(c.node)
 	switch {
-	case err != nil || gone == "":
+	case err != nil || gone.reason == "":
 		return nil, err
-	case gone == ReasonNodeNotFound:
+	case gone.reason == ReasonNodeNotFound:
 		return &event{v1.EventTypeWarning, ReasonNodeNotFound, fmt.Sprintf(
 			"Node %q named by %s does not exist: set %s to the name of an existing node",
 			c.node, c.source, annotations.ProvisionOnNode)}, nil
+	case gone.controlPlane:
+		return &event{v1.EventTypeWarning, ReasonNoInstance, fmt.Sprintf(
+			"No hostpath provisioner runs on node %q named by %s: %s; pick a node that is not a control-plane node",
+			c.node, c.source, controlPlaneOptIn)}, nil
 	}
 	return &event{v1.EventTypeWarning, ReasonNoInstance, fmt.Sprintf(
 		"No hostpath provisioner runs on node %q named by %s: pick a node where the provisioner DaemonSet runs, or make it run there",
 		c.node, c.source)}, nil
 }
 
+// controlPlaneOptIn says why the node agents are not on a control-plane
+// node.
+const controlPlaneOptIn = "it is a control-plane node, and hostpath volumes are made on control-plane nodes only if the cluster administrator adds the node agents there with the kustomize component " +
+	ControlPlaneComponent + " (control-plane nodes are opt-in)"
+
 // rescheduleMessage says why a claim of verdict reschedule goes back to the
 // scheduler.
 func rescheduleMessage(d decision) string {
 	why := "does not exist any more"
-	if d.gone == ReasonNoInstance {
+	switch {
+	case d.gone.reason == ReasonNoInstance && d.gone.controlPlane:
+		why = "runs no hostpath provisioner (" + controlPlaneOptIn + ")"
+	case d.gone.reason == ReasonNoInstance:
 		why = "runs no hostpath provisioner"
 	}
 	return fmt.Sprintf("Node %q, which the scheduler selected, %s: removing %s so that the scheduler picks another node",

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -204,4 +205,84 @@ func patchActions(actions []clienttesting.Action) []clienttesting.PatchActionImp
 		}
 	}
 	return out
+}
+
+// TestControlPlaneNode checks that a claim of a node without an instance
+// learns why when the node is a control-plane node (tainted or labelled
+// node-role.kubernetes.io/control-plane): control-plane nodes are opt-in,
+// through the kustomize component. A pinned claim gets NoProvisionerOnNode
+// and keeps its node; a WaitForFirstConsumer claim the scheduler placed
+// there goes back to the scheduler. Other nodes without an instance are
+// not called control-plane nodes.
+func TestControlPlaneNode(t *testing.T) {
+	const controlPlane = "node-m" // its name says nothing of its role
+	tainted := node(controlPlane, controlPlane)
+	tainted.Spec.Taints = []v1.Taint{{Key: annotations.ControlPlaneRole, Effect: v1.TaintEffectNoSchedule}}
+	labelled := node(controlPlane, controlPlane)
+	labelled.Labels[annotations.ControlPlaneRole] = ""
+	worker := node(controlPlane, controlPlane) // a plain node of that name
+	optIn := []string{"is a control-plane node", ControlPlaneComponent, "control-plane nodes are opt-in"}
+	tests := []struct {
+		name      string
+		node      *v1.Node
+		claim     []string // class name, then annotations as key=value
+		wantEvent string   // "Type Reason"
+		want      []string // in the event's message
+		// wantReschedule: Provision gives the claim back to the
+		// scheduler, saying the same.
+		wantReschedule bool
+		notWant        string
+	}{
+		{name: "pinned, tainted", node: tainted, claim: []string{"immediate", annotations.ProvisionOnNode + "=" + controlPlane},
+			wantEvent: "Warning " + ReasonNoInstance, want: append(optIn, "pick a node that is not a control-plane node")},
+		{name: "pinned by the kubevirt annotation, labelled only", node: labelled, claim: []string{"immediate", annotations.KubevirtProvisionOnNode + "=" + controlPlane},
+			wantEvent: "Warning " + ReasonNoInstance, want: optIn},
+		{name: "pinned WaitForFirstConsumer claim, tainted", node: tainted, claim: []string{"wffc", annotations.ProvisionOnNode + "=" + controlPlane, annotations.SelectedNode + "=" + controlPlane},
+			wantEvent: "Warning " + ReasonNoInstance, want: optIn},
+		{name: "selected by the scheduler, tainted", node: tainted, claim: []string{"wffc", annotations.SelectedNode + "=" + controlPlane},
+			wantEvent: "Warning " + ReasonRescheduling, want: append(optIn, "removing "+annotations.SelectedNode), wantReschedule: true},
+		{name: "pinned, a worker without an instance", node: worker, claim: []string{"immediate", annotations.ProvisionOnNode + "=" + controlPlane},
+			wantEvent: "Warning " + ReasonNoInstance, want: []string{"pick a node where the provisioner DaemonSet runs"}, notWant: "control-plane"},
+		{name: "selected by the scheduler, a worker without an instance", node: worker, claim: []string{"wffc", annotations.SelectedNode + "=" + controlPlane},
+			wantEvent: "Warning " + ReasonRescheduling, want: []string{"runs no hostpath provisioner"}, wantReschedule: true, notWant: "control-plane"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			c := claim(tc.claim[0], tc.claim[1:]...)
+			f := newFixture(t, fakeInstances{elected: true, nodes: []string{selfNode, otherNode}},
+				append(append(testNodes(), testClasses()...), tc.node, c)...)
+			f.syncClaim(ctx, t, c, 0)
+			events := f.events()
+			checkEvents(t, events, []string{tc.wantEvent})
+			checkMessage(t, "event", events[0], tc.want, tc.notWant)
+
+			if !tc.wantReschedule {
+				return
+			}
+			class, err := f.prov.cfg.Classes.Get(tc.claim[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: class, PVName: testPVName, PVC: c})
+			if pv != nil || state != controller.ProvisioningReschedule || err == nil {
+				t.Fatalf("Provision = %v, %s, %v; want no volume, %s", pv, state, err, controller.ProvisioningReschedule)
+			}
+			checkMessage(t, "Provision error", err.Error(), tc.want, tc.notWant)
+		})
+	}
+}
+
+// checkMessage fails unless msg contains every string of want and not
+// notWant (when set).
+func checkMessage(t *testing.T, what, msg string, want []string, notWant string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%s %q does not say %q", what, msg, w)
+		}
+	}
+	if notWant != "" && strings.Contains(msg, notWant) {
+		t.Errorf("%s %q says %q", what, msg, notWant)
+	}
 }

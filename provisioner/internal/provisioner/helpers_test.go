@@ -84,10 +84,24 @@ func answer(reason client.Reason) error {
 
 // have adds a directory owned by owner ("" for none) to the fake.
 func (f *fakeManager) have(pool, name, owner string) {
+	f.haveIn(pool, name, owner, "")
+}
+
+// haveIn adds a directory owned by owner ("" for none) whose owner record
+// names the claim namespace ns ("" for none) to the fake.
+func (f *fakeManager) haveIn(pool, name, owner, ns string) {
 	if f.volumes == nil {
 		f.volumes = map[string]*client.Volume{}
 	}
-	f.volumes[pool+"/"+name] = &client.Volume{Name: name, Pool: pool, Path: f.path(name), Mode: "0777", Owner: owner}
+	f.volumes[pool+"/"+name] = &client.Volume{Name: name, Pool: pool, Path: f.path(name), Mode: "0777", Owner: owner, ClaimNamespace: ns}
+}
+
+// namespace returns the claim namespace recorded for a directory.
+func (f *fakeManager) namespace(pool, name string) string {
+	if v, ok := f.volumes[pool+"/"+name]; ok {
+		return v.ClaimNamespace
+	}
+	return ""
 }
 
 // owner returns the owner of a directory, and false when it does not exist.
@@ -135,8 +149,12 @@ func (f *fakeManager) CreateVolume(_ context.Context, pool, name string, req cli
 	if owner, ok := f.owner(pool, name); ok && owner != req.Owner {
 		return nil, ownerConflict(owner)
 	}
-	f.have(pool, name, req.Owner)
-	return &client.Volume{Name: name, Pool: pool, Path: f.path(name), Mode: req.Mode, Owner: req.Owner}, nil
+	if _, ok := f.owner(pool, name); !ok {
+		f.haveIn(pool, name, req.Owner, req.ClaimNamespace)
+	}
+	c := *f.volumes[pool+"/"+name]
+	c.Mode = req.Mode
+	return &c, nil
 }
 
 func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
@@ -153,8 +171,15 @@ func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.
 	case owner != req.Previous:
 		return nil, ownerConflict(owner)
 	}
-	f.volumes[pool+"/"+name].Owner = req.Owner
-	c := *f.volumes[pool+"/"+name]
+	v := f.volumes[pool+"/"+name]
+	if v.Owner != req.Owner {
+		v.ClaimNamespace = "" // the previous owner's claim's
+	}
+	if req.ClaimNamespace != "" {
+		v.ClaimNamespace = req.ClaimNamespace
+	}
+	v.Owner = req.Owner
+	c := *v
 	return &c, nil
 }
 

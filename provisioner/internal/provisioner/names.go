@@ -5,6 +5,11 @@ package provisioner
 // finalizer patches.
 const FieldManager = "hostpath-provisioner"
 
+// ControlPlaneComponent is the kustomize component, in the repository,
+// that lets the node agents run on control-plane nodes; the warnings about
+// a claim of a control-plane node without an instance name it.
+const ControlPlaneComponent = "manifests/components/control-plane"
+
 // Reasons of the events the claim sync emits on claims (the library emits
 // Provisioning, ProvisioningSucceeded, ProvisioningFailed and
 // VolumeFailedDelete).
@@ -14,7 +19,8 @@ const (
 	// ReasonNodeNotFound (Warning): the claim names a node that does not exist.
 	ReasonNodeNotFound = "NodeNotFound"
 	// ReasonNoInstance (Warning): no provisioner instance runs on the
-	// claim's node.
+	// claim's node (for a control-plane node, the message says that the
+	// node agents run there only with ControlPlaneComponent).
 	ReasonNoInstance = "NoProvisionerOnNode"
 	// ReasonNodeConflict (Warning): the node annotations disagree.
 	ReasonNodeConflict = "NodeAnnotationConflict"

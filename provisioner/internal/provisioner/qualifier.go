@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -80,8 +81,19 @@ type decision struct {
 	// choice is the node the claim asks for (chooseNode, once).
 	choice nodeChoice
 	// gone says why no instance can serve choice.node, for verdict
-	// reschedule: ReasonNodeNotFound or ReasonNoInstance.
-	gone string
+	// reschedule.
+	gone absence
+}
+
+// absence says why no instance serves a node.
+type absence struct {
+	// reason is ReasonNodeNotFound or ReasonNoInstance; "" when an
+	// instance serves the node.
+	reason string
+	// controlPlane says, with ReasonNoInstance, that the node is a
+	// control-plane node, where the node agents run only with
+	// ControlPlaneComponent.
+	controlPlane bool
 }
 
 // decide reads the claim's StorageClass and applies the node annotations. The
@@ -130,7 +142,7 @@ func (p *Provisioner) decideElsewhere(claim *v1.PersistentVolumeClaim, d decisio
 		return d, nil
 	}
 	gone, err := p.nodeGone(d.choice.node)
-	if err != nil || gone == "" {
+	if err != nil || gone.reason == "" {
 		return d, err
 	}
 	elected, err := p.elected(claim)
@@ -143,20 +155,30 @@ func (p *Provisioner) decideElsewhere(claim *v1.PersistentVolumeClaim, d decisio
 
 // nodeGone says why no instance serves node, from the caches:
 // ReasonNodeNotFound when the Node does not exist, ReasonNoInstance when no
-// provisioner pod is on it, "" when one is.
-func (p *Provisioner) nodeGone(node string) (string, error) {
-	_, err := p.cfg.Nodes.Get(node)
+// provisioner pod is on it (and whether it is a control-plane node), no
+// reason when one is.
+func (p *Provisioner) nodeGone(node string) (absence, error) {
+	n, err := p.cfg.Nodes.Get(node)
 	switch {
 	case apierrors.IsNotFound(err):
-		return ReasonNodeNotFound, nil
+		return absence{reason: ReasonNodeNotFound}, nil
 	case err != nil:
-		return "", fmt.Errorf("get node %q from the cache: %w", node, err)
+		return absence{}, fmt.Errorf("get node %q from the cache: %w", node, err)
 	}
 	running, err := p.cfg.Instances.OnNode(node)
 	if err != nil || running {
-		return "", err
+		return absence{}, err
 	}
-	return ReasonNoInstance, nil
+	return absence{reason: ReasonNoInstance, controlPlane: isControlPlane(n)}, nil
+}
+
+// isControlPlane reports whether node is a control-plane node: it has the
+// label or a taint annotations.ControlPlaneRole.
+func isControlPlane(node *v1.Node) bool {
+	if _, ok := node.Labels[annotations.ControlPlaneRole]; ok {
+		return true
+	}
+	return slices.ContainsFunc(node.Spec.Taints, func(t v1.Taint) bool { return t.Key == annotations.ControlPlaneRole })
 }
 
 // class returns the claim's StorageClass if this provisioner serves it.

@@ -19,14 +19,16 @@ import (
 )
 
 // reuseDirectory hands the existing directory dir of pool to the volume pv
-// (its name and reclaim policy), for a claim with
-// annotations.ReuseDirectory. It refuses, with the
-// state Finished and a message for the claim's event, a directory that does
-// not exist, that another PV names, or whose owner PV still exists;
+// (its name, reclaim policy and claim namespace), for a claim with
+// annotations.ReuseDirectory. It refuses, with the state Finished and a
+// message for the claim's event, and without changing anything on disk, a
+// directory that does not exist, that may not be reused from the claim's
+// namespace, that another PV names, or whose owner PV still exists;
 // otherwise it sets the owner record to pvName (compare-and-swap on the old
-// owner). A nil error means the directory is pvName's.
+// owner), keeping the claim's namespace in it. A nil error means the
+// directory is pvName's.
 func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, pool, dir string, pv *v1.PersistentVolume) (controller.ProvisioningState, error) {
-	where, pvName := p.where(pool, dir), pv.Name
+	where, pvName, namespace := p.where(pool, dir), pv.Name, client.ClaimNamespaceOf(pv)
 	vol, err := mgr.GetVolume(ctx, pool, dir)
 	if client.Classify(err) == client.AnswerVolumeMissing {
 		return controller.ProvisioningFinished, fmt.Errorf("the claim annotation %s names %s, which does not exist: name an existing directory, or remove the annotation (%w)", annotations.ReuseDirectory, where, err)
@@ -38,26 +40,31 @@ func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, poo
 		// Handed over by an earlier attempt that failed later on.
 		return controller.ProvisioningFinished, nil
 	}
-	if state, err := p.checkReusable(ctx, vol, pool, pvName); err != nil {
+	if state, err := p.checkReusable(ctx, vol, pool, pvName, namespace); err != nil {
 		return state, err
 	}
-	_, err = mgr.SetOwner(ctx, pool, dir, client.SetOwnerRequest{Owner: pvName, Previous: vol.Owner, ReclaimPolicy: client.RecordedReclaimPolicy(pv)})
+	_, err = mgr.SetOwner(ctx, pool, dir, client.SetOwnerRequest{
+		Owner: pvName, Previous: vol.Owner, ReclaimPolicy: client.RecordedReclaimPolicy(pv), ClaimNamespace: namespace})
 	if owner, conflict := client.OwnerOf(err); conflict && owner == pvName {
 		err = nil
 	}
 	if err != nil {
 		return provisioningState(p.createError(err, pool, dir), false)
 	}
-	klog.FromContext(ctx).Info("Reused a volume directory", "node", p.cfg.Node, "pool", pool, "directory", dir, "previousOwner", vol.Owner)
+	klog.FromContext(ctx).Info("Reused a volume directory", "node", p.cfg.Node, "pool", pool, "directory", dir, "previousOwner", vol.Owner, "claimNamespace", namespace)
 	return controller.ProvisioningFinished, nil
 }
 
-// checkReusable refuses a directory that any PV other than pvName names in
-// its annotations, or whose owner PV still exists (in the cache or, to be
-// sure, on the API server). A directory without an owner record that no PV
-// names may be reused.
-func (p *Provisioner) checkReusable(ctx context.Context, vol *client.Volume, pool, pvName string) (controller.ProvisioningState, error) {
+// checkReusable refuses a directory that may not be reused from namespace
+// (checkNamespace), that any PV other than pvName names in its
+// annotations, or whose owner PV still exists (in the cache or, to be sure,
+// on the API server). The namespace comes first, so that a claim of another
+// namespace learns nothing about the directory's volumes.
+func (p *Provisioner) checkReusable(ctx context.Context, vol *client.Volume, pool, pvName, namespace string) (controller.ProvisioningState, error) {
 	where := p.where(pool, vol.Name)
+	if err := checkNamespace(where, vol.ClaimNamespace, namespace); err != nil {
+		return controller.ProvisioningFinished, err
+	}
 	names, err := p.volumesNaming(pool, vol.Name)
 	if err != nil {
 		return controller.ProvisioningInBackground, fmt.Errorf("find the volumes that use %s: %w; will retry", where, err)
@@ -77,6 +84,26 @@ func (p *Provisioner) checkReusable(ctx context.Context, vol *client.Volume, poo
 		return controller.ProvisioningFinished, fmt.Errorf("cannot reuse %s: it belongs to PersistentVolume %q, which still exists; only the directory of a deleted volume can be reused", where, vol.Owner)
 	}
 	return controller.ProvisioningFinished, nil
+}
+
+// checkNamespace refuses to reuse the directory where from namespace
+// unless its owner record names that namespace (recorded names the
+// record's): the claim namespace of the volume it was made for, or the one
+// an administrator handed it over to with the manager's owner call. A
+// record without a namespace (written by an older version, or a directory
+// without an owner record) is refused too, until it is handed over: the
+// data may be another namespace's.
+func checkNamespace(where, recorded, namespace string) error {
+	const handOver = "an administrator can hand it over to namespace %q with the manager's owner call (claimNamespace; see \"Reusing a retained directory\" in the README)"
+	switch {
+	case recorded != "" && recorded == namespace:
+		return nil
+	case recorded == "":
+		return fmt.Errorf("cannot reuse %s: its owner record names no namespace (it was made by an older version, or has no owner record), and a directory is reused only from the namespace it was made or handed over for; "+handOver,
+			where, namespace)
+	}
+	return fmt.Errorf("cannot reuse %s: it belongs to another namespace, and a directory is reused only from the namespace it was made or handed over for; "+handOver,
+		where, namespace)
 }
 
 // volumeExists reports whether the PV name exists: in the informer cache,

@@ -16,71 +16,93 @@ import (
 	"hostpath.dev/provisioner/internal/annotations"
 )
 
+// ownerRecord is an owner record of the fake manager: the owner ("" for a
+// directory without one) and the claim namespace it names.
+type ownerRecord struct{ owner, namespace string }
+
+// The claim of every case is ns/data; "ns" is its namespace.
 func TestProvisionReuse(t *testing.T) {
 	retain := class("retain", storagev1.VolumeBindingImmediate, nil)
 	tests := []struct {
-		name          string
-		dir           string            // the annotation's value
-		existing      map[string]string // directories of pool default and their owners
-		volumes       []any             // PVs in the cache (and on the API server)
-		apiOnly       []*v1.PersistentVolume
-		apiErr        error // answer of the API server to PV gets
-		setOwnerErr   error
-		wantState     controller.ProvisioningState
-		wantErr       string
+		name        string
+		dir         string                 // the annotation's value
+		existing    map[string]ownerRecord // directories of pool default and their owner records
+		volumes     []any                  // PVs in the cache (and on the API server)
+		apiOnly     []*v1.PersistentVolume
+		apiErr      error // answer of the API server to PV gets
+		setOwnerErr error
+		wantState   controller.ProvisioningState
+		wantErr     string
+		// hidden must not be in the error: what a claim of another
+		// namespace must not learn.
+		hidden        []string
 		wantSetOwners string
 		wantCreate    bool
 	}{
 		{
-			name: "retained directory of a deleted volume", dir: "keep",
-			existing:  map[string]string{"keep": "pvc-old"},
+			name: "retained in the claim's namespace", dir: "keep",
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
 			wantState: controller.ProvisioningFinished, wantSetOwners: "default/keep pvc-old->" + testPVName, wantCreate: true,
 		},
 		{
-			name: "directory without owner record that no volume names", dir: "keep",
-			existing:  map[string]string{"keep": ""},
-			wantState: controller.ProvisioningFinished, wantSetOwners: "default/keep ->" + testPVName, wantCreate: true,
+			name: "retained in another namespace is refused", dir: "keep",
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "team-a"}},
+			volumes:   []any{volume("pvc-released", selfNode, "default", "keep", "old")},
+			wantState: controller.ProvisioningFinished,
+			wantErr: `cannot reuse directory "keep" in pool "default" on node "node-a": it belongs to another namespace, and a directory is reused only from the namespace it was made or handed over for; ` +
+				`an administrator can hand it over to namespace "ns" with the manager's owner call`,
+			hidden: []string{"team-a", "pvc-released", "pvc-old"},
+		},
+		{
+			name: "no namespace recorded (an older version's record) is refused", dir: "keep",
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", ""}},
+			wantState: controller.ProvisioningFinished,
+			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": its owner record names no namespace (it was made by an older version, or has no owner record)`,
+		},
+		{
+			name: "directory without owner record is refused", dir: "keep",
+			existing:  map[string]ownerRecord{"keep": {"", ""}},
+			wantState: controller.ProvisioningFinished, wantErr: `its owner record names no namespace`,
+		},
+		{
+			name: "handed over to the claim's namespace by an administrator", dir: "keep",
+			existing:  map[string]ownerRecord{"keep": {"pvc-of-team-a", "ns"}},
+			wantState: controller.ProvisioningFinished, wantSetOwners: "default/keep pvc-of-team-a->" + testPVName, wantCreate: true,
 		},
 		{
 			name: "handed over by an earlier attempt", dir: "keep",
-			existing:  map[string]string{"keep": testPVName},
+			existing:  map[string]ownerRecord{"keep": {testPVName, "ns"}},
 			wantState: controller.ProvisioningFinished, wantCreate: true,
 		},
 		{
 			name: "owner volume still in the cache", dir: "keep",
-			existing:  map[string]string{"keep": "pvc-old"},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
 			volumes:   []any{volume("pvc-old", otherNode, "default", "elsewhere", "old")},
 			wantState: controller.ProvisioningFinished,
 			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": it belongs to PersistentVolume "pvc-old", which still exists`,
 		},
 		{
 			name: "owner volume on the API server, not yet in the cache", dir: "keep",
-			existing:  map[string]string{"keep": "pvc-old"},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
 			apiOnly:   []*v1.PersistentVolume{volume("pvc-old", selfNode, "default", "keep", "old")},
 			wantState: controller.ProvisioningFinished, wantErr: `PersistentVolume "pvc-old", which still exists`,
 		},
 		{
 			name: "API server unavailable is retried", dir: "keep",
-			existing:  map[string]string{"keep": "pvc-old"},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
 			apiErr:    errors.New("connection refused"),
 			wantState: controller.ProvisioningInBackground, wantErr: "will retry",
 		},
 		{
 			name: "another volume names the directory", dir: "keep",
-			existing:  map[string]string{"keep": "pvc-old"},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
 			volumes:   []any{volume("pvc-released", selfNode, "default", "keep", "old")},
 			wantState: controller.ProvisioningFinished,
 			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": the PersistentVolumes "pvc-released" use it`,
 		},
 		{
-			name: "directory without owner record that a volume names", dir: "keep",
-			existing:  map[string]string{"keep": ""},
-			volumes:   []any{volume("pvc-legacy", selfNode, "default", "keep", "old")},
-			wantState: controller.ProvisioningFinished, wantErr: `the PersistentVolumes "pvc-legacy" use it`,
-		},
-		{
 			name: "same directory name on another node does not count", dir: "keep",
-			existing:  map[string]string{"keep": "pvc-old"},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
 			volumes:   []any{volume("pvc-b", otherNode, "default", "keep", "b")},
 			wantState: controller.ProvisioningFinished, wantSetOwners: "default/keep pvc-old->" + testPVName, wantCreate: true,
 		},
@@ -95,7 +117,7 @@ func TestProvisionReuse(t *testing.T) {
 		},
 		{
 			name: "another volume took it first", dir: "keep",
-			existing:    map[string]string{"keep": "pvc-old"},
+			existing:    map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
 			setOwnerErr: ownerConflict("pvc-fast"),
 			wantState:   controller.ProvisioningFinished, wantSetOwners: "default/keep pvc-old->" + testPVName,
 			wantErr: `belongs to PersistentVolume "pvc-fast"`,
@@ -105,8 +127,8 @@ func TestProvisionReuse(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t, fakeInstances{}, append(testNodes(), tc.volumes...)...)
-			for dir, owner := range tc.existing {
-				f.manager.have("default", dir, owner)
+			for dir, r := range tc.existing {
+				f.manager.haveIn("default", dir, r.owner, r.namespace)
 			}
 			f.manager.setOwnerErr = tc.setOwnerErr
 			for _, pv := range tc.apiOnly {
@@ -125,6 +147,11 @@ func TestProvisionReuse(t *testing.T) {
 				t.Errorf("state = %s, want %s", state, tc.wantState)
 			}
 			checkErr(t, err, false, tc.wantErr)
+			for _, h := range tc.hidden {
+				if err != nil && strings.Contains(err.Error(), h) {
+					t.Errorf("err = %v, names %q", err, h)
+				}
+			}
 			if got := strings.Join(f.manager.setOwners, ", "); got != tc.wantSetOwners {
 				t.Errorf("manager owner changes = %q, want %q", got, tc.wantSetOwners)
 			}
@@ -132,7 +159,15 @@ func TestProvisionReuse(t *testing.T) {
 				if len(f.manager.creates) != 0 || pv != nil {
 					t.Errorf("creates = %q, pv = %v; want none", f.manager.creates, pv)
 				}
+				if r, ok := tc.existing[tc.dir]; ok && tc.wantSetOwners == "" {
+					if owner, _ := f.manager.owner("default", tc.dir); owner != r.owner || f.manager.namespace("default", tc.dir) != r.namespace {
+						t.Errorf("owner record = %q in %q, want it unchanged: %q in %q", owner, f.manager.namespace("default", tc.dir), r.owner, r.namespace)
+					}
+				}
 				return
+			}
+			if got := f.manager.namespace("default", tc.dir); got != "ns" {
+				t.Errorf("owner record names namespace %q, want the claim's %q", got, "ns")
 			}
 			if got, want := strings.Join(f.manager.creates, ", "), "default/"+tc.dir+" 0777 1Gi by "+testPVName; got != want {
 				t.Errorf("manager creates = %q, want %q", got, want)

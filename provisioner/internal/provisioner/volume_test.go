@@ -217,6 +217,9 @@ func TestProvision(t *testing.T) {
 			if gotCreate != tc.wantCreate {
 				t.Errorf("manager creates = %q, want %q", gotCreate, tc.wantCreate)
 			}
+			if gotCreate != "" && f.manager.lastCreate.ClaimNamespace != tc.claim.Namespace {
+				t.Errorf("create records claim namespace %q, want the claim's %q", f.manager.lastCreate.ClaimNamespace, tc.claim.Namespace)
+			}
 			if !checkPV(t, pv, tc.wantPV) {
 				return
 			}

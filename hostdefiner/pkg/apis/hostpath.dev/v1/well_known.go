@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"hostpath.dev/manager/pkg/client"
 )
 
 // The names below are shared by the provisioner, which writes them, and the
@@ -43,8 +45,9 @@ const (
 	// volume.
 	AnnotationNode = "hostpath.dev/node"
 	// AnnotationClaimNamespace is the namespace of the claim the volume was
-	// made for.
-	AnnotationClaimNamespace = "hostpath.dev/claim-namespace"
+	// made for. It is the manager client's, which records it in the owner
+	// record of the volume's directory (client.NewCreateVolumeRequest).
+	AnnotationClaimNamespace = client.AnnotationClaimNamespace
 	// AnnotationClaimName is the name of the claim the volume was made for.
 	AnnotationClaimName = "hostpath.dev/claim-name"
 	// AnnotationPool is the volume's storage pool.
