@@ -45,7 +45,7 @@ func (s *Server) getVolume(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
 	req := c.create
-	v, created, err := s.cfg.Backend.CreateVolume(r.Context(), c.pool, c.name, req, c.mode)
+	v, created, err := s.cfg.Backend.CreateVolume(r.Context(), c.pool, c.name, req, c.mode, c.remote)
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return
@@ -60,7 +60,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) setOwner(w http.ResponseWriter, r *http.Request, c *call) {
 	req := c.setOwner
-	v, err := s.cfg.Backend.SetOwner(r.Context(), c.pool, c.name, req)
+	v, err := s.cfg.Backend.SetOwner(r.Context(), c.pool, c.name, req, c.remote)
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return
@@ -71,7 +71,7 @@ func (s *Server) setOwner(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) setSize(w http.ResponseWriter, r *http.Request, c *call) {
 	req := c.setSize
-	v, err := s.cfg.Backend.SetSize(r.Context(), c.pool, c.name, req.Owner, req.SizeBytes)
+	v, err := s.cfg.Backend.SetSize(r.Context(), c.pool, c.name, req.Owner, req.SizeBytes, c.remote)
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return
@@ -81,7 +81,7 @@ func (s *Server) setSize(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request, c *call) {
-	deleted, err := s.cfg.Backend.DeleteVolume(r.Context(), c.pool, c.name, c.del.Owner, c.del.IfEmpty)
+	deleted, err := s.cfg.Backend.DeleteVolume(r.Context(), c.pool, c.name, c.del.Owner, c.del.IfEmpty, c.remote)
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return

@@ -40,6 +40,13 @@ import (
 // Backend does the work behind the routes; disk.Store implements it. Its
 // refusals are *client.Error values (client.Errorf), answered with their
 // Status (reason, message, owner); any other error is a 500.
+//
+// The volume writes take remote: the node of a caller whose token is bound
+// to another node than this manager's (auth.Decision.Remote), "" for this
+// node's callers and admins. A remote caller may change only multihost
+// volumes; the Backend checks it, under the volume's lock, against the
+// owner record it acts on, and refuses anything else with
+// client.ReasonForbidden naming both nodes.
 type Backend interface {
 	// Host describes the node and its pools.
 	Host(ctx context.Context) (*client.Host, error)
@@ -51,17 +58,18 @@ type Backend interface {
 	GetVolume(ctx context.Context, pool, name string) (*client.Volume, error)
 	// CreateVolume makes the directory for owner, or checks that an
 	// existing one belongs to owner; it reports whether it made it.
-	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest, mode fs.FileMode) (*client.Volume, bool, error)
+	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest, mode fs.FileMode, remote string) (*client.Volume, bool, error)
 	// SetSize grows the volume of owner to sizeBytes.
-	SetSize(ctx context.Context, pool, name, owner string, sizeBytes int64) (*client.Volume, error)
+	SetSize(ctx context.Context, pool, name, owner string, sizeBytes int64, remote string) (*client.Volume, error)
 	// SetOwner replaces the owner record if it names req.Previous, with
-	// req.Owner, req.Retained and, when set, req.ReclaimPolicy.
-	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error)
+	// req.Owner, req.Retained and, when set, req.ReclaimPolicy and
+	// req.Multihost.
+	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest, remote string) (*client.Volume, error)
 	// DeleteVolume removes the directory if it belongs to owner (and, with
 	// ifEmpty, holds nothing); it reports whether there was one. A missing
 	// pool or pool directory is a client.ReasonPoolNotFound error, never
 	// "nothing to remove".
-	DeleteVolume(ctx context.Context, pool, name, owner string, ifEmpty bool) (bool, error)
+	DeleteVolume(ctx context.Context, pool, name, owner string, ifEmpty bool, remote string) (bool, error)
 }
 
 // DefaultMaxBodyBytes is the default limit of a request body.
