@@ -13,14 +13,15 @@ import (
 )
 
 // fakeAuthorizer knows these tokens: "admin" may do anything, "reader" may
-// only get and list, "broken" makes the decision fail, "busy" is over a
-// limit. It records what it was asked.
+// only get and list, "remote" may do anything as a caller bound to node-b,
+// "broken" makes the decision fail, "busy" is over a limit. It records
+// what it was asked.
 type fakeAuthorizer struct {
 	mu    sync.Mutex
 	asked []auth.Attributes
 }
 
-func (f *fakeAuthorizer) Authorize(_ context.Context, c auth.Caller, a auth.Attributes) (*auth.User, error) {
+func (f *fakeAuthorizer) Authorize(_ context.Context, c auth.Caller, a auth.Attributes) (*auth.Decision, error) {
 	f.mu.Lock()
 	f.asked = append(f.asked, a)
 	f.mu.Unlock()
@@ -28,10 +29,12 @@ func (f *fakeAuthorizer) Authorize(_ context.Context, c auth.Caller, a auth.Attr
 	case "":
 		return nil, &auth.Error{Reason: client.ReasonUnauthorized, Message: "no bearer token"}
 	case "admin":
-		return &auth.User{Name: "admin"}, nil
+		return &auth.Decision{User: &auth.User{Name: "admin"}}, nil
+	case "remote":
+		return &auth.Decision{User: &auth.User{Name: "remote"}, Remote: "node-b"}, nil
 	case "reader":
 		if a.Verb == "get" || a.Verb == "list" {
-			return &auth.User{Name: "reader"}, nil
+			return &auth.Decision{User: &auth.User{Name: "reader"}}, nil
 		}
 		return nil, &auth.Error{Reason: client.ReasonForbidden, Message: "reader cannot " + a.String()}
 	case "broken":

@@ -53,7 +53,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
-		klog.FromContext(r.Context()).Info("Created volume", "pool", c.pool, "volume", c.name, "owner", req.Owner, "path", v.Path, "mode", v.Mode, "reclaimPolicy", v.ReclaimPolicy, "sizeBytes", v.SizeBytes, "enforcement", v.Enforcement, "user", c.user.Name)
+		klog.FromContext(r.Context()).Info("Created volume", "pool", c.pool, "volume", c.name, "owner", req.Owner, "path", v.Path, "mode", v.Mode, "reclaimPolicy", v.ReclaimPolicy, "sizeBytes", v.SizeBytes, "enforcement", v.Enforcement, "multihost", v.Multihost, "user", c.user.Name, "fromNode", c.remote)
 	}
 	writeJSON(w, code, v)
 }
@@ -65,7 +65,7 @@ func (s *Server) setOwner(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	klog.FromContext(r.Context()).Info("Set volume owner", "pool", c.pool, "volume", c.name, "owner", req.Owner, "previous", req.Previous, "retained", req.Retained, "reclaimPolicy", v.ReclaimPolicy, "user", c.user.Name)
+	klog.FromContext(r.Context()).Info("Set volume owner", "pool", c.pool, "volume", c.name, "owner", req.Owner, "previous", req.Previous, "retained", req.Retained, "reclaimPolicy", v.ReclaimPolicy, "multihost", v.Multihost, "user", c.user.Name, "fromNode", c.remote)
 	writeJSON(w, http.StatusOK, v)
 }
 
@@ -76,7 +76,7 @@ func (s *Server) setSize(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	klog.FromContext(r.Context()).Info("Set volume size", "pool", c.pool, "volume", c.name, "owner", req.Owner, "sizeBytes", v.SizeBytes, "enforcement", v.Enforcement, "user", c.user.Name)
+	klog.FromContext(r.Context()).Info("Set volume size", "pool", c.pool, "volume", c.name, "owner", req.Owner, "sizeBytes", v.SizeBytes, "enforcement", v.Enforcement, "user", c.user.Name, "fromNode", c.remote)
 	writeJSON(w, http.StatusOK, v)
 }
 
@@ -87,7 +87,7 @@ func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	if deleted {
-		klog.FromContext(r.Context()).Info("Deleted volume", "pool", c.pool, "volume", c.name, "owner", c.del.Owner, "user", c.user.Name)
+		klog.FromContext(r.Context()).Info("Deleted volume", "pool", c.pool, "volume", c.name, "owner", c.del.Owner, "user", c.user.Name, "fromNode", c.remote)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

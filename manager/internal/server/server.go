@@ -13,8 +13,10 @@
 // stranger's bad input costs no API server call: the route and a clean
 // path (404, 405, 400); pool and volume names and query parameters (400);
 // a slot among its address's requests in flight (429); the body, strict
-// JSON (413, 400); TokenReview and SubjectAccessReview (401, 403, 429);
-// then the Backend.
+// JSON (413, 400); TokenReview and SubjectAccessReview (401, 403, 429),
+// and for a write the authority of what the token is bound to (403; see
+// the auth package); then the Backend, which holds a caller bound to
+// another node to multihost volumes (403).
 package server
 
 import (
@@ -207,15 +209,17 @@ func (s *Server) route(pattern string, attrs func(*call) auth.Attributes, p pars
 			return
 		}
 		token, err := auth.BearerToken(r.Header)
+		var d *auth.Decision
 		if err == nil {
-			c.user, err = s.cfg.Authorizer.Authorize(r.Context(), auth.Caller{Token: token, Address: addr}, attrs(c))
+			d, err = s.cfg.Authorizer.Authorize(r.Context(), auth.Caller{Token: token, Address: addr}, attrs(c))
 		}
 		if err != nil {
 			s.writeRefusal(w, r, err)
 			return
 		}
-		if c.user == nil {
-			c.user = &auth.User{}
+		c.user, c.remote = &auth.User{}, ""
+		if d != nil && d.User != nil {
+			c.user, c.remote = d.User, d.Remote
 		}
 		h(w, r, c)
 	}))
