@@ -682,8 +682,8 @@ func TestBackfill(t *testing.T) {
 	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default",
 		"CreateVolume default/dir-pv-a", "CreateVolume default/dir-pv-b")
 	wantCreates := []createCall{
-		{pool: "default", name: "dir-pv-a", req: client.CreateVolumeRequest{Owner: "pv-a", Mode: "02775", ReclaimPolicy: "Delete", RequiredBytes: 16 << 20, EnforceSize: true}},
-		{pool: "default", name: "dir-pv-b", req: client.CreateVolumeRequest{Owner: "pv-b", Mode: "0777", ReclaimPolicy: "Retain"}},
+		{pool: "default", name: "dir-pv-a", req: client.CreateVolumeRequest{Owner: "pv-a", Mode: "02775", ReclaimPolicy: "Delete", RequiredBytes: 16 << 20, EnforceSize: true, Multihost: true}},
+		{pool: "default", name: "dir-pv-b", req: client.CreateVolumeRequest{Owner: "pv-b", Mode: "0777", ReclaimPolicy: "Retain", Multihost: true}},
 	}
 	if got := m.takeCreates(); !slices.Equal(got, wantCreates) {
 		t.Errorf("CreateVolume calls:\n  got  %+v\n  want %+v", got, wantCreates)
@@ -746,7 +746,8 @@ func TestBackfillOwnerConflict(t *testing.T) {
 }
 
 // A directory of a multihost volume's name without an owner record (made
-// before owner records) is recorded as the volume's, not created again.
+// before owner records) is recorded as the volume's, marked multihost, not
+// created again.
 func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 	f := newStandardFixture(t)
 	f.volumes = append(f.volumes,
@@ -757,7 +758,7 @@ func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 	r := f.run(key1)
 
 	expectEvents(t, r, "Normal Defined")
-	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default", "SetOwner default/dir-pv-a pv-a")
+	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default", "SetOwner default/dir-pv-a pv-a multihost")
 	def := f.mustDefinition(def1)
 	expectPhase(t, def, hostpathv1.PhaseReady, 0)
 	if def.Status.MultihostVolumes != 1 || def.Status.BackfilledVolumes != 0 {

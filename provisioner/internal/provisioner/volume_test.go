@@ -217,6 +217,9 @@ func TestProvision(t *testing.T) {
 			if gotCreate != tc.wantCreate {
 				t.Errorf("manager creates = %q, want %q", gotCreate, tc.wantCreate)
 			}
+			if f.manager.lastCreate.Multihost {
+				t.Errorf("a node-mode create says multihost: %+v", f.manager.lastCreate)
+			}
 			if !checkPV(t, pv, tc.wantPV) {
 				return
 			}
