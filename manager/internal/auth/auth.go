@@ -12,7 +12,7 @@
 // status.user.extra carries the pod's name and UID and its node's name
 // (client.ExtraPodName, client.ExtraPodUID, client.ExtraNodeName). Reads
 // (get, list) need only the route's permission. A write (create, update,
-// delete) is decided by what the token is bound to:
+// resize, delete) is decided by what the token is bound to:
 //
 //  1. A pod: the pod must be live, checked with a GET of the pod in the
 //     service account's namespace (cached for Options.PodTTL): it exists
@@ -146,7 +146,7 @@ import (
 
 // Attributes are what a call does, checked against group hostpath.dev.
 type Attributes struct {
-	// Verb is the RBAC verb: get, list, create, update or delete.
+	// Verb is the RBAC verb: get, list, create, update, resize or delete.
 	Verb string
 	// Resource is client.ResourceHosts or client.ResourcePools.
 	Resource string
@@ -156,10 +156,10 @@ type Attributes struct {
 	Name string
 }
 
-// write reports whether the call changes something: verb create, update
-// or delete.
+// write reports whether the call changes something: verb create, update,
+// resize or delete.
 func (a Attributes) write() bool {
-	return a.Verb == "create" || a.Verb == "update" || a.Verb == "delete"
+	return a.Verb == "create" || a.Verb == "update" || a.Verb == "resize" || a.Verb == "delete"
 }
 
 // volumeWrite reports whether the call changes a volume: a write of

@@ -144,7 +144,7 @@ func New(cfg Config) (*Server, error) {
 	s.route("GET /v1/pools/{pool}/volumes/{name}", volumeAttributes("get"), parser{}, s.getVolume)
 	s.route("PUT /v1/pools/{pool}/volumes/{name}", volumeAttributes("create"), parser{body: parseCreate}, s.createVolume)
 	s.route("PUT /v1/pools/{pool}/volumes/{name}/owner", volumeAttributes("update"), parser{body: parseSetOwner}, s.setOwner)
-	s.route("PUT /v1/pools/{pool}/volumes/{name}/size", volumeAttributes("update"), parser{body: parseSetSize}, s.setSize)
+	s.route("PUT /v1/pools/{pool}/volumes/{name}/size", volumeAttributes("resize"), parser{body: parseSetSize}, s.setSize)
 	s.route("DELETE /v1/pools/{pool}/volumes/{name}", volumeAttributes("delete"), parser{query: parseDelete}, s.deleteVolume)
 	return s, nil
 }

@@ -24,7 +24,7 @@ const (
 	// HostDefinerClusterRole is the host definer's: get hosts, update
 	// pools, list, create and update (adopt) pools/volumes, and create and
 	// update pools/multihostvolumes (backfill on the nodes it defines); no
-	// delete.
+	// resize, no delete.
 	HostDefinerClusterRole = "hostpath-manager-hostdefiner"
 	// ReaderClusterRole reads: get hosts, get and list pools/volumes (the
 	// kubectl hostpath orphans plugin's service account, OrphansServiceAccount).
@@ -55,21 +55,23 @@ const (
 	ResourcePools = "pools"
 	// SubresourceVolumes is the subresource of ResourcePools checked for
 	// the /v1/pools/{pool}/volumes routes (name: the pool), with verbs
-	// "list", "get", "create", "update" (the owner record and the size)
+	// "list", "get", "create", "update" (the owner record), "resize" (the
+	// size: a verb of its own, so that a caller may adopt without growing)
 	// and "delete".
 	SubresourceVolumes = "volumes"
 	// SubresourceMultihostVolumes is the subresource of ResourcePools
 	// checked, besides SubresourceVolumes, for a volume write (verbs
-	// "create", "update", "delete"; name: the pool) whose token is bound
-	// to a pod, or a node, other than the manager's node. Only multihost
-	// volumes can be changed that way: a node changes another node's
-	// node-mode volumes never (see the README, "Security model").
+	// "create", "update", "resize", "delete"; name: the pool) whose token
+	// is bound to a pod, or a node, other than the manager's node. Only
+	// multihost volumes can be changed that way: a node never changes
+	// another node's node-mode volumes (see the README, "Security model").
 	SubresourceMultihostVolumes = "multihostvolumes"
 	// SubresourceAdmin is the subresource of ResourceHosts checked,
 	// besides the route's own permission, for a write (verbs "create",
-	// "update", "delete"; name: the node) whose token is bound to no pod
-	// and no node: `kubectl create token` without --bound-object-kind.
-	// Such tokens read with the route's permission alone.
+	// "update", "resize", "delete"; name: the node) whose token is bound
+	// to no pod and no node: `kubectl create token` without
+	// --bound-object-kind. Such tokens read with the route's permission
+	// alone.
 	SubresourceAdmin = "admin"
 )
 

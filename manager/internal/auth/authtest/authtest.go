@@ -197,11 +197,11 @@ func (a *API) Clientset() *fake.Clientset {
 //	                        tokens bound to no pod
 func NewCallers() *API {
 	a := New()
-	all := []string{"get", "list", "create", "update", "delete"}
+	all := []string{"get", "list", "create", "update", "resize", "delete"}
 	prov, definer, reader, admin, cl := ServiceAccount("provisioner"), ServiceAccount("hostdefiner"), ServiceAccount("reader"), ServiceAccount("admin"), ServiceAccount("client")
 	a.Grant(prov, "hosts", ThisNode, "get")
 	a.Grant(prov, "pools/volumes", "default", all...)
-	a.Grant(prov, "pools/multihostvolumes", "default", "create", "update", "delete")
+	a.Grant(prov, "pools/multihostvolumes", "default", "create", "update", "resize", "delete")
 	a.Grant(definer, "hosts", ThisNode, "get")
 	a.Grant(definer, "pools", "default", "update")
 	a.Grant(definer, "pools/volumes", "default", "list", "create", "update")
@@ -213,7 +213,7 @@ func NewCallers() *API {
 	a.Grant(admin, "hosts", ThisNode, "get")
 	a.Grant(admin, "pools", "default", "update")
 	a.Grant(admin, "pools/volumes", "default", all...)
-	a.Grant(admin, "hosts/admin", ThisNode, "create", "update", "delete")
+	a.Grant(admin, "hosts/admin", ThisNode, "create", "update", "resize", "delete")
 
 	done := Pod("prov-done", "provisioner", ThisNode)
 	done.Status.Phase = corev1.PodSucceeded
