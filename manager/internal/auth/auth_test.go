@@ -234,19 +234,29 @@ func TestReviewLimitPerAddress(t *testing.T) {
 	for _, s := range steps {
 		clock.Step(s.advance)
 		_, err := r.Authorize(ctx, Caller{Token: s.token, Address: s.addr}, get)
-		var ae *Error
-		switch {
-		case s.wantReason == "" && err != nil:
-			t.Errorf("%s: %v, want allowed", s.desc, err)
-		case s.wantReason != "" && (!errors.As(err, &ae) || ae.Reason != s.wantReason):
-			t.Errorf("%s: %v, want reason %s", s.desc, err, s.wantReason)
-		case s.wantReason == client.ReasonTooManyRequests && (ae.RetryAfter <= 0 || ae.RetryAfter > time.Second):
+		ae := checkReason(t, s.desc, err, s.wantReason)
+		if s.wantReason == client.ReasonTooManyRequests && ae != nil && (ae.RetryAfter <= 0 || ae.RetryAfter > time.Second) {
 			t.Errorf("%s: RetryAfter %v, want the time to the next token (at most 1s)", s.desc, ae.RetryAfter)
 		}
 		if api.TokenCalls != s.wantTokens {
 			t.Errorf("%s: %d TokenReviews, want %d", s.desc, api.TokenCalls, s.wantTokens)
 		}
 	}
+}
+
+// checkReason fails unless err is nil, for wantReason "" (allowed), or an
+// *Error of wantReason, which it returns.
+func checkReason(t *testing.T, what string, err error, wantReason client.Reason) *Error {
+	t.Helper()
+	var ae *Error
+	switch {
+	case wantReason == "" && err != nil:
+		t.Errorf("%s: %v, want allowed", what, err)
+	case wantReason != "" && (!errors.As(err, &ae) || ae.Reason != wantReason):
+		t.Errorf("%s: %v, want reason %s", what, err, wantReason)
+		return nil
+	}
+	return ae
 }
 
 func TestReviewErrorsAreNotCached(t *testing.T) {

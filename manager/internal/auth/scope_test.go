@@ -131,13 +131,7 @@ func TestPodCache(t *testing.T) {
 			}
 		}
 		_, err := r.Authorize(ctx, Caller{Token: "prov-a"}, s.attrs)
-		var ae *Error
-		switch {
-		case s.wantReason == "" && err != nil:
-			t.Errorf("%s: %v, want allowed", s.desc, err)
-		case s.wantReason != "" && (!errors.As(err, &ae) || ae.Reason != s.wantReason):
-			t.Errorf("%s: %v, want reason %s", s.desc, err, s.wantReason)
-		}
+		checkReason(t, s.desc, err, s.wantReason)
 		if api.PodCalls != s.wantGETs {
 			t.Errorf("%s: %d pod GETs, want %d", s.desc, api.PodCalls, s.wantGETs)
 		}
