@@ -83,6 +83,9 @@ type API struct {
 	// unreachable.
 	FailReviews bool
 
+	// TokenCalls, SARCalls and PodCalls count the TokenReviews,
+	// SubjectAccessReviews and pod GETs; LastTR and LastSAR are the last
+	// reviews asked for.
 	TokenCalls, SARCalls, PodCalls int
 	LastTR                         *authnv1.TokenReview
 	LastSAR                        *authzv1.SubjectAccessReview
