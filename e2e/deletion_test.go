@@ -182,12 +182,8 @@ type ownerRecord struct {
 // poolPath on node.
 func (e *provEnv) readOwnerRecord(t *testing.T, node, poolPath, dir string) ownerRecord {
 	t.Helper()
-	file, err := e.f.NodeDir(node, path.Join(poolPath, ".hostpath", "owners", dir))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rec ownerRecord
-	data, err := os.ReadFile(file)
+	data, err := os.ReadFile(ownerRecordFile(t, e.f, node, poolPath, dir))
 	if err != nil {
 		t.Fatalf("Owner record of %s on %s: %v", dir, node, err)
 	}

@@ -138,13 +138,22 @@ func serviceAccount(ctx context.Context, t *testing.T, f *framework.Framework, n
 }
 
 // managerClient makes ns/sa (a new service account) a caller bound to the
-// client ClusterRole; the binding is deleted when the test ends.
+// admin ClusterRole, as the README's debugging recipe does: its tokens from
+// ServiceAccountToken are bound to no pod, which the managers let write
+// only as an admin. The binding is deleted when the test ends.
 func managerClient(ctx context.Context, t *testing.T, f *framework.Framework, ns, sa string) {
 	t.Helper()
 	serviceAccount(ctx, t, f, ns, sa)
+	bindClusterRole(ctx, t, f, ns, sa, client.AdminClusterRole)
+}
+
+// bindClusterRole binds the existing service account ns/sa to the
+// ClusterRole role until the test ends.
+func bindClusterRole(ctx context.Context, t *testing.T, f *framework.Framework, ns, sa, role string) {
+	t.Helper()
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + sa, Labels: map[string]string{"hostpath.dev/e2e": "true"}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: client.ClientClusterRole},
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + sa + "-" + role, Labels: map[string]string{"hostpath.dev/e2e": "true"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
 	}
 	if _, err := f.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
@@ -160,7 +169,7 @@ func managerClient(ctx context.Context, t *testing.T, f *framework.Framework, ns
 }
 
 // managerCallers makes two service accounts of ns, "allowed" (bound to the
-// client ClusterRole, see managerClient) and "denied" (not), and returns a
+// admin ClusterRole, see managerClient) and "denied" (not), and returns a
 // manager token of each.
 func managerCallers(ctx context.Context, t *testing.T, f *framework.Framework, ns string) (allowed, denied string) {
 	t.Helper()

@@ -97,11 +97,13 @@ func TestOrphansReport(t *testing.T) {
 	node := e.nodes[0]
 	urls := managerPods(ctx, t, e.f, e.nodes)
 	bin := buildKubectlHostpath(ctx, t, e.f)
-	// The provisioner's service account may call the managers.
-	token, err := e.f.ServiceAccountToken(ctx, framework.SystemNamespace, "hostpath-provisioner", client.TokenAudience)
+	// An admin makes the orphan by hand (a token bound to no pod).
+	managerClient(ctx, t, e.f, e.ns, "orphan-maker")
+	token, err := e.f.ServiceAccountToken(ctx, e.ns, "orphan-maker", client.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitAllowed(ctx, t, urls[node], token, "the orphan maker to be allowed")
 
 	// Missing: a node-mode claim whose directory is then removed on disk.
 	pvc := e.claim(ctx, t, "orphans-missing", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
@@ -146,8 +148,8 @@ func TestOrphansReport(t *testing.T) {
 	if exit != 1 {
 		t.Errorf("Exit status %d, want 1 (findings)", exit)
 	}
-	if !strings.Contains(r.Token, "hostpath-system/hostpath-provisioner") {
-		t.Errorf("Token %q does not name the service account hostpath-system/hostpath-provisioner", r.Token)
+	if want := framework.SystemNamespace + "/" + client.OrphansServiceAccount; !strings.Contains(r.Token, want) {
+		t.Errorf("Token %q does not name the read-only service account %s", r.Token, want)
 	}
 	checkFinding(t, r, orphansFinding{Node: node, Pool: "default", Directory: orphan, Finding: "orphan", Owner: owner})
 	checkFinding(t, r, orphansFinding{Node: node, Pool: "default", Directory: pv.Annotations[annPVDirectory], Finding: "missing", PV: pv.Name})

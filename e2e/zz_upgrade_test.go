@@ -94,6 +94,10 @@ func TestUpgrade(t *testing.T) {
 	e.checkImages(ctx, t, "dev")
 	for _, n := range e.nodes {
 		e.waitPhase(ctx, t, n, "default", hostpathv1.PhaseReady)
+		// Each provisioner marks its node's copy of the old multihost
+		// volume (same-node authority), so that the elected instance, bound
+		// to another node, may delete it there.
+		waitMultihostRecord(ctx, t, e.f, n, sharedPV.Annotations[annPVDirectory])
 	}
 
 	// The old volumes keep working: the pods that ran through the upgrade

@@ -171,8 +171,8 @@ ip=$(kc -n "$SYS" get pods -l app.kubernetes.io/name=hostpath-manager \
   --field-selector "spec.nodeName=$node" -o jsonpath='{.items[0].status.podIP}')
 ca=$CLUSTER_DIR/demo-manager-ca.crt
 kc -n "$SYS" get configmap hostpath-manager-ca -o jsonpath='{.data.ca\.crt}' > "$ca"
-token=$(kc -n "$SYS" create token hostpath-provisioner --audience hostpath.dev/manager --duration 10m)
-printf '$ TOKEN=$(kubectl -n %s create token hostpath-provisioner --audience hostpath.dev/manager)\n' "$SYS"
+token=$(kc -n "$SYS" create token hostpath-orphans --audience hostpath.dev/manager --duration 10m)   # read only (hostpath-manager-reader)
+printf '$ TOKEN=$(kubectl -n %s create token hostpath-orphans --audience hostpath.dev/manager)\n' "$SYS"
 printf '$ curl --cacert %s --resolve %s.manager.hostpath.dev:8443:%s \\\n    -H "Authorization: Bearer $TOKEN" https://%s.manager.hostpath.dev:8443/v1/pools/default/volumes\n' \
   "${ca#"$REPO_ROOT"/}" "$node" "$ip" "$node"
 curl -sS --fail-with-body --cacert "$ca" --resolve "$node.manager.hostpath.dev:8443:$ip" \

@@ -219,11 +219,31 @@ func (f *Framework) Kubectl(ctx context.Context, args ...string) (string, error)
 }
 
 // ServiceAccountToken returns a token of ns/sa from the TokenRequest API,
-// valid for an hour, for the given audiences (the API server's if none).
+// valid for an hour, for the given audiences (the API server's if none),
+// bound to no object: what `kubectl create token` gives.
 func (f *Framework) ServiceAccountToken(ctx context.Context, ns, sa string, audiences ...string) (string, error) {
+	return f.token(ctx, ns, sa, nil, audiences)
+}
+
+// PodBoundToken returns a token of the service account of pod (in its
+// namespace) for audiences, bound to pod (name and UID), as the kubelet
+// projects one into the pod's volumes: TokenReview's extra then names the
+// pod and its node, and the token dies with the pod.
+func (f *Framework) PodBoundToken(ctx context.Context, pod *corev1.Pod, audiences ...string) (string, error) {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	return f.token(ctx, pod.Namespace, sa, &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}, audiences)
+}
+
+// token returns a token of ns/sa for audiences, valid for an hour, bound
+// to bound (nil: to nothing).
+func (f *Framework) token(ctx context.Context, ns, sa string, bound *authenticationv1.BoundObjectReference, audiences []string) (string, error) {
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 		Audiences:         audiences,
 		ExpirationSeconds: ptr.To[int64](3600),
+		BoundObjectRef:    bound,
 	}}
 	res, err := f.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, tr, metav1.CreateOptions{})
 	if err != nil {

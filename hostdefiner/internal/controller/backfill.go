@@ -19,9 +19,12 @@ import (
 
 // backfill gives the node every multihost directory of the pool it lacks,
 // BackfillWorkers at a time, owned by the PV, with its class's dirMode and
-// its reclaim policy. A directory of that name without an owner record is
-// recorded as the PV's; one owned by another PV is a failure: pods of the
-// volume would share someone else's data. It fills st's counts.
+// its reclaim policy, marked multihost (client.NewCreateVolumeRequest reads
+// the PV's mode): a manager lets the host definer, whose token is bound to
+// a pod on another node, create and adopt nothing else. A directory of that
+// name without an owner record is recorded as the PV's; one owned by
+// another PV is a failure: pods of the volume would share someone else's
+// data. It fills st's counts.
 func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinition, mgr Manager, st *hostpathv1.HostDefinitionStatus) error {
 	node, pool := def.Spec.NodeName, def.Spec.Pool
 	vols, err := c.multihostVolumes(pool)
@@ -46,8 +49,10 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 		case owner == "":
 			// Made before owner records: the PV's own name, so it is the
 			// PV's; recorded (with its policy and claim namespace, as a
-			// create would) so that its reclaim removes it.
-			req := client.SetOwnerRequest{Owner: m.pv.Name, ReclaimPolicy: client.RecordedReclaimPolicy(m.pv), ClaimNamespace: client.ClaimNamespaceOf(m.pv)}
+			// create would), as multihost (the only kind the host definer
+			// may adopt on a node other than its own), so that its reclaim
+			// removes it.
+			req := client.SetOwnerRequest{Owner: m.pv.Name, ReclaimPolicy: client.RecordedReclaimPolicy(m.pv), ClaimNamespace: client.ClaimNamespaceOf(m.pv), Multihost: true}
 			if _, err := mgr.SetOwner(ctx, pool, m.directory, req); err != nil {
 				errs[i] = fmt.Errorf("record PersistentVolume %s as the owner of directory %q: %w", m.pv.Name, m.directory, err)
 			}

@@ -683,8 +683,8 @@ func TestBackfill(t *testing.T) {
 	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default",
 		"CreateVolume default/dir-pv-a", "CreateVolume default/dir-pv-b")
 	wantCreates := []createCall{
-		{pool: "default", name: "dir-pv-a", req: client.CreateVolumeRequest{Owner: "pv-a", Mode: "02775", ReclaimPolicy: "Delete", RequiredBytes: 16 << 20, EnforceSize: true}},
-		{pool: "default", name: "dir-pv-b", req: client.CreateVolumeRequest{Owner: "pv-b", Mode: "0777", ReclaimPolicy: "Retain"}},
+		{pool: "default", name: "dir-pv-a", req: client.CreateVolumeRequest{Owner: "pv-a", Mode: "02775", ReclaimPolicy: "Delete", RequiredBytes: 16 << 20, EnforceSize: true, Multihost: true}},
+		{pool: "default", name: "dir-pv-b", req: client.CreateVolumeRequest{Owner: "pv-b", Mode: "0777", ReclaimPolicy: "Retain", Multihost: true}},
 	}
 	if got := m.takeCreates(); !slices.Equal(got, wantCreates) {
 		t.Errorf("CreateVolume calls:\n  got  %+v\n  want %+v", got, wantCreates)
@@ -748,7 +748,7 @@ func TestBackfillOwnerConflict(t *testing.T) {
 
 // A directory of a multihost volume's name without an owner record (made
 // before owner records) is recorded as the volume's, with its claim's
-// namespace, not created again.
+// namespace, marked multihost, not created again.
 func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 	f := newStandardFixture(t)
 	pv := multihostPV("pv-a", "standard", "default", []string{"node-0"}, []string{"node-1"}, v1.PersistentVolumeReclaimDelete)
@@ -760,7 +760,7 @@ func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 	r := f.run(key1)
 
 	expectEvents(t, r, "Normal Defined")
-	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default", "SetOwner default/dir-pv-a pv-a")
+	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default", "SetOwner default/dir-pv-a pv-a multihost")
 	if got := m.volumes["default"][0].ClaimNamespace; got != "team-a" {
 		t.Errorf("the owner record names claim namespace %q, want team-a", got)
 	}

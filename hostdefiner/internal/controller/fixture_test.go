@@ -817,7 +817,11 @@ func (m *fakeManager) CreateVolume(_ context.Context, pool, name string, req cli
 }
 
 func (m *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
-	m.record("SetOwner " + pool + "/" + name + " " + req.Owner)
+	call := "SetOwner " + pool + "/" + name + " " + req.Owner
+	if req.Multihost {
+		call += " multihost"
+	}
+	m.record(call)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, v := range m.volumes[pool] {

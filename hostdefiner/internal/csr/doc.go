@@ -23,9 +23,9 @@
 // create pods with that service account), not from the manager of the node
 // the certificate would name. The proof of the node is the pod-bound token:
 // for a CSR made with a service account token bound to a pod, the API server
-// fills spec.extra with the pod's name, UID and node (ExtraPodName,
-// ExtraPodUID, ExtraNodeName), which the requester cannot forge. The
-// Approver approves (reason ReasonApproved) only when all of these hold:
+// fills spec.extra with the pod's name, UID and node (client.ExtraPodName,
+// client.ExtraPodUID, client.ExtraNodeName), which the requester cannot
+// forge. The Approver approves (reason ReasonApproved) only when all of these hold:
 //
 //   - spec.username is the managers' service account (else ReasonNotManager);
 //   - spec.extra names one pod, UID and node (else ReasonUnknownPod), and

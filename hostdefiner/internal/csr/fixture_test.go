@@ -241,7 +241,7 @@ func newCSR(name string, req []byte) *certv1.CertificateSigningRequest {
 		Spec: certv1.CertificateSigningRequestSpec{
 			SignerName: client.SignerName, Request: req, Usages: serving, Username: testUsername,
 			Extra: map[string]certv1.ExtraValue{
-				ExtraPodName: {pod1}, ExtraPodUID: {uid1}, ExtraNodeName: {node1},
+				client.ExtraPodName: {pod1}, client.ExtraPodUID: {uid1}, client.ExtraNodeName: {node1},
 				"authentication.kubernetes.io/credential-id": {"JTI=abc"},
 			},
 		},

@@ -24,14 +24,6 @@ const (
 	Organization = "hostpath.dev:managers"
 )
 
-// The keys of spec.extra that the API server fills from a pod-bound
-// service account token.
-const (
-	ExtraPodName  = "authentication.kubernetes.io/pod-name"
-	ExtraPodUID   = "authentication.kubernetes.io/pod-uid"
-	ExtraNodeName = "authentication.kubernetes.io/node-name"
-)
-
 // Condition reasons of the Approved, Denied and Failed conditions.
 const (
 	// ReasonApproved approves a manager's request.

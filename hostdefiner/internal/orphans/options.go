@@ -52,8 +52,8 @@ such pods), or port-forward to each manager and pass
 --manager-address NODE=127.0.0.1:PORT. Each manager's certificate is verified
 against the CA bundle ConfigMap ` + client.CABundleConfigMap + ` for the name
 ` + client.ServerName("NODE") + `. The bearer token is a TokenRequest for
---service-account (audience ` + client.TokenAudience + `, 10 minutes), or the
-content of --token-file.
+--service-account (audience ` + client.TokenAudience + `, 10 minutes; by default
+` + DefaultServiceAccount + `, which may only read), or the content of --token-file.
 
 Exit status: 0 when nothing is found, 1 when something is (any finding,
 retained and pending included; --exit-zero gives 0), 2 on a usage or API
@@ -85,9 +85,10 @@ const (
 const (
 	// DefaultNamespace is the product's namespace.
 	DefaultNamespace = "hostpath-system"
-	// DefaultServiceAccount is the provisioner's service account, bound to
-	// the ClusterRole hostpath-manager-client, in --namespace.
-	DefaultServiceAccount = "hostpath-provisioner"
+	// DefaultServiceAccount is the read-only service account that
+	// manifests/ installs for this report, bound to the ClusterRole
+	// hostpath-manager-reader, in --namespace.
+	DefaultServiceAccount = client.OrphansServiceAccount
 	// DefaultManagerSelector selects the manager pods.
 	DefaultManagerSelector = "app.kubernetes.io/name=hostpath-manager"
 	// TokenLifetime is the lifetime of the TokenRequest's token (the
@@ -144,7 +145,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.ManagerAddresses, FlagManagerAddress, o.ManagerAddresses, "NODE=HOST:PORT: call the manager of NODE there instead of on its pod IP (a port-forward, say); repeat for more nodes. The certificate must still be NODE's.")
 	fs.DurationVar(&o.ManagerTimeout, FlagManagerTimeout, o.ManagerTimeout, "The time limit of each manager call.")
 	fs.StringVar(&o.TokenFile, FlagTokenFile, o.TokenFile, "A file holding the bearer token sent to the managers (audience "+client.TokenAudience+"). Empty asks for a TokenRequest for --"+FlagServiceAccount+" instead.")
-	fs.StringVar(&o.ServiceAccount, FlagServiceAccount, o.ServiceAccount, "The service account whose token (TokenRequest, audience "+client.TokenAudience+", 10 minutes) is sent to the managers, as NAME in --"+FlagNamespace+" or NAMESPACE/NAME; it needs the ClusterRole "+client.ClientClusterRole+". Not used with --"+FlagTokenFile+".")
+	fs.StringVar(&o.ServiceAccount, FlagServiceAccount, o.ServiceAccount, "The service account whose token (TokenRequest, audience "+client.TokenAudience+", 10 minutes, bound to no pod) is sent to the managers, as NAME in --"+FlagNamespace+" or NAMESPACE/NAME; it needs get hosts and list pools/volumes, as the ClusterRole "+client.ReaderClusterRole+" grants (the default, "+DefaultServiceAccount+", is bound to it). Not used with --"+FlagTokenFile+".")
 	fs.StringVarP(&o.Output, FlagOutput, "o", o.Output, "The output format: table or json.")
 	fs.BoolVar(&o.ExitZero, FlagExitZero, o.ExitZero, "Exit 0 even when something is found (errors still exit 2).")
 }

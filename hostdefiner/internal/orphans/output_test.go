@@ -32,7 +32,7 @@ func sampleReport() *Report {
 	}
 	r := &Report{
 		Provisioner: testProvisioner, Namespace: DefaultNamespace,
-		Token:    "a TokenRequest for service account hostpath-system/hostpath-provisioner (audience hostpath.dev/manager, 10m0s)",
+		Token:    "a TokenRequest for service account hostpath-system/hostpath-orphans (audience hostpath.dev/manager, 10m0s)",
 		Findings: Classify(testProvisioner, pvs, pvs, listings),
 		Nodes: []NodeSummary{
 			{Node: "hostpath-node-1", Address: "198.18.1.2:8443", Pools: []string{"default"}},
@@ -49,7 +49,7 @@ func TestWriteTable(t *testing.T) {
 	if err := Write(&b, sampleReport(), OutputTable); err != nil {
 		t.Fatal(err)
 	}
-	want := `Provisioner hostpath.dev/provisioner, managers in namespace hostpath-system, token: a TokenRequest for service account hostpath-system/hostpath-provisioner (audience hostpath.dev/manager, 10m0s)
+	want := `Provisioner hostpath.dev/provisioner, managers in namespace hostpath-system, token: a TokenRequest for service account hostpath-system/hostpath-orphans (audience hostpath.dev/manager, 10m0s)
 NODE             POOL     DIRECTORY                  FINDING      DETAIL
 hostpath-node-1  default  team-a-data-pvc-5b0c7e21   missing      PV pvc-5b0c7e21 (claim team-a/data), node mode: the node has no directory
 hostpath-node-1  default  team-b-old-pvc-0f3d9a10    orphan       owner pvc-0f3d9a10 (no such PV), ownedSince 2026-11-23T05:41:03Z, reclaimPolicy Delete

@@ -97,7 +97,7 @@ func TestRunTLS(t *testing.T) {
 	}{{
 		name: "TokenRequest", bundle: ca.PEM(), ready: true, token: "requested-token",
 		want: found, wantFound: true,
-		wantToken: "a TokenRequest for service account hostpath-system/hostpath-provisioner (audience hostpath.dev/manager, 10m0s)",
+		wantToken: "a TokenRequest for service account hostpath-system/hostpath-orphans (audience hostpath.dev/manager, 10m0s)",
 	}, {
 		name: "token file", args: []string{"--token-file=" + tokenFile}, bundle: ca.PEM(), ready: true,
 		want: found, wantFound: true, wantToken: "the file " + tokenFile,
@@ -178,7 +178,7 @@ func TestRunAPIErrors(t *testing.T) {
 		{name: "no CA bundle", args: []string{"--token-file=/dev/null"}, want: `get the managers' CA bundle: configmaps "hostpath-manager-ca" not found`},
 		{name: "empty CA bundle", args: []string{"--token-file=/dev/null"}, objects: []runtime.Object{&corev1.ConfigMap{
 			ObjectMeta: bundle.ObjectMeta}}, want: "ConfigMap hostpath-system/hostpath-manager-ca, key ca.crt: CA bundle: no PEM certificate"},
-		{name: "no token", objects: []runtime.Object{bundle}, want: "request a token for service account hostpath-system/hostpath-provisioner (or pass --token-file): refused"},
+		{name: "no token", objects: []runtime.Object{bundle}, want: "request a token for service account hostpath-system/hostpath-orphans (or pass --token-file): refused"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,6 +50,7 @@ const userAgent = "hostpath-manager"
 type kubeAPI struct {
 	tokens     auth.TokenReviews
 	sars       auth.SubjectAccessReviews
+	pods       auth.Pods
 	csrs       certs.CSRs
 	configMaps trust.ConfigMaps // of Options.Namespace
 }
@@ -208,7 +209,8 @@ func (o *Options) kubeAPI(ctx context.Context) (*kubeAPI, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kubeAPI{tokens: c.TokenReviews(), sars: c.SubjectAccessReviews(), csrs: c.CertificateSigningRequests(), configMaps: c.ConfigMaps(o.Namespace)}, nil
+	pods := func(ns string) auth.PodGetter { return c.Pods(ns) }
+	return &kubeAPI{tokens: c.TokenReviews(), sars: c.SubjectAccessReviews(), pods: pods, csrs: c.CertificateSigningRequests(), configMaps: c.ConfigMaps(o.Namespace)}, nil
 }
 
 // readiness is the server's Ready: an error saying what is awaited while
@@ -226,15 +228,16 @@ func readiness(cm *certs.Manager) func() error {
 	}
 }
 
-// authorizer returns the Reviewer, which asks the API server through api,
-// bounded by limits; without api (--insecure-skip-auth), AllowAll.
+// authorizer returns the Reviewer of the node, which asks the API server
+// through api, bounded by limits; without api (--insecure-skip-auth),
+// AllowAll.
 func (o *Options) authorizer(api *kubeAPI, limits *auth.PerAddress) auth.Authorizer {
 	if api == nil {
 		return auth.AllowAll{}
 	}
 	opts := o.Auth
-	opts.Limits = limits
-	return auth.NewReviewer(api.tokens, api.sars, opts)
+	opts.Limits, opts.NodeName = limits, o.NodeName
+	return auth.NewReviewer(api.tokens, api.sars, api.pods, opts)
 }
 
 // Run gets the serving certificate (see the certs package) and serves

@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 
+	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/certs"
 	"hostpath.dev/manager/internal/certs/certstest"
 	"hostpath.dev/manager/internal/selinux"
@@ -134,6 +135,7 @@ func clientsetAPI(signer *certstest.Signer, namespace string) *kubeAPI {
 	return &kubeAPI{
 		tokens:     cs.AuthenticationV1().TokenReviews(),
 		sars:       cs.AuthorizationV1().SubjectAccessReviews(),
+		pods:       func(ns string) auth.PodGetter { return cs.CoreV1().Pods(ns) },
 		csrs:       signer.CSRs(),
 		configMaps: fakeConfigMaps{cs.CoreV1().ConfigMaps(namespace)},
 	}

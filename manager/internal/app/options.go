@@ -54,6 +54,7 @@ const (
 	FlagTokenRejectedCacheTTL  = "token-rejected-cache-ttl"
 	FlagAllowedCacheTTL        = "authz-allowed-cache-ttl"
 	FlagDeniedCacheTTL         = "authz-denied-cache-ttl"
+	FlagPodCacheTTL            = "pod-cache-ttl"
 	FlagAuthCacheSize          = "auth-cache-size"
 	FlagTokenAudience          = "token-audience"
 	FlagMaxInFlightPerAddress  = "max-in-flight-per-address"
@@ -192,7 +193,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Auth.UnauthenticatedTTL, FlagTokenRejectedCacheTTL, o.Auth.UnauthenticatedTTL, "How long a token rejected by TokenReview is remembered.")
 	fs.DurationVar(&o.Auth.AllowedTTL, FlagAllowedCacheTTL, o.Auth.AllowedTTL, "How long a call allowed by SubjectAccessReview is remembered.")
 	fs.DurationVar(&o.Auth.DeniedTTL, FlagDeniedCacheTTL, o.Auth.DeniedTTL, "How long a call denied by SubjectAccessReview is remembered.")
-	fs.IntVar(&o.Auth.CacheSize, FlagAuthCacheSize, o.Auth.CacheSize, "Most entries kept in each of the four caches: accepted tokens, rejected tokens, allowed calls, denied calls.")
+	fs.DurationVar(&o.Auth.PodTTL, FlagPodCacheTTL, o.Auth.PodTTL, "How long what the manager found of the pod a writing caller's token is bound to (live, or gone) is remembered.")
+	fs.IntVar(&o.Auth.CacheSize, FlagAuthCacheSize, o.Auth.CacheSize, "Most entries kept in each of the five caches: accepted tokens, rejected tokens, allowed calls, denied calls, callers' pods.")
 	fs.StringVar(&o.Auth.Audience, FlagTokenAudience, o.Auth.Audience, "Audience a bearer token must be issued for; tokens for other audiences, the API server's included, are refused.")
 	fs.IntVar(&o.Limits.MaxInFlight, FlagMaxInFlightPerAddress, o.Limits.MaxInFlight, "Most /v1 requests one client address may have in flight; more get 429.")
 	fs.Float64Var(&o.Limits.ReviewQPS, FlagReviewsPerAddressQPS, o.Limits.ReviewQPS, "TokenReviews per second one client address may cause with tokens that are not cached; more get 429.")
@@ -255,7 +257,7 @@ func (o *Options) Validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		FlagTokenCacheTTL: o.Auth.AuthenticatedTTL, FlagTokenRejectedCacheTTL: o.Auth.UnauthenticatedTTL,
-		FlagAllowedCacheTTL: o.Auth.AllowedTTL, FlagDeniedCacheTTL: o.Auth.DeniedTTL,
+		FlagAllowedCacheTTL: o.Auth.AllowedTTL, FlagDeniedCacheTTL: o.Auth.DeniedTTL, FlagPodCacheTTL: o.Auth.PodTTL,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("--%s must not be negative", name))

@@ -34,15 +34,15 @@ func BenchmarkAuthorize(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			ctx := context.Background()
 			api := newFakeAPI()
-			api.tokens[benchToken] = fakeToken{user: "alice", audiences: []string{client.TokenAudience}}
+			api.Tokens[benchToken] = api.Tokens["good"]
 			clock := clocktesting.NewFakeClock(time.Now())
 			opts := DefaultOptions()
 			opts.Clock = clock
-			r := api.reviewer(opts)
+			r := reviewerOf(api, opts)
 			if _, err := r.Authorize(ctx, caller, attrs); err != nil {
 				b.Fatal(err)
 			}
-			calls := api.tokenCalls + api.sarCalls
+			calls := api.TokenCalls + api.SARCalls
 			b.ReportAllocs()
 			for b.Loop() {
 				clock.Step(tc.step)
@@ -50,7 +50,7 @@ func BenchmarkAuthorize(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			if reviews := api.tokenCalls + api.sarCalls - calls; (reviews == 0) != (tc.step == 0) {
+			if reviews := api.TokenCalls + api.SARCalls - calls; (reviews == 0) != (tc.step == 0) {
 				b.Fatalf("%d reviews in the loop; want %v", reviews, tc.step != 0)
 			}
 		})

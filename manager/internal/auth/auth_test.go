@@ -10,113 +10,43 @@ import (
 	"testing"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
-	authzv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"hostpath.dev/manager/internal/auth/authtest"
 	"hostpath.dev/manager/pkg/client"
 )
 
-// apiServerAudience is the audience of a plain service account token.
-const apiServerAudience = "https://kubernetes.default.svc"
-
-// fakeToken is a token the fake API server knows.
-type fakeToken struct {
-	user      string
-	audiences []string // what the token was issued for
-	// confirm is what status.audiences says when the token is accepted;
-	// nil means the intersection with spec.audiences, as the API server
-	// does.
-	confirm []string
+// newFakeAPI knows "good", the token of alice's live pod on this node
+// (alice may create volumes of pool fast and get host n), and tokens that
+// a TokenReview refuses.
+func newFakeAPI() *authtest.API {
+	api := authtest.New()
+	alice := authtest.ServiceAccount("alice")
+	api.AddToken("good", alice, authtest.BoundTo("alice-1", authtest.ThisNode))
+	api.Tokens["plain"] = authtest.Token{User: alice, Audiences: []string{authtest.APIServerAudience}}
+	api.Tokens["noaud"] = authtest.Token{User: alice, Audiences: []string{client.TokenAudience}, Confirm: []string{}}
+	api.Grant(alice, "pools/volumes", "fast", "create")
+	api.Grant(alice, "hosts", "n", "get")
+	api.Pods = []*corev1.Pod{authtest.Pod("alice-1", "alice", authtest.ThisNode)}
+	return api
 }
 
-// fakeAPI answers TokenReviews from tokens, honouring audiences like the
-// API server, and SubjectAccessReviews from grants ("user verb
-// resource/subresource name"), counting the calls.
-type fakeAPI struct {
-	tokens      map[string]fakeToken
-	grants      map[string]bool
-	tokenCalls  int
-	sarCalls    int
-	lastTR      *authnv1.TokenReview
-	lastSAR     *authzv1.SubjectAccessReview
-	failReviews bool
+// newReviewer is a Reviewer of authtest.ThisNode on api's fake clientset,
+// with opts; it returns the clientset too.
+func newReviewer(api *authtest.API, opts Options) (*Reviewer, *fake.Clientset) {
+	cs := api.Clientset()
+	opts.NodeName = authtest.ThisNode
+	pods := func(ns string) PodGetter { return cs.CoreV1().Pods(ns) }
+	return NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), pods, opts), cs
 }
 
-func (f *fakeAPI) reviewToken(tr *authnv1.TokenReview) {
-	f.lastTR = tr.DeepCopy()
-	tok, ok := f.tokens[tr.Spec.Token]
-	if !ok {
-		tr.Status = authnv1.TokenReviewStatus{Error: "invalid bearer token"}
-		return
-	}
-	want := tr.Spec.Audiences
-	if len(want) == 0 {
-		want = []string{apiServerAudience}
-	}
-	var both []string
-	for _, a := range tok.audiences {
-		if slices.Contains(want, a) {
-			both = append(both, a)
-		}
-	}
-	if len(both) == 0 {
-		tr.Status = authnv1.TokenReviewStatus{Error: fmt.Sprintf("[invalid bearer token, token audiences %q is invalid for the target audiences %q]", tok.audiences, want)}
-		return
-	}
-	if tok.confirm != nil {
-		both = tok.confirm
-	}
-	tr.Status = authnv1.TokenReviewStatus{Authenticated: true, Audiences: both, User: authnv1.UserInfo{
-		Username: tok.user, UID: "uid-" + tok.user, Groups: []string{"system:serviceaccounts"},
-		Extra: map[string]authnv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"p"}},
-	}}
-}
-
-func (f *fakeAPI) clientset() *fake.Clientset {
-	cs := fake.NewClientset()
-	cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		f.tokenCalls++
-		if f.failReviews {
-			return true, nil, errors.New("connection refused")
-		}
-		tr := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenReview).DeepCopy()
-		f.reviewToken(tr)
-		return true, tr, nil
-	})
-	cs.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		f.sarCalls++
-		sar := a.(k8stesting.CreateAction).GetObject().(*authzv1.SubjectAccessReview).DeepCopy()
-		f.lastSAR = sar
-		ra := sar.Spec.ResourceAttributes
-		if ra.Group == client.APIGroup && f.grants[strings.Join([]string{sar.Spec.User, ra.Verb, ra.Resource + "/" + ra.Subresource, ra.Name}, " ")] {
-			sar.Status = authzv1.SubjectAccessReviewStatus{Allowed: true}
-		} else {
-			sar.Status = authzv1.SubjectAccessReviewStatus{Reason: "no RBAC policy matched"}
-		}
-		return true, sar, nil
-	})
-	return cs
-}
-
-func newFakeAPI() *fakeAPI {
-	return &fakeAPI{
-		tokens: map[string]fakeToken{
-			"good":  {user: "alice", audiences: []string{client.TokenAudience}},
-			"plain": {user: "alice", audiences: []string{apiServerAudience}},
-			"noaud": {user: "alice", audiences: []string{client.TokenAudience}, confirm: []string{}},
-		},
-		grants: map[string]bool{"alice create pools/volumes fast": true, "alice get hosts/ n": true},
-	}
-}
-
-func (f *fakeAPI) reviewer(opts Options) *Reviewer {
-	cs := f.clientset()
-	return NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), opts)
+// reviewerOf is newReviewer without the clientset.
+func reviewerOf(api *authtest.API, opts Options) *Reviewer {
+	r, _ := newReviewer(api, opts)
+	return r
 }
 
 func volumes(verb, pool string) Attributes {
@@ -143,18 +73,18 @@ func TestAuthorize(t *testing.T) {
 		{desc: "authenticated without the audience is refused", token: "noaud", attrs: volumes("create", "fast"), wantReason: client.ReasonUnauthorized,
 			wantInMsg: []string{`did not confirm audience "hostpath.dev/manager"`}},
 		{desc: "missing verb", token: "good", attrs: volumes("delete", "fast"), wantReason: client.ReasonForbidden,
-			wantInMsg: []string{`user "alice" cannot delete pools/volumes in API group "hostpath.dev" (name "fast")`,
-				"resources [pools/volumes], verbs [delete]", "resourceNames [fast]", client.ClientClusterRole}},
+			wantInMsg: []string{`user "system:serviceaccount:hostpath-system:alice" cannot delete pools/volumes in API group "hostpath.dev" (name "fast")`,
+				"resources [pools/volumes], verbs [delete]", "resourceNames [fast]", client.AdminClusterRole}},
 		{desc: "other pool", token: "good", attrs: volumes("create", "slow"), wantReason: client.ReasonForbidden},
 		{desc: "API server down", token: "good", attrs: volumes("create", "fast"), failReviews: true, wantOther: true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			api := newFakeAPI()
-			api.failReviews = tc.failReviews
-			u, err := api.reviewer(DefaultOptions()).Authorize(ctx, Caller{Token: tc.token}, tc.attrs)
-			if api.lastTR != nil && !slices.Equal(api.lastTR.Spec.Audiences, []string{client.TokenAudience}) {
-				t.Errorf("TokenReview audiences = %q, want only %q", api.lastTR.Spec.Audiences, client.TokenAudience)
+			api.FailReviews = tc.failReviews
+			d, err := reviewerOf(api, DefaultOptions()).Authorize(ctx, Caller{Token: tc.token}, tc.attrs)
+			if api.LastTR != nil && !slices.Equal(api.LastTR.Spec.Audiences, []string{client.TokenAudience}) {
+				t.Errorf("TokenReview audiences = %q, want only %q", api.LastTR.Spec.Audiences, client.TokenAudience)
 			}
 			var ae *Error
 			switch {
@@ -166,12 +96,12 @@ func TestAuthorize(t *testing.T) {
 				if err != nil {
 					t.Fatalf("error = %v, want allowed", err)
 				}
-				if u.Name != "alice" || u.UID != "uid-alice" {
-					t.Errorf("user = %+v", u)
+				if u := d.User; u.Name != authtest.ServiceAccount("alice") || u.UID != "uid-"+authtest.ServiceAccount("alice") || d.Remote != "" {
+					t.Errorf("decision = %+v, user %+v", d, u)
 				}
-				spec := api.lastSAR.Spec
+				spec := api.LastSAR.Spec
 				ra := spec.ResourceAttributes
-				if spec.User != "alice" || spec.UID != "uid-alice" || len(spec.Groups) != 1 || len(spec.Extra) != 1 ||
+				if spec.User != authtest.ServiceAccount("alice") || spec.UID != "uid-"+authtest.ServiceAccount("alice") || len(spec.Groups) != 1 || len(spec.Extra) != 3 ||
 					ra.Group != "hostpath.dev" || ra.Resource != "pools" || ra.Subresource != "volumes" || ra.Verb != "create" || ra.Name != "fast" {
 					t.Errorf("SubjectAccessReview spec = %+v, attributes %+v", spec, ra)
 				}
@@ -196,7 +126,7 @@ func TestCaching(t *testing.T) {
 	opts := DefaultOptions()
 	opts.Clock = clock
 	opts.CacheSize = 2
-	r := api.reviewer(opts)
+	r := reviewerOf(api, opts)
 	get := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
 	list := volumes("list", "fast")
 
@@ -230,8 +160,8 @@ func TestCaching(t *testing.T) {
 		if err != nil && errors.As(err, &ae) && (ae.Reason == client.ReasonUnauthorized) == s.wantAuth {
 			t.Errorf("%s: reason %s", s.desc, ae.Reason)
 		}
-		if api.tokenCalls != s.wantTokens || api.sarCalls != s.wantSARs {
-			t.Errorf("%s: %d token reviews, %d access reviews; want %d, %d", s.desc, api.tokenCalls, api.sarCalls, s.wantTokens, s.wantSARs)
+		if api.TokenCalls != s.wantTokens || api.SARCalls != s.wantSARs {
+			t.Errorf("%s: %d token reviews, %d access reviews; want %d, %d", s.desc, api.TokenCalls, api.SARCalls, s.wantTokens, s.wantSARs)
 		}
 	}
 }
@@ -244,7 +174,7 @@ func TestJunkCannotEvict(t *testing.T) {
 	api := newFakeAPI()
 	opts := DefaultOptions()
 	opts.CacheSize = 2
-	r := api.reviewer(opts)
+	r := reviewerOf(api, opts)
 	get := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
 	if _, err := r.Authorize(ctx, Caller{Token: "good"}, get); err != nil {
 		t.Fatal(err)
@@ -258,13 +188,13 @@ func TestJunkCannotEvict(t *testing.T) {
 			t.Fatal("denied call allowed")
 		}
 	}
-	tokens, sars := api.tokenCalls, api.sarCalls
+	tokens, sars := api.TokenCalls, api.SARCalls
 	if _, err := r.Authorize(ctx, Caller{Token: "good"}, get); err != nil {
 		t.Fatal(err)
 	}
-	if api.tokenCalls != tokens || api.sarCalls != sars {
+	if api.TokenCalls != tokens || api.SARCalls != sars {
 		t.Errorf("after %d junk tokens and denied calls, the good token took %d more TokenReviews and %d more SubjectAccessReviews, want 0",
-			junk, api.tokenCalls-tokens, api.sarCalls-sars)
+			junk, api.TokenCalls-tokens, api.SARCalls-sars)
 	}
 	for name, c := range map[string]interface{ Keys() []any }{"accepted": r.accepted, "rejected": r.rejected, "allowed": r.allowed, "denied": r.denied} {
 		if n := len(c.Keys()); n > opts.CacheSize {
@@ -281,7 +211,7 @@ func TestReviewLimitPerAddress(t *testing.T) {
 	clock := clocktesting.NewFakeClock(time.Now())
 	opts := DefaultOptions()
 	opts.Limits = NewPerAddress(LimitOptions{ReviewQPS: 1, ReviewBurst: 2, Clock: clock})
-	r := api.reviewer(opts)
+	r := reviewerOf(api, opts)
 	get := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
 	flood, other := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
 
@@ -304,31 +234,41 @@ func TestReviewLimitPerAddress(t *testing.T) {
 	for _, s := range steps {
 		clock.Step(s.advance)
 		_, err := r.Authorize(ctx, Caller{Token: s.token, Address: s.addr}, get)
-		var ae *Error
-		switch {
-		case s.wantReason == "" && err != nil:
-			t.Errorf("%s: %v, want allowed", s.desc, err)
-		case s.wantReason != "" && (!errors.As(err, &ae) || ae.Reason != s.wantReason):
-			t.Errorf("%s: %v, want reason %s", s.desc, err, s.wantReason)
-		case s.wantReason == client.ReasonTooManyRequests && (ae.RetryAfter <= 0 || ae.RetryAfter > time.Second):
+		ae := checkReason(t, s.desc, err, s.wantReason)
+		if s.wantReason == client.ReasonTooManyRequests && ae != nil && (ae.RetryAfter <= 0 || ae.RetryAfter > time.Second) {
 			t.Errorf("%s: RetryAfter %v, want the time to the next token (at most 1s)", s.desc, ae.RetryAfter)
 		}
-		if api.tokenCalls != s.wantTokens {
-			t.Errorf("%s: %d TokenReviews, want %d", s.desc, api.tokenCalls, s.wantTokens)
+		if api.TokenCalls != s.wantTokens {
+			t.Errorf("%s: %d TokenReviews, want %d", s.desc, api.TokenCalls, s.wantTokens)
 		}
 	}
+}
+
+// checkReason fails unless err is nil, for wantReason "" (allowed), or an
+// *Error of wantReason, which it returns.
+func checkReason(t *testing.T, what string, err error, wantReason client.Reason) *Error {
+	t.Helper()
+	var ae *Error
+	switch {
+	case wantReason == "" && err != nil:
+		t.Errorf("%s: %v, want allowed", what, err)
+	case wantReason != "" && (!errors.As(err, &ae) || ae.Reason != wantReason):
+		t.Errorf("%s: %v, want reason %s", what, err, wantReason)
+		return nil
+	}
+	return ae
 }
 
 func TestReviewErrorsAreNotCached(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	api := newFakeAPI()
-	api.failReviews = true
-	r := api.reviewer(DefaultOptions())
+	api.FailReviews = true
+	r := reviewerOf(api, DefaultOptions())
 	attrs := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
 	if _, err := r.Authorize(ctx, Caller{Token: "good"}, attrs); err == nil {
 		t.Fatal("Authorize succeeded while the API server fails")
 	}
-	api.failReviews = false
+	api.FailReviews = false
 	if _, err := r.Authorize(ctx, Caller{Token: "good"}, attrs); err != nil {
 		t.Fatalf("Authorize after recovery: %v", err)
 	}
@@ -359,7 +299,7 @@ func TestBearerToken(t *testing.T) {
 
 func TestAllowAll(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	if u, err := (AllowAll{}).Authorize(ctx, Caller{}, Attributes{}); err != nil || u.Name == "" {
-		t.Errorf("AllowAll = %v, %v", u, err)
+	if d, err := (AllowAll{}).Authorize(ctx, Caller{}, volumes("delete", "fast")); err != nil || d.User.Name == "" || d.Remote != "" {
+		t.Errorf("AllowAll = %+v, %v; want this node's authority", d, err)
 	}
 }

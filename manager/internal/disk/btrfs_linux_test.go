@@ -47,14 +47,14 @@ func TestBtrfsVolumeLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxOf(t)
-	v, created, err := s.CreateVolume(ctx, "default", "v1", sized("pv-a", 16<<20), 0o777)
+	v, created, err := s.CreateVolume(ctx, "default", "v1", sized("pv-a", 16<<20), 0o777, "")
 	if err != nil || !created {
 		t.Fatalf("CreateVolume = %v, %v", created, err)
 	}
 	if v.Enforcement != quota.KindBtrfs || v.SizeBytes != 16<<20 {
 		t.Fatalf("volume = %+v, want btrfs, 16Mi", v)
 	}
-	other, _, err := s.CreateVolume(ctx, "default", "v2", sized("pv-b", 16<<20), 0o777)
+	other, _, err := s.CreateVolume(ctx, "default", "v2", sized("pv-b", 16<<20), 0o777, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestBtrfsVolumeLifecycle(t *testing.T) {
 	}
 
 	// Growing lets the pod write further.
-	if _, err := s.SetSize(ctx, "default", "v1", "pv-a", 64<<20); err != nil {
+	if _, err := s.SetSize(ctx, "default", "v1", "pv-a", 64<<20, ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := writeFile(filepath.Join(vol, "x", "y", "deep", "more"), 16<<20); err != nil {
@@ -105,7 +105,7 @@ func TestBtrfsVolumeLifecycle(t *testing.T) {
 		t.Fatalf("quota IDs before deleting = %v, %v; want two", before, err)
 	}
 	for _, name := range []string{"v1", "v2"} {
-		if _, err := s.DeleteVolume(ctx, "default", name, map[string]string{"v1": "pv-a", "v2": "pv-b"}[name], false); err != nil {
+		if _, err := s.DeleteVolume(ctx, "default", name, map[string]string{"v1": "pv-a", "v2": "pv-b"}[name], false, ""); err != nil {
 			t.Fatalf("DeleteVolume %s: %v", name, err)
 		}
 		if _, err := os.Lstat(filepath.Join(pool, name)); !errors.Is(err, fs.ErrNotExist) {

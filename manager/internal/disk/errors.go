@@ -34,3 +34,9 @@ func ownerConflictf(owner, format string, args ...any) error {
 	e.Owner = owner
 	return e
 }
+
+// forbiddenf is the Forbidden of a write that the caller's authority does
+// not reach (a caller bound to another node, on a node-mode volume).
+func forbiddenf(format string, args ...any) error {
+	return client.Errorf(client.ReasonForbidden, format, args...)
+}

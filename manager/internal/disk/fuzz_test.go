@@ -150,7 +150,7 @@ func FuzzConfinement(f *testing.F) {
 	}
 	// "owned" is a volume of PersistentVolume pv-owner, which no input
 	// names: it must survive every input.
-	if _, _, err := store.CreateVolume(ctx, "default", "owned", client.CreateVolumeRequest{Owner: "pv-owner"}, 0o755); err != nil {
+	if _, _, err := store.CreateVolume(ctx, "default", "owned", client.CreateVolumeRequest{Owner: "pv-owner"}, 0o755, ""); err != nil {
 		f.Fatal(err)
 	}
 	mustWrite(f, filepath.Join(pool, "owned", "data"), "owned data")
@@ -219,7 +219,7 @@ func FuzzConfinement(f *testing.F) {
 
 		if adopt {
 			// A directory without a record is refused until it is adopted.
-			_, _, err := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: owner}, fs.FileMode(mode)&fs.ModePerm)
+			_, _, err := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: owner}, fs.FileMode(mode)&fs.ModePerm, "")
 			var ce *client.Error
 			if !errors.As(err, &ce) || ce.Reason != client.ReasonOwnerConflict || ce.Owner != "" {
 				t.Fatalf("CreateVolume(%q, %q) over a directory without a record: %v, want OwnerConflict", name, owner, err)
@@ -227,12 +227,12 @@ func FuzzConfinement(f *testing.F) {
 			if d := diff(before, snapshot(t, work)); len(d) > 0 {
 				t.Fatalf("refused CreateVolume(%q) changed %v", name, d)
 			}
-			if _, err := store.SetOwner(ctx, poolName, name, client.SetOwnerRequest{Owner: owner}); err != nil {
+			if _, err := store.SetOwner(ctx, poolName, name, client.SetOwnerRequest{Owner: owner}, ""); err != nil {
 				t.Fatalf("SetOwner(%q, %q) adopting a directory: %v", name, owner, err)
 			}
 			check("SetOwner", nil)
 		}
-		v, created, err := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: owner}, fs.FileMode(mode)&fs.ModePerm)
+		v, created, err := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: owner}, fs.FileMode(mode)&fs.ModePerm, "")
 		check("CreateVolume", err)
 		if err == nil {
 			if !mayChange {
@@ -253,9 +253,9 @@ func FuzzConfinement(f *testing.F) {
 				other = "other-pv"
 			}
 			snap := snapshot(t, work)
-			_, _, err1 := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: other}, 0o777)
-			_, err2 := store.DeleteVolume(ctx, poolName, name, other, false)
-			_, err3 := store.SetOwner(ctx, poolName, name, client.SetOwnerRequest{Owner: other})
+			_, _, err1 := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: other}, 0o777, "")
+			_, err2 := store.DeleteVolume(ctx, poolName, name, other, false, "")
+			_, err3 := store.SetOwner(ctx, poolName, name, client.SetOwnerRequest{Owner: other}, "")
 			for _, err := range []error{err1, err2, err3} {
 				var ce *client.Error
 				if !errors.As(err, &ce) || ce.Reason != client.ReasonOwnerConflict || ce.Owner != owner {
@@ -266,7 +266,7 @@ func FuzzConfinement(f *testing.F) {
 				t.Fatalf("%q acting on %q's volume %q changed %v", other, owner, name, d)
 			}
 			// The owner may mark it retained.
-			if _, err := store.SetOwner(ctx, poolName, name, client.SetOwnerRequest{Owner: owner, Previous: owner, Retained: true}); err != nil {
+			if _, err := store.SetOwner(ctx, poolName, name, client.SetOwnerRequest{Owner: owner, Previous: owner, Retained: true}, ""); err != nil {
 				t.Fatalf("SetOwner(%q, %q) by its owner: %v", name, owner, err)
 			}
 			check("SetOwner", err)
@@ -284,7 +284,7 @@ func FuzzConfinement(f *testing.F) {
 		}
 		check("Get/ListVolumes", nil)
 
-		deleted, err := store.DeleteVolume(ctx, poolName, name, owner, false)
+		deleted, err := store.DeleteVolume(ctx, poolName, name, owner, false, "")
 		after := check("DeleteVolume", err)
 		if err == nil && mayChange {
 			for p := range after {

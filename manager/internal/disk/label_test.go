@@ -105,11 +105,11 @@ func TestCreateVolumeLabels(t *testing.T) {
 	l := &fakeLabeler{}
 	s, root := e.labelStore(t, l)
 
-	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete}, 0o777); err != nil || !created {
+	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete}, 0o777, ""); err != nil || !created {
 		t.Fatalf("CreateVolume = %t, %v", created, err)
 	}
 	l.check(t, "CreateVolume", filepath.Join(e.pool, "v1"))
-	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o755); err != nil || created {
+	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o755, ""); err != nil || created {
 		t.Fatalf("second CreateVolume = %t, %v", created, err)
 	}
 	l.check(t, "CreateVolume of an existing volume")
@@ -117,18 +117,18 @@ func TestCreateVolumeLabels(t *testing.T) {
 	// A record without its directory (a crash between the two): the
 	// directory made now is labelled.
 	e.writeRecord(t, "v2", "pv-b", false)
-	if _, created, err := s.CreateVolume(ctx, "default", "v2", client.CreateVolumeRequest{Owner: "pv-b"}, 0o777); err != nil || !created {
+	if _, created, err := s.CreateVolume(ctx, "default", "v2", client.CreateVolumeRequest{Owner: "pv-b"}, 0o777, ""); err != nil || !created {
 		t.Fatalf("CreateVolume after a crash = %t, %v", created, err)
 	}
 	l.check(t, "CreateVolume after a crash", filepath.Join(e.pool, "v2"))
 
-	if _, err := s.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: "pv-a", Previous: "pv-a", Retained: true}); err != nil {
+	if _, err := s.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: "pv-a", Previous: "pv-a", Retained: true}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ListVolumes(ctx, "default"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DeleteVolume(ctx, "default", "v2", "pv-b", false); err != nil {
+	if _, err := s.DeleteVolume(ctx, "default", "v2", "pv-b", false, ""); err != nil {
 		t.Fatal(err)
 	}
 	l.check(t, "SetOwner, ListVolumes and DeleteVolume")
@@ -137,7 +137,7 @@ func TestCreateVolumeLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.check(t, "PreparePool(fast)", filepath.Join(root, "fast"))
-	if _, _, err := s.CreateVolume(ctx, "fast", "v3", client.CreateVolumeRequest{Owner: "pv-c"}, 0o777); err != nil {
+	if _, _, err := s.CreateVolume(ctx, "fast", "v3", client.CreateVolumeRequest{Owner: "pv-c"}, 0o777, ""); err != nil {
 		t.Fatal(err)
 	}
 	l.check(t, "CreateVolume in a pool named on the fly", filepath.Join(root, "fast", "v3"))
@@ -152,7 +152,7 @@ func TestCreateVolumeLabelFailure(t *testing.T) {
 	l := &fakeLabeler{err: errors.New("permission denied")}
 	s, _ := e.labelStore(t, l)
 
-	_, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete}, 0o777)
+	_, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete}, 0o777, "")
 	if err == nil || created || !strings.Contains(err.Error(), `label new volume "v1" in pool "default" for SELinux: permission denied`) {
 		t.Fatalf("CreateVolume = %t, %v; want a labelling error", created, err)
 	}
@@ -166,7 +166,7 @@ func TestCreateVolumeLabelFailure(t *testing.T) {
 	checkRecord(t, e, "v1", nil)
 
 	e.writeRecord(t, "v2", "pv-b", false)
-	if _, _, err := s.CreateVolume(ctx, "default", "v2", client.CreateVolumeRequest{Owner: "pv-b"}, 0o777); err == nil {
+	if _, _, err := s.CreateVolume(ctx, "default", "v2", client.CreateVolumeRequest{Owner: "pv-b"}, 0o777, ""); err == nil {
 		t.Fatal("CreateVolume after a crash succeeded without a label")
 	}
 	if _, err := os.Lstat(filepath.Join(e.pool, "v2")); !errors.Is(err, fs.ErrNotExist) {
@@ -176,7 +176,7 @@ func TestCreateVolumeLabelFailure(t *testing.T) {
 	checkRecord(t, e, "v2", &record{Owner: "pv-b", OwnedSince: t0})
 
 	l.err = nil
-	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o777); err != nil || !created {
+	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o777, ""); err != nil || !created {
 		t.Errorf("CreateVolume once labelling works = %t, %v", created, err)
 	}
 }
@@ -233,7 +233,7 @@ func TestNoLabeler(t *testing.T) {
 	if _, err := s.PreparePool(ctx, "default"); err != nil {
 		t.Fatal(err)
 	}
-	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o777); err != nil || !created {
+	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o777, ""); err != nil || !created {
 		t.Errorf("CreateVolume = %t, %v", created, err)
 	}
 }

@@ -22,11 +22,14 @@ import (
 // holding {"owner": "<PersistentVolume>", "ownedSince": "<RFC 3339 time>",
 // "retained": <bool>, "reclaimPolicy": "Delete"|"Retain",
 // "claimNamespace": "<namespace>", "sizeBytes": N,
-// "enforcement": "btrfs"|"xfs"|"ext4", "quotaID": N} (reclaimPolicy and
-// claimNamespace are left out when none was given, and in records written
-// before they existed; the size fields when the volume has no size or no
-// quota). A volume name never starts with '.', so MetadataDir is never a
-// volume, and a record's file name is exactly its volume's name (so
+// "enforcement": "btrfs"|"xfs"|"ext4", "quotaID": N, "multihost": true}
+// (reclaimPolicy and claimNamespace are left out when none was given, and
+// in records written before they existed; the size fields when the volume
+// has no size or no quota; multihost for a node-mode volume, and in
+// records written before it existed, which count as node mode until the
+// provisioner of their node marks them). A volume name never starts with
+// '.', so MetadataDir is never a volume, and a record's file name is
+// exactly its volume's name (so
 // every valid volume name, up to 255 bytes, has a record name). Records are
 // written through a temporary file (".tmp-<random>" in the same directory,
 // never a volume name either), synced and renamed into place; the metadata
@@ -62,6 +65,10 @@ type record struct {
 	// QuotaID is the ID of the volume's quota (the btrfs subvolume ID or
 	// the project ID); 0 while not known.
 	QuotaID uint64 `json:"quotaID,omitempty"`
+	// Multihost says the volume is one copy of a multihost volume: the
+	// only kind a caller bound to another node may change (see
+	// Store.checkRemote).
+	Multihost bool `json:"multihost,omitempty"`
 }
 
 func recordPath(name string) string { return path.Join(OwnersDir, name) }

@@ -117,6 +117,7 @@ func (p *pool) volume(name string, fi fs.FileInfo, rec *record) client.Volume {
 		v.Owner, v.OwnedSince, v.Retained = rec.Owner, &since, rec.Retained
 		v.ReclaimPolicy, v.ClaimNamespace = rec.ReclaimPolicy, rec.ClaimNamespace
 		v.SizeBytes, v.Enforcement = rec.SizeBytes, rec.Enforcement
+		v.Multihost = rec.Multihost
 	}
 	return v
 }

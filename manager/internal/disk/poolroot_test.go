@@ -189,7 +189,7 @@ func TestPoolNamedOnTheFlyServed(t *testing.T) {
 	if _, err := s.PreparePool(ctx, "fast"); err != nil {
 		t.Fatal(err)
 	}
-	v, created, err := s.CreateVolume(ctx, "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a", RequiredBytes: 1, ReclaimPolicy: client.ReclaimDelete}, 0o750)
+	v, created, err := s.CreateVolume(ctx, "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a", RequiredBytes: 1, ReclaimPolicy: client.ReclaimDelete}, 0o750, "")
 	if err != nil || !created || v.Path != filepath.Join(root, "fast", "v1") || v.Pool != "fast" || v.Owner != "pv-a" {
 		t.Fatalf("CreateVolume = %+v, %t, %v", v, created, err)
 	}
@@ -218,9 +218,9 @@ func TestPoolNamedOnTheFlyServed(t *testing.T) {
 			t.Errorf("store %d: Host pools = %s", i, got)
 		}
 	}
-	_, err = restart(t, e).SetOwner(ctx, "fast", "v1", client.SetOwnerRequest{Owner: "pv-b", Previous: "pv-a"})
+	_, err = restart(t, e).SetOwner(ctx, "fast", "v1", client.SetOwnerRequest{Owner: "pv-b", Previous: "pv-a"}, "")
 	checkErr(t, "SetOwner after restart", err, "", "")
-	deleted, err := restart(t, e).DeleteVolume(ctx, "fast", "v1", "pv-b", false)
+	deleted, err := restart(t, e).DeleteVolume(ctx, "fast", "v1", "pv-b", false, "")
 	if err != nil || !deleted {
 		t.Errorf("DeleteVolume after restart = %t, %v", deleted, err)
 	}
@@ -256,15 +256,15 @@ func TestUnusablePoolNamedOnTheFly(t *testing.T) {
 		"ListVolumes": func(s *Store) error { _, err := s.ListVolumes(ctxOf(t), "fast"); return err },
 		"GetVolume":   func(s *Store) error { _, err := s.GetVolume(ctxOf(t), "fast", "v1"); return err },
 		"CreateVolume": func(s *Store) error {
-			_, _, err := s.CreateVolume(ctxOf(t), "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o777)
+			_, _, err := s.CreateVolume(ctxOf(t), "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o777, "")
 			return err
 		},
 		"SetOwner": func(s *Store) error {
-			_, err := s.SetOwner(ctxOf(t), "fast", "v1", client.SetOwnerRequest{Owner: "pv-a"})
+			_, err := s.SetOwner(ctxOf(t), "fast", "v1", client.SetOwnerRequest{Owner: "pv-a"}, "")
 			return err
 		},
 		"DeleteVolume": func(s *Store) error {
-			deleted, err := s.DeleteVolume(ctxOf(t), "fast", "v1", "pv-a", false)
+			deleted, err := s.DeleteVolume(ctxOf(t), "fast", "v1", "pv-a", false, "")
 			if deleted {
 				t.Error("DeleteVolume reports a removal")
 			}
@@ -323,7 +323,7 @@ func TestUnusablePoolNamedOnTheFly(t *testing.T) {
 func TestDeleteInUnpreparedPoolNamedOnTheFly(t *testing.T) {
 	e := newTestEnv(t)
 	s, _ := e.rootStore(t)
-	deleted, err := s.DeleteVolume(ctxOf(t), "fast", "v1", "pv-a", false)
+	deleted, err := s.DeleteVolume(ctxOf(t), "fast", "v1", "pv-a", false, "")
 	checkErr(t, "DeleteVolume before PreparePool", err, client.ReasonPoolNotFound, "")
 	if deleted {
 		t.Error("DeleteVolume before PreparePool reports a removal")
@@ -331,7 +331,7 @@ func TestDeleteInUnpreparedPoolNamedOnTheFly(t *testing.T) {
 	if _, err := s.PreparePool(ctxOf(t), "fast"); err != nil {
 		t.Fatal(err)
 	}
-	if deleted, err := s.DeleteVolume(ctxOf(t), "fast", "v1", "pv-a", false); err != nil || deleted {
+	if deleted, err := s.DeleteVolume(ctxOf(t), "fast", "v1", "pv-a", false, ""); err != nil || deleted {
 		t.Errorf("DeleteVolume after PreparePool = %t, %v; want nothing deleted, no error", deleted, err)
 	}
 }

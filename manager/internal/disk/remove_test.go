@@ -173,7 +173,7 @@ func TestDeleteVolume(t *testing.T) {
 				pool = "default"
 			}
 			before := snapshot(t, e.base)
-			deleted, err := e.store.DeleteVolume(ctx, pool, tc.name, owner, tc.ifEmpty)
+			deleted, err := e.store.DeleteVolume(ctx, pool, tc.name, owner, tc.ifEmpty, "")
 			if tc.wantErr {
 				if err == nil || client.ReasonOf(err) != "" {
 					t.Fatalf("DeleteVolume error = %v, want an internal error", err)
@@ -225,7 +225,7 @@ func TestDeleteMountInsideSymlinkedPool(t *testing.T) {
 	}
 	mustMkdir(t, filepath.Join(e.pool, "v1", "m"))
 	e.writeRecord(t, "v1", "pv-a", false)
-	_, err = s.DeleteVolume(ctx, "default", "v1", "pv-a", false)
+	_, err = s.DeleteVolume(ctx, "default", "v1", "pv-a", false, "")
 	checkErr(t, "DeleteVolume", err, client.ReasonConflict, "")
 	if _, err := os.Stat(filepath.Join(e.pool, "v1", "m")); err != nil {
 		t.Errorf("mount point removed: %v", err)
@@ -266,7 +266,7 @@ func TestDeleteVolumeCancelled(t *testing.T) {
 			before := snapshot(t, e.base)
 			cctx := &countdownCtx{Context: ctx}
 			cctx.left.Store(tc.checks)
-			deleted, err := e.store.DeleteVolume(cctx, "default", "v1", "pv-a", false)
+			deleted, err := e.store.DeleteVolume(cctx, "default", "v1", "pv-a", false, "")
 			if !errors.Is(err, context.Canceled) || deleted {
 				t.Fatalf("DeleteVolume = %v, %v, want context.Canceled", deleted, err)
 			}
@@ -282,7 +282,7 @@ func TestDeleteVolumeCancelled(t *testing.T) {
 			}
 			checkRecord(t, e, "v1", &record{Owner: "pv-a", OwnedSince: t0})
 			// The lock was released, and a new call finishes the work.
-			deleted, err = e.store.DeleteVolume(ctx, "default", "v1", "pv-a", false)
+			deleted, err = e.store.DeleteVolume(ctx, "default", "v1", "pv-a", false, "")
 			if err != nil || !deleted {
 				t.Fatalf("DeleteVolume after cancellation = %v, %v", deleted, err)
 			}
@@ -359,7 +359,7 @@ func TestHelperDeepRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deleted, err := s.DeleteVolume(ctx, "default", "v1", "pv-a", false)
+	deleted, err := s.DeleteVolume(ctx, "default", "v1", "pv-a", false, "")
 	if err != nil || !deleted {
 		t.Fatalf("DeleteVolume = %v, %v", deleted, err)
 	}

@@ -168,14 +168,14 @@ func TestSizesPromise(t *testing.T) {
 	ctx := ctxOf(t)
 	quarter := e.budget / 4
 	for _, name := range []string{"v1", "v2"} {
-		v, _, err := e.store.CreateVolume(ctx, "default", name, sized("pv-"+name, quarter), 0o777)
+		v, _, err := e.store.CreateVolume(ctx, "default", name, sized("pv-"+name, quarter), 0o777, "")
 		checkErr(t, "create "+name, err, "", "")
 		if v.SizeBytes != quarter || v.Enforcement != quota.KindBtrfs || v.UsedBytes == nil {
 			t.Errorf("volume %s = %+v, want size %d, enforcement btrfs, usage", name, v, quarter)
 		}
 	}
 	// v1 and v2 promise half the budget: three quarters more do not fit.
-	_, _, err := e.store.CreateVolume(ctx, "default", "v3", sized("pv-v3", 3*quarter), 0o777)
+	_, _, err := e.store.CreateVolume(ctx, "default", "v3", sized("pv-v3", 3*quarter), 0o777, "")
 	checkErr(t, "create v3", err, client.ReasonInsufficientStorage, "")
 	for _, want := range []string{`pool "default" on node "node-a" has`, "requested", "promised to 2 volumes"} {
 		if !strings.Contains(err.Error(), want) {
@@ -193,11 +193,11 @@ func TestSizesPromise(t *testing.T) {
 
 	// A restart sums the records; deleting v1 gives its quarter back.
 	e.store = newSizesStore(t, e.testEnv, e.enf, float64(e.budget)/float64(h.Pools[0].CapacityBytes))
-	_, err = e.store.DeleteVolume(ctx, "default", "v1", "pv-v1", false)
+	_, err = e.store.DeleteVolume(ctx, "default", "v1", "pv-v1", false, "")
 	checkErr(t, "delete v1", err, "", "")
-	_, _, err = e.store.CreateVolume(ctx, "default", "v3", sized("pv-v3", 2*quarter), 0o777)
+	_, _, err = e.store.CreateVolume(ctx, "default", "v3", sized("pv-v3", 2*quarter), 0o777, "")
 	checkErr(t, "create v3 after deleting v1", err, "", "")
-	_, _, err = e.store.CreateVolume(ctx, "default", "v4", sized("pv-v4", 2*quarter), 0o777)
+	_, _, err = e.store.CreateVolume(ctx, "default", "v4", sized("pv-v4", 2*quarter), 0o777, "")
 	checkErr(t, "create v4 past the budget", err, client.ReasonInsufficientStorage, "")
 	if n := e.enf.live(); n != 2 {
 		t.Errorf("%d quotas live, want 2 (v2, v3)", n)
@@ -211,12 +211,12 @@ func TestSizesEnforcement(t *testing.T) {
 	ctx := ctxOf(t)
 	t.Run("quota made, recorded and released", func(t *testing.T) {
 		e := newSizesEnv(t, newFakeEnforcer(quota.KindBtrfs))
-		_, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", 1<<20), 0o750)
+		_, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", 1<<20), 0o750, "")
 		checkErr(t, "create", err, "", "")
 		if rec := e.record(t, "v1"); rec == nil || rec.QuotaID != 100 || rec.Enforcement != quota.KindBtrfs || rec.SizeBytes != 1<<20 {
 			t.Fatalf("record = %+v, want quota 100, btrfs, 1Mi", rec)
 		}
-		_, err = e.store.DeleteVolume(ctx, "default", "v1", "pv-a", false)
+		_, err = e.store.DeleteVolume(ctx, "default", "v1", "pv-a", false, "")
 		checkErr(t, "delete", err, "", "")
 		if n := e.enf.live(); n != 0 {
 			t.Errorf("%d quotas left after delete, want 0", n)
@@ -226,7 +226,7 @@ func TestSizesEnforcement(t *testing.T) {
 		e := newSizesEnv(t, newFakeEnforcer(quota.KindNone))
 		req := sized("pv-a", 1<<20)
 		req.EnforceSize = true
-		_, _, err := e.store.CreateVolume(ctx, "default", "v1", req, 0o777)
+		_, _, err := e.store.CreateVolume(ctx, "default", "v1", req, 0o777, "")
 		checkErr(t, "create", err, client.ReasonNotEnforced, "")
 		if !strings.Contains(err.Error(), "the fake enforces nothing") {
 			t.Errorf("error %q does not say why", err)
@@ -235,7 +235,7 @@ func TestSizesEnforcement(t *testing.T) {
 			t.Errorf("refused create left a directory (%v) or a record", err)
 		}
 		// Without enforceSize the size is promised, not enforced.
-		v, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", 1<<20), 0o777)
+		v, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", 1<<20), 0o777, "")
 		checkErr(t, "create without enforceSize", err, "", "")
 		if v.Enforcement != "" || v.UsedBytes != nil || v.SizeBytes != 1<<20 {
 			t.Errorf("volume = %+v, want size 1Mi, no enforcement, no usage", v)
@@ -245,7 +245,7 @@ func TestSizesEnforcement(t *testing.T) {
 		enf := newFakeEnforcer(quota.KindBtrfs)
 		enf.fail["Make"] = errors.New("no qgroup for you")
 		e := newSizesEnv(t, enf)
-		_, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", e.budget), 0o777)
+		_, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", e.budget), 0o777, "")
 		if err == nil || !strings.Contains(err.Error(), "no qgroup for you") {
 			t.Fatalf("create = %v, want the Make error", err)
 		}
@@ -254,19 +254,19 @@ func TestSizesEnforcement(t *testing.T) {
 		}
 		// Its size was given back: the whole budget is available again.
 		delete(enf.fail, "Make")
-		_, _, err = e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", e.budget), 0o777)
+		_, _, err = e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", e.budget), 0o777, "")
 		checkErr(t, "create after the failure", err, "", "")
 	})
 	t.Run("crash before the quota ID was recorded", func(t *testing.T) {
 		e := newSizesEnv(t, newFakeEnforcer(quota.KindBtrfs))
-		_, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", 1<<20), 0o777)
+		_, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", 1<<20), 0o777, "")
 		checkErr(t, "create", err, "", "")
 		rec := e.record(t, "v1")
 		rec.QuotaID = 0
 		if err := writeRecordFile(e.pool, "v1", *rec); err != nil {
 			t.Fatal(err)
 		}
-		_, err = e.store.DeleteVolume(ctx, "default", "v1", "pv-a", false)
+		_, err = e.store.DeleteVolume(ctx, "default", "v1", "pv-a", false, "")
 		checkErr(t, "delete", err, "", "")
 		if n := e.enf.live(); n != 0 {
 			t.Errorf("%d quotas left, want the one found on the directory released", n)
@@ -275,17 +275,17 @@ func TestSizesEnforcement(t *testing.T) {
 	t.Run("a Release that fails keeps the record", func(t *testing.T) {
 		enf := newFakeEnforcer(quota.KindBtrfs)
 		e := newSizesEnv(t, enf)
-		_, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", 1<<20), 0o777)
+		_, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", 1<<20), 0o777, "")
 		checkErr(t, "create", err, "", "")
 		enf.fail["Release"] = errors.New("busy")
-		if _, err := e.store.DeleteVolume(ctx, "default", "v1", "pv-a", false); err == nil {
+		if _, err := e.store.DeleteVolume(ctx, "default", "v1", "pv-a", false, ""); err == nil {
 			t.Fatal("delete succeeded with a failing Release")
 		}
 		if e.record(t, "v1") == nil {
 			t.Fatal("the record went with the quota still there")
 		}
 		delete(enf.fail, "Release")
-		_, err = e.store.DeleteVolume(ctx, "default", "v1", "pv-a", false)
+		_, err = e.store.DeleteVolume(ctx, "default", "v1", "pv-a", false, "")
 		checkErr(t, "delete again", err, "", "")
 		if enf.live() != 0 || e.record(t, "v1") != nil {
 			t.Errorf("after the retry: %d quotas, record %+v; want none", enf.live(), e.record(t, "v1"))
@@ -298,7 +298,7 @@ func TestSizesEnforcement(t *testing.T) {
 func TestSetSize(t *testing.T) {
 	ctx := ctxOf(t)
 	e := newSizesEnv(t, newFakeEnforcer(quota.KindBtrfs))
-	_, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", 1<<20), 0o777)
+	_, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-a", 1<<20), 0o777, "")
 	checkErr(t, "create", err, "", "")
 	tests := []struct {
 		desc  string
@@ -321,7 +321,7 @@ func TestSetSize(t *testing.T) {
 		if tc.desc == "missing volume" {
 			name = "v9"
 		}
-		v, err := e.store.SetSize(ctx, "default", name, tc.owner, tc.size)
+		v, err := e.store.SetSize(ctx, "default", name, tc.owner, tc.size, "")
 		checkErr(t, tc.desc, err, tc.want, "pv-a")
 		if tc.want == "" && v.SizeBytes != tc.size {
 			t.Errorf("%s: volume = %+v, want size %d", tc.desc, v, tc.size)

@@ -117,7 +117,6 @@ func (e *testEnv) writeRecordPolicy(t testing.TB, name, owner string, retained b
 // empty, as in records of versions that did not know them).
 func (e *testEnv) writeRecordNamespace(t testing.TB, name, owner string, retained bool, policy, ns string) {
 	t.Helper()
-	mustMkdir(t, filepath.Join(e.pool, OwnersDir))
 	rec := map[string]any{"owner": owner, "ownedSince": t0.Format(time.RFC3339), "retained": retained}
 	if policy != "" {
 		rec["reclaimPolicy"] = policy
@@ -125,7 +124,15 @@ func (e *testEnv) writeRecordNamespace(t testing.TB, name, owner string, retaine
 	if ns != "" {
 		rec["claimNamespace"] = ns
 	}
-	data, err := json.Marshal(rec)
+	e.writeRecordFields(t, name, rec)
+}
+
+// writeRecordFields writes the owner record of volume name by hand, with
+// fields as its JSON object.
+func (e *testEnv) writeRecordFields(t testing.TB, name string, fields map[string]any) {
+	t.Helper()
+	mustMkdir(t, filepath.Join(e.pool, OwnersDir))
+	data, err := json.Marshal(fields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +455,7 @@ func TestCreateVolume(t *testing.T) {
 			}
 			before := snapshot(t, e.base)
 			req := client.CreateVolumeRequest{Owner: owner, RequiredBytes: tc.required, ReclaimPolicy: tc.policy, ClaimNamespace: tc.namespace}
-			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, req, tc.mode)
+			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, req, tc.mode, "")
 			if tc.wantErr || tc.wantReason != "" {
 				if tc.wantErr {
 					if err == nil || client.ReasonOf(err) != "" {
@@ -663,7 +670,7 @@ func TestSetOwner(t *testing.T) {
 			recordFile := filepath.Join(e.pool, OwnersDir, tc.name)
 			recordBefore, _ := os.ReadFile(recordFile)
 			req := client.SetOwnerRequest{Owner: tc.owner, Previous: tc.previous, Retained: tc.retained, ReclaimPolicy: tc.policy, ClaimNamespace: tc.namespace}
-			v, err := e.store.SetOwner(ctx, "default", tc.name, req)
+			v, err := e.store.SetOwner(ctx, "default", tc.name, req, "")
 			checkErr(t, "SetOwner", err, tc.wantReason, tc.wantOwner)
 			if err != nil {
 				if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
@@ -750,14 +757,14 @@ func TestOwnerScenarios(t *testing.T) {
 				var err error
 				switch s.op {
 				case "create":
-					_, _, err = e.store.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: s.owner}, 0o755)
+					_, _, err = e.store.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: s.owner}, 0o755, "")
 					if err == nil {
 						mustWrite(t, filepath.Join(e.pool, "v1", "data"), "data of v1")
 					}
 				case "set":
-					_, err = e.store.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: s.owner, Previous: s.previous, Retained: s.retained})
+					_, err = e.store.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: s.owner, Previous: s.previous, Retained: s.retained}, "")
 				case "delete":
-					_, err = e.store.DeleteVolume(ctx, "default", "v1", s.owner, s.ifEmpty)
+					_, err = e.store.DeleteVolume(ctx, "default", "v1", s.owner, s.ifEmpty, "")
 				}
 				checkErr(t, s.op, err, s.wantReason, s.wantOwner)
 				if t.Failed() {
@@ -777,10 +784,10 @@ func TestRecordFormat(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
 	name := strings.Repeat("a", client.MaxVolumeNameLength)
-	if _, _, err := e.store.CreateVolume(ctx, "default", name, client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete, ClaimNamespace: "team-a"}, 0o755); err != nil {
+	if _, _, err := e.store.CreateVolume(ctx, "default", name, client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete, ClaimNamespace: "team-a"}, 0o755, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.SetOwner(ctx, "default", name, client.SetOwnerRequest{Owner: "pv-a", Previous: "pv-a", Retained: true}); err != nil {
+	if _, err := e.store.SetOwner(ctx, "default", name, client.SetOwnerRequest{Owner: "pv-a", Previous: "pv-a", Retained: true}, ""); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(e.pool, ".hostpath", "owners", name))
@@ -928,12 +935,12 @@ func TestConcurrentCreateDelete(t *testing.T) {
 	errs := make(chan error, 200)
 	for range 100 {
 		wg.Go(func() {
-			if _, _, err := e.store.CreateVolume(ctx, "default", "v", client.CreateVolumeRequest{Owner: "pv-a"}, 0o755); err != nil {
+			if _, _, err := e.store.CreateVolume(ctx, "default", "v", client.CreateVolumeRequest{Owner: "pv-a"}, 0o755, ""); err != nil {
 				errs <- err
 			}
 		})
 		wg.Go(func() {
-			if _, err := e.store.DeleteVolume(ctx, "default", "v", "pv-a", false); err != nil {
+			if _, err := e.store.DeleteVolume(ctx, "default", "v", "pv-a", false, ""); err != nil {
 				errs <- err
 			}
 		})
@@ -958,7 +965,7 @@ func TestConcurrentOwners(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, o := range owners {
 		wg.Go(func() {
-			_, _, results[i] = e.store.CreateVolume(ctx, "default", "v", client.CreateVolumeRequest{Owner: o}, 0o755)
+			_, _, results[i] = e.store.CreateVolume(ctx, "default", "v", client.CreateVolumeRequest{Owner: o}, 0o755, "")
 		})
 	}
 	wg.Wait()

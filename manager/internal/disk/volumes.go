@@ -96,8 +96,9 @@ func (s *Store) GetVolume(ctx context.Context, poolName, name string) (*client.V
 // changed); where the volume's size is enforced, its limit grows first,
 // then the owner record. A smaller size than the recorded one is Conflict
 // (volumes never shrink); the same size changes nothing. A volume made
-// without a size gets one (all of it is growth).
-func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeBytes int64) (*client.Volume, error) {
+// without a size gets one (all of it is growth). A remote caller (see
+// checkRemote) may grow only a multihost volume.
+func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeBytes int64, remote string) (*client.Volume, error) {
 	p, err := s.ownedVolumePool(poolName, name, owner)
 	if err != nil {
 		return nil, err
@@ -113,6 +114,9 @@ func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeB
 	defer release()
 	fi, rec, err := p.existingVolume(root, name)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkRemote(remote, "grow", p, name, rec); err != nil {
 		return nil, err
 	}
 	switch {
@@ -170,11 +174,20 @@ func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeB
 //   - A directory without a record: OwnerConflict with no owner; the
 //     directory must be adopted with SetOwner first.
 //   - Anything but a directory with that name (a file, a symlink): Conflict.
-func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req client.CreateVolumeRequest, mode fs.FileMode) (*client.Volume, bool, error) {
+//
+// A new record says multihost when req.Multihost does; an existing record
+// keeps its mode. A remote caller (see checkRemote) may create only with
+// req.Multihost, and may not touch a directory whose record is node mode:
+// both are Forbidden.
+func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req client.CreateVolumeRequest, mode fs.FileMode, remote string) (*client.Volume, bool, error) {
 	owner := req.Owner
 	p, err := s.ownedVolumePool(poolName, name, owner)
 	if err != nil {
 		return nil, false, err
+	}
+	if remote != "" && !req.Multihost {
+		return nil, false, forbiddenf("a caller bound to node %q may create on node %q only multihost volumes (\"multihost\": true): volume %q in pool %q is asked for in node mode, which only node %q's own callers may create",
+			remote, s.nodeName, name, p.name, s.nodeName)
 	}
 	if err := client.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
 		return nil, false, badRequestf("%s", err)
@@ -203,6 +216,9 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req cli
 	if err != nil {
 		return nil, false, err
 	}
+	if err := s.checkRemote(remote, "create", p, name, rec); err != nil {
+		return nil, false, err
+	}
 	switch {
 	case rec != nil && rec.Owner != owner:
 		return nil, false, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q", name, p.name, rec.Owner)
@@ -210,7 +226,7 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req cli
 		return nil, false, ownerConflictf("", "directory %q in pool %q exists without an owner record; it must be adopted with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name)
 	}
 	if !exists {
-		newRec := record{Owner: owner, ReclaimPolicy: req.ReclaimPolicy, ClaimNamespace: req.ClaimNamespace, SizeBytes: req.RequiredBytes}
+		newRec := record{Owner: owner, ReclaimPolicy: req.ReclaimPolicy, ClaimNamespace: req.ClaimNamespace, SizeBytes: req.RequiredBytes, Multihost: req.Multihost}
 		if fi, rec, err = s.makeVolume(logger, root, p, name, newRec, rec, req.EnforceSize); err != nil {
 			return nil, false, err
 		}
@@ -376,9 +392,13 @@ func (p *pool) setMode(root *os.Root, name string, fi fs.FileInfo, mode fs.FileM
 // The claim namespace goes the same way: req.ClaimNamespace when set (a
 // DNS label, else BadRequest; an administrator hands a retained directory
 // over to another namespace so), else the recorded one for the same owner
-// and none for a new owner. The record is rewritten only when its owner,
-// retained flag, reclaim policy or claim namespace changes.
-func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.SetOwnerRequest) (*client.Volume, error) {
+// and none for a new owner. The record says multihost when it did or
+// req.Multihost does (a mode that never goes back). It is rewritten only
+// when its owner, retained flag, reclaim policy, claim namespace or mode
+// changes. A remote caller (see checkRemote) may change only a record that
+// says multihost, or adopt a directory without a record with
+// req.Multihost.
+func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.SetOwnerRequest, remote string) (*client.Volume, error) {
 	owner, previous := req.Owner, req.Previous
 	p, err := s.ownedVolumePool(poolName, name, owner)
 	if err != nil {
@@ -406,6 +426,13 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkRemote(remote, "change the owner record of", p, name, rec); err != nil {
+		return nil, err
+	}
+	if remote != "" && rec == nil && !req.Multihost {
+		return nil, forbiddenf("a caller bound to node %q may adopt on node %q only multihost volumes (\"multihost\": true): directory %q in pool %q has no owner record",
+			remote, s.nodeName, name, p.name)
+	}
 	current := ownerOf(rec)
 	if current != previous {
 		if current == "" {
@@ -413,10 +440,11 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 		}
 		return nil, ownerConflictf(current, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, current, previous)
 	}
-	next := record{Owner: owner, OwnedSince: s.now(), Retained: req.Retained}
+	next := record{Owner: owner, OwnedSince: s.now(), Retained: req.Retained, Multihost: req.Multihost}
 	if rec != nil {
-		// The size and quota are the directory's, whoever owns it.
+		// The size, quota and mode are the directory's, whoever owns it.
 		next.SizeBytes, next.Enforcement, next.QuotaID = rec.SizeBytes, rec.Enforcement, rec.QuotaID
+		next.Multihost = next.Multihost || rec.Multihost
 		if rec.Owner == owner {
 			next.OwnedSince, next.ReclaimPolicy, next.ClaimNamespace = rec.OwnedSince, rec.ReclaimPolicy, rec.ClaimNamespace
 		}
@@ -427,15 +455,16 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 	if req.ClaimNamespace != "" {
 		next.ClaimNamespace = req.ClaimNamespace
 	}
-	if rec == nil || rec.Owner != next.Owner || rec.Retained != next.Retained || rec.ReclaimPolicy != next.ReclaimPolicy || rec.ClaimNamespace != next.ClaimNamespace {
+	if rec == nil || rec.Owner != next.Owner || rec.Retained != next.Retained || rec.ReclaimPolicy != next.ReclaimPolicy ||
+		rec.ClaimNamespace != next.ClaimNamespace || rec.Multihost != next.Multihost {
 		if err := writeRecord(root, name, next); err != nil {
 			return nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
 		}
 	}
 	if current != owner {
-		logger.Info("Changed volume owner", "previous", current, "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy, "claimNamespace", next.ClaimNamespace)
+		logger.Info("Changed volume owner", "previous", current, "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy, "claimNamespace", next.ClaimNamespace, "multihost", next.Multihost)
 	} else {
-		logger.V(2).Info("Updated volume owner record", "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy, "claimNamespace", next.ClaimNamespace)
+		logger.V(2).Info("Updated volume owner record", "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy, "claimNamespace", next.ClaimNamespace, "multihost", next.Multihost)
 	}
 	v := p.volume(name, fi, &next)
 	return &v, nil
@@ -463,8 +492,9 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 // Symlinks inside the tree are removed, never followed; trees of any depth
 // are removed with a bounded number of open files. When ctx ends, the
 // removal stops (wrapping ctx.Err()) with the record still in place, so a
-// later call finishes it.
-func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, ifEmpty bool) (bool, error) {
+// later call finishes it. A remote caller (see checkRemote) may delete
+// only a multihost volume.
+func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, ifEmpty bool, remote string) (bool, error) {
 	p, err := s.ownedVolumePool(poolName, name, owner)
 	if err != nil {
 		return false, err
@@ -482,6 +512,9 @@ func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, 
 	}
 	rec, err := p.record(root, name)
 	if err != nil {
+		return false, err
+	}
+	if err := s.checkRemote(remote, "delete", p, name, rec); err != nil {
 		return false, err
 	}
 	switch {
@@ -595,4 +628,23 @@ func isEmptyDir(root *os.Root, name string) (bool, error) {
 		return false, fmt.Errorf("read directory: %w", err)
 	}
 	return len(entries) == 0, nil
+}
+
+// checkRemote refuses a remote caller's write (what it does: "create",
+// "delete", ...) on the volume name whose owner record is rec, unless the
+// record says multihost. remote is the node of a caller whose token is
+// bound to a pod (or a node) other than this manager's: the server's
+// auth.Decision.Remote; "" for this node's callers and admins, who pass.
+// Node-scoped authority, as the kubelet's NodeRestriction: a node changes
+// another node's volumes only where multihost fan-out and backfill need
+// it. Without a record there is nothing a remote caller could take from
+// another node: the calls that make one check the request instead.
+// The check is made under the volume's lock with the record the write
+// acts on, so the mode cannot change between the check and the write.
+func (s *Store) checkRemote(remote, what string, p *pool, name string, rec *record) error {
+	if remote == "" || rec == nil || rec.Multihost {
+		return nil
+	}
+	return forbiddenf("a caller bound to node %q cannot %s volume %q in pool %q on node %q: it is a node-mode volume, which only node %q's own callers (or an admin) may change; another node may change only multihost volumes",
+		remote, what, name, p.name, s.nodeName, s.nodeName)
 }

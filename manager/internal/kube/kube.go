@@ -6,7 +6,9 @@
 //   - CertificateSigningRequests() Create, Get, List and Watch, for the
 //     serving certificate (certs; certificates.k8s.io/v1);
 //   - ConfigMaps(namespace) List and Watch, for the CA bundle
-//     (trust.WatchConfigMaps; v1).
+//     (trust.WatchConfigMaps; v1);
+//   - Pods(namespace) Get, for the auth package: is the pod a caller's
+//     token is bound to still there, on its node (v1).
 //
 // Each call is what a clientset's typed client sends: the same paths and
 // query parameters (a field selector stays in the URL, so that RBAC can
@@ -20,7 +22,7 @@
 // informers and csr packages, which take one: the clientset links a typed
 // client for every API group, and its scheme package registers every type
 // of every group when the program starts, memory held for life, while the
-// manager uses four resources. Here the scheme holds only their types, and
+// manager uses five resources. Here the scheme holds only their types, and
 // the manager's go list -deps has no k8s.io/client-go/kubernetes. Measured with go1.26 and client-go v0.34.4: the
 // manager built with CGO_ENABLED=0 go build -trimpath -ldflags "-s -w"
 // (stat -c %s), then started serving on 127.0.0.1 with a temporary pool
@@ -66,13 +68,13 @@ var (
 )
 
 // newScheme registers the authentication, authorization and certificates
-// groups (a few types each), and of the core group ConfigMap alone.
+// groups (a few types each), and of the core group ConfigMap and Pod alone.
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(authnv1.AddToScheme(s))
 	utilruntime.Must(authzv1.AddToScheme(s))
 	utilruntime.Must(certificatesv1.AddToScheme(s))
-	s.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.ConfigMap{}, &corev1.ConfigMapList{})
+	s.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.ConfigMap{}, &corev1.ConfigMapList{}, &corev1.Pod{})
 	metav1.AddToGroupVersion(s, corev1.SchemeGroupVersion)
 	return s
 }
@@ -147,6 +149,11 @@ func (c *Client) ConfigMaps(namespace string) ConfigMaps {
 	return ConfigMaps{resource{client: c.core, name: "configmaps", namespace: namespace}}
 }
 
+// Pods gets the pods of namespace.
+func (c *Client) Pods(namespace string) Pods {
+	return Pods{resource{client: c.core, name: "pods", namespace: namespace}}
+}
+
 // TokenReviews is the tokenreviews resource.
 type TokenReviews struct{ r resource }
 
@@ -197,4 +204,12 @@ func (c ConfigMaps) List(ctx context.Context, opts metav1.ListOptions) (*corev1.
 // Watch watches the ConfigMaps opts selects.
 func (c ConfigMaps) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	return c.r.watch(ctx, opts)
+}
+
+// Pods is the pods resource of one namespace.
+type Pods struct{ r resource }
+
+// Get returns the pod name.
+func (p Pods) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Pod, error) {
+	return get[corev1.Pod](ctx, p.r, name, opts)
 }

@@ -273,6 +273,23 @@ func TestConfigMaps(t *testing.T) {
 	}
 }
 
+// TestPods gets a pod as the auth package does, to check that the pod a
+// token is bound to is still there.
+func TestPods(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	c, api := newClient(t)
+	api.answer = &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "hostpath-system", Name: "p", UID: types.UID("uid-p")},
+		Spec:       corev1.PodSpec{NodeName: "node-1", ServiceAccountName: "sa"},
+	}
+	got, err := c.Pods("hostpath-system").Get(ctx, "p", metav1.GetOptions{})
+	api.check(t, "GET", "/api/v1/namespaces/hostpath-system/pods/p", nil)
+	if err != nil || got.UID != "uid-p" || got.Spec.NodeName != "node-1" {
+		t.Errorf("Get = %+v, %v", got, err)
+	}
+}
+
 // watchAll starts a watch and returns its events until the server ends it.
 func watchAll(t *testing.T, ctx context.Context, start func() (watch.Interface, error)) []watch.Event {
 	t.Helper()
@@ -376,6 +393,9 @@ type calls struct {
 		List(context.Context, metav1.ListOptions) (*corev1.ConfigMapList, error)
 		Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
 	}
+	pods interface {
+		Get(context.Context, string, metav1.GetOptions) (*corev1.Pod, error)
+	}
 }
 
 // TestSameRequestsAsClientset makes each call with the Client and with a
@@ -395,8 +415,8 @@ func TestSameRequestsAsClientset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours := calls{c.TokenReviews(), c.SubjectAccessReviews(), c.CertificateSigningRequests(), c.ConfigMaps("ns")}
-	theirs := calls{cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), cs.CertificatesV1().CertificateSigningRequests(), cs.CoreV1().ConfigMaps("ns")}
+	ours := calls{c.TokenReviews(), c.SubjectAccessReviews(), c.CertificateSigningRequests(), c.ConfigMaps("ns"), c.Pods("ns")}
+	theirs := calls{cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), cs.CertificatesV1().CertificateSigningRequests(), cs.CoreV1().ConfigMaps("ns"), cs.CoreV1().Pods("ns")}
 
 	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: "t", Audiences: []string{"hostpath.dev/manager"}}}
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: "alice", Groups: []string{"g"}, Extra: map[string]authzv1.ExtraValue{"k": {"v"}},
@@ -442,6 +462,10 @@ func TestSameRequestsAsClientset(t *testing.T) {
 			return err
 		}},
 		{"ConfigMap watch", nil, func(c calls) error { return stop(c.configMaps.Watch(ctx, sel)) }},
+		{"Pod get", &corev1.Pod{}, func(c calls) error {
+			_, err := c.pods.Get(ctx, "p", metav1.GetOptions{})
+			return err
+		}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			rec.mu.Lock()

@@ -13,14 +13,15 @@ import (
 )
 
 // fakeAuthorizer knows these tokens: "admin" may do anything, "reader" may
-// only get and list, "broken" makes the decision fail, "busy" is over a
-// limit. It records what it was asked.
+// only get and list, "remote" may do anything as a caller bound to node-b,
+// "broken" makes the decision fail, "busy" is over a limit. It records
+// what it was asked.
 type fakeAuthorizer struct {
 	mu    sync.Mutex
 	asked []auth.Attributes
 }
 
-func (f *fakeAuthorizer) Authorize(_ context.Context, c auth.Caller, a auth.Attributes) (*auth.User, error) {
+func (f *fakeAuthorizer) Authorize(_ context.Context, c auth.Caller, a auth.Attributes) (*auth.Decision, error) {
 	f.mu.Lock()
 	f.asked = append(f.asked, a)
 	f.mu.Unlock()
@@ -28,10 +29,12 @@ func (f *fakeAuthorizer) Authorize(_ context.Context, c auth.Caller, a auth.Attr
 	case "":
 		return nil, &auth.Error{Reason: client.ReasonUnauthorized, Message: "no bearer token"}
 	case "admin":
-		return &auth.User{Name: "admin"}, nil
+		return &auth.Decision{User: &auth.User{Name: "admin"}}, nil
+	case "remote":
+		return &auth.Decision{User: &auth.User{Name: "remote"}, Remote: "node-b"}, nil
 	case "reader":
 		if a.Verb == "get" || a.Verb == "list" {
-			return &auth.User{Name: "reader"}, nil
+			return &auth.Decision{User: &auth.User{Name: "reader"}}, nil
 		}
 		return nil, &auth.Error{Reason: client.ReasonForbidden, Message: "reader cannot " + a.String()}
 	case "broken":
@@ -109,12 +112,12 @@ func (f *fakeBackend) GetVolume(_ context.Context, pool, name string) (*client.V
 	return v, nil
 }
 
-func (f *fakeBackend) CreateVolume(_ context.Context, pool, name string, req client.CreateVolumeRequest, mode fs.FileMode) (*client.Volume, bool, error) {
+func (f *fakeBackend) CreateVolume(_ context.Context, pool, name string, req client.CreateVolumeRequest, mode fs.FileMode, remote string) (*client.Volume, bool, error) {
 	if f.entered != nil {
 		f.entered <- struct{}{}
 		<-f.release
 	}
-	if err := f.record("CreateVolume %s %s owner=%s mode=%s required=%d policy=%s enforce=%t ns=%s", pool, name, req.Owner, client.FormatMode(mode), req.RequiredBytes, req.ReclaimPolicy, req.EnforceSize, req.ClaimNamespace); err != nil {
+	if err := f.record("CreateVolume %s %s owner=%s mode=%s required=%d policy=%s enforce=%t ns=%s%s", pool, name, req.Owner, client.FormatMode(mode), req.RequiredBytes, req.ReclaimPolicy, req.EnforceSize, req.ClaimNamespace, writeSuffix(req.Multihost, remote)); err != nil {
 		return nil, false, err
 	}
 	v := volume(pool, name, req.Owner, mode)
@@ -122,8 +125,8 @@ func (f *fakeBackend) CreateVolume(_ context.Context, pool, name string, req cli
 	return v, name != "existing", nil
 }
 
-func (f *fakeBackend) SetSize(_ context.Context, pool, name, owner string, sizeBytes int64) (*client.Volume, error) {
-	if err := f.record("SetSize %s %s owner=%s size=%d", pool, name, owner, sizeBytes); err != nil {
+func (f *fakeBackend) SetSize(_ context.Context, pool, name, owner string, sizeBytes int64, remote string) (*client.Volume, error) {
+	if err := f.record("SetSize %s %s owner=%s size=%d%s", pool, name, owner, sizeBytes, writeSuffix(false, remote)); err != nil {
 		return nil, err
 	}
 	v := volume(pool, name, owner, 0o777)
@@ -131,8 +134,8 @@ func (f *fakeBackend) SetSize(_ context.Context, pool, name, owner string, sizeB
 	return v, nil
 }
 
-func (f *fakeBackend) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
-	if err := f.record("SetOwner %s %s owner=%s previous=%s retained=%t policy=%s ns=%s", pool, name, req.Owner, req.Previous, req.Retained, req.ReclaimPolicy, req.ClaimNamespace); err != nil {
+func (f *fakeBackend) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest, remote string) (*client.Volume, error) {
+	if err := f.record("SetOwner %s %s owner=%s previous=%s retained=%t policy=%s ns=%s%s", pool, name, req.Owner, req.Previous, req.Retained, req.ReclaimPolicy, req.ClaimNamespace, writeSuffix(req.Multihost, remote)); err != nil {
 		return nil, err
 	}
 	v := volume(pool, name, req.Owner, 0o777)
@@ -140,9 +143,23 @@ func (f *fakeBackend) SetOwner(_ context.Context, pool, name string, req client.
 	return v, nil
 }
 
-func (f *fakeBackend) DeleteVolume(_ context.Context, pool, name, owner string, ifEmpty bool) (bool, error) {
-	if err := f.record("DeleteVolume %s %s owner=%s ifEmpty=%t", pool, name, owner, ifEmpty); err != nil {
+func (f *fakeBackend) DeleteVolume(_ context.Context, pool, name, owner string, ifEmpty bool, remote string) (bool, error) {
+	if err := f.record("DeleteVolume %s %s owner=%s ifEmpty=%t%s", pool, name, owner, ifEmpty, writeSuffix(false, remote)); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// writeSuffix is how a recorded write says that the request is multihost
+// and that the caller is bound to another node: " multihost" and
+// " remote=NODE", each only when so.
+func writeSuffix(multihost bool, remote string) string {
+	s := ""
+	if multihost {
+		s += " multihost"
+	}
+	if remote != "" {
+		s += " remote=" + remote
+	}
+	return s
 }

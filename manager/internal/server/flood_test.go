@@ -137,7 +137,8 @@ func startManager(t *testing.T, ctx context.Context, api *slowAPI) string {
 	limits := auth.NewPerAddress(auth.DefaultLimitOptions())
 	opts := auth.DefaultOptions()
 	opts.Limits = limits
-	reviewer := auth.NewReviewer(slowTokenReviews{api: api}, slowSARs{api: api}, opts)
+	// GET /v1/host is a read: no pod is ever checked.
+	reviewer := auth.NewReviewer(slowTokenReviews{api: api}, slowSARs{api: api}, nil, opts)
 	handler, err := New(Config{NodeName: "node-a", Backend: &fakeBackend{}, Authorizer: reviewer, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +257,7 @@ func TestJunkFloodGets429WithRetryAfter(t *testing.T) {
 	limits := auth.NewPerAddress(auth.LimitOptions{ReviewQPS: 0.1, ReviewBurst: 1})
 	opts := auth.DefaultOptions()
 	opts.Limits = limits
-	handler, err := New(Config{NodeName: "node-a", Backend: &fakeBackend{}, Authorizer: auth.NewReviewer(slowTokenReviews{api: api}, slowSARs{api: api}, opts), Limits: limits})
+	handler, err := New(Config{NodeName: "node-a", Backend: &fakeBackend{}, Authorizer: auth.NewReviewer(slowTokenReviews{api: api}, slowSARs{api: api}, nil, opts), Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func (s *Server) getVolume(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
 	req := c.create
-	v, created, err := s.cfg.Backend.CreateVolume(r.Context(), c.pool, c.name, req, c.mode)
+	v, created, err := s.cfg.Backend.CreateVolume(r.Context(), c.pool, c.name, req, c.mode, c.remote)
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return
@@ -53,41 +53,41 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
-		klog.FromContext(r.Context()).Info("Created volume", "pool", c.pool, "volume", c.name, "owner", req.Owner, "path", v.Path, "mode", v.Mode, "reclaimPolicy", v.ReclaimPolicy, "claimNamespace", v.ClaimNamespace, "sizeBytes", v.SizeBytes, "enforcement", v.Enforcement, "user", c.user.Name)
+		klog.FromContext(r.Context()).Info("Created volume", "pool", c.pool, "volume", c.name, "owner", req.Owner, "path", v.Path, "mode", v.Mode, "reclaimPolicy", v.ReclaimPolicy, "claimNamespace", v.ClaimNamespace, "sizeBytes", v.SizeBytes, "enforcement", v.Enforcement, "multihost", v.Multihost, "user", c.user.Name, "fromNode", c.remote)
 	}
 	writeJSON(w, code, v)
 }
 
 func (s *Server) setOwner(w http.ResponseWriter, r *http.Request, c *call) {
 	req := c.setOwner
-	v, err := s.cfg.Backend.SetOwner(r.Context(), c.pool, c.name, req)
+	v, err := s.cfg.Backend.SetOwner(r.Context(), c.pool, c.name, req, c.remote)
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	klog.FromContext(r.Context()).Info("Set volume owner", "pool", c.pool, "volume", c.name, "owner", req.Owner, "previous", req.Previous, "retained", req.Retained, "reclaimPolicy", v.ReclaimPolicy, "claimNamespace", v.ClaimNamespace, "user", c.user.Name)
+	klog.FromContext(r.Context()).Info("Set volume owner", "pool", c.pool, "volume", c.name, "owner", req.Owner, "previous", req.Previous, "retained", req.Retained, "reclaimPolicy", v.ReclaimPolicy, "claimNamespace", v.ClaimNamespace, "multihost", v.Multihost, "user", c.user.Name, "fromNode", c.remote)
 	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) setSize(w http.ResponseWriter, r *http.Request, c *call) {
 	req := c.setSize
-	v, err := s.cfg.Backend.SetSize(r.Context(), c.pool, c.name, req.Owner, req.SizeBytes)
+	v, err := s.cfg.Backend.SetSize(r.Context(), c.pool, c.name, req.Owner, req.SizeBytes, c.remote)
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return
 	}
-	klog.FromContext(r.Context()).Info("Set volume size", "pool", c.pool, "volume", c.name, "owner", req.Owner, "sizeBytes", v.SizeBytes, "enforcement", v.Enforcement, "user", c.user.Name)
+	klog.FromContext(r.Context()).Info("Set volume size", "pool", c.pool, "volume", c.name, "owner", req.Owner, "sizeBytes", v.SizeBytes, "enforcement", v.Enforcement, "user", c.user.Name, "fromNode", c.remote)
 	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request, c *call) {
-	deleted, err := s.cfg.Backend.DeleteVolume(r.Context(), c.pool, c.name, c.del.Owner, c.del.IfEmpty)
+	deleted, err := s.cfg.Backend.DeleteVolume(r.Context(), c.pool, c.name, c.del.Owner, c.del.IfEmpty, c.remote)
 	if err != nil {
 		s.writeBackendError(w, r, err)
 		return
 	}
 	if deleted {
-		klog.FromContext(r.Context()).Info("Deleted volume", "pool", c.pool, "volume", c.name, "owner", c.del.Owner, "user", c.user.Name)
+		klog.FromContext(r.Context()).Info("Deleted volume", "pool", c.pool, "volume", c.name, "owner", c.del.Owner, "user", c.user.Name, "fromNode", c.remote)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/disk"
 	"hostpath.dev/manager/pkg/client"
 )
@@ -53,6 +54,15 @@ func (d diskDirs) server(t *testing.T) *env {
 // pool default is served).
 func (d diskDirs) serverWithRoot(t *testing.T, poolRoot string) *env {
 	t.Helper()
+	e := &env{authz: &fakeAuthorizer{}}
+	e.srv = d.newServer(t, poolRoot, e.authz)
+	return e
+}
+
+// newServer is a Server of node-a on a new disk.Store of d with pool root
+// poolRoot, authorised by authz.
+func (d diskDirs) newServer(t *testing.T, poolRoot string, authz auth.Authorizer) *Server {
+	t.Helper()
 	store, err := disk.New(disk.Config{
 		NodeName: "node-a", Pools: map[string]string{"default": d.def}, PoolRoot: poolRoot,
 		Identity: fakeIdentity{}, MountInfoFile: filepath.Join(d.base, "mountinfo"),
@@ -60,11 +70,11 @@ func (d diskDirs) serverWithRoot(t *testing.T, poolRoot string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{authz: &fakeAuthorizer{}}
-	if e.srv, err = New(Config{NodeName: "node-a", Backend: store, Authorizer: e.authz}); err != nil {
+	srv, err := New(Config{NodeName: "node-a", Backend: store, Authorizer: authz})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return e
+	return srv
 }
 
 // untouched fails when anything in d.outside changed.
@@ -76,11 +86,13 @@ func (d diskDirs) untouched(t *testing.T) {
 	}
 }
 
-// diskStep is one call of a scenario against a real disk.Store.
+// diskStep is one call of a scenario against a real disk.Store, with
+// token ("admin" when empty).
 type diskStep struct {
 	desc       string
 	method     string
 	path, body string
+	token      string
 	wantCode   int
 	wantReason client.Reason
 	wantInMsg  string
@@ -92,7 +104,11 @@ func (d diskDirs) run(t *testing.T, e *env, steps []diskStep) {
 	t.Helper()
 	for _, s := range steps {
 		t.Run(s.desc, func(t *testing.T) {
-			w := e.do(t, httpCall{method: s.method, path: s.path, body: s.body, token: "admin"})
+			token := s.token
+			if token == "" {
+				token = "admin"
+			}
+			w := e.do(t, httpCall{method: s.method, path: s.path, body: s.body, token: token})
 			st := checkAnswer(t, w, s.wantCode, s.wantReason)
 			if !strings.Contains(st.Message, s.wantInMsg) {
 				t.Errorf("message %q does not say %q", st.Message, s.wantInMsg)
@@ -212,6 +228,13 @@ func mustNotExist(t *testing.T, path string) {
 	}
 }
 
+func mustExist(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Lstat(path); err != nil {
+		t.Errorf("%s: %v, want it kept", path, err)
+	}
+}
+
 func checkPool(t *testing.T, body []byte, name, path string) {
 	t.Helper()
 	var p client.Pool
@@ -236,14 +259,19 @@ func checkHostPools(t *testing.T, d diskDirs, body []byte) {
 	}
 }
 
-// checkList checks a volume list: "NAME OWNER" items joined by ",".
+// checkList checks a volume list: "NAME OWNER" items, with " multihost"
+// for a multihost volume, joined by ",".
 func checkList(want string) func(t *testing.T, d diskDirs, body []byte) {
 	return func(t *testing.T, _ diskDirs, body []byte) {
 		var l client.VolumeList
 		mustUnmarshal(t, body, &l)
 		var got []string
 		for _, v := range l.Items {
-			got = append(got, v.Name+" "+v.Owner)
+			item := v.Name + " " + v.Owner
+			if v.Multihost {
+				item += " multihost"
+			}
+			got = append(got, item)
 		}
 		if strings.Join(got, ",") != want {
 			t.Errorf("volumes = %v, want %s", got, want)

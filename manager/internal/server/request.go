@@ -22,6 +22,10 @@ type call struct {
 	pool, name string
 	// user is the authorised caller, set before the handler runs.
 	user *auth.User
+	// remote is the node of a caller bound to another node, whose volume
+	// writes may change only multihost volumes (see Backend); "" for this
+	// node's callers.
+	remote string
 	// create and mode are the body of PUT .../volumes/{name}.
 	create client.CreateVolumeRequest
 	mode   fs.FileMode

@@ -13,8 +13,10 @@
 // stranger's bad input costs no API server call: the route and a clean
 // path (404, 405, 400); pool and volume names and query parameters (400);
 // a slot among its address's requests in flight (429); the body, strict
-// JSON (413, 400); TokenReview and SubjectAccessReview (401, 403, 429);
-// then the Backend.
+// JSON (413, 400); TokenReview and SubjectAccessReview (401, 403, 429),
+// and for a write the authority of what the token is bound to (403; see
+// the auth package); then the Backend, which holds a caller bound to
+// another node to multihost volumes (403).
 package server
 
 import (
@@ -40,6 +42,13 @@ import (
 // Backend does the work behind the routes; disk.Store implements it. Its
 // refusals are *client.Error values (client.Errorf), answered with their
 // Status (reason, message, owner); any other error is a 500.
+//
+// The volume writes take remote: the node of a caller whose token is bound
+// to another node than this manager's (auth.Decision.Remote), "" for this
+// node's callers and admins. A remote caller may change only multihost
+// volumes; the Backend checks it, under the volume's lock, against the
+// owner record it acts on, and refuses anything else with
+// client.ReasonForbidden naming both nodes.
 type Backend interface {
 	// Host describes the node and its pools.
 	Host(ctx context.Context) (*client.Host, error)
@@ -51,17 +60,18 @@ type Backend interface {
 	GetVolume(ctx context.Context, pool, name string) (*client.Volume, error)
 	// CreateVolume makes the directory for owner, or checks that an
 	// existing one belongs to owner; it reports whether it made it.
-	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest, mode fs.FileMode) (*client.Volume, bool, error)
+	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest, mode fs.FileMode, remote string) (*client.Volume, bool, error)
 	// SetSize grows the volume of owner to sizeBytes.
-	SetSize(ctx context.Context, pool, name, owner string, sizeBytes int64) (*client.Volume, error)
+	SetSize(ctx context.Context, pool, name, owner string, sizeBytes int64, remote string) (*client.Volume, error)
 	// SetOwner replaces the owner record if it names req.Previous, with
-	// req.Owner, req.Retained and, when set, req.ReclaimPolicy.
-	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error)
+	// req.Owner, req.Retained and, when set, req.ReclaimPolicy and
+	// req.Multihost.
+	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest, remote string) (*client.Volume, error)
 	// DeleteVolume removes the directory if it belongs to owner (and, with
 	// ifEmpty, holds nothing); it reports whether there was one. A missing
 	// pool or pool directory is a client.ReasonPoolNotFound error, never
 	// "nothing to remove".
-	DeleteVolume(ctx context.Context, pool, name, owner string, ifEmpty bool) (bool, error)
+	DeleteVolume(ctx context.Context, pool, name, owner string, ifEmpty bool, remote string) (bool, error)
 }
 
 // DefaultMaxBodyBytes is the default limit of a request body.
@@ -134,7 +144,7 @@ func New(cfg Config) (*Server, error) {
 	s.route("GET /v1/pools/{pool}/volumes/{name}", volumeAttributes("get"), parser{}, s.getVolume)
 	s.route("PUT /v1/pools/{pool}/volumes/{name}", volumeAttributes("create"), parser{body: parseCreate}, s.createVolume)
 	s.route("PUT /v1/pools/{pool}/volumes/{name}/owner", volumeAttributes("update"), parser{body: parseSetOwner}, s.setOwner)
-	s.route("PUT /v1/pools/{pool}/volumes/{name}/size", volumeAttributes("update"), parser{body: parseSetSize}, s.setSize)
+	s.route("PUT /v1/pools/{pool}/volumes/{name}/size", volumeAttributes("resize"), parser{body: parseSetSize}, s.setSize)
 	s.route("DELETE /v1/pools/{pool}/volumes/{name}", volumeAttributes("delete"), parser{query: parseDelete}, s.deleteVolume)
 	return s, nil
 }
@@ -199,15 +209,17 @@ func (s *Server) route(pattern string, attrs func(*call) auth.Attributes, p pars
 			return
 		}
 		token, err := auth.BearerToken(r.Header)
+		var d *auth.Decision
 		if err == nil {
-			c.user, err = s.cfg.Authorizer.Authorize(r.Context(), auth.Caller{Token: token, Address: addr}, attrs(c))
+			d, err = s.cfg.Authorizer.Authorize(r.Context(), auth.Caller{Token: token, Address: addr}, attrs(c))
 		}
 		if err != nil {
 			s.writeRefusal(w, r, err)
 			return
 		}
-		if c.user == nil {
-			c.user = &auth.User{}
+		c.user, c.remote = &auth.User{}, ""
+		if d != nil && d.User != nil {
+			c.user, c.remote = d.User, d.Remote
 		}
 		h(w, r, c)
 	}))

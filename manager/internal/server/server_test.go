@@ -221,7 +221,7 @@ var routeCases = []routeCase{
 	{desc: "create with enforceSize", call: httpCall{method: "PUT", path: vol, token: "admin", body: `{"owner":"pv-1","requiredBytes":1048576,"enforceSize":true}`}, wantCode: 201,
 		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=1048576 policy= enforce=true ns="},
 	{desc: "grow", call: httpCall{method: "PUT", path: vol + "/size", token: "admin", body: `{"owner":"pv-1","sizeBytes":2048}`}, wantCode: 200,
-		wantAttrs: onPool("update", "fast"), wantBackend: "SetSize fast v1 owner=pv-1 size=2048",
+		wantAttrs: onPool("resize", "fast"), wantBackend: "SetSize fast v1 owner=pv-1 size=2048",
 		check: func(t *testing.T, body []byte) {
 			var v client.Volume
 			if mustUnmarshal(t, body, &v); v.SizeBytes != 2048 {

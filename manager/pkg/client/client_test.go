@@ -32,11 +32,11 @@ import (
 // tokenAuthorizer allows every call that carries token "t".
 type tokenAuthorizer struct{}
 
-func (tokenAuthorizer) Authorize(_ context.Context, caller auth.Caller, _ auth.Attributes) (*auth.User, error) {
+func (tokenAuthorizer) Authorize(_ context.Context, caller auth.Caller, _ auth.Attributes) (*auth.Decision, error) {
 	if caller.Token != "t" {
 		return nil, &auth.Error{Reason: client.ReasonUnauthorized, Message: "bad token"}
 	}
-	return &auth.User{Name: "tester"}, nil
+	return &auth.Decision{User: &auth.User{Name: "tester"}}, nil
 }
 
 // TestAgainstServer drives the real server through the client.

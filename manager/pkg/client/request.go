@@ -18,10 +18,10 @@ func ClaimNamespaceOf(pv *corev1.PersistentVolume) string {
 // NewCreateVolumeRequest is the request that creates (or confirms) the
 // directory of pv: owner pv.Name, reclaim policy RecordedReclaimPolicy(pv),
 // claim namespace ClaimNamespaceOf(pv), RequiredBytes pv's storage
-// capacity (0 when none), with the class's dirMode (octal, "" for
-// DefaultMode) and enforceSize. Every caller that
-// makes a PV's directory builds its request here, so that the owner
-// records of all directories start alike.
+// capacity (0 when none), Multihost when pv's AnnotationMode is
+// ModeMultihost, with the class's dirMode (octal, "" for DefaultMode) and
+// enforceSize. Every caller that makes a PV's directory builds its request
+// here, so that the owner records of all directories start alike.
 func NewCreateVolumeRequest(pv *corev1.PersistentVolume, dirMode string, enforceSize bool) CreateVolumeRequest {
 	req := CreateVolumeRequest{
 		Owner:          pv.Name,
@@ -29,6 +29,7 @@ func NewCreateVolumeRequest(pv *corev1.PersistentVolume, dirMode string, enforce
 		ReclaimPolicy:  RecordedReclaimPolicy(pv),
 		ClaimNamespace: ClaimNamespaceOf(pv),
 		EnforceSize:    enforceSize,
+		Multihost:      IsMultihost(pv),
 	}
 	if q, ok := pv.Spec.Capacity[corev1.ResourceStorage]; ok {
 		req.RequiredBytes = q.Value()
@@ -48,4 +49,10 @@ func RecordedReclaimPolicy(pv *corev1.PersistentVolume) string {
 		return ""
 	}
 	return ReclaimRetain
+}
+
+// IsMultihost reports whether pv is a multihost volume: its AnnotationMode
+// is ModeMultihost.
+func IsMultihost(pv *corev1.PersistentVolume) bool {
+	return pv.Annotations[AnnotationMode] == ModeMultihost
 }

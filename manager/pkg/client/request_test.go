@@ -75,6 +75,18 @@ func TestNewCreateVolumeRequest(t *testing.T) {
 			return pv
 		}(), "", false,
 			client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: "Retain", ClaimNamespace: "team-a"}},
+		{"multihost", func() *corev1.PersistentVolume {
+			pv := testPV(corev1.PersistentVolumeReclaimDelete, "1Mi")
+			pv.Annotations = map[string]string{client.AnnotationMode: client.ModeMultihost}
+			return pv
+		}(), "0777", false,
+			client.CreateVolumeRequest{Owner: "pv-a", Mode: "0777", ReclaimPolicy: "Delete", RequiredBytes: 1 << 20, Multihost: true}},
+		{"node mode said outright", func() *corev1.PersistentVolume {
+			pv := testPV(corev1.PersistentVolumeReclaimDelete, "")
+			pv.Annotations = map[string]string{client.AnnotationMode: "node"}
+			return pv
+		}(), "", false,
+			client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: "Delete"}},
 		{"capacity of another resource only", func() *corev1.PersistentVolume {
 			pv := testPV(corev1.PersistentVolumeReclaimDelete, "")
 			pv.Spec.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}

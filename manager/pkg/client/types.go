@@ -13,10 +13,33 @@ import (
 // the README, "Manager HTTP API").
 const APIGroup = "hostpath.dev"
 
-// ClientClusterRole is the ClusterRole, installed by manifests/, that grants
-// every permission the manager checks; bind a caller's service account to it
-// with a ClusterRoleBinding.
-const ClientClusterRole = "hostpath-manager-client"
+// The ClusterRoles, installed by manifests/, that grant the permissions the
+// manager checks; bind a caller's service account to one with a
+// ClusterRoleBinding. Each caller holds only the verbs it uses.
+const (
+	// ClientClusterRole is the provisioner's: get hosts, every verb on
+	// pools/volumes, and the writes of pools/multihostvolumes (its
+	// multihost fan-out calls every node's manager).
+	ClientClusterRole = "hostpath-manager-client"
+	// HostDefinerClusterRole is the host definer's: get hosts, update
+	// pools, list, create and update (adopt) pools/volumes, and create and
+	// update pools/multihostvolumes (backfill on the nodes it defines); no
+	// resize, no delete.
+	HostDefinerClusterRole = "hostpath-manager-hostdefiner"
+	// ReaderClusterRole reads: get hosts, get and list pools/volumes (the
+	// kubectl hostpath orphans plugin's service account, OrphansServiceAccount).
+	ReaderClusterRole = "hostpath-manager-reader"
+	// AdminClusterRole is an operator's, for debugging with a token not
+	// bound to a pod (`kubectl create token SA --audience
+	// hostpath.dev/manager`): every verb the manager checks, and the writes
+	// of hosts/admin that such a token needs to change anything.
+	AdminClusterRole = "hostpath-manager-admin"
+)
+
+// OrphansServiceAccount is the service account, in the product's
+// namespace, bound to ReaderClusterRole, whose token the kubectl hostpath
+// orphans plugin requests by default.
+const OrphansServiceAccount = "hostpath-orphans"
 
 // RBAC resources the manager checks with SubjectAccessReview. RBAC's
 // resourceNames match whole names, so volume calls are authorised on their
@@ -32,9 +55,45 @@ const (
 	ResourcePools = "pools"
 	// SubresourceVolumes is the subresource of ResourcePools checked for
 	// the /v1/pools/{pool}/volumes routes (name: the pool), with verbs
-	// "list", "get", "create", "update" (the owner record) and "delete".
+	// "list", "get", "create", "update" (the owner record), "resize" (the
+	// size: a verb of its own, so that a caller may adopt without growing)
+	// and "delete".
 	SubresourceVolumes = "volumes"
+	// SubresourceMultihostVolumes is the subresource of ResourcePools
+	// checked, besides SubresourceVolumes, for a volume write (verbs
+	// "create", "update", "resize", "delete"; name: the pool) whose token
+	// is bound to a pod, or a node, other than the manager's node. Only
+	// multihost volumes can be changed that way: a node never changes
+	// another node's node-mode volumes (see the README, "Security model").
+	SubresourceMultihostVolumes = "multihostvolumes"
+	// SubresourceAdmin is the subresource of ResourceHosts checked,
+	// besides the route's own permission, for a write (verbs "create",
+	// "update", "resize", "delete"; name: the node) whose token is bound
+	// to no pod and no node: `kubectl create token` without
+	// --bound-object-kind. Such tokens read with the route's permission
+	// alone.
+	SubresourceAdmin = "admin"
 )
+
+// The keys of a TokenReview's status.user.extra (and of a
+// CertificateSigningRequest's spec.extra) that the API server fills from a
+// service account token bound to a pod: the pod's name and UID and its
+// node's name. A token bound to a Node object carries ExtraNodeName alone.
+const (
+	ExtraPodName  = "authentication.kubernetes.io/pod-name"
+	ExtraPodUID   = "authentication.kubernetes.io/pod-uid"
+	ExtraNodeName = "authentication.kubernetes.io/node-name"
+)
+
+// AnnotationMode is the PersistentVolume annotation that says how the
+// volume was made: ModeMultihost for a multihost volume; "node" or nothing
+// for a node-mode one. NewCreateVolumeRequest reads it.
+const AnnotationMode = "hostpath.dev/mode"
+
+// ModeMultihost is the value of AnnotationMode (and of the StorageClass
+// parameter "mode") of a multihost volume: the same directory on every
+// node.
+const ModeMultihost = "multihost"
 
 // TokenAudience is the audience a bearer token sent to the manager must be
 // issued for (a projected service account token, or `kubectl create token
@@ -159,6 +218,10 @@ type Volume struct {
 	// records made without one (by older versions), whose directory no
 	// claim can reuse until it is handed over.
 	ClaimNamespace string `json:"claimNamespace,omitempty"`
+	// Multihost says the owner record is of a multihost volume
+	// (CreateVolumeRequest.Multihost, SetOwnerRequest.Multihost): the only
+	// volumes that a caller bound to another node may change.
+	Multihost bool `json:"multihost,omitempty"`
 	// SizeBytes is the volume's size as its owner record holds it: what
 	// the pool has promised it, and its limit where the pool enforces
 	// sizes; 0 for a volume made without a size.
@@ -218,6 +281,11 @@ type CreateVolumeRequest struct {
 	// the pool cannot enforce RequiredBytes as the volume's limit, instead
 	// of creating a volume that can outgrow it.
 	EnforceSize bool `json:"enforceSize,omitempty"`
+	// Multihost says the directory is one copy of a multihost volume; a
+	// new directory's owner record keeps it (Volume.Multihost). A caller
+	// whose token is bound to another node than the manager's may create
+	// only with Multihost, and only where no node-mode record exists.
+	Multihost bool `json:"multihost,omitempty"`
 }
 
 // SetSizeRequest is the body of PUT /v1/pools/{pool}/volumes/{name}/size:
@@ -260,6 +328,12 @@ type SetOwnerRequest struct {
 	// empty, the same owner keeps the recorded namespace and a change of
 	// owner clears it (it was the previous owner's claim's).
 	ClaimNamespace string `json:"claimNamespace,omitempty"`
+	// Multihost marks the record as of a multihost volume
+	// (Volume.Multihost); a record so marked stays marked. Without it the
+	// record keeps its mode. A caller bound to another node may adopt a
+	// directory without a record only with Multihost, and may not mark a
+	// node-mode record.
+	Multihost bool `json:"multihost,omitempty"`
 }
 
 // DeleteOptions are the query parameters of DELETE
@@ -283,7 +357,10 @@ const (
 	ReasonBadRequest Reason = "BadRequest"
 	// ReasonUnauthorized (401): no bearer token, or TokenReview rejected it.
 	ReasonUnauthorized Reason = "Unauthorized"
-	// ReasonForbidden (403): SubjectAccessReview denied the call.
+	// ReasonForbidden (403): SubjectAccessReview denied the call, or the
+	// caller's authority does not reach the volume (a token bound to
+	// another node, for a node-mode volume; a token of a pod that is gone;
+	// a token bound to no pod, for a write without the admin permission).
 	ReasonForbidden Reason = "Forbidden"
 	// ReasonNotFound (404): no such volume or route. A pool that is
 	// missing is ReasonPoolNotFound instead.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -49,10 +50,12 @@ func (p *Provisioner) Adopt(ctx context.Context, pv *v1.PersistentVolume) error 
 	return p.adopt(ctx, mgr, pv, vol, names)
 }
 
-// AdoptAll runs Adopt over every PV of this node in the informer cache, with
-// one ListVolumes per pool and a SetOwner only for the directories without
-// an owner record, and returns the errors joined. It is meant for start-up
-// (after the caches synced) and is idempotent, so it can be retried.
+// AdoptAll runs Adopt over every PV of this node in the informer cache, and
+// marks as multihost the owner records of this node's copies of multihost
+// PVs written before records kept the mode (see markMultihost), with one
+// ListVolumes per pool and a SetOwner only where a record is missing or
+// unmarked, and returns the errors joined. It is meant for start-up (after
+// the caches synced) and is idempotent, so it can be retried.
 func (p *Provisioner) AdoptAll(ctx context.Context) error {
 	if p.cfg.Volumes == nil {
 		return errors.New("adopt volume directories: the provisioner has no PersistentVolume cache")
@@ -63,6 +66,7 @@ func (p *Provisioner) AdoptAll(ctx context.Context) error {
 	}
 	naming := map[dirKey][]string{}
 	byPool := map[string][]*v1.PersistentVolume{}
+	multihost := map[string][]*v1.PersistentVolume{}
 	for _, pv := range pvs {
 		if k, ok := keyOf(pv); ok {
 			naming[k] = append(naming[k], pv.Name)
@@ -70,8 +74,11 @@ func (p *Provisioner) AdoptAll(ctx context.Context) error {
 		if pool, _, ok := p.ownVolume(pv); ok {
 			byPool[pool] = append(byPool[pool], pv)
 		}
+		if m, ok := hostpathv1.MultihostDirectoryOf(pv, p.cfg.Name); ok && m.Pool != "" && m.Directory != "" {
+			multihost[m.Pool] = append(multihost[m.Pool], pv)
+		}
 	}
-	if len(byPool) == 0 {
+	if len(byPool) == 0 && len(multihost) == 0 {
 		return nil
 	}
 	mgr, err := p.cfg.Managers(p.cfg.Node)
@@ -80,7 +87,9 @@ func (p *Provisioner) AdoptAll(ctx context.Context) error {
 	}
 	var errs []error
 	reported := map[dirKey]bool{}
-	for _, pool := range slices.Sorted(maps.Keys(byPool)) {
+	pools := slices.Concat(slices.Collect(maps.Keys(byPool)), slices.Collect(maps.Keys(multihost)))
+	slices.Sort(pools)
+	for _, pool := range slices.Compact(pools) {
 		list, err := mgr.ListVolumes(ctx, pool)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("adopt volume directories: list pool %q on node %q: %w", pool, p.cfg.Node, err))
@@ -102,8 +111,32 @@ func (p *Provisioner) AdoptAll(ctx context.Context) error {
 				reported[k] = true
 			}
 		}
+		for _, pv := range multihost[pool] {
+			if err := p.markMultihost(ctx, mgr, pv, vols[pv.Annotations[annotations.Directory]]); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// markMultihost marks vol, this node's copy of the multihost PV pv, as
+// multihost in its owner record, when the record names pv but does not say
+// so (written before records kept the mode): a manager lets the instance
+// elected for pv on another node, and the host definer, change only
+// multihost volumes, and this instance is the only caller with this node's
+// authority over it. A missing directory, one without a record or of
+// another owner is left to the fan-out and the sweeper.
+func (p *Provisioner) markMultihost(ctx context.Context, mgr VolumeManager, pv *v1.PersistentVolume, vol *client.Volume) error {
+	if vol == nil || vol.Owner != pv.Name || vol.Multihost {
+		return nil
+	}
+	_, err := mgr.SetOwner(ctx, vol.Pool, vol.Name, client.SetOwnerRequest{Owner: pv.Name, Previous: pv.Name, Retained: vol.Retained, Multihost: true})
+	if err != nil {
+		return fmt.Errorf("mark %s as multihost in its owner record: %w", p.where(vol.Pool, vol.Name), err)
+	}
+	klog.FromContext(ctx).Info("Marked a multihost volume's owner record", "pv", pv.Name, "node", p.cfg.Node, "pool", vol.Pool, "directory", vol.Name)
+	return nil
 }
 
 // adopt makes pv the owner of vol, a directory without an owner record,

@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,5 +116,42 @@ func TestAdoptAll(t *testing.T) {
 	err = f.prov.AdoptAll(ctx)
 	if err == nil || !strings.Contains(err.Error(), wantErr) || len(f.manager.setOwners) != 0 {
 		t.Errorf("second AdoptAll = %v with owner changes %q, want the same error and none", err, f.manager.setOwners)
+	}
+}
+
+// TestAdoptAllMarksMultihost: this node's copies of multihost PVs whose
+// owner records do not say multihost (written before they kept the mode)
+// are marked, keeping retained; marked ones, missing ones and those of
+// another owner are left alone.
+func TestAdoptAllMarksMultihost(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	multihost := func(name, dir string) *v1.PersistentVolume {
+		pv := volume(name, "", "default", dir, name)
+		pv.Annotations[annotations.Mode] = annotations.ModeMultihost
+		delete(pv.Annotations, annotations.Node)
+		return pv
+	}
+	f := newFixture(t, fakeInstances{}, multihost("pv-old", "old"), multihost("pv-kept", "kept"), multihost("pv-marked", "marked"),
+		multihost("pv-missing", "missing"), multihost("pv-taken", "taken"))
+	f.manager.have("default", "old", "pv-old")
+	f.manager.have("default", "kept", "pv-kept")
+	f.manager.volumes["default/kept"].Retained = true
+	f.manager.have("default", "marked", "pv-marked")
+	f.manager.volumes["default/marked"].Multihost = true
+	f.manager.have("default", "taken", "pv-other")
+
+	if err := f.prov.AdoptAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(slices.Sorted(slices.Values(f.manager.setOwners)), ", ")
+	if want := "default/kept pv-kept->pv-kept multihost, default/old pv-old->pv-old multihost"; got != want {
+		t.Errorf("manager owner changes = %q, want %q", got, want)
+	}
+	if v := f.manager.volumes["default/kept"]; !v.Retained || !v.Multihost {
+		t.Errorf("default/kept = %+v, want retained and multihost", v)
+	}
+	f.manager.setOwners = nil
+	if err := f.prov.AdoptAll(ctx); err != nil || len(f.manager.setOwners) != 0 {
+		t.Errorf("second AdoptAll = %v with owner changes %q, want none", err, f.manager.setOwners)
 	}
 }

@@ -43,7 +43,10 @@
 //     node delete; Delete removes the directory through the manager, as its
 //     owner, adopting a directory made before owner records first.
 //  6. Adopt and AdoptAll give directories made before owner records to the
-//     one PV that names them, never to two.
+//     one PV that names them, never to two. AdoptAll also marks this node's
+//     copies of multihost volumes whose owner records predate the mode as
+//     multihost: a manager lets callers bound to other nodes (the fan-out,
+//     the host definer) change nothing else.
 //
 // The names it writes and reads on objects live in package annotations.
 package provisioner

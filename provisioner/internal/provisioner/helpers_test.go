@@ -160,7 +160,11 @@ func (f *fakeManager) CreateVolume(_ context.Context, pool, name string, req cli
 func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.setOwners = append(f.setOwners, pool+"/"+name+" "+req.Previous+"->"+req.Owner)
+	change := pool + "/" + name + " " + req.Previous + "->" + req.Owner
+	if req.Multihost {
+		change += " multihost"
+	}
+	f.setOwners = append(f.setOwners, change)
 	if f.setOwnerErr != nil {
 		return nil, f.setOwnerErr
 	}
@@ -178,7 +182,7 @@ func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.
 	if req.ClaimNamespace != "" {
 		v.ClaimNamespace = req.ClaimNamespace
 	}
-	v.Owner = req.Owner
+	v.Owner, v.Multihost = req.Owner, v.Multihost || req.Multihost
 	c := *v
 	return &c, nil
 }

@@ -175,7 +175,7 @@ func TestProvisionMultihost(t *testing.T) {
 					continue
 				}
 				created = append(created, n)
-				if got := mgrs[n].lastCreate; got.Owner != testPVName || got.ReclaimPolicy != string(reclaimPolicy(tc.class)) || got.Mode != "0777" {
+				if got := mgrs[n].lastCreate; got.Owner != testPVName || got.ReclaimPolicy != string(reclaimPolicy(tc.class)) || got.Mode != "0777" || !got.Multihost {
 					t.Errorf("create on %s = %+v", n, got)
 				}
 			}

@@ -220,6 +220,9 @@ func TestProvision(t *testing.T) {
 			if gotCreate != "" && f.manager.lastCreate.ClaimNamespace != tc.claim.Namespace {
 				t.Errorf("create records claim namespace %q, want the claim's %q", f.manager.lastCreate.ClaimNamespace, tc.claim.Namespace)
 			}
+			if f.manager.lastCreate.Multihost {
+				t.Errorf("a node-mode create says multihost: %+v", f.manager.lastCreate)
+			}
 			if !checkPV(t, pv, tc.wantPV) {
 				return
 			}

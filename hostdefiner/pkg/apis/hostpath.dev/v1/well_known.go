@@ -56,8 +56,9 @@ const (
 	AnnotationDirectory = "hostpath.dev/directory"
 	// AnnotationMode is how the volume was made, ModeNode or ModeMultihost
 	// (the StorageClass parameter "mode"; not the Kubernetes volumeMode). A
-	// PV without it counts as node mode.
-	AnnotationMode = "hostpath.dev/mode"
+	// PV without it counts as node mode. The manager's client reads it too
+	// (client.NewCreateVolumeRequest), so it is defined there.
+	AnnotationMode = client.AnnotationMode
 	// AnnotationNodes lists, sorted and comma-separated, the nodes that hold
 	// the directory of a multihost volume: those that got it when the
 	// volume was made and those the host definer gave it since.
@@ -74,8 +75,8 @@ const (
 	// ModeNode is one directory on one node, with node affinity to it.
 	ModeNode = "node"
 	// ModeMultihost is the same directory on every defined node of the
-	// pool, without node affinity.
-	ModeMultihost = "multihost"
+	// pool, without node affinity (defined with client.AnnotationMode).
+	ModeMultihost = client.ModeMultihost
 )
 
 // JoinNodes is the value of AnnotationNodes or AnnotationPendingNodes for a

@@ -1,0 +1,324 @@
+package e2e
+
+// Node-scoped authority and least privilege for each caller (issue 25,
+// items 1 and 2; README, "Security model"), against the managers of the two
+// real nodes. Each test asserts the HTTP answer and that every node's pools
+// hold what they held before (hostileSnapshot, hostileCheckDisk), and,
+// where a volume was aimed at, that its owner record did not change either.
+//
+//   - TestAuthorityCrossNode: a token bound to the provisioner's pod on one
+//     node (as `kubectl create token --bound-object-kind Pod` makes it) cannot
+//     delete, grow, re-own or create node-mode volumes on the other node's
+//     manager (403 naming both nodes), can create and delete a multihost
+//     one there, and the provisioners' own multihost fan-out still creates
+//     and deletes a multihost claim's directory on every node.
+//   - TestAuthorityHostDefinerCannotDelete: the host definer's pod-bound
+//     token reads and prepares pools, and its DELETE is 403 on every node.
+//   - TestAuthorityReader: hostpath-manager-reader (and the service account
+//     hostpath-orphans, bound to it) lists and gets, and nothing more.
+//   - TestAuthorityUnboundToken: a token bound to no pod reads with
+//     hostpath-manager-client but writes nothing (403 naming
+//     hostpath-manager-admin); with hostpath-manager-admin it does the
+//     README's debugging writes.
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"hostpath.dev/e2e/framework"
+	"hostpath.dev/e2e/internal/localcluster"
+	"hostpath.dev/manager/pkg/client"
+)
+
+// authorityCall is one manager call of these tests and the answer it must
+// get: wantCode, and for an error wantReason and texts its message has.
+type authorityCall struct {
+	method, path, body string
+	wantCode           int
+	wantReason         string
+	wantInMsg          []string
+}
+
+// authorityCalls makes each call on the manager at base with token.
+func authorityCalls(ctx context.Context, t *testing.T, base, token string, calls []authorityCall) {
+	t.Helper()
+	for _, c := range calls {
+		code, body := callManager(ctx, t, c.method, base, c.path, token, c.body)
+		what := c.method + " " + c.path
+		if c.wantReason == "" {
+			if code != c.wantCode {
+				t.Errorf("%s: %d %s, want %d", what, code, body, c.wantCode)
+			}
+			continue
+		}
+		st := wantStatus(t, what, code, body, c.wantCode, c.wantReason)
+		for _, want := range c.wantInMsg {
+			if !strings.Contains(st.Message, want) {
+				t.Errorf("%s: message %q does not contain %q", what, st.Message, want)
+			}
+		}
+	}
+}
+
+// ownerRecordFile is the owner record of volume dir of the pool at
+// poolPath on node, as this machine sees it.
+func ownerRecordFile(t *testing.T, f *framework.Framework, node, poolPath, dir string) string {
+	t.Helper()
+	file, err := f.NodeDir(node, path.Join(poolPath, ".hostpath", "owners", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// readRecord returns the bytes of the owner record of dir of the default
+// pool on node.
+func readRecord(t *testing.T, f *framework.Framework, node, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile(ownerRecordFile(t, f, node, localcluster.PoolPath, dir))
+	if err != nil {
+		t.Fatalf("Owner record of %s on %s: %v", dir, node, err)
+	}
+	return string(data)
+}
+
+// waitMultihostRecord waits until the owner record of dir on node says
+// multihost: at once for a volume made by this version, after the node's
+// provisioner started for one made before records kept the mode.
+func waitMultihostRecord(ctx context.Context, t *testing.T, f *framework.Framework, node, dir string) {
+	t.Helper()
+	framework.WaitFor(ctx, t, provisionTimeout, "the owner record of "+dir+" on "+node+" to say multihost", func(context.Context) (bool, error) {
+		var rec struct {
+			Multihost bool `json:"multihost"`
+		}
+		data, err := os.ReadFile(ownerRecordFile(t, f, node, localcluster.PoolPath, dir))
+		if err != nil {
+			return false, err
+		}
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return false, err
+		}
+		return rec.Multihost, nil
+	})
+}
+
+// podToken is a manager token bound to pod.
+func podToken(ctx context.Context, t *testing.T, f *framework.Framework, pod *corev1.Pod) string {
+	t.Helper()
+	token, err := f.PodBoundToken(ctx, pod, client.TokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// TestAuthorityCrossNode: the issue's cross-node delete, and every other
+// write of a node-mode volume, with the provisioner's token of one node on
+// the other node's manager.
+func TestAuthorityCrossNode(t *testing.T) {
+	ctx := t.Context()
+	e := setupMultihost(ctx, t)
+	here, there := e.nodes[0], e.nodes[1]
+	urls := managerPods(ctx, t, e.f, e.nodes)
+
+	// A node-mode volume of the other node, made by its provisioner.
+	pvc := e.claim(ctx, t, "theirs", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: there})
+	_, pv := e.waitBound(ctx, t, pvc.Name)
+	dir := pv.Annotations[annPVDirectory]
+	if err := os.WriteFile(e.nodePath(t, there, pv, "data"), []byte("theirs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	provisioner := e.f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, provisionerSelector, []string{here}, provisionTimeout)[here]
+	token := podToken(ctx, t, e.f, provisioner)
+	waitAllowed(ctx, t, urls[there], token, "the provisioner of "+here+" to read on "+there)
+
+	before := hostileSnapshot(t, e.f, e.nodes)
+	record := readRecord(t, e.f, there, dir)
+	volume := "/v1/pools/default/volumes/" + dir
+	stray := "/v1/pools/default/volumes/e2e-authz-" + framework.RandomSuffix()
+	both := []string{`"` + here + `"`, `"` + there + `"`}
+	authorityCalls(ctx, t, urls[there], token, []authorityCall{
+		{method: "DELETE", path: volume + "?owner=" + pv.Name, wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: append(both, "node-mode volume")},
+		{method: "PUT", path: volume + "/size", body: `{"owner":"` + pv.Name + `","sizeBytes":2097152}`, wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: both},
+		{method: "PUT", path: volume + "/owner", body: `{"owner":"pv-e2e-thief","previous":"` + pv.Name + `"}`, wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: both},
+		{method: "PUT", path: volume + "/owner", body: `{"owner":"` + pv.Name + `","previous":"` + pv.Name + `","multihost":true}`, wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: both},
+		{method: "PUT", path: volume, body: `{"owner":"` + pv.Name + `","multihost":true,"mode":"0700"}`, wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: both},
+		{method: "PUT", path: stray, body: `{"owner":"pv-e2e-authz"}`, wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: append(both, "only multihost volumes")},
+	})
+	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
+	if got := readRecord(t, e.f, there, dir); got != record {
+		t.Errorf("The owner record of %s on %s changed:\n%s\nwant\n%s", dir, there, got, record)
+	}
+	if data, err := os.ReadFile(e.nodePath(t, there, pv, "data")); err != nil || string(data) != "theirs\n" {
+		t.Errorf("The data of %s on %s = %q, %v", dir, there, data, err)
+	}
+
+	// The one exception, at the manager: a multihost volume.
+	authorityCalls(ctx, t, urls[there], token, []authorityCall{
+		{method: "PUT", path: stray, body: `{"owner":"pv-e2e-authz","multihost":true}`, wantCode: http.StatusCreated},
+		{method: "DELETE", path: stray + "?owner=pv-e2e-authz", wantCode: http.StatusNoContent},
+	})
+	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
+
+	// And end to end: the provisioners' fan-out, with their projected
+	// tokens, still makes and removes a multihost claim's directory on
+	// every node, whichever instance is elected.
+	shared := e.claim(ctx, t, "shared", classShared, "1Mi", corev1.ReadWriteMany, nil)
+	shared, spv := e.waitBound(ctx, t, shared.Name)
+	e.checkMultihostPV(t, shared, spv)
+	for _, node := range e.nodes {
+		if fi, err := os.Stat(e.nodePath(t, node, spv)); err != nil || !fi.IsDir() {
+			t.Errorf("The multihost directory on %s: %v", node, err)
+		}
+		waitMultihostRecord(ctx, t, e.f, node, spv.Annotations[annPVDirectory])
+	}
+	e.deleteAndWaitGone(ctx, t, "", shared.Name)
+	e.waitGoneEverywhere(ctx, t, spv)
+
+	// The other node's own provisioner still removes its node-mode volume.
+	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
+	e.waitGoneEverywhere(ctx, t, pv)
+}
+
+// TestAuthorityHostDefinerCannotDelete: the host definer holds exactly the
+// calls it makes; a DELETE with its pod-bound token is 403 on every node,
+// and the multihost directory it aims at stays.
+func TestAuthorityHostDefinerCannotDelete(t *testing.T) {
+	ctx := t.Context()
+	e := setupMultihost(ctx, t)
+	urls := managerPods(ctx, t, e.f, e.nodes)
+	pvc := e.claim(ctx, t, "kept", classShared, "1Mi", corev1.ReadWriteMany, nil)
+	_, pv := e.waitBound(ctx, t, pvc.Name)
+	dir := pv.Annotations[annPVDirectory]
+
+	token := podToken(ctx, t, e.f, e.hostDefinerPod(ctx, t, false))
+	before := hostileSnapshot(t, e.f, e.nodes)
+	for _, node := range e.nodes {
+		waitAllowed(ctx, t, urls[node], token, "the host definer to read on "+node)
+		authorityCalls(ctx, t, urls[node], token, []authorityCall{
+			{method: "GET", path: "/v1/pools/default/volumes", wantCode: http.StatusOK},
+			{method: "PUT", path: "/v1/pools/default", wantCode: http.StatusOK},
+			{method: "DELETE", path: "/v1/pools/default/volumes/" + dir + "?owner=" + pv.Name, wantCode: http.StatusForbidden, wantReason: "Forbidden",
+				wantInMsg: []string{"cannot delete pools/volumes"}},
+			{method: "PUT", path: "/v1/pools/default/volumes/" + dir + "/size", body: `{"owner":"` + pv.Name + `","sizeBytes":2097152}`,
+				wantCode: http.StatusForbidden, wantReason: "Forbidden"},
+		})
+		if _, err := os.Stat(e.nodePath(t, node, pv)); err != nil {
+			t.Errorf("The directory of %s on %s: %v", pv.Name, node, err)
+		}
+	}
+	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
+	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
+	e.waitGoneEverywhere(ctx, t, pv)
+}
+
+// TestAuthorityReader: the read-only ClusterRole, and the orphans
+// report's service account bound to it, list and get; every write is 403
+// and changes nothing.
+func TestAuthorityReader(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	node := e.nodes[0]
+	urls := managerPods(ctx, t, e.f, e.nodes)
+	pvc := e.claim(ctx, t, "read", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	_, pv := e.waitBound(ctx, t, pvc.Name)
+	dir := pv.Annotations[annPVDirectory]
+
+	serviceAccount(ctx, t, e.f, e.ns, "reader")
+	bindClusterRole(ctx, t, e.f, e.ns, "reader", client.ReaderClusterRole)
+	reader, err := e.f.ServiceAccountToken(ctx, e.ns, "reader", client.TokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphans, err := e.f.ServiceAccountToken(ctx, framework.SystemNamespace, client.OrphansServiceAccount, client.TokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	volume := "/v1/pools/default/volumes/" + dir
+	before := hostileSnapshot(t, e.f, e.nodes)
+	record := readRecord(t, e.f, node, dir)
+	for who, token := range map[string]string{"reader": reader, client.OrphansServiceAccount: orphans} {
+		waitAllowed(ctx, t, urls[node], token, who+" to read")
+		authorityCalls(ctx, t, urls[node], token, []authorityCall{
+			{method: "GET", path: "/v1/host", wantCode: http.StatusOK},
+			{method: "GET", path: "/v1/pools/default/volumes", wantCode: http.StatusOK},
+			{method: "GET", path: volume, wantCode: http.StatusOK},
+			{method: "PUT", path: "/v1/pools/default", wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: []string{"update pools"}},
+			{method: "PUT", path: "/v1/pools/default/volumes/e2e-reader", body: `{"owner":"pv-e2e-reader"}`, wantCode: http.StatusForbidden, wantReason: "Forbidden",
+				wantInMsg: []string{"create pools/volumes"}},
+			{method: "PUT", path: volume + "/owner", body: `{"owner":"pv-e2e-reader","previous":"` + pv.Name + `"}`, wantCode: http.StatusForbidden, wantReason: "Forbidden"},
+			{method: "PUT", path: volume + "/size", body: `{"owner":"` + pv.Name + `","sizeBytes":2097152}`, wantCode: http.StatusForbidden, wantReason: "Forbidden"},
+			{method: "DELETE", path: volume + "?owner=" + pv.Name, wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: []string{"delete pools/volumes"}},
+		})
+	}
+	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
+	if got := readRecord(t, e.f, node, dir); got != record {
+		t.Errorf("The owner record of %s changed:\n%s\nwant\n%s", dir, got, record)
+	}
+	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
+}
+
+// TestAuthorityUnboundToken: `kubectl create token SA --audience
+// hostpath.dev/manager`, bound to no pod, reads with the provisioner's
+// ClusterRole but writes nothing; bound to hostpath-manager-admin it does
+// the README's debugging writes on the node ("Manager HTTP API").
+func TestAuthorityUnboundToken(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	node := e.nodes[0]
+	urls := managerPods(ctx, t, e.f, e.nodes)
+
+	serviceAccount(ctx, t, e.f, e.ns, "client")
+	bindClusterRole(ctx, t, e.f, e.ns, "client", client.ClientClusterRole)
+	unbound, err := e.f.ServiceAccountToken(ctx, e.ns, "client", client.TokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitAllowed(ctx, t, urls[node], unbound, "an unbound token to read")
+	name := "e2e-debug-" + framework.RandomSuffix()
+	volume := "/v1/pools/default/volumes/" + name
+	before := hostileSnapshot(t, e.f, e.nodes)
+	authorityCalls(ctx, t, urls[node], unbound, []authorityCall{
+		{method: "GET", path: "/v1/pools/default/volumes", wantCode: http.StatusOK},
+		{method: "PUT", path: volume, body: `{"owner":"demo-pv","mode":"0750"}`, wantCode: http.StatusForbidden, wantReason: "Forbidden",
+			wantInMsg: []string{"bound to no pod", "hosts/admin", client.AdminClusterRole}},
+	})
+	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
+
+	managerClient(ctx, t, e.f, e.ns, "admin")
+	admin, err := e.f.ServiceAccountToken(ctx, e.ns, "admin", client.TokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitAllowed(ctx, t, urls[node], admin, "the admin to read")
+	here, err := e.f.NodeDir(node, path.Join(localcluster.PoolPath, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = callManager(cctx, t, "DELETE", urls[node], volume+"?owner=other-pv", admin, "")
+		_ = os.RemoveAll(here)
+	})
+	authorityCalls(ctx, t, urls[node], admin, []authorityCall{
+		{method: "PUT", path: volume, body: `{"owner":"demo-pv","mode":"0750"}`, wantCode: http.StatusCreated},
+		{method: "GET", path: volume, wantCode: http.StatusOK},
+		{method: "PUT", path: volume + "/size", body: `{"owner":"demo-pv","sizeBytes":1048576}`, wantCode: http.StatusOK},
+		{method: "PUT", path: volume + "/owner", body: `{"owner":"other-pv","previous":"demo-pv"}`, wantCode: http.StatusOK},
+		{method: "DELETE", path: volume + "?owner=other-pv", wantCode: http.StatusNoContent},
+	})
+	if _, err := os.Lstat(here); !os.IsNotExist(err) {
+		t.Errorf("%s is still on %s after the admin's DELETE (%v)", name, node, err)
+	}
+	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
+}
