@@ -137,22 +137,24 @@ func (c *Controller) volumeChanged(obj any) {
 	case deleting && hasFinalizer(pv),
 		!deleting && !policyRecorded(pv),
 		!loc.multihost && !deleting && !hasFinalizer(pv) && loc.node == c.cfg.Node,
-		!loc.multihost && !deleting && c.nodeGoneWork(pv, directory{node: loc.node, pool: loc.pool, name: loc.name}):
+		!loc.multihost && !deleting && c.nodeGoneWork(pv, loc.at(loc.node)):
 		c.queue.Add(pv.Name)
 	}
 }
 
-// ManagerReady queues every PV that waits for a manager: those under
-// deletion with the finalizer and those whose reclaim policy is not
-// recorded yet. The app calls it when a manager pod becomes Ready, so a PV
-// that waited for a node's manager does not wait for its backoff too.
+// ManagerReady queues the PVs that may wait for node's manager: those
+// under deletion with the finalizer and those whose reclaim policy is not
+// recorded yet, of node (node mode) or multihost (which any node may
+// hold). The app calls it when a manager pod becomes Ready, so a PV that
+// waited for that manager does not wait for its backoff too.
 func (c *Controller) ManagerReady(node string) {
 	pvs, err := c.volumes.List(labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, pv := range pvs {
-		if _, ok := locationOf(pv, c.cfg.ProvisionerName); !ok {
+		loc, ok := locationOf(pv, c.cfg.ProvisionerName)
+		if !ok || !loc.multihost && loc.node != node {
 			continue
 		}
 		if pv.DeletionTimestamp != nil && hasFinalizer(pv) || pv.DeletionTimestamp == nil && !policyRecorded(pv) {
@@ -208,7 +210,7 @@ func (c *Controller) nodeDeleted(obj any) {
 		return
 	}
 	for _, pv := range pvs {
-		if pv.Annotations[annotations.Node] == node.Name || multihostOnNode(pv, c.cfg.ProvisionerName, node.Name) {
+		if loc, ok := locationOf(pv, c.cfg.ProvisionerName); ok && (loc.node == node.Name || loc.multihost && loc.listed(node.Name)) {
 			c.volumeChanged(pv)
 		}
 	}
@@ -254,7 +256,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 // instance that acts for it, its reclaim policy in the owner records.
 func (c *Controller) syncLive(ctx context.Context, pv *v1.PersistentVolume, loc location) error {
 	if !loc.multihost {
-		dir := directory{node: loc.node, pool: loc.pool, name: loc.name}
+		dir := loc.at(loc.node)
 		if c.cfg.NodeGoneGrace > 0 && loc.node != "" {
 			if gone, err := c.syncNodeGone(ctx, pv, dir); gone || err != nil {
 				return err

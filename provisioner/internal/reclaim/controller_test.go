@@ -537,3 +537,29 @@ func TestRunStopsBeforeCachesSync(t *testing.T) {
 		t.Error("Run() = nil, want an error: the caches never synced")
 	}
 }
+
+// TestManagerReady: a manager turning Ready queues the PVs that may wait
+// for it: its node's under deletion or with a policy not yet recorded, and
+// every multihost one in that state; nothing else.
+func TestManagerReady(t *testing.T) {
+	pvs := []*v1.PersistentVolume{
+		newPV("deleting-here"),
+		newPV("deleting-there", onNode(otherNode)),
+		newPV("policy-there", notDeleting, onNode(otherNode), withAnnotation(annotations.RecordedPolicy, "Retain")),
+		newPV("settled-there", notDeleting, onNode(otherNode)),
+		newPV("multihost", withAnnotation(annotations.Mode, "multihost")),
+		newPV("other-provisioner", onNode(otherNode), withAnnotation(annotations.ProvisionedBy, "example.com/other")),
+	}
+	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
+	f.ctrl.ManagerReady(otherNode)
+	var got []string
+	for f.ctrl.queue.Len() > 0 {
+		name, _ := f.ctrl.queue.Get()
+		got = append(got, name)
+		f.ctrl.queue.Done(name)
+	}
+	slices.Sort(got)
+	if want := []string{"deleting-there", "multihost", "policy-there"}; !slices.Equal(got, want) {
+		t.Errorf("queued %q, want %q", got, want)
+	}
+}

@@ -81,38 +81,6 @@ func (op operation) call(ctx context.Context, mgr Manager, pv *v1.PersistentVolu
 	}
 }
 
-// location is where a PV's directory lives: pool and name, on one node in
-// node mode, on several in multihost mode.
-type location struct {
-	pool, name string
-	// node is the node of a node-mode PV ("" when it names none).
-	node string
-	// multihost says the PV is a multihost one, listing nodes and
-	// pending.
-	multihost      bool
-	nodes, pending []string
-}
-
-// locationOf returns where pv's directory lives, and false when pv is not
-// a volume of provisioner.
-func locationOf(pv *v1.PersistentVolume, provisioner string) (location, bool) {
-	if m, ok := multihostDirectory(pv, provisioner); ok {
-		return location{pool: m.pool, name: m.name, multihost: true, nodes: m.nodes, pending: m.pending}, true
-	}
-	if d, ok := nodeDirectory(pv, provisioner); ok {
-		return location{pool: d.pool, name: d.name, node: d.node}, true
-	}
-	return location{}, false
-}
-
-// String names the directory in events and errors.
-func (l location) String() string {
-	if l.multihost {
-		return fmt.Sprintf("directory %q in pool %q", l.name, l.pool)
-	}
-	return directory{node: l.node, pool: l.pool, name: l.name}.String()
-}
-
 // holder is a node that may hold a PV's directory.
 type holder struct {
 	node string
@@ -249,7 +217,7 @@ func (c *Controller) fanOut(ctx context.Context, op operation, pv *v1.Persistent
 		call = append(call, h.node)
 	}
 	opts := c.cfg.Fanout
-	opts.Retryable = func(err error) bool { return client.Classify(err).Retryable() }
+	opts.Retryable = client.Retryable
 	r := fanout.Run(ctx, call, func(ctx context.Context, node string) error {
 		mgr, err := c.cfg.Managers(node)
 		if err != nil {

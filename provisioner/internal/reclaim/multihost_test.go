@@ -233,17 +233,28 @@ func TestSyncMultihost(t *testing.T) {
 	}
 }
 
-func TestMultihostDirectory(t *testing.T) {
+func TestLocationOf(t *testing.T) {
 	pv := multihostPV("shared", " node-a, ,node-b", "node-c")
-	d, ok := multihostDirectory(pv, testProvisioner)
-	if !ok || d.pool != testPool || d.name != "shared-dir" ||
+	d, ok := locationOf(pv, testProvisioner)
+	if !ok || !d.multihost || d.pool != testPool || d.name != "shared-dir" ||
 		strings.Join(d.nodes, ",") != "node-a,node-b" || strings.Join(d.pending, ",") != "node-c" {
-		t.Errorf("multihostDirectory = %+v, %v", d, ok)
+		t.Errorf("locationOf(multihost) = %+v, %v", d, ok)
 	}
-	if _, ok := multihostDirectory(newPV("pv-1"), testProvisioner); ok {
-		t.Error("a node-mode PV counts as multihost")
+	if !d.listed("node-c") || d.listed("node-d") {
+		t.Errorf("listed: node-c %t, node-d %t; want true, false", d.listed("node-c"), d.listed("node-d"))
 	}
-	if _, ok := multihostDirectory(pv, "example.com/other"); ok {
+	if !d.holds(directory{node: "node-d", pool: testPool, name: "shared-dir"}) {
+		t.Error("a multihost PV does not hold its directory on an unlisted node")
+	}
+	n, ok := locationOf(newPV("pv-1"), testProvisioner)
+	if !ok || n.multihost || n.node != selfNode || !n.holds(directory{node: selfNode, pool: testPool, name: "pv-1-dir"}) ||
+		n.holds(directory{node: otherNode, pool: testPool, name: "pv-1-dir"}) {
+		t.Errorf("locationOf(node mode) = %+v, %v", n, ok)
+	}
+	if _, ok := locationOf(pv, "example.com/other"); ok {
 		t.Error("a PV of another provisioner counts as ours")
+	}
+	if _, ok := locationOf(newPV("pv-2", withAnnotation(annotations.Mode, "future")), testProvisioner); ok {
+		t.Error("a PV of an unknown mode counts as ours")
 	}
 }

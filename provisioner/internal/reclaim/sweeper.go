@@ -312,17 +312,11 @@ func (s *Sweeper) ownerState(ctx context.Context, owner string, dir directory) (
 	if err != nil {
 		return 0, nil, fmt.Errorf("get PersistentVolume %q: %w", owner, err)
 	}
-	if m, ok := multihostDirectory(pv, s.cfg.ProvisionerName); ok {
-		if m.pool == dir.pool && m.name == dir.name {
-			return ownerUses, pv, nil
-		}
-		return ownerElsewhere, pv, nil
-	}
-	d, ok := nodeDirectory(pv, s.cfg.ProvisionerName)
+	loc, ok := locationOf(pv, s.cfg.ProvisionerName)
 	switch {
 	case !ok:
 		return ownerForeign, pv, nil
-	case d == dir:
+	case loc.holds(dir):
 		return ownerUses, pv, nil
 	}
 	return ownerElsewhere, pv, nil
