@@ -156,6 +156,13 @@ func (a Answer) Retryable() bool {
 	return false
 }
 
+// Retryable reports whether the call that returned err may succeed when
+// tried again as it is: Classify(err).Retryable(). Fan-outs take it as
+// their retry rule.
+func Retryable(err error) bool {
+	return Classify(err).Retryable()
+}
+
 // String names the answer for logs and messages: "OK", "Unreachable",
 // "Busy", "ServerError", "Denied", "OwnerConflict", "PoolMissing",
 // "VolumeMissing", "NotEmpty", "NotEnforced", "NoSpace", "Conflict",

@@ -162,7 +162,7 @@ func commonPath(paths map[string]string, where string) (string, error) {
 // operation.
 func (p *Provisioner) fanOut(ctx context.Context, operation string, nodes []string, opts fanout.Options, call func(context.Context, string) error) fanout.Results {
 	if opts.Retryable == nil {
-		opts.Retryable = func(err error) bool { return client.Classify(err).Retryable() }
+		opts.Retryable = client.Retryable
 	}
 	r := fanout.Run(ctx, nodes, call, opts)
 	p.cfg.FanoutMetrics.Observe(operation, r)

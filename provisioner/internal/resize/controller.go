@@ -82,7 +82,7 @@ type Controller struct {
 // informers after it.
 func NewController(cfg Config) *Controller {
 	if cfg.Fanout.Retryable == nil {
-		cfg.Fanout.Retryable = retryable
+		cfg.Fanout.Retryable = client.Retryable
 	}
 	c := &Controller{
 		cfg:     cfg,

@@ -517,8 +517,8 @@ func TestRetryable(t *testing.T) {
 		{managerError(client.ReasonConflict, "shrink"), false},
 		{managerError(client.ReasonOwnerConflict, "other"), false},
 	} {
-		if got := retryable(tc.err); got != tc.want {
-			t.Errorf("retryable(%v) = %t, want %t", tc.err, got, tc.want)
+		if got := client.Retryable(tc.err); got != tc.want {
+			t.Errorf("client.Retryable(%v) = %t, want %t", tc.err, got, tc.want)
 		}
 	}
 }

@@ -51,13 +51,6 @@ func refusedForGood(err error) bool {
 	return a == client.AnswerNoSpace || a == client.AnswerConflict
 }
 
-// retryable says whether a failed SetSize may pass when tried again within
-// one fan-out: client.Classify's retryable answers (no answer, 429, 5xx
-// but 507, which stays until the request changes).
-func retryable(err error) bool {
-	return client.Classify(err).Retryable()
-}
-
 // outcomeOf maps the answers of the nodes of a volume, asked to grow it to
 // size, to the outcome: grown when every node succeeded; infeasible when any
 // node refused the size for good (refusedForGood), whatever the others
