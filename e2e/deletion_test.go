@@ -47,7 +47,7 @@ const (
 // takes to save its PV is not what operators run.
 func (e *provEnv) sweepOften(ctx context.Context, t *testing.T) {
 	t.Helper()
-	e.f.SetDaemonSetArgs(ctx, t, provisionerDaemonSet, "provisioner",
+	e.f.SetArgs(ctx, t, framework.DaemonSet(provisionerDaemonSet), "provisioner",
 		framework.AddArgs("--orphan-grace-period=1s", "--orphan-sweep-period=5s"), provisionTimeout)
 	for node, p := range e.f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, provisionerSelector, e.nodes, provisionTimeout) {
 		e.instances[node] = p.Name
@@ -230,7 +230,7 @@ func TestDeletionPoolRenamed(t *testing.T) {
 	}
 
 	e.sweepOften(ctx, t)
-	e.f.SetDaemonSetArgs(ctx, t, managerDaemonSet, "manager", framework.ReplaceArg(t, defaultPoolArg, "--pool=renamed="+localcluster.PoolPath), provisionTimeout)
+	e.f.SetArgs(ctx, t, framework.DaemonSet(managerDaemonSet), "manager", framework.ReplaceArg(t, defaultPoolArg, "--pool=renamed="+localcluster.PoolPath), provisionTimeout)
 	t.Cleanup(func() {
 		// What the host definer prepared as pool "default" under the pool
 		// root while "default" was not configured.
@@ -258,7 +258,7 @@ func TestDeletionPoolRenamed(t *testing.T) {
 	checkFinding(t, r, orphansFinding{Node: node, Pool: "renamed", Directory: localPV.Annotations[annPVDirectory], Finding: "misplaced", Owner: localPV.Name})
 
 	// Renamed back: nothing is reported about these directories any more.
-	if err := e.f.UpdateDaemonSetArgs(ctx, managerDaemonSet, "manager", framework.ReplaceArg(t, "--pool=renamed="+localcluster.PoolPath, defaultPoolArg), provisionTimeout); err != nil {
+	if err := e.f.UpdateArgs(ctx, framework.DaemonSet(managerDaemonSet), "manager", framework.ReplaceArg(t, "--pool=renamed="+localcluster.PoolPath, defaultPoolArg), provisionTimeout); err != nil {
 		t.Fatal(err)
 	}
 	framework.WaitFor(ctx, t, provisionTimeout, "kubectl hostpath orphans to report nothing of the claims", func(ctx context.Context) (bool, error) {

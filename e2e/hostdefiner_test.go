@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -422,42 +421,21 @@ func TestHostDefinerDeletionGuards(t *testing.T) {
 		return true, nil
 	})
 
-	e.setHostDefinerArg(ctx, t, "--allow-delete=false")
+	restore := e.setHostDefinerArg(ctx, t, "--allow-delete=false")
 	e.setNoManager(ctx, t, node, true)
 	e.waitCondition(ctx, t, node, "default", hostpathv1.ConditionUndefineBlocked, "AllowDeleteFalse")
-	e.setHostDefinerArg(ctx, t, "")
+	restore()
 	e.waitGone(ctx, t, node, "default")
 	e.setNoManager(ctx, t, node, false)
 	e.waitPhase(ctx, t, node, "default", hostpathv1.PhaseReady)
 }
 
-// setHostDefinerArg adds arg to the host definer's arguments (or, with "",
-// restores them) and waits for the rollout.
-func (e *hdEnv) setHostDefinerArg(ctx context.Context, t *testing.T, arg string) {
+// setHostDefinerArg adds arg to the host definer's arguments and waits
+// for the rollout; the returned function (and the test's end) restores
+// them.
+func (e *hdEnv) setHostDefinerArg(ctx context.Context, t *testing.T, arg string) (restore func()) {
 	t.Helper()
-	args := []string{"--health-address=:8081", "--v=2"}
-	if arg != "" {
-		args = append(args, arg)
-	}
-	patch := map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
-		"containers": []map[string]any{{"name": "hostdefiner", "args": args}}}}}}
-	data, err := json.Marshal(patch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.f.Client.AppsV1().Deployments(framework.SystemNamespace).Patch(ctx, hostdefinerName, types.StrategicMergePatchType, data, metav1.PatchOptions{}); err != nil {
-		t.Fatalf("Patch the host definer's arguments: %v", err)
-	}
-	if arg != "" {
-		t.Cleanup(func() {
-			cctx, cancel := context.WithTimeout(context.Background(), provisionTimeout)
-			defer cancel()
-			e.setHostDefinerArg(cctx, t, "")
-		})
-	}
-	if err := e.f.WaitForWorkloads(ctx, framework.SystemNamespace, provisionTimeout); err != nil {
-		t.Fatal(err)
-	}
+	return e.f.SetArgs(ctx, t, framework.Deployment(hostdefinerName), "hostdefiner", framework.AddArgs(arg), provisionTimeout)
 }
 
 // TestHostDefinerLeaderFailover: deleting the leader pod hands the Lease to
