@@ -170,6 +170,15 @@ func (e *provEnv) checkFiles(t *testing.T, when string, pv *corev1.PersistentVol
 	}
 }
 
+// setReclaimPolicy patches the reclaim policy of the PV name.
+func (e *provEnv) setReclaimPolicy(ctx context.Context, t *testing.T, name string, policy corev1.PersistentVolumeReclaimPolicy) {
+	t.Helper()
+	patch := fmt.Appendf(nil, `{"spec":{"persistentVolumeReclaimPolicy":%q}}`, policy)
+	if _, err := e.f.Client.CoreV1().PersistentVolumes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("Patch the reclaim policy of PV %s: %v", name, err)
+	}
+}
+
 // ownerRecord is the manager's owner record of a volume, as on disk.
 type ownerRecord struct {
 	Owner          string `json:"owner"`
@@ -319,10 +328,7 @@ func TestDeletionRetainAfterCreation(t *testing.T) {
 	files := e.nodeFiles(t, pv, e.nodes...)
 	e.sweepOften(ctx, t)
 
-	patch := []byte(`{"spec":{"persistentVolumeReclaimPolicy":"Retain"}}`)
-	if _, err := e.f.Client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.setReclaimPolicy(ctx, t, pv.Name, corev1.PersistentVolumeReclaimRetain)
 	framework.WaitFor(ctx, t, provisionTimeout, "Retain recorded on every node", func(ctx context.Context) (bool, error) {
 		got, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 		if err != nil {
@@ -402,6 +408,17 @@ func TestDeletionPoolMissing(t *testing.T) {
 		_ = os.RemoveAll(moved)
 		_ = os.RemoveAll(poolDir)
 	})
+
+	// A policy change cannot be recorded where the pool is missing: a
+	// Warning says so and the PV keeps the policy its node has recorded.
+	e.setReclaimPolicy(ctx, t, pv.Name, corev1.PersistentVolumeReclaimRetain)
+	e.waitPVEvent(ctx, t, pv.Name, corev1.EventTypeWarning, "ReclaimPolicyPending",
+		fmt.Sprintf("Reclaim policy Retain is not recorded yet with the directory %q in pool %q on node %q: pool %q is missing on the node",
+			pv.Annotations[annPVDirectory], pool, node, pool))
+	if got, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{}); err != nil || got.Annotations[annPVRecordedPolicy] != "Delete" {
+		t.Errorf("PV %s while Retain cannot be recorded: %v; want %s still Delete", pv.Name, err, annPVRecordedPolicy)
+	}
+	e.setReclaimPolicy(ctx, t, pv.Name, corev1.PersistentVolumeReclaimDelete)
 
 	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
 	e.waitPVEvent(ctx, t, pv.Name, corev1.EventTypeWarning, "DirectoryNotRemoved",
