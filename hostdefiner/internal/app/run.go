@@ -33,6 +33,7 @@ import (
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
 	"hostpath.dev/manager/pkg/profiling"
+	"hostpath.dev/manager/pkg/review"
 	"hostpath.dev/manager/pkg/trust"
 )
 
@@ -55,7 +56,10 @@ func (o *Options) Run(ctx context.Context) error {
 	metrics := controller.NewMetrics()
 	var ready atomic.Bool
 	ready.Store(true)
-	if err := component.ServeHealth(ctx, o.HealthAddress, component.NewRegistry(metrics), &ready, profiling.HandlersIf(o.Profiling)...); err != nil {
+	guard, reviewMetrics := review.MetricsGuard(kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews(), o.Namespace, "hostpath-hostdefiner")
+	if err := component.ServeHealth(ctx, component.Health{
+		Address: o.HealthAddress, Registry: component.NewRegistry(append(reviewMetrics, metrics)...), Ready: &ready, Guard: guard, Extra: profiling.HandlersIf(o.Profiling),
+	}); err != nil {
 		return err
 	}
 	run := func(ctx context.Context) error { return o.runController(ctx, kube, hostpath, metrics) }

@@ -36,6 +36,7 @@ import (
 	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/review"
 	"hostpath.dev/manager/pkg/trust"
 )
 
@@ -48,8 +49,8 @@ const userAgent = "hostpath-manager"
 // kubeAPI is what the manager asks the API server, as the packages that
 // ask take it: kube.Client's resources (tests give a fake clientset's).
 type kubeAPI struct {
-	tokens     auth.TokenReviews
-	sars       auth.SubjectAccessReviews
+	tokens     review.TokenReviews
+	sars       review.SubjectAccessReviews
 	pods       auth.Pods
 	csrs       certs.CSRs
 	configMaps trust.ConfigMaps // of Options.Namespace
@@ -135,8 +136,10 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 	if err != nil {
 		return nil, err
 	}
-	limits := auth.NewPerAddress(o.Limits)
-	scfg := server.Config{NodeName: o.NodeName, Backend: store, Authorizer: o.authorizer(api, limits), Limits: limits, MaxBodyBytes: o.MaxBodyBytes}
+	lo := o.Limits
+	lo.OwnNamespace = o.Namespace
+	budget := review.NewBudget(lo)
+	scfg := server.Config{NodeName: o.NodeName, Backend: store, Authorizer: o.authorizer(api, budget), Budget: budget, MaxBodyBytes: o.MaxBodyBytes}
 	var cm *certs.Manager
 	var bundle *trust.Bundle
 	if api != nil {
@@ -144,6 +147,7 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 			return nil, err
 		}
 		scfg.Ready, scfg.Certificate = readiness(cm), cm.Status
+		scfg.MetricsGuard = o.metricsGuard(api, budget)
 	}
 	handler, err := server.New(scfg)
 	if err != nil {
@@ -229,15 +233,25 @@ func readiness(cm *certs.Manager) func() error {
 }
 
 // authorizer returns the Reviewer of the node, which asks the API server
-// through api, bounded by limits; without api (--insecure-skip-auth),
+// through api within budget; without api (--insecure-skip-auth),
 // AllowAll.
-func (o *Options) authorizer(api *kubeAPI, limits *auth.PerAddress) auth.Authorizer {
+func (o *Options) authorizer(api *kubeAPI, budget *review.Budget) auth.Authorizer {
 	if api == nil {
 		return auth.AllowAll{}
 	}
 	opts := o.Auth
-	opts.Limits, opts.NodeName = limits, o.NodeName
+	opts.Budget, opts.NodeName = budget, o.NodeName
 	return auth.NewReviewer(api.tokens, api.sars, api.pods, opts)
+}
+
+// metricsGuard guards /metrics as the kubelet does: a token of the API
+// server's audience allowed get on the nonResourceURL /metrics, reviewed
+// through api within budget, with the caches' lifetimes of /v1.
+func (o *Options) metricsGuard(api *kubeAPI, budget *review.Budget) func(http.Handler) http.Handler {
+	opts := o.Auth.Options
+	opts.Audience, opts.TokenHint, opts.Budget = "", "", budget
+	r := review.New(api.tokens, api.sars, opts)
+	return func(h http.Handler) http.Handler { return r.Guard(userAgent, h) }
 }
 
 // Run gets the serving certificate (see the certs package) and serves

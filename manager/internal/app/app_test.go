@@ -44,7 +44,7 @@ func TestAddFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse([]string{"--pool=fast=/mnt/fast", "--pool", "slow=/mnt/slow", "--max-body-bytes=10", "--authz-denied-cache-ttl=3s", "--insecure-skip-auth",
-		"--token-audience=other", "--max-in-flight-per-address=3", "--token-reviews-per-address-qps=0.5", "--token-reviews-per-address-burst=4",
+		"--token-audience=other", "--max-in-flight-per-address=3", "--reviews-per-address-qps=0.5", "--token-reviews-per-address-burst=4", "--reviews-per-user-qps=2", "--reviews-per-user-burst=3", "--reviews-strangers-qps=1.5", "--reviews-strangers-burst=6",
 		"--pool-root=/var/hppools", "--health-address=:9091", "--tls-dir=/run/tls", "--certificate-lifetime=1h",
 		"--selinux=on", "--selinux-context=system_u:object_r:svirt_sandbox_file_t:s0", "--namespace=hostpath"}); err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestAddFlags(t *testing.T) {
 		t.Errorf("Pools = %v: the flag must replace the default", o.Pools)
 	}
 	if o.MaxBodyBytes != 10 || o.Auth.DeniedTTL != 3*time.Second || !o.InsecureSkipAuth || o.Auth.Audience != "other" ||
-		o.Limits.MaxInFlight != 3 || o.Limits.ReviewQPS != 0.5 || o.Limits.ReviewBurst != 4 || o.PoolRoot != "/var/hppools" ||
+		o.Limits.MaxInFlight != 3 || o.Limits.PerAddressQPS != 0.5 || o.Limits.PerAddressBurst != 4 || o.Limits.PerUserQPS != 2 || o.Limits.PerUserBurst != 3 || o.Limits.StrangersQPS != 1.5 || o.Limits.StrangersBurst != 6 || o.PoolRoot != "/var/hppools" ||
 		o.HealthAddress != ":9091" || o.tlsDir() != "/run/tls" || o.CertificateLifetime != time.Hour || o.ListenAddress != ":8443" ||
 		o.SELinux != "on" || o.SELinuxContext != "system_u:object_r:svirt_sandbox_file_t:s0" || o.Namespace != "hostpath" {
 		t.Errorf("options = %+v", o)
@@ -93,8 +93,11 @@ func TestValidate(t *testing.T) {
 		{desc: "zero QPS", modify: func(o *Options) { o.KubeAPIQPS = 0 }, want: "--kube-api-qps"},
 		{desc: "no audience", modify: func(o *Options) { o.Auth.Audience = "" }, want: "--token-audience"},
 		{desc: "zero in flight", modify: func(o *Options) { o.Limits.MaxInFlight = 0 }, want: "--max-in-flight-per-address"},
-		{desc: "zero review QPS", modify: func(o *Options) { o.Limits.ReviewQPS = 0 }, want: "--token-reviews-per-address-qps"},
-		{desc: "zero review burst", modify: func(o *Options) { o.Limits.ReviewBurst = 0 }, want: "--token-reviews-per-address-burst"},
+		{desc: "zero review QPS", modify: func(o *Options) { o.Limits.PerAddressQPS = 0 }, want: "--reviews-per-address-qps"},
+		{desc: "zero review burst", modify: func(o *Options) { o.Limits.PerAddressBurst = 0 }, want: "--reviews-per-address-burst"},
+		{desc: "zero user QPS", modify: func(o *Options) { o.Limits.PerUserQPS = 0 }, want: "--reviews-per-user-qps"},
+		{desc: "zero strangers burst", modify: func(o *Options) { o.Limits.StrangersBurst = 0 }, want: "--reviews-strangers-burst"},
+		{desc: "strangers take all the API client's QPS", modify: func(o *Options) { o.Limits.StrangersQPS = float64(o.KubeAPIQPS) }, want: "must be below --kube-api-qps"},
 		{desc: "no state dir", modify: func(o *Options) { o.StateDir = "" }, want: "--state-dir"},
 		{desc: "pool root beside the pools", modify: func(o *Options) { o.PoolRoot = "/var/hppools" }},
 		{desc: "pool root is a pool", modify: func(o *Options) { o.PoolRoot = "/var/hpvolumes" }, want: "overlap"},
@@ -416,7 +419,9 @@ func TestServeTLS(t *testing.T) {
 			t.Errorf("%s: the handshake succeeded", tc.desc)
 		}
 	}
-	for path, want := range map[string]int{"/v1/host": 404, "/healthz": 200, "/readyz": 200, "/metrics": 200} {
+	// /metrics is served only to callers allowed get on it (see the review
+	// package); the probes stay open.
+	for path, want := range map[string]int{"/v1/host": 404, "/healthz": 200, "/readyz": 200, "/metrics": 401} {
 		if code, body, err := get(t, http.DefaultClient, s.health+path); err != nil || code != want {
 			t.Errorf("health port GET %s = %d %.80q, %v; want %d", path, code, body, err, want)
 		}
@@ -503,7 +508,7 @@ func TestServeRenewsUntrustedCertificate(t *testing.T) {
 func TestServeLimitsTokenReviews(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	o := testOptions(t, false)
-	o.Limits.ReviewQPS, o.Limits.ReviewBurst = 0.001, 1
+	o.Limits.PerAddressQPS, o.Limits.PerAddressBurst = 0.001, 1
 	s := startServe(t, o)
 	<-s.cfg.certs.Obtained()
 	for i, want := range []client.Reason{client.ReasonUnauthorized, client.ReasonTooManyRequests} {

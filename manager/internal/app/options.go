@@ -23,6 +23,7 @@ import (
 	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/review"
 )
 
 // Options are what component.Main runs.
@@ -58,14 +59,22 @@ const (
 	FlagAuthCacheSize          = "auth-cache-size"
 	FlagTokenAudience          = "token-audience"
 	FlagMaxInFlightPerAddress  = "max-in-flight-per-address"
-	FlagReviewsPerAddressQPS   = "token-reviews-per-address-qps"
-	FlagReviewsPerAddressBurst = "token-reviews-per-address-burst"
-	FlagInsecureSkipAuth       = "insecure-skip-auth"
-	FlagKubeconfig             = "kubeconfig"
-	FlagKubeAPIQPS             = "kube-api-qps"
-	FlagKubeAPIBurst           = "kube-api-burst"
-	FlagSELinux                = "selinux"
-	FlagSELinuxContext         = "selinux-context"
+	FlagReviewsPerAddressQPS   = "reviews-per-address-qps"
+	FlagReviewsPerAddressBurst = "reviews-per-address-burst"
+	FlagReviewsPerUserQPS      = "reviews-per-user-qps"
+	FlagReviewsPerUserBurst    = "reviews-per-user-burst"
+	FlagReviewsStrangersQPS    = "reviews-strangers-qps"
+	FlagReviewsStrangersBurst  = "reviews-strangers-burst"
+	// The names of FlagReviewsPerAddressQPS and FlagReviewsPerAddressBurst
+	// before they counted SubjectAccessReviews too; deprecated.
+	flagTokenReviewsPerAddressQPS   = "token-reviews-per-address-qps"
+	flagTokenReviewsPerAddressBurst = "token-reviews-per-address-burst"
+	FlagInsecureSkipAuth            = "insecure-skip-auth"
+	FlagKubeconfig                  = "kubeconfig"
+	FlagKubeAPIQPS                  = "kube-api-qps"
+	FlagKubeAPIBurst                = "kube-api-burst"
+	FlagSELinux                     = "selinux"
+	FlagSELinuxContext              = "selinux-context"
 )
 
 // DefaultPool is the --pool default.
@@ -113,8 +122,9 @@ type Options struct {
 	// Auth tunes the TokenReview and SubjectAccessReview caches and sets
 	// the token audience.
 	Auth auth.Options
-	// Limits bounds what each client address may cost.
-	Limits auth.LimitOptions
+	// Limits bounds what callers may cost: per address, per user and for
+	// strangers together (OwnNamespace is set from Namespace).
+	Limits review.LimitOptions
 	// InsecureSkipAuth lets every call through unauthenticated.
 	InsecureSkipAuth bool
 	// Kubeconfig is the path of a kubeconfig; empty means in-cluster.
@@ -160,7 +170,7 @@ func NewOptions() *Options {
 		IdleTimeout:         2 * time.Minute,
 		ShutdownTimeout:     30 * time.Second,
 		Auth:                auth.DefaultOptions(),
-		Limits:              auth.DefaultLimitOptions(),
+		Limits:              review.DefaultLimitOptions(),
 		KubeAPIQPS:          20,
 		KubeAPIBurst:        40,
 		SELinux:             string(selinux.ModeAuto),
@@ -197,8 +207,16 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Auth.CacheSize, FlagAuthCacheSize, o.Auth.CacheSize, "Most entries kept in each of the five caches: accepted tokens, rejected tokens, allowed calls, denied calls, callers' pods.")
 	fs.StringVar(&o.Auth.Audience, FlagTokenAudience, o.Auth.Audience, "Audience a bearer token must be issued for; tokens for other audiences, the API server's included, are refused.")
 	fs.IntVar(&o.Limits.MaxInFlight, FlagMaxInFlightPerAddress, o.Limits.MaxInFlight, "Most /v1 requests one client address may have in flight; more get 429.")
-	fs.Float64Var(&o.Limits.ReviewQPS, FlagReviewsPerAddressQPS, o.Limits.ReviewQPS, "TokenReviews per second one client address may cause with tokens that are not cached; more get 429.")
-	fs.IntVar(&o.Limits.ReviewBurst, FlagReviewsPerAddressBurst, o.Limits.ReviewBurst, "TokenReviews one client address may cause at once with tokens that are not cached.")
+	fs.Float64Var(&o.Limits.PerAddressQPS, FlagReviewsPerAddressQPS, o.Limits.PerAddressQPS, "TokenReviews and SubjectAccessReviews per second one client address may cause (calls the caches do not answer); more get 429.")
+	fs.IntVar(&o.Limits.PerAddressBurst, FlagReviewsPerAddressBurst, o.Limits.PerAddressBurst, "TokenReviews and SubjectAccessReviews one client address may cause at once.")
+	fs.Float64Var(&o.Limits.PerAddressQPS, flagTokenReviewsPerAddressQPS, o.Limits.PerAddressQPS, "Old name of --"+FlagReviewsPerAddressQPS+".")
+	fs.IntVar(&o.Limits.PerAddressBurst, flagTokenReviewsPerAddressBurst, o.Limits.PerAddressBurst, "Old name of --"+FlagReviewsPerAddressBurst+".")
+	_ = fs.MarkDeprecated(flagTokenReviewsPerAddressQPS, "use --"+FlagReviewsPerAddressQPS+", which counts SubjectAccessReviews too")
+	_ = fs.MarkDeprecated(flagTokenReviewsPerAddressBurst, "use --"+FlagReviewsPerAddressBurst+", which counts SubjectAccessReviews too")
+	fs.Float64Var(&o.Limits.PerUserQPS, FlagReviewsPerUserQPS, o.Limits.PerUserQPS, "SubjectAccessReviews per second one user from outside --"+FlagNamespace+" may cause, from any address; more get 429.")
+	fs.IntVar(&o.Limits.PerUserBurst, FlagReviewsPerUserBurst, o.Limits.PerUserBurst, "SubjectAccessReviews one user from outside --"+FlagNamespace+" may cause at once.")
+	fs.Float64Var(&o.Limits.StrangersQPS, FlagReviewsStrangersQPS, o.Limits.StrangersQPS, "Reviews per second all callers from outside --"+FlagNamespace+" together may cause; more get 429. Must be below --"+FlagKubeAPIQPS+": the rest is reserved for the service accounts of --"+FlagNamespace+" (the provisioner, the host definer, the orphans report, the metrics scraper).")
+	fs.IntVar(&o.Limits.StrangersBurst, FlagReviewsStrangersBurst, o.Limits.StrangersBurst, "Reviews all callers from outside --"+FlagNamespace+" together may cause at once; must be below --"+FlagKubeAPIBurst+".")
 	fs.BoolVar(&o.InsecureSkipAuth, FlagInsecureSkipAuth, o.InsecureSkipAuth, "Serve /v1 to anyone, without TokenReview and SubjectAccessReview. Only for a test bench: anyone who reaches the port can create and delete directories.")
 	fs.StringVar(&o.Kubeconfig, FlagKubeconfig, o.Kubeconfig, "Path of a kubeconfig for the API server; empty means the in-cluster service account.")
 	fs.Float32Var(&o.KubeAPIQPS, FlagKubeAPIQPS, o.KubeAPIQPS, "Queries per second to the API server (reviews that miss the caches).")
@@ -272,11 +290,24 @@ func (o *Options) Validate() error {
 	if o.Limits.MaxInFlight <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive", FlagMaxInFlightPerAddress))
 	}
-	if o.Limits.ReviewQPS <= 0 || o.Limits.ReviewBurst <= 0 {
-		errs = append(errs, fmt.Errorf("--%s and --%s must be positive", FlagReviewsPerAddressQPS, FlagReviewsPerAddressBurst))
+	for _, pair := range []struct {
+		qps          float64
+		burst        int
+		qName, bName string
+	}{
+		{o.Limits.PerAddressQPS, o.Limits.PerAddressBurst, FlagReviewsPerAddressQPS, FlagReviewsPerAddressBurst},
+		{o.Limits.PerUserQPS, o.Limits.PerUserBurst, FlagReviewsPerUserQPS, FlagReviewsPerUserBurst},
+		{o.Limits.StrangersQPS, o.Limits.StrangersBurst, FlagReviewsStrangersQPS, FlagReviewsStrangersBurst},
+	} {
+		if pair.qps <= 0 || pair.burst <= 0 {
+			errs = append(errs, fmt.Errorf("--%s and --%s must be positive", pair.qName, pair.bName))
+		}
 	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--%s and --%s must be positive", FlagKubeAPIQPS, FlagKubeAPIBurst))
+	} else if o.Limits.StrangersQPS >= float64(o.KubeAPIQPS) || o.Limits.StrangersBurst >= o.KubeAPIBurst {
+		errs = append(errs, fmt.Errorf("--%s (%g) and --%s (%d) must be below --%s (%g) and --%s (%d): the difference is what the own callers can count on while strangers flood the manager",
+			FlagReviewsStrangersQPS, o.Limits.StrangersQPS, FlagReviewsStrangersBurst, o.Limits.StrangersBurst, FlagKubeAPIQPS, o.KubeAPIQPS, FlagKubeAPIBurst, o.KubeAPIBurst))
 	}
 	if _, err := selinux.ParseMode(o.SELinux); err != nil {
 		errs = append(errs, fmt.Errorf("--%s: %w", FlagSELinux, err))

@@ -92,49 +92,18 @@
 //
 // # Caches and limits
 //
-// Answers are cached briefly in four bounded LRU caches: accepted tokens,
-// rejected tokens, allowed calls and denied calls, each with its own
-// lifetime, so a stream of junk tokens can evict only other junk, never a
-// valid token or an allowed call. A fifth holds what the pod GETs found.
-//
-// Strangers cannot starve the manager: PerAddress bounds, per client
-// address, the requests in flight (a counter that exists only while
-// requests do) and the TokenReviews caused by tokens in neither cache (a
-// token bucket from golang.org/x/time/rate, kept in an LRU table of bounded
-// size whose entries expire once they would be full again). There is no
-// global cap, so a flood from one address never refuses another address's
-// freshly rotated token.
-//
-// Why not k8s.io/apiserver's delegating authenticator and authorizer
-// (authenticatorfactory.DelegatingAuthenticatorConfig,
-// authorizerfactory.DelegatingAuthorizerConfig), as the kubelet does: they
-// have no per-address limits or 429, keep tokens in one unbounded expiring
-// cache (accepted and rejected alike) and decisions in one shared LRU, refuse
-// a token of the wrong audience without saying which token is needed, and
-// cost size and memory. Measured with go1.26 and k8s.io/apiserver v0.34.4 on
-// a throwaway copy of the manager whose main also builds both from a
-// clientset (CGO_ENABLED=0 go build -trimpath -ldflags "-s -w", then
-// stat -c %s): 38,600,866 bytes without them, 49,189,026 with (+10.6 MB,
-// +27%); serving on 127.0.0.1 with a kubeconfig naming an unreachable API
-// server, VmRSS in /proc/PID/status after one GET /v1/host: 28,232 to
-// 29,048 kB without, 43,560 to 43,584 kB with (+15 MB, +54%). For the same
-// reason the service account user name is split here, not with
-// k8s.io/apiserver's serviceaccount.SplitUsername.
+// TokenReviews and SubjectAccessReviews go through pkg/review: cached
+// (denials included, per user and attributes) and bounded per address, per
+// user and for strangers together, with the product's own callers (service
+// accounts of the manager's namespace) in a lane of their own; see that
+// package. A sixth cache here holds what the pod GETs found.
 package auth
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/netip"
-	"slices"
-	"strings"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,6 +111,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/review"
 )
 
 // Attributes are what a call does, checked against group hostpath.dev.
@@ -176,6 +146,13 @@ func (a Attributes) resource() string {
 	return a.Resource + "/" + a.Subresource
 }
 
+// access is the SubjectAccessReview of the attributes.
+func (a Attributes) access() review.Access {
+	return review.Access{Resource: &authzv1.ResourceAttributes{
+		Group: client.APIGroup, Resource: a.Resource, Subresource: a.Subresource, Verb: a.Verb, Name: a.Name,
+	}}
+}
+
 // String renders the attributes for messages, e.g. `create pools/volumes
 // in API group "hostpath.dev" (name "fast")`.
 func (a Attributes) String() string {
@@ -186,23 +163,11 @@ func (a Attributes) String() string {
 	return s
 }
 
-// User is an authenticated caller, as TokenReview reported it.
-type User struct {
-	// Name is the user name, e.g. "system:serviceaccount:NS:SA".
-	Name string `json:"name"`
-	// UID is the user's unique ID, when TokenReview gave one.
-	UID string `json:"uid,omitempty"`
-	// Groups are the groups the user is in.
-	Groups []string `json:"groups,omitempty"`
-	// Extra is what else the authenticator said about the user.
-	Extra map[string][]string `json:"extra,omitempty"`
-}
-
 // Decision is an allowed call: who makes it, and how far its authority
 // reaches.
 type Decision struct {
 	// User is the caller, as TokenReview reported it.
-	User *User
+	User *review.User
 	// Remote, for a volume write whose token is bound to a pod (or a
 	// Node) on another node than this manager's, names that node: the
 	// write may change only multihost volumes, which the Backend checks.
@@ -210,69 +175,19 @@ type Decision struct {
 	Remote string
 }
 
-// Error is a refused call: Reason is client.ReasonUnauthorized (who the
-// caller is could not be established), client.ReasonForbidden (the caller
-// lacks the permission, or its authority does not reach) or
-// client.ReasonTooManyRequests (the caller's address is over a limit;
-// RetryAfter says when to come back). Message says which, for the caller
-// to read.
-type Error struct {
-	Reason     client.Reason
-	Message    string
-	RetryAfter time.Duration
-}
-
-// Error returns the message.
-func (e *Error) Error() string { return e.Message }
-
-// Caller is who sends a call: its bearer token and the address it comes
-// from (the connection's remote IP, never a header).
-type Caller struct {
-	// Token is the bearer token, "" when none was sent.
-	Token string
-	// Address is the client's IP address; the zero Addr when unknown.
-	Address netip.Addr
-}
-
 // Authorizer decides whether caller may do attrs. It returns the
-// Decision, an *Error when the call is refused, or another error when the
+// Decision, a *review.Error when the call is refused (Forbidden also when
+// the caller's authority does not reach), or another error when the
 // decision could not be made (the API server is unreachable, say).
 type Authorizer interface {
-	Authorize(ctx context.Context, caller Caller, attrs Attributes) (*Decision, error)
-}
-
-// BearerToken returns the token of an "Authorization: Bearer <token>"
-// header, "" when there is no Authorization header, or an *Error when the
-// header is not a bearer token.
-func BearerToken(h http.Header) (string, error) {
-	v := h.Get("Authorization")
-	if v == "" {
-		return "", nil
-	}
-	scheme, token, ok := strings.Cut(v, " ")
-	token = strings.TrimSpace(token)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", &Error{Reason: client.ReasonUnauthorized, Message: "the Authorization header is not \"Bearer <token>\""}
-	}
-	return token, nil
+	Authorize(ctx context.Context, caller review.Caller, attrs Attributes) (*Decision, error)
 }
 
 // Options tune the Reviewer.
 type Options struct {
-	// AuthenticatedTTL is how long an accepted token is remembered.
-	AuthenticatedTTL time.Duration
-	// UnauthenticatedTTL is how long a rejected token is remembered.
-	UnauthenticatedTTL time.Duration
-	// AllowedTTL is how long an allowed decision is remembered.
-	AllowedTTL time.Duration
-	// DeniedTTL is how long a denied decision is remembered.
-	DeniedTTL time.Duration
-	// CacheSize bounds each of the four caches (entries); the least
-	// recently used go first.
-	CacheSize int
-	// Audience is the audience a token must be issued for
-	// (client.TokenAudience when empty).
-	Audience string
+	// Options are the review caches', the audience (client.TokenAudience
+	// when empty) and the Budget.
+	review.Options
 	// NodeName is the manager's node: a write whose token is bound to
 	// another node's pod is held to multihost volumes (see the package
 	// doc).
@@ -280,36 +195,13 @@ type Options struct {
 	// PodTTL is how long what a GET found of a caller's pod is
 	// remembered: that it is live, or that it is gone.
 	PodTTL time.Duration
-	// Limits, when set, bounds the TokenReviews each address causes.
-	Limits *PerAddress
-	// Clock is for tests; nil means the real clock.
-	Clock cache.Clock
 }
 
 // DefaultOptions are the flag defaults.
 func DefaultOptions() Options {
-	return Options{
-		AuthenticatedTTL:   2 * time.Minute,
-		UnauthenticatedTTL: 10 * time.Second,
-		AllowedTTL:         1 * time.Minute,
-		DeniedTTL:          10 * time.Second,
-		CacheSize:          1024,
-		Audience:           client.TokenAudience,
-		PodTTL:             10 * time.Second,
-	}
-}
-
-// TokenReviews creates TokenReviews: what kube.Client's TokenReviews
-// returns, or a clientset's AuthenticationV1().TokenReviews().
-type TokenReviews interface {
-	Create(ctx context.Context, tr *authnv1.TokenReview, opts metav1.CreateOptions) (*authnv1.TokenReview, error)
-}
-
-// SubjectAccessReviews creates SubjectAccessReviews: what kube.Client's
-// SubjectAccessReviews returns, or a clientset's
-// AuthorizationV1().SubjectAccessReviews().
-type SubjectAccessReviews interface {
-	Create(ctx context.Context, sar *authzv1.SubjectAccessReview, opts metav1.CreateOptions) (*authzv1.SubjectAccessReview, error)
+	opts := Options{Options: review.DefaultOptions(), PodTTL: 10 * time.Second}
+	opts.Audience = client.TokenAudience
+	return opts
 }
 
 // PodGetter gets the pods of one namespace: what kube.Client's Pods
@@ -323,15 +215,9 @@ type Pods func(namespace string) PodGetter
 
 // Reviewer is the Authorizer that asks the API server.
 type Reviewer struct {
-	tokens TokenReviews
-	sars   SubjectAccessReviews
+	review *review.Reviewer
 	pods   Pods
 	opts   Options
-	// Keys are sha256 hashes of the token, or of the user and attributes.
-	accepted *cache.LRUExpireCache // -> *User
-	rejected *cache.LRUExpireCache // -> *Error
-	allowed  *cache.LRUExpireCache // -> struct{}
-	denied   *cache.LRUExpireCache // -> *Error
 	// livePods is keyed "namespace/name/uid" of a caller's pod.
 	livePods *cache.LRUExpireCache // -> podState
 }
@@ -342,114 +228,40 @@ var _ Authorizer = &Reviewer{}
 // SubjectAccessReviews with the given clients (the manager's service
 // account needs the system:auth-delegator ClusterRole) and gets the pods
 // of its callers with pods (it needs get pods in their namespaces).
-func NewReviewer(tokens TokenReviews, sars SubjectAccessReviews, pods Pods, opts Options) *Reviewer {
+func NewReviewer(tokens review.TokenReviews, sars review.SubjectAccessReviews, pods Pods, opts Options) *Reviewer {
 	def := DefaultOptions()
-	if opts.CacheSize <= 0 {
-		opts.CacheSize = def.CacheSize
-	}
 	if opts.Audience == "" {
-		opts.Audience = def.Audience
+		opts.Audience = client.TokenAudience
 	}
 	if opts.PodTTL <= 0 {
 		opts.PodTTL = def.PodTTL
 	}
-	newCache := func() *cache.LRUExpireCache {
-		if opts.Clock != nil {
-			return cache.NewLRUExpireCacheWithClock(opts.CacheSize, opts.Clock)
-		}
-		return cache.NewLRUExpireCache(opts.CacheSize)
+	size := opts.CacheSize
+	if size <= 0 {
+		size = def.CacheSize
 	}
-	return &Reviewer{tokens: tokens, sars: sars, pods: pods, opts: opts,
-		accepted: newCache(), rejected: newCache(), allowed: newCache(), denied: newCache(), livePods: newCache()}
+	livePods := cache.NewLRUExpireCache(size)
+	if opts.Clock != nil {
+		livePods = cache.NewLRUExpireCacheWithClock(size, opts.Clock)
+	}
+	return &Reviewer{review: review.New(tokens, sars, opts.Options), pods: pods, opts: opts, livePods: livePods}
 }
 
 // Authorize implements Authorizer: TokenReview, the SubjectAccessReview of
 // attrs and, for a write, the authority of what the token is bound to (see
 // the package doc).
-func (r *Reviewer) Authorize(ctx context.Context, caller Caller, attrs Attributes) (*Decision, error) {
-	if caller.Token == "" {
-		return nil, &Error{Reason: client.ReasonUnauthorized, Message: "no bearer token: send \"Authorization: Bearer <token>\" with " + r.tokenHint()}
-	}
-	user, err := r.authenticate(ctx, caller)
+func (r *Reviewer) Authorize(ctx context.Context, caller review.Caller, attrs Attributes) (*Decision, error) {
+	user, err := r.review.Authenticate(ctx, caller)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.authorize(ctx, user, need{attrs: attrs, role: routeRole(attrs)}); err != nil {
+	if err := r.authorize(ctx, caller, user, need{attrs: attrs, role: routeRole(attrs)}); err != nil {
 		return nil, err
 	}
 	if !attrs.write() {
 		return &Decision{User: user}, nil
 	}
-	return r.scope(ctx, user, attrs)
-}
-
-// tokenHint says which tokens the manager takes.
-func (r *Reviewer) tokenHint() string {
-	return fmt.Sprintf("a service account token for audience %q (for example from `kubectl create token SA --audience %s`, or a projected token with that audience)",
-		r.opts.Audience, r.opts.Audience)
-}
-
-func hashKey(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-func (r *Reviewer) authenticate(ctx context.Context, caller Caller) (*User, error) {
-	key := hashKey([]byte(caller.Token))
-	if v, ok := r.accepted.Get(key); ok {
-		return v.(*User), nil
-	}
-	if v, ok := r.rejected.Get(key); ok {
-		return nil, v.(*Error)
-	}
-	if err := r.opts.Limits.AllowReview(caller.Address); err != nil {
-		klog.FromContext(ctx).V(3).Info("Token review refused", "address", addrString(caller.Address))
-		return nil, err
-	}
-	review, err := r.tokens.Create(ctx, &authnv1.TokenReview{
-		Spec: authnv1.TokenReviewSpec{Token: caller.Token, Audiences: []string{r.opts.Audience}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("token review: %w", err)
-	}
-	if e := r.refusal(review.Status); e != nil {
-		r.rejected.Add(key, e, r.opts.UnauthenticatedTTL)
-		klog.FromContext(ctx).V(3).Info("Token rejected", "address", addrString(caller.Address), "reason", e.Message)
-		return nil, e
-	}
-	u := userOf(review.Status.User)
-	r.accepted.Add(key, u, r.opts.AuthenticatedTTL)
-	return u, nil
-}
-
-// refusal returns why a TokenReview's status does not let the caller in,
-// or nil. Authenticated is not enough: the API server must also confirm
-// the manager's audience, or the token was meant for someone else.
-func (r *Reviewer) refusal(st authnv1.TokenReviewStatus) *Error {
-	if !st.Authenticated {
-		msg := "the token was rejected by TokenReview"
-		if st.Error != "" {
-			msg += ": " + st.Error
-		}
-		return &Error{Reason: client.ReasonUnauthorized, Message: msg + "; the manager needs " + r.tokenHint()}
-	}
-	if !slices.Contains(st.Audiences, r.opts.Audience) {
-		return &Error{Reason: client.ReasonUnauthorized, Message: fmt.Sprintf(
-			"the token of %q is valid, but TokenReview did not confirm audience %q (audiences %q); the manager needs %s",
-			st.User.Username, r.opts.Audience, st.Audiences, r.tokenHint())}
-	}
-	return nil
-}
-
-func userOf(ui authnv1.UserInfo) *User {
-	u := &User{Name: ui.Username, UID: ui.UID, Groups: ui.Groups}
-	if len(ui.Extra) > 0 {
-		u.Extra = map[string][]string{}
-		for k, v := range ui.Extra {
-			u.Extra[k] = v
-		}
-	}
-	return u
+	return r.scope(ctx, caller, user, attrs)
 }
 
 // need is a permission a call needs: its attributes, why it is needed
@@ -470,76 +282,29 @@ func routeRole(attrs Attributes) string {
 	return client.ReaderClusterRole
 }
 
-// authorize asks a SubjectAccessReview whether u has n's permission,
-// through the allowed and denied caches.
-func (r *Reviewer) authorize(ctx context.Context, u *User, n need) error {
-	attrs := n.attrs
-	b, err := json.Marshal(struct {
-		U *User
-		A Attributes
-	}{u, attrs})
+// authorize asks whether u has n's permission: a Forbidden *review.Error
+// saying what it lacks and how to grant it when not.
+func (r *Reviewer) authorize(ctx context.Context, caller review.Caller, u *review.User, n need) error {
+	st, err := r.review.Review(ctx, caller, u, n.attrs.access())
 	if err != nil {
-		return fmt.Errorf("cache key: %w", err)
+		return err
 	}
-	key := hashKey(b)
-	if _, ok := r.allowed.Get(key); ok {
+	if st.Allowed {
 		return nil
 	}
-	if v, ok := r.denied.Get(key); ok {
-		return v.(*Error)
-	}
-	res, err := r.sars.Create(ctx, subjectAccessReview(u, attrs), metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("subject access review: %w", err)
-	}
-	if res.Status.Allowed {
-		r.allowed.Add(key, struct{}{}, r.opts.AllowedTTL)
-		return nil
-	}
-	e := &Error{Reason: client.ReasonForbidden, Message: n.why + denial(u, attrs, res.Status, n.role)}
-	r.denied.Add(key, e, r.opts.DeniedTTL)
-	klog.FromContext(ctx).V(3).Info("Call denied", "user", u.Name, "verb", attrs.Verb, "resource", attrs.resource(), "name", attrs.Name)
-	return e
-}
-
-func subjectAccessReview(u *User, attrs Attributes) *authzv1.SubjectAccessReview {
-	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User:   u.Name,
-		UID:    u.UID,
-		Groups: u.Groups,
-		ResourceAttributes: &authzv1.ResourceAttributes{
-			Group:       client.APIGroup,
-			Resource:    attrs.Resource,
-			Subresource: attrs.Subresource,
-			Verb:        attrs.Verb,
-			Name:        attrs.Name,
-		},
-	}}
-	if len(u.Extra) > 0 {
-		sar.Spec.Extra = map[string]authzv1.ExtraValue{}
-		for k, v := range u.Extra {
-			sar.Spec.Extra[k] = v
-		}
-	}
-	return sar
+	klog.FromContext(ctx).V(3).Info("Call denied", "user", u.Name, "verb", n.attrs.Verb, "resource", n.attrs.resource(), "name", n.attrs.Name)
+	return &review.Error{Reason: client.ReasonForbidden, Message: n.why + denial(u, n.attrs, st, n.role)}
 }
 
 // denial says what the caller lacks and how to grant it: an RBAC rule, or
 // the ClusterRole role.
-func denial(u *User, attrs Attributes, st authzv1.SubjectAccessReviewStatus, role string) string {
+func denial(u *review.User, attrs Attributes, st authzv1.SubjectAccessReviewStatus, role string) string {
 	msg := fmt.Sprintf("user %q cannot %s; grant it an RBAC rule with apiGroups [%s], resources [%s], verbs [%s]",
 		u.Name, attrs, client.APIGroup, attrs.resource(), attrs.Verb)
 	if attrs.Name != "" {
 		msg += fmt.Sprintf(" (add resourceNames [%s] to grant only this one)", attrs.Name)
 	}
-	msg += fmt.Sprintf(", or bind it to the ClusterRole %s, which has it", role)
-	if st.Reason != "" {
-		msg += "; authorizer: " + st.Reason
-	}
-	if st.EvaluationError != "" {
-		msg += "; evaluation error: " + st.EvaluationError
-	}
-	return msg
+	return msg + fmt.Sprintf(", or bind it to the ClusterRole %s, which has it", role) + review.Denial(st)
 }
 
 // AllowAll lets every call through as user "system:anonymous", with this
@@ -550,6 +315,6 @@ type AllowAll struct{}
 var _ Authorizer = AllowAll{}
 
 // Authorize implements Authorizer.
-func (AllowAll) Authorize(context.Context, Caller, Attributes) (*Decision, error) {
-	return &Decision{User: &User{Name: "system:anonymous"}}, nil
+func (AllowAll) Authorize(context.Context, review.Caller, Attributes) (*Decision, error) {
+	return &Decision{User: &review.User{Name: "system:anonymous"}}, nil
 }

@@ -9,6 +9,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/review"
 )
 
 // benchToken is as long as a projected service account token (a JWT of
@@ -23,7 +24,7 @@ var benchToken = "eyJhbGciOiJSUzI1NiIsImtpZCI6ImJlbmNoIn0." + strings.Repeat("x"
 // review adds a round trip to the API server).
 func BenchmarkAuthorize(b *testing.B) {
 	attrs := Attributes{Verb: "create", Resource: client.ResourcePools, Subresource: client.SubresourceVolumes, Name: "fast"}
-	caller := Caller{Token: benchToken}
+	caller := review.Caller{Token: benchToken}
 	for _, tc := range []struct {
 		name string
 		step time.Duration

@@ -2,9 +2,6 @@ package auth
 
 import (
 	"errors"
-	"fmt"
-	"net/http"
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +14,7 @@ import (
 
 	"hostpath.dev/manager/internal/auth/authtest"
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/review"
 )
 
 // newFakeAPI knows "good", the token of alice's live pod on this node
@@ -82,11 +80,11 @@ func TestAuthorize(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			api := newFakeAPI()
 			api.FailReviews = tc.failReviews
-			d, err := reviewerOf(api, DefaultOptions()).Authorize(ctx, Caller{Token: tc.token}, tc.attrs)
+			d, err := reviewerOf(api, DefaultOptions()).Authorize(ctx, review.Caller{Token: tc.token}, tc.attrs)
 			if api.LastTR != nil && !slices.Equal(api.LastTR.Spec.Audiences, []string{client.TokenAudience}) {
 				t.Errorf("TokenReview audiences = %q, want only %q", api.LastTR.Spec.Audiences, client.TokenAudience)
 			}
-			var ae *Error
+			var ae *review.Error
 			switch {
 			case tc.wantOther:
 				if err == nil || errors.As(err, &ae) {
@@ -152,11 +150,11 @@ func TestCaching(t *testing.T) {
 	}
 	for _, s := range steps {
 		clock.Step(s.advance)
-		_, err := r.Authorize(ctx, Caller{Token: s.token}, s.attrs)
+		_, err := r.Authorize(ctx, review.Caller{Token: s.token}, s.attrs)
 		if (err == nil) != s.wantAllowed {
 			t.Errorf("%s: error = %v, want allowed %v", s.desc, err, s.wantAllowed)
 		}
-		var ae *Error
+		var ae *review.Error
 		if err != nil && errors.As(err, &ae) && (ae.Reason == client.ReasonUnauthorized) == s.wantAuth {
 			t.Errorf("%s: reason %s", s.desc, ae.Reason)
 		}
@@ -166,89 +164,11 @@ func TestCaching(t *testing.T) {
 	}
 }
 
-// TestJunkCannotEvict: rejected tokens and denied calls have caches of
-// their own, so a stream of them leaves the accepted token and the allowed
-// call cached.
-func TestJunkCannotEvict(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	api := newFakeAPI()
-	opts := DefaultOptions()
-	opts.CacheSize = 2
-	r := reviewerOf(api, opts)
-	get := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
-	if _, err := r.Authorize(ctx, Caller{Token: "good"}, get); err != nil {
-		t.Fatal(err)
-	}
-	const junk = 10
-	for i := range junk {
-		if _, err := r.Authorize(ctx, Caller{Token: fmt.Sprintf("junk-%d", i)}, get); err == nil {
-			t.Fatal("junk token accepted")
-		}
-		if _, err := r.Authorize(ctx, Caller{Token: "good"}, volumes("delete", fmt.Sprintf("p%d", i))); err == nil {
-			t.Fatal("denied call allowed")
-		}
-	}
-	tokens, sars := api.TokenCalls, api.SARCalls
-	if _, err := r.Authorize(ctx, Caller{Token: "good"}, get); err != nil {
-		t.Fatal(err)
-	}
-	if api.TokenCalls != tokens || api.SARCalls != sars {
-		t.Errorf("after %d junk tokens and denied calls, the good token took %d more TokenReviews and %d more SubjectAccessReviews, want 0",
-			junk, api.TokenCalls-tokens, api.SARCalls-sars)
-	}
-	for name, c := range map[string]interface{ Keys() []any }{"accepted": r.accepted, "rejected": r.rejected, "allowed": r.allowed, "denied": r.denied} {
-		if n := len(c.Keys()); n > opts.CacheSize {
-			t.Errorf("%s cache holds %d entries, bound is %d", name, n, opts.CacheSize)
-		}
-	}
-}
-
-// TestReviewLimitPerAddress: only TokenReviews that miss both caches take
-// from the address's bucket; another address has its own.
-func TestReviewLimitPerAddress(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	api := newFakeAPI()
-	clock := clocktesting.NewFakeClock(time.Now())
-	opts := DefaultOptions()
-	opts.Limits = NewPerAddress(LimitOptions{ReviewQPS: 1, ReviewBurst: 2, Clock: clock})
-	r := reviewerOf(api, opts)
-	get := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
-	flood, other := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
-
-	steps := []struct {
-		desc       string
-		token      string
-		addr       netip.Addr
-		advance    time.Duration
-		wantReason client.Reason // "" means allowed
-		wantTokens int
-	}{
-		{"first new token", "good", flood, 0, "", 1},
-		{"second new token", "junk-1", flood, 0, client.ReasonUnauthorized, 2},
-		{"third new token is over the burst", "junk-2", flood, 0, client.ReasonTooManyRequests, 2},
-		{"cached accepted token needs no review", "good", flood, 0, "", 2},
-		{"cached rejected token needs no review", "junk-1", flood, 0, client.ReasonUnauthorized, 2},
-		{"another address has its own bucket", "junk-3", other, 0, client.ReasonUnauthorized, 3},
-		{"the bucket refills", "junk-2", flood, time.Second, client.ReasonUnauthorized, 4},
-	}
-	for _, s := range steps {
-		clock.Step(s.advance)
-		_, err := r.Authorize(ctx, Caller{Token: s.token, Address: s.addr}, get)
-		ae := checkReason(t, s.desc, err, s.wantReason)
-		if s.wantReason == client.ReasonTooManyRequests && ae != nil && (ae.RetryAfter <= 0 || ae.RetryAfter > time.Second) {
-			t.Errorf("%s: RetryAfter %v, want the time to the next token (at most 1s)", s.desc, ae.RetryAfter)
-		}
-		if api.TokenCalls != s.wantTokens {
-			t.Errorf("%s: %d TokenReviews, want %d", s.desc, api.TokenCalls, s.wantTokens)
-		}
-	}
-}
-
 // checkReason fails unless err is nil, for wantReason "" (allowed), or an
 // *Error of wantReason, which it returns.
-func checkReason(t *testing.T, what string, err error, wantReason client.Reason) *Error {
+func checkReason(t *testing.T, what string, err error, wantReason client.Reason) *review.Error {
 	t.Helper()
-	var ae *Error
+	var ae *review.Error
 	switch {
 	case wantReason == "" && err != nil:
 		t.Errorf("%s: %v, want allowed", what, err)
@@ -265,41 +185,18 @@ func TestReviewErrorsAreNotCached(t *testing.T) {
 	api.FailReviews = true
 	r := reviewerOf(api, DefaultOptions())
 	attrs := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
-	if _, err := r.Authorize(ctx, Caller{Token: "good"}, attrs); err == nil {
+	if _, err := r.Authorize(ctx, review.Caller{Token: "good"}, attrs); err == nil {
 		t.Fatal("Authorize succeeded while the API server fails")
 	}
 	api.FailReviews = false
-	if _, err := r.Authorize(ctx, Caller{Token: "good"}, attrs); err != nil {
+	if _, err := r.Authorize(ctx, review.Caller{Token: "good"}, attrs); err != nil {
 		t.Fatalf("Authorize after recovery: %v", err)
-	}
-}
-
-func TestBearerToken(t *testing.T) {
-	for _, tc := range []struct {
-		header, want string
-		wantErr      bool
-	}{
-		{"", "", false},
-		{"Bearer abc", "abc", false},
-		{"bearer  abc ", "abc", false},
-		{"Basic dXNlcjpw", "", true},
-		{"Bearer", "", true},
-		{"Bearer ", "", true},
-	} {
-		h := http.Header{}
-		if tc.header != "" {
-			h.Set("Authorization", tc.header)
-		}
-		got, err := BearerToken(h)
-		if got != tc.want || (err != nil) != tc.wantErr {
-			t.Errorf("BearerToken(%q) = %q, %v", tc.header, got, err)
-		}
 	}
 }
 
 func TestAllowAll(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	if d, err := (AllowAll{}).Authorize(ctx, Caller{}, volumes("delete", "fast")); err != nil || d.User.Name == "" || d.Remote != "" {
+	if d, err := (AllowAll{}).Authorize(ctx, review.Caller{}, volumes("delete", "fast")); err != nil || d.User.Name == "" || d.Remote != "" {
 		t.Errorf("AllowAll = %+v, %v; want this node's authority", d, err)
 	}
 }

@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/review"
 )
 
 // binding is what a token is bound to, from TokenReview's extra: a pod
@@ -20,7 +20,7 @@ type binding struct {
 }
 
 // bindingOf reads u's extra; a key given more than once counts as absent.
-func bindingOf(u *User) binding {
+func bindingOf(u *review.User) binding {
 	one := func(key string) string {
 		if v := u.Extra[key]; len(v) == 1 {
 			return v[0]
@@ -45,12 +45,12 @@ func (b binding) String() string {
 
 // scope decides how far the write attrs of u reaches (steps 1 to 4 of the
 // package doc), once the route's own permission is granted.
-func (r *Reviewer) scope(ctx context.Context, u *User, attrs Attributes) (*Decision, error) {
+func (r *Reviewer) scope(ctx context.Context, caller review.Caller, u *review.User, attrs Attributes) (*Decision, error) {
 	b := bindingOf(u)
 	if b.pod == "" && b.node == "" {
 		admin := Attributes{Verb: attrs.Verb, Resource: client.ResourceHosts, Subresource: client.SubresourceAdmin, Name: r.opts.NodeName}
 		why := fmt.Sprintf("%s (`kubectl create token` without --bound-object-kind) may read, and write only as an admin; ", b)
-		if err := r.authorize(ctx, u, need{attrs: admin, why: why, role: client.AdminClusterRole}); err != nil {
+		if err := r.authorize(ctx, caller, u, need{attrs: admin, why: why, role: client.AdminClusterRole}); err != nil {
 			return nil, err
 		}
 		return &Decision{User: u}, nil
@@ -68,7 +68,7 @@ func (r *Reviewer) scope(ctx context.Context, u *User, attrs Attributes) (*Decis
 	multihost := Attributes{Verb: attrs.Verb, Resource: client.ResourcePools, Subresource: client.SubresourceMultihostVolumes, Name: attrs.Name}
 	why := fmt.Sprintf("%s calls node %q's manager: a node changes node-mode volumes only through its own manager, and another node's multihost volumes only with the following permission; ",
 		b, r.opts.NodeName)
-	if err := r.authorize(ctx, u, need{attrs: multihost, why: why, role: client.ClientClusterRole}); err != nil {
+	if err := r.authorize(ctx, caller, u, need{attrs: multihost, why: why, role: client.ClientClusterRole}); err != nil {
 		return nil, err
 	}
 	return &Decision{User: u, Remote: b.node}, nil
@@ -78,7 +78,7 @@ func (r *Reviewer) scope(ctx context.Context, u *User, attrs Attributes) (*Decis
 // live, else why not.
 type podState struct {
 	node string
-	err  *Error
+	err  *review.Error
 }
 
 // livePod returns the node of the pod b binds u's token to, when the pod
@@ -87,10 +87,10 @@ type podState struct {
 // token names one) and has not finished. Otherwise it returns a Forbidden
 // *Error saying why; another error when the pod cannot be read. What the
 // GET finds is cached for Options.PodTTL.
-func (r *Reviewer) livePod(ctx context.Context, u *User, b binding) (string, error) {
-	ns, sa, ok := serviceAccountOf(u.Name)
+func (r *Reviewer) livePod(ctx context.Context, u *review.User, b binding) (string, error) {
+	ns, sa, ok := review.ServiceAccountOf(u.Name)
 	if !ok || b.podUID == "" {
-		return "", &Error{Reason: client.ReasonForbidden, Message: fmt.Sprintf(
+		return "", &review.Error{Reason: client.ReasonForbidden, Message: fmt.Sprintf(
 			"user %q holds %s, but is not a service account or the token names no pod UID: a bound pod cannot be checked", u.Name, b)}
 	}
 	key := ns + "/" + b.pod + "/" + b.podUID
@@ -101,7 +101,7 @@ func (r *Reviewer) livePod(ctx context.Context, u *User, b binding) (string, err
 	pod, err := r.pods(ns).Get(ctx, b.pod, metav1.GetOptions{})
 	switch {
 	case apierrors.IsForbidden(err):
-		return "", &Error{Reason: client.ReasonForbidden, Message: fmt.Sprintf(
+		return "", &review.Error{Reason: client.ReasonForbidden, Message: fmt.Sprintf(
 			"user %q holds %s, which the manager cannot check: its service account may not get pods in namespace %q (grant it get pods there): %v", u.Name, b, ns, err)}
 	case apierrors.IsNotFound(err):
 		pod = nil // a clientset answers an empty pod with the error
@@ -110,7 +110,7 @@ func (r *Reviewer) livePod(ctx context.Context, u *User, b binding) (string, err
 	}
 	st := podState{node: nodeOfPod(pod)}
 	if why := deadPod(pod, b, sa); why != "" {
-		st = podState{err: &Error{Reason: client.ReasonForbidden, Message: fmt.Sprintf(
+		st = podState{err: &review.Error{Reason: client.ReasonForbidden, Message: fmt.Sprintf(
 			"user %q holds %s in namespace %q, but %s: a token is worth a write only while its pod is live", u.Name, b, ns, why)}}
 		klog.FromContext(ctx).V(3).Info("Token of a pod that is not live", "user", u.Name, "pod", klog.KRef(ns, b.pod), "reason", why)
 	}
@@ -148,23 +148,9 @@ func deadPod(pod *corev1.Pod, b binding, sa string) string {
 
 // errorOrNil returns e as an error, nil when e is nil (a nil *Error in an
 // error interface is not nil).
-func errorOrNil(e *Error) error {
+func errorOrNil(e *review.Error) error {
 	if e == nil {
 		return nil
 	}
 	return e
-}
-
-// serviceAccountOf splits a service account's user name,
-// "system:serviceaccount:NAMESPACE:NAME".
-func serviceAccountOf(user string) (namespace, name string, ok bool) {
-	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
-	if !ok {
-		return "", "", false
-	}
-	namespace, name, ok = strings.Cut(rest, ":")
-	if !ok || namespace == "" || name == "" || strings.Contains(name, ":") {
-		return "", "", false
-	}
-	return namespace, name, true
 }

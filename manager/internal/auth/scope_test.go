@@ -12,6 +12,7 @@ import (
 
 	"hostpath.dev/manager/internal/auth/authtest"
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/review"
 )
 
 // TestScope: reads need the route's permission alone; a write is held to
@@ -75,7 +76,7 @@ func TestScope(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			api := authtest.NewCallers()
-			d, err := reviewerOf(api, DefaultOptions()).Authorize(ctx, Caller{Token: tc.token}, tc.attrs)
+			d, err := reviewerOf(api, DefaultOptions()).Authorize(ctx, review.Caller{Token: tc.token}, tc.attrs)
 			if tc.wantReason == "" {
 				if err != nil {
 					t.Fatalf("Authorize = %v, want allowed", err)
@@ -85,7 +86,7 @@ func TestScope(t *testing.T) {
 				}
 				return
 			}
-			var ae *Error
+			var ae *review.Error
 			if !errors.As(err, &ae) || ae.Reason != tc.wantReason {
 				t.Fatalf("Authorize = %+v, %v; want reason %s", d, err, tc.wantReason)
 			}
@@ -130,7 +131,7 @@ func TestPodCache(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, err := r.Authorize(ctx, Caller{Token: "prov-a"}, s.attrs)
+		_, err := r.Authorize(ctx, review.Caller{Token: "prov-a"}, s.attrs)
 		checkReason(t, s.desc, err, s.wantReason)
 		if api.PodCalls != s.wantGETs {
 			t.Errorf("%s: %d pod GETs, want %d", s.desc, api.PodCalls, s.wantGETs)
@@ -138,24 +139,5 @@ func TestPodCache(t *testing.T) {
 	}
 	if api.TokenCalls != 1 {
 		t.Errorf("%d TokenReviews, want 1 (the token stayed cached)", api.TokenCalls)
-	}
-}
-
-func TestServiceAccountOf(t *testing.T) {
-	for _, tc := range []struct {
-		user, ns, name string
-		ok             bool
-	}{
-		{"system:serviceaccount:hostpath-system:hostpath-provisioner", "hostpath-system", "hostpath-provisioner", true},
-		{"system:serviceaccount:ns:", "", "", false},
-		{"system:serviceaccount::sa", "", "", false},
-		{"system:serviceaccount:ns:sa:x", "", "", false},
-		{"alice", "", "", false},
-		{"system:node:node-a", "", "", false},
-	} {
-		ns, name, ok := serviceAccountOf(tc.user)
-		if ns != tc.ns || name != tc.name || ok != tc.ok {
-			t.Errorf("serviceAccountOf(%q) = %q, %q, %v; want %q, %q, %v", tc.user, ns, name, ok, tc.ns, tc.name, tc.ok)
-		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/review"
 )
 
 // fakeAuthorizer knows these tokens: "admin" may do anything, "reader" may
@@ -21,28 +22,28 @@ type fakeAuthorizer struct {
 	asked []auth.Attributes
 }
 
-func (f *fakeAuthorizer) Authorize(_ context.Context, c auth.Caller, a auth.Attributes) (*auth.Decision, error) {
+func (f *fakeAuthorizer) Authorize(_ context.Context, c review.Caller, a auth.Attributes) (*auth.Decision, error) {
 	f.mu.Lock()
 	f.asked = append(f.asked, a)
 	f.mu.Unlock()
 	switch c.Token {
 	case "":
-		return nil, &auth.Error{Reason: client.ReasonUnauthorized, Message: "no bearer token"}
+		return nil, &review.Error{Reason: client.ReasonUnauthorized, Message: "no bearer token"}
 	case "admin":
-		return &auth.Decision{User: &auth.User{Name: "admin"}}, nil
+		return &auth.Decision{User: &review.User{Name: "admin"}}, nil
 	case "remote":
-		return &auth.Decision{User: &auth.User{Name: "remote"}, Remote: "node-b"}, nil
+		return &auth.Decision{User: &review.User{Name: "remote"}, Remote: "node-b"}, nil
 	case "reader":
 		if a.Verb == "get" || a.Verb == "list" {
-			return &auth.Decision{User: &auth.User{Name: "reader"}}, nil
+			return &auth.Decision{User: &review.User{Name: "reader"}}, nil
 		}
-		return nil, &auth.Error{Reason: client.ReasonForbidden, Message: "reader cannot " + a.String()}
+		return nil, &review.Error{Reason: client.ReasonForbidden, Message: "reader cannot " + a.String()}
 	case "broken":
 		return nil, errors.New("token review: connection refused")
 	case "busy":
-		return nil, &auth.Error{Reason: client.ReasonTooManyRequests, Message: "slow down", RetryAfter: 1500 * time.Millisecond}
+		return nil, &review.Error{Reason: client.ReasonTooManyRequests, Message: "slow down", RetryAfter: 1500 * time.Millisecond}
 	}
-	return nil, &auth.Error{Reason: client.ReasonUnauthorized, Message: "token rejected"}
+	return nil, &review.Error{Reason: client.ReasonUnauthorized, Message: "token rejected"}
 }
 
 func (f *fakeAuthorizer) calls() []auth.Attributes {

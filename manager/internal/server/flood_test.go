@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/review"
 )
 
 // slowAPI behaves like a busy API server: every review takes latency, and
@@ -37,6 +39,21 @@ type slowAPI struct {
 	// floodUnderWay is closed when junkSeen junk tokens have reached it.
 	floodUnderWay chan struct{}
 	junkSeen      int64
+}
+
+// ownCaller is the legitimate caller of these tests: a service account of
+// the manager's namespace, as the provisioner is.
+const (
+	ownNamespace = "hostpath-system"
+	ownCaller    = "system:serviceaccount:" + ownNamespace + ":hostpath-provisioner"
+)
+
+// jwtOf is a token shaped like a service account's, claiming to be sub;
+// suffix makes it unique. Only TokenReview (here slowAPI.legit) says
+// whether it is valid.
+func jwtOf(sub, suffix string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(fmt.Sprintf(`{"sub":%q}`, sub))) + "." + enc([]byte(suffix))
 }
 
 func newSlowAPI(legit ...string) *slowAPI {
@@ -85,7 +102,7 @@ func (s slowTokenReviews) Create(ctx context.Context, tr *authnv1.TokenReview, _
 	out := tr.DeepCopy()
 	if ok {
 		out.Status = authnv1.TokenReviewStatus{Authenticated: true, Audiences: tr.Spec.Audiences,
-			User: authnv1.UserInfo{Username: "system:serviceaccount:ns:caller"}}
+			User: authnv1.UserInfo{Username: ownCaller}}
 	} else {
 		out.Status.Error = "invalid bearer token"
 	}
@@ -102,7 +119,7 @@ func (s slowSARs) Create(ctx context.Context, sar *authzv1.SubjectAccessReview, 
 		return nil, err
 	}
 	out := sar.DeepCopy()
-	out.Status.Allowed = sar.Spec.User == "system:serviceaccount:ns:caller"
+	out.Status.Allowed = sar.Spec.User == ownCaller
 	return out, nil
 }
 
@@ -132,14 +149,17 @@ func getHost(ctx context.Context, c *http.Client, base, token string) (int, erro
 }
 
 // startManager serves a Server with a real Reviewer over api, and the
-// default per-address limits, on 127.0.0.1 until the test ends.
+// default limits with ownNamespace's service accounts as the own callers,
+// on 127.0.0.1 until the test ends.
 func startManager(t *testing.T, ctx context.Context, api *slowAPI) string {
-	limits := auth.NewPerAddress(auth.DefaultLimitOptions())
+	lo := review.DefaultLimitOptions()
+	lo.OwnNamespace = ownNamespace
+	limits := review.NewBudget(lo)
 	opts := auth.DefaultOptions()
-	opts.Limits = limits
+	opts.Budget = limits
 	// GET /v1/host is a read: no pod is ever checked.
 	reviewer := auth.NewReviewer(slowTokenReviews{api: api}, slowSARs{api: api}, nil, opts)
-	handler, err := New(Config{NodeName: "node-a", Backend: &fakeBackend{}, Authorizer: reviewer, Limits: limits})
+	handler, err := New(Config{NodeName: "node-a", Backend: &fakeBackend{}, Authorizer: reviewer, Budget: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,13 +173,13 @@ func startManager(t *testing.T, ctx context.Context, api *slowAPI) string {
 	return "http://" + ln.Addr().String()
 }
 
-// startFlood sends n concurrent requests with junk tokens from 127.0.0.2.
-// wait returns their status codes (0 for a failed request) once all are
-// answered, or cancels them after a minute.
-func startFlood(t *testing.T, ctx context.Context, base string, n int) (wait func() []int) {
+// startFlood sends n concurrent requests with junk tokens (junk(i) is the
+// i-th) from 127.0.0.2. wait returns their status codes (0 for a failed
+// request) once all are answered, or cancels them after a minute.
+func startFlood(t *testing.T, ctx context.Context, base string, n int, junk func(int) string) (wait func() []int) {
 	codes := make([]int, n)
 	ctx, cancel := context.WithCancel(ctx)
-	junk := &http.Client{Transport: &http.Transport{
+	from := &http.Client{Transport: &http.Transport{
 		DialContext:       (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext,
 		DisableKeepAlives: true,
 	}}
@@ -170,7 +190,7 @@ func startFlood(t *testing.T, ctx context.Context, base string, n int) (wait fun
 		go func() {
 			defer flood.Done()
 			<-start
-			code, err := getHost(ctx, junk, base, fmt.Sprintf("junk-%d", i))
+			code, err := getHost(ctx, from, base, junk(i))
 			if err != nil && !errors.Is(err, context.Canceled) {
 				t.Logf("Junk request %d: %v", i, err)
 			}
@@ -194,15 +214,29 @@ func startFlood(t *testing.T, ctx context.Context, base string, n int) (wait fun
 }
 
 // TestJunkTokenFlood: 1,000 concurrent requests with junk tokens from
-// 127.0.0.2 do not starve a caller on 127.0.0.1, even with a token that is
-// not cached yet, against an API server that takes 50 ms a review and 20
-// TokenReviews a second in all; the flood mostly gets 429.
+// 127.0.0.2 do not starve an own caller on 127.0.0.1, even with a token
+// that is not cached yet, against an API server that takes 50 ms a review
+// and 20 TokenReviews a second in all; the flood mostly gets 429. Junk
+// that claims to be the own caller changes nothing.
 func TestJunkTokenFlood(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		junk func(int) string
+	}{
+		{"junk", func(i int) string { return fmt.Sprintf("junk-%d", i) }},
+		{"junk claiming to be the provisioner", func(i int) string { return jwtOf(ownCaller, fmt.Sprintf("forged-%d", i)) }},
+	} {
+		t.Run(tc.desc, func(t *testing.T) { junkTokenFlood(t, tc.junk) })
+	}
+}
+
+func junkTokenFlood(t *testing.T, junk func(int) string) {
 	_, ctx := ktesting.NewTestContext(t)
-	api := newSlowAPI("legit-1", "legit-2")
+	legit1, legit2 := jwtOf(ownCaller, "legit-1"), jwtOf(ownCaller, "legit-2")
+	api := newSlowAPI(legit1, legit2)
 	base := startManager(t, ctx, api)
 	const floodSize = 1000
-	waitFlood := startFlood(t, ctx, base, floodSize)
+	waitFlood := startFlood(t, ctx, base, floodSize, junk)
 	select {
 	case <-api.floodUnderWay:
 	case <-time.After(30 * time.Second):
@@ -215,17 +249,17 @@ func TestJunkTokenFlood(t *testing.T) {
 	const bound = 2 * time.Second
 	legit := clientFrom(t, "127.0.0.1")
 	var calls sync.WaitGroup
-	for _, token := range []string{"legit-1", "legit-2"} {
+	for i, token := range []string{legit1, legit2} {
 		calls.Add(1)
 		go func() {
 			defer calls.Done()
-			for i := range 3 {
+			for j := range 3 {
 				began := time.Now()
 				code, err := getHost(ctx, legit, base, token)
 				took := time.Since(began)
-				t.Logf("Legitimate call %d with %s: %d in %v", i, token, code, took.Round(time.Millisecond))
+				t.Logf("Legitimate call %d with token %d: %d in %v", j, i+1, code, took.Round(time.Millisecond))
 				if err != nil || code != http.StatusOK || took > bound {
-					t.Errorf("Legitimate call %d with %s during the flood: %d, %v in %v; want 200 within %v", i, token, code, err, took.Round(time.Millisecond), bound)
+					t.Errorf("Legitimate call %d with token %d during the flood: %d, %v in %v; want 200 within %v", j, i+1, code, err, took.Round(time.Millisecond), bound)
 				}
 			}
 		}()
@@ -254,10 +288,10 @@ func TestJunkFloodGets429WithRetryAfter(t *testing.T) {
 	api := newSlowAPI()
 	api.latency = 0
 	api.limiter = rate.NewLimiter(rate.Inf, 0)
-	limits := auth.NewPerAddress(auth.LimitOptions{ReviewQPS: 0.1, ReviewBurst: 1})
+	limits := review.NewBudget(review.LimitOptions{PerAddressQPS: 0.1, PerAddressBurst: 1})
 	opts := auth.DefaultOptions()
-	opts.Limits = limits
-	handler, err := New(Config{NodeName: "node-a", Backend: &fakeBackend{}, Authorizer: auth.NewReviewer(slowTokenReviews{api: api}, slowSARs{api: api}, nil, opts), Limits: limits})
+	opts.Budget = limits
+	handler, err := New(Config{NodeName: "node-a", Backend: &fakeBackend{}, Authorizer: auth.NewReviewer(slowTokenReviews{api: api}, slowSARs{api: api}, nil, opts), Budget: limits})
 	if err != nil {
 		t.Fatal(err)
 	}

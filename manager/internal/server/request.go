@@ -13,15 +13,15 @@ import (
 	"slices"
 	"strings"
 
-	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/review"
 )
 
 // call is one checked /v1 request: its names, query and body.
 type call struct {
 	pool, name string
 	// user is the authorised caller, set before the handler runs.
-	user *auth.User
+	user *review.User
 	// remote is the node of a caller bound to another node, whose volume
 	// writes may change only multihost volumes (see Backend); "" for this
 	// node's callers.

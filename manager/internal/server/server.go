@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"net/netip"
 	"path"
 	"strconv"
 
@@ -37,6 +36,7 @@ import (
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/review"
 )
 
 // Backend does the work behind the routes; disk.Store implements it. Its
@@ -85,9 +85,12 @@ type Config struct {
 	Backend Backend
 	// Authorizer checks every /v1 call.
 	Authorizer auth.Authorizer
-	// Limits bounds the /v1 requests each client address has in flight;
-	// nil means no limit.
-	Limits *auth.PerAddress
+	// Budget bounds the /v1 requests each client address has in flight
+	// (the Authorizer's reviews take from it too); nil means no limit.
+	Budget *review.Budget
+	// MetricsGuard, when set, guards GET /metrics (review.Reviewer.Guard);
+	// nil serves it to anyone (tests, and --insecure-skip-auth).
+	MetricsGuard func(http.Handler) http.Handler
 	// MaxBodyBytes limits request bodies (DefaultMaxBodyBytes when 0).
 	MaxBodyBytes int64
 	// Ready says why /v1 cannot be served yet (no serving certificate),
@@ -129,8 +132,15 @@ func New(cfg Config) (*Server, error) {
 		_, _ = w.Write([]byte("ok\n"))
 	})))
 	s.health.Handle("GET /readyz", m.instrument("GET /readyz", http.HandlerFunc(s.readyz)))
-	reg := component.NewRegistry(append(m.collectors(), newUsageCollector(cfg.Backend))...)
-	s.health.Handle("GET /metrics", m.instrument("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	collectors := append(m.collectors(), newUsageCollector(cfg.Backend))
+	if cfg.Budget != nil {
+		collectors = append(collectors, cfg.Budget.Collectors()...)
+	}
+	var metricsHandler http.Handler = promhttp.HandlerFor(component.NewRegistry(collectors...), promhttp.HandlerOpts{})
+	if cfg.MetricsGuard != nil {
+		metricsHandler = cfg.MetricsGuard(metricsHandler)
+	}
+	s.health.Handle("GET /metrics", m.instrument("GET /metrics", metricsHandler))
 
 	hostAttributes := func(*call) auth.Attributes {
 		return auth.Attributes{Verb: "get", Resource: client.ResourceHosts, Name: cfg.NodeName}
@@ -192,8 +202,8 @@ func (s *Server) route(pattern string, attrs func(*call) auth.Attributes, p pars
 			writeError(w, client.ReasonBadRequest, err.Error())
 			return
 		}
-		addr := clientAddress(r)
-		leave, err := s.cfg.Limits.Enter(addr)
+		addr := review.RemoteAddress(r)
+		leave, err := s.cfg.Budget.Enter(addr)
 		if err != nil {
 			s.writeRefusal(w, r, err)
 			return
@@ -208,31 +218,21 @@ func (s *Server) route(pattern string, attrs func(*call) auth.Attributes, p pars
 			writeError(w, client.ReasonBadRequest, err.Error())
 			return
 		}
-		token, err := auth.BearerToken(r.Header)
+		token, err := review.BearerToken(r.Header)
 		var d *auth.Decision
 		if err == nil {
-			d, err = s.cfg.Authorizer.Authorize(r.Context(), auth.Caller{Token: token, Address: addr}, attrs(c))
+			d, err = s.cfg.Authorizer.Authorize(r.Context(), review.Caller{Token: token, Address: addr}, attrs(c))
 		}
 		if err != nil {
 			s.writeRefusal(w, r, err)
 			return
 		}
-		c.user, c.remote = &auth.User{}, ""
+		c.user, c.remote = &review.User{}, ""
 		if d != nil && d.User != nil {
 			c.user, c.remote = d.User, d.Remote
 		}
 		h(w, r, c)
 	}))
-}
-
-// clientAddress is the IP address the request's connection comes from.
-// Headers such as X-Forwarded-For are ignored: anyone can send them.
-func clientAddress(r *http.Request) netip.Addr {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return netip.Addr{}
-	}
-	return ap.Addr().Unmap()
 }
 
 // ServeHTTP implements http.Handler: it limits the body, refuses unclean
@@ -274,7 +274,7 @@ func (s *Server) refuseUnmatched(w http.ResponseWriter, r *http.Request) {
 
 // writeRefusal answers an error of the limits or the Authorizer.
 func (s *Server) writeRefusal(w http.ResponseWriter, r *http.Request, err error) {
-	var ae *auth.Error
+	var ae *review.Error
 	if !errors.As(err, &ae) {
 		klog.FromContext(r.Context()).Error(err, "Cannot authorise a call", "method", r.Method, "path", r.URL.Path)
 		writeError(w, client.ReasonInternal, "cannot authorise the call: "+err.Error())
@@ -284,7 +284,7 @@ func (s *Server) writeRefusal(w http.ResponseWriter, r *http.Request, err error)
 	case client.ReasonUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="hostpath-manager"`)
 	case client.ReasonTooManyRequests:
-		w.Header().Set("Retry-After", strconv.Itoa(auth.RetryAfterSeconds(ae.RetryAfter)))
+		w.Header().Set("Retry-After", strconv.Itoa(review.RetryAfterSeconds(ae.RetryAfter)))
 	}
 	writeError(w, ae.Reason, ae.Message)
 }

@@ -17,6 +17,7 @@ import (
 
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/review"
 )
 
 type env struct {
@@ -25,13 +26,13 @@ type env struct {
 	authz   *fakeAuthorizer
 }
 
-func newEnv(t *testing.T, backend *fakeBackend, limits *auth.PerAddress) *env {
+func newEnv(t *testing.T, backend *fakeBackend, limits *review.Budget) *env {
 	t.Helper()
 	if backend == nil {
 		backend = &fakeBackend{}
 	}
 	e := &env{backend: backend, authz: &fakeAuthorizer{}}
-	srv, err := New(Config{NodeName: "node-a", Backend: backend, Authorizer: e.authz, Limits: limits, MaxBodyBytes: 1024})
+	srv, err := New(Config{NodeName: "node-a", Backend: backend, Authorizer: e.authz, Budget: limits, MaxBodyBytes: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func TestBackendErrors(t *testing.T) {
 // and /metrics are served.
 func TestInFlightLimitPerAddress(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
-	e := newEnv(t, &fakeBackend{entered: entered, release: release}, auth.NewPerAddress(auth.LimitOptions{MaxInFlight: 1}))
+	e := newEnv(t, &fakeBackend{entered: entered, release: release}, review.NewBudget(review.LimitOptions{MaxInFlight: 1}))
 	const busy = "192.0.2.1:1000"
 	done := make(chan *httptest.ResponseRecorder)
 	go func() {

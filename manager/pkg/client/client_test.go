@@ -26,17 +26,18 @@ import (
 	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/manager/pkg/review"
 	"hostpath.dev/manager/pkg/trust/trusttest"
 )
 
 // tokenAuthorizer allows every call that carries token "t".
 type tokenAuthorizer struct{}
 
-func (tokenAuthorizer) Authorize(_ context.Context, caller auth.Caller, _ auth.Attributes) (*auth.Decision, error) {
+func (tokenAuthorizer) Authorize(_ context.Context, caller review.Caller, _ auth.Attributes) (*auth.Decision, error) {
 	if caller.Token != "t" {
-		return nil, &auth.Error{Reason: client.ReasonUnauthorized, Message: "bad token"}
+		return nil, &review.Error{Reason: client.ReasonUnauthorized, Message: "bad token"}
 	}
-	return &auth.Decision{User: &auth.User{Name: "tester"}}, nil
+	return &auth.Decision{User: &review.User{Name: "tester"}}, nil
 }
 
 // TestAgainstServer drives the real server through the client.

@@ -34,6 +34,18 @@ const (
 	// hostpath.dev/manager`): every verb the manager checks, and the writes
 	// of hosts/admin that such a token needs to change anything.
 	AdminClusterRole = "hostpath-manager-admin"
+	// MetricsReaderClusterRole may get the nonResourceURL /metrics, which
+	// every hostpath program serves only to such callers (the
+	// PodMonitors' token, of service account MetricsServiceAccount).
+	MetricsReaderClusterRole = "hostpath-metrics-reader"
+)
+
+// MetricsServiceAccount is the service account, in the product's
+// namespace, bound to MetricsReaderClusterRole, whose token Secret
+// (MetricsTokenSecret) the PodMonitors of manifests/monitoring send.
+const (
+	MetricsServiceAccount = "hostpath-metrics"
+	MetricsTokenSecret    = "hostpath-metrics-token"
 )
 
 // OrphansServiceAccount is the service account, in the product's

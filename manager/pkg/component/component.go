@@ -102,9 +102,10 @@ func NewRegistry(cs ...prometheus.Collector) *prometheus.Registry {
 	return reg
 }
 
-// HealthHandlers adds GET /healthz (always ok), GET /readyz (ok once ready
-// is set; nil means always) and GET /metrics (reg) to mux.
-func HealthHandlers(mux *http.ServeMux, reg *prometheus.Registry, ready *atomic.Bool) {
+// HealthHandlers adds GET /healthz (always ok) and GET /readyz (ok once
+// ready is set; nil means always) to mux, both open to anyone, and GET
+// /metrics (reg), guarded by guard when it is not nil.
+func HealthHandlers(mux *http.ServeMux, reg *prometheus.Registry, ready *atomic.Bool, guard func(http.Handler) http.Handler) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
@@ -115,22 +116,50 @@ func HealthHandlers(mux *http.ServeMux, reg *prometheus.Registry, ready *atomic.
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", guarded(guard, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 }
 
-// ServeHealth serves HealthHandlers, and whatever the extra functions add to
-// the same mux (such as profiling.Handlers), on address until ctx is done,
-// then shuts the server down. It returns once the listener is open, or with
-// the error that kept it from opening; a later failure is logged.
-func ServeHealth(ctx context.Context, address string, reg *prometheus.Registry, ready *atomic.Bool, extra ...func(*http.ServeMux)) error {
-	ln, err := net.Listen("tcp", address)
+// guarded is h behind guard; h itself when guard is nil.
+func guarded(guard func(http.Handler) http.Handler, h http.Handler) http.Handler {
+	if guard == nil {
+		return h
+	}
+	return guard(h)
+}
+
+// Health is what ServeHealth serves.
+type Health struct {
+	// Address is where (host:port), in plain HTTP.
+	Address string
+	// Registry is what /metrics serves.
+	Registry *prometheus.Registry
+	// Ready is /readyz's answer: ok once set; nil means always.
+	Ready *atomic.Bool
+	// Guard guards everything but /healthz and /readyz: /metrics and what
+	// Extra adds. It is review.Reviewer.Guard, so that only callers allowed
+	// get on the path (nonResourceURLs) are served; nil serves them to
+	// anyone (tests).
+	Guard func(http.Handler) http.Handler
+	// Extra add handlers, such as profiling.Handlers, behind Guard.
+	Extra []func(*http.ServeMux)
+}
+
+// ServeHealth serves h until ctx is done, then shuts the server down. It
+// returns once the listener is open, or with the error that kept it from
+// opening; a later failure is logged.
+func ServeHealth(ctx context.Context, h Health) error {
+	ln, err := net.Listen("tcp", h.Address)
 	if err != nil {
-		return fmt.Errorf("listen on %s for health and metrics: %w", address, err)
+		return fmt.Errorf("listen on %s for health and metrics: %w", h.Address, err)
 	}
 	mux := http.NewServeMux()
-	HealthHandlers(mux, reg, ready)
-	for _, add := range extra {
-		add(mux)
+	HealthHandlers(mux, h.Registry, h.Ready, h.Guard)
+	if len(h.Extra) > 0 {
+		extra := http.NewServeMux()
+		for _, add := range h.Extra {
+			add(extra)
+		}
+		mux.Handle("/", guarded(h.Guard, extra))
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	logger := klog.FromContext(ctx)
@@ -145,7 +174,7 @@ func ServeHealth(ctx context.Context, address string, reg *prometheus.Registry, 
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	logger.Info("Serving health and metrics", "address", ln.Addr().String())
+	logger.Info("Serving health and metrics", "address", ln.Addr().String(), "metricsGuarded", h.Guard != nil)
 	return nil
 }
 

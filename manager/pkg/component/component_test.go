@@ -1,6 +1,8 @@
 package component
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -36,7 +38,7 @@ func TestPodServing(t *testing.T) {
 func TestHealthHandlers(t *testing.T) {
 	var ready atomic.Bool
 	mux := http.NewServeMux()
-	HealthHandlers(mux, NewRegistry(), &ready)
+	HealthHandlers(mux, NewRegistry(), &ready, nil)
 	get := func(path string) (int, string) {
 		w := httptest.NewRecorder()
 		mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
@@ -54,6 +56,38 @@ func TestHealthHandlers(t *testing.T) {
 	}
 	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
 		t.Errorf("/metrics = %d %.80q", code, body)
+	}
+}
+
+// TestServeHealthGuard: the guard stands before /metrics and the extra
+// handlers, never before the probes.
+func TestServeHealthGuard(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	refuse := func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", http.StatusUnauthorized) })
+	}
+	extra := func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /debug/x", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("x")) })
+	}
+	if err := ServeHealth(ctx, Health{Address: addr, Registry: NewRegistry(), Guard: refuse, Extra: []func(*http.ServeMux){extra}}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 401, "/debug/x": 401} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s = %d, want %d", path, resp.StatusCode, want)
+		}
 	}
 }
 

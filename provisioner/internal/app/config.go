@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"hostpath.dev/manager/pkg/cachetrim"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/review"
 	"hostpath.dev/manager/pkg/trust"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
@@ -63,6 +65,9 @@ type Config struct {
 	FanoutMetrics *fanout.Metrics
 	// Registry is what /metrics serves.
 	Registry *prometheus.Registry
+	// MetricsGuard lets only callers allowed get on /metrics (and on the
+	// profiles) through: review.MetricsGuard.
+	MetricsGuard func(http.Handler) http.Handler
 }
 
 // Complete builds the Config of valid Options: it parses the selectors and
@@ -99,7 +104,9 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	c.Recorder = c.Broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: o.ProvisionerName, Host: o.NodeName})
 	c.Metrics = metrics.New("controller")
 	c.FanoutMetrics = fanout.NewMetrics()
-	c.Registry = newRegistry(c.Metrics, c.FanoutMetrics)
+	var reviewMetrics []prometheus.Collector
+	c.MetricsGuard, reviewMetrics = review.MetricsGuard(clientset.AuthenticationV1().TokenReviews(), clientset.AuthorizationV1().SubjectAccessReviews(), o.Namespace, "hostpath-provisioner")
+	c.Registry = newRegistry(c.Metrics, c.FanoutMetrics, reviewMetrics...)
 	return c, nil
 }
 
@@ -278,10 +285,10 @@ func (o *Options) newResolver(inf *Informers) (*managers.Resolver, error) {
 }
 
 // newRegistry returns the registry /metrics serves: the Go and process
-// collectors, the library's provisioning and deletion metrics and those of
-// multihost fan-outs.
-func newRegistry(m metrics.Metrics, f *fanout.Metrics) *prometheus.Registry {
-	return component.NewRegistry(append(f.Collectors(),
+// collectors, the library's provisioning and deletion metrics, those of
+// multihost fan-outs and the extra ones (the metrics guard's reviews).
+func newRegistry(m metrics.Metrics, f *fanout.Metrics, extra ...prometheus.Collector) *prometheus.Registry {
+	return component.NewRegistry(append(append(f.Collectors(), extra...),
 		m.PersistentVolumeClaimProvisionTotal,
 		m.PersistentVolumeClaimProvisionFailedTotal,
 		m.PersistentVolumeClaimProvisionDurationSeconds,

@@ -24,7 +24,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	mux := http.NewServeMux()
 	f := fanout.NewMetrics()
 	f.Observe(fanout.OperationCreate, fanout.Results{Nodes: []fanout.Result{{Node: "n1"}}})
-	component.HealthHandlers(mux, newRegistry(m, f), &ready)
+	component.HealthHandlers(mux, newRegistry(m, f), &ready, nil)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 

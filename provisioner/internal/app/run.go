@@ -61,7 +61,9 @@ func (c *Config) Run(ctx context.Context) error {
 		return err
 	}
 	var ready atomic.Bool
-	if err := component.ServeHealth(ctx, c.MetricsAddress, c.Registry, &ready, profiling.HandlersIf(c.Profiling)...); err != nil {
+	if err := component.ServeHealth(ctx, component.Health{
+		Address: c.MetricsAddress, Registry: c.Registry, Ready: &ready, Guard: c.MetricsGuard, Extra: profiling.HandlersIf(c.Profiling),
+	}); err != nil {
 		return err
 	}
 	c.Broadcaster.StartStructuredLogging(3)

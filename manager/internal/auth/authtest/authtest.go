@@ -112,6 +112,23 @@ func (a *API) Grant(user, resource, name string, verbs ...string) {
 	}
 }
 
+// GrantURL lets user do verbs on the non-resource URL path, as an RBAC
+// rule with nonResourceURLs [path] does.
+func (a *API) GrantURL(user, path string, verbs ...string) {
+	for _, v := range verbs {
+		a.Grants[strings.Join([]string{user, v, "url:" + path}, " ")] = true
+	}
+}
+
+// allowed reports whether a Grant or GrantURL covers sar.
+func (a *API) allowed(sar *authzv1.SubjectAccessReview) bool {
+	if nra := sar.Spec.NonResourceAttributes; nra != nil {
+		return a.Grants[strings.Join([]string{sar.Spec.User, nra.Verb, "url:" + nra.Path}, " ")]
+	}
+	ra := sar.Spec.ResourceAttributes
+	return ra != nil && ra.Group == client.APIGroup && a.Grants[strings.Join([]string{sar.Spec.User, ra.Verb, ra.Resource + "/" + ra.Subresource, ra.Name}, " ")]
+}
+
 // review fills tr's status as the API server would.
 func (a *API) review(tr *authnv1.TokenReview) {
 	a.LastTR = tr.DeepCopy()
@@ -167,8 +184,7 @@ func (a *API) Clientset() *fake.Clientset {
 		a.SARCalls++
 		sar := act.(k8stesting.CreateAction).GetObject().(*authzv1.SubjectAccessReview).DeepCopy()
 		a.LastSAR = sar
-		ra := sar.Spec.ResourceAttributes
-		if ra.Group == client.APIGroup && a.Grants[strings.Join([]string{sar.Spec.User, ra.Verb, ra.Resource + "/" + ra.Subresource, ra.Name}, " ")] {
+		if a.allowed(sar) {
 			sar.Status = authzv1.SubjectAccessReviewStatus{Allowed: true}
 		} else {
 			sar.Status = authzv1.SubjectAccessReviewStatus{Reason: "no RBAC policy matched"}
