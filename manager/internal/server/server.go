@@ -30,6 +30,7 @@ import (
 	"net/netip"
 	"path"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
@@ -97,6 +98,10 @@ type Config struct {
 	// Certificate describes the serving certificate for GET /v1/host;
 	// nil for none (the field is then left out).
 	Certificate func() *client.CertificateStatus
+	// UsageInterval is how often the pool and volume figures /metrics
+	// exports are read from the Backend (DefaultUsageInterval when 0), by
+	// RunUsageRefresher.
+	UsageInterval time.Duration
 }
 
 // Server is the manager's http.Handler.
@@ -105,6 +110,9 @@ type Server struct {
 	mux     *http.ServeMux
 	health  *http.ServeMux
 	metrics *metrics
+	// usage exports the pool and volume figures that RunUsageRefresher
+	// reads.
+	usage *usageCollector
 	// invalid and unmatched answer the requests no route serves.
 	invalid, unmatched http.Handler
 }
@@ -120,8 +128,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.UsageInterval <= 0 {
+		cfg.UsageInterval = DefaultUsageInterval
+	}
 	m := newMetrics()
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), health: http.NewServeMux(), metrics: m}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), health: http.NewServeMux(), metrics: m, usage: newUsageCollector(cfg.Backend)}
 	s.invalid = m.instrument(routeInvalid, http.HandlerFunc(refuseUncleanPath))
 	s.unmatched = m.instrument(routeUnmatched, http.HandlerFunc(s.refuseUnmatched))
 
@@ -129,7 +140,7 @@ func New(cfg Config) (*Server, error) {
 		_, _ = w.Write([]byte("ok\n"))
 	})))
 	s.health.Handle("GET /readyz", m.instrument("GET /readyz", http.HandlerFunc(s.readyz)))
-	reg := component.NewRegistry(append(m.collectors(), newUsageCollector(cfg.Backend))...)
+	reg := component.NewRegistry(append(m.collectors(), s.usage)...)
 	s.health.Handle("GET /metrics", m.instrument("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 
 	hostAttributes := func(*call) auth.Attributes {
