@@ -76,6 +76,9 @@ type Config struct {
 	namespace  string
 	// shutdownTimeout bounds the graceful shutdown.
 	shutdownTimeout time.Duration
+	// refreshUsage refreshes the usage figures /metrics exports until its
+	// context ends (the server's RunUsageRefresher).
+	refreshUsage func(context.Context)
 	// nodeName, poolNames, poolRoot, hostID and tlsDir say at start what
 	// is served.
 	nodeName  string
@@ -139,7 +142,7 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 	lo := o.Limits
 	lo.OwnNamespace = o.Namespace
 	budget := review.NewBudget(lo)
-	scfg := server.Config{NodeName: o.NodeName, Backend: store, Authorizer: o.authorizer(api, budget), Budget: budget, MaxBodyBytes: o.MaxBodyBytes}
+	scfg := server.Config{NodeName: o.NodeName, Backend: store, Authorizer: o.authorizer(api, budget), Budget: budget, MaxBodyBytes: o.MaxBodyBytes, UsageInterval: o.UsageMetricsInterval}
 	var cm *certs.Manager
 	var bundle *trust.Bundle
 	if api != nil {
@@ -156,7 +159,7 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 	cfg := &Config{
 		listener: ln, healthListener: healthLn,
 		server: o.httpServer(handler), health: &http.Server{Handler: handler.HealthHandler(), ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout},
-		certs: cm, bundle: bundle, namespace: o.Namespace, shutdownTimeout: o.ShutdownTimeout,
+		certs: cm, bundle: bundle, namespace: o.Namespace, shutdownTimeout: o.ShutdownTimeout, refreshUsage: handler.RunUsageRefresher,
 		nodeName: o.NodeName, poolNames: store.PoolNames(), poolRoot: o.PoolRoot, hostID: id.HostID(),
 	}
 	if cm != nil {
@@ -256,7 +259,9 @@ func (o *Options) metricsGuard(api *kubeAPI, budget *review.Budget) func(http.Ha
 
 // Run gets the serving certificate (see the certs package) and serves
 // /v1 and the probes until ctx ends, then shuts down gracefully: requests
-// in flight get the shutdown timeout to finish.
+// in flight get the shutdown timeout to finish. Meanwhile it refreshes
+// the usage figures of /metrics, and waits at return for a refresh under
+// way to end.
 func (c *Config) Run(ctx context.Context) error {
 	defer c.listener.Close()
 	defer c.healthListener.Close()
@@ -265,6 +270,10 @@ func (c *Config) Run(ctx context.Context) error {
 	// in flight finish their work.
 	base := func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	c.server.BaseContext, c.health.BaseContext = base, base
+	uctx, cancelUsage := context.WithCancel(ctx)
+	usageDone := make(chan struct{})
+	go func() { defer close(usageDone); c.refreshUsage(uctx) }()
+	defer func() { cancelUsage(); <-usageDone }()
 	if c.certs != nil {
 		cctx, cancel := context.WithCancel(ctx)
 		defer func() { cancel(); <-c.certs.Done() }()

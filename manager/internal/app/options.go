@@ -51,6 +51,7 @@ const (
 	FlagWriteTimeout           = "write-timeout"
 	FlagIdleTimeout            = "idle-timeout"
 	FlagShutdownTimeout        = "shutdown-timeout"
+	FlagUsageMetricsInterval   = "usage-metrics-interval"
 	FlagTokenCacheTTL          = "token-cache-ttl"
 	FlagTokenRejectedCacheTTL  = "token-rejected-cache-ttl"
 	FlagAllowedCacheTTL        = "authz-allowed-cache-ttl"
@@ -119,6 +120,9 @@ type Options struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// ShutdownTimeout bounds the graceful shutdown.
 	ShutdownTimeout time.Duration
+	// UsageMetricsInterval is how often the pool and volume figures that
+	// /metrics exports are read from the disk.
+	UsageMetricsInterval time.Duration
 	// Auth tunes the TokenReview and SubjectAccessReview caches and sets
 	// the token audience.
 	Auth auth.Options
@@ -154,28 +158,29 @@ type Options struct {
 // $NODE_NAME, the namespace to $POD_NAMESPACE.
 func NewOptions() *Options {
 	return &Options{
-		NodeName:            os.Getenv(EnvNodeName),
-		Namespace:           os.Getenv(EnvPodNamespace),
-		Pools:               []string{DefaultPool},
-		StateDir:            "/var/lib/hostpath",
-		MachineIDFile:       identity.DefaultMachineIDFile,
-		BootIDFile:          identity.DefaultBootIDFile,
-		ListenAddress:       fmt.Sprintf(":%d", client.ServingPort),
-		HealthAddress:       fmt.Sprintf(":%d", client.HealthPort),
-		CertificateLifetime: certs.DefaultLifetime,
-		MaxBodyBytes:        server.DefaultMaxBodyBytes,
-		ReadHeaderTimeout:   10 * time.Second,
-		ReadTimeout:         30 * time.Second,
-		WriteTimeout:        10 * time.Minute,
-		IdleTimeout:         2 * time.Minute,
-		ShutdownTimeout:     30 * time.Second,
-		Auth:                auth.DefaultOptions(),
-		Limits:              review.DefaultLimitOptions(),
-		KubeAPIQPS:          20,
-		KubeAPIBurst:        40,
-		SELinux:             string(selinux.ModeAuto),
-		SELinuxContext:      selinux.DefaultContext,
-		selinuxFS:           selinux.DefaultFS,
+		NodeName:             os.Getenv(EnvNodeName),
+		Namespace:            os.Getenv(EnvPodNamespace),
+		Pools:                []string{DefaultPool},
+		StateDir:             "/var/lib/hostpath",
+		MachineIDFile:        identity.DefaultMachineIDFile,
+		BootIDFile:           identity.DefaultBootIDFile,
+		ListenAddress:        fmt.Sprintf(":%d", client.ServingPort),
+		HealthAddress:        fmt.Sprintf(":%d", client.HealthPort),
+		CertificateLifetime:  certs.DefaultLifetime,
+		MaxBodyBytes:         server.DefaultMaxBodyBytes,
+		ReadHeaderTimeout:    10 * time.Second,
+		ReadTimeout:          30 * time.Second,
+		WriteTimeout:         10 * time.Minute,
+		IdleTimeout:          2 * time.Minute,
+		ShutdownTimeout:      30 * time.Second,
+		UsageMetricsInterval: server.DefaultUsageInterval,
+		Auth:                 auth.DefaultOptions(),
+		Limits:               review.DefaultLimitOptions(),
+		KubeAPIQPS:           20,
+		KubeAPIBurst:         40,
+		SELinux:              string(selinux.ModeAuto),
+		SELinuxContext:       selinux.DefaultContext,
+		selinuxFS:            selinux.DefaultFS,
 	}
 }
 
@@ -199,6 +204,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.WriteTimeout, FlagWriteTimeout, o.WriteTimeout, "Time allowed to serve a request, removal of a large volume included.")
 	fs.DurationVar(&o.IdleTimeout, FlagIdleTimeout, o.IdleTimeout, "Time an idle keep-alive connection is kept open.")
 	fs.DurationVar(&o.ShutdownTimeout, FlagShutdownTimeout, o.ShutdownTimeout, "Time allowed for requests in flight to finish at shutdown.")
+	fs.DurationVar(&o.UsageMetricsInterval, FlagUsageMetricsInterval, o.UsageMetricsInterval, "How often the pool and volume size figures that /metrics exports are read from the disk (a listing of each pool and a quota read per volume whose size is enforced); a scrape serves the last figures read, and hostpath_manager_usage_refresh_timestamp_seconds tells when that was. Must be positive.")
 	fs.DurationVar(&o.Auth.AuthenticatedTTL, FlagTokenCacheTTL, o.Auth.AuthenticatedTTL, "How long a token accepted by TokenReview is remembered.")
 	fs.DurationVar(&o.Auth.UnauthenticatedTTL, FlagTokenRejectedCacheTTL, o.Auth.UnauthenticatedTTL, "How long a token rejected by TokenReview is remembered.")
 	fs.DurationVar(&o.Auth.AllowedTTL, FlagAllowedCacheTTL, o.Auth.AllowedTTL, "How long a call allowed by SubjectAccessReview is remembered.")
@@ -267,7 +273,7 @@ func (o *Options) Validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		FlagReadHeaderTimeout: o.ReadHeaderTimeout, FlagReadTimeout: o.ReadTimeout, FlagWriteTimeout: o.WriteTimeout,
-		FlagIdleTimeout: o.IdleTimeout, FlagShutdownTimeout: o.ShutdownTimeout,
+		FlagIdleTimeout: o.IdleTimeout, FlagShutdownTimeout: o.ShutdownTimeout, FlagUsageMetricsInterval: o.UsageMetricsInterval,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("--%s must be positive", name))

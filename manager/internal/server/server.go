@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
@@ -100,6 +101,10 @@ type Config struct {
 	// Certificate describes the serving certificate for GET /v1/host;
 	// nil for none (the field is then left out).
 	Certificate func() *client.CertificateStatus
+	// UsageInterval is how often the pool and volume figures /metrics
+	// exports are read from the Backend (DefaultUsageInterval when 0), by
+	// RunUsageRefresher.
+	UsageInterval time.Duration
 }
 
 // Server is the manager's http.Handler.
@@ -108,6 +113,9 @@ type Server struct {
 	mux     *http.ServeMux
 	health  *http.ServeMux
 	metrics *metrics
+	// usage exports the pool and volume figures that RunUsageRefresher
+	// reads.
+	usage *usageCollector
 	// invalid and unmatched answer the requests no route serves.
 	invalid, unmatched http.Handler
 }
@@ -123,8 +131,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.UsageInterval <= 0 {
+		cfg.UsageInterval = DefaultUsageInterval
+	}
 	m := newMetrics()
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), health: http.NewServeMux(), metrics: m}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), health: http.NewServeMux(), metrics: m, usage: newUsageCollector(cfg.Backend)}
 	s.invalid = m.instrument(routeInvalid, http.HandlerFunc(refuseUncleanPath))
 	s.unmatched = m.instrument(routeUnmatched, http.HandlerFunc(s.refuseUnmatched))
 
@@ -132,7 +143,7 @@ func New(cfg Config) (*Server, error) {
 		_, _ = w.Write([]byte("ok\n"))
 	})))
 	s.health.Handle("GET /readyz", m.instrument("GET /readyz", http.HandlerFunc(s.readyz)))
-	collectors := append(m.collectors(), newUsageCollector(cfg.Backend))
+	collectors := append(m.collectors(), s.usage)
 	if cfg.Budget != nil {
 		collectors = append(collectors, cfg.Budget.Collectors()...)
 	}

@@ -127,13 +127,15 @@ type routeCase struct {
 var routeCases = []routeCase{
 	{desc: "healthz needs no token", call: httpCall{health: true, method: "GET", path: "/healthz"}, wantCode: 200},
 	{desc: "readyz needs no token", call: httpCall{health: true, method: "GET", path: "/readyz"}, wantCode: 200},
+	// A scrape reads no disk: the usage figures are those of the last
+	// refresh (TestUsageRefresh), none here since no refresher runs.
 	{desc: "metrics need no token", call: httpCall{health: true, method: "GET", path: "/metrics"}, wantCode: 200,
-		wantBackend: "Host; ListVolumes default",
 		check: func(t *testing.T, body []byte) {
-			for _, want := range []string{"go_goroutines", `hostpath_manager_pool_promised_bytes{pool="default"}`, `hostpath_manager_pool_available_bytes{pool="default"}`} {
-				if !strings.Contains(string(body), want) {
-					t.Errorf("no %s", want)
-				}
+			if !strings.Contains(string(body), "go_goroutines") {
+				t.Error("no go_goroutines")
+			}
+			if strings.Contains(string(body), "hostpath_manager_pool_") {
+				t.Errorf("pool figures before any refresh:\n%s", body)
 			}
 		}},
 	{desc: "host", call: httpCall{method: "GET", path: "/v1/host", token: "reader"}, wantCode: 200,
