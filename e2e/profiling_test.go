@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -18,26 +17,41 @@ import (
 )
 
 // TestProfiling: the host definer serves Go's profiles on its health port
-// only with --profiling (the provisioner shares the same flag and package):
-// without it /debug/pprof/ is 404; with it a heap profile and the
-// command line are there, while /healthz still answers.
+// only with --profiling (the provisioner shares the same flag and package),
+// and, like /metrics, only to callers allowed get on the path: without the
+// flag /debug/pprof/ is 404; with it a heap profile and the command line
+// are there for a cluster admin's token, 401 without a token and 403 for
+// the PodMonitors' token (get /metrics only), while /healthz still answers.
 func TestProfiling(t *testing.T) {
 	ctx := t.Context()
 	e := setupHostDefiner(ctx, t)
+	serviceAccount(ctx, t, e.f, e.ns, "profiler")
+	bindClusterRole(ctx, t, e.f, e.ns, "profiler", "cluster-admin")
+	admin, err := e.f.ServiceAccountToken(ctx, e.ns, "profiler")
+	if err != nil {
+		t.Fatal(err)
+	}
 	pod := e.hostDefinerPod(ctx, t, false)
-	if code, body := e.pprofGet(ctx, t, pod, "/debug/pprof/"); code != http.StatusNotFound {
+	if code, body := e.pprofGet(ctx, t, pod, "/debug/pprof/", admin); code != http.StatusNotFound {
 		t.Fatalf("GET /debug/pprof/ without --profiling = %d %.200q, want 404", code, body)
 	}
 
 	e.setHostDefinerArg(ctx, t, "--profiling")
 	pod = e.hostDefinerPod(ctx, t, true)
-	for _, tc := range []struct{ path, want string }{
-		{"/debug/pprof/heap?debug=1", "heap profile:"},
-		{"/debug/pprof/cmdline", "--profiling"},
-		{"/healthz", "ok"},
+	scraper := metricsToken(ctx, t, e.f)
+	for _, tc := range []struct {
+		path, token string
+		wantCode    int
+		want        string
+	}{
+		{"/debug/pprof/heap?debug=1", admin, http.StatusOK, "heap profile:"},
+		{"/debug/pprof/cmdline", admin, http.StatusOK, "--profiling"},
+		{"/debug/pprof/cmdline", "", http.StatusUnauthorized, "no bearer token"},
+		{"/debug/pprof/cmdline", scraper, http.StatusForbidden, "cannot get path"},
+		{"/healthz", "", http.StatusOK, "ok"},
 	} {
-		if code, body := e.pprofGet(ctx, t, pod, tc.path); code != http.StatusOK || !strings.Contains(body, tc.want) {
-			t.Errorf("GET %s with --profiling = %d %.200q, want 200 with %q", tc.path, code, body, tc.want)
+		if code, body := e.pprofGet(ctx, t, pod, tc.path, tc.token); code != tc.wantCode || !strings.Contains(body, tc.want) {
+			t.Errorf("GET %s with --profiling = %d %.200q, want %d with %q", tc.path, code, body, tc.wantCode, tc.want)
 		}
 	}
 }
@@ -64,22 +78,9 @@ func (e *hdEnv) hostDefinerPod(ctx context.Context, t *testing.T, profiling bool
 	return found
 }
 
-// pprofGet returns the status and body of GET path on pod's health port.
-func (e *hdEnv) pprofGet(ctx context.Context, t *testing.T, pod *corev1.Pod, path string) (int, string) {
+// pprofGet returns the status and body of GET path on pod's health port,
+// sent with token ("" for none).
+func (e *hdEnv) pprofGet(ctx context.Context, t *testing.T, pod *corev1.Pod, path, token string) (int, string) {
 	t.Helper()
-	url := "http://" + net.JoinHostPort(pod.Status.PodIP, "8081") + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s from host definer pod %s: %v", path, pod.Name, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s from host definer pod %s: %v", path, pod.Name, err)
-	}
-	return resp.StatusCode, string(body)
+	return scrape(ctx, t, "http://"+net.JoinHostPort(pod.Status.PodIP, "8081")+path, token)
 }

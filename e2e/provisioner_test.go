@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -352,20 +350,7 @@ func (e *provEnv) poolEntries(t *testing.T, text string) []string {
 // test unless it answers 200.
 func (e *provEnv) get(ctx context.Context, t *testing.T, node, path string) string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.addresses[node]+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s from the provisioner on %s: %v", path, node, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s from the provisioner on %s = %d %q, %v; want 200", path, node, resp.StatusCode, body, err)
-	}
-	return string(body)
+	return scrapeOK(ctx, t, "http://"+e.addresses[node]+path, metricsToken(ctx, t, e.f))
 }
 
 // waitReleased waits until the PV is Released (its claim is gone and it

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -151,11 +150,13 @@ func TestSizesBtrfs(t *testing.T) {
 		if pool == nil || pool.Enforcement != client.EnforcementBtrfs || pool.PromisedBytes < 32<<20 || pool.AvailableBytes <= 0 {
 			t.Errorf("Pool %s in /v1/host = %+v; want enforcement btrfs, at least 32Mi promised, some available", poolBtrfs, pool)
 		}
-		metrics := httpGet(ctx, t, healthURL(urls[node])+"/metrics")
+		// The usage figures are refreshed every --usage-metrics-interval
+		// (5s in e2e/install), not at each scrape.
 		want := fmt.Sprintf(`hostpath_manager_volume_used_bytes{pool=%q,volume=%q}`, poolBtrfs, smallPV.Annotations[annPVDirectory])
-		if !strings.Contains(metrics, want) {
-			t.Errorf("/metrics of the manager on %s lacks %s", node, want)
-		}
+		scrapeToken := metricsToken(ctx, t, e.f)
+		framework.WaitFor(ctx, t, provisionTimeout, "/metrics of the manager on "+node+" to show "+want, func(ctx context.Context) (bool, error) {
+			return strings.Contains(scrapeOK(ctx, t, healthURL(urls[node])+"/metrics", scrapeToken), want), nil
+		})
 	})
 
 	t.Run("expansion lets the pod write further", func(t *testing.T) {
@@ -324,25 +325,6 @@ func fileSize(fi os.FileInfo) int64 {
 		return -1
 	}
 	return fi.Size()
-}
-
-// httpGet returns the body of a plain GET, failing the test unless 200.
-func httpGet(ctx context.Context, t *testing.T, url string) string {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d, %v", url, resp.StatusCode, err)
-	}
-	return string(body)
 }
 
 // runScript runs scripts/NAME with args and returns its standard output;
