@@ -5,9 +5,15 @@
 //	nettool get [--token-file F] [--ca-file F] [--retry-for D] [--timeout D] URL
 //	    print "STATUS <code>" and the body; exit 0 on a 2xx answer, 2 on
 //	    another status, 1 if no answer came
+//	nettool flood [--requests N] [--concurrency C] [--qps Q] [--token-file F | --junk-tokens]
+//	        [--cycle N] [--start-at UNIX] [--insecure | --ca-file F] [--timeout D] URL
+//	    send N GETs to URL ("{i}" in it is the request index, modulo --cycle)
+//	    and print one line of JSON: requests, count per status (0 for no
+//	    answer), latency percentiles; exit 0 whatever the statuses
 //
 // The subcommands live in e2e/internal/nettool (Commands); it needs nothing
-// but the standard library, so the binary stays small and static.
+// but the standard library and golang.org/x/time/rate, so the binary stays
+// small and static.
 package main
 
 import (

@@ -3,10 +3,12 @@ package nettool
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +104,96 @@ func TestServeCommand(t *testing.T) {
 	}
 	if got := out.String(); !strings.HasPrefix(got, "Serving on 127.0.0.1:0\n") {
 		t.Errorf("serve printed %q", got)
+	}
+}
+
+func TestParseFlood(t *testing.T) {
+	defaults := FloodOptions{URL: "https://a/", Requests: 200, Concurrency: 8, Timeout: 30 * time.Second}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		want    FloodOptions
+		wantErr string
+	}{
+		{name: "defaults", args: []string{"https://a/"}, want: defaults},
+		{name: "all flags", args: []string{"--requests", "50", "--concurrency=2", "--qps", "12.5", "--junk-tokens",
+			"--cycle", "3", "--start-at", "1700000000", "--insecure", "--timeout", "2s", "https://a/p{i}"},
+			want: FloodOptions{URL: "https://a/p{i}", Requests: 50, Concurrency: 2, QPS: 12.5, JunkTokens: true,
+				Cycle: 3, StartAt: 1700000000, Insecure: true, Timeout: 2 * time.Second}},
+		{name: "token and CA files", args: []string{"--token-file", "t", "--ca-file", "c", "https://a/"},
+			want: FloodOptions{URL: "https://a/", Requests: 200, Concurrency: 8, TokenFile: "t", CAFile: "c", Timeout: 30 * time.Second}},
+		{name: "no URL", args: nil, wantErr: "usage: nettool flood [flags] URL"},
+		{name: "two URLs", args: []string{"http://a/", "http://b/"}, wantErr: "usage: nettool flood [flags] URL"},
+		{name: "unknown flag", args: []string{"--nope", "http://a/"}, wantErr: "usage: nettool flood [flags] URL"},
+		{name: "bad number", args: []string{"--requests", "many", "http://a/"}, wantErr: "usage: nettool flood [flags] URL"},
+		{name: "no requests", args: []string{"--requests", "0", "http://a/"}, wantErr: "--requests must be at least 1"},
+		{name: "no concurrency", args: []string{"--concurrency", "0", "http://a/"}, wantErr: "--concurrency must be at least 1"},
+		{name: "negative qps", args: []string{"--qps", "-1", "http://a/"}, wantErr: "--qps must not be negative"},
+		{name: "negative cycle", args: []string{"--cycle", "-2", "http://a/"}, wantErr: "--cycle must not be negative"},
+		{name: "zero timeout", args: []string{"--timeout", "0s", "http://a/"}, wantErr: "--timeout must be positive"},
+		{name: "both tokens", args: []string{"--token-file", "t", "--junk-tokens", "http://a/"}, wantErr: "--token-file and --junk-tokens exclude each other"},
+		{name: "CA and insecure", args: []string{"--ca-file", "c", "--insecure", "https://a/"}, wantErr: "--ca-file and --insecure exclude each other"},
+		{name: "unparsable URL", args: []string{"http://a b/"}, wantErr: "bad URL"},
+		{name: "empty URL", args: []string{""}, wantErr: "bad URL"},
+		{name: "relative URL", args: []string{"/v1/pools"}, wantErr: "bad URL"},
+		{name: "not HTTP", args: []string{"ftp://a/"}, wantErr: "bad URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseFlood(tc.args, io.Discard)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("parseFlood(%q) = %+v, %v; want error %q", tc.args, got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("parseFlood(%q) = %+v, %v; want %+v", tc.args, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFloodCommand(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantOut string // the JSON without its timings; "" for no output
+		wantErr bool
+	}{
+		{"refusals are not errors", []string{"--requests", "5", "--concurrency", "2", srv.URL}, `{"requests":5,"statuses":{"429":5}}`, false},
+		{"unreadable token file", []string{"--token-file", filepath.Join(t.TempDir(), "missing"), srv.URL}, "", true},
+		{"bad flag", []string{"--concurrency", "0", srv.URL}, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := Commands(&out, io.Discard)["flood"](context.Background(), tc.args)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("error %v, want error: %v", err, tc.wantErr)
+			}
+			if tc.wantOut == "" {
+				if out.Len() != 0 {
+					t.Errorf("printed %q, want nothing", out.String())
+				}
+				return
+			}
+			line := out.String()
+			var got map[string]any
+			if !strings.HasSuffix(line, "\n") || strings.Count(line, "\n") != 1 || json.Unmarshal([]byte(line), &got) != nil {
+				t.Fatalf("printed %q, want one line of JSON", line)
+			}
+			for _, k := range []string{"p50Ms", "p99Ms", "maxMs", "seconds"} {
+				if _, ok := got[k]; !ok {
+					t.Errorf("no %q in %s", k, line)
+				}
+				delete(got, k)
+			}
+			if trimmed, _ := json.Marshal(got); string(trimmed) != tc.wantOut {
+				t.Errorf("printed %s, want %s plus timings", trimmed, tc.wantOut)
+			}
+		})
 	}
 }

@@ -76,20 +76,33 @@ func newClient(o GetOptions) (*http.Client, error) {
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
+	tr, err := newTransport(o.CAFile, false)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: tr, Timeout: timeout}, nil
+}
+
+// newTransport returns a transport without proxy that trusts only the CA in
+// caFile when it is set, and does not verify certificates when insecure.
+func newTransport(caFile string, insecure bool) (*http.Transport, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
-	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
 		if err != nil {
 			return nil, fmt.Errorf("read CA file: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("no certificate in CA file %q", o.CAFile)
+			return nil, fmt.Errorf("no certificate in CA file %q", caFile)
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &http.Client{Transport: tr, Timeout: timeout}, nil
+	if insecure {
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
+	}
+	return tr, nil
 }
 
 func getOnce(ctx context.Context, client *http.Client, o GetOptions) (Result, error) {
