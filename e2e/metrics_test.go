@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -87,27 +86,18 @@ func metricsToken(ctx context.Context, t *testing.T, f *framework.Framework) str
 	return token
 }
 
-// scrape GETs url with token ("" sends none) and returns the status and
-// body.
+// scrape GETs url with token ("" sends none), coming back after a 429 as
+// callManager does, and returns the status and body.
 func scrape(ctx context.Context, t *testing.T, url, token string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	return resp.StatusCode, string(body)
+	code, body := sendPatiently(ctx, t, http.DefaultClient, func() (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err == nil && token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		return req, err
+	})
+	return code, string(body)
 }
 
 // scrapeOK is scrape that fails the test unless the answer is 200.
