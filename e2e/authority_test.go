@@ -32,6 +32,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
@@ -319,6 +322,63 @@ func TestAuthorityUnboundToken(t *testing.T) {
 	})
 	if _, err := os.Lstat(here); !os.IsNotExist(err) {
 		t.Errorf("%s is still on %s after the admin's DELETE (%v)", name, node, err)
+	}
+	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
+}
+
+// TestAuthorityTokenOfDeletedPod: a token copied off a pod is worth a write
+// only while the pod lives. A pod of the provisioner's service account (in
+// the product's namespace, where the managers check pods) creates and
+// deletes on its node's manager with a token bound to it; once the pod is
+// deleted, the same token (which the manager's TokenReview cache still
+// holds) is refused a write with 403 saying the pod no longer exists, and
+// nothing changes on disk.
+func TestAuthorityTokenOfDeletedPod(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	node := e.nodes[0]
+	urls := managerPods(ctx, t, e.f, e.nodes)
+	pod := framework.TestToolsPod(framework.SystemNamespace, "e2e-holder-"+framework.RandomSuffix(), node, "sleep 3600")
+	pod.Spec.ServiceAccountName = "hostpath-provisioner"
+	if _, err := e.f.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = e.f.Client.CoreV1().Pods(pod.Namespace).Delete(cctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+	pod = e.f.WaitForPodRunning(ctx, t, pod.Namespace, pod.Name, provisionTimeout)
+	token := podToken(ctx, t, e.f, pod)
+	waitAllowed(ctx, t, urls[node], token, "the pod's token to read")
+
+	volume := "/v1/pools/default/volumes/e2e-copied-" + framework.RandomSuffix()
+	authorityCalls(ctx, t, urls[node], token, []authorityCall{
+		{method: "PUT", path: volume, body: `{"owner":"pv-e2e-copied"}`, wantCode: http.StatusCreated},
+		{method: "DELETE", path: volume + "?owner=pv-e2e-copied", wantCode: http.StatusNoContent},
+	})
+	if err := e.f.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(ctx, t, provisionTimeout, "pod "+pod.Name+" to be gone", func(ctx context.Context) (bool, error) {
+		_, err := e.f.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	before := hostileSnapshot(t, e.f, e.nodes)
+	// The manager remembers a live pod for --pod-cache-ttl (10s): the write
+	// is refused once that passes.
+	var code int
+	var body []byte
+	framework.WaitFor(ctx, t, time.Minute, "a write with the deleted pod's token to be refused", func(ctx context.Context) (bool, error) {
+		code, body = callManager(ctx, t, "PUT", urls[node], volume, token, `{"owner":"pv-e2e-copied"}`)
+		if code == http.StatusCreated {
+			_, _ = callManager(ctx, t, "DELETE", urls[node], volume+"?owner=pv-e2e-copied", token, "")
+		}
+		return code != http.StatusCreated, nil
+	})
+	wantStatus(t, "PUT with the token of a deleted pod", code, body, http.StatusForbidden, "Forbidden")
+	if !strings.Contains(string(body), "no longer exists") {
+		t.Errorf("the refusal %s does not say the pod no longer exists", body)
 	}
 	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
 }
