@@ -59,29 +59,12 @@
 //
 // # Threat model
 //
-// Who holds what, and what it reaches through the managers (the README's
-// "Security model" has the same table):
-//
-//	who                     holds                        reaches
-//	----------------------  ---------------------------  ------------------------------------------
-//	anyone on the network   nothing                      /healthz, /readyz, /metrics; /v1 is 401,
-//	                                                     cheap, limited per address
-//	any pod                 its own tokens               401, or 403 without a ClusterRole of
-//	                                                     group hostpath.dev
-//	root on node N          N's provisioner token (the   every volume of N (whose disks it owns
-//	                        projected file)              anyway); of the other nodes only the
-//	                                                     multihost volumes: create, grow, re-own,
-//	                                                     delete, as the fan-out does; never
-//	                                                     another node's node-mode volume
-//	root on the host        the host definer's token     get hosts, prepare pools, list volumes on
-//	definer's node                                       every node; create and adopt multihost
-//	                                                     volumes off its node; delete nothing
-//	whoever copied a        a token TokenReview still    reads until the token expires; no write
-//	deleted pod's token     has cached                   (the pod GET refuses it within PodTTL)
-//	an orphans report user  a hostpath-orphans token     get hosts, list and get volumes
-//	                        (ClusterRole reader)
-//	an operator             a token bound to no pod,     reads; writes on the nodes hosts/admin
-//	                        ClusterRole admin            names (all with the ClusterRole)
+// The README's "Security model" has the threat model: who holds what, what
+// it reaches through the managers, and the test of each row. In short, a
+// node's root reaches every volume of its node and only the multihost
+// volumes of the others; the host definer's token deletes nothing; a token
+// of a deleted pod writes nothing; a token bound to no pod writes only as
+// an admin.
 //
 // What stays open: a node's root can delete the multihost volumes of every
 // node with its provisioner's token (the fan-out needs exactly that; the
