@@ -76,7 +76,7 @@ func (o FloodOptions) Validate() error {
 	if u, err := url.Parse(o.requestURL(0)); err != nil {
 		errs = append(errs, fmt.Errorf("bad URL: %w", err))
 	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("bad URL %q: want http:// or https://HOST/...", o.URL))
+		errs = append(errs, fmt.Errorf("bad URL %q: want an http or https URL with a host", o.URL))
 	}
 	return errors.Join(errs...)
 }

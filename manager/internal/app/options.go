@@ -279,6 +279,20 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--%s must be positive", name))
 		}
 	}
+	errs = append(errs, o.validateAuth()...)
+	if _, err := selinux.ParseMode(o.SELinux); err != nil {
+		errs = append(errs, fmt.Errorf("--%s: %w", FlagSELinux, err))
+	}
+	if err := selinux.ValidateContext(o.SELinuxContext); err != nil {
+		errs = append(errs, fmt.Errorf("--%s: %w", FlagSELinuxContext, err))
+	}
+	return errors.Join(errs...)
+}
+
+// validateAuth reports the authentication and review flags that cannot
+// work: the caches, the audience and the limits.
+func (o *Options) validateAuth() []error {
+	var errs []error
 	for name, d := range map[string]time.Duration{
 		FlagTokenCacheTTL: o.Auth.AuthenticatedTTL, FlagTokenRejectedCacheTTL: o.Auth.UnauthenticatedTTL,
 		FlagAllowedCacheTTL: o.Auth.AllowedTTL, FlagDeniedCacheTTL: o.Auth.DeniedTTL, FlagPodCacheTTL: o.Auth.PodTTL,
@@ -315,13 +329,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--%s (%g) and --%s (%d) must be below --%s (%g) and --%s (%d): the difference is what the own callers can count on while strangers flood the manager",
 			FlagReviewsStrangersQPS, o.Limits.StrangersQPS, FlagReviewsStrangersBurst, o.Limits.StrangersBurst, FlagKubeAPIQPS, o.KubeAPIQPS, FlagKubeAPIBurst, o.KubeAPIBurst))
 	}
-	if _, err := selinux.ParseMode(o.SELinux); err != nil {
-		errs = append(errs, fmt.Errorf("--%s: %w", FlagSELinux, err))
-	}
-	if err := selinux.ValidateContext(o.SELinuxContext); err != nil {
-		errs = append(errs, fmt.Errorf("--%s: %w", FlagSELinuxContext, err))
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // parsePools parses the --pool values into a map from name to path; the
