@@ -166,8 +166,11 @@ var (
 	Provisioner = Program{Name: "provisioner", Prefixes: []string{"hostpath_provisioner_", "controller_"}}
 	// HostDefiner is the host definer.
 	HostDefiner = Program{Name: "hostdefiner", Prefixes: []string{"hostdefiner_"}}
-	// Programs are the three.
-	Programs = []Program{Manager, Provisioner, HostDefiner}
+	// Reviews are the review budget's metrics, which all three programs
+	// export (pkg/review).
+	Reviews = Program{Name: "review budget", Prefixes: []string{"hostpath_review"}}
+	// Programs are the three programs and the review budget they share.
+	Programs = []Program{Manager, Provisioner, HostDefiner, Reviews}
 )
 
 // Owns tells whether metric is one of p's by its prefix.
