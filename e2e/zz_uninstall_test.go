@@ -40,7 +40,10 @@ func TestUninstall(t *testing.T) {
 			}
 		}
 	})
-	if out, err := e.f.Kubectl(ctx, "delete", "-k", framework.InstallKustomization, "--timeout=3m"); err != nil {
+	// --ignore-not-found: the install has the PodMonitors' token Secret
+	// (manifests/monitoring/token), which the token controller deletes with
+	// its service account, before kubectl comes to it.
+	if out, err := e.f.Kubectl(ctx, "delete", "-k", framework.InstallKustomization, "--timeout=3m", "--ignore-not-found"); err != nil {
 		t.Fatalf("kubectl delete -k manifests/: %v\n%s", err, out)
 	}
 	e.checkNothingLeft(ctx, t)
