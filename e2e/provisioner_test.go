@@ -21,6 +21,7 @@ import (
 
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 // What users see of the provisioner (README, "Provisioner"): the names are
@@ -315,7 +316,7 @@ func (e *provEnv) checkPV(ctx context.Context, t *testing.T, pvc *corev1.Persist
 // nodePath is where this machine sees node's copy of the PV's directory.
 func (e *provEnv) nodePath(t *testing.T, node string, pv *corev1.PersistentVolume, file ...string) string {
 	t.Helper()
-	p, err := e.f.NodeDir(node, pv.Spec.HostPath.Path)
+	p, err := e.f.NodeDir(node, hostpathv1.VolumePath(pv))
 	if err != nil {
 		t.Fatal(err)
 	}

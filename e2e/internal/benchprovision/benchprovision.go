@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hostpath.dev/e2e/internal/localcluster"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 const (
@@ -181,17 +182,18 @@ func Percentile(values []time.Duration, p float64) time.Duration {
 	return values[rank-1]
 }
 
-// HostDir is where the directory of pv is on this machine, given the pool's
-// path on the nodes and the folder holding each node's files (NodesDir): the
-// directory poolPath/X of node N is localcluster.NodeDir's mapping of
-// localcluster.PoolPath/X.
+// HostDir is where the directory of pv (a hostPath or a local PV) is on
+// this machine, given the pool's path on the nodes and the folder holding
+// each node's files (NodesDir): the directory poolPath/X of node N is
+// localcluster.NodeDir's mapping of localcluster.PoolPath/X.
 func HostDir(pv *corev1.PersistentVolume, nodesDir, poolPath string) (string, error) {
-	if pv.Spec.HostPath == nil {
-		return "", fmt.Errorf("PV %s is not a hostPath volume", pv.Name)
+	hostPath := hostpathv1.VolumePath(pv)
+	if hostPath == "" {
+		return "", fmt.Errorf("PV %s is neither a hostPath nor a local volume with a path", pv.Name)
 	}
-	rel, ok := strings.CutPrefix(filepath.Clean(pv.Spec.HostPath.Path), strings.TrimSuffix(poolPath, "/")+"/")
+	rel, ok := strings.CutPrefix(filepath.Clean(hostPath), strings.TrimSuffix(poolPath, "/")+"/")
 	if !ok || rel == "" || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", fmt.Errorf("PV %s: path %q is not in pool %s", pv.Name, pv.Spec.HostPath.Path, poolPath)
+		return "", fmt.Errorf("PV %s: path %q is not in pool %s", pv.Name, hostPath, poolPath)
 	}
 	dir, err := localcluster.NodeDir(nodesDir, pv.Annotations[PVNodeAnnotation], path.Join(localcluster.PoolPath, rel))
 	if err != nil {

@@ -56,9 +56,17 @@ func TestHostDir(t *testing.T) {
 				HostPath: &corev1.HostPathVolumeSource{Path: path}}},
 		}
 	}
-	got, err := HostDir(pv("n1", "/var/hpvolumes/ns-c-pv"), "/x/nodes", "/var/hpvolumes")
-	if err != nil || got != "/x/nodes/n1/hpvolumes/ns-c-pv" {
-		t.Errorf("HostDir = %q, %v", got, err)
+	// local is pv of a class with volumeType local.
+	local := func(node, path string) *corev1.PersistentVolume {
+		p := pv(node, path)
+		p.Spec.PersistentVolumeSource = corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}}
+		return p
+	}
+	for _, p := range []*corev1.PersistentVolume{pv("n1", "/var/hpvolumes/ns-c-pv"), local("n1", "/var/hpvolumes/ns-c-pv")} {
+		got, err := HostDir(p, "/x/nodes", "/var/hpvolumes")
+		if err != nil || got != "/x/nodes/n1/hpvolumes/ns-c-pv" {
+			t.Errorf("HostDir(%+v) = %q, %v", p.Spec.PersistentVolumeSource, got, err)
+		}
 	}
 	for _, bad := range []*corev1.PersistentVolume{
 		pv("", "/var/hpvolumes/a"),
@@ -66,6 +74,8 @@ func TestHostDir(t *testing.T) {
 		pv("n1", "/var/other/a"),
 		pv("n1", "/var/hpvolumes"),
 		pv("n1", "/var/hpvolumes/../a"),
+		local("n1", "/var/other/a"),
+		local("n1", ""),
 		{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{PVNodeAnnotation: "n1"}}},
 	} {
 		if got, err := HostDir(bad, "/x/nodes", "/var/hpvolumes"); err == nil {

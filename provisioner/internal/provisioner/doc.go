@@ -35,10 +35,11 @@
 //     directory the claim's hostpath.dev/reuse-directory names (after
 //     checking that no PV uses it, then moving its owner record), asks the
 //     node's manager for the directory with the PV as its owner, and returns
-//     the PV with hostPath and node affinity; manager answers map to the
-//     library's states in provisioningState (a directory of another PV is a
-//     final failure: two claims never share one), and finding no manager to
-//     call is retried in background.
+//     the PV (hostPath, or local with the class's volumeType) with node
+//     affinity; manager answers map to the library's states in
+//     provisioningState (a directory of another PV is a final failure: two
+//     claims never share one), and finding no manager to call is retried
+//     in background.
 //  5. ShouldDelete (the DeletionGuard) lets only the instance of the PV's
 //     node delete; Delete removes the directory through the manager, as its
 //     owner, adopting a directory made before owner records first.

@@ -93,7 +93,7 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 			"Created %s on %d/%d nodes (%s); not yet on %s (HostDefinition of the pool PendingForCreation, or manager not Ready): the host definer gives each the directory when it defines it",
 			where, len(ready), len(ready)+len(pending), strings.Join(ready, ", "), quoteAll(pending))
 	}
-	pv.Spec.HostPath.Path = path
+	setPath(pv, path)
 	pv.Annotations[annotations.SizeEnforcement] = enforcementOf(enforcements...)
 	return pv, controller.ProvisioningFinished, nil
 }

@@ -156,6 +156,19 @@ func TestProvisionMultihost(t *testing.T) {
 			name: "unsupported access mode", class: shared, claim: withAccessModes(claim("shared"), "ReadWriteSometimes"), targets: all,
 			wantState: controller.ProvisioningFinished, wantErr: "access mode ReadWriteSometimes is not supported",
 		},
+		{
+			name:  "volumeType local is refused, no manager called",
+			class: class("shared-local", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost", ParamVolumeType: "local"}),
+			claim: claim("shared-local"), targets: all,
+			wantState: controller.ProvisioningFinished, wantErr: `StorageClass parameter "volumeType": "local" is not supported in mode "multihost"`,
+		},
+		{
+			name:  "volumeType hostPath is the default's PV",
+			class: class("shared-hostpath", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}", ParamVolumeType: "hostPath"}),
+			claim: claim("shared-hostpath"), targets: all,
+			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
+			wantPV: wantMultihostPV(class("shared-hostpath", storagev1.VolumeBindingImmediate, nil), claim("shared-hostpath"), "data", "node-a,node-b,node-c", ""),
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,6 +29,30 @@ const (
 	// fail where its pool cannot enforce the claim's size as a limit
 	// (rescheduled to another node when the scheduler chose the node).
 	ParamEnforceSize = hostpathv1.ParamEnforceSize
+	// ParamVolumeType is the kind of PersistentVolume a class's volumes
+	// are: VolumeTypeHostPath (the default) or VolumeTypeLocal. The host
+	// definer does not read it: only node mode allows VolumeTypeLocal, and
+	// the host definer changes multihost volumes only.
+	ParamVolumeType = "volumeType"
+)
+
+// The values of ParamVolumeType.
+const (
+	// VolumeTypeHostPath makes PVs with spec.hostPath of type Directory.
+	VolumeTypeHostPath = "hostPath"
+	// VolumeTypeLocal makes PVs with spec.local on the same directory, and
+	// the same required node affinity to their node: the kubelet then
+	// applies fsGroup and SELinux labels and reports the volume's
+	// statistics. Node mode only. Kubernetes requires node affinity on a
+	// local PV, and a multihost volume could only have one naming the
+	// nodes of its pool, which the host definer extends as nodes join it
+	// (annotations.Nodes). A PV's node affinity cannot change once set:
+	// ValidatePersistentVolumeUpdate (k8s.io/kubernetes
+	// pkg/apis/core/validation) refuses any change but a beta-to-GA label
+	// key up to 1.34, and from 1.35 allows it only with the alpha feature
+	// gate MutablePVNodeAffinity, off by default. So ParseParameters
+	// refuses VolumeTypeLocal in mode multihost.
+	VolumeTypeLocal = "local"
 )
 
 // Defaults of the StorageClass parameters, one per parameter; the pool's
@@ -38,6 +62,7 @@ const (
 	DefaultPool        = hostpathv1.DefaultPool
 	DefaultPathPattern = "${pvc.metadata.namespace}-${pvc.metadata.name}-${pv.metadata.name}"
 	DefaultDirMode     = hostpathv1.DefaultDirMode
+	DefaultVolumeType  = VolumeTypeHostPath
 )
 
 // The variables a pathPattern may use.
@@ -56,7 +81,7 @@ const MaxDirectoryLength = client.MaxVolumeNameLength
 // shortened directory name.
 const hashSuffixLength = 16
 
-var knownParams = []string{ParamMode, ParamPool, ParamPathPattern, ParamDirMode, ParamEnforceSize}
+var knownParams = []string{ParamMode, ParamPool, ParamPathPattern, ParamDirMode, ParamEnforceSize, ParamVolumeType}
 
 // Parameters are a StorageClass's validated parameters.
 type Parameters struct {
@@ -72,6 +97,9 @@ type Parameters struct {
 	// EnforceSize asks the manager to refuse a pool that cannot enforce
 	// the volume's size.
 	EnforceSize bool
+	// VolumeType is VolumeTypeHostPath or VolumeTypeLocal (node mode
+	// only).
+	VolumeType string
 }
 
 // ParameterError is a StorageClass parameter that is unknown or has a bad
@@ -101,7 +129,7 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 			return Parameters{}, &ParameterError{Parameter: k, Problem: "unknown parameter; the known parameters are " + strings.Join(knownParams, ", ")}
 		}
 	}
-	p := Parameters{Mode: DefaultMode, Pool: DefaultPool, PathPattern: DefaultPathPattern, DirMode: DefaultDirMode}
+	p := Parameters{Mode: DefaultMode, Pool: DefaultPool, PathPattern: DefaultPathPattern, DirMode: DefaultDirMode, VolumeType: DefaultVolumeType}
 	if v, ok := params[ParamMode]; ok {
 		switch v {
 		case annotations.ModeNode, annotations.ModeMultihost:
@@ -139,6 +167,21 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 		default:
 			return Parameters{}, &ParameterError{Parameter: ParamEnforceSize, Problem: fmt.Sprintf("%q is not \"true\" or \"false\"", v)}
 		}
+	}
+	if v, ok := params[ParamVolumeType]; ok {
+		switch v {
+		case VolumeTypeHostPath, VolumeTypeLocal:
+			p.VolumeType = v
+		default:
+			return Parameters{}, &ParameterError{Parameter: ParamVolumeType, Problem: fmt.Sprintf("%q is not a volume type; use %q or %q", v, VolumeTypeHostPath, VolumeTypeLocal)}
+		}
+	}
+	if p.VolumeType == VolumeTypeLocal && p.Mode == annotations.ModeMultihost {
+		// See VolumeTypeLocal: the PV's node affinity would have to follow
+		// the nodes the host definer adds, and it cannot.
+		return Parameters{}, &ParameterError{Parameter: ParamVolumeType, Problem: fmt.Sprintf(
+			"%q is not supported in mode %q: a local PersistentVolume needs node affinity naming its nodes, which Kubernetes does not let change once the PV exists, "+
+				"while a multihost volume gets the nodes that join its pool later; use %q, or mode %q", VolumeTypeLocal, annotations.ModeMultihost, VolumeTypeHostPath, annotations.ModeNode)}
 	}
 	return p, nil
 }

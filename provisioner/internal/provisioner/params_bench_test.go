@@ -19,7 +19,7 @@ func BenchmarkDirectory(b *testing.B) {
 		{"literal", "vol-${pv.metadata.name}_of_${pvc.metadata.namespace}.${pvc.metadata.name}", "default", "data"},
 		{"shortened", DefaultPathPattern, strings.Repeat("n", 63), strings.Repeat("c", 253)},
 	} {
-		p := Parameters{Mode: DefaultMode, Pool: DefaultPool, PathPattern: tc.pattern, DirMode: DefaultDirMode}
+		p := Parameters{Mode: DefaultMode, Pool: DefaultPool, PathPattern: tc.pattern, DirMode: DefaultDirMode, VolumeType: DefaultVolumeType}
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -39,7 +39,7 @@ func BenchmarkParseParameters(b *testing.B) {
 		params map[string]string
 	}{
 		{"defaults", nil},
-		{"all", map[string]string{ParamMode: DefaultMode, ParamPool: "fast", ParamPathPattern: DefaultPathPattern, ParamDirMode: "0770"}},
+		{"all", map[string]string{ParamMode: DefaultMode, ParamPool: "fast", ParamPathPattern: DefaultPathPattern, ParamDirMode: "0770", ParamVolumeType: VolumeTypeLocal}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -82,6 +82,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 		pool:     params.Pool,
 		dir:      dir,
 		size:     size,
+		local:    params.VolumeType == VolumeTypeLocal,
 	})
 	if reuse {
 		if state, err := p.reuseDirectory(ctx, mgr, params.Pool, dir, pv); err != nil {
@@ -94,7 +95,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 		return nil, state, err
 	}
 	logger.V(2).Info("Created the volume directory", "node", p.cfg.Node, "pool", params.Pool, "path", vol.Path, "reused", reuse)
-	pv.Spec.HostPath.Path = vol.Path
+	setPath(pv, vol.Path)
 	pv.Annotations[annotations.SizeEnforcement] = enforcementOf(vol.Enforcement)
 	return pv, controller.ProvisioningFinished, nil
 }
@@ -196,6 +197,9 @@ type pvInput struct {
 	// node and hostname are those of a node-mode volume.
 	node     string
 	hostname string
+	// local makes a local PV (VolumeTypeLocal, node mode only) instead of
+	// a hostPath one.
+	local bool
 	// multihost says that the volume is of mode multihost; nodes hold its
 	// directory and pending get it later, from the host definer.
 	multihost bool
@@ -223,8 +227,10 @@ func reclaimPolicy(class *storagev1.StorageClass) v1.PersistentVolumeReclaimPoli
 }
 
 // buildPV returns the PV of a volume, but for what the managers answer
-// (the host path and annotations.SizeEnforcement): with node affinity to
-// its node in node mode, without any for a multihost volume. It is made
+// (the host path, see setPath, and annotations.SizeEnforcement): a
+// hostPath of type Directory, or a local volume when in.local; with node
+// affinity to its node in node mode, without any for a multihost volume
+// (which is never local: see VolumeTypeLocal). It is made
 // before the directory, whose create request is made from it
 // (client.NewCreateVolumeRequest), so the owner records start with the
 // PV's reclaim policy (annotations.RecordedPolicy). The library adds the
@@ -252,9 +258,7 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 			PersistentVolumeReclaimPolicy: reclaimPolicy(in.class),
 			MountOptions:                  slices.Clone(in.class.MountOptions),
 			VolumeMode:                    ptr.To(v1.PersistentVolumeFilesystem),
-			PersistentVolumeSource: v1.PersistentVolumeSource{
-				HostPath: &v1.HostPathVolumeSource{Type: ptr.To(v1.HostPathDirectory)},
-			},
+			PersistentVolumeSource:        volumeSource(in.local),
 		},
 	}
 	pv.Annotations[annotations.RecordedPolicy] = client.RecordedReclaimPolicy(pv)
@@ -277,6 +281,27 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 		}},
 	}}
 	return pv
+}
+
+// volumeSource is the source of a PV without its path: a local volume
+// (no fsType: the path is a directory, not a block device), or a hostPath
+// of type Directory.
+func volumeSource(local bool) v1.PersistentVolumeSource {
+	if local {
+		return v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{}}
+	}
+	return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Type: ptr.To(v1.HostPathDirectory)}}
+}
+
+// setPath sets the host path of the directory of a PV that buildPV made,
+// in its source, whichever it is.
+func setPath(pv *v1.PersistentVolume, path string) {
+	switch s := &pv.Spec.PersistentVolumeSource; {
+	case s.Local != nil:
+		s.Local.Path = path
+	case s.HostPath != nil:
+		s.HostPath.Path = path
+	}
 }
 
 // Delete takes a Released PV's directory to its final state on every node

@@ -9,12 +9,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -54,6 +56,14 @@ func wantPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir stri
 	}
 }
 
+// wantLocalPV is wantPV with spec.local on the same path instead of
+// spec.hostPath (volumeType local).
+func wantLocalPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir string) *v1.PersistentVolume {
+	pv := wantPV(class, c, dir)
+	pv.Spec.PersistentVolumeSource = v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: pv.Spec.HostPath.Path}}
+	return pv
+}
+
 func TestProvision(t *testing.T) {
 	retainClass := class("retain", storagev1.VolumeBindingImmediate, map[string]string{ParamPool: "default", ParamDirMode: "0770", ParamPathPattern: "${pvc.metadata.name}.${pv.metadata.name}"})
 	retainClass.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
@@ -61,6 +71,11 @@ func TestProvision(t *testing.T) {
 	immediate := class("immediate", storagev1.VolumeBindingImmediate, nil)
 	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil)
 	defaultDir := "ns-data-" + testPVName
+	local := class("local", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamMode: "node", ParamVolumeType: "local"})
+	localRetain := class("local-retain", storagev1.VolumeBindingImmediate, map[string]string{ParamVolumeType: "local", ParamPathPattern: "${pvc.metadata.name}"})
+	localRetain.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
+	localRetain.MountOptions = []string{"noatime"}
+	hostPathClass := class("hostpath", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamVolumeType: "hostPath"})
 
 	shared := class("shared", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamPathPattern: "${pvc.metadata.name}"})
 	longName := strings.Repeat("a", 253)
@@ -109,6 +124,34 @@ func TestProvision(t *testing.T) {
 			claim:     withAccessModes(claim("retain", annotations.KubevirtProvisionOnNode+"="+selfNode), v1.ReadWriteOncePod, v1.ReadOnlyMany),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data." + testPVName + " 0770 1Gi by " + testPVName,
 			wantPV: wantPV(retainClass, withAccessModes(claim("retain"), v1.ReadWriteOncePod, v1.ReadOnlyMany), "data."+testPVName),
+		},
+		{
+			name: "volumeType local: a local PV on the same path, with node affinity", class: local,
+			claim:     claim("local", annotations.SelectedNode+"="+selfNode),
+			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
+			wantPV: wantLocalPV(local, claim("local"), defaultDir),
+		},
+		{
+			name: "volumeType local with Retain, mount options and a pinned Immediate claim", class: localRetain,
+			claim:     claim("local-retain", annotations.ProvisionOnNode+"="+selfNode),
+			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
+			wantPV: wantLocalPV(localRetain, claim("local-retain"), "data"),
+		},
+		{
+			name: "volumeType local: ReadWriteMany is refused as in node mode", class: local,
+			claim:     withAccessModes(claim("local", annotations.SelectedNode+"="+selfNode), v1.ReadWriteMany),
+			wantState: controller.ProvisioningFinished, wantErr: "ReadWriteMany is not supported in mode \"node\"",
+		},
+		{
+			name: "volumeType hostPath is the default's PV", class: hostPathClass,
+			claim:     claim("hostpath", annotations.SelectedNode+"="+selfNode),
+			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
+			wantPV: wantPV(hostPathClass, claim("hostpath"), defaultDir),
+		},
+		{
+			name: "bad volumeType", class: class("bad", storagev1.VolumeBindingImmediate, map[string]string{ParamVolumeType: "Local"}),
+			claim:     claim("bad", annotations.ProvisionOnNode+"="+selfNode),
+			wantState: controller.ProvisioningFinished, wantErr: `StorageClass parameter "volumeType": "Local" is not a volume type; use "hostPath" or "local"`,
 		},
 		{
 			name: "ReadWriteMany is refused", class: immediate,
@@ -398,6 +441,52 @@ func TestProvisionSelectedNodeGone(t *testing.T) {
 				t.Errorf("Provision = %v, %s; want no PV, %s", pv, state, tc.wantState)
 			}
 			checkErr(t, err, tc.wantIgnored, tc.wantErr)
+		})
+	}
+}
+
+// TestBuildPVVolumeType checks the source of a node-mode PV of either
+// volume type: a local PV has spec.local (no fsType), no hostPath, the
+// required node affinity a local PV must have and volumeMode Filesystem;
+// setPath puts the managers' path in whichever source it has, where
+// hostpathv1.VolumePath, which e2e and the tools read PVs' paths with,
+// finds it.
+func TestBuildPVVolumeType(t *testing.T) {
+	const path = "/var/hpvolumes/d"
+	affinity := &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+		MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{"host-a"}}},
+	}}}}
+	tests := []struct {
+		name  string
+		local bool
+		want  v1.PersistentVolumeSource
+	}{
+		{name: "hostPath", want: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: path, Type: ptr.To(v1.HostPathDirectory)}}},
+		{name: "local", local: true, want: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: path}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pv := buildPV(pvInput{name: "pv", class: class("c", storagev1.VolumeBindingWaitForFirstConsumer, nil), claim: claim("c"),
+				pool: "default", dir: "d", size: resource.MustParse("1Gi"), node: "node-a", hostname: "host-a", local: tc.local})
+			if got := hostpathv1.VolumePath(pv); got != "" {
+				t.Errorf("path before setPath = %q, want none", got)
+			}
+			setPath(pv, path)
+			if !equality.Semantic.DeepEqual(pv.Spec.PersistentVolumeSource, tc.want) {
+				t.Errorf("source = %+v, want %+v", pv.Spec.PersistentVolumeSource, tc.want)
+			}
+			if got := hostpathv1.VolumePath(pv); got != path {
+				t.Errorf("hostpathv1.VolumePath = %q, want %q", got, path)
+			}
+			if !equality.Semantic.DeepEqual(pv.Spec.NodeAffinity, affinity) {
+				t.Errorf("node affinity = %+v, want %+v", pv.Spec.NodeAffinity, affinity)
+			}
+			if pv.Spec.VolumeMode == nil || *pv.Spec.VolumeMode != v1.PersistentVolumeFilesystem {
+				t.Errorf("volumeMode = %v, want Filesystem", pv.Spec.VolumeMode)
+			}
+			if pv.Annotations[annotations.Node] != "node-a" || pv.Annotations[annotations.Mode] != annotations.ModeNode {
+				t.Errorf("annotations = %v", pv.Annotations)
+			}
 		})
 	}
 }

@@ -122,6 +122,20 @@ func MultihostDirectoryOf(pv *corev1.PersistentVolume, provisioner string) (Mult
 	}, true
 }
 
+// VolumePath returns the host path of the directory of a PV of the
+// provisioner: spec.hostPath.path, or spec.local.path for a PV of a class
+// with volumeType local; "" for a PV of any other source. Code that needs
+// a PV's path reads it here, so it works for both.
+func VolumePath(pv *corev1.PersistentVolume) string {
+	switch s := pv.Spec.PersistentVolumeSource; {
+	case s.HostPath != nil:
+		return s.HostPath.Path
+	case s.Local != nil:
+		return s.Local.Path
+	}
+	return ""
+}
+
 // ClassPool returns the pool a StorageClass of the provisioner names by its
 // parameters: ParamPool, DefaultPool when it is absent. An empty value is
 // returned as it is (an invalid pool name, which the provisioner refuses).

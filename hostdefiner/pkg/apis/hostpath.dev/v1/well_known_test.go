@@ -37,3 +37,24 @@ func TestMultihostDirectoryOf(t *testing.T) {
 		})
 	}
 }
+
+func TestVolumePath(t *testing.T) {
+	tests := []struct {
+		name   string
+		source corev1.PersistentVolumeSource
+		want   string
+	}{
+		{name: "hostPath", source: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/hpvolumes/d"}}, want: "/var/hpvolumes/d"},
+		{name: "local", source: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/var/hpvolumes/d"}}, want: "/var/hpvolumes/d"},
+		{name: "another source", source: corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "s", Path: "/export"}}},
+		{name: "none"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pv := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: tc.source}}
+			if got := VolumePath(pv); got != tc.want {
+				t.Errorf("VolumePath() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
