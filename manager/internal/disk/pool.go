@@ -103,6 +103,7 @@ func (s *Store) poolInfo(p *pool) client.Pool {
 	}
 	info.CapacityBytes, info.FreeBytes = st.CapacityBytes, st.FreeBytes
 	info.Inodes, info.FreeInodes = st.Inodes, st.FreeInodes
+	info.ReadOnly = st.ReadOnly
 	if err := s.sizes.fill(&info, p, root); err != nil {
 		info.Error = err.Error()
 	}
@@ -136,18 +137,26 @@ func kindOf(fi fs.FileInfo) string {
 	}
 }
 
-// fsStats are a filesystem's sizes.
+// fsStats are a filesystem's sizes, and whether it can be written.
 type fsStats struct {
 	CapacityBytes, FreeBytes, Inodes, FreeInodes int64
+	// ReadOnly says that the filesystem, or the mount the pool is on, is
+	// read-only (statfs's ST_RDONLY).
+	ReadOnly bool
 }
 
+// statfsOf reads the statistics of the filesystem of an open file: statfs,
+// replaced by tests that need a read-only pool.
+var statfsOf = statfs
+
+// statRoot reads the statistics of the filesystem of the pool root.
 func statRoot(root *os.Root) (fsStats, error) {
 	f, err := root.Open(".")
 	if err != nil {
 		return fsStats{}, fmt.Errorf("open pool root: %w", err)
 	}
 	defer f.Close()
-	st, err := statfs(f)
+	st, err := statfsOf(f)
 	if err != nil {
 		return fsStats{}, fmt.Errorf("statfs %s: %w", root.Name(), err)
 	}

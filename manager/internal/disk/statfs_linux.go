@@ -11,11 +11,20 @@ func statfs(f *os.File) (fsStats, error) {
 	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
 		return fsStats{}, err
 	}
+	return statsOf(&st), nil
+}
+
+// statsOf reads the figures of a statfs answer: sizes in bytes from blocks
+// of st.Bsize, and ReadOnly from the flag ST_RDONLY, which the kernel sets
+// for a filesystem mounted read-only and for a read-only mount (a bind
+// mount with ro, or a filesystem remounted read-only after errors).
+func statsOf(st *unix.Statfs_t) fsStats {
 	bs := int64(st.Bsize)
 	return fsStats{
 		CapacityBytes: int64(st.Blocks) * bs,
 		FreeBytes:     int64(st.Bavail) * bs,
 		Inodes:        int64(st.Files),
 		FreeInodes:    int64(st.Ffree),
-	}, nil
+		ReadOnly:      st.Flags&unix.ST_RDONLY != 0,
+	}
 }

@@ -928,6 +928,44 @@ func TestPreparePoolAndHost(t *testing.T) {
 	}
 }
 
+// TestHostReadOnlyPool checks that GET /v1/host says readOnly for a pool
+// whose filesystem statfs reports read-only, and only then: statfsOf is
+// replaced, as a read-only mount needs privileges a unit test lacks.
+func TestHostReadOnlyPool(t *testing.T) {
+	tests := []struct {
+		name     string
+		readOnly bool
+	}{
+		{name: "read-write"},
+		{name: "read-only", readOnly: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			e := newTestEnv(t)
+			saved := statfsOf
+			t.Cleanup(func() { statfsOf = saved })
+			statfsOf = func(*os.File) (fsStats, error) {
+				return fsStats{CapacityBytes: 1 << 30, FreeBytes: 1 << 29, ReadOnly: tc.readOnly}, nil
+			}
+			h, err := e.store.Host(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(h.Pools) != 1 || h.Pools[0].ReadOnly != tc.readOnly || h.Pools[0].Error != "" {
+				t.Errorf("Host pools = %+v, want one without an error, readOnly %v", h.Pools, tc.readOnly)
+			}
+			body, err := json.Marshal(h.Pools[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(string(body), `"readOnly":true`); got != tc.readOnly {
+				t.Errorf("pool JSON %s: readOnly present %v, want %v", body, got, tc.readOnly)
+			}
+		})
+	}
+}
+
 func TestConcurrentCreateDelete(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)

@@ -194,6 +194,11 @@ type Pool struct {
 	// smaller of FreeBytes and CapacityBytes × OvercommitRatio −
 	// PromisedBytes (never negative).
 	AvailableBytes int64 `json:"availableBytes"`
+	// ReadOnly says that the pool's filesystem, or the mount the manager
+	// sees it through, is read-only (statfs reports ST_RDONLY: mounted ro,
+	// or remounted read-only after errors): no volume can be created in
+	// it, and its volumes cannot be written.
+	ReadOnly bool `json:"readOnly,omitempty"`
 	// Error is set when the pool's statistics could not be read (for
 	// example, the path does not exist yet).
 	Error string `json:"error,omitempty"`

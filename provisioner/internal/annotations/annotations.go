@@ -86,6 +86,33 @@ const (
 	SizeUsed = "hostpath.dev/size-used"
 )
 
+// Health on a PersistentVolume is the condition of its directory, as the
+// provisioner instance of the node that holds it saw it last (package
+// usage): absent (or "") when healthy, else one of the Health* values. A
+// multihost PV's says the condition of each node whose copy is not
+// healthy, sorted by node and comma-separated: "node-a=DirectoryMissing,
+// node-c=PoolReadOnly". It is written only when a condition changes, and
+// an event goes with each change, so a restarted instance that finds the
+// condition it sees recorded says nothing again.
+const Health = "hostpath.dev/health"
+
+// The values of Health, one condition at a time, the most severe first
+// when several hold.
+const (
+	// HealthPoolMissing: the manager answers PoolNotFound for the pool
+	// (not configured on the node, or its directory is gone).
+	HealthPoolMissing = "PoolMissing"
+	// HealthDirectoryMissing: the pool is there and the volume's directory
+	// is not.
+	HealthDirectoryMissing = "DirectoryMissing"
+	// HealthPoolReadOnly: the pool's filesystem, or its mount, is
+	// read-only (the manager's GET /v1/host says readOnly).
+	HealthPoolReadOnly = "PoolReadOnly"
+	// HealthUsageHigh: the volume, whose size is enforced, uses at least
+	// --usage-warning-threshold percent of it.
+	HealthUsageHigh = "UsageHigh"
+)
+
 // ControlPlaneRole is the label and taint key of control-plane nodes
 // (node-role.kubernetes.io/control-plane, as kubeadm sets them). The node
 // agents tolerate its taint only with the kustomize component that adds

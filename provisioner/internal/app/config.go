@@ -33,6 +33,7 @@ import (
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
 	"hostpath.dev/provisioner/internal/ownership"
+	"hostpath.dev/provisioner/internal/usage"
 )
 
 // userAgent identifies the provisioner to the API server.
@@ -63,6 +64,9 @@ type Config struct {
 	Metrics metrics.Metrics
 	// FanoutMetrics are those of multihost fan-outs, served from Registry.
 	FanoutMetrics *fanout.Metrics
+	// UsageMetrics are the usage of the node's volumes, served from
+	// Registry.
+	UsageMetrics *usage.Metrics
 	// Registry is what /metrics serves.
 	Registry *prometheus.Registry
 	// MetricsGuard lets only callers allowed get on /metrics (and on the
@@ -104,9 +108,10 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	c.Recorder = c.Broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: o.ProvisionerName, Host: o.NodeName})
 	c.Metrics = metrics.New("controller")
 	c.FanoutMetrics = fanout.NewMetrics()
+	c.UsageMetrics = usage.NewMetrics()
 	var reviewMetrics []prometheus.Collector
 	c.MetricsGuard, reviewMetrics = review.MetricsGuard(clientset.AuthenticationV1().TokenReviews(), clientset.AuthorizationV1().SubjectAccessReviews(), o.Namespace, "hostpath-provisioner")
-	c.Registry = newRegistry(c.Metrics, c.FanoutMetrics, reviewMetrics...)
+	c.Registry = newRegistry(c.Metrics, c.FanoutMetrics, c.UsageMetrics, reviewMetrics...)
 	return c, nil
 }
 
@@ -286,9 +291,10 @@ func (o *Options) newResolver(inf *Informers) (*managers.Resolver, error) {
 
 // newRegistry returns the registry /metrics serves: the Go and process
 // collectors, the library's provisioning and deletion metrics, those of
-// multihost fan-outs and the extra ones (the metrics guard's reviews).
-func newRegistry(m metrics.Metrics, f *fanout.Metrics, extra ...prometheus.Collector) *prometheus.Registry {
-	return component.NewRegistry(append(append(f.Collectors(), extra...),
+// multihost fan-outs, the usage of the node's volumes and the extra ones
+// (the metrics guard's reviews).
+func newRegistry(m metrics.Metrics, f *fanout.Metrics, u *usage.Metrics, extra ...prometheus.Collector) *prometheus.Registry {
+	return component.NewRegistry(append(append(append(f.Collectors(), u.Collectors()...), extra...),
 		m.PersistentVolumeClaimProvisionTotal,
 		m.PersistentVolumeClaimProvisionFailedTotal,
 		m.PersistentVolumeClaimProvisionDurationSeconds,

@@ -45,4 +45,15 @@ current-context: none
 	if len(missing) != 0 {
 		t.Errorf("%s queries %q, which the provisioner does not export", dashboard.File, missing)
 	}
+	// The volume gauges have no series before a refresh; the registry
+	// describes them all the same.
+	described, err := dashboard.Described(c.Registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"hostpath_provisioner_volume_used_bytes", "hostpath_provisioner_volume_capacity_bytes"} {
+		if !described[name] {
+			t.Errorf("the registry does not describe %s", name)
+		}
+	}
 }

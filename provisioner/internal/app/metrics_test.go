@@ -12,11 +12,12 @@ import (
 
 	"hostpath.dev/manager/pkg/component"
 	"hostpath.dev/provisioner/internal/fanout"
+	"hostpath.dev/provisioner/internal/usage"
 )
 
 // TestHealthAndMetrics checks what --metrics-address serves: liveness,
 // readiness once the caches synced, and the library's metrics from the
-// registry Complete builds.
+// registry Complete builds, with the fan-out and volume usage metrics.
 func TestHealthAndMetrics(t *testing.T) {
 	m := metrics.New("controller")
 	m.PersistentVolumeClaimProvisionFailedTotal.WithLabelValues("fast", "").Inc()
@@ -24,7 +25,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	mux := http.NewServeMux()
 	f := fanout.NewMetrics()
 	f.Observe(fanout.OperationCreate, fanout.Results{Nodes: []fanout.Result{{Node: "n1"}}})
-	component.HealthHandlers(mux, newRegistry(m, f), &ready, nil)
+	component.HealthHandlers(mux, newRegistry(m, f, usage.NewMetrics()), &ready, nil)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 

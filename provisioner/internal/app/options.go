@@ -28,34 +28,35 @@ import (
 
 // Flag names.
 const (
-	FlagNodeName             = "node-name"
-	FlagProvisionerName      = "provisioner-name"
-	FlagKubeconfig           = "kubeconfig"
-	FlagKubeAPIQPS           = "kube-api-qps"
-	FlagKubeAPIBurst         = "kube-api-burst"
-	FlagEventQPS             = "event-qps"
-	FlagEventBurst           = "event-burst"
-	FlagWorkers              = "workers"
-	FlagResyncPeriod         = "resync-period"
-	FlagMetricsAddress       = "metrics-address"
-	FlagNamespace            = "namespace"
-	FlagInstanceSelector     = "instance-selector"
-	FlagManagerNamespace     = "manager-namespace"
-	FlagManagerSelector      = "manager-selector"
-	FlagManagerPort          = "manager-port"
-	FlagManagerURL           = "manager-url"
-	FlagManagerCAFile        = "manager-ca-file"
-	FlagManagerServerName    = "manager-server-name"
-	FlagManagerTokenFile     = "manager-token-file"
-	FlagManagerTimeout       = "manager-timeout"
-	FlagManagerDeleteTimeout = "manager-delete-timeout"
-	FlagOrphanSweepPeriod    = "orphan-sweep-period"
-	FlagNodeGoneGracePeriod  = "node-gone-grace-period"
-	FlagOrphanGracePeriod    = "orphan-grace-period"
-	FlagUsageInterval        = "usage-interval"
-	FlagFanoutWorkers        = "fanout-workers"
-	FlagFanoutNodeTimeout    = "fanout-node-timeout"
-	FlagFanoutAttempts       = "fanout-attempts"
+	FlagNodeName              = "node-name"
+	FlagProvisionerName       = "provisioner-name"
+	FlagKubeconfig            = "kubeconfig"
+	FlagKubeAPIQPS            = "kube-api-qps"
+	FlagKubeAPIBurst          = "kube-api-burst"
+	FlagEventQPS              = "event-qps"
+	FlagEventBurst            = "event-burst"
+	FlagWorkers               = "workers"
+	FlagResyncPeriod          = "resync-period"
+	FlagMetricsAddress        = "metrics-address"
+	FlagNamespace             = "namespace"
+	FlagInstanceSelector      = "instance-selector"
+	FlagManagerNamespace      = "manager-namespace"
+	FlagManagerSelector       = "manager-selector"
+	FlagManagerPort           = "manager-port"
+	FlagManagerURL            = "manager-url"
+	FlagManagerCAFile         = "manager-ca-file"
+	FlagManagerServerName     = "manager-server-name"
+	FlagManagerTokenFile      = "manager-token-file"
+	FlagManagerTimeout        = "manager-timeout"
+	FlagManagerDeleteTimeout  = "manager-delete-timeout"
+	FlagOrphanSweepPeriod     = "orphan-sweep-period"
+	FlagNodeGoneGracePeriod   = "node-gone-grace-period"
+	FlagOrphanGracePeriod     = "orphan-grace-period"
+	FlagUsageInterval         = "usage-interval"
+	FlagUsageWarningThreshold = "usage-warning-threshold"
+	FlagFanoutWorkers         = "fanout-workers"
+	FlagFanoutNodeTimeout     = "fanout-node-timeout"
+	FlagFanoutAttempts        = "fanout-attempts"
 )
 
 // Environment variables that give flags their default.
@@ -148,9 +149,14 @@ type Options struct {
 	// OrphanGracePeriod is how old an owner record must be before its
 	// directory can count as orphaned.
 	OrphanGracePeriod time.Duration
-	// UsageInterval is how often the annotation hostpath.dev/size-used
-	// of the node's PVs is refreshed; 0 turns it off.
+	// UsageInterval is how often the annotations hostpath.dev/size-used
+	// and hostpath.dev/health of the node's PVs are refreshed; 0 turns it
+	// off.
 	UsageInterval time.Duration
+	// UsageWarningThreshold is the usage, in percent of a volume's
+	// enforced size, from which the volume gets a Warning VolumeUsageHigh
+	// (0 to 100; 0 turns that warning off).
+	UsageWarningThreshold int
 	// FanoutWorkers bounds the manager calls in flight of one multihost
 	// create or delete.
 	FanoutWorkers int
@@ -181,14 +187,15 @@ func NewOptions() *Options {
 		ManagerPort:      DefaultManagerPort,
 		ManagerTokenFile: DefaultManagerTokenFile,
 
-		ManagerTimeout:       DefaultManagerTimeout,
-		ManagerDeleteTimeout: DefaultManagerDeleteTimeout,
-		OrphanSweepPeriod:    reclaim.DefaultSweepPeriod,
-		OrphanGracePeriod:    reclaim.DefaultSweepGrace,
-		UsageInterval:        usage.DefaultInterval,
-		FanoutWorkers:        DefaultFanoutWorkers,
-		FanoutNodeTimeout:    DefaultFanoutNodeTimeout,
-		FanoutAttempts:       DefaultFanoutAttempts,
+		ManagerTimeout:        DefaultManagerTimeout,
+		ManagerDeleteTimeout:  DefaultManagerDeleteTimeout,
+		OrphanSweepPeriod:     reclaim.DefaultSweepPeriod,
+		OrphanGracePeriod:     reclaim.DefaultSweepGrace,
+		UsageInterval:         usage.DefaultInterval,
+		UsageWarningThreshold: usage.DefaultWarningThreshold,
+		FanoutWorkers:         DefaultFanoutWorkers,
+		FanoutNodeTimeout:     DefaultFanoutNodeTimeout,
+		FanoutAttempts:        DefaultFanoutAttempts,
 	}
 }
 
@@ -218,7 +225,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.NodeGoneGracePeriod, FlagNodeGoneGracePeriod, o.NodeGoneGracePeriod, "Off when 0 (the default). Otherwise, how long the Node object of a node-mode PV must have been deleted before the PV is deleted too, when its reclaim policy is Delete and it is not Bound (its directory went with the node); such PVs are marked hostpath.dev/node-gone-since with a NodeGone event at once, and unmarked if the Node comes back. Retain PVs stay, marked. A NotReady, cordoned or rebooting node keeps its Node object: its PVs are never touched.")
 	fs.DurationVar(&o.OrphanSweepPeriod, FlagOrphanSweepPeriod, o.OrphanSweepPeriod, "How often this instance sweeps its node's pools (and at once when this node's manager turns Ready): directories whose owner PV no longer exists go by the reclaim policy kept in their owner record (Delete: removed; Retain: kept; none: removed only when empty); 0 turns it off.")
 	fs.DurationVar(&o.OrphanGracePeriod, FlagOrphanGracePeriod, o.OrphanGracePeriod, "How long after its owner record was written a directory may count as orphaned; keep it well above the time a PV takes to be saved.")
-	fs.DurationVar(&o.UsageInterval, FlagUsageInterval, o.UsageInterval, "How often this instance refreshes the annotation "+annotations.SizeUsed+" on its node's PVs whose pool enforces their size: what the volume uses, rounded up to a whole MiB, written again when it moved by 1 MiB or more; 0 turns it off.")
+	fs.DurationVar(&o.UsageInterval, FlagUsageInterval, o.UsageInterval, "How often this instance refreshes the annotation "+annotations.SizeUsed+" on its node's PVs whose pool enforces their size (what the volume uses, rounded up to a whole MiB, written again when it moved by 1 MiB or more), looks at the health of their directories ("+annotations.Health+", with an event at each change) and refreshes the volume metrics; 0 turns all of it off.")
+	fs.IntVar(&o.UsageWarningThreshold, FlagUsageWarningThreshold, o.UsageWarningThreshold, "The usage, in percent of a volume's enforced size, from which the volume's claim and PV get a Warning VolumeUsageHigh (once; a Normal VolumeHealthy when the usage falls 5 points below it, or below half of a threshold under 10); 0 to 100, 0 turns the warning off. Only volumes whose pool enforces their size are looked at.")
 	fs.DurationVar(&o.ManagerDeleteTimeout, FlagManagerDeleteTimeout, o.ManagerDeleteTimeout, "The time limit of a manager delete, which removes a whole directory tree; keep it no shorter than the managers' --write-timeout.")
 	fs.IntVar(&o.FanoutWorkers, FlagFanoutWorkers, o.FanoutWorkers, "The most manager calls in flight at once for one multihost volume's create or delete.")
 	fs.DurationVar(&o.FanoutNodeTimeout, FlagFanoutNodeTimeout, o.FanoutNodeTimeout, "The time limit of one attempt to create a multihost volume's directory on one node (an attempt to delete it is bounded by --"+FlagManagerDeleteTimeout+").")
@@ -278,6 +286,9 @@ func (o *Options) Validate() error {
 	}
 	if o.UsageInterval < 0 {
 		errs = append(errs, fmt.Errorf("--%s must not be negative", FlagUsageInterval))
+	}
+	if o.UsageWarningThreshold < 0 || o.UsageWarningThreshold > 100 {
+		errs = append(errs, fmt.Errorf("--%s must be a percentage from 0 to 100 (0 turns the warning off)", FlagUsageWarningThreshold))
 	}
 	if o.FanoutWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--%s must be at least 1", FlagFanoutWorkers))

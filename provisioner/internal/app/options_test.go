@@ -47,6 +47,17 @@ func TestOptions(t *testing.T) {
 			name: "negative usage interval", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
 			args: []string{"--usage-interval=-1s"}, wantErr: []string{"--usage-interval must not be negative"},
 		},
+		{name: "usage warning threshold", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--usage-warning-threshold=80"}},
+		{name: "usage warning off", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--usage-warning-threshold=0"}},
+		{name: "usage warning when full", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--usage-warning-threshold=100"}},
+		{
+			name: "usage warning threshold over 100", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
+			args: []string{"--usage-warning-threshold=101"}, wantErr: []string{"--usage-warning-threshold must be a percentage from 0 to 100"},
+		},
+		{
+			name: "negative usage warning threshold", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
+			args: []string{"--usage-warning-threshold=-1"}, wantErr: []string{"--usage-warning-threshold must be a percentage from 0 to 100"},
+		},
 		{name: "node-gone grace period", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--node-gone-grace-period=24h"}},
 		{
 			name: "negative node-gone grace period", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
@@ -102,7 +113,7 @@ func TestOptions(t *testing.T) {
 
 // TestDefaults checks the defaults that must match the contract and the
 // manager: its HTTPS port, tokens of the manager's audience, the client's
-// time limits; and the usage refresher's interval.
+// time limits; and the usage refresher's interval and warning threshold.
 func TestDefaults(t *testing.T) {
 	o := NewOptions()
 	if o.ManagerTokenFile != "/var/run/secrets/hostpath.dev/manager/token" || o.ManagerTokenFile == client.DefaultTokenFile {
@@ -116,6 +127,9 @@ func TestDefaults(t *testing.T) {
 	}
 	if o.UsageInterval != time.Minute {
 		t.Errorf("UsageInterval = %s, want 1m", o.UsageInterval)
+	}
+	if o.UsageWarningThreshold != 90 {
+		t.Errorf("UsageWarningThreshold = %d, want 90", o.UsageWarningThreshold)
 	}
 	if o.NodeGoneGracePeriod != 0 {
 		t.Errorf("NodeGoneGracePeriod = %s, want 0 (off)", o.NodeGoneGracePeriod)

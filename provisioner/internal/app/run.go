@@ -173,7 +173,8 @@ func (c *Config) wire(logger klog.Logger) *parts {
 		ProvisionerName: c.ProvisionerName, Node: c.NodeName, FieldManager: provisioner.FieldManager,
 		Client: c.Kube, Volumes: inf.Volumes.Lister(), Synced: []cache.InformerSynced{inf.Volumes.Informer().HasSynced},
 		Managers: managersAs(c.Resolver, func(m *client.Client) usage.Manager { return m }),
-		Interval: c.UsageInterval,
+		Interval: c.UsageInterval, WarningThreshold: c.UsageWarningThreshold,
+		Recorder: c.Recorder, Metrics: c.UsageMetrics,
 	})
 	p.ctrl = controller.NewProvisionController(logger, c.Kube, c.ProvisionerName, p.prov,
 		controller.LeaderElection(false),

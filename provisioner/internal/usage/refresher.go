@@ -1,43 +1,76 @@
 // Package usage keeps the annotation annotations.SizeUsed
 // (hostpath.dev/size-used) of each node's PersistentVolumes up to date, so
 // that operators see what a volume uses with kubectl describe pv or
-// kubectl get pv -o custom-columns=USED:.metadata.annotations.hostpath\.dev/size-used.
+// kubectl get pv -o custom-columns=USED:.metadata.annotations.hostpath\.dev/size-used,
+// watches the health of their directories (annotations.Health, with an
+// event at each change), and exports their usage as metrics (Metrics).
 //
 // Each instance of the provisioner runs one Refresher for its own node.
 // Every Config.Interval it:
 //
-//  1. lists, from the PersistentVolume cache, the PVs of this provisioner in
-//     node mode (annotation hostpath.dev/mode absent or "node") whose node
-//     is the instance's own, that are not under deletion and that name a
-//     pool and a directory;
-//  2. asks the node's manager for the volumes of each of their pools, one
-//     call per pool (GET /v1/pools/{pool}/volumes);
-//  3. for each PV whose volume reports usedBytes (its pool enforces its
-//     size, so a quota counts what it uses), merge-patches the annotation
-//     when it is absent, unreadable, or at least 1 MiB away from the used
-//     bytes.
+//  1. lists, from the PersistentVolume cache, the PVs of this provisioner
+//     that are not under deletion, name a pool and a directory, and are on
+//     the instance's own node: a node-mode PV (annotation hostpath.dev/mode
+//     absent or "node") whose hostpath.dev/node is it, or a multihost PV
+//     whose hostpath.dev/nodes lists it;
+//  2. asks the node's manager for its pools (GET /v1/host, which says
+//     which are read-only), then for the volumes of each of the PVs' pools,
+//     one call per pool (GET /v1/pools/{pool}/volumes);
+//  3. for each node-mode PV whose volume reports usedBytes (its pool
+//     enforces its size, so a quota counts what it uses), sets the
+//     annotation when it is absent, unreadable, or at least 1 MiB away
+//     from the used bytes;
+//  4. for each PV whose directory is looked at (checksHealth), finds its
+//     condition on this node (see health.go): PoolMissing (the list
+//     answered PoolNotFound), DirectoryMissing (the list succeeded without
+//     the directory), PoolReadOnly (GET /v1/host says readOnly), UsageHigh
+//     (usedBytes at least Config.WarningThreshold percent of sizeBytes),
+//     or healthy; when it differs from the one annotations.Health records,
+//     writes the new one and emits one event on the PV and, while Bound, on
+//     its claim: a Warning (VolumeUsageHigh, VolumeDirectoryMissing,
+//     PoolReadOnly, PoolMissing) or, back to healthy, a Normal
+//     VolumeHealthy;
+//  5. replaces the series of Metrics with the usage of the Bound PVs.
 //
-// The value is the used bytes rounded up to a whole MiB, as a
-// resource.Quantity in binary SI canonical form: "0", "24Mi", "1536Mi",
-// "2Gi". Once written it stays until the usage moves 1 MiB or more away
-// from it, so the annotation is always less than 1 MiB off the usage seen
-// at the last refresh, and an idle volume costs no write at all.
+// Steps 3 and 4 write one merge patch per PV, and only when something
+// changed: an idle, healthy volume costs no write at all, and an event
+// goes with each change of condition, not with each refresh. As the
+// condition is kept on the PV, a restarted instance that finds the
+// condition recorded says nothing again.
+//
+// The value of annotations.SizeUsed is the used bytes rounded up to a
+// whole MiB, as a resource.Quantity in binary SI canonical form: "0",
+// "24Mi", "1536Mi", "2Gi". Once written it stays until the usage moves
+// 1 MiB or more away from it, so the annotation is always less than 1 MiB
+// off the usage seen at the last refresh.
 //
 // A PV whose volume reports no usage (its size is not enforced) gets no
-// annotation, and one it already has is left as it is. Multihost PVs are
-// skipped: their directory is a different one on each node, with its own
-// usage, which one annotation cannot state. A failure (no manager, a pool
-// that cannot be listed, a patch refused) is logged, and the refresh goes
-// on with the other pools and PVs; the next one comes on time.
+// annotations.SizeUsed, and one it already has is left as it is.
+// Multihost PVs get none either: their directory is a different one on
+// each node, with its own usage, which one annotation cannot state. Their
+// health is per node: each node's instance looks at its own copy, records
+// its condition as a "node=condition" entry of annotations.Health, and its
+// events name the node. As several instances write that one annotation,
+// their patches carry the resourceVersion the cache saw; a conflict is
+// tried again at the next refresh.
+//
+// A failure (no manager, a pool that cannot be listed, a patch refused) is
+// logged, and the refresh goes on with the other pools and PVs; the next
+// one comes on time. Without an answer from GET /v1/host, no condition
+// changes in that refresh (read-only pools cannot be told apart). A pool
+// whose list fails for another reason than PoolNotFound leaves the
+// conditions of its PVs as recorded.
 package usage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -50,6 +83,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -69,6 +103,9 @@ const threshold = mebibyte
 
 // Manager is what a Refresher needs of a node's manager (*client.Client).
 type Manager interface {
+	// Host describes the node's pools (GET /v1/host), read-only ones
+	// included.
+	Host(ctx context.Context) (*client.Host, error)
 	// ListVolumes lists the volumes of a pool, with their usage.
 	ListVolumes(ctx context.Context, pool string) (*client.VolumeList, error)
 }
@@ -79,7 +116,8 @@ type Config struct {
 	// pv.kubernetes.io/provisioned-by says it are refreshed.
 	ProvisionerName string
 	// Node is the node this instance runs on: only PVs whose
-	// hostpath.dev/node says it are refreshed.
+	// hostpath.dev/node says it (multihost: whose hostpath.dev/nodes lists
+	// it) are refreshed.
 	Node string
 	// FieldManager is the field manager of the PV patches.
 	FieldManager string
@@ -93,23 +131,37 @@ type Config struct {
 	// Managers returns the manager of a node (only Node is asked for).
 	Managers func(node string) (Manager, error)
 	// Interval is the time from the start of one refresh to the start of
-	// the next; 0 turns the Refresher off.
+	// the next; 0 turns the Refresher off, health and metrics included.
 	Interval time.Duration
+	// WarningThreshold is the usage, in percent of a volume's enforced
+	// size, from which the volume is UsageHigh (0 to 100; 0 turns that
+	// condition off).
+	WarningThreshold int
+	// Recorder emits the events of condition changes (none when nil).
+	Recorder record.EventRecorder
+	// Metrics receives the usage of the node's Bound volumes at each
+	// refresh (none when nil).
+	Metrics *Metrics
 	// Clock tells the time (the real clock when nil).
 	Clock clock.Clock
 }
 
-// Refresher keeps the annotation annotations.SizeUsed of the PVs of one
-// node up to date (see the package doc).
+// Refresher keeps the annotations annotations.SizeUsed and
+// annotations.Health of the PVs of one node up to date, with the events
+// and metrics that go with them (see the package doc).
 type Refresher struct {
 	cfg Config
 }
 
 // New returns the Refresher of cfg.Node, with the real clock when
-// cfg.Clock is nil.
+// cfg.Clock is nil and a recorder that drops events when cfg.Recorder is
+// nil.
 func New(cfg Config) *Refresher {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Recorder == nil {
+		cfg.Recorder = &record.FakeRecorder{}
 	}
 	return &Refresher{cfg: cfg}
 }
@@ -123,7 +175,8 @@ func (r *Refresher) Run(ctx context.Context) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	logger.Info("Starting the usage refresher", "interval", r.cfg.Interval, "annotation", annotations.SizeUsed)
+	logger.Info("Starting the usage refresher", "interval", r.cfg.Interval, "annotations", []string{annotations.SizeUsed, annotations.Health},
+		"warningThreshold", r.cfg.WarningThreshold)
 	if !cache.WaitForCacheSync(ctx.Done(), r.cfg.Synced...) {
 		logger.Info("Stopped the usage refresher before the caches synced")
 		return nil
@@ -133,7 +186,7 @@ func (r *Refresher) Run(ctx context.Context) error {
 		// however long it takes (at once after one that took longer).
 		timer := r.cfg.Clock.NewTimer(r.cfg.Interval)
 		if err := r.refresh(ctx); err != nil {
-			utilruntime.HandleErrorWithContext(ctx, err, "Failed to refresh the used size of volumes", "annotation", annotations.SizeUsed)
+			utilruntime.HandleErrorWithContext(ctx, err, "Failed to refresh the used size and health of volumes", "node", r.cfg.Node)
 		}
 		select {
 		case <-ctx.Done():
@@ -145,7 +198,17 @@ func (r *Refresher) Run(ctx context.Context) error {
 	}
 }
 
-// refresh does one round (steps 1 to 3 of the package doc). The error joins
+// round is what one refresh has done so far.
+type round struct {
+	// healthKnown says that GET /v1/host answered: conditions may change.
+	healthKnown bool
+	// samples are the new series of Metrics, by PV name.
+	samples map[string]sample
+	errs    []error
+	written int
+}
+
+// refresh does one round (steps 1 to 5 of the package doc). The error joins
 // every failure; the pools and PVs that did not fail are refreshed.
 func (r *Refresher) refresh(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
@@ -153,38 +216,101 @@ func (r *Refresher) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	rd := &round{samples: map[string]sample{}}
+	defer func() { r.cfg.Metrics.replace(rd.samples) }()
 	if len(pools) == 0 {
-		logger.V(5).Info("Refreshed the used size of volumes: none on this node")
+		logger.V(5).Info("Refreshed the used size and health of volumes: none on this node")
 		return nil
 	}
 	mgr, err := r.cfg.Managers(r.cfg.Node)
 	if err != nil {
+		r.keepSamples(rd, pools)
 		return fmt.Errorf("refresh the used size of the volumes of node %q: find the manager: %w", r.cfg.Node, err)
 	}
-	var (
-		errs    []error
-		written int
-	)
+	infos := map[string]*client.Pool{}
+	host, err := mgr.Host(ctx)
+	if err != nil {
+		rd.errs = append(rd.errs, fmt.Errorf("describe the pools of node %q (no condition changes in this refresh): %w", r.cfg.Node, err))
+	} else {
+		rd.healthKnown = true
+		for i := range host.Pools {
+			infos[host.Pools[i].Name] = &host.Pools[i]
+		}
+	}
 	for _, pool := range slices.Sorted(maps.Keys(pools)) {
+		ps := &poolState{name: pool, info: infos[pool]}
 		list, err := mgr.ListVolumes(ctx, pool)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("list the volumes of pool %q: %w", pool, err))
+		switch {
+		case err == nil:
+			ps.volumes = make(map[string]client.Volume, len(list.Items))
+			for _, vol := range list.Items {
+				ps.volumes[vol.Name] = vol
+			}
+		case client.Classify(err) == client.AnswerPoolMissing:
+			ps.missing = err
+		default:
+			rd.errs = append(rd.errs, fmt.Errorf("list the volumes of pool %q: %w", pool, err))
+			r.keepSamples(rd, map[string]map[string][]*v1.PersistentVolume{pool: pools[pool]})
 			continue
 		}
-		dirs := pools[pool]
-		for _, vol := range list.Items {
-			for _, pv := range dirs[vol.Name] {
-				ok, err := r.update(ctx, pv, vol)
-				if err != nil {
-					errs = append(errs, err)
-				} else if ok {
-					written++
+		for _, dir := range slices.Sorted(maps.Keys(pools[pool])) {
+			for _, pv := range pools[pool][dir] {
+				r.refreshVolume(ctx, rd, pv, ps)
+			}
+		}
+	}
+	logger.V(4).Info("Refreshed the used size and health of volumes", "pools", len(pools), "written", rd.written, "failures", len(rd.errs))
+	return errors.Join(rd.errs...)
+}
+
+// keepSamples carries the series of the PVs of pools, whose volumes could
+// not be listed, over from the last refresh.
+func (r *Refresher) keepSamples(rd *round, pools map[string]map[string][]*v1.PersistentVolume) {
+	for _, dirs := range pools {
+		for _, pvs := range dirs {
+			for _, pv := range pvs {
+				if s, ok := r.cfg.Metrics.previous(pv.Name); ok && boundClaim(pv) != nil {
+					rd.samples[pv.Name] = s
 				}
 			}
 		}
 	}
-	logger.V(4).Info("Refreshed the used size of volumes", "pools", len(pools), "written", written, "failures", len(errs))
-	return errors.Join(errs...)
+}
+
+// refreshVolume does steps 3 to 5 of the package doc for pv, whose pool
+// the refresh saw as ps.
+func (r *Refresher) refreshVolume(ctx context.Context, rd *round, pv *v1.PersistentVolume, ps *poolState) {
+	vol, found := ps.volumes[pv.Annotations[annotations.Directory]]
+	if claim := boundClaim(pv); found && claim != nil && vol.UsedBytes != nil {
+		rd.samples[pv.Name] = sample{namespace: claim.Namespace, claim: claim.Name, node: r.cfg.Node, used: *vol.UsedBytes, capacity: vol.SizeBytes}
+	}
+	set := map[string]*string{}
+	if found && !multihost(pv) && vol.UsedBytes != nil {
+		if current, has := pv.Annotations[annotations.SizeUsed]; !has || needsUpdate(current, *vol.UsedBytes) {
+			set[annotations.SizeUsed] = ptrTo(sizeUsed(*vol.UsedBytes))
+		}
+	}
+	var change *healthChange
+	if rd.healthKnown && checksHealth(pv) {
+		if change = r.healthChange(pv, ps, vol, found); change != nil {
+			set[annotations.Health] = change.value
+		}
+	}
+	if len(set) == 0 {
+		return
+	}
+	ok, err := r.patch(ctx, pv, set)
+	if err != nil {
+		rd.errs = append(rd.errs, err)
+		return
+	}
+	if !ok {
+		return
+	}
+	rd.written++
+	if change != nil {
+		r.emit(ctx, pv, change)
+	}
 }
 
 // volumesByPool returns the PVs to refresh (step 1 of the package doc) by
@@ -209,44 +335,86 @@ func (r *Refresher) volumesByPool() (map[string]map[string][]*v1.PersistentVolum
 	return pools, nil
 }
 
-// refreshes reports whether pv is one whose usage this Refresher keeps: of
-// this provisioner, in node mode, on this node, not under deletion, naming
-// a pool and a directory. Multihost PVs are not (see the package doc).
+// refreshes reports whether pv is one whose volume this Refresher looks
+// at: of this provisioner, not under deletion, naming a pool and a
+// directory, in node mode on this node or multihost with this node among
+// its nodes.
 func (r *Refresher) refreshes(pv *v1.PersistentVolume) bool {
 	a := pv.Annotations
 	if a[annotations.ProvisionedBy] != r.cfg.ProvisionerName || pv.DeletionTimestamp != nil {
 		return false
 	}
-	if mode := a[annotations.Mode]; mode != "" && mode != annotations.ModeNode {
+	if a[annotations.Pool] == "" || a[annotations.Directory] == "" {
 		return false
 	}
-	return a[annotations.Node] == r.cfg.Node && a[annotations.Pool] != "" && a[annotations.Directory] != ""
+	switch mode := a[annotations.Mode]; mode {
+	case "", annotations.ModeNode:
+		return a[annotations.Node] == r.cfg.Node
+	case annotations.ModeMultihost:
+		return slices.Contains(annotations.SplitNodes(a[annotations.Nodes]), r.cfg.Node)
+	}
+	return false
 }
 
-// update writes the usage of vol, pv's volume, into pv's annotation when
-// needsUpdate says so, and reports whether it wrote. A PV deleted since the
-// cache saw it is not an error.
-func (r *Refresher) update(ctx context.Context, pv *v1.PersistentVolume, vol client.Volume) (bool, error) {
-	if vol.UsedBytes == nil {
-		return false, nil
+// patch merge-patches the annotations set (a nil value removes one) on pv,
+// and reports whether it wrote. The patch of a multihost PV, whose
+// annotations.Health other nodes' instances write too, carries the
+// resourceVersion of the cache: a conflict is left to the next refresh. A
+// PV deleted since the cache saw it is not an error.
+func (r *Refresher) patch(ctx context.Context, pv *v1.PersistentVolume, set map[string]*string) (bool, error) {
+	meta := map[string]any{"annotations": set}
+	if multihost(pv) {
+		meta["resourceVersion"] = pv.ResourceVersion
 	}
-	current, has := pv.Annotations[annotations.SizeUsed]
-	if has && !needsUpdate(current, *vol.UsedBytes) {
-		return false, nil
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return false, fmt.Errorf("update PersistentVolume %q: %w", pv.Name, err)
 	}
-	value := sizeUsed(*vol.UsedBytes)
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, annotations.SizeUsed, value)
-	_, err := r.cfg.Client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, patch,
+	_, err = r.cfg.Client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: r.cfg.FieldManager})
+	logger := klog.FromContext(ctx)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
+	case apierrors.IsConflict(err):
+		logger.V(2).Info("A PersistentVolume changed since the cache saw it; its annotations are written at the next refresh", "pv", klog.KObj(pv), "set", describeSet(set))
+		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("set %s of PersistentVolume %q to %s: %w", annotations.SizeUsed, pv.Name, value, err)
+		return false, fmt.Errorf("set %s of PersistentVolume %q: %w", describeSet(set), pv.Name, err)
 	}
-	klog.FromContext(ctx).V(4).Info("Updated the used size of a volume", "pv", klog.KObj(pv), "used", value, "previous", current)
+	logger.V(4).Info("Updated the annotations of a volume", "pv", klog.KObj(pv), "set", describeSet(set),
+		"previousUsed", pv.Annotations[annotations.SizeUsed], "previousHealth", pv.Annotations[annotations.Health])
 	return true, nil
 }
+
+// describeSet writes the annotations of a patch for messages:
+// "hostpath.dev/size-used to 1Mi, hostpath.dev/health removed".
+func describeSet(set map[string]*string) string {
+	parts := make([]string, 0, len(set))
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if v := set[k]; v != nil {
+			parts = append(parts, fmt.Sprintf("%s to %s", k, *v))
+		} else {
+			parts = append(parts, k+" removed")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// emit records the event of change on pv and, while it is Bound, on its
+// claim, and logs it.
+func (r *Refresher) emit(ctx context.Context, pv *v1.PersistentVolume, c *healthChange) {
+	r.cfg.Recorder.Event(pv, c.eventType, c.reason, c.message)
+	claim := boundClaim(pv)
+	if claim != nil {
+		r.cfg.Recorder.Event(claim, c.eventType, c.reason, c.message)
+	}
+	klog.FromContext(ctx).Info("The condition of a volume changed", "pv", klog.KObj(pv), "claim", klog.KRef(pv.Annotations[annotations.ClaimNamespace], pv.Annotations[annotations.ClaimName]),
+		"node", r.cfg.Node, "condition", c.condition, "previous", c.previous, "reason", c.reason, "message", c.message)
+}
+
+// ptrTo returns a pointer to v.
+func ptrTo(v string) *string { return &v }
 
 // sizeUsed is the annotation's value for used bytes: rounded up to a whole
 // MiB, as a resource.Quantity in binary SI canonical form ("0", "24Mi",

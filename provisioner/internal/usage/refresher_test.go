@@ -29,11 +29,16 @@ func TestRefresh(t *testing.T) {
 		cached      []*v1.PersistentVolume
 		volumes     map[string][]client.Volume
 		listErrs    map[string]error
+		readOnly    map[string]bool
+		hostErr     error
 		managersErr error
 
 		wantErr    string
 		wantCalls  []string
 		wantWrites []string
+		// wantEvents are the events, without their messages (none when
+		// nil).
+		wantEvents []string
 	}{
 		{
 			name: "written where absent, rounded up to a MiB",
@@ -43,7 +48,7 @@ func TestRefresh(t *testing.T) {
 				enforced("pv-a-dir", 23*mi+200*1024), enforced("pv-zero-dir", 0), enforced("pv-one-dir", 1),
 				enforced("pv-gi-dir", 1024*mi), enforced("pv-big-dir", 1535*mi+1), enforced("pv-exact-dir", 24*mi),
 			}},
-			wantCalls:  []string{"list default"},
+			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-a=24Mi", "pv-zero=0", "pv-one=1Mi", "pv-gi=1Gi", "pv-big=1536Mi", "pv-exact=24Mi"},
 		},
 		{
@@ -58,7 +63,7 @@ func TestRefresh(t *testing.T) {
 				enforced("pv-same-dir", 24*mi), enforced("pv-up-dir", 25*mi-1), enforced("pv-down-dir", 23*mi+1),
 				enforced("pv-zero-dir", mi-1),
 			}},
-			wantCalls: []string{"list default"},
+			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name: "written again for a change of 1 MiB or more",
@@ -72,7 +77,7 @@ func TestRefresh(t *testing.T) {
 				enforced("pv-up-dir", 25*mi), enforced("pv-down-dir", 23*mi), enforced("pv-far-dir", 26*mi+1),
 				enforced("pv-emptied-dir", 0),
 			}},
-			wantCalls:  []string{"list default"},
+			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-up=25Mi", "pv-down=23Mi", "pv-far=27Mi", "pv-emptied=0"},
 		},
 		{
@@ -82,7 +87,7 @@ func TestRefresh(t *testing.T) {
 				newPV("pv-negative", withAnnotation(annotations.SizeUsed, "-1Gi")),
 			},
 			volumes:    map[string][]client.Volume{testPool: {enforced("pv-junk-dir", 5*mi), enforced("pv-negative-dir", 0)}},
-			wantCalls:  []string{"list default"},
+			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-junk=5Mi", "pv-negative=0"},
 		},
 		{
@@ -92,29 +97,60 @@ func TestRefresh(t *testing.T) {
 				newPV("pv-kept", withAnnotation(annotations.SizeUsed, "7Mi")),
 			},
 			volumes:   map[string][]client.Volume{testPool: {unenforced("pv-a-dir"), unenforced("pv-kept-dir")}},
-			wantCalls: []string{"list default"},
+			wantCalls: []string{"host", "list default"},
 		},
 		{
-			name: "only this provisioner's node-mode PVs of this node, not under deletion",
+			name: "only this provisioner's PVs of this node, not under deletion",
 			cached: []*v1.PersistentVolume{
 				newPV("pv-other-node", withAnnotation(annotations.Node, otherNode)),
-				newPV("pv-multihost", withAnnotation(annotations.Mode, annotations.ModeMultihost),
-					withAnnotation(annotations.Nodes, selfNode+","+otherNode)),
+				newPV("pv-multihost-elsewhere", multihostOn(otherNode)),
 				newPV("pv-other-provisioner", withAnnotation(annotations.ProvisionedBy, "example.com/other")),
 				newPV("pv-deleting", deleting),
 				newPV("pv-no-directory", withoutAnnotation(annotations.Directory)),
 				newPV("pv-no-pool", withoutAnnotation(annotations.Pool)),
+				newPV("pv-unknown-mode", withAnnotation(annotations.Mode, "elsewhere")),
 			},
 			volumes: map[string][]client.Volume{testPool: {
-				enforced("pv-other-node-dir", mi), enforced("pv-multihost-dir", mi), enforced("pv-other-provisioner-dir", mi),
+				enforced("pv-other-node-dir", mi), enforced("pv-multihost-elsewhere-dir", mi), enforced("pv-other-provisioner-dir", mi),
 				enforced("pv-deleting-dir", mi),
 			}},
+		},
+		{
+			// Its health is looked at (the list), its usage is not written.
+			name:      "a multihost PV of this node gets no size-used",
+			cached:    []*v1.PersistentVolume{newPV("pv-multihost", multihostOn(otherNode, selfNode))},
+			volumes:   map[string][]client.Volume{testPool: {enforced("pv-multihost-dir", mi)}},
+			wantCalls: []string{"host", "list default"},
+		},
+		{
+			name: "usage and condition in one patch, the condition alone where the size is not enforced",
+			cached: []*v1.PersistentVolume{
+				newPV("pv-full"),
+				newPV("pv-plain", withAnnotation(annotations.SizeEnforcement, annotations.EnforcementNone)),
+			},
+			volumes:    map[string][]client.Volume{testPool: {sizedVolume("pv-full-dir", 32*mi, 31*mi), unenforced("pv-plain-dir")}},
+			readOnly:   map[string]bool{testPool: true},
+			wantCalls:  []string{"host", "list default"},
+			wantWrites: []string{"pv-full=31Mi health=PoolReadOnly", "pv-plain health=PoolReadOnly"},
+			wantEvents: []string{
+				"pv/pv-full Warning PoolReadOnly", "pvc/team-a/pv-full-claim Warning PoolReadOnly",
+				"pv/pv-plain Warning PoolReadOnly", "pvc/team-a/pv-plain-claim Warning PoolReadOnly",
+			},
+		},
+		{
+			name:       "the usage is written while the host cannot be described; no condition changes",
+			cached:     []*v1.PersistentVolume{newPV("pv-a"), newPV("pv-gone")},
+			volumes:    map[string][]client.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
+			hostErr:    errors.New("manager busy"),
+			wantErr:    `describe the pools of node "node-a" (no condition changes in this refresh): manager busy`,
+			wantCalls:  []string{"host", "list default"},
+			wantWrites: []string{"pv-a=3Mi"},
 		},
 		{
 			name:       "a PV without a mode is in node mode",
 			cached:     []*v1.PersistentVolume{newPV("pv-a", withoutAnnotation(annotations.Mode))},
 			volumes:    map[string][]client.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
-			wantCalls:  []string{"list default"},
+			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-a=3Mi"},
 		},
 		{
@@ -126,7 +162,7 @@ func TestRefresh(t *testing.T) {
 				testPool: {enforced("orphan-dir", 9*mi), enforced("pv-a-dir", mi), enforced("pv-b-dir", 2*mi)},
 				"fast":   {enforced("pv-c-dir", 3*mi)},
 			},
-			wantCalls:  []string{"list default", "list fast"},
+			wantCalls:  []string{"host", "list default", "list fast"},
 			wantWrites: []string{"pv-a=1Mi", "pv-b=2Mi", "pv-c=3Mi"},
 		},
 		{
@@ -137,7 +173,7 @@ func TestRefresh(t *testing.T) {
 			volumes:    map[string][]client.Volume{"broken": {enforced("pv-a-dir", mi)}, testPool: {enforced("pv-b-dir", 2*mi)}},
 			listErrs:   map[string]error{"broken": errors.New("manager says no")},
 			wantErr:    `list the volumes of pool "broken": manager says no`,
-			wantCalls:  []string{"list broken", "list default"},
+			wantCalls:  []string{"host", "list broken", "list default"},
 			wantWrites: []string{"pv-b=2Mi"},
 		},
 		{
@@ -152,8 +188,8 @@ func TestRefresh(t *testing.T) {
 			// pv-gone was deleted since the cache saw it: not an error.
 			cached:     []*v1.PersistentVolume{newPV("pv-a"), newPV("pv-refused"), newPV("pv-gone")},
 			volumes:    map[string][]client.Volume{testPool: {enforced("pv-a-dir", mi), enforced("pv-gone-dir", mi), enforced("pv-refused-dir", mi)}},
-			wantErr:    `set hostpath.dev/size-used of PersistentVolume "pv-refused" to 1Mi: refused`,
-			wantCalls:  []string{"list default"},
+			wantErr:    `set hostpath.dev/size-used to 1Mi of PersistentVolume "pv-refused": refused`,
+			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-a=1Mi", "pv-gone=1Mi", "pv-refused=1Mi"},
 		},
 		{
@@ -163,7 +199,7 @@ func TestRefresh(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			mgr := &fakeManager{volumes: tc.volumes, listErrs: tc.listErrs}
+			mgr := &fakeManager{volumes: tc.volumes, listErrs: tc.listErrs, readOnly: tc.readOnly, hostErr: tc.hostErr}
 			f := newFixture(t, mgr, tc.managersErr, nil, tc.cached)
 			f.kube.PrependReactor("patch", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				switch a.(k8stesting.PatchAction).GetName() {
@@ -190,6 +226,9 @@ func TestRefresh(t *testing.T) {
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
 				t.Errorf("writes = %q, want %q", got, want)
+			}
+			if got := names(f.events.take()); !slices.Equal(got, tc.wantEvents) {
+				t.Errorf("events = %q, want %q", got, tc.wantEvents)
 			}
 		})
 	}
@@ -296,7 +335,7 @@ func TestRunEveryInterval(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v, want nil", err)
 	}
-	if got, want := mgr.Calls(), []string{"list default", "list default"}; !slices.Equal(got, want) {
+	if got, want := mgr.Calls(), []string{"host", "list default", "host", "list default"}; !slices.Equal(got, want) {
 		t.Errorf("manager calls = %q, want %q", got, want)
 	}
 	if len(patched) != 0 {
