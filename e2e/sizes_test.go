@@ -159,6 +159,13 @@ func TestSizesBtrfs(t *testing.T) {
 		})
 	})
 
+	t.Run("a volume past 90% of its limit gets a health event", func(t *testing.T) {
+		e.waitEvent(ctx, t, small.Name, corev1.EventTypeWarning, eventUsageHigh, node)
+		if n := e.countEvents(ctx, t, other.Name, eventUsageHigh); n != 0 {
+			t.Errorf("%d %s events on %s, which uses half its limit", n, eventUsageHigh, other.Name)
+		}
+	})
+
 	t.Run("expansion lets the pod write further", func(t *testing.T) {
 		resize(ctx, t, e, small.Name, "48Mi")
 		framework.WaitFor(ctx, t, provisionTimeout, "claim "+small.Name+" to have capacity 48Mi", func(ctx context.Context) (bool, error) {

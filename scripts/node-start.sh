@@ -136,6 +136,9 @@ registerNode: true
 nodeStatusUpdateFrequency: 10s
 nodeStatusReportFrequency: 1m
 syncFrequency: 10s
+# The kubelet measures volumes (kubelet_volume_stats_*) every 10s instead of
+# every minute, so that TestLocalVolumes sees a claim's figures soon.
+volumeStatsAggPeriod: 10s
 fileCheckFrequency: 5s
 # Images are imported, never pulled: never garbage-collect them.
 imageGCHighThresholdPercent: 100
