@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 
@@ -76,11 +77,12 @@ func TestManagerTokenAudience(t *testing.T) {
 }
 
 // TestManagerJunkTokenFlood: 1,000 requests with junk tokens from one
-// address do not starve the product's own caller (the provisioner's
-// service account) on another address, even one whose every token is new
-// (not cached): each of its calls answers 200 within a second while the
-// flood runs, and the flood is mostly turned away with 429 before any
-// TokenReview.
+// address (100 a second, 64 at a time) do not starve the product's own
+// caller (the provisioner's service account) on another address, even one
+// whose every token is new (not cached): each of its calls, two a second
+// (four reviews a second, within its address's five), answers 200 within a
+// second while the flood runs, and the flood is mostly turned away with
+// 429 before any TokenReview.
 func TestManagerJunkTokenFlood(t *testing.T) {
 	ctx := t.Context()
 	f := framework.Cluster()
@@ -90,7 +92,7 @@ func TestManagerJunkTokenFlood(t *testing.T) {
 
 	// Fresh tokens, made before the flood so that the calls start with it.
 	const legitLimit = time.Second
-	fresh := make([]string, 20)
+	fresh := make([]string, 24)
 	for i := range fresh {
 		var err error
 		if fresh[i], err = f.PodBoundToken(ctx, prov, client.TokenAudience); err != nil {
@@ -106,9 +108,13 @@ func TestManagerJunkTokenFlood(t *testing.T) {
 	const floodSize = 1000
 	var codes sync.Map // status code -> *atomic.Int64
 	floodDone := make(chan struct{})
+	floodPace := rate.NewLimiter(100, 1)
 	go func() {
 		defer close(floodDone)
 		workqueue.ParallelizeUntil(ctx, 64, floodSize, func(i int) {
+			if floodPace.Wait(ctx) != nil {
+				return
+			}
 			code := 0
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/host", nil)
 			req.Header.Set("Authorization", fmt.Sprintf("Bearer junk-%d-%s", i, framework.RandomSuffix()))
@@ -125,7 +131,11 @@ func TestManagerJunkTokenFlood(t *testing.T) {
 	// The legitimate caller, with a fresh (uncached) token each time, for as
 	// long as the flood lasts.
 	during := 0
+	legitPace := rate.NewLimiter(2, 1)
 	for _, token := range fresh {
+		if err := legitPace.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
 		start := time.Now()
 		code, body := callOnce(ctx, t, managerHTTP(t, base), "GET", base+"/v1/host", token)
 		if took := time.Since(start); code != http.StatusOK || took > legitLimit {
