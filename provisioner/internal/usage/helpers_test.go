@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -33,6 +34,9 @@ const (
 	testInterval     = time.Minute
 	mi               = int64(1) << 20
 )
+
+// testNames are the provisioner names of the tests' instance.
+var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 
 // fakeManager answers ListVolumes from volumes (per pool) or listErrs, and
 // records the calls.
@@ -146,12 +150,12 @@ func newFixture(t *testing.T, mgr *fakeManager, managersErr error, clk clock.Clo
 	}
 	f := &fixture{kube: kube, indexer: volumes.Informer().GetIndexer(), manager: mgr}
 	f.refresher = New(Config{
-		ProvisionerName: testProvisioner,
-		Node:            selfNode,
-		FieldManager:    testFieldManager,
-		Client:          kube,
-		Volumes:         volumes.Lister(),
-		Synced:          []cache.InformerSynced{func() bool { return true }},
+		ProvisionerNames: testNames,
+		Node:             selfNode,
+		FieldManager:     testFieldManager,
+		Client:           kube,
+		Volumes:          volumes.Lister(),
+		Synced:           []cache.InformerSynced{func() bool { return true }},
 		Managers: func(node string) (Manager, error) {
 			if node != selfNode {
 				t.Errorf("Managers(%q), want only %q", node, selfNode)

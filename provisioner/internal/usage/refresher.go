@@ -53,6 +53,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -75,9 +76,9 @@ type Manager interface {
 
 // Config holds what a Refresher depends on.
 type Config struct {
-	// ProvisionerName is the provisioner name: only PVs whose
-	// pv.kubernetes.io/provisioned-by says it are refreshed.
-	ProvisionerName string
+	// ProvisionerNames are the provisioner names: only PVs whose
+	// pv.kubernetes.io/provisioned-by says one of them are refreshed.
+	ProvisionerNames hostpathv1.ProvisionerNames
 	// Node is the node this instance runs on: only PVs whose
 	// hostpath.dev/node says it are refreshed.
 	Node string
@@ -214,7 +215,7 @@ func (r *Refresher) volumesByPool() (map[string]map[string][]*v1.PersistentVolum
 // a pool and a directory. Multihost PVs are not (see the package doc).
 func (r *Refresher) refreshes(pv *v1.PersistentVolume) bool {
 	a := pv.Annotations
-	if a[annotations.ProvisionedBy] != r.cfg.ProvisionerName || pv.DeletionTimestamp != nil {
+	if !r.cfg.ProvisionerNames.Has(a[annotations.ProvisionedBy]) || pv.DeletionTimestamp != nil {
 		return false
 	}
 	if mode := a[annotations.Mode]; mode != "" && mode != annotations.ModeNode {

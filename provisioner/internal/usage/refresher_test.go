@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -109,6 +110,13 @@ func TestRefresh(t *testing.T) {
 				enforced("pv-other-node-dir", mi), enforced("pv-multihost-dir", mi), enforced("pv-other-provisioner-dir", mi),
 				enforced("pv-deleting-dir", mi),
 			}},
+		},
+		{
+			name:       "a PV of the capacity-aware provisioner name is refreshed too",
+			cached:     []*v1.PersistentVolume{newPV("pv-a", withAnnotation(annotations.ProvisionedBy, hostpathv1.CapacityProvisionerName))},
+			volumes:    map[string][]client.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
+			wantCalls:  []string{"list default"},
+			wantWrites: []string{"pv-a=3Mi"},
 		},
 		{
 			name:       "a PV without a mode is in node mode",
