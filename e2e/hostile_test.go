@@ -85,6 +85,7 @@ import (
 
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -342,7 +343,7 @@ func hostileAppeared(ctx context.Context, f *framework.Framework, key string, e 
 		return err.Error(), false
 	}
 	for _, sc := range classes.Items {
-		if sc.Provisioner == provisionerName && sc.Parameters["pool"] == path.Base(onNode) && !strings.HasPrefix(sc.Name, hostileClassPrefix) {
+		if hostpathv1.NewProvisionerNames(provisionerName).Has(sc.Provisioner) && sc.Parameters["pool"] == path.Base(onNode) && !strings.HasPrefix(sc.Name, hostileClassPrefix) {
 			return "the pool of StorageClass " + sc.Name, true
 		}
 	}

@@ -147,7 +147,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddress, FlagHealthAddress, o.HealthAddress, "The address (host:port) that serves /healthz, /readyz and the Prometheus /metrics.")
 	profiling.AddFlag(fs, &o.Profiling)
 	fs.StringVar(&o.Namespace, FlagNamespace, o.Namespace, "The namespace of the manager pods and DaemonSet and of the leader Lease. Defaults to the "+EnvPodNamespace+" environment variable; required.")
-	fs.StringVar(&o.ProvisionerName, FlagProvisionerName, o.ProvisionerName, "The provisioner name of the StorageClasses whose pools get definitions, and of the multihost PersistentVolumes that are backfilled.")
+	fs.StringVar(&o.ProvisionerName, FlagProvisionerName, o.ProvisionerName, "The provisioner name of the StorageClasses whose pools get definitions, and of the multihost PersistentVolumes that are backfilled; those of "+hostpathv1.CapacityProvisionerName+" (capacity-aware classes) are always served too.")
 	fs.StringVar(&o.ManagerDaemonSet, FlagManagerDaemonSet, o.ManagerDaemonSet, "The manager DaemonSet's name: a node is defined where it runs a pod, and leaves when it would no longer run one.")
 	fs.StringVar(&o.ManagerSelector, FlagManagerSelector, o.ManagerSelector, "The label selector of the manager pods.")
 	fs.IntVar(&o.ManagerPort, FlagManagerPort, o.ManagerPort, "The port the managers serve their API on, in HTTPS.")

@@ -26,6 +26,7 @@ import (
 
 	"hostpath.dev/hostdefiner/internal/controller"
 	"hostpath.dev/hostdefiner/internal/csr"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
 	hdscheme "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned/scheme"
 	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
@@ -228,7 +229,7 @@ func runAll(ctx context.Context, fns ...func(context.Context) error) error {
 // controllerConfig is the controller's part of the options.
 func (o *Options) controllerConfig() controller.Config {
 	return controller.Config{
-		ProvisionerName: o.ProvisionerName, ManagerDaemonSet: o.ManagerDaemonSet, ManagerSelector: o.managerSelector,
+		ProvisionerNames: hostpathv1.NewProvisionerNames(o.ProvisionerName), ManagerDaemonSet: o.ManagerDaemonSet, ManagerSelector: o.managerSelector,
 		MinFreeBytes: o.MinFreeBytes, MaxTries: o.MaxTries, InitialBackoff: o.InitialBackoff, MaxBackoff: o.MaxBackoff,
 		AllowDelete: o.AllowDelete, ReverifyPeriod: o.ReverifyPeriod, BackfillWorkers: o.BackfillWorkers,
 	}

@@ -52,8 +52,9 @@ type ManagerFor func(pod *v1.Pod) (Manager, error)
 
 // Config is the controller's behaviour.
 type Config struct {
-	// ProvisionerName selects the StorageClasses and PersistentVolumes.
-	ProvisionerName string
+	// ProvisionerNames select the StorageClasses and PersistentVolumes:
+	// those of any of the names.
+	ProvisionerNames hostpathv1.ProvisionerNames
 	// ManagerDaemonSet is the manager DaemonSet's name (in the namespace of
 	// the pod and DaemonSet listers).
 	ManagerDaemonSet string
@@ -193,7 +194,7 @@ func (c *Controller) onDaemonSet(obj any) {
 
 // onClass queues every node when a class of the provisioner changes.
 func (c *Controller) onClass(obj any) {
-	if _, ok := poolOf(object(obj), c.cfg.ProvisionerName); ok {
+	if _, ok := poolOf(object(obj), c.cfg.ProvisionerNames); ok {
 		c.enqueueAll()
 	}
 }
@@ -212,7 +213,7 @@ func (c *Controller) onVolume(obj any) {
 	if !ok {
 		return
 	}
-	mv, ok := multihostVolumeOf(pv, c.cfg.ProvisionerName)
+	mv, ok := multihostVolumeOf(pv, c.cfg.ProvisionerNames)
 	if !ok {
 		return
 	}

@@ -73,12 +73,14 @@ func equalStatus(a, b hostpathv1.HostDefinitionStatus) bool {
 		a.ManagerPod == b.ManagerPod && a.ManagerPodUID == b.ManagerPodUID
 }
 
-// Each pool named by a class of the provisioner gets a definition; classes
-// of other provisioners and invalid pool names get none.
+// Each pool named by a class of the provisioner (either of its names) gets
+// a definition; classes of other provisioners and invalid pool names get
+// none.
 func TestDefinitionPerPool(t *testing.T) {
 	f := newStandardFixture(t) // "standard": no pool parameter, the default pool
 	f.classes = append(f.classes,
 		newClass("fast", hostpathv1.DefaultProvisionerName, map[string]string{"pool": "fast", "dirMode": "0770"}),
+		newClass("capacity", hostpathv1.CapacityProvisionerName, map[string]string{"pool": "capacity"}),
 		newClass("other", otherProvider, map[string]string{"pool": "other"}),
 		newClass("bad", hostpathv1.DefaultProvisionerName, map[string]string{"pool": "Bad_Pool"}),
 		newClass("empty", hostpathv1.DefaultProvisionerName, map[string]string{"pool": ""}),
@@ -95,8 +97,8 @@ func TestDefinitionPerPool(t *testing.T) {
 				return
 			}
 		}
-	}); !slices.Equal(got, []string{"default", "fast"}) {
-		t.Errorf("pools = %q, want [default fast]", got)
+	}); !slices.Equal(got, []string{"capacity", "default", "fast"}) {
+		t.Errorf("pools = %q, want [capacity default fast]", got)
 	}
 
 	for _, tc := range []struct {
@@ -105,6 +107,7 @@ func TestDefinitionPerPool(t *testing.T) {
 	}{
 		{pool: "default", defined: true},
 		{pool: "fast", defined: true},
+		{pool: "capacity", defined: true},
 		{pool: "other"},
 		{pool: "Bad_Pool"},
 	} {

@@ -60,7 +60,7 @@ var (
 // 10s, 20s, 40s, 40s, then Error at the fifth try.
 func testConfig() Config {
 	return Config{
-		ProvisionerName:  hostpathv1.DefaultProvisionerName,
+		ProvisionerNames: hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName),
 		ManagerDaemonSet: testDaemonSet,
 		ManagerSelector:  labels.SelectorFromSet(managerPodLabels),
 		MinFreeBytes:     gib,

@@ -87,7 +87,7 @@ func (c *Controller) wanted(node *v1.Node, key Key, exists bool) (bool, leaving,
 	}
 	if _, ok := pools[key.Pool]; !ok {
 		return false, leaving{reason: ReasonNoClass, message: fmt.Sprintf(
-			"no StorageClass of provisioner %s names pool %q any more", c.cfg.ProvisionerName, key.Pool)}, nil
+			"no StorageClass of the provisioner (%s) names pool %q any more", c.cfg.ProvisionerNames, key.Pool)}, nil
 	}
 	if node == nil {
 		return false, leaving{reason: ReasonNodeDeleted, message: fmt.Sprintf("Node %q was deleted", key.Node)}, nil
@@ -126,7 +126,7 @@ func (c *Controller) pools() (map[string]struct{}, error) {
 	}
 	pools := map[string]struct{}{}
 	for _, sc := range classes {
-		if pool, ok := poolOf(sc, c.cfg.ProvisionerName); ok {
+		if pool, ok := poolOf(sc, c.cfg.ProvisionerNames); ok {
 			pools[pool] = struct{}{}
 		}
 	}
@@ -135,9 +135,9 @@ func (c *Controller) pools() (map[string]struct{}, error) {
 
 // poolOf returns the pool of a StorageClass of the provisioner; false for
 // anything else or a pool name that is not valid.
-func poolOf(obj any, provisioner string) (string, bool) {
+func poolOf(obj any, provisioner hostpathv1.ProvisionerNames) (string, bool) {
 	sc, ok := obj.(*storagev1.StorageClass)
-	if !ok || sc.Provisioner != provisioner {
+	if !ok || !provisioner.Has(sc.Provisioner) {
 		return "", false
 	}
 	pool := hostpathv1.ClassPool(sc.Parameters)
@@ -212,7 +212,7 @@ func (m multihostVolume) holds(node string) bool { return slices.Contains(m.node
 
 // multihostVolumeOf reads a multihost PV of the provisioner that is not
 // being deleted; false for anything else.
-func multihostVolumeOf(pv *v1.PersistentVolume, provisioner string) (multihostVolume, bool) {
+func multihostVolumeOf(pv *v1.PersistentVolume, provisioner hostpathv1.ProvisionerNames) (multihostVolume, bool) {
 	d, ok := hostpathv1.MultihostDirectoryOf(pv, provisioner)
 	if !ok || pv.DeletionTimestamp != nil || pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed {
 		return multihostVolume{}, false
@@ -232,7 +232,7 @@ func (c *Controller) multihostVolumes(pool string) ([]multihostVolume, error) {
 	}
 	var out []multihostVolume
 	for _, pv := range pvs {
-		if m, ok := multihostVolumeOf(pv, c.cfg.ProvisionerName); ok && m.pool == pool {
+		if m, ok := multihostVolumeOf(pv, c.cfg.ProvisionerNames); ok && m.pool == pool {
 			out = append(out, m)
 		}
 	}

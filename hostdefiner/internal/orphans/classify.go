@@ -29,7 +29,7 @@ type reference struct {
 // pending: none for a PV of another provisioner, its node for a node-mode
 // PV (a PV without hostpath.dev/mode is one), every node of
 // hostpath.dev/nodes and hostpath.dev/pending-nodes for a multihost PV.
-func references(pv *corev1.PersistentVolume, provisioner string) map[location]reference {
+func references(pv *corev1.PersistentVolume, provisioner hostpathv1.ProvisionerNames) map[location]reference {
 	out := map[location]reference{}
 	if m, ok := hostpathv1.MultihostDirectoryOf(pv, provisioner); ok {
 		if m.Pool == "" || m.Directory == "" {
@@ -44,7 +44,7 @@ func references(pv *corev1.PersistentVolume, provisioner string) map[location]re
 		return out
 	}
 	a := pv.Annotations
-	if a[hostpathv1.AnnotationProvisionedBy] != provisioner {
+	if !provisioner.Has(a[hostpathv1.AnnotationProvisionedBy]) {
 		return out
 	}
 	if mode := a[hostpathv1.AnnotationMode]; mode != "" && mode != hostpathv1.ModeNode {
@@ -63,7 +63,7 @@ func references(pv *corev1.PersistentVolume, provisioner string) map[location]re
 // and a PV is expected to have its directories when it is in both lists
 // (its annotations as in the later one). The findings are sorted by node,
 // pool, directory, kind and PV.
-func Classify(provisioner string, before, after []corev1.PersistentVolume, listings []NodeListing) []Finding {
+func Classify(provisioner hostpathv1.ProvisionerNames, before, after []corev1.PersistentVolume, listings []NodeListing) []Finding {
 	referred := map[location]bool{}
 	owners := map[string]*corev1.PersistentVolume{}
 	seen := map[types.UID]bool{}
@@ -140,7 +140,7 @@ func unreachable(node, pool string, err error) Finding {
 // when its owner PV exists and refers to another place; retained when its
 // owner record says it was kept on purpose (marked retained, or recorded
 // with policy Retain for an owner that no longer exists); else an orphan.
-func unreferenced(loc location, v client.Volume, owners map[string]*corev1.PersistentVolume, provisioner string) Finding {
+func unreferenced(loc location, v client.Volume, owners map[string]*corev1.PersistentVolume, provisioner hostpathv1.ProvisionerNames) Finding {
 	f := Finding{
 		Node: loc.node, Pool: loc.pool, Directory: loc.dir, Kind: KindOrphan,
 		Owner: v.Owner, OwnedSince: v.OwnedSince, Retained: v.Retained, ReclaimPolicy: v.ReclaimPolicy,
@@ -171,7 +171,7 @@ func unreferenced(loc location, v client.Volume, owners map[string]*corev1.Persi
 // directory; a multihost PV another pool or directory (a multihost PV uses
 // its pool and directory on every node, listed or not yet). The
 // provisioner's sweeper never removes such a directory.
-func refersElsewhere(pv *corev1.PersistentVolume, provisioner string, loc location) bool {
+func refersElsewhere(pv *corev1.PersistentVolume, provisioner hostpathv1.ProvisionerNames, loc location) bool {
 	if m, ok := hostpathv1.MultihostDirectoryOf(pv, provisioner); ok {
 		return m.Pool != loc.pool || m.Directory != loc.dir
 	}
@@ -181,13 +181,13 @@ func refersElsewhere(pv *corev1.PersistentVolume, provisioner string, loc locati
 }
 
 // ownerText says who the owner record names and what became of that PV.
-func ownerText(name string, pv *corev1.PersistentVolume, provisioner string) string {
+func ownerText(name string, pv *corev1.PersistentVolume, provisioner hostpathv1.ProvisionerNames) string {
 	switch {
 	case name == "":
 		return "no owner record"
 	case pv == nil:
 		return fmt.Sprintf("owner %s (no such PV)", name)
-	case pv.Annotations[hostpathv1.AnnotationProvisionedBy] != provisioner:
+	case !provisioner.Has(pv.Annotations[hostpathv1.AnnotationProvisionedBy]):
 		return fmt.Sprintf("owner %s (a PV of another provisioner)", name)
 	}
 	var elsewhere []string

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -31,6 +32,14 @@ func TestClassify(t *testing.T) {
 		before:   []corev1.PersistentVolume{pvA},
 		listings: []NodeListing{listed("n1", map[string][]client.Volume{"default": {vol("dir-a", "pv-a")}})},
 		want:     []string{},
+	}, {
+		name: "PVs of the capacity-aware provisioner name are compared too",
+		before: []corev1.PersistentVolume{
+			nodePV(hostpathv1.CapacityProvisionerName, "pv-c", "n1", "default", "dir-c"),
+			nodePV(hostpathv1.CapacityProvisionerName, "pv-d", "n1", "default", "dir-d"),
+		},
+		listings: []NodeListing{listed("n1", map[string][]client.Volume{"default": {vol("dir-c", "pv-c")}})},
+		want:     []string{"n1 default dir-d missing pv-d: PV pv-d (claim ns/claim-pv-d), node mode: the node has no directory"},
 	}, {
 		name:     "node-mode PV without its directory",
 		before:   []corev1.PersistentVolume{pvA},
@@ -145,7 +154,7 @@ func TestClassify(t *testing.T) {
 			if after == nil {
 				after = tc.before
 			}
-			checkLines(t, Classify(testProvisioner, tc.before, after, tc.listings), tc.want)
+			checkLines(t, Classify(testNames, tc.before, after, tc.listings), tc.want)
 		})
 	}
 }

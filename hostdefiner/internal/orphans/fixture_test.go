@@ -20,6 +20,9 @@ import (
 
 const testProvisioner = hostpathv1.DefaultProvisionerName
 
+// testNames are the provisioner names the tests compare.
+var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
+
 // since is the time of every owner record of the tests.
 var since = time.Date(2026, 11, 23, 5, 41, 3, 0, time.UTC)
 

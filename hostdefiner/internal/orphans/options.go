@@ -139,7 +139,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, FlagKubeconfig, o.Kubeconfig, "The kubeconfig file to reach the API server with. Defaults to $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration.")
 	fs.StringVar(&o.Context, FlagContext, o.Context, "The kubeconfig context to use. Defaults to the current context.")
 	fs.StringVarP(&o.Namespace, FlagNamespace, "n", o.Namespace, "The product's namespace: the manager pods, the CA bundle ConfigMap "+client.CABundleConfigMap+" and, by default, the service account.")
-	fs.StringVar(&o.ProvisionerName, FlagProvisionerName, o.ProvisionerName, "The provisioner name of the PersistentVolumes and StorageClasses compared; others are ignored.")
+	fs.StringVar(&o.ProvisionerName, FlagProvisionerName, o.ProvisionerName, "The provisioner name of the PersistentVolumes and StorageClasses compared, besides "+hostpathv1.CapacityProvisionerName+" (always compared); others are ignored.")
 	fs.StringVar(&o.ManagerSelector, FlagManagerSelector, o.ManagerSelector, "The label selector of the manager pods in --"+FlagNamespace+".")
 	fs.IntVar(&o.ManagerPort, FlagManagerPort, o.ManagerPort, "The managers' HTTPS port, called on the Ready manager pod's IP.")
 	fs.StringArrayVar(&o.ManagerAddresses, FlagManagerAddress, o.ManagerAddresses, "NODE=HOST:PORT: call the manager of NODE there instead of on its pod IP (a port-forward, say); repeat for more nodes. The certificate must still be NODE's.")
@@ -242,7 +242,7 @@ func (o *Options) run(ctx context.Context, kube kubernetes.Interface, out io.Wri
 		return false, err
 	}
 	s := &Scanner{
-		Kube: kube, Namespace: o.Namespace, Provisioner: o.ProvisionerName,
+		Kube: kube, Namespace: o.Namespace, Provisioner: hostpathv1.NewProvisionerNames(o.ProvisionerName),
 		ManagerSelector: o.ManagerSelector, ManagerPort: o.ManagerPort, Addresses: o.addresses,
 		Dial: ClientDial(bundle, opts...),
 	}

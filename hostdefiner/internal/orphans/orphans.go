@@ -143,7 +143,9 @@ type NodeSummary struct {
 
 // Report is the outcome of a scan, what -o json prints.
 type Report struct {
-	// Provisioner is the provisioner name whose PVs were compared.
+	// Provisioner is the provisioner names whose PVs and StorageClasses
+	// were compared, comma-separated: --provisioner-name and
+	// hostpathv1.CapacityProvisionerName.
 	Provisioner string `json:"provisioner"`
 	// Namespace is the product's namespace (manager pods, CA bundle).
 	Namespace string `json:"namespace"`

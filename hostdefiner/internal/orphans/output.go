@@ -23,7 +23,7 @@ func Write(w io.Writer, r *Report, format string) error {
 		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Provisioner %s, managers in namespace %s, token: %s\n", r.Provisioner, r.Namespace, r.Token)
+	fmt.Fprintf(&b, "Provisioners %s; managers in namespace %s; token: %s\n", r.Provisioner, r.Namespace, r.Token)
 	if len(r.Findings) > 0 {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "NODE\tPOOL\tDIRECTORY\tFINDING\tDETAIL")

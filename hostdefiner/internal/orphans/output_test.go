@@ -31,9 +31,9 @@ func sampleReport() *Report {
 		{Node: "hostpath-node-3", Err: errRefused},
 	}
 	r := &Report{
-		Provisioner: testProvisioner, Namespace: DefaultNamespace,
+		Provisioner: testNames.String(), Namespace: DefaultNamespace,
 		Token:    "a TokenRequest for service account hostpath-system/hostpath-orphans (audience hostpath.dev/manager, 10m0s)",
-		Findings: Classify(testProvisioner, pvs, pvs, listings),
+		Findings: Classify(testNames, pvs, pvs, listings),
 		Nodes: []NodeSummary{
 			{Node: "hostpath-node-1", Address: "198.18.1.2:8443", Pools: []string{"default"}},
 			{Node: "hostpath-node-2", Address: "198.18.2.2:8443", Pools: []string{"default"}},
@@ -49,7 +49,7 @@ func TestWriteTable(t *testing.T) {
 	if err := Write(&b, sampleReport(), OutputTable); err != nil {
 		t.Fatal(err)
 	}
-	want := `Provisioner hostpath.dev/provisioner, managers in namespace hostpath-system, token: a TokenRequest for service account hostpath-system/hostpath-orphans (audience hostpath.dev/manager, 10m0s)
+	want := `Provisioners hostpath.dev/provisioner, hostpath.dev; managers in namespace hostpath-system; token: a TokenRequest for service account hostpath-system/hostpath-orphans (audience hostpath.dev/manager, 10m0s)
 NODE             POOL     DIRECTORY                  FINDING      DETAIL
 hostpath-node-1  default  team-a-data-pvc-5b0c7e21   missing      PV pvc-5b0c7e21 (claim team-a/data), node mode: the node has no directory
 hostpath-node-1  default  team-b-old-pvc-0f3d9a10    orphan       owner pvc-0f3d9a10 (no such PV), ownedSince 2026-11-23T05:41:03Z, reclaimPolicy Delete
@@ -66,13 +66,13 @@ hostpath-node-3  -        -                          unreachable  dial tcp 10.0.
 
 func TestWriteNothingFound(t *testing.T) {
 	var b bytes.Buffer
-	r := &Report{Provisioner: testProvisioner, Namespace: DefaultNamespace, Token: "the file /t",
+	r := &Report{Provisioner: testNames.String(), Namespace: DefaultNamespace, Token: "the file /t",
 		Nodes: []NodeSummary{{Node: "n1", Pools: []string{"default", "fast"}}, {Node: "n2", Pools: []string{"default"}}}}
 	r.count()
 	if err := Write(&b, r, OutputTable); err != nil {
 		t.Fatal(err)
 	}
-	want := "Provisioner hostpath.dev/provisioner, managers in namespace hostpath-system, token: the file /t\n" +
+	want := "Provisioners hostpath.dev/provisioner, hostpath.dev; managers in namespace hostpath-system; token: the file /t\n" +
 		"Nothing found on 2 nodes, pools default, fast.\n"
 	if got := b.String(); got != want {
 		t.Errorf("Output %q, want %q", got, want)

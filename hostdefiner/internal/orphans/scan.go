@@ -30,8 +30,9 @@ type Scanner struct {
 	Kube kubernetes.Interface
 	// Namespace holds the manager pods.
 	Namespace string
-	// Provisioner is the provisioner name of the PVs and StorageClasses.
-	Provisioner string
+	// Provisioner are the provisioner names of the PVs and StorageClasses
+	// (the configured one and hostpathv1.CapacityProvisionerName).
+	Provisioner hostpathv1.ProvisionerNames
 	// ManagerSelector is the label selector of the manager pods.
 	ManagerSelector string
 	// ManagerPort is the managers' HTTPS port, called on the pod IP.
@@ -79,7 +80,7 @@ func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Provisioner: s.Provisioner, Namespace: s.Namespace, Findings: Classify(s.Provisioner, before, after, listings)}
+	r := &Report{Provisioner: s.Provisioner.String(), Namespace: s.Namespace, Findings: Classify(s.Provisioner, before, after, listings)}
 	for _, l := range listings {
 		n := NodeSummary{Node: l.Node, Address: l.Address}
 		if l.Err != nil {
@@ -109,7 +110,7 @@ func (s *Scanner) classPools(ctx context.Context) (sets.Set[string], error) {
 	}
 	pools := sets.New[string]()
 	for _, sc := range list.Items {
-		if sc.Provisioner != s.Provisioner {
+		if !s.Provisioner.Has(sc.Provisioner) {
 			continue
 		}
 		if pool := hostpathv1.ClassPool(sc.Parameters); client.ValidatePoolName(pool) == nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -66,6 +67,7 @@ func TestScan(t *testing.T) {
 			managerPod("m0", "", "", false),
 			storageClass("hostpath", testProvisioner, ""), storageClass("fast", testProvisioner, "fast"),
 			storageClass("theirs", "other.dev/provisioner", "theirs"),
+			storageClass("capacity-aware", hostpathv1.CapacityProvisionerName, "cap"),
 			ptrTo(nodePV(testProvisioner, "pv-a", "n1", "default", "dir-a")),
 			ptrTo(nodePV(testProvisioner, "pv-b", "n2", "default", "dir-b")),
 			ptrTo(nodePV(testProvisioner, "pv-gone-node", "n5", "default", "dir-5")),
@@ -91,10 +93,10 @@ func TestScan(t *testing.T) {
 			"n5 - - unreachable -: no manager pod on the node (app.kubernetes.io/name=hostpath-manager in namespace hostpath-system)",
 		},
 		wantNodes: []string{
-			"n1 10.0.0.1:8443 [default extra fast shared]",
-			"n2 10.0.0.2:8443 [default fast shared]",
+			"n1 10.0.0.1:8443 [cap default extra fast shared]",
+			"n2 10.0.0.2:8443 [cap default fast shared]",
 			"n3  [] no Ready manager pod on the node (not Ready: m3)",
-			"n4 127.0.0.1:18443 [default fast shared]",
+			"n4 127.0.0.1:18443 [cap default fast shared]",
 			"n5  [] no manager pod on the node (app.kubernetes.io/name=hostpath-manager in namespace hostpath-system)",
 		},
 		wantDials: []string{"n1 10.0.0.1:8443", "n2 10.0.0.2:8443", "n4 127.0.0.1:18443"},
@@ -139,7 +141,7 @@ func TestScan(t *testing.T) {
 				dials []string
 			)
 			s := &Scanner{
-				Kube: kube, Namespace: DefaultNamespace, Provisioner: testProvisioner,
+				Kube: kube, Namespace: DefaultNamespace, Provisioner: testNames,
 				ManagerSelector: DefaultManagerSelector, ManagerPort: client.ServingPort, Addresses: tc.addresses,
 				Dial: func(node, address string) (Manager, error) {
 					mu.Lock()

@@ -52,6 +52,10 @@
 //     above dropped; every HostDefinition, managedFields dropped; and the
 //     ConfigMap client.CABundleConfigMap of --manager-namespace (one
 //     object, manager/pkg/trust's informer), kept whole.
+//   - Unless --capacity-interval is 0: the CSIStorageCapacities of
+//     --namespace labelled with its own node (the objects it publishes,
+//     one per capacity-aware StorageClass); managedFields dropped. It
+//     updates them from the cache, which a nil managedFields allows.
 //
 // The host definer (hostdefiner/internal/app, the leader only):
 //

@@ -30,6 +30,7 @@ import (
 	"hostpath.dev/manager/pkg/component"
 	"hostpath.dev/manager/pkg/review"
 	"hostpath.dev/manager/pkg/trust"
+	"hostpath.dev/provisioner/internal/capacity"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
 	"hostpath.dev/provisioner/internal/ownership"
@@ -157,9 +158,9 @@ func eventClient(cfg *rest.Config, qps float32, burst int) (*typedcorev1.CoreV1C
 // Informers are the shared informers of one instance: cluster-wide caches,
 // shared with the library (so it starts none of its own), one pod cache
 // per namespace of peers and of managers, the host definer's
-// HostDefinitions, and the CA bundle of the managers' certificates. Every
-// factory trims what it caches with cachetrim.Transform (whose package doc
-// says what each cache holds).
+// HostDefinitions, the CA bundle of the managers' certificates, and this
+// node's CSIStorageCapacity objects. Every factory trims what it caches
+// with cachetrim.Transform (whose package doc says what each cache holds).
 type Informers struct {
 	// Claims, Volumes, Classes and Nodes are cluster-wide.
 	Claims  coreinformers.PersistentVolumeClaimInformer
@@ -178,6 +179,11 @@ type Informers struct {
 	// from the ConfigMap client.CABundleConfigMap of the managers'
 	// namespace once started (trust.Watch); nil with a fixed manager URL.
 	CABundle *trust.Bundle
+	// Capacities are the CSIStorageCapacity objects of this node
+	// (capacity.Selector) in the instance's namespace; nil when publishing
+	// is off. Only the capacity publisher waits for this cache: without
+	// it (its permissions missing, say) the rest of the instance runs.
+	Capacities storageinformers.CSIStorageCapacityInformer
 
 	factories []factory
 	synced    []cache.InformerSynced
@@ -220,6 +226,16 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 		i.watches = append(i.watches, func(ctx context.Context) (cache.InformerSynced, error) {
 			return trust.Watch(ctx, kube, o.ManagerNamespace, i.CABundle)
 		})
+	}
+	if o.CapacityInterval > 0 {
+		capacities := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod,
+			informers.WithNamespace(o.Namespace),
+			informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = capacity.Selector(o.NodeName).String() }),
+			informers.WithTransform(cachetrim.Transform))
+		i.Capacities = capacities.Storage().V1().CSIStorageCapacities()
+		// Registered with the factory now, so that starting it starts it.
+		i.Capacities.Informer()
+		i.factories = append(i.factories, capacities)
 	}
 	return i
 }

@@ -3,7 +3,8 @@
 // needs (clients, informers, manager discovery, event recorder, metrics) as a
 // Config, and Config.Run, which wires the parts (the library's
 // ProvisionController with the Provisioner, the claim sync, the reclaim
-// controller, the orphan sweeper, the usage refresher) and runs them.
+// controller, the orphan sweeper, the usage refresher, the capacity
+// publisher) and runs them.
 package app
 
 import (
@@ -21,6 +22,7 @@ import (
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/profiling"
 	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/capacity"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/reclaim"
 	"hostpath.dev/provisioner/internal/usage"
@@ -57,6 +59,7 @@ const (
 	FlagFanoutWorkers         = "fanout-workers"
 	FlagFanoutNodeTimeout     = "fanout-node-timeout"
 	FlagFanoutAttempts        = "fanout-attempts"
+	FlagCapacityInterval      = "capacity-interval"
 )
 
 // Environment variables that give flags their default.
@@ -157,6 +160,10 @@ type Options struct {
 	// enforced size, from which the volume gets a Warning VolumeUsageHigh
 	// (0 to 100; 0 turns that warning off).
 	UsageWarningThreshold int
+	// CapacityInterval is how often this node's CSIStorageCapacity objects
+	// are refreshed, and the shortest time between two writes of one; 0
+	// turns publishing off (and deletes them).
+	CapacityInterval time.Duration
 	// FanoutWorkers bounds the manager calls in flight of one multihost
 	// create or delete.
 	FanoutWorkers int
@@ -196,13 +203,14 @@ func NewOptions() *Options {
 		FanoutWorkers:         DefaultFanoutWorkers,
 		FanoutNodeTimeout:     DefaultFanoutNodeTimeout,
 		FanoutAttempts:        DefaultFanoutAttempts,
+		CapacityInterval:      capacity.DefaultInterval,
 	}
 }
 
 // AddFlags binds the options to fs (component.Main adds klog's flags).
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeName, FlagNodeName, o.NodeName, "The node this instance runs on and provisions for. Defaults to the "+EnvNodeName+" environment variable; required.")
-	fs.StringVar(&o.ProvisionerName, FlagProvisionerName, o.ProvisionerName, "The provisioner name that StorageClasses name in their provisioner field.")
+	fs.StringVar(&o.ProvisionerName, FlagProvisionerName, o.ProvisionerName, "The provisioner name that StorageClasses name in their provisioner field. The classes of "+hostpathv1.CapacityProvisionerName+" (capacity-aware: see --"+FlagCapacityInterval+") are always served too.")
 	fs.StringVar(&o.Kubeconfig, FlagKubeconfig, o.Kubeconfig, "The kubeconfig file to reach the API server with. Defaults to the in-cluster configuration.")
 	fs.Float32Var(&o.KubeAPIQPS, FlagKubeAPIQPS, o.KubeAPIQPS, "The sustained queries per second to the API server.")
 	fs.IntVar(&o.KubeAPIBurst, FlagKubeAPIBurst, o.KubeAPIBurst, "The burst of queries to the API server.")
@@ -227,6 +235,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.OrphanGracePeriod, FlagOrphanGracePeriod, o.OrphanGracePeriod, "How long after its owner record was written a directory may count as orphaned; keep it well above the time a PV takes to be saved.")
 	fs.DurationVar(&o.UsageInterval, FlagUsageInterval, o.UsageInterval, "How often this instance refreshes the annotation "+annotations.SizeUsed+" on its node's PVs whose pool enforces their size (what the volume uses, rounded up to a whole MiB, written again when it moved by 1 MiB or more), looks at the health of their directories ("+annotations.Health+", with an event at each change) and refreshes the volume metrics; 0 turns all of it off.")
 	fs.IntVar(&o.UsageWarningThreshold, FlagUsageWarningThreshold, o.UsageWarningThreshold, "The usage, in percent of a volume's enforced size, from which the volume's claim and PV get a Warning VolumeUsageHigh (once; a Normal VolumeHealthy when the usage falls 5 points below it, or below half of a threshold under 10); 0 to 100, 0 turns the warning off. Only volumes whose pool enforces their size are looked at.")
+	fs.DurationVar(&o.CapacityInterval, FlagCapacityInterval, o.CapacityInterval, "How often this instance refreshes the CSIStorageCapacity objects of its node, one per StorageClass of provisioner "+hostpathv1.CapacityProvisionerName+" that waits for the first consumer, through which the scheduler places pods only where the pool has room; an object is written when its capacity moved from or to 0 or by more than 1% of the pool's filesystem or 16 MiB, whichever is larger, and at most once per interval. 0 turns publishing off and deletes the node's objects: the scheduler then finds no room for those classes on the node.")
 	fs.DurationVar(&o.ManagerDeleteTimeout, FlagManagerDeleteTimeout, o.ManagerDeleteTimeout, "The time limit of a manager delete, which removes a whole directory tree; keep it no shorter than the managers' --write-timeout.")
 	fs.IntVar(&o.FanoutWorkers, FlagFanoutWorkers, o.FanoutWorkers, "The most manager calls in flight at once for one multihost volume's create or delete.")
 	fs.DurationVar(&o.FanoutNodeTimeout, FlagFanoutNodeTimeout, o.FanoutNodeTimeout, "The time limit of one attempt to create a multihost volume's directory on one node (an attempt to delete it is bounded by --"+FlagManagerDeleteTimeout+").")
@@ -289,6 +298,9 @@ func (o *Options) Validate() error {
 	}
 	if o.UsageWarningThreshold < 0 || o.UsageWarningThreshold > 100 {
 		errs = append(errs, fmt.Errorf("--%s must be a percentage from 0 to 100 (0 turns the warning off)", FlagUsageWarningThreshold))
+	}
+	if o.CapacityInterval < 0 {
+		errs = append(errs, fmt.Errorf("--%s must not be negative", FlagCapacityInterval))
 	}
 	if o.FanoutWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--%s must be at least 1", FlagFanoutWorkers))

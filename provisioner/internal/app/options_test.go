@@ -13,8 +13,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -57,6 +59,11 @@ func TestOptions(t *testing.T) {
 		{
 			name: "negative usage warning threshold", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
 			args: []string{"--usage-warning-threshold=-1"}, wantErr: []string{"--usage-warning-threshold must be a percentage from 0 to 100"},
+		},
+		{name: "capacity publishing off", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--capacity-interval=0"}},
+		{
+			name: "negative capacity interval", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"},
+			args: []string{"--capacity-interval=-1s"}, wantErr: []string{"--capacity-interval must not be negative"},
 		},
 		{name: "node-gone grace period", env: map[string]string{EnvNodeName: "n1", EnvPodNamespace: "ns"}, args: []string{"--node-gone-grace-period=24h"}},
 		{
@@ -130,6 +137,9 @@ func TestDefaults(t *testing.T) {
 	}
 	if o.UsageWarningThreshold != 90 {
 		t.Errorf("UsageWarningThreshold = %d, want 90", o.UsageWarningThreshold)
+	}
+	if o.CapacityInterval != time.Minute {
+		t.Errorf("CapacityInterval = %s, want 1m", o.CapacityInterval)
 	}
 	if o.NodeGoneGracePeriod != 0 {
 		t.Errorf("NodeGoneGracePeriod = %s, want 0 (off)", o.NodeGoneGracePeriod)
@@ -214,4 +224,52 @@ func TestRBACCABundle(t *testing.T) {
 		}
 	}
 	t.Errorf("no Role rule for configmaps")
+}
+
+// TestCapacityManifests checks that the manifests match the capacity
+// publisher: the CSIDriver is named like hostpathv1.CapacityProvisionerName
+// and opts into capacity tracking, and the provisioner's Role in its
+// namespace covers what the publisher does with csistoragecapacities.
+func TestCapacityManifests(t *testing.T) {
+	f, err := os.Open("../../../manifests/base/provisioner/csidriver.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var driver storagev1.CSIDriver
+	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&driver); err != nil {
+		t.Fatal(err)
+	}
+	if driver.Name != hostpathv1.CapacityProvisionerName || driver.Spec.StorageCapacity == nil || !*driver.Spec.StorageCapacity {
+		t.Errorf("CSIDriver %q, storageCapacity %v; want %q, true", driver.Name, driver.Spec.StorageCapacity, hostpathv1.CapacityProvisionerName)
+	}
+
+	r, err := os.Open("../../../manifests/base/provisioner/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	dec := yaml.NewYAMLOrJSONDecoder(r, 4096)
+	want := []string{"get", "list", "watch", "create", "update", "delete"}
+	for {
+		var role rbacv1.Role
+		if err := dec.Decode(&role); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if role.Kind != "Role" {
+			continue
+		}
+		for _, rule := range role.Rules {
+			if slices.Contains(rule.Resources, "csistoragecapacities") {
+				if !slices.Equal(rule.APIGroups, []string{"storage.k8s.io"}) || !slices.Equal(rule.Verbs, want) ||
+					len(rule.ResourceNames) > 0 || role.Namespace != "hostpath-system" {
+					t.Errorf("Role %s/%s rule %+v; want storage.k8s.io csistoragecapacities %v", role.Namespace, role.Name, rule, want)
+				}
+				return
+			}
+		}
+	}
+	t.Errorf("no Role rule for csistoragecapacities")
 }

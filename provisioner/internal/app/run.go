@@ -15,9 +15,11 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
 	"hostpath.dev/manager/pkg/profiling"
+	"hostpath.dev/provisioner/internal/capacity"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
 	"hostpath.dev/provisioner/internal/provisioner"
@@ -45,6 +47,7 @@ type parts struct {
 	resizer   *resize.Controller
 	sweeper   *reclaim.Sweeper
 	refresher *usage.Refresher
+	publisher *capacity.Publisher
 	ctrl      *controller.ProvisionController
 }
 
@@ -58,6 +61,9 @@ func (c *Config) Run(ctx context.Context) error {
 	p := c.wire(logger)
 	// Registered before the informers start, like the other handlers.
 	if err := c.onManagerReady(p); err != nil {
+		return err
+	}
+	if err := c.watchCapacity(p); err != nil {
 		return err
 	}
 	var ready atomic.Bool
@@ -84,6 +90,8 @@ func (c *Config) Run(ctx context.Context) error {
 	if c.UsageInterval > 0 {
 		go runUntilDone(ctx, "usage refresher", p.refresher.Run)
 	}
+	// With --capacity-interval=0 it deletes this node's objects and ends.
+	go runUntilDone(ctx, "capacity publisher", p.publisher.Run)
 	go adoptAll(ctx, p.prov)
 	logger.Info("Starting the provisioner", "provisioner", c.ProvisionerName, "workers", c.Workers)
 	p.ctrl.Run(ctx)
@@ -133,15 +141,28 @@ func (c *Config) onManagerReady(p *parts) error {
 	return nil
 }
 
+// watchCapacity registers the capacity publisher's event handlers, unless
+// publishing is off.
+func (c *Config) watchCapacity(p *parts) error {
+	inf := c.Informers
+	if inf.Capacities == nil {
+		return nil
+	}
+	return p.publisher.AddEventHandlers(capacity.Sources{
+		Classes: inf.Classes.Informer(), Nodes: inf.Nodes.Informer(), Volumes: inf.Volumes.Informer(), Capacities: inf.Capacities.Informer(),
+	})
+}
+
 // wire makes the parts of the instance and registers their event handlers
 // with the informers, which must not have started yet.
 func (c *Config) wire(logger klog.Logger) *parts {
 	inf := c.Informers
+	names := hostpathv1.NewProvisionerNames(c.ProvisionerName)
 	volumeManagers := managersAs(c.Resolver, func(m *client.Client) provisioner.VolumeManager { return m })
 	reclaimManagers := managersAs(c.Resolver, func(m *client.Client) reclaim.Manager { return m })
 	p := &parts{}
 	p.reclaimer = reclaim.NewController(reclaim.Config{
-		ProvisionerName: c.ProvisionerName, Node: c.NodeName, FieldManager: provisioner.FieldManager,
+		ProvisionerNames: names, Node: c.NodeName, FieldManager: provisioner.FieldManager,
 		Client: c.Kube, Volumes: inf.Volumes, Nodes: inf.Nodes,
 		Instances: c.Instances, Managers: reclaimManagers, Targets: c.Resolver, Recorder: c.Recorder,
 		Fanout:        fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.ManagerDeleteTimeout, Attempts: c.FanoutAttempts},
@@ -149,7 +170,7 @@ func (c *Config) wire(logger klog.Logger) *parts {
 		NodeGoneGrace: c.NodeGoneGracePeriod,
 	})
 	p.prov = provisioner.New(provisioner.Config{
-		Name: c.ProvisionerName, Node: c.NodeName, Client: c.Kube,
+		Names: names, Node: c.NodeName, Client: c.Kube,
 		Classes: inf.Classes.Lister(), Nodes: inf.Nodes.Lister(), Volumes: inf.Volumes.Lister(),
 		Instances: c.Instances, Managers: volumeManagers, Targets: c.Resolver,
 		CreateFanout:  fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.FanoutNodeTimeout, Attempts: c.FanoutAttempts},
@@ -158,25 +179,28 @@ func (c *Config) wire(logger klog.Logger) *parts {
 	})
 	p.claims = provisioner.NewClaimSync(p.prov, inf.Claims, c.Recorder)
 	p.resizer = resize.NewController(resize.Config{
-		ProvisionerName: c.ProvisionerName, Node: c.NodeName, FieldManager: provisioner.FieldManager,
+		ProvisionerNames: names, Node: c.NodeName, FieldManager: provisioner.FieldManager,
 		Client: c.Kube, Claims: inf.Claims, Volumes: inf.Volumes, Classes: inf.Classes,
 		Instances: c.Instances, Managers: managersAs(c.Resolver, func(m *client.Client) resize.Manager { return m }),
 		Fanout:   fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.FanoutNodeTimeout, Attempts: c.FanoutAttempts},
 		Recorder: c.Recorder,
 	})
 	p.sweeper = reclaim.NewSweeper(reclaim.SweeperConfig{
-		ProvisionerName: c.ProvisionerName, Node: c.NodeName,
+		ProvisionerNames: names, Node: c.NodeName,
 		Client: c.Kube, Volumes: inf.Volumes, Managers: reclaimManagers, Recorder: c.Recorder,
 		Period: c.OrphanSweepPeriod, Grace: c.OrphanGracePeriod,
 	})
 	p.refresher = usage.New(usage.Config{
-		ProvisionerName: c.ProvisionerName, Node: c.NodeName, FieldManager: provisioner.FieldManager,
+		ProvisionerNames: names, Node: c.NodeName, FieldManager: provisioner.FieldManager,
 		Client: c.Kube, Volumes: inf.Volumes.Lister(), Synced: []cache.InformerSynced{inf.Volumes.Informer().HasSynced},
 		Managers: managersAs(c.Resolver, func(m *client.Client) usage.Manager { return m }),
 		Interval: c.UsageInterval, WarningThreshold: c.UsageWarningThreshold,
 		Recorder: c.Recorder, Metrics: c.UsageMetrics,
 	})
-	p.ctrl = controller.NewProvisionController(logger, c.Kube, c.ProvisionerName, p.prov,
+	p.publisher = c.newPublisher(names)
+	p.ctrl = controller.NewProvisionController(logger, c.Kube, names.Name(), p.prov,
+		// The claims of classes of hostpathv1.CapacityProvisionerName too.
+		controller.AdditionalProvisionerNames(names.Additional()),
 		controller.LeaderElection(false),
 		controller.Threadiness(c.Workers),
 		controller.ResyncPeriod(c.ResyncPeriod),
@@ -190,6 +214,24 @@ func (c *Config) wire(logger klog.Logger) *parts {
 		controller.CreateProvisionedPVLimiter(workqueue.DefaultTypedControllerRateLimiter[any]()),
 	)
 	return p
+}
+
+// newPublisher returns the capacity publisher of this node, with the cache
+// of its objects unless publishing is off.
+func (c *Config) newPublisher(names hostpathv1.ProvisionerNames) *capacity.Publisher {
+	inf := c.Informers
+	cfg := capacity.Config{
+		ProvisionerNames: names, Node: c.NodeName, Namespace: c.Namespace, FieldManager: provisioner.FieldManager,
+		Client: c.Kube, Classes: inf.Classes.Lister(), Nodes: inf.Nodes.Lister(),
+		Managers: managersAs(c.Resolver, func(m *client.Client) capacity.Manager { return m }),
+		Interval: c.CapacityInterval,
+	}
+	if inf.Capacities != nil {
+		cfg.Capacities = inf.Capacities.Lister()
+		cfg.Synced = []cache.InformerSynced{inf.Classes.Informer().HasSynced, inf.Nodes.Informer().HasSynced,
+			inf.Volumes.Informer().HasSynced, inf.Capacities.Informer().HasSynced}
+	}
+	return capacity.New(cfg)
 }
 
 // managersAs adapts the resolver to the interface M that a part declares

@@ -74,7 +74,7 @@ func (p *Provisioner) AdoptAll(ctx context.Context) error {
 		if pool, _, ok := p.ownVolume(pv); ok {
 			byPool[pool] = append(byPool[pool], pv)
 		}
-		if m, ok := hostpathv1.MultihostDirectoryOf(pv, p.cfg.Name); ok && m.Pool != "" && m.Directory != "" {
+		if m, ok := hostpathv1.MultihostDirectoryOf(pv, p.cfg.Names); ok && m.Pool != "" && m.Directory != "" {
 			multihost[m.Pool] = append(multihost[m.Pool], pv)
 		}
 	}
@@ -170,7 +170,7 @@ func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.Persi
 // that this provisioner made, and false for any other PV.
 func (p *Provisioner) ownVolume(pv *v1.PersistentVolume) (pool, dir string, ok bool) {
 	k, named := keyOf(pv)
-	if !named || k.node != p.cfg.Node || pv.Annotations[annotations.ProvisionedBy] != p.cfg.Name ||
+	if !named || k.node != p.cfg.Node || !p.cfg.Names.Has(pv.Annotations[annotations.ProvisionedBy]) ||
 		pv.Annotations[annotations.Mode] == annotations.ModeMultihost {
 		return "", "", false
 	}

@@ -8,12 +8,15 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/provisioner/internal/annotations"
 )
 
 func TestAdopt(t *testing.T) {
 	foreign := volume("pv", selfNode, "default", "dir", "data")
 	foreign.Annotations[annotations.ProvisionedBy] = "example.com/other"
+	capacityAware := volume("pv", selfNode, "default", "dir", "data")
+	capacityAware.Annotations[annotations.ProvisionedBy] = hostpathv1.CapacityProvisionerName
 	tests := []struct {
 		name          string
 		pv            *v1.PersistentVolume
@@ -42,6 +45,7 @@ func TestAdopt(t *testing.T) {
 		},
 		{name: "volume of another node", pv: volume("pv", otherNode, "default", "dir", "data"), owner: ""},
 		{name: "volume of another provisioner", pv: foreign, owner: ""},
+		{name: "volume of the capacity-aware name", pv: capacityAware, owner: "", wantSetOwners: "default/dir ->pv", wantOwner: "pv"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -30,6 +31,9 @@ const (
 	otherNode       = "node-b"
 	idleNode        = "node-c" // exists, runs no provisioner
 )
+
+// testNames are the provisioner names of the tests' instance.
+var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 
 // fakeInstances elects a fixed instance for every key.
 type fakeInstances struct {
@@ -245,7 +249,7 @@ func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 	}
 	f := &fixture{kube: kube, claims: claims.Informer().GetIndexer(), recorder: record.NewFakeRecorder(100), manager: &fakeManager{}}
 	f.prov = New(Config{
-		Name:      testProvisioner,
+		Names:     testNames,
 		Node:      selfNode,
 		Client:    kube,
 		Classes:   classes.Lister(),
@@ -293,9 +297,12 @@ func class(name string, binding storagev1.VolumeBindingMode, params map[string]s
 func testClasses() []any {
 	other := class("other", storagev1.VolumeBindingImmediate, nil)
 	other.Provisioner = "example.com/other"
+	capacityAware := class("capacity", storagev1.VolumeBindingWaitForFirstConsumer, nil)
+	capacityAware.Provisioner = hostpathv1.CapacityProvisionerName
 	return []any{
 		class("immediate", storagev1.VolumeBindingImmediate, nil),
 		class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil),
+		capacityAware,
 		class("multihost", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost"}),
 		other,
 	}

@@ -274,7 +274,7 @@ func TestMultihostOwnerAgreement(t *testing.T) {
 	var provs []*Provisioner
 	for _, n := range nodes {
 		inst := ownership.NewInstances(factory.Core().V1().Pods().Lister().Pods("sys"), labels.SelectorFromSet(labels.Set{"app": "prov"}), n)
-		provs = append(provs, New(Config{Name: testProvisioner, Node: n, Classes: classes.Lister(), Instances: inst}))
+		provs = append(provs, New(Config{Names: testNames, Node: n, Classes: classes.Lister(), Instances: inst}))
 	}
 	owned := map[string]int{}
 	for i := range 60 {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/fanout"
 )
@@ -57,8 +58,9 @@ type TargetLister interface {
 
 // Config holds what a Provisioner depends on.
 type Config struct {
-	// Name is the provisioner name StorageClasses use.
-	Name string
+	// Names are the provisioner names StorageClasses use: the configured
+	// one and hostpathv1.CapacityProvisionerName.
+	Names hostpathv1.ProvisionerNames
 	// Node is the node this instance runs on.
 	Node string
 	// Client reads PersistentVolumes live (reuse), removes the finalizer of

@@ -188,7 +188,7 @@ func (p *Provisioner) class(claim *v1.PersistentVolumeClaim) *storagev1.StorageC
 		return nil
 	}
 	class, err := p.cfg.Classes.Get(name)
-	if err != nil || class.Provisioner != p.cfg.Name {
+	if err != nil || !p.cfg.Names.Has(class.Provisioner) {
 		return nil
 	}
 	return class

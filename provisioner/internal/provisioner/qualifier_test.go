@@ -42,6 +42,10 @@ var claimCases = []claimCase{
 	{name: "own node by hostpath.dev annotation", claim: []string{"immediate", annotations.ProvisionOnNode + "=" + selfNode}, want: true},
 	{name: "own node by kubevirt annotation", claim: []string{"immediate", annotations.KubevirtProvisionOnNode + "=" + selfNode}, want: true},
 	{name: "own node by selected-node", claim: []string{"wffc", annotations.SelectedNode + "=" + selfNode}, want: true},
+	// The capacity-aware name is served like the configured one.
+	{name: "capacity-aware class, own node by selected-node", claim: []string{"capacity", annotations.SelectedNode + "=" + selfNode}, want: true},
+	{name: "capacity-aware class, other node by selected-node", claim: []string{"capacity", annotations.SelectedNode + "=" + otherNode}, elected: true},
+	{name: "capacity-aware class, deleted selected node, elected instance reschedules", claim: []string{"capacity", annotations.SelectedNode + "=ghost"}, elected: true, want: true, wantEvents: []string{"Warning " + ReasonRescheduling}},
 	{name: "other node by annotation", claim: []string{"immediate", annotations.ProvisionOnNode + "=" + otherNode}, elected: true},
 	{name: "other node by selected-node", claim: []string{"wffc", annotations.SelectedNode + "=" + otherNode}, elected: true},
 	{

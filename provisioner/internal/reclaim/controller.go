@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/worker"
 	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/provisioner/internal/fanout"
@@ -24,9 +25,9 @@ import (
 
 // Config holds what a Controller depends on.
 type Config struct {
-	// ProvisionerName is the provisioner name: only PVs whose
-	// pv.kubernetes.io/provisioned-by says it are looked at.
-	ProvisionerName string
+	// ProvisionerNames are the provisioner names: only PVs whose
+	// pv.kubernetes.io/provisioned-by says one of them are looked at.
+	ProvisionerNames hostpathv1.ProvisionerNames
 	// Node is the node this instance runs on.
 	Node string
 	// FieldManager is the field manager of the PV patches.
@@ -128,7 +129,7 @@ func (c *Controller) volumeChanged(obj any) {
 	if !ok {
 		return
 	}
-	loc, ok := locationOf(pv, c.cfg.ProvisionerName)
+	loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
 	if !ok {
 		return
 	}
@@ -153,7 +154,7 @@ func (c *Controller) ManagerReady(node string) {
 		return
 	}
 	for _, pv := range pvs {
-		loc, ok := locationOf(pv, c.cfg.ProvisionerName)
+		loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
 		if !ok || !loc.multihost && loc.node != node {
 			continue
 		}
@@ -210,7 +211,7 @@ func (c *Controller) nodeDeleted(obj any) {
 		return
 	}
 	for _, pv := range pvs {
-		if loc, ok := locationOf(pv, c.cfg.ProvisionerName); ok && (loc.node == node.Name || loc.multihost && loc.listed(node.Name)) {
+		if loc, ok := locationOf(pv, c.cfg.ProvisionerNames); ok && (loc.node == node.Name || loc.multihost && loc.listed(node.Name)) {
 			c.volumeChanged(pv)
 		}
 	}
@@ -225,7 +226,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("get PersistentVolume %q from the cache: %w", name, err)
 	}
-	loc, ok := locationOf(pv, c.cfg.ProvisionerName)
+	loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
 	if !ok {
 		return nil
 	}

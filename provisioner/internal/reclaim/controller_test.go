@@ -55,13 +55,13 @@ func newControllerFixture(t *testing.T, inst fakeInstances, mgr *fakeManager, ma
 	}
 	f := &controllerFixture{kube: kube, manager: mgr, recorder: record.NewFakeRecorder(10)}
 	f.ctrl = NewController(Config{
-		ProvisionerName: testProvisioner,
-		Node:            selfNode,
-		FieldManager:    testFieldManager,
-		Client:          kube,
-		Volumes:         factory.Core().V1().PersistentVolumes(),
-		Nodes:           factory.Core().V1().Nodes(),
-		Instances:       inst,
+		ProvisionerNames: testNames,
+		Node:             selfNode,
+		FieldManager:     testFieldManager,
+		Client:           kube,
+		Volumes:          factory.Core().V1().PersistentVolumes(),
+		Nodes:            factory.Core().V1().Nodes(),
+		Instances:        inst,
 		Managers: func(node string) (Manager, error) {
 			f.asked = append(f.asked, node)
 			if managersErr != nil {

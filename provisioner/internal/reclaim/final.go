@@ -267,7 +267,7 @@ func (c *Controller) Reclaim(ctx context.Context, pv *v1.PersistentVolume) error
 // reclaimOutcome runs steps 1 to 3 for pv's final state and says what
 // becomes of the PV.
 func (c *Controller) reclaimOutcome(ctx context.Context, pv *v1.PersistentVolume) outcome {
-	loc, ok := locationOf(pv, c.cfg.ProvisionerName)
+	loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
 	if !ok {
 		return release("", "", "not a volume of this provisioner")
 	}
@@ -375,7 +375,7 @@ func policyRecorded(pv *v1.PersistentVolume) bool {
 // while its node was away is removed by its sweeper only if the record
 // says Delete.
 func (c *Controller) recordPolicy(ctx context.Context, pv *v1.PersistentVolume) error {
-	loc, ok := locationOf(pv, c.cfg.ProvisionerName)
+	loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
 	if !ok || loc.pool == "" || loc.name == "" {
 		return nil
 	}

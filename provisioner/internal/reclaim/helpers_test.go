@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -28,6 +29,9 @@ const (
 	testPool         = "default"
 	otherFinalizer   = "example.com/keep"
 )
+
+// testNames are the provisioner names of the tests' instance.
+var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 
 // fakeInstances elects this instance for every key, or not.
 type fakeInstances struct{ elected bool }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/provisioner/internal/fanout"
@@ -53,7 +54,7 @@ func newMultihostFixture(t *testing.T, elected bool, managers map[string]*fakeMa
 	}
 	f := &controllerFixture{kube: kube, recorder: record.NewFakeRecorder(10)}
 	f.ctrl = NewController(Config{
-		ProvisionerName: testProvisioner, Node: selfNode, FieldManager: testFieldManager, Client: kube,
+		ProvisionerNames: testNames, Node: selfNode, FieldManager: testFieldManager, Client: kube,
 		Volumes: factory.Core().V1().PersistentVolumes(), Nodes: factory.Core().V1().Nodes(),
 		Instances: fakeInstances{elected: elected},
 		Managers: func(node string) (Manager, error) {
@@ -235,7 +236,7 @@ func TestSyncMultihost(t *testing.T) {
 
 func TestLocationOf(t *testing.T) {
 	pv := multihostPV("shared", " node-a, ,node-b", "node-c")
-	d, ok := locationOf(pv, testProvisioner)
+	d, ok := locationOf(pv, testNames)
 	if !ok || !d.multihost || d.pool != testPool || d.name != "shared-dir" ||
 		strings.Join(d.nodes, ",") != "node-a,node-b" || strings.Join(d.pending, ",") != "node-c" {
 		t.Errorf("locationOf(multihost) = %+v, %v", d, ok)
@@ -246,15 +247,23 @@ func TestLocationOf(t *testing.T) {
 	if !d.holds(directory{node: "node-d", pool: testPool, name: "shared-dir"}) {
 		t.Error("a multihost PV does not hold its directory on an unlisted node")
 	}
-	n, ok := locationOf(newPV("pv-1"), testProvisioner)
+	n, ok := locationOf(newPV("pv-1"), testNames)
 	if !ok || n.multihost || n.node != selfNode || !n.holds(directory{node: selfNode, pool: testPool, name: "pv-1-dir"}) ||
 		n.holds(directory{node: otherNode, pool: testPool, name: "pv-1-dir"}) {
 		t.Errorf("locationOf(node mode) = %+v, %v", n, ok)
 	}
-	if _, ok := locationOf(pv, "example.com/other"); ok {
+	if _, ok := locationOf(pv, hostpathv1.NewProvisionerNames("example.com/other")); ok {
 		t.Error("a PV of another provisioner counts as ours")
 	}
-	if _, ok := locationOf(newPV("pv-2", withAnnotation(annotations.Mode, "future")), testProvisioner); ok {
+	for _, p := range []*v1.PersistentVolume{
+		multihostPV("shared", "node-a", "", withAnnotation(annotations.ProvisionedBy, hostpathv1.CapacityProvisionerName)),
+		newPV("pv-3", withAnnotation(annotations.ProvisionedBy, hostpathv1.CapacityProvisionerName)),
+	} {
+		if _, ok := locationOf(p, testNames); !ok {
+			t.Errorf("PV %s of the capacity-aware provisioner name does not count as ours", p.Name)
+		}
+	}
+	if _, ok := locationOf(newPV("pv-2", withAnnotation(annotations.Mode, "future")), testNames); ok {
 		t.Error("a PV of an unknown mode counts as ours")
 	}
 }

@@ -132,14 +132,14 @@ type location struct {
 }
 
 // locationOf returns where pv's directory lives, and false when pv is not
-// a volume of provisioner. A PV without the mode annotation counts as node
-// mode; one with a value other than annotations.ModeNode or
-// annotations.ModeMultihost is not one of ours.
-func locationOf(pv *v1.PersistentVolume, provisioner string) (location, bool) {
+// a volume of one of the provisioner names. A PV without the mode
+// annotation counts as node mode; one with a value other than
+// annotations.ModeNode or annotations.ModeMultihost is not one of ours.
+func locationOf(pv *v1.PersistentVolume, provisioner hostpathv1.ProvisionerNames) (location, bool) {
 	if m, ok := hostpathv1.MultihostDirectoryOf(pv, provisioner); ok {
 		return location{pool: m.Pool, name: m.Directory, multihost: true, nodes: m.Nodes, pending: m.PendingNodes}, true
 	}
-	if pv.Annotations[annotations.ProvisionedBy] != provisioner {
+	if !provisioner.Has(pv.Annotations[annotations.ProvisionedBy]) {
 		return location{}, false
 	}
 	if mode := pv.Annotations[annotations.Mode]; mode != "" && mode != annotations.ModeNode {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -35,8 +36,8 @@ const (
 
 // SweeperConfig holds what a Sweeper depends on.
 type SweeperConfig struct {
-	// ProvisionerName is the provisioner name, as in Config.
-	ProvisionerName string
+	// ProvisionerNames are the provisioner names, as in Config.
+	ProvisionerNames hostpathv1.ProvisionerNames
 	// Node is the node whose manager is swept.
 	Node string
 	// Client reads an owner PV live before its directory is removed.
@@ -312,7 +313,7 @@ func (s *Sweeper) ownerState(ctx context.Context, owner string, dir directory) (
 	if err != nil {
 		return 0, nil, fmt.Errorf("get PersistentVolume %q: %w", owner, err)
 	}
-	loc, ok := locationOf(pv, s.cfg.ProvisionerName)
+	loc, ok := locationOf(pv, s.cfg.ProvisionerNames)
 	switch {
 	case !ok:
 		return ownerForeign, pv, nil
@@ -330,7 +331,7 @@ func (s *Sweeper) reportMisplaced(logger klog.Logger, dir directory, pv *v1.Pers
 		return
 	}
 	where := "its directory"
-	if loc, ok := locationOf(pv, s.cfg.ProvisionerName); ok {
+	if loc, ok := locationOf(pv, s.cfg.ProvisionerNames); ok {
 		where = loc.String()
 		if loc.multihost {
 			where += " on every node"

@@ -258,10 +258,10 @@ func TestSweep(t *testing.T) {
 			mgr := &fakeManager{volumes: tt.volumes, deleteErrs: tt.deleteErrs, listErrs: tt.listErrs}
 			recorder := record.NewFakeRecorder(10)
 			s := NewSweeper(SweeperConfig{
-				ProvisionerName: testProvisioner,
-				Node:            selfNode,
-				Client:          kube,
-				Volumes:         factory.Core().V1().PersistentVolumes(),
+				ProvisionerNames: testNames,
+				Node:             selfNode,
+				Client:           kube,
+				Volumes:          factory.Core().V1().PersistentVolumes(),
 				Managers: func(node string) (Manager, error) {
 					if node != selfNode {
 						t.Errorf("asked for the manager of %q, want %q", node, selfNode)
@@ -314,7 +314,7 @@ func TestSweepReportEventOnNode(t *testing.T) {
 	recorder := record.NewFakeRecorder(1)
 	recorder.IncludeObject = true
 	s := NewSweeper(SweeperConfig{
-		ProvisionerName: testProvisioner, Node: selfNode, Client: kube,
+		ProvisionerNames: testNames, Node: selfNode, Client: kube,
 		Volumes:  factory.Core().V1().PersistentVolumes(),
 		Managers: func(string) (Manager, error) { return mgr, nil },
 		Recorder: recorder, Clock: clocktesting.NewFakePassiveClock(sweepNow),

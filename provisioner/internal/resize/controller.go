@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/worker"
 	"hostpath.dev/provisioner/internal/fanout"
@@ -28,9 +29,9 @@ import (
 
 // Config holds what a Controller depends on.
 type Config struct {
-	// ProvisionerName is the provisioner name: only claims bound to PVs
-	// whose pv.kubernetes.io/provisioned-by says it are grown.
-	ProvisionerName string
+	// ProvisionerNames are the provisioner names: only claims bound to PVs
+	// whose pv.kubernetes.io/provisioned-by says one of them are grown.
+	ProvisionerNames hostpathv1.ProvisionerNames
 	// Node is the node this instance runs on.
 	Node string
 	// FieldManager is the field manager of the claim and PV patches.
@@ -180,7 +181,7 @@ func (c *Controller) volumeChanged(obj any) {
 // provisioner that this instance may grow (of its node, or multihost) and
 // the claim needs a step.
 func (c *Controller) queueIfOurs(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) {
-	vol, ok := volumeOf(pv, c.cfg.ProvisionerName)
+	vol, ok := volumeOf(pv, c.cfg.ProvisionerNames)
 	if !ok || !vol.multihost && (len(vol.nodes) != 1 || vol.nodes[0] != c.cfg.Node) || claimUID(pv) != claim.UID {
 		return
 	}
@@ -225,7 +226,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("get PersistentVolume %q from the cache: %w", claim.Spec.VolumeName, err)
 	}
-	vol, ok := volumeOf(pv, c.cfg.ProvisionerName)
+	vol, ok := volumeOf(pv, c.cfg.ProvisionerNames)
 	if !ok || claimUID(pv) != claim.UID {
 		return nil
 	}

@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/provisioner/internal/fanout"
@@ -37,6 +38,9 @@ const (
 	fixedClass       = "hostpath-fixed"
 	gi               = int64(1) << 30
 )
+
+// testNames are the provisioner names of the tests' instance.
+var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 
 // testNow is the time of the conditions the controller writes.
 var testNow = metav1.NewTime(time.Date(2026, 11, 23, 5, 41, 3, 0, time.UTC))
@@ -254,17 +258,17 @@ func newFixture(t *testing.T, inst fakeInstances, mgrs *fakeManagers, claims []*
 	}
 	f := &fixture{kube: kube, factory: factory, managers: mgrs, recorder: record.NewFakeRecorder(20)}
 	f.ctrl = NewController(Config{
-		ProvisionerName: testProvisioner,
-		Node:            selfNode,
-		FieldManager:    testFieldManager,
-		Client:          kube,
-		Claims:          factory.Core().V1().PersistentVolumeClaims(),
-		Volumes:         factory.Core().V1().PersistentVolumes(),
-		Classes:         factory.Storage().V1().StorageClasses(),
-		Instances:       inst,
-		Managers:        mgrs.forNode,
-		Fanout:          fanout.Options{Attempts: 1},
-		Recorder:        f.recorder,
+		ProvisionerNames: testNames,
+		Node:             selfNode,
+		FieldManager:     testFieldManager,
+		Client:           kube,
+		Claims:           factory.Core().V1().PersistentVolumeClaims(),
+		Volumes:          factory.Core().V1().PersistentVolumes(),
+		Classes:          factory.Storage().V1().StorageClasses(),
+		Instances:        inst,
+		Managers:         mgrs.forNode,
+		Fanout:           fanout.Options{Attempts: 1},
+		Recorder:         f.recorder,
 	})
 	f.ctrl.now = func() metav1.Time { return testNow }
 	t.Cleanup(f.ctrl.queue.ShutDown)

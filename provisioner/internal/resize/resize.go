@@ -99,14 +99,14 @@ type volume struct {
 }
 
 // volumeOf reads the annotations of pv, and false when pv is not a volume
-// of provisioner. A PV without the mode annotation counts as node mode;
+// of one of the provisioner names. A PV without the mode annotation counts as node mode;
 // one with another value than the two modes is not ours to grow.
-func volumeOf(pv *v1.PersistentVolume, provisioner string) (volume, bool) {
+func volumeOf(pv *v1.PersistentVolume, provisioner hostpathv1.ProvisionerNames) (volume, bool) {
 	if m, ok := hostpathv1.MultihostDirectoryOf(pv, provisioner); ok {
 		return volume{multihost: true, pool: m.Pool, dir: m.Directory, nodes: slices.Clone(m.Nodes)}, true
 	}
 	a := pv.Annotations
-	if a[annotations.ProvisionedBy] != provisioner {
+	if !provisioner.Has(a[annotations.ProvisionedBy]) {
 		return volume{}, false
 	}
 	if mode := a[annotations.Mode]; mode != "" && mode != annotations.ModeNode {

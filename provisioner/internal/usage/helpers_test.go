@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -35,6 +36,9 @@ const (
 	testInterval     = time.Minute
 	mi               = int64(1) << 20
 )
+
+// testNames are the provisioner names of the tests' instance.
+var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 
 // fakeManager answers Host from readOnly (pools listed by the host, all
 // of testPool and the pools of volumes) or hostErr, and ListVolumes from
@@ -214,12 +218,12 @@ func newFixture(t *testing.T, mgr *fakeManager, managersErr error, clk clock.Clo
 	}
 	f := &fixture{kube: kube, indexer: volumes.Informer().GetIndexer(), manager: mgr, events: &eventLog{}, metrics: NewMetrics()}
 	cfg := Config{
-		ProvisionerName: testProvisioner,
-		Node:            selfNode,
-		FieldManager:    testFieldManager,
-		Client:          kube,
-		Volumes:         volumes.Lister(),
-		Synced:          []cache.InformerSynced{func() bool { return true }},
+		ProvisionerNames: testNames,
+		Node:             selfNode,
+		FieldManager:     testFieldManager,
+		Client:           kube,
+		Volumes:          volumes.Lister(),
+		Synced:           []cache.InformerSynced{func() bool { return true }},
 		Managers: func(node string) (Manager, error) {
 			if node != selfNode {
 				t.Errorf("Managers(%q), want only %q", node, selfNode)

@@ -87,6 +87,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -112,9 +113,9 @@ type Manager interface {
 
 // Config holds what a Refresher depends on.
 type Config struct {
-	// ProvisionerName is the provisioner name: only PVs whose
-	// pv.kubernetes.io/provisioned-by says it are refreshed.
-	ProvisionerName string
+	// ProvisionerNames are the provisioner names: only PVs whose
+	// pv.kubernetes.io/provisioned-by says one of them are refreshed.
+	ProvisionerNames hostpathv1.ProvisionerNames
 	// Node is the node this instance runs on: only PVs whose
 	// hostpath.dev/node says it (multihost: whose hostpath.dev/nodes lists
 	// it) are refreshed.
@@ -341,7 +342,7 @@ func (r *Refresher) volumesByPool() (map[string]map[string][]*v1.PersistentVolum
 // its nodes.
 func (r *Refresher) refreshes(pv *v1.PersistentVolume) bool {
 	a := pv.Annotations
-	if a[annotations.ProvisionedBy] != r.cfg.ProvisionerName || pv.DeletionTimestamp != nil {
+	if !r.cfg.ProvisionerNames.Has(a[annotations.ProvisionedBy]) || pv.DeletionTimestamp != nil {
 		return false
 	}
 	if a[annotations.Pool] == "" || a[annotations.Directory] == "" {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -143,6 +144,13 @@ func TestRefresh(t *testing.T) {
 			volumes:    map[string][]client.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
 			hostErr:    errors.New("manager busy"),
 			wantErr:    `describe the pools of node "node-a" (no condition changes in this refresh): manager busy`,
+			wantCalls:  []string{"host", "list default"},
+			wantWrites: []string{"pv-a=3Mi"},
+		},
+		{
+			name:       "a PV of the capacity-aware provisioner name is refreshed too",
+			cached:     []*v1.PersistentVolume{newPV("pv-a", withAnnotation(annotations.ProvisionedBy, hostpathv1.CapacityProvisionerName))},
+			volumes:    map[string][]client.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
 			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-a=3Mi"},
 		},

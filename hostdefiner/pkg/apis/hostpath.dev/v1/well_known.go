@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,63 @@ import (
 // PersistentVolumes of hostpath (the --provisioner-name default of the
 // provisioner and the host definer).
 const DefaultProvisionerName = "hostpath.dev/provisioner"
+
+// CapacityProvisionerName is the second provisioner name the provisioner
+// and the host definer serve, whatever their --provisioner-name: a DNS
+// subdomain, so that it can also be the name of the CSIDriver object
+// (manifests/base/provisioner/csidriver.yaml) through which the
+// kube-scheduler's VolumeBinding plugin finds the CSIStorageCapacity
+// objects the provisioner publishes. DefaultProvisionerName cannot name a
+// CSIDriver (it holds a "/"), so the StorageClasses of this name are the
+// capacity-aware ones. A StorageClass's provisioner cannot change: existing
+// classes keep DefaultProvisionerName, and new classes opt in.
+const CapacityProvisionerName = "hostpath.dev"
+
+// ProvisionerNames are the provisioner names one installation serves: the
+// one it is configured with (--provisioner-name, DefaultProvisionerName
+// unless changed) and CapacityProvisionerName. Whatever compares a
+// StorageClass's provisioner, or a PersistentVolume's
+// AnnotationProvisionedBy, with the installation's name asks Has. The
+// zero value serves no name.
+//
+// +k8s:deepcopy-gen=false
+type ProvisionerNames struct {
+	names []string
+}
+
+// NewProvisionerNames returns the names of an installation configured with
+// name: name first, then CapacityProvisionerName (once, if name is it).
+func NewProvisionerNames(name string) ProvisionerNames {
+	if name == CapacityProvisionerName {
+		return ProvisionerNames{names: []string{name}}
+	}
+	return ProvisionerNames{names: []string{name, CapacityProvisionerName}}
+}
+
+// Has reports whether name is one of the names; "" never is.
+func (n ProvisionerNames) Has(name string) bool {
+	return name != "" && slices.Contains(n.names, name)
+}
+
+// Name is the configured name (the first); "" for the zero value.
+func (n ProvisionerNames) Name() string {
+	if len(n.names) == 0 {
+		return ""
+	}
+	return n.names[0]
+}
+
+// Additional are the names but the first, for the provisioner library's
+// AdditionalProvisionerNames.
+func (n ProvisionerNames) Additional() []string {
+	if len(n.names) < 2 {
+		return nil
+	}
+	return slices.Clone(n.names[1:])
+}
+
+// String is the names, comma-separated, for messages.
+func (n ProvisionerNames) String() string { return strings.Join(n.names, ", ") }
 
 // StorageClass parameters the host definer reads.
 const (
@@ -108,12 +166,12 @@ type MultihostDirectory struct {
 	Nodes, PendingNodes []string
 }
 
-// MultihostDirectoryOf reads the annotations of a PV that provisioner made
-// in mode multihost; false for any other PV. The provisioner and the host
-// definer both read multihost PVs through it.
-func MultihostDirectoryOf(pv *corev1.PersistentVolume, provisioner string) (MultihostDirectory, bool) {
+// MultihostDirectoryOf reads the annotations of a PV that one of the
+// provisioner names made in mode multihost; false for any other PV. The
+// provisioner and the host definer both read multihost PVs through it.
+func MultihostDirectoryOf(pv *corev1.PersistentVolume, provisioner ProvisionerNames) (MultihostDirectory, bool) {
 	a := pv.Annotations
-	if a[AnnotationProvisionedBy] != provisioner || a[AnnotationMode] != ModeMultihost {
+	if !provisioner.Has(a[AnnotationProvisionedBy]) || a[AnnotationMode] != ModeMultihost {
 		return MultihostDirectory{}, false
 	}
 	return MultihostDirectory{

@@ -26,13 +26,56 @@ func TestMultihostDirectoryOf(t *testing.T) {
 			want: MultihostDirectory{Pool: "default", Directory: "dir", Nodes: []string{"a", "b"}, PendingNodes: []string{"c"}}},
 		{name: "node mode", pv: pv(map[string]string{AnnotationProvisionedBy: DefaultProvisionerName, AnnotationMode: ModeNode})},
 		{name: "no mode", pv: pv(map[string]string{AnnotationProvisionedBy: DefaultProvisionerName})},
+		{name: "capacity-aware name", pv: pv(map[string]string{AnnotationProvisionedBy: CapacityProvisionerName, AnnotationMode: ModeMultihost, AnnotationPool: "p", AnnotationDirectory: "d"}), ok: true,
+			want: MultihostDirectory{Pool: "p", Directory: "d"}},
 		{name: "another provisioner", pv: pv(map[string]string{AnnotationProvisionedBy: "other", AnnotationMode: ModeMultihost})},
+		{name: "no provisioner", pv: pv(map[string]string{AnnotationMode: ModeMultihost})},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := MultihostDirectoryOf(tc.pv, DefaultProvisionerName)
+			got, ok := MultihostDirectoryOf(tc.pv, NewProvisionerNames(DefaultProvisionerName))
 			if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("MultihostDirectoryOf() = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestProvisionerNames(t *testing.T) {
+	tests := []struct {
+		name       string
+		names      ProvisionerNames
+		has        map[string]bool
+		first      string
+		additional []string
+		text       string
+	}{
+		{name: "default", names: NewProvisionerNames(DefaultProvisionerName),
+			has:   map[string]bool{DefaultProvisionerName: true, CapacityProvisionerName: true, "": false, "other": false, "hostpath.dev/": false},
+			first: DefaultProvisionerName, additional: []string{CapacityProvisionerName}, text: "hostpath.dev/provisioner, hostpath.dev"},
+		{name: "configured otherwise", names: NewProvisionerNames("example.com/hp"),
+			has:   map[string]bool{"example.com/hp": true, CapacityProvisionerName: true, DefaultProvisionerName: false},
+			first: "example.com/hp", additional: []string{CapacityProvisionerName}, text: "example.com/hp, hostpath.dev"},
+		{name: "configured as the capacity name", names: NewProvisionerNames(CapacityProvisionerName),
+			has:   map[string]bool{CapacityProvisionerName: true, DefaultProvisionerName: false},
+			first: CapacityProvisionerName, text: "hostpath.dev"},
+		{name: "zero value", has: map[string]bool{CapacityProvisionerName: false, DefaultProvisionerName: false, "": false}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for name, want := range tc.has {
+				if got := tc.names.Has(name); got != want {
+					t.Errorf("Has(%q) = %v, want %v", name, got, want)
+				}
+			}
+			if got := tc.names.Name(); got != tc.first {
+				t.Errorf("Name() = %q, want %q", got, tc.first)
+			}
+			if got := tc.names.Additional(); !reflect.DeepEqual(got, tc.additional) {
+				t.Errorf("Additional() = %q, want %q", got, tc.additional)
+			}
+			if got := tc.names.String(); got != tc.text {
+				t.Errorf("String() = %q, want %q", got, tc.text)
 			}
 		})
 	}

@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"hostpath.dev/e2e/framework"
+)
+
+const (
+	// classBtrfsCapacity is the capacity-aware btrfs class
+	// (manifests/components/btrfs).
+	classBtrfsCapacity = "hostpath-btrfs-capacity"
+	// The labels of the publisher's CSIStorageCapacity objects
+	// (provisioner/internal/capacity).
+	labelCapacityClass = "hostpath.dev/storage-class"
+	labelCapacityNode  = "hostpath.dev/node"
+	// eventRescheduling is the provisioner's event when the node the
+	// scheduler chose cannot hold the volume.
+	eventRescheduling = "Rescheduling"
+)
+
+// capacityOf waits until node publishes a CSIStorageCapacity for class whose
+// capacity satisfies ok, and returns it.
+func (e *provEnv) capacityOf(ctx context.Context, t *testing.T, class, node, what string, ok func(int64) bool) int64 {
+	t.Helper()
+	var got int64 = -1
+	framework.WaitFor(ctx, t, provisionTimeout, fmt.Sprintf("the CSIStorageCapacity of class %s on %s to be %s", class, node, what), func(ctx context.Context) (bool, error) {
+		list, err := e.f.Client.StorageV1().CSIStorageCapacities(framework.SystemNamespace).List(ctx, metav1.ListOptions{
+			LabelSelector: labelCapacityClass + "=" + class + "," + labelCapacityNode + "=" + node,
+		})
+		if err != nil {
+			return false, err
+		}
+		if len(list.Items) != 1 {
+			return false, fmt.Errorf("%d objects", len(list.Items))
+		}
+		c := list.Items[0]
+		if c.Capacity == nil {
+			return false, fmt.Errorf("%s has no capacity", c.Name)
+		}
+		got = c.Capacity.Value()
+		if c.NodeTopology == nil || c.NodeTopology.MatchLabels[corev1.LabelHostname] == "" {
+			return false, fmt.Errorf("%s has no hostname topology: %+v", c.Name, c.NodeTopology)
+		}
+		return ok(got), fmt.Errorf("capacity %s", resource.NewQuantity(got, resource.BinarySI))
+	})
+	return got
+}
+
+// capacityPod is a pod that uses claim, placed by the scheduler (on node,
+// when node is not "").
+func capacityPod(ns, name, node, claim string) *corev1.Pod {
+	p := writerPod(ns, name, "", claim, "sleep 3600")
+	if node != "" {
+		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	}
+	return p
+}
+
+// TestCapacityAwareScheduling: with the capacity-aware btrfs class, each
+// real node publishes its pool's room as a CSIStorageCapacity, which
+// follows a volume's creation and deletion; a claim that fits only one
+// node's pool lands there at once (no rescheduling); a claim bigger than
+// every pool leaves its pod Pending with the scheduler's "did not have
+// enough free storage", and the provisioner is never asked.
+func TestCapacityAwareScheduling(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	if _, err := e.f.Client.StorageV1().StorageClasses().Get(ctx, classBtrfsCapacity, metav1.GetOptions{}); err != nil {
+		t.Fatalf("StorageClass %s: %v", classBtrfsCapacity, err)
+	}
+	quotaPool(ctx, t, e.f, poolBtrfs)
+	full, other := e.nodes[0], e.nodes[1]
+	const (
+		mi        = int64(1) << 20
+		threshold = 16 * mi // the publisher's smallest change worth a write
+	)
+	room := map[string]int64{}
+	for _, n := range e.nodes {
+		room[n] = e.capacityOf(ctx, t, classBtrfsCapacity, n, "over 700Mi", func(c int64) bool { return c > 700*mi })
+	}
+
+	// A volume of 400Mi on one node: its published room follows.
+	taken := e.claim(ctx, t, "taken", classBtrfsCapacity, "400Mi", corev1.ReadWriteOnce, nil)
+	takenPod := capacityPod(e.ns, "taken", full, taken.Name)
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, takenPod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, takenPV := e.waitBound(ctx, t, taken.Name)
+	after := e.capacityOf(ctx, t, classBtrfsCapacity, full, "400Mi less", func(c int64) bool { return c <= room[full]-400*mi+threshold })
+	t.Logf("Room on %s: %d MiB before the 400Mi volume, %d MiB after; on %s: %d MiB", full, room[full]/mi, after/mi, other, room[other]/mi)
+
+	// A claim that fits only the other node's pool lands there at once.
+	big := fmt.Sprintf("%dMi", (after+threshold)/mi+32)
+	if (after+threshold)/mi+32 >= room[other]/mi {
+		t.Fatalf("no size fits %s (%d MiB) but not %s (%d MiB)", other, room[other]/mi, full, after/mi)
+	}
+	fits := e.claim(ctx, t, "fits-one", classBtrfsCapacity, big, corev1.ReadWriteOnce, nil)
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, capacityPod(e.ns, "fits-one", "", fits.Name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fitsPVC, _ := e.waitBound(ctx, t, fits.Name)
+	if got := fitsPVC.Annotations[annSelectedNode]; got != other {
+		t.Errorf("claim %s of %s was placed on %q, want %s, the only node with room", fits.Name, big, got, other)
+	}
+	for _, reason := range []string{eventProvisioningFail, eventRescheduling} {
+		if n := e.countEvents(ctx, t, fits.Name, reason); n != 0 {
+			t.Errorf("claim %s got %d %s events, want none", fits.Name, n, reason)
+		}
+	}
+
+	// A claim bigger than every pool: the scheduler keeps its pod Pending.
+	huge := e.claim(ctx, t, "too-big", classBtrfsCapacity, "4Gi", corev1.ReadWriteOnce, nil)
+	hugePod := capacityPod(e.ns, "too-big", "", huge.Name)
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, hugePod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(ctx, t, provisionTimeout, "a FailedScheduling event saying the pools have no room", func(ctx context.Context) (bool, error) {
+		events, err := e.f.Client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + hugePod.Name})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if ev.Reason == "FailedScheduling" && strings.Contains(ev.Message, "did not have enough free storage") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	got, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, huge.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != corev1.ClaimPending || got.Annotations[annSelectedNode] != "" {
+		t.Errorf("claim %s: phase %s, selected node %q; want Pending with no node", huge.Name, got.Status.Phase, got.Annotations[annSelectedNode])
+	}
+	for _, reason := range []string{eventProvisioningFail, eventRescheduling} {
+		if n := e.countEvents(ctx, t, huge.Name, reason); n != 0 {
+			t.Errorf("claim %s got %d %s events, want none: the provisioner was asked", huge.Name, n, reason)
+		}
+	}
+
+	// Deleting the 400Mi volume gives its room back.
+	e.deleteAndWaitGone(ctx, t, takenPod.Name, taken.Name)
+	e.waitGoneEverywhere(ctx, t, takenPV)
+	e.capacityOf(ctx, t, classBtrfsCapacity, full, "back to what it was", func(c int64) bool { return c >= room[full]-threshold })
+}
