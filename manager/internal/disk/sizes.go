@@ -27,6 +27,10 @@ import (
 // a call needs it, then kept up to date by the calls that write or remove
 // records; a pool's promise is loaded before its first record is removed
 // so that the removal is never subtracted from a sum that did not count it.
+// The sum belongs to the directory it was read from (its device and inode,
+// rootID): a pool whose path now holds another directory, such as a
+// filesystem mounted there (or unmounted, or replaced) since, is summed
+// again from its own records, never charged with another's promises.
 
 // sizes holds the Store's size accounting.
 type sizes struct {
@@ -39,10 +43,14 @@ type sizes struct {
 	promises map[string]*promise
 }
 
+// rootID tells directories apart: their device and inode.
+type rootID struct{ dev, ino uint64 }
+
 // promise is what one pool has promised its volumes.
 type promise struct {
 	mu      sync.Mutex
 	loaded  bool
+	id      rootID // of the directory the sum was read from
 	bytes   int64
 	volumes int
 }
@@ -70,10 +78,14 @@ func (z *sizes) promiseOf(name string) *promise {
 	return pr
 }
 
-// loadLocked sums the sizes in the owner records of the pool root, once.
-// The caller holds pr.mu.
+// loadLocked sums the sizes in the owner records of the pool root, once
+// per directory at the pool's path. The caller holds pr.mu.
 func (pr *promise) loadLocked(p *pool, root *os.Root) error {
-	if pr.loaded {
+	id, err := rootIDOf(root)
+	if err != nil {
+		return fmt.Errorf("pool %q: %w", p.name, err)
+	}
+	if pr.loaded && pr.id == id {
 		return nil
 	}
 	ok, err := checkMetaDirs(root)
@@ -106,7 +118,7 @@ func (pr *promise) loadLocked(p *pool, root *os.Root) error {
 			}
 		}
 	}
-	pr.bytes, pr.volumes, pr.loaded = bytes, volumes, true
+	pr.bytes, pr.volumes, pr.loaded, pr.id = bytes, volumes, true, id
 	return nil
 }
 

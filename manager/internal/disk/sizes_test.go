@@ -374,3 +374,47 @@ func TestAvailableBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestSizesPromiseFollowsThePoolsDirectory: a pool whose path holds
+// another directory since its promise was summed (a filesystem mounted
+// there, or replaced) is summed again from that directory's records: the
+// first directory's promises do not follow to the second, nor back.
+func TestSizesPromiseFollowsThePoolsDirectory(t *testing.T) {
+	e := newSizesEnv(t, newFakeEnforcer(quota.KindBtrfs))
+	ctx := ctxOf(t)
+	quarter := e.budget / 4
+	_, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-v1", quarter), 0o777, "")
+	checkErr(t, "create v1", err, "", "")
+	promised := func(what string, want int64) {
+		t.Helper()
+		h, err := e.store.Host(ctx)
+		checkErr(t, what, err, "", "")
+		if got := h.Pools[0].PromisedBytes; got != want {
+			t.Errorf("%s: promised %d, want %d", what, got, want)
+		}
+	}
+	promised("before", quarter)
+
+	// Another directory at the pool's path, as a new filesystem mounted
+	// there would be: nothing promised.
+	moved := e.pool + ".first"
+	if err := os.Rename(e.pool, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(e.pool, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	promised("another directory", 0)
+	_, _, err = e.store.CreateVolume(ctx, "default", "v2", sized("pv-v2", 3*quarter), 0o777, "")
+	checkErr(t, "create v2 in the whole budget of the new directory", err, "", "")
+	promised("after v2", 3*quarter)
+
+	// The first directory back: its own records again.
+	if err := os.Rename(e.pool, e.pool+".second"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(moved, e.pool); err != nil {
+		t.Fatal(err)
+	}
+	promised("the first directory back", quarter)
+}

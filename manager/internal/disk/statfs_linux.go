@@ -1,7 +1,9 @@
 package disk
 
 import (
+	"fmt"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,4 +29,17 @@ func statsOf(st *unix.Statfs_t) fsStats {
 		FreeInodes:    int64(st.Ffree),
 		ReadOnly:      st.Flags&unix.ST_RDONLY != 0,
 	}
+}
+
+// rootIDOf is the device and inode of the directory root is.
+func rootIDOf(root *os.Root) (rootID, error) {
+	fi, err := root.Stat(".")
+	if err != nil {
+		return rootID{}, fmt.Errorf("stat the pool's directory: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return rootID{}, fmt.Errorf("stat the pool's directory: no device and inode in %T", fi.Sys())
+	}
+	return rootID{dev: uint64(st.Dev), ino: st.Ino}, nil
 }
