@@ -193,26 +193,34 @@ func TestDaemonSetToken(t *testing.T) {
 	}
 }
 
-// TestRBACCABundle checks that the namespaced Role lets the provisioner
-// read the CA bundle ConfigMap, and that one only, as trust.Watch does
-// (get, list and watch with a metadata.name field selector).
-func TestRBACCABundle(t *testing.T) {
+// provisionerRoles are the Roles of manifests/base/provisioner/rbac.yaml.
+func provisionerRoles(t *testing.T) []rbacv1.Role {
+	t.Helper()
 	f, err := os.Open("../../../manifests/base/provisioner/rbac.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	var roles []rbacv1.Role
 	for {
 		var role rbacv1.Role
 		if err := dec.Decode(&role); err == io.EOF {
-			break
+			return roles
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if role.Kind != "Role" {
-			continue
+		if role.Kind == "Role" {
+			roles = append(roles, role)
 		}
+	}
+}
+
+// TestRBACCABundle checks that the namespaced Role lets the provisioner
+// read the CA bundle ConfigMap, and that one only, as trust.Watch does
+// (get, list and watch with a metadata.name field selector).
+func TestRBACCABundle(t *testing.T) {
+	for _, role := range provisionerRoles(t) {
 		for _, r := range role.Rules {
 			if slices.Contains(r.Resources, "configmaps") {
 				if !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) ||
@@ -244,23 +252,8 @@ func TestCapacityManifests(t *testing.T) {
 		t.Errorf("CSIDriver %q, storageCapacity %v; want %q, true", driver.Name, driver.Spec.StorageCapacity, hostpathv1.CapacityProvisionerName)
 	}
 
-	r, err := os.Open("../../../manifests/base/provisioner/rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	dec := yaml.NewYAMLOrJSONDecoder(r, 4096)
 	want := []string{"get", "list", "watch", "create", "update", "delete"}
-	for {
-		var role rbacv1.Role
-		if err := dec.Decode(&role); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if role.Kind != "Role" {
-			continue
-		}
+	for _, role := range provisionerRoles(t) {
 		for _, rule := range role.Rules {
 			if slices.Contains(rule.Resources, "csistoragecapacities") {
 				if !slices.Equal(rule.APIGroups, []string{"storage.k8s.io"}) || !slices.Equal(rule.Verbs, want) ||
