@@ -188,11 +188,11 @@ func TestManagerReviewFloodFromPods(t *testing.T) {
 			began := time.Now()
 			pvc := e.claim(ctx, t, "during-"+kind.name, classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
 			var floodDone atomic.Bool
-			latencies, failures := legitCalls(ctx, t, base, fresh, &floodDone)
+			waitLegit := legitCalls(ctx, t, base, fresh, &floodDone)
 			waitFloodPods(ctx, t, e.f, e.ns, selector, corev1.PodSucceeded)
 			floodDone.Store(true)
 			took := time.Since(began)
-			lat, fails := latencies(), failures()
+			lat, fails := waitLegit()
 			e.waitBound(ctx, t, pvc.Name)
 
 			tokensAfter, accessAfter := reviewCounts(ctx, t, e.f)
@@ -241,10 +241,10 @@ const (
 
 // legitCalls makes the provisioner's calls at base, GET /v1/host and GET
 // /v1/pools/default/volumes in turn, with the tokens of fresh in turn,
-// until done is set (and at least until each token was used). The
-// functions it returns wait for the calls to end and give their latencies
-// and failures.
-func legitCalls(ctx context.Context, t *testing.T, base string, fresh []string, done *atomic.Bool) (latencies func() []time.Duration, failures func() []string) {
+// until done is set (and at least until each token was used). The function
+// it returns waits for the calls to end and gives their latencies and
+// failures.
+func legitCalls(ctx context.Context, t *testing.T, base string, fresh []string, done *atomic.Bool) (wait func() ([]time.Duration, []string)) {
 	t.Helper()
 	c := managerHTTP(t, base)
 	pace := rate.NewLimiter(legitQPS, 1)
@@ -283,8 +283,10 @@ func legitCalls(ctx context.Context, t *testing.T, base string, fresh []string, 
 			}
 		}()
 	}
-	wait := sync.OnceFunc(wg.Wait)
-	return func() []time.Duration { wait(); return lat }, func() []string { wait(); return fails }
+	return func() ([]time.Duration, []string) {
+		wg.Wait()
+		return lat, fails
+	}
 }
 
 // waitFloodPods waits until every pod of selector in ns is in phase (or,

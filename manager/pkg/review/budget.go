@@ -207,7 +207,18 @@ func (b *Budget) lane(kind Kind, addr netip.Addr, user string) Lane {
 type bucket struct {
 	lim   *rate.Limiter
 	limit string
-	what  string
+}
+
+// describe says, for a refusal, whose limit is the bucket's: the address's,
+// the user's or the strangers'.
+func (b *Budget) describe(limit string, addr netip.Addr, user string) string {
+	switch limit {
+	case limitAddress:
+		return fmt.Sprintf("address %s (%g reviews per second, burst %d)", addrString(addr), b.opts.PerAddressQPS, b.opts.PerAddressBurst)
+	case limitUser:
+		return fmt.Sprintf("user %q (%g access reviews per second, burst %d)", user, b.opts.PerUserQPS, b.opts.PerUserBurst)
+	}
+	return fmt.Sprintf("callers from outside namespace %q together (%g reviews per second, burst %d)", b.opts.OwnNamespace, b.opts.StrangersQPS, b.opts.StrangersBurst)
 }
 
 // admit takes what one review of kind, for user (claimed, for a
@@ -221,15 +232,12 @@ func (b *Budget) admit(kind Kind, addr netip.Addr, user string) (Lane, *Error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	lane := b.lane(kind, addr, user)
-	buckets := []bucket{{b.limiter(b.addresses, addr, b.opts.PerAddressQPS, b.opts.PerAddressBurst), limitAddress,
-		fmt.Sprintf("address %s (%g reviews per second, burst %d)", addrString(addr), b.opts.PerAddressQPS, b.opts.PerAddressBurst)}}
+	buckets := []bucket{{b.limiter(b.addresses, addr, b.opts.PerAddressQPS, b.opts.PerAddressBurst), limitAddress}}
 	if lane == LaneStranger {
 		if kind == KindAccess {
-			buckets = append(buckets, bucket{b.limiter(b.users, user, b.opts.PerUserQPS, b.opts.PerUserBurst), limitUser,
-				fmt.Sprintf("user %q (%g access reviews per second, burst %d)", user, b.opts.PerUserQPS, b.opts.PerUserBurst)})
+			buckets = append(buckets, bucket{b.limiter(b.users, user, b.opts.PerUserQPS, b.opts.PerUserBurst), limitUser})
 		}
-		buckets = append(buckets, bucket{b.strangers, limitStrangers,
-			fmt.Sprintf("callers from outside namespace %q together (%g reviews per second, burst %d)", b.opts.OwnNamespace, b.opts.StrangersQPS, b.opts.StrangersBurst)})
+		buckets = append(buckets, bucket{b.strangers, limitStrangers})
 	}
 	now := b.opts.Clock.Now()
 	for _, bk := range buckets {
@@ -238,7 +246,7 @@ func (b *Budget) admit(kind Kind, addr netip.Addr, user string) (Lane, *Error) {
 			wait := time.Duration((1 - tokens) / float64(bk.lim.Limit()) * float64(time.Second))
 			return lane, &Error{
 				Reason:     client.ReasonTooManyRequests,
-				Message:    fmt.Sprintf("too many new tokens or calls to review: over the limit of %s; retry later", bk.what),
+				Message:    fmt.Sprintf("too many new tokens or calls to review: over the limit of %s; retry later", b.describe(bk.limit, addr, user)),
 				RetryAfter: wait,
 			}
 		}
