@@ -33,15 +33,7 @@ func callOnce(ctx context.Context, t *testing.T, c *http.Client, method, url, to
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
+	resp, body := sendOnce(t, c, req)
 	return resp.StatusCode, body
 }
 

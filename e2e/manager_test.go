@@ -108,15 +108,7 @@ func sendPatiently(ctx context.Context, t *testing.T, c *http.Client, newReq fun
 		if err != nil {
 			t.Fatalf("Build request: %v", err)
 		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", req.Method, req.URL, err)
-		}
-		data, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("Read the answer to %s %s: %v", req.Method, req.URL, err)
-		}
+		resp, data := sendOnce(t, c, req)
 		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
 			return resp.StatusCode, data
 		}
@@ -132,6 +124,22 @@ func sendPatiently(ctx context.Context, t *testing.T, c *http.Client, newReq fun
 		case <-timer.C:
 		}
 	}
+}
+
+// sendOnce sends req with c and returns the answer with its body read,
+// a 429 included.
+func sendOnce(t *testing.T, c *http.Client, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("Read the answer to %s %s: %v", req.Method, req.URL, err)
+	}
+	return resp, data
 }
 
 // wantStatus checks a JSON error answer.
