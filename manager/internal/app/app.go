@@ -252,9 +252,8 @@ func (o *Options) authorizer(api *kubeAPI, budget *review.Budget) auth.Authorize
 // through api within budget, with the caches' lifetimes of /v1.
 func (o *Options) metricsGuard(api *kubeAPI, budget *review.Budget) func(http.Handler) http.Handler {
 	opts := o.Auth.Options
-	opts.Audience, opts.TokenHint, opts.Budget = "", "", budget
-	r := review.New(api.tokens, api.sars, opts)
-	return func(h http.Handler) http.Handler { return r.Guard(userAgent, h) }
+	opts.Budget = budget
+	return review.URLGuard(api.tokens, api.sars, opts, userAgent)
 }
 
 // Run gets the serving certificate (see the certs package) and serves

@@ -147,10 +147,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Budget != nil {
 		collectors = append(collectors, cfg.Budget.Collectors()...)
 	}
-	var metricsHandler http.Handler = promhttp.HandlerFor(component.NewRegistry(collectors...), promhttp.HandlerOpts{})
-	if cfg.MetricsGuard != nil {
-		metricsHandler = cfg.MetricsGuard(metricsHandler)
-	}
+	metricsHandler := component.Guarded(cfg.MetricsGuard, promhttp.HandlerFor(component.NewRegistry(collectors...), promhttp.HandlerOpts{}))
 	s.health.Handle("GET /metrics", m.instrument("GET /metrics", metricsHandler))
 
 	hostAttributes := func(*call) auth.Attributes {

@@ -116,11 +116,11 @@ func HealthHandlers(mux *http.ServeMux, reg *prometheus.Registry, ready *atomic.
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.Handle("GET /metrics", guarded(guard, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	mux.Handle("GET /metrics", Guarded(guard, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 }
 
-// guarded is h behind guard; h itself when guard is nil.
-func guarded(guard func(http.Handler) http.Handler, h http.Handler) http.Handler {
+// Guarded is h behind guard; h itself when guard is nil.
+func Guarded(guard func(http.Handler) http.Handler, h http.Handler) http.Handler {
 	if guard == nil {
 		return h
 	}
@@ -159,7 +159,7 @@ func ServeHealth(ctx context.Context, h Health) error {
 		for _, add := range h.Extra {
 			add(extra)
 		}
-		mux.Handle("/", guarded(h.Guard, extra))
+		mux.Handle("/", Guarded(h.Guard, extra))
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	logger := klog.FromContext(ctx)

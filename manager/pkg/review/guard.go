@@ -104,6 +104,15 @@ func MetricsGuard(tokens TokenReviews, sars SubjectAccessReviews, namespace, rea
 	lo := DefaultLimitOptions()
 	lo.OwnNamespace = namespace
 	budget := NewBudget(lo)
-	r := New(tokens, sars, Options{Budget: budget})
-	return func(h http.Handler) http.Handler { return r.Guard(realm, h) }, budget.Collectors()
+	return URLGuard(tokens, sars, Options{Budget: budget}, realm), budget.Collectors()
+}
+
+// URLGuard is the Guard of a Reviewer of opts for the API server's audience
+// (opts.Audience and opts.TokenHint are ignored), as a handler wrapper: for
+// a program that keeps its Budget and cache lifetimes itself, as the
+// manager does.
+func URLGuard(tokens TokenReviews, sars SubjectAccessReviews, opts Options, realm string) func(http.Handler) http.Handler {
+	opts.Audience, opts.TokenHint = "", ""
+	r := New(tokens, sars, opts)
+	return func(h http.Handler) http.Handler { return r.Guard(realm, h) }
 }
