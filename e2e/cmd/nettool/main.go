@@ -6,7 +6,7 @@
 //	    print "STATUS <code>" and the body; exit 0 on a 2xx answer, 2 on
 //	    another status, 1 if no answer came
 //	nettool flood [--requests N] [--concurrency C] [--qps Q] [--token-file F | --junk-tokens]
-//	        [--cycle N] [--start-at UNIX] [--insecure | --ca-file F] [--timeout D] URL
+//	        [--cycle N] [--insecure | --ca-file F] [--timeout D] URL
 //	    send N GETs to URL ("{i}" in it is the request index, modulo --cycle)
 //	    and print one line of JSON: requests, count per status (0 for no
 //	    answer), latency percentiles; exit 0 whatever the statuses

@@ -99,7 +99,6 @@ func (o *FloodOptions) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.TokenFile, "token-file", "", "File with a bearer token to send with every request.")
 	fs.BoolVar(&o.JunkTokens, "junk-tokens", false, "Send a different random bearer token with each request.")
 	fs.IntVar(&o.Cycle, "cycle", 0, "When > 0, {i} in the URL is the request index modulo this; else the index.")
-	fs.Int64Var(&o.StartAt, "start-at", 0, "Unix time in seconds to wait for before starting; 0 means now.")
 	fs.BoolVar(&o.Insecure, "insecure", false, "Do not verify the server's certificate.")
 	fs.StringVar(&o.CAFile, "ca-file", "", "PEM file with the CA to trust for https URLs.")
 	fs.DurationVar(&o.Timeout, "timeout", 30*time.Second, "Timeout of each request.")

@@ -117,9 +117,9 @@ func TestParseFlood(t *testing.T) {
 	}{
 		{name: "defaults", args: []string{"https://a/"}, want: defaults},
 		{name: "all flags", args: []string{"--requests", "50", "--concurrency=2", "--qps", "12.5", "--junk-tokens",
-			"--cycle", "3", "--start-at", "1700000000", "--insecure", "--timeout", "2s", "https://a/p{i}"},
+			"--cycle", "3", "--insecure", "--timeout", "2s", "https://a/p{i}"},
 			want: FloodOptions{URL: "https://a/p{i}", Requests: 50, Concurrency: 2, QPS: 12.5, JunkTokens: true,
-				Cycle: 3, StartAt: 1700000000, Insecure: true, Timeout: 2 * time.Second}},
+				Cycle: 3, Insecure: true, Timeout: 2 * time.Second}},
 		{name: "token and CA files", args: []string{"--token-file", "t", "--ca-file", "c", "https://a/"},
 			want: FloodOptions{URL: "https://a/", Requests: 200, Concurrency: 8, TokenFile: "t", CAFile: "c", Timeout: 30 * time.Second}},
 		{name: "no URL", args: nil, wantErr: "usage: nettool flood [flags] URL"},

@@ -38,9 +38,6 @@ type FloodOptions struct {
 	JunkTokens bool
 	// Cycle, when > 0, makes "{i}" in URL cycle through 0 to Cycle-1.
 	Cycle int
-	// StartAt, when > 0, is the unix time in seconds to wait for before the
-	// first request, so that several floods start together.
-	StartAt int64
 	// Insecure skips the verification of the server's certificate.
 	Insecure bool
 	// CAFile, when set, is the only CA trusted for https URLs.
@@ -103,7 +100,7 @@ type sample struct {
 	latency time.Duration
 }
 
-// Flood waits for o.StartAt, then sends o.Requests GETs to o.URL, at most
+// Flood sends o.Requests GETs to o.URL, at most
 // o.Concurrency at once and o.QPS per second, over one client that reuses
 // its connections. Non-2xx answers and failed requests are counted, not
 // errors: it fails only for invalid options or unreadable files. When ctx
@@ -145,16 +142,6 @@ func flood(ctx context.Context, o FloodOptions, dial dialFunc) (FloodResult, err
 	}
 	client := &http.Client{Transport: tr, Timeout: o.Timeout}
 	defer client.CloseIdleConnections()
-
-	if wait := time.Until(time.Unix(o.StartAt, 0)); o.StartAt > 0 && wait > 0 {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		select {
-		case <-ctx.Done():
-			return FloodResult{}, fmt.Errorf("wait for start: %w", ctx.Err())
-		case <-timer.C:
-		}
-	}
 
 	limit := rate.Inf
 	if o.QPS > 0 {

@@ -320,43 +320,11 @@ func TestFloodQPS(t *testing.T) {
 	}
 }
 
-func TestFloodStartAt(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		startAt time.Duration // from the start of the test; 0 for none
-		want    time.Duration // when the first request comes
-	}{
-		{"none", 0, 0},
-		{"in the past starts at once", -time.Hour, 0},
-		{"in the future", 90 * time.Second, 90 * time.Second},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				t0 := time.Now()
-				var first time.Time
-				var once sync.Once
-				o := floodOpts("http://pipe/", 3, 2)
-				if tc.startAt != 0 {
-					o.StartAt = t0.Add(tc.startAt).Unix()
-				}
-				res, err := floodInBubble(t.Context(), o, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-					once.Do(func() { first = time.Now() })
-				}))
-				if err != nil || res.Requests != 3 || first.Sub(t0) != tc.want {
-					t.Errorf("Flood = %+v, %v, first request after %v; want 3 requests, the first after %v", res, err, first.Sub(t0), tc.want)
-				}
-			})
-		})
-	}
-}
-
 func TestFloodCancel(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		startAt time.Duration // from the start of the test; 0 for none
+		name string
 	}{
-		{"while waiting for the start", time.Hour},
-		{"before the first request", 0},
+		{"before the first request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -366,11 +334,7 @@ func TestFloodCancel(t *testing.T) {
 				defer stop()
 				ctx, cancel := context.WithCancel(t.Context())
 				o := floodOpts("http://pipe/", 3, 2)
-				if tc.startAt != 0 {
-					o.StartAt = t0.Add(tc.startAt).Unix()
-				} else {
-					cancel()
-				}
+				cancel()
 				var res FloodResult
 				var err error
 				done := make(chan struct{})
