@@ -212,7 +212,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Auth.PodTTL, FlagPodCacheTTL, o.Auth.PodTTL, "How long what the manager found of the pod a writing caller's token is bound to (live, or gone) is remembered.")
 	fs.IntVar(&o.Auth.CacheSize, FlagAuthCacheSize, o.Auth.CacheSize, "Most entries kept in each of the five caches: accepted tokens, rejected tokens, allowed calls, denied calls, callers' pods.")
 	fs.StringVar(&o.Auth.Audience, FlagTokenAudience, o.Auth.Audience, "Audience a bearer token must be issued for; tokens for other audiences, the API server's included, are refused.")
-	fs.IntVar(&o.Limits.MaxInFlight, FlagMaxInFlightPerAddress, o.Limits.MaxInFlight, "Most /v1 requests one client address may have in flight; more get 429.")
+	fs.IntVar(&o.Limits.MaxInFlight, FlagMaxInFlightPerAddress, o.Limits.MaxInFlight, "Most requests one client address may have in flight, /v1 and /metrics together; more get 429.")
 	fs.Float64Var(&o.Limits.PerAddressQPS, FlagReviewsPerAddressQPS, o.Limits.PerAddressQPS, "TokenReviews and SubjectAccessReviews per second one client address may cause (calls the caches do not answer); more get 429.")
 	fs.IntVar(&o.Limits.PerAddressBurst, FlagReviewsPerAddressBurst, o.Limits.PerAddressBurst, "TokenReviews and SubjectAccessReviews one client address may cause at once.")
 	fs.Float64Var(&o.Limits.PerAddressQPS, flagTokenReviewsPerAddressQPS, o.Limits.PerAddressQPS, "Old name of --"+FlagReviewsPerAddressQPS+".")

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"hostpath.dev/manager/internal/auth"
+	"hostpath.dev/manager/internal/auth/authtest"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/review"
 )
@@ -43,18 +43,7 @@ type slowAPI struct {
 
 // ownCaller is the legitimate caller of these tests: a service account of
 // the manager's namespace, as the provisioner is.
-const (
-	ownNamespace = "hostpath-system"
-	ownCaller    = "system:serviceaccount:" + ownNamespace + ":hostpath-provisioner"
-)
-
-// jwtOf is a token shaped like a service account's, claiming to be sub;
-// suffix makes it unique. Only TokenReview (here slowAPI.legit) says
-// whether it is valid.
-func jwtOf(sub, suffix string) string {
-	enc := base64.RawURLEncoding.EncodeToString
-	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(fmt.Sprintf(`{"sub":%q}`, sub))) + "." + enc([]byte(suffix))
-}
+var ownCaller = authtest.ServiceAccount("hostpath-provisioner")
 
 func newSlowAPI(legit ...string) *slowAPI {
 	a := &slowAPI{limiter: rate.NewLimiter(20, 1), latency: 50 * time.Millisecond, legit: map[string]bool{},
@@ -153,7 +142,7 @@ func getHost(ctx context.Context, c *http.Client, base, token string) (int, erro
 // on 127.0.0.1 until the test ends.
 func startManager(t *testing.T, ctx context.Context, api *slowAPI) string {
 	lo := review.DefaultLimitOptions()
-	lo.OwnNamespace = ownNamespace
+	lo.OwnNamespace = authtest.Namespace
 	limits := review.NewBudget(lo)
 	opts := auth.DefaultOptions()
 	opts.Budget = limits
@@ -224,7 +213,7 @@ func TestJunkTokenFlood(t *testing.T) {
 		junk func(int) string
 	}{
 		{"junk", func(i int) string { return fmt.Sprintf("junk-%d", i) }},
-		{"junk claiming to be the provisioner", func(i int) string { return jwtOf(ownCaller, fmt.Sprintf("forged-%d", i)) }},
+		{"junk claiming to be the provisioner", func(i int) string { return authtest.JWT(ownCaller, fmt.Sprintf("forged-%d", i)) }},
 	} {
 		t.Run(tc.desc, func(t *testing.T) { junkTokenFlood(t, tc.junk) })
 	}
@@ -232,7 +221,7 @@ func TestJunkTokenFlood(t *testing.T) {
 
 func junkTokenFlood(t *testing.T, junk func(int) string) {
 	_, ctx := ktesting.NewTestContext(t)
-	legit1, legit2 := jwtOf(ownCaller, "legit-1"), jwtOf(ownCaller, "legit-2")
+	legit1, legit2 := authtest.JWT(ownCaller, "legit-1"), authtest.JWT(ownCaller, "legit-2")
 	api := newSlowAPI(legit1, legit2)
 	base := startManager(t, ctx, api)
 	const floodSize = 1000

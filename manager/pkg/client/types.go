@@ -36,16 +36,8 @@ const (
 	AdminClusterRole = "hostpath-manager-admin"
 	// MetricsReaderClusterRole may get the nonResourceURL /metrics, which
 	// every hostpath program serves only to such callers (the
-	// PodMonitors' token, of service account MetricsServiceAccount).
+	// PodMonitors' token, of service account hostpath-metrics).
 	MetricsReaderClusterRole = "hostpath-metrics-reader"
-)
-
-// MetricsServiceAccount is the service account, in the product's
-// namespace, bound to MetricsReaderClusterRole, whose token Secret
-// (MetricsTokenSecret) the PodMonitors of manifests/monitoring send.
-const (
-	MetricsServiceAccount = "hostpath-metrics"
-	MetricsTokenSecret    = "hostpath-metrics-token"
 )
 
 // OrphansServiceAccount is the service account, in the product's

@@ -137,18 +137,18 @@ func TestForgedClaimDemotes(t *testing.T) {
 	budget := NewBudget(LimitOptions{StrangersQPS: 0.001, StrangersBurst: 1, OwnNamespace: authtest.Namespace, DemoteFor: time.Minute, Clock: clock})
 	api := newAPI()
 	provisioner := authtest.ServiceAccount("hostpath-provisioner")
-	real := jwt(provisioner, "real")
+	real := authtest.JWT(provisioner, "real")
 	api.AddToken(real, provisioner, nil)
 	r := newReviewerOf(api, Options{Audience: client.TokenAudience, Budget: budget, Clock: clock})
 	attacker, node := netip.MustParseAddr("192.0.2.66"), netip.MustParseAddr("192.0.2.10")
 
-	if _, err := r.Authenticate(ctx, Caller{Token: jwt(provisioner, "forged-1"), Address: attacker}); err == nil {
+	if _, err := r.Authenticate(ctx, Caller{Token: authtest.JWT(provisioner, "forged-1"), Address: attacker}); err == nil {
 		t.Fatal("a forged token was accepted")
 	}
 	if _, err := r.Authenticate(ctx, Caller{Token: "junk", Address: attacker}); err == nil {
 		t.Fatal("a junk token was accepted")
 	} // takes the strangers' only token
-	_, err := r.Authenticate(ctx, Caller{Token: jwt(provisioner, "forged-2"), Address: attacker})
+	_, err := r.Authenticate(ctx, Caller{Token: authtest.JWT(provisioner, "forged-2"), Address: attacker})
 	wantTooMany(t, "a second forged claim from a demoted address", err)
 	if _, err := r.Authenticate(ctx, Caller{Token: real, Address: node}); err != nil {
 		t.Errorf("the real provisioner after the attack: %v", err)
@@ -157,7 +157,7 @@ func TestForgedClaimDemotes(t *testing.T) {
 		t.Errorf("%d TokenReviews, want 3 (forged-1, junk, the real one)", api.TokenCalls)
 	}
 	clock.Step(time.Minute + time.Second)
-	_, err = r.Authenticate(ctx, Caller{Token: jwt(provisioner, "forged-3"), Address: attacker})
+	_, err = r.Authenticate(ctx, Caller{Token: authtest.JWT(provisioner, "forged-3"), Address: attacker})
 	if e, ok := err.(*Error); !ok || e.Reason != client.ReasonUnauthorized || api.TokenCalls != 4 {
 		t.Errorf("after DemoteFor: %v after %d TokenReviews; want Unauthorized after a 4th review, in the own lane again (the strangers' bucket is still empty)", err, api.TokenCalls)
 	}

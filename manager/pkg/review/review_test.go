@@ -16,13 +16,6 @@ import (
 	"hostpath.dev/manager/pkg/client"
 )
 
-// jwt is a token shaped like a service account's, whose unverified "sub"
-// claim is sub; suffix makes it unique.
-func jwt(sub, suffix string) string {
-	enc := base64.RawURLEncoding.EncodeToString
-	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(fmt.Sprintf(`{"sub":%q}`, sub))) + "." + enc([]byte("sig-"+suffix))
-}
-
 // newAPI knows "good" (alice, for the manager's audience), "prom" (the
 // metrics scraper, for the API server's) and grants alice get hosts and
 // prom get /metrics.
@@ -192,13 +185,13 @@ func TestClaimedUser(t *testing.T) {
 	for _, tc := range []struct {
 		desc, token, want string
 	}{
-		{"service account JWT", jwt("system:serviceaccount:ns:sa", "1"), "system:serviceaccount:ns:sa"},
+		{"service account JWT", authtest.JWT("system:serviceaccount:ns:sa", "1"), "system:serviceaccount:ns:sa"},
 		{"not a JWT", "junk-123", ""},
 		{"two parts", "a.b", ""},
 		{"payload not base64", "a.!!!.c", ""},
 		{"payload not JSON", "a." + enc([]byte("nope")) + ".c", ""},
 		{"no sub", "a." + enc([]byte(`{"iss":"x"}`)) + ".c", ""},
-		{"too long", jwt("system:serviceaccount:ns:sa", strings.Repeat("x", maxClaimedToken)), ""},
+		{"too long", authtest.JWT("system:serviceaccount:ns:sa", strings.Repeat("x", maxClaimedToken)), ""},
 	} {
 		if got := claimedUser(tc.token); got != tc.want {
 			t.Errorf("%s: claimedUser = %q, want %q", tc.desc, got, tc.want)

@@ -6,6 +6,7 @@
 package authtest
 
 import (
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,6 +37,14 @@ const APIServerAudience = "https://kubernetes.default.svc"
 // ServiceAccount is the user name of the service account name of
 // Namespace.
 func ServiceAccount(name string) string { return "system:serviceaccount:" + Namespace + ":" + name }
+
+// JWT is a token shaped like a service account's, whose unverified "sub"
+// claim is sub (what the review package reads to pick a lane); suffix
+// makes it unique. Only a Token entry makes it valid.
+func JWT(sub, suffix string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(fmt.Sprintf(`{"sub":%q}`, sub))) + "." + enc([]byte("sig-"+suffix))
+}
 
 // Token is a token the fake API server knows.
 type Token struct {
