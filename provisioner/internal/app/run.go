@@ -228,8 +228,9 @@ func (c *Config) newPublisher(names hostpathv1.ProvisionerNames) *capacity.Publi
 	}
 	if inf.Capacities != nil {
 		cfg.Capacities = inf.Capacities.Lister()
+		// Not the PV cache: the publisher takes only PV events, as triggers.
 		cfg.Synced = []cache.InformerSynced{inf.Classes.Informer().HasSynced, inf.Nodes.Informer().HasSynced,
-			inf.Volumes.Informer().HasSynced, inf.Capacities.Informer().HasSynced}
+			inf.Capacities.Informer().HasSynced}
 	}
 	return capacity.New(cfg)
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	"hostpath.dev/manager/pkg/client"
 )
 
 // Sources are the informers whose events make a Publisher refresh.
@@ -82,7 +83,7 @@ func (p *Publisher) onVolume(old, obj any) {
 	if !ok || !p.cfg.ProvisionerNames.Has(pv.Annotations[hostpathv1.AnnotationProvisionedBy]) {
 		return
 	}
-	if pv.Annotations[hostpathv1.AnnotationMode] != hostpathv1.ModeMultihost && pv.Annotations[hostpathv1.AnnotationNode] != p.cfg.Node {
+	if !client.IsMultihost(pv) && pv.Annotations[hostpathv1.AnnotationNode] != p.cfg.Node {
 		return
 	}
 	if old != nil {

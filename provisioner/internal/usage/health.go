@@ -219,7 +219,7 @@ func readHealth(pv *v1.PersistentVolume) map[string]string {
 // pv's nodes: for a node-mode PV that of its node alone, for a multihost
 // PV "node=condition" entries sorted by node; "" when all are healthy.
 func healthValue(pv *v1.PersistentVolume, conds map[string]string) string {
-	if !multihost(pv) {
+	if !client.IsMultihost(pv) {
 		return conds[pv.Annotations[annotations.Node]]
 	}
 	nodes := make([]string, 0, len(conds))
@@ -232,11 +232,6 @@ func healthValue(pv *v1.PersistentVolume, conds map[string]string) string {
 		entries[i] = n + "=" + conds[n]
 	}
 	return strings.Join(entries, ",")
-}
-
-// multihost reports whether pv is a multihost volume.
-func multihost(pv *v1.PersistentVolume) bool {
-	return pv.Annotations[annotations.Mode] == annotations.ModeMultihost
 }
 
 // boundClaim is a reference to the claim pv is bound to, for its events;

@@ -86,6 +86,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
@@ -138,7 +139,7 @@ type Config struct {
 	// size, from which the volume is UsageHigh (0 to 100; 0 turns that
 	// condition off).
 	WarningThreshold int
-	// Recorder emits the events of condition changes (none when nil).
+	// Recorder emits the events of condition changes.
 	Recorder record.EventRecorder
 	// Metrics receives the usage of the node's Bound volumes at each
 	// refresh (none when nil).
@@ -155,14 +156,10 @@ type Refresher struct {
 }
 
 // New returns the Refresher of cfg.Node, with the real clock when
-// cfg.Clock is nil and a recorder that drops events when cfg.Recorder is
-// nil.
+// cfg.Clock is nil.
 func New(cfg Config) *Refresher {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
-	}
-	if cfg.Recorder == nil {
-		cfg.Recorder = &record.FakeRecorder{}
 	}
 	return &Refresher{cfg: cfg}
 }
@@ -286,9 +283,9 @@ func (r *Refresher) refreshVolume(ctx context.Context, rd *round, pv *v1.Persist
 		rd.samples[pv.Name] = sample{namespace: claim.Namespace, claim: claim.Name, node: r.cfg.Node, used: *vol.UsedBytes, capacity: vol.SizeBytes}
 	}
 	set := map[string]*string{}
-	if found && !multihost(pv) && vol.UsedBytes != nil {
+	if found && !client.IsMultihost(pv) && vol.UsedBytes != nil {
 		if current, has := pv.Annotations[annotations.SizeUsed]; !has || needsUpdate(current, *vol.UsedBytes) {
-			set[annotations.SizeUsed] = ptrTo(sizeUsed(*vol.UsedBytes))
+			set[annotations.SizeUsed] = ptr.To(sizeUsed(*vol.UsedBytes))
 		}
 	}
 	var change *healthChange
@@ -364,7 +361,7 @@ func (r *Refresher) refreshes(pv *v1.PersistentVolume) bool {
 // PV deleted since the cache saw it is not an error.
 func (r *Refresher) patch(ctx context.Context, pv *v1.PersistentVolume, set map[string]*string) (bool, error) {
 	meta := map[string]any{"annotations": set}
-	if multihost(pv) {
+	if client.IsMultihost(pv) {
 		meta["resourceVersion"] = pv.ResourceVersion
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": meta})
@@ -413,9 +410,6 @@ func (r *Refresher) emit(ctx context.Context, pv *v1.PersistentVolume, c *health
 	klog.FromContext(ctx).Info("The condition of a volume changed", "pv", klog.KObj(pv), "claim", klog.KRef(pv.Annotations[annotations.ClaimNamespace], pv.Annotations[annotations.ClaimName]),
 		"node", r.cfg.Node, "condition", c.condition, "previous", c.previous, "reason", c.reason, "message", c.message)
 }
-
-// ptrTo returns a pointer to v.
-func ptrTo(v string) *string { return &v }
 
 // sizeUsed is the annotation's value for used bytes: rounded up to a whole
 // MiB, as a resource.Quantity in binary SI canonical form ("0", "24Mi",
