@@ -161,6 +161,10 @@ func TestSizesBtrfs(t *testing.T) {
 
 	t.Run("a volume past 90% of its limit gets a health event", func(t *testing.T) {
 		e.waitEvent(ctx, t, small.Name, corev1.EventTypeWarning, eventUsageHigh, node)
+		series := fmt.Sprintf(`hostpath_provisioner_volume_used_bytes{namespace=%q,node=%q,persistentvolumeclaim=%q}`, e.ns, node, small.Name)
+		framework.WaitFor(ctx, t, provisionTimeout, "the provisioner of "+node+" to export "+series, func(ctx context.Context) (bool, error) {
+			return strings.Contains(e.get(ctx, t, node, "/metrics"), series), nil
+		})
 		if n := e.countEvents(ctx, t, other.Name, eventUsageHigh); n != 0 {
 			t.Errorf("%d %s events on %s, which uses half its limit", n, eventUsageHigh, other.Name)
 		}
