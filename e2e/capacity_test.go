@@ -57,10 +57,11 @@ func (e *provEnv) capacityOf(ctx context.Context, t *testing.T, class, node, wha
 	return got
 }
 
-// capacityPod is a pod that uses claim, placed by the scheduler (on node,
-// when node is not "").
-func capacityPod(ns, name, node, claim string) *corev1.Pod {
-	p := writerPod(ns, name, "", claim, "sleep 3600")
+// scheduledPod is writerPod placed by the scheduler (on node, through a
+// node selector, when node is not ""), so that the scheduler checks the
+// claim's volume: its capacity, its PV's node affinity.
+func scheduledPod(ns, name, node, claim, command string) *corev1.Pod {
+	p := writerPod(ns, name, "", claim, command)
 	if node != "" {
 		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 	}
@@ -94,7 +95,7 @@ func TestCapacityAwareScheduling(t *testing.T) {
 
 	// A volume of 400Mi on one node: its published room follows.
 	taken := e.claim(ctx, t, "taken", classBtrfsCapacity, "400Mi", corev1.ReadWriteOnce, nil)
-	takenPod := capacityPod(e.ns, "taken", full, taken.Name)
+	takenPod := scheduledPod(e.ns, "taken", full, taken.Name, "sleep 3600")
 	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, takenPod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestCapacityAwareScheduling(t *testing.T) {
 		t.Fatalf("no size fits %s (%d MiB) but not %s (%d MiB)", other, room[other]/mi, full, after/mi)
 	}
 	fits := e.claim(ctx, t, "fits-one", classBtrfsCapacity, big, corev1.ReadWriteOnce, nil)
-	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, capacityPod(e.ns, "fits-one", "", fits.Name), metav1.CreateOptions{}); err != nil {
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, scheduledPod(e.ns, "fits-one", "", fits.Name, "sleep 3600"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	fitsPVC, _ := e.waitBound(ctx, t, fits.Name)
@@ -125,7 +126,7 @@ func TestCapacityAwareScheduling(t *testing.T) {
 
 	// A claim bigger than every pool: the scheduler keeps its pod Pending.
 	huge := e.claim(ctx, t, "too-big", classBtrfsCapacity, "4Gi", corev1.ReadWriteOnce, nil)
-	hugePod := capacityPod(e.ns, "too-big", "", huge.Name)
+	hugePod := scheduledPod(e.ns, "too-big", "", huge.Name, "sleep 3600")
 	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, hugePod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -191,7 +191,7 @@ func (e *provEnv) writeOnEveryNode(ctx context.Context, t *testing.T, claim, com
 
 // labelNoManager is the node label that keeps the manager DaemonSet off a
 // node (manifests/base/manager/daemonset.yaml).
-const labelNoManager = "hostpath.dev/manager"
+const labelNoManager = hostpathv1.LabelManager
 
 // setNoManager labels node so that its manager pod goes (on) or lets it come
 // back (off), and waits until it is gone or Ready again.

@@ -110,13 +110,18 @@ func (e *provEnv) storageClass(ctx context.Context, t *testing.T, what string, b
 // storageClassWithPolicy is storageClass with a reclaim policy.
 func (e *provEnv) storageClassWithPolicy(ctx context.Context, t *testing.T, what string, binding storagev1.VolumeBindingMode, reclaim corev1.PersistentVolumeReclaimPolicy, params map[string]string) string {
 	t.Helper()
-	sc := &storagev1.StorageClass{
+	return e.createStorageClass(ctx, t, &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: "e2e-" + what + "-" + framework.RandomSuffix()},
 		Provisioner:       provisionerName,
 		Parameters:        params,
 		VolumeBindingMode: &binding,
 		ReclaimPolicy:     &reclaim,
-	}
+	})
+}
+
+// createStorageClass creates sc and deletes it when the test ends.
+func (e *provEnv) createStorageClass(ctx context.Context, t *testing.T, sc *storagev1.StorageClass) string {
+	t.Helper()
 	if _, err := e.f.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("Create StorageClass %s: %v", sc.Name, err)
 	}

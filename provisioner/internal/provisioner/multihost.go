@@ -59,6 +59,7 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 	pv := buildPV(pvInput{
 		name: opts.PVName, class: opts.StorageClass, claim: claim,
 		pool: params.Pool, dir: dir, size: size,
+		local:     params.VolumeType == VolumeTypeLocal,
 		multihost: true, nodes: ready, pending: pending,
 	})
 	req := client.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize)

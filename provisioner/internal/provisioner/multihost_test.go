@@ -157,10 +157,20 @@ func TestProvisionMultihost(t *testing.T) {
 			wantState: controller.ProvisioningFinished, wantErr: "access mode ReadWriteSometimes is not supported",
 		},
 		{
-			name:  "volumeType local is refused, no manager called",
-			class: class("shared-local", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost", ParamVolumeType: "local"}),
-			claim: claim("shared-local"), targets: all,
-			wantState: controller.ProvisioningFinished, wantErr: `StorageClass parameter "volumeType": "local" is not supported in mode "multihost"`,
+			// The PV's affinity names no node, so nodes that join later
+			// match it: that of the manager DaemonSet.
+			name:  "volumeType local: a local PV on the nodes that run a manager",
+			class: class("shared-local", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}", ParamVolumeType: "local"}),
+			claim: rwx(claim("shared-local", annotations.SelectedNode+"="+otherNode)), targets: all,
+			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
+			wantPV: func() *v1.PersistentVolume {
+				pv := wantMultihostPV(class("shared-local", storagev1.VolumeBindingWaitForFirstConsumer, nil), rwx(claim("shared-local")), "data", "node-a,node-b,node-c", "")
+				pv.Spec.PersistentVolumeSource = v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: pv.Spec.HostPath.Path}}
+				pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+					MatchExpressions: []v1.NodeSelectorRequirement{{Key: "hostpath.dev/manager", Operator: v1.NodeSelectorOpNotIn, Values: []string{"false"}}},
+				}}}}
+				return pv
+			}(),
 		},
 		{
 			name:  "volumeType hostPath is the default's PV",

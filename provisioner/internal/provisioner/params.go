@@ -31,8 +31,8 @@ const (
 	ParamEnforceSize = hostpathv1.ParamEnforceSize
 	// ParamVolumeType is the kind of PersistentVolume a class's volumes
 	// are: VolumeTypeHostPath (the default) or VolumeTypeLocal. The host
-	// definer does not read it: only node mode allows VolumeTypeLocal, and
-	// the host definer changes multihost volumes only.
+	// definer does not read it: a volume's directories are the same
+	// whatever the type of its PV.
 	ParamVolumeType = "volumeType"
 )
 
@@ -41,17 +41,17 @@ const (
 	// VolumeTypeHostPath makes PVs with spec.hostPath of type Directory.
 	VolumeTypeHostPath = "hostPath"
 	// VolumeTypeLocal makes PVs with spec.local on the same directory, and
-	// the same required node affinity to their node: the kubelet then
-	// applies fsGroup and SELinux labels and reports the volume's
-	// statistics. Node mode only. Kubernetes requires node affinity on a
-	// local PV, and a multihost volume could only have one naming the
-	// nodes of its pool, which the host definer extends as nodes join it
-	// (annotations.Nodes). A PV's node affinity cannot change once set:
-	// ValidatePersistentVolumeUpdate (k8s.io/kubernetes
-	// pkg/apis/core/validation) refuses any change but a beta-to-GA label
-	// key up to 1.34, and from 1.35 allows it only with the alpha feature
-	// gate MutablePVNodeAffinity, off by default. So ParseParameters
-	// refuses VolumeTypeLocal in mode multihost.
+	// required node affinity: the kubelet then applies fsGroup and SELinux
+	// labels and reports the volume's statistics. A node-mode PV's affinity
+	// names its node, as a hostPath one's does. Kubernetes requires node
+	// affinity on a local PV, and a PV's affinity cannot change once set
+	// (ValidatePersistentVolumeUpdate in k8s.io/kubernetes
+	// pkg/apis/core/validation refuses any change but a beta-to-GA label key
+	// up to 1.34, and from 1.35 allows it only with the alpha feature gate
+	// MutablePVNodeAffinity, off by default), while the host definer gives a
+	// multihost volume the nodes that join its pool later. So a multihost
+	// PV's affinity names no node: it is hostpathv1.ManagerNodeSelector, the
+	// nodes that run a manager, which is what the manager DaemonSet selects.
 	VolumeTypeLocal = "local"
 )
 
@@ -97,8 +97,7 @@ type Parameters struct {
 	// EnforceSize asks the manager to refuse a pool that cannot enforce
 	// the volume's size.
 	EnforceSize bool
-	// VolumeType is VolumeTypeHostPath or VolumeTypeLocal (node mode
-	// only).
+	// VolumeType is VolumeTypeHostPath or VolumeTypeLocal.
 	VolumeType string
 }
 
@@ -175,13 +174,6 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 		default:
 			return Parameters{}, &ParameterError{Parameter: ParamVolumeType, Problem: fmt.Sprintf("%q is not a volume type; use %q or %q", v, VolumeTypeHostPath, VolumeTypeLocal)}
 		}
-	}
-	if p.VolumeType == VolumeTypeLocal && p.Mode == annotations.ModeMultihost {
-		// See VolumeTypeLocal: the PV's node affinity would have to follow
-		// the nodes the host definer adds, and it cannot.
-		return Parameters{}, &ParameterError{Parameter: ParamVolumeType, Problem: fmt.Sprintf(
-			"%q is not supported in mode %q: a local PersistentVolume needs node affinity naming its nodes, which Kubernetes does not let change once the PV exists, "+
-				"while a multihost volume gets the nodes that join its pool later; use %q, or mode %q", VolumeTypeLocal, annotations.ModeMultihost, VolumeTypeHostPath, annotations.ModeNode)}
 	}
 	return p, nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
 )
@@ -197,8 +198,7 @@ type pvInput struct {
 	// node and hostname are those of a node-mode volume.
 	node     string
 	hostname string
-	// local makes a local PV (VolumeTypeLocal, node mode only) instead of
-	// a hostPath one.
+	// local makes a local PV (VolumeTypeLocal) instead of a hostPath one.
 	local bool
 	// multihost says that the volume is of mode multihost; nodes hold its
 	// directory and pending get it later, from the host definer.
@@ -229,8 +229,8 @@ func reclaimPolicy(class *storagev1.StorageClass) v1.PersistentVolumeReclaimPoli
 // buildPV returns the PV of a volume, but for what the managers answer
 // (the host path, see setPath, and annotations.SizeEnforcement): a
 // hostPath of type Directory, or a local volume when in.local; with node
-// affinity to its node in node mode, without any for a multihost volume
-// (which is never local: see VolumeTypeLocal). It is made
+// affinity to its node in node mode; a multihost volume has none, but a
+// local one the nodes that run a manager (see VolumeTypeLocal). It is made
 // before the directory, whose create request is made from it
 // (client.NewCreateVolumeRequest), so the owner records start with the
 // PV's reclaim policy (annotations.RecordedPolicy). The library adds the
@@ -267,6 +267,9 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 		pv.Annotations[annotations.Nodes] = annotations.JoinNodes(in.nodes)
 		if len(in.pending) > 0 {
 			pv.Annotations[annotations.PendingNodes] = annotations.JoinNodes(in.pending)
+		}
+		if in.local {
+			pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: hostpathv1.ManagerNodeSelector()}
 		}
 		return pv
 	}

@@ -137,6 +137,26 @@ const (
 	ModeMultihost = client.ModeMultihost
 )
 
+// LabelManager, set to "false" on a Node, keeps the manager DaemonSet (and
+// so every volume directory) off it; a node without the label, or with any
+// other value, runs a manager. A multihost local PV's node affinity is
+// this label NotIn ["false"] (ManagerNodeSelector): the nodes that run a
+// manager, including those that join later.
+const LabelManager = "hostpath.dev/manager"
+
+// ManagerNodeSelector selects the nodes that run a manager: those not
+// labelled LabelManager=false. It is the required node affinity of the
+// manager DaemonSet (manifests/base/manager) and of multihost local PVs.
+func ManagerNodeSelector() *corev1.NodeSelector {
+	return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{
+			Key:      LabelManager,
+			Operator: corev1.NodeSelectorOpNotIn,
+			Values:   []string{"false"},
+		}},
+	}}}
+}
+
 // JoinNodes is the value of AnnotationNodes or AnnotationPendingNodes for a
 // list of nodes: the names, comma-separated, in the order given.
 func JoinNodes(nodes []string) string { return strings.Join(nodes, ",") }
