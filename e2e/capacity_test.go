@@ -7,13 +7,17 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hostpath.dev/e2e/framework"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 const (
+	// classCapacity is the capacity-aware example class (manifests/).
+	classCapacity = "hostpath-capacity"
 	// classBtrfsCapacity is the capacity-aware btrfs class
 	// (manifests/components/btrfs).
 	classBtrfsCapacity = "hostpath-btrfs-capacity"
@@ -163,4 +167,52 @@ func TestCapacityAwareScheduling(t *testing.T) {
 	_, fitsPV := e.waitBound(ctx, t, fits.Name)
 	e.deleteAndWaitGone(ctx, t, "fits-one", fits.Name)
 	e.waitGoneEverywhere(ctx, t, fitsPV)
+}
+
+// TestCapacityFollowsClasses: a new capacity-aware class (provisioner
+// hostpath.dev, WaitForFirstConsumer) gets one CSIStorageCapacity per real
+// node, owned by its Node (so the garbage collector removes it with the
+// node); deleting the class removes them.
+func TestCapacityFollowsClasses(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	binding := storagev1.VolumeBindingWaitForFirstConsumer
+	class := e.createStorageClass(ctx, t, &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: "e2e-capacity-" + framework.RandomSuffix()},
+		Provisioner:       hostpathv1.CapacityProvisionerName,
+		VolumeBindingMode: &binding,
+	})
+	for _, n := range e.nodes {
+		e.capacityOf(ctx, t, class, n, "published", func(int64) bool { return true })
+		list, err := e.f.Client.StorageV1().CSIStorageCapacities(framework.SystemNamespace).List(ctx, metav1.ListOptions{
+			LabelSelector: labelCapacityClass + "=" + class + "," + labelCapacityNode + "=" + n,
+		})
+		if err != nil || len(list.Items) != 1 {
+			t.Fatalf("CSIStorageCapacity of %s on %s: %v, %v", class, n, list, err)
+		}
+		owners := list.Items[0].OwnerReferences
+		if len(owners) != 1 || owners[0].Kind != "Node" || owners[0].Name != n {
+			t.Errorf("CSIStorageCapacity %s is owned by %+v, want Node %s", list.Items[0].Name, owners, n)
+		}
+	}
+	if err := e.f.Client.StorageV1().StorageClasses().Delete(ctx, class, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitNoCapacity(ctx, t, labelCapacityClass+"="+class)
+}
+
+// waitNoCapacity waits until no CSIStorageCapacity matches the label
+// selector.
+func (e *provEnv) waitNoCapacity(ctx context.Context, t *testing.T, selector string) {
+	t.Helper()
+	framework.WaitFor(ctx, t, provisionTimeout, "no CSIStorageCapacity of "+selector, func(ctx context.Context) (bool, error) {
+		list, err := e.f.Client.StorageV1().CSIStorageCapacities(framework.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, err
+		}
+		if len(list.Items) > 0 {
+			return false, fmt.Errorf("%d left, the first %s", len(list.Items), list.Items[0].Name)
+		}
+		return true, nil
+	})
 }

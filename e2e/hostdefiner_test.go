@@ -492,7 +492,8 @@ func (e *hdEnv) leader(ctx context.Context, t *testing.T, not string) string {
 // TestHostDefinerNodeJoins: a node that joins the cluster gets a Ready
 // definition and every existing multihost directory of the pool, is
 // recorded in the PV, and a pod on it uses the shared claim (its node's
-// copy of the directory).
+// copy of the directory). Its provisioner publishes a CSIStorageCapacity,
+// which goes with the node.
 func TestHostDefinerNodeJoins(t *testing.T) {
 	ctx := t.Context()
 	e := setupHostDefiner(ctx, t)
@@ -526,6 +527,15 @@ func TestHostDefinerNodeJoins(t *testing.T) {
 	if b, err := os.ReadFile(e.nodePath(t, node, pv, "new")); err != nil || string(b) != "here\n" {
 		t.Errorf("File written by a pod on %s: %q, %v", node, b, err)
 	}
+
+	// The new node's provisioner publishes its room for the capacity-aware
+	// class; when the node goes, the garbage collector removes the object
+	// (its owner is the Node), as nothing runs there to delete it.
+	e.capacityOf(ctx, t, classCapacity, node, "published", func(int64) bool { return true })
+	if _, err := e.script(ctx, "node-remove.sh", node); err != nil {
+		t.Fatalf("scripts/node-remove.sh %s: %v", node, err)
+	}
+	e.waitNoCapacity(ctx, t, labelCapacityNode+"="+node)
 }
 
 // addNode starts one more real node (scripts/node-add.sh) and removes it
