@@ -13,8 +13,12 @@
 # enable --simple`). The manager needs CAP_SYS_ADMIN to set quotas: install
 # the btrfs variant (manifests/components/btrfs; the e2e suite installs it).
 #
-#   scripts/quota-pool.sh up [--fs FS] [N...]     mount it on nodes N (default: every real node)
+#   scripts/quota-pool.sh up [--fs FS] [N...]     mount it on nodes N (numbers or names; default: every real node)
 #   scripts/quota-pool.sh down [--fs FS] [N...]   unmount it and remove the images
+#   scripts/quota-pool.sh ro|rw [--fs FS] [N...]  remount its filesystem read-only (as after a
+#                                                 disk error) or read-write again
+#   scripts/quota-pool.sh unplug [--fs FS] [N...] unmount it and remove its directory, keeping the
+#                                                 image (a disk gone); up plugs it back, data and all
 #   scripts/quota-pool.sh status [--fs FS]
 #
 # cluster-down.sh removes whatever is left (it unmounts everything under
@@ -63,6 +67,7 @@ up() {
   mp=$(node_dir "$n")/hppools/$POOL
   mkdir -p "$IMG_DIR" "$mp"
   if ! mountpoint -q "$mp"; then
+    # An image left by unplug is mounted again, with its data.
     if [ ! -f "$img" ]; then
       truncate -s "$SIZE" "$img"
       mkfs_pool "$img"
@@ -81,16 +86,44 @@ up() {
   log "$FS pool $POOL on $name: $dev ($SIZE, with quotas) at /var/hppools/$POOL, on this machine at $mp"
 }
 
-down() {
-  local n=$1 name mp
-  name=$(node_name "$n")
+# unmount N: unmount the pool on node N and on this machine.
+unmount() {
+  local n=$1 mp
   mp=$(node_dir "$n")/hppools/$POOL
   if pid_alive "kubelet-$n" && in_node "$n" mountpoint -q "/var/hppools/$POOL"; then
     in_node "$n" umount "/var/hppools/$POOL" || in_node "$n" umount -l "/var/hppools/$POOL"
   fi
   if mountpoint -q "$mp"; then umount "$mp" || umount -l "$mp"; fi
+}
+
+down() {
+  local n=$1 name
+  name=$(node_name "$n")
+  unmount "$n"
   rm -f "$IMG_DIR/$name-$FS.img"
   log "$FS pool $POOL removed from $name"
+}
+
+# unplug N: the pool's disk is gone from node N: unmounted, and its
+# directory (the node's /var/hppools/$POOL) removed; the image stays.
+unplug() {
+  local n=$1 name mp
+  name=$(node_name "$n")
+  mp=$(node_dir "$n")/hppools/$POOL
+  [ -f "$IMG_DIR/$name-$FS.img" ] || die "no $FS pool on $name"
+  unmount "$n"
+  rmdir "$mp" 2> /dev/null || [ ! -e "$mp" ] || die "$mp is not empty once unmounted"
+  log "$FS pool $POOL unplugged from $name (scripts/quota-pool.sh up plugs it back)"
+}
+
+# remount N ro|rw: remount the pool's filesystem (its superblock: every
+# mount of it, on the node and here) read-only or read-write.
+remount() {
+  local n=$1 mode=$2 mp
+  mp=$(node_dir "$n")/hppools/$POOL
+  mountpoint -q "$mp" || die "no $FS pool mounted on $(node_name "$n")"
+  mount -o "remount,$mode" "$mp"
+  log "$FS pool $POOL on $(node_name "$n") remounted $mode"
 }
 
 cmd=${1:-}
@@ -102,8 +135,10 @@ if [ "${1:-}" = --fs ]; then
 fi
 case $FS in btrfs | xfs | ext4) ;; *) die "--fs $FS: want btrfs, xfs or ext4" ;; esac
 POOL=$FS
-nodes=("$@")
+# Nodes by number (1) or name (hostpath-node-1).
+nodes=("${@#"$NODE_PREFIX"}")
 [ ${#nodes[@]} -gt 0 ] || read -ra nodes <<< "$(node_numbers)"
+for n in "${nodes[@]}"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "$n: want a node number or name (${NODE_PREFIX}N)"; done
 case $cmd in
 up)
   command -v "mkfs.$FS" > /dev/null || die "mkfs.$FS not found: scripts/ensure-packages.sh installs btrfs-progs, xfsprogs and e2fsprogs"
@@ -115,6 +150,12 @@ down)
   for n in "${nodes[@]}"; do down "$n"; done
   rmdir "$IMG_DIR" 2> /dev/null || true
   ;;
+ro | rw)
+  for n in "${nodes[@]}"; do remount "$n" "$cmd"; done
+  ;;
+unplug)
+  for n in "${nodes[@]}"; do unplug "$n"; done
+  ;;
 status)
   for n in "${nodes[@]}"; do
     mp=$(node_dir "$n")/hppools/$POOL
@@ -125,5 +166,5 @@ status)
     fi
   done
   ;;
-*) die "usage: quota-pool.sh up|down|status [--fs btrfs|xfs|ext4] [N...]" ;;
+*) die "usage: quota-pool.sh up|down|ro|rw|unplug|status [--fs btrfs|xfs|ext4] [N...]" ;;
 esac
