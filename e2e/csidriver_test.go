@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hostpath.dev/e2e/framework"
+	"hostpath.dev/e2e/internal/localcluster"
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
@@ -21,9 +22,9 @@ import (
 // A hostPath and a local PV of classes of provisioner hostpath.dev, each
 // in use by a pod: the attach/detach controller makes no VolumeAttachment
 // for them (attachRequired is false, and neither is a CSI volume); the
-// kubelet mounts them with its own plugins (the local one under the pod's
-// kubernetes.io~local-volume directory, the hostPath one not at all;
-// nothing under kubernetes.io~csi), counts them under those plugins in
+// kubelet mounts them with its own plugins (the local one at a mount point
+// in the pod's kubernetes.io~local-volume folder, the hostPath one not at
+// all; nothing in a kubernetes.io~csi one), counts them under those plugins in
 // volume_manager_total_volumes, and registers no driver hostpath.dev in
 // the node's CSINode.
 func TestCSIDriverChangesNothing(t *testing.T) {
@@ -73,7 +74,7 @@ func TestCSIDriverChangesNothing(t *testing.T) {
 				}
 			}
 
-			volumes, err := e.f.NodeDir(node, path.Join("/var/lib/kubelet/pods", string(running.UID), "volumes"))
+			volumes, err := e.f.NodeDir(node, path.Join(localcluster.KubeletPath, "pods", string(running.UID), "volumes"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,9 +89,11 @@ func TestCSIDriverChangesNothing(t *testing.T) {
 			if strings.Contains(strings.Join(dirs, " "), "csi") {
 				t.Errorf("The kubelet's volumes of pod %s on %s: %v, want no CSI one", pod.Name, node, dirs)
 			}
+			// The mount itself is in the node's mount namespace; this
+			// machine sees the mount point the kubelet made.
 			if tc.podDir != "" {
-				if _, err := os.Stat(path.Join(volumes, tc.podDir, pv.Name, "f")); err != nil {
-					t.Errorf("The pod's file through the kubelet's %s mount: %v (volumes: %v)", tc.podDir, err, dirs)
+				if fi, err := os.Stat(path.Join(volumes, tc.podDir, pv.Name)); err != nil || !fi.IsDir() {
+					t.Errorf("The kubelet's %s mount point of PV %s: %v (volumes: %v)", tc.podDir, pv.Name, err, dirs)
 				}
 			}
 

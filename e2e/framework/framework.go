@@ -114,8 +114,8 @@ func FindRepoRoot() (string, error) {
 	}
 }
 
-// NodeDir maps hostPath, a path under localcluster.PoolPath or StatePath on
-// node, to where that node's copy is on this machine
+// NodeDir maps hostPath, a path under localcluster.PoolPath, StatePath,
+// PoolRootPath or KubeletPath on node, to where that node's copy is on this machine
 // (.cluster/nodes/<node>/..., localcluster.NodeDir).
 func (f *Framework) NodeDir(node, hostPath string) (string, error) {
 	return localcluster.NodeDir(filepath.Join(f.ClusterDir, "nodes"), node, hostPath)

@@ -29,11 +29,14 @@ const (
 	// PoolRootPath is the managers' --pool-root: pools named only by a
 	// StorageClass live below it.
 	PoolRootPath = "/var/hppools"
+	// KubeletPath is the kubelet's root directory on a node (pods and
+	// their volume mount points).
+	KubeletPath = "/var/lib/kubelet"
 )
 
 // nodeFolders maps each host path a node has its own copy of to the folder
 // of .cluster/nodes/<node> that holds it (scripts/cluster-lib.sh, NODE_BINDS).
-var nodeFolders = map[string]string{PoolPath: "hpvolumes", StatePath: "state", PoolRootPath: "hppools"}
+var nodeFolders = map[string]string{PoolPath: "hpvolumes", StatePath: "state", PoolRootPath: "hppools", KubeletPath: "kubelet"}
 
 // RealNodes returns the names of the nodes without FakeNodeLabel=true,
 // sorted; none is not an error.
@@ -50,10 +53,11 @@ func RealNodes(ctx context.Context, client kubernetes.Interface) ([]string, erro
 	return names, nil
 }
 
-// NodeDir maps hostPath, a path under PoolPath, StatePath or PoolRootPath on
-// node, to where that node's copy is on this machine, below nodesDir
-// (.cluster/nodes): nodesDir/<node>/hpvolumes/..., .../state/... or
-// .../hppools/....
+// NodeDir maps hostPath, a path under PoolPath, StatePath, PoolRootPath or
+// KubeletPath on node, to where that node's copy is on this machine, below
+// nodesDir (.cluster/nodes): nodesDir/<node>/hpvolumes/..., .../state/...,
+// .../hppools/... or .../kubelet/.... Mounts made inside the node's mount
+// namespace (a pod's volumes) are not seen there.
 func NodeDir(nodesDir, node, hostPath string) (string, error) {
 	clean := filepath.Clean(hostPath)
 	for base, folder := range nodeFolders {
@@ -64,5 +68,5 @@ func NodeDir(nodesDir, node, hostPath string) (string, error) {
 			return filepath.Join(nodesDir, node, folder, strings.TrimPrefix(clean, base)), nil
 		}
 	}
-	return "", fmt.Errorf("%s is not under %s, %s or %s", hostPath, PoolPath, StatePath, PoolRootPath)
+	return "", fmt.Errorf("%s is not under %s, %s, %s or %s", hostPath, PoolPath, StatePath, PoolRootPath, KubeletPath)
 }

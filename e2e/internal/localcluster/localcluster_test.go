@@ -19,6 +19,7 @@ func TestNodeDir(t *testing.T) {
 		{node: "hostpath-node-1", path: "/var/hpvolumes/smoke-1/a.txt", want: "/repo/.cluster/nodes/hostpath-node-1/hpvolumes/smoke-1/a.txt"},
 		{node: "hostpath-node-2", path: "/var/hpvolumes", want: "/repo/.cluster/nodes/hostpath-node-2/hpvolumes"},
 		{node: "hostpath-node-2", path: "/var/lib/hostpath/state.json", want: "/repo/.cluster/nodes/hostpath-node-2/state/state.json"},
+		{node: "hostpath-node-1", path: "/var/lib/kubelet/pods/u/volumes", want: "/repo/.cluster/nodes/hostpath-node-1/kubelet/pods/u/volumes"},
 		{node: "hostpath-node-1", path: "/var/hpvolumes/../etc/passwd", wantErr: true},
 		{node: "hostpath-node-1", path: "/var/hpvolumesX/a", wantErr: true},
 		{node: "../x", path: "/var/hpvolumes/a", wantErr: true},
