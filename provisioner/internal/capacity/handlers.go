@@ -8,7 +8,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // Sources are the informers whose events make a Publisher refresh.
@@ -80,10 +79,10 @@ func (p *Publisher) AddEventHandlers(s Sources) error {
 // this node or a multihost PV, of one of the provisioner names.
 func (p *Publisher) onVolume(old, obj any) {
 	pv, ok := unwrap(obj).(*v1.PersistentVolume)
-	if !ok || !p.cfg.ProvisionerNames.Has(pv.Annotations[hostpathv1.AnnotationProvisionedBy]) {
+	if !ok {
 		return
 	}
-	if !client.IsMultihost(pv) && pv.Annotations[hostpathv1.AnnotationNode] != p.cfg.Node {
+	if d, ours := hostpathv1.VolumeDirectoryOf(pv, p.cfg.ProvisionerNames); !ours || !d.Multihost && !d.On(p.cfg.Node) {
 		return
 	}
 	if old != nil {

@@ -137,8 +137,8 @@ func (c *Controller) volumeChanged(obj any) {
 	switch {
 	case deleting && hasFinalizer(pv),
 		!deleting && !policyRecorded(pv),
-		!loc.multihost && !deleting && !hasFinalizer(pv) && loc.node == c.cfg.Node,
-		!loc.multihost && !deleting && c.nodeGoneWork(pv, loc.at(loc.node)):
+		!loc.Multihost && !deleting && !hasFinalizer(pv) && loc.Node == c.cfg.Node,
+		!loc.Multihost && !deleting && c.nodeGoneWork(pv, loc.at(loc.Node)):
 		c.queue.Add(pv.Name)
 	}
 }
@@ -155,7 +155,7 @@ func (c *Controller) ManagerReady(node string) {
 	}
 	for _, pv := range pvs {
 		loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
-		if !ok || !loc.multihost && loc.node != node {
+		if !ok || !loc.Multihost && loc.Node != node {
 			continue
 		}
 		if pv.DeletionTimestamp != nil && hasFinalizer(pv) || pv.DeletionTimestamp == nil && !policyRecorded(pv) {
@@ -211,7 +211,7 @@ func (c *Controller) nodeDeleted(obj any) {
 		return
 	}
 	for _, pv := range pvs {
-		if loc, ok := locationOf(pv, c.cfg.ProvisionerNames); ok && (loc.node == node.Name || loc.multihost && loc.listed(node.Name)) {
+		if loc, ok := locationOf(pv, c.cfg.ProvisionerNames); ok && (loc.Node == node.Name || loc.Multihost && loc.Listed(node.Name)) {
 			c.volumeChanged(pv)
 		}
 	}
@@ -231,8 +231,8 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return nil
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pv", klog.KObj(pv))
-	if !loc.multihost {
-		logger = klog.LoggerWithValues(logger, "volumeNode", loc.node)
+	if !loc.Multihost {
+		logger = klog.LoggerWithValues(logger, "volumeNode", loc.Node)
 	}
 	ctx = klog.NewContext(ctx, logger)
 
@@ -256,9 +256,9 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 // node-gone marks and the finalizer of a PV made without it; then, on the
 // instance that acts for it, its reclaim policy in the owner records.
 func (c *Controller) syncLive(ctx context.Context, pv *v1.PersistentVolume, loc location) error {
-	if !loc.multihost {
-		dir := loc.at(loc.node)
-		if c.cfg.NodeGoneGrace > 0 && loc.node != "" {
+	if !loc.Multihost {
+		dir := loc.at(loc.Node)
+		if c.cfg.NodeGoneGrace > 0 && loc.Node != "" {
 			if gone, err := c.syncNodeGone(ctx, pv, dir); gone || err != nil {
 				return err
 			}
@@ -267,7 +267,7 @@ func (c *Controller) syncLive(ctx context.Context, pv *v1.PersistentVolume, loc 
 		// is gone and the library reclaims it (Reclaim takes the finalizer
 		// off once the directory is removed, which must not be undone
 		// before the library deletes the PV).
-		if loc.node == c.cfg.Node && !hasFinalizer(pv) && pv.Status.Phase != v1.VolumeReleased && pv.Status.Phase != v1.VolumeFailed {
+		if loc.Node == c.cfg.Node && !hasFinalizer(pv) && pv.Status.Phase != v1.VolumeReleased && pv.Status.Phase != v1.VolumeFailed {
 			klog.FromContext(ctx).V(2).Info("Adding the finalizer to a PersistentVolume made without it", "finalizer", annotations.Finalizer)
 			return EnsureFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager)
 		}
@@ -278,8 +278,8 @@ func (c *Controller) syncLive(ctx context.Context, pv *v1.PersistentVolume, loc 
 	if acts, err := c.acts(pv, loc); !acts || err != nil {
 		return err
 	}
-	if !loc.multihost {
-		if exists, err := c.nodeExists(loc.node); !exists || err != nil {
+	if !loc.Multihost {
+		if exists, err := c.nodeExists(loc.Node); !exists || err != nil {
 			return err // nothing to record on a node that is gone
 		}
 	}
@@ -291,11 +291,11 @@ func (c *Controller) syncLive(ctx context.Context, pv *v1.PersistentVolume, loc 
 // node is gone (or the PV names none); for a multihost PV, the elected
 // instance. Every other instance writes nothing.
 func (c *Controller) acts(pv *v1.PersistentVolume, loc location) (bool, error) {
-	if !loc.multihost && loc.node != "" {
-		if loc.node == c.cfg.Node {
+	if !loc.Multihost && loc.Node != "" {
+		if loc.Node == c.cfg.Node {
 			return true, nil
 		}
-		exists, err := c.nodeExists(loc.node)
+		exists, err := c.nodeExists(loc.Node)
 		if exists || err != nil {
 			return false, err // the instance of that node acts
 		}

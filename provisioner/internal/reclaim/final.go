@@ -69,13 +69,13 @@ func finalOperation(pv *v1.PersistentVolume) operation {
 func (op operation) call(ctx context.Context, mgr Manager, pv *v1.PersistentVolume, loc location) error {
 	switch op {
 	case opDelete:
-		return mgr.DeleteVolume(ctx, loc.pool, loc.name, client.DeleteOptions{Owner: pv.Name})
+		return mgr.DeleteVolume(ctx, loc.Pool, loc.Directory, client.DeleteOptions{Owner: pv.Name})
 	case opRetain:
-		_, err := mgr.SetOwner(ctx, loc.pool, loc.name, client.SetOwnerRequest{
+		_, err := mgr.SetOwner(ctx, loc.Pool, loc.Directory, client.SetOwnerRequest{
 			Owner: pv.Name, Previous: pv.Name, Retained: true, ReclaimPolicy: client.ReclaimRetain})
 		return err
 	default:
-		_, err := mgr.SetOwner(ctx, loc.pool, loc.name, client.SetOwnerRequest{
+		_, err := mgr.SetOwner(ctx, loc.Pool, loc.Directory, client.SetOwnerRequest{
 			Owner: pv.Name, Previous: pv.Name, ReclaimPolicy: client.RecordedReclaimPolicy(pv)})
 		return err
 	}
@@ -93,22 +93,22 @@ type holder struct {
 
 // holders returns, sorted, the nodes that may hold loc (step 1 above).
 func (c *Controller) holders(loc location) ([]holder, error) {
-	if !loc.multihost {
-		if loc.node == "" {
+	if !loc.Multihost {
+		if loc.Node == "" {
 			return nil, nil
 		}
-		exists, err := c.nodeExists(loc.node)
+		exists, err := c.nodeExists(loc.Node)
 		if err != nil {
 			return nil, err
 		}
-		return []holder{{node: loc.node, required: exists, gone: !exists}}, nil
+		return []holder{{node: loc.Node, required: exists, gone: !exists}}, nil
 	}
-	named := slices.Concat(loc.nodes, loc.pending)
+	named := slices.Concat(loc.Nodes, loc.PendingNodes)
 	var defined []string
 	if c.cfg.Targets != nil {
-		ready, pending, err := c.cfg.Targets.Targets(loc.pool)
+		ready, pending, err := c.cfg.Targets.Targets(loc.Pool)
 		if err != nil {
-			return nil, fmt.Errorf("list the nodes of pool %q: %w", loc.pool, err)
+			return nil, fmt.Errorf("list the nodes of pool %q: %w", loc.Pool, err)
 		}
 		defined = slices.Concat(ready, pending)
 	}
@@ -235,7 +235,7 @@ func (c *Controller) fanOut(ctx context.Context, op operation, pv *v1.Persistent
 			results[i] = nodeResult{node: h.node, state: nodeSkipped, detail: nr.Err.Error()}
 			continue
 		}
-		state, detail := judge(op, h.required, loc.pool, nr.Err)
+		state, detail := judge(op, h.required, loc.Pool, nr.Err)
 		results[i] = nodeResult{node: h.node, state: state, detail: detail}
 	}
 	return results
@@ -271,12 +271,12 @@ func (c *Controller) reclaimOutcome(ctx context.Context, pv *v1.PersistentVolume
 	if !ok {
 		return release("", "", "not a volume of this provisioner")
 	}
-	if loc.pool == "" || loc.name == "" {
+	if loc.Pool == "" || loc.Directory == "" {
 		return release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
 			"The PersistentVolume names no pool or directory (annotations %s, %s): nothing was removed",
 			annotations.Pool, annotations.Directory))
 	}
-	if !loc.multihost && loc.node == "" {
+	if !loc.Multihost && loc.Node == "" {
 		return release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
 			"The PersistentVolume names no node (annotation %s): no directory was removed", annotations.Node))
 	}
@@ -295,7 +295,7 @@ func (c *Controller) reclaimOutcome(ctx context.Context, pv *v1.PersistentVolume
 func finalOutcome(op operation, loc location, results []nodeResult) outcome {
 	var done, absent, gone, kept, waiting []string
 	item := func(r nodeResult) string {
-		if !loc.multihost {
+		if !loc.Multihost {
 			return r.detail
 		}
 		return fmt.Sprintf("node %q: %s", r.node, r.detail)
@@ -315,7 +315,7 @@ func finalOutcome(op operation, loc location, results []nodeResult) outcome {
 		}
 	}
 	on := func(nodes []string) string {
-		if !loc.multihost {
+		if !loc.Multihost {
 			return ""
 		}
 		return " on " + fanout.NodeList(nodes)
@@ -376,7 +376,7 @@ func policyRecorded(pv *v1.PersistentVolume) bool {
 // says Delete.
 func (c *Controller) recordPolicy(ctx context.Context, pv *v1.PersistentVolume) error {
 	loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
-	if !ok || loc.pool == "" || loc.name == "" {
+	if !ok || loc.Pool == "" || loc.Directory == "" {
 		return nil
 	}
 	holders, err := c.holders(loc)
@@ -387,7 +387,7 @@ func (c *Controller) recordPolicy(ctx context.Context, pv *v1.PersistentVolume) 
 	var waiting, done []string
 	for _, r := range c.fanOut(ctx, opRecordPolicy, pv, loc, holders) {
 		switch {
-		case r.state == nodeWaiting && loc.multihost:
+		case r.state == nodeWaiting && loc.Multihost:
 			waiting = append(waiting, fmt.Sprintf("node %q: %s", r.node, r.detail))
 		case r.state == nodeWaiting:
 			waiting = append(waiting, r.detail)

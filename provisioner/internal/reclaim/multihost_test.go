@@ -237,18 +237,18 @@ func TestSyncMultihost(t *testing.T) {
 func TestLocationOf(t *testing.T) {
 	pv := multihostPV("shared", " node-a, ,node-b", "node-c")
 	d, ok := locationOf(pv, testNames)
-	if !ok || !d.multihost || d.pool != testPool || d.name != "shared-dir" ||
-		strings.Join(d.nodes, ",") != "node-a,node-b" || strings.Join(d.pending, ",") != "node-c" {
+	if !ok || !d.Multihost || d.Pool != testPool || d.Directory != "shared-dir" ||
+		strings.Join(d.Nodes, ",") != "node-a,node-b" || strings.Join(d.PendingNodes, ",") != "node-c" {
 		t.Errorf("locationOf(multihost) = %+v, %v", d, ok)
 	}
-	if !d.listed("node-c") || d.listed("node-d") {
-		t.Errorf("listed: node-c %t, node-d %t; want true, false", d.listed("node-c"), d.listed("node-d"))
+	if !d.Listed("node-c") || d.Listed("node-d") {
+		t.Errorf("listed: node-c %t, node-d %t; want true, false", d.Listed("node-c"), d.Listed("node-d"))
 	}
 	if !d.holds(directory{node: "node-d", pool: testPool, name: "shared-dir"}) {
 		t.Error("a multihost PV does not hold its directory on an unlisted node")
 	}
 	n, ok := locationOf(newPV("pv-1"), testNames)
-	if !ok || n.multihost || n.node != selfNode || !n.holds(directory{node: selfNode, pool: testPool, name: "pv-1-dir"}) ||
+	if !ok || n.Multihost || n.Node != selfNode || !n.holds(directory{node: selfNode, pool: testPool, name: "pv-1-dir"}) ||
 		n.holds(directory{node: otherNode, pool: testPool, name: "pv-1-dir"}) {
 		t.Errorf("locationOf(node mode) = %+v, %v", n, ok)
 	}

@@ -42,13 +42,11 @@ package reclaim
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // Reasons of the events this package emits.
@@ -119,64 +117,37 @@ type directory struct {
 }
 
 // location is where a PV's data lives: one directory of a pool, on one
-// node in node mode, on every node the PV lists in multihost mode.
-type location struct {
-	pool, name string
-	// node is the node of a node-mode PV ("" when it names none).
-	node string
-	// multihost says the PV is a multihost one, whose directory is on the
-	// nodes of annotations.Nodes (made at creation, or given since by the
-	// host definer) and annotations.PendingNodes (still to get it).
-	multihost      bool
-	nodes, pending []string
-}
+// node in node mode, on every node the PV lists in multihost mode (those
+// of annotations.Nodes, made at creation or given since by the host
+// definer, and of annotations.PendingNodes, still to get it).
+type location struct{ hostpathv1.VolumeDirectory }
 
 // locationOf returns where pv's directory lives, and false when pv is not
-// a volume of one of the provisioner names. A PV without the mode
-// annotation counts as node mode; one with a value other than
-// annotations.ModeNode or annotations.ModeMultihost is not one of ours.
+// a volume of one of the provisioner names (hostpathv1.VolumeDirectoryOf).
 func locationOf(pv *v1.PersistentVolume, provisioner hostpathv1.ProvisionerNames) (location, bool) {
-	if m, ok := hostpathv1.MultihostDirectoryOf(pv, provisioner); ok {
-		return location{pool: m.Pool, name: m.Directory, multihost: true, nodes: m.Nodes, pending: m.PendingNodes}, true
-	}
-	if !provisioner.Has(pv.Annotations[annotations.ProvisionedBy]) {
-		return location{}, false
-	}
-	if mode := pv.Annotations[annotations.Mode]; mode != "" && mode != annotations.ModeNode {
-		return location{}, false
-	}
-	return location{
-		node: pv.Annotations[annotations.Node],
-		pool: pv.Annotations[annotations.Pool],
-		name: pv.Annotations[annotations.Directory],
-	}, true
-}
-
-// listed reports whether a multihost PV names node in annotations.Nodes or
-// annotations.PendingNodes.
-func (l location) listed(node string) bool {
-	return slices.Contains(l.nodes, node) || slices.Contains(l.pending, node)
+	d, ok := hostpathv1.VolumeDirectoryOf(pv, provisioner)
+	return location{d}, ok
 }
 
 // holds reports whether dir, a directory on one node, is where l lives: a
 // multihost PV's pool and name on any node, a node-mode PV's node, pool
 // and name.
 func (l location) holds(dir directory) bool {
-	if l.multihost {
-		return l.pool == dir.pool && l.name == dir.name
+	if l.Multihost {
+		return l.Pool == dir.pool && l.Directory == dir.name
 	}
-	return l.at(l.node) == dir
+	return l.at(l.Node) == dir
 }
 
 // at is l's directory on node.
 func (l location) at(node string) directory {
-	return directory{node: node, pool: l.pool, name: l.name}
+	return directory{node: node, pool: l.Pool, name: l.Directory}
 }
 
 // String names the directory in events and errors.
 func (l location) String() string {
-	if l.multihost {
-		return fmt.Sprintf("directory %q in pool %q", l.name, l.pool)
+	if l.Multihost {
+		return fmt.Sprintf("directory %q in pool %q", l.Directory, l.Pool)
 	}
-	return l.at(l.node).String()
+	return l.at(l.Node).String()
 }

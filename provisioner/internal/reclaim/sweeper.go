@@ -333,7 +333,7 @@ func (s *Sweeper) reportMisplaced(logger klog.Logger, dir directory, pv *v1.Pers
 	where := "its directory"
 	if loc, ok := locationOf(pv, s.cfg.ProvisionerNames); ok {
 		where = loc.String()
-		if loc.multihost {
+		if loc.Multihost {
 			where += " on every node"
 		}
 	}

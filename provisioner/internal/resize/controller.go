@@ -181,8 +181,8 @@ func (c *Controller) volumeChanged(obj any) {
 // provisioner that this instance may grow (of its node, or multihost) and
 // the claim needs a step.
 func (c *Controller) queueIfOurs(claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) {
-	vol, ok := volumeOf(pv, c.cfg.ProvisionerNames)
-	if !ok || !vol.multihost && (len(vol.nodes) != 1 || vol.nodes[0] != c.cfg.Node) || claimUID(pv) != claim.UID {
+	vol, ok := hostpathv1.VolumeDirectoryOf(pv, c.cfg.ProvisionerNames)
+	if !ok || !vol.Multihost && !vol.On(c.cfg.Node) || claimUID(pv) != claim.UID {
 		return
 	}
 	if s, _ := nextStep(claim, pv); s == stepNone {
@@ -226,7 +226,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("get PersistentVolume %q from the cache: %w", claim.Spec.VolumeName, err)
 	}
-	vol, ok := volumeOf(pv, c.cfg.ProvisionerNames)
+	vol, ok := hostpathv1.VolumeDirectoryOf(pv, c.cfg.ProvisionerNames)
 	if !ok || claimUID(pv) != claim.UID {
 		return nil
 	}
@@ -251,9 +251,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 // acts reports whether this instance grows vol: the instance of its node
 // in node mode, the elected one for the PV's UID in multihost mode.
-func (c *Controller) acts(pv *v1.PersistentVolume, vol volume) (bool, error) {
-	if !vol.multihost {
-		return len(vol.nodes) == 1 && vol.nodes[0] == c.cfg.Node, nil
+func (c *Controller) acts(pv *v1.PersistentVolume, vol hostpathv1.VolumeDirectory) (bool, error) {
+	if !vol.Multihost {
+		return vol.On(c.cfg.Node), nil
 	}
 	elected, err := c.cfg.Instances.IsOwner(string(pv.UID))
 	if err != nil {
@@ -301,7 +301,7 @@ func allowsExpansion(class *storagev1.StorageClass) bool {
 // grow takes claim, bound to pv, to size: it marks the claim, asks the
 // managers, grows the PV and finishes the claim (steps 3 to 6), or records
 // the failure.
-func (c *Controller) grow(ctx context.Context, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, vol volume, size resource.Quantity) error {
+func (c *Controller) grow(ctx context.Context, claim *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, vol hostpathv1.VolumeDirectory, size resource.Quantity) error {
 	logger := klog.FromContext(ctx)
 	what := fmt.Sprintf("volume %q", pv.Name)
 	bytes, fits := sizeBytes(size)
@@ -309,7 +309,7 @@ func (c *Controller) grow(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	case !fits:
 		return c.fail(ctx, claim, size, outcome{kind: infeasible, message: fmt.Sprintf(
 			"Cannot grow %s to %s: more than the largest volume size of %d bytes", what, size.String(), maxSize.Value())})
-	case vol.pool == "" || vol.dir == "" || len(vol.nodes) == 0:
+	case vol.Pool == "" || vol.Directory == "" || len(vol.Holders()) == 0:
 		return c.fail(ctx, claim, size, outcome{kind: infeasible, message: fmt.Sprintf(
 			"Cannot grow %s: the PersistentVolume names no pool, directory or node", what)})
 	}
@@ -319,9 +319,9 @@ func (c *Controller) grow(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 	}
 	if marked {
 		c.cfg.Recorder.Eventf(claim, v1.EventTypeNormal, ReasonResizing, "Growing %s (directory %q in pool %q) to %s on %s",
-			what, vol.dir, vol.pool, size.String(), fanout.NodeList(vol.nodes))
+			what, vol.Directory, vol.Pool, size.String(), fanout.NodeList(vol.Holders()))
 	}
-	logger.V(2).Info("Growing the volume", "size", size.String(), "bytes", bytes, "nodes", vol.nodes)
+	logger.V(2).Info("Growing the volume", "size", size.String(), "bytes", bytes, "nodes", vol.Holders())
 	o := outcomeOf(what, size, c.setSize(ctx, pv.Name, vol, bytes))
 	if o.kind != grown {
 		return c.fail(ctx, claim, size, o)
@@ -334,15 +334,15 @@ func (c *Controller) grow(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 
 // setSize asks the manager of every node of vol, in parallel, to grow the
 // directory of the PV named owner to bytes; one result per node, in order.
-func (c *Controller) setSize(ctx context.Context, owner string, vol volume, bytes int64) []result {
+func (c *Controller) setSize(ctx context.Context, owner string, vol hostpathv1.VolumeDirectory, bytes int64) []result {
 	var mu sync.Mutex
 	vols := map[string]*client.Volume{}
-	r := fanout.Run(ctx, vol.nodes, func(ctx context.Context, node string) error {
+	r := fanout.Run(ctx, vol.Holders(), func(ctx context.Context, node string) error {
 		mgr, err := c.cfg.Managers(node)
 		if err != nil {
 			return fmt.Errorf("find the manager: %w", err)
 		}
-		v, err := mgr.SetSize(ctx, vol.pool, vol.dir, client.SetSizeRequest{Owner: owner, SizeBytes: bytes})
+		v, err := mgr.SetSize(ctx, vol.Pool, vol.Directory, client.SetSizeRequest{Owner: owner, SizeBytes: bytes})
 		if err != nil {
 			return err
 		}

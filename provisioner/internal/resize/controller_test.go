@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2/ktesting"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -439,31 +438,6 @@ func TestNextStep(t *testing.T) {
 			}
 			if tc.wantSize != "" && size.Cmp(resource.MustParse(tc.wantSize)) != 0 {
 				t.Errorf("size = %s, want %s", size.String(), tc.wantSize)
-			}
-		})
-	}
-}
-
-func TestVolumeOf(t *testing.T) {
-	tests := []struct {
-		name   string
-		pv     *v1.PersistentVolume
-		want   volume
-		wantOK bool
-	}{
-		{"node mode", newPV("pv", "c"), volume{pool: testPool, dir: "pv-dir", nodes: []string{selfNode}}, true},
-		{"no mode counts as node", newPV("pv", "c", func(pv *v1.PersistentVolume) { delete(pv.Annotations, "hostpath.dev/mode") }), volume{pool: testPool, dir: "pv-dir", nodes: []string{selfNode}}, true},
-		{"multihost", newPV("pv", "c", multihost(otherNode, selfNode)), volume{multihost: true, pool: testPool, dir: "pv-dir", nodes: []string{otherNode, selfNode}}, true},
-		{"another provisioner", newPV("pv", "c", provisionedBy("other")), volume{}, false},
-		{"capacity-aware provisioner name", newPV("pv", "c", provisionedBy(hostpathv1.CapacityProvisionerName)), volume{pool: testPool, dir: "pv-dir", nodes: []string{selfNode}}, true},
-		{"capacity-aware name, multihost", newPV("pv", "c", provisionedBy(hostpathv1.CapacityProvisionerName), multihost(otherNode)), volume{multihost: true, pool: testPool, dir: "pv-dir", nodes: []string{otherNode}}, true},
-		{"unknown mode", newPV("pv", "c", func(pv *v1.PersistentVolume) { pv.Annotations["hostpath.dev/mode"] = "weird" }), volume{}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := volumeOf(tc.pv, testNames)
-			if ok != tc.wantOK || got.multihost != tc.want.multihost || got.pool != tc.want.pool || got.dir != tc.want.dir || !slices.Equal(got.nodes, tc.want.nodes) {
-				t.Errorf("volumeOf() = %+v, %t, want %+v, %t", got, ok, tc.want, tc.wantOK)
 			}
 		})
 	}

@@ -54,9 +54,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // Reasons of the events this package emits on claims, those of
@@ -86,37 +84,6 @@ type Instances interface {
 	// IsOwner reports whether this instance is the one elected for key
 	// among the live instances.
 	IsOwner(key string) (bool, error)
-}
-
-// volume is where a PV of the provisioner keeps its data.
-type volume struct {
-	multihost bool
-	pool, dir string
-	// nodes holds the directory: the node of a node-mode PV, the nodes
-	// of annotations.Nodes of a multihost one (those of
-	// annotations.PendingNodes get the directory from the host definer).
-	nodes []string
-}
-
-// volumeOf reads the annotations of pv, and false when pv is not a volume
-// of one of the provisioner names. A PV without the mode annotation counts as node mode;
-// one with another value than the two modes is not ours to grow.
-func volumeOf(pv *v1.PersistentVolume, provisioner hostpathv1.ProvisionerNames) (volume, bool) {
-	if m, ok := hostpathv1.MultihostDirectoryOf(pv, provisioner); ok {
-		return volume{multihost: true, pool: m.Pool, dir: m.Directory, nodes: slices.Clone(m.Nodes)}, true
-	}
-	a := pv.Annotations
-	if !provisioner.Has(a[annotations.ProvisionedBy]) {
-		return volume{}, false
-	}
-	if mode := a[annotations.Mode]; mode != "" && mode != annotations.ModeNode {
-		return volume{}, false
-	}
-	v := volume{pool: a[annotations.Pool], dir: a[annotations.Directory]}
-	if node := a[annotations.Node]; node != "" {
-		v.nodes = []string{node}
-	}
-	return v, true
 }
 
 // step is what a claim needs next.

@@ -338,20 +338,8 @@ func (r *Refresher) volumesByPool() (map[string]map[string][]*v1.PersistentVolum
 // directory, in node mode on this node or multihost with this node among
 // its nodes.
 func (r *Refresher) refreshes(pv *v1.PersistentVolume) bool {
-	a := pv.Annotations
-	if !r.cfg.ProvisionerNames.Has(a[annotations.ProvisionedBy]) || pv.DeletionTimestamp != nil {
-		return false
-	}
-	if a[annotations.Pool] == "" || a[annotations.Directory] == "" {
-		return false
-	}
-	switch mode := a[annotations.Mode]; mode {
-	case "", annotations.ModeNode:
-		return a[annotations.Node] == r.cfg.Node
-	case annotations.ModeMultihost:
-		return slices.Contains(annotations.SplitNodes(a[annotations.Nodes]), r.cfg.Node)
-	}
-	return false
+	d, ok := hostpathv1.VolumeDirectoryOf(pv, r.cfg.ProvisionerNames)
+	return ok && pv.DeletionTimestamp == nil && d.Pool != "" && d.Directory != "" && d.On(r.cfg.Node)
 }
 
 // patch merge-patches the annotations set (a nil value removes one) on pv,

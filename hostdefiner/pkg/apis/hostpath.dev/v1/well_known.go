@@ -173,31 +173,77 @@ func SplitNodes(value string) []string {
 	return out
 }
 
-// MultihostDirectory is what a multihost PV's annotations say of its
-// directory.
+// VolumeDirectory is what the annotations of a PV of the provisioner say
+// of its directory: where it is, and on which nodes.
 //
 // +k8s:deepcopy-gen=false
-type MultihostDirectory struct {
+type VolumeDirectory struct {
 	// Pool and Directory locate the directory (AnnotationPool,
 	// AnnotationDirectory); they are not validated here.
 	Pool, Directory string
-	// Nodes and PendingNodes are AnnotationNodes and
-	// AnnotationPendingNodes, split.
+	// Multihost says the volume is of ModeMultihost.
+	Multihost bool
+	// Node is the node of a node-mode volume (AnnotationNode; "" when the
+	// PV names none); "" for a multihost one.
+	Node string
+	// Nodes and PendingNodes are a multihost volume's AnnotationNodes
+	// (they hold the directory) and AnnotationPendingNodes (the host
+	// definer gives them the directory), split; nil in node mode.
 	Nodes, PendingNodes []string
 }
 
-// MultihostDirectoryOf reads the annotations of a PV that one of the
-// provisioner names made in mode multihost; false for any other PV. The
-// provisioner and the host definer both read multihost PVs through it.
-func MultihostDirectoryOf(pv *corev1.PersistentVolume, provisioner ProvisionerNames) (MultihostDirectory, bool) {
+// VolumeDirectoryOf reads the annotations of a PV that one of the
+// provisioner names made, and false for any other PV. A PV without
+// AnnotationMode counts as ModeNode; one with another value than the two
+// modes is not one of ours. Every reader of a PV's directory (deletion,
+// the sweeper, expansion, usage, capacity, the host definer) goes through
+// it.
+func VolumeDirectoryOf(pv *corev1.PersistentVolume, provisioner ProvisionerNames) (VolumeDirectory, bool) {
 	a := pv.Annotations
-	if !provisioner.Has(a[AnnotationProvisionedBy]) || a[AnnotationMode] != ModeMultihost {
-		return MultihostDirectory{}, false
+	if !provisioner.Has(a[AnnotationProvisionedBy]) {
+		return VolumeDirectory{}, false
 	}
-	return MultihostDirectory{
-		Pool: a[AnnotationPool], Directory: a[AnnotationDirectory],
-		Nodes: SplitNodes(a[AnnotationNodes]), PendingNodes: SplitNodes(a[AnnotationPendingNodes]),
-	}, true
+	d := VolumeDirectory{Pool: a[AnnotationPool], Directory: a[AnnotationDirectory]}
+	switch a[AnnotationMode] {
+	case "", ModeNode:
+		d.Node = a[AnnotationNode]
+	case ModeMultihost:
+		d.Multihost = true
+		d.Nodes, d.PendingNodes = SplitNodes(a[AnnotationNodes]), SplitNodes(a[AnnotationPendingNodes])
+	default:
+		return VolumeDirectory{}, false
+	}
+	return d, true
+}
+
+// MultihostDirectoryOf is VolumeDirectoryOf for multihost PVs only: false
+// for any other PV.
+func MultihostDirectoryOf(pv *corev1.PersistentVolume, provisioner ProvisionerNames) (VolumeDirectory, bool) {
+	d, ok := VolumeDirectoryOf(pv, provisioner)
+	return d, ok && d.Multihost
+}
+
+// Holders are the nodes that hold the directory now: the node of a
+// node-mode volume (none when it names none), the Nodes of a multihost one.
+func (d VolumeDirectory) Holders() []string {
+	if d.Multihost {
+		return d.Nodes
+	}
+	if d.Node == "" {
+		return nil
+	}
+	return []string{d.Node}
+}
+
+// On reports whether node holds the directory now (Holders).
+func (d VolumeDirectory) On(node string) bool {
+	return node != "" && slices.Contains(d.Holders(), node)
+}
+
+// Listed reports whether the PV names node at all: On, or among a
+// multihost volume's PendingNodes.
+func (d VolumeDirectory) Listed(node string) bool {
+	return d.On(node) || slices.Contains(d.PendingNodes, node)
 }
 
 // VolumePath returns the host path of the directory of a PV of the

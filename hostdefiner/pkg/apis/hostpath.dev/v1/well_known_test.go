@@ -2,13 +2,14 @@ package v1
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func TestMultihostDirectoryOf(t *testing.T) {
+func TestVolumeDirectoryOf(t *testing.T) {
 	pv := func(a map[string]string) *corev1.PersistentVolume {
 		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", Annotations: a}}
 	}
@@ -16,26 +17,64 @@ func TestMultihostDirectoryOf(t *testing.T) {
 		AnnotationProvisionedBy: DefaultProvisionerName, AnnotationMode: ModeMultihost,
 		AnnotationPool: "default", AnnotationDirectory: "dir", AnnotationNodes: "a, b", AnnotationPendingNodes: "c",
 	}
+	node := map[string]string{
+		AnnotationProvisionedBy: DefaultProvisionerName, AnnotationMode: ModeNode,
+		AnnotationPool: "default", AnnotationDirectory: "dir", AnnotationNode: "a",
+	}
+	without := func(a map[string]string, key string) map[string]string {
+		out := map[string]string{}
+		for k, v := range a {
+			if k != key {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	with := func(a map[string]string, key, value string) map[string]string {
+		out := without(a, key)
+		out[key] = value
+		return out
+	}
 	tests := []struct {
 		name string
 		pv   *corev1.PersistentVolume
-		want MultihostDirectory
+		want VolumeDirectory
 		ok   bool
+		// holders; on and listed: nodes that On and Listed report true
+		// for, of a, b, c, d and "".
+		holders, on, listed []string
 	}{
 		{name: "multihost", pv: pv(multihost), ok: true,
-			want: MultihostDirectory{Pool: "default", Directory: "dir", Nodes: []string{"a", "b"}, PendingNodes: []string{"c"}}},
-		{name: "node mode", pv: pv(map[string]string{AnnotationProvisionedBy: DefaultProvisionerName, AnnotationMode: ModeNode})},
-		{name: "no mode", pv: pv(map[string]string{AnnotationProvisionedBy: DefaultProvisionerName})},
-		{name: "capacity-aware name", pv: pv(map[string]string{AnnotationProvisionedBy: CapacityProvisionerName, AnnotationMode: ModeMultihost, AnnotationPool: "p", AnnotationDirectory: "d"}), ok: true,
-			want: MultihostDirectory{Pool: "p", Directory: "d"}},
-		{name: "another provisioner", pv: pv(map[string]string{AnnotationProvisionedBy: "other", AnnotationMode: ModeMultihost})},
-		{name: "no provisioner", pv: pv(map[string]string{AnnotationMode: ModeMultihost})},
+			want:    VolumeDirectory{Pool: "default", Directory: "dir", Multihost: true, Nodes: []string{"a", "b"}, PendingNodes: []string{"c"}},
+			holders: []string{"a", "b"}, on: []string{"a", "b"}, listed: []string{"a", "b", "c"}},
+		{name: "node mode", pv: pv(node), ok: true, want: VolumeDirectory{Pool: "default", Directory: "dir", Node: "a"},
+			holders: []string{"a"}, on: []string{"a"}, listed: []string{"a"}},
+		{name: "no mode counts as node", pv: pv(without(node, AnnotationMode)), ok: true, want: VolumeDirectory{Pool: "default", Directory: "dir", Node: "a"},
+			holders: []string{"a"}, on: []string{"a"}, listed: []string{"a"}},
+		{name: "node mode without a node", pv: pv(without(node, AnnotationNode)), ok: true, want: VolumeDirectory{Pool: "default", Directory: "dir"}},
+		{name: "capacity-aware name", pv: pv(with(multihost, AnnotationProvisionedBy, CapacityProvisionerName)), ok: true,
+			want:    VolumeDirectory{Pool: "default", Directory: "dir", Multihost: true, Nodes: []string{"a", "b"}, PendingNodes: []string{"c"}},
+			holders: []string{"a", "b"}, on: []string{"a", "b"}, listed: []string{"a", "b", "c"}},
+		{name: "unknown mode", pv: pv(with(node, AnnotationMode, "weird"))},
+		{name: "another provisioner", pv: pv(with(multihost, AnnotationProvisionedBy, "other"))},
+		{name: "no provisioner", pv: pv(without(node, AnnotationProvisionedBy))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := MultihostDirectoryOf(tc.pv, NewProvisionerNames(DefaultProvisionerName))
+			got, ok := VolumeDirectoryOf(tc.pv, NewProvisionerNames(DefaultProvisionerName))
 			if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("MultihostDirectoryOf() = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+				t.Errorf("VolumeDirectoryOf() = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+			}
+			if m, mok := MultihostDirectoryOf(tc.pv, NewProvisionerNames(DefaultProvisionerName)); mok != (tc.ok && tc.want.Multihost) || mok && !reflect.DeepEqual(m, tc.want) {
+				t.Errorf("MultihostDirectoryOf() = %+v, %v", m, mok)
+			}
+			if h := got.Holders(); !slices.Equal(h, tc.holders) {
+				t.Errorf("Holders() = %v, want %v", h, tc.holders)
+			}
+			for _, n := range []string{"a", "b", "c", "d", ""} {
+				if got.On(n) != slices.Contains(tc.on, n) || got.Listed(n) != slices.Contains(tc.listed, n) {
+					t.Errorf("On(%q) = %v, Listed(%q) = %v; want %v, %v", n, got.On(n), n, got.Listed(n), slices.Contains(tc.on, n), slices.Contains(tc.listed, n))
+				}
 			}
 		})
 	}
