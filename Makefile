@@ -4,10 +4,9 @@
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 
-# Tool and component versions, pinned.
-K8S_VERSION ?= v1.34.4
-ETCD_VERSION ?= v3.6.4
-export K8S_VERSION ETCD_VERSION
+# Tool versions, pinned. The Kubernetes release of the local cluster, and
+# the etcd and pause image it expects, are pinned in scripts/lib.sh
+# (K8S_VERSION, K8S_OLDEST); K8S_VERSION=... in the environment overrides.
 
 MODULES := manager provisioner hostdefiner e2e
 BINARIES := manager provisioner hostdefiner
@@ -93,6 +92,14 @@ e2e: ## Run the e2e suite against the running local cluster, but the fault tests
 e2e-faults: ## Run the fault tests (TestFault*: crashes, outages, reboots, failovers) against the running local cluster.
 	cd e2e && $(GO) test -count=1 -timeout 40m -v -run '^TestFault' .
 
+# COMPAT_TESTS: the part of the e2e suite `make test-compat` runs on the
+# oldest supported Kubernetes (scripts/lib.sh, K8S_OLDEST).
+COMPAT_TESTS := ^(TestSmoke|TestProvisionerWaitForFirstConsumer|TestProvisionerPinnedClaims|TestMultihostDaemonSet|TestHostDefinerReady|TestManagerTLS|TestSizesBtrfs|TestLocalVolumes|TestCapacityAwareScheduling)$$
+
+.PHONY: e2e-compat
+e2e-compat: ## Run the compatibility part of the e2e suite (COMPAT_TESTS: smoke, both modes, host definer Ready, TLS, sizes, local volumes, capacity) against the running local cluster.
+	cd e2e && $(GO) test -count=1 -timeout 20m -v -run '$(COMPAT_TESTS)' .
+
 .PHONY: bench
 bench: ## On the running local cluster: provisioning against a no-op provisioner at several kube-controller-manager client limits (N=1000), then bench-fleet (see BENCHMARKS.md).
 	scripts/bench-provision.sh
@@ -113,3 +120,7 @@ test: ## What CI runs first: verify, unit, cluster up, e2e (but the fault tests)
 .PHONY: test-faults
 test-faults: ## The fault tests on a fresh cluster of their own: cluster up, images, e2e-faults, cluster down (CI runs it after make test).
 	scripts/test.sh faults
+
+.PHONY: test-compat
+test-compat: ## The compatibility tests (e2e-compat) on a fresh cluster of the oldest supported Kubernetes (K8S_OLDEST in scripts/lib.sh): build, cluster up, images, e2e-compat, cluster down (CI runs it too).
+	scripts/test.sh compat

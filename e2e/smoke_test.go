@@ -116,7 +116,7 @@ func TestSmoke(t *testing.T) {
 		for _, want := range []struct{ section, text string }{
 			{"pod IP", "STATUS 200\n" + text},
 			{"service", "STATUS 200\n" + text},
-			{"api version", `"gitVersion": "v1.34.4"`},
+			{"api version", fmt.Sprintf(`"gitVersion": %q`, f.KubernetesVersion)},
 			{"api with token", "STATUS 200"},
 			{"api without token", "exit 2"},
 		} {

@@ -55,7 +55,10 @@ import (
 )
 EOM
   go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null
-  go mod tidy
+  # -e: a test of a dependency may import a package its published
+  # staging module no longer has (1.37: k8s.io/api/autoscaling/v2beta1);
+  # the commands built here do not.
+  go mod tidy -e
   touch .resolved
 fi
 

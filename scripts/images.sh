@@ -8,7 +8,7 @@
 #   hostpath.dev/provisioner:dev  runs as 65532
 #   hostpath.dev/hostdefiner:dev  runs as 65532
 #   hostpath.dev/testtools:dev    busybox + nettool (e2e/cmd/nettool), for test pods
-#   registry.k8s.io/pause:3.10    the pod sandbox (e2e/cmd/pause)
+#   registry.k8s.io/pause:<PAUSE_VERSION>  the pod sandbox (e2e/cmd/pause; lib.sh)
 #
 # With --base only the last two are built (cluster-up.sh uses it) and nothing
 # is imported. An image whose content did not change is not rebuilt.
@@ -94,7 +94,7 @@ image() {
 
 gobuild "$REPO_ROOT" e2e ./cmd/pause pause
 gobuild "$REPO_ROOT" e2e ./cmd/nettool nettool
-image pause registry.k8s.io/pause:3.10 populate_pause "$IMAGES_DIR/bin/pause" \
+image pause "$PAUSE_IMAGE" populate_pause "$IMAGES_DIR/bin/pause" \
   --config.entrypoint /pause --config.user 65535:65535
 image testtools hostpath.dev/testtools:dev populate_testtools "$IMAGES_DIR/bin/nettool /bin/busybox" \
   --config.cmd /bin/sh --config.env PATH=/bin --config.workingdir /

@@ -1,14 +1,27 @@
 # shellcheck shell=bash
 # Common settings for the scripts in this folder. Source it; do not run it.
 
-# K8S_VERSION pins every Kubernetes component the local cluster runs. The
-# modules use k8s.io/client-go v0.37 (its API types no longer register with
-# gogo protobuf, which made every binary 4 to 20 MB larger); the cluster stays
-# on 1.34, so the suite runs the version skew of users whose clusters are
-# older than the client, over APIs that are GA in both.
-K8S_VERSION=${K8S_VERSION:-v1.34.4}
-# ETCD_VERSION pins etcd, built from go.etcd.io/etcd/server/v3.
-ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
+# K8S_VERSION pins every Kubernetes component the local cluster runs: the
+# newest release the Go module proxy serves. K8S_OLDEST is the oldest of
+# the supported minors (README, "Supported Kubernetes versions"): `make
+# test-compat` runs part of the e2e suite on it. Each release is built into
+# its own .cache/k8s/<version>.
+K8S_VERSION=${K8S_VERSION:-v1.37.2}
+K8S_OLDEST=v1.35.4
+# The etcd and the pause image each minor expects (DefaultEtcdVersion and
+# PauseVersion in its cmd/kubeadm/app/constants). etcd is built from
+# go.etcd.io/etcd/server/v3; the pause image is e2e/cmd/pause, under the
+# name the kubelet's runtime is told (node-start.sh).
+case $K8S_VERSION in
+v1.34.*) _etcd=v3.6.4 PAUSE_VERSION=3.10 ;;
+v1.35.*) _etcd=v3.6.6 PAUSE_VERSION=3.10.1 ;;
+v1.36.*) _etcd=v3.6.8 PAUSE_VERSION=3.10.2 ;;
+v1.37.*) _etcd=v3.7.0 PAUSE_VERSION=3.10.2 ;;
+*) printf 'lib.sh: K8S_VERSION %s: no etcd and pause versions known for it\n' "$K8S_VERSION" >&2; exit 1 ;;
+esac
+ETCD_VERSION=${ETCD_VERSION:-$_etcd}
+PAUSE_IMAGE=registry.k8s.io/pause:$PAUSE_VERSION
+unset _etcd
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # CACHE_DIR keeps build outputs between runs (git-ignored).

@@ -51,7 +51,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [metrics]
   address = ""
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "registry.k8s.io/pause:3.10"
+  sandbox_image = "$PAUSE_IMAGE"
   enable_selinux = false
   # This machine drops CAP_SYS_RESOURCE: runc cannot lower oom_score_adj.
   restrict_oom_score_adj = true

@@ -6,6 +6,10 @@
 # every phase; exits non-zero if any phase failed.
 # KEEP_CLUSTER=1 leaves the cluster up at the end.
 #
+# test.sh compat (make test-compat): the compatibility part of the suite
+# (make e2e-compat) on a fresh cluster of the oldest supported Kubernetes
+# release (K8S_OLDEST in lib.sh), built into its own cache.
+#
 # test.sh faults (make test-faults): the fault tests (make e2e-faults) on a
 # fresh cluster of their own, after the packages and the Kubernetes build:
 # they break things on purpose (kill -9, API server outage, node reboot), so
@@ -20,7 +24,12 @@ MODE=${1:-all}
 case $MODE in
 all) TARGET=test ;;
 faults) TARGET=test-faults ;;
-*) die "usage: test.sh [faults]" ;;
+compat)
+  TARGET=test-compat
+  # The oldest supported release, built into a cache of its own.
+  if [ "$K8S_VERSION" != "$K8S_OLDEST" ]; then K8S_VERSION=$K8S_OLDEST ETCD_VERSION='' exec "$0" "$@"; fi
+  ;;
+*) die "usage: test.sh [faults|compat]" ;;
 esac
 T0=$(now)
 results=()
@@ -75,8 +84,8 @@ fi
 phase k8s "$REPO_ROOT/scripts/build-k8s.sh"
 phase cluster-up "$REPO_ROOT/scripts/cluster-up.sh"
 phase images "$REPO_ROOT/scripts/images.sh"
-if [ "$MODE" = all ]; then
-  phase e2e env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e
-else
-  phase e2e-faults env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e-faults
-fi
+case $MODE in
+all) phase e2e env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e ;;
+faults) phase e2e-faults env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e-faults ;;
+compat) phase e2e-compat env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e-compat ;;
+esac

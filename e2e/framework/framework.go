@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -28,11 +29,9 @@ const (
 	// RequiredEnv, when "true", turns "no cluster" from a skip into a failure
 	// (scripts/test.sh sets it).
 	RequiredEnv = "HOSTPATH_E2E_REQUIRED"
-	// KubernetesVersionEnv overrides KubernetesVersion.
+	// KubernetesVersionEnv overrides the Kubernetes version pinned in
+	// scripts/lib.sh (KubernetesVersion).
 	KubernetesVersionEnv = "K8S_VERSION"
-	// KubernetesVersion is the version of the cluster's components; the
-	// matching kubectl is in <repo>/.cache/k8s/<version>/bin.
-	KubernetesVersion = "v1.34.4"
 	// SystemNamespace is where the product runs.
 	SystemNamespace = "hostpath-system"
 	// TestToolsImage has busybox and nettool (e2e/cmd/nettool).
@@ -54,8 +53,34 @@ type Framework struct {
 	Config *rest.Config
 	// Client is an admin clientset.
 	Client kubernetes.Interface
+	// KubernetesVersion is the version of the cluster's components
+	// (KubernetesVersion).
+	KubernetesVersion string
 	// KubectlPath is the kubectl of the cluster's version.
 	KubectlPath string
+}
+
+// pinnedVersion is how scripts/lib.sh pins K8S_VERSION.
+var pinnedVersion = regexp.MustCompile(`(?m)^K8S_VERSION=\$\{K8S_VERSION:-(v[0-9][^}]*)\}$`)
+
+// KubernetesVersion is the version of the cluster's components: K8S_VERSION
+// from the environment (scripts/test.sh sets it for the compatibility
+// tests), else the one scripts/lib.sh pins, the one home of that version.
+// The matching kubectl is in <root>/.cache/k8s/<version>/bin.
+func KubernetesVersion(root string) (string, error) {
+	if v := os.Getenv(KubernetesVersionEnv); v != "" {
+		return v, nil
+	}
+	lib := filepath.Join(root, "scripts", "lib.sh")
+	data, err := os.ReadFile(lib)
+	if err != nil {
+		return "", fmt.Errorf("read the pinned Kubernetes version: %w", err)
+	}
+	m := pinnedVersion.FindSubmatch(data)
+	if m == nil {
+		return "", fmt.Errorf("%s pins no K8S_VERSION (want a line K8S_VERSION=${K8S_VERSION:-vX.Y.Z})", lib)
+	}
+	return string(m[1]), nil
 }
 
 // New finds the repository and the cluster's kubeconfig and checks that the
@@ -71,11 +96,10 @@ func New(ctx context.Context) (*Framework, error) {
 	if f.Kubeconfig == "" {
 		f.Kubeconfig = filepath.Join(f.ClusterDir, "kubeconfig")
 	}
-	version := os.Getenv(KubernetesVersionEnv)
-	if version == "" {
-		version = KubernetesVersion
+	if f.KubernetesVersion, err = KubernetesVersion(root); err != nil {
+		return nil, err
 	}
-	f.KubectlPath = filepath.Join(root, ".cache", "k8s", version, "bin", "kubectl")
+	f.KubectlPath = filepath.Join(root, ".cache", "k8s", f.KubernetesVersion, "bin", "kubectl")
 	if _, err := os.Stat(f.Kubeconfig); err != nil {
 		return nil, fmt.Errorf("%w: no kubeconfig at %s (run `make cluster-up`)", ErrNoCluster, f.Kubeconfig)
 	}

@@ -99,8 +99,14 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, ready func
 	names := o.Names()
 	leases := make([]*coordinationv1.Lease, len(names))
 	start := time.Now()
+	// The fake kubelets say they are of the API server's version.
+	server, err := client.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("read the API server's version: %w", err)
+	}
+	kubelet := server.GitVersion + "-fake"
 	if err := parallel(ctx, o.Workers, len(names), func(ctx context.Context, i int) error {
-		node, err := ensureNode(ctx, client, o.Node(names[i]))
+		node, err := ensureNode(ctx, client, o.Node(names[i]), kubelet)
 		if err != nil {
 			return err
 		}
@@ -158,7 +164,7 @@ func Delete(ctx context.Context, client kubernetes.Interface, workers int) (int,
 	return len(list.Items), err
 }
 
-func ensureNode(ctx context.Context, client kubernetes.Interface, want *corev1.Node) (*corev1.Node, error) {
+func ensureNode(ctx context.Context, client kubernetes.Interface, want *corev1.Node, kubeletVersion string) (*corev1.Node, error) {
 	node, err := client.CoreV1().Nodes().Create(ctx, want, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		node, err = client.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{})
@@ -186,7 +192,7 @@ func ensureNode(ctx context.Context, client kubernetes.Interface, want *corev1.N
 		}},
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: node.Name}},
 		NodeInfo: corev1.NodeSystemInfo{
-			KubeletVersion: "v1.34.4-fake", OperatingSystem: "linux", Architecture: "amd64",
+			KubeletVersion: kubeletVersion, OperatingSystem: "linux", Architecture: "amd64",
 			ContainerRuntimeVersion: "fake://0", MachineID: node.Name, SystemUUID: node.Name, BootID: "fake",
 		},
 	}

@@ -543,9 +543,9 @@ func kustomize(t *testing.T, root, dir string) *manifests {
 // HOSTPATH_E2E_REQUIRED is "true" (the e2e phase, after the build).
 func kubectl(t *testing.T, root string) string {
 	t.Helper()
-	version := os.Getenv(framework.KubernetesVersionEnv)
-	if version == "" {
-		version = framework.KubernetesVersion
+	version, err := framework.KubernetesVersion(root)
+	if err != nil {
+		t.Fatal(err)
 	}
 	path := filepath.Join(root, ".cache", "k8s", version, "bin", "kubectl")
 	if _, err := os.Stat(path); err != nil {
