@@ -34,7 +34,7 @@ fmt: ## Format all Go code.
 	gofmt -w $(MODULES)
 
 .PHONY: verify
-verify: ## gofmt, go vet, staticcheck, GOWORK=off builds of every module, size rules, generated code up to date.
+verify: check-releases ## gofmt, go vet, staticcheck, GOWORK=off builds of every module, size rules, generated code up to date, RELEASES.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 	@for m in $(MODULES); do (cd $$m && $(STATICCHECK) $$($(GO) list ./... | grep -v /pkg/generated/)); done
@@ -42,6 +42,10 @@ verify: ## gofmt, go vet, staticcheck, GOWORK=off builds of every module, size r
 	@scripts/codegen.sh --verify
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) build ./...); done
 	@echo "verify: ok"
+
+.PHONY: check-releases
+check-releases: ## RELEASES is well formed (semver, increasing), each commit an ancestor of HEAD, a CHANGELOG.md section each.
+	@cd e2e && $(GO) run ./cmd/releases check $(CURDIR)
 
 .PHONY: generate
 generate: ## Generate the HostDefinition deepcopy, clientset, listers, informers and CRD (scripts/codegen.sh).

@@ -185,6 +185,7 @@ type ownerRecord struct {
 	Retained       bool   `json:"retained"`
 	ReclaimPolicy  string `json:"reclaimPolicy"`
 	ClaimNamespace string `json:"claimNamespace"`
+	Multihost      bool   `json:"multihost"`
 }
 
 // readOwnerRecord reads the owner record of directory dir of the pool at

@@ -2,74 +2,90 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hostpath.dev/e2e/framework"
+	"hostpath.dev/e2e/internal/localcluster"
+	"hostpath.dev/e2e/internal/releases"
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 // productImages are the images the manifests run, retagged for a release.
 var productImages = []string{"hostpath.dev/manager", "hostpath.dev/provisioner", "hostpath.dev/hostdefiner"}
 
-// TestUpgrade (after TestUninstall: its file sorts after it) installs the
-// previous release, the newest tag v* before HEAD, from that tag's manifests
-// with images built from that tag's code (scripts/images.sh with IMAGE_TAG
-// and SOURCE_DIR), provisions a node-mode claim and a multihost claim in use
-// by pods, then applies the current manifests as a user upgrading would.
-// The pods keep their data, the old volumes can be deleted (their
-// directories go on every node), and new claims provision. It skips when
-// the checkout has no earlier release tag.
+// oldHostDefinerBinding is the ClusterRoleBinding that releases up to
+// v0.2.0 made for the host definer; CHANGELOG.md tells upgraders to delete
+// it after applying the new manifests, as a binding's role cannot change.
+const oldHostDefinerBinding = "hostpath-hostdefiner-manager-client"
+
+// TestUpgrade (after TestUninstall: its file sorts after it) upgrades to
+// the current version from each release that RELEASES records with upgrade
+// "supported" (e2e/internal/releases; never from git tags, which a clone
+// may not have), oldest first, one subtest per release. Each installs the
+// release from its commit's manifests with images built from its code
+// (git archive, then scripts/images.sh with IMAGE_TAG and SOURCE_DIR),
+// provisions a node-mode claim and a multihost claim in use by pods, then
+// applies the current manifests and does the manual steps CHANGELOG.md
+// lists, as a user upgrading would. The pods keep their data; the
+// HostDefinitions the release wrote are kept (same objects, same host IDs);
+// the release's owner records and PVs are brought up to date (multihost
+// mark, reclaim policy recorded with every copy and on the PV); the old
+// volumes can be deleted (their directories go on every node), and new
+// claims provision. It fails when RELEASES is missing or malformed or
+// records no release to upgrade from.
 func TestUpgrade(t *testing.T) {
 	ctx := t.Context()
-	tag := previousRelease(ctx, t)
-	e := setupMultihost(ctx, t)
-	work := t.TempDir()
-	src := filepath.Join(work, "src")
-	if out, err := run(ctx, nil, "sh", "-c", `mkdir -p "$2" && git -C "$1" archive "$3" | tar -x -C "$2"`, "sh", e.f.RepoRoot, src, tag); err != nil {
-		t.Fatalf("Extract %s: %v\n%s", tag, err, out)
+	root := framework.Cluster().RepoRoot
+	rels, err := releases.Read(root)
+	if err != nil {
+		t.Fatalf("The releases to upgrade from: %v", err)
 	}
-	env := []string{"IMAGE_TAG=" + tag, "SOURCE_DIR=" + src}
-	if out, err := run(ctx, env, filepath.Join(e.f.RepoRoot, "scripts", "images.sh")); err != nil {
-		t.Fatalf("Build and import the images of %s: %v\n%s", tag, err, tail(out, 3000))
+	to, err := releases.Describe(ctx, root, rels)
+	if err != nil {
+		t.Fatalf("Name the current version: %v", err)
 	}
-	release := filepath.Join(work, "release")
-	if err := os.MkdirAll(release, 0o755); err != nil {
-		t.Fatal(err)
+	var from []releases.Release
+	for _, r := range rels {
+		if r.Supported() {
+			from = append(from, r)
+		}
 	}
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../src/manifests]\nimages:\n"
-	for _, img := range productImages {
-		k += fmt.Sprintf("- {name: %s, newTag: %s}\n", img, tag)
+	if len(from) == 0 {
+		t.Fatalf("%s records no release with upgrade %q: nothing to upgrade from", releases.File, releases.UpgradeSupported)
 	}
-	if err := os.WriteFile(filepath.Join(release, "kustomization.yaml"), []byte(k), 0o644); err != nil {
-		t.Fatal(err)
+	for _, rel := range from {
+		t.Run(rel.Version, func(t *testing.T) { upgradeFrom(t, rel, to) })
 	}
+}
 
-	// Whatever happens, the suite ends with the current version installed.
+// upgradeFrom is TestUpgrade's test of one release, rel, to the current
+// version, named to.
+func upgradeFrom(t *testing.T, rel releases.Release, to string) {
+	ctx := t.Context()
+	e := setupMultihost(ctx, t)
+	t.Logf("Upgrade from %s (commit %s of %s) to %s (the current manifests, images :dev)", rel.Version, rel.Short(), rel.Date, to)
+	// Whatever happens, the test ends with the current version installed.
 	t.Cleanup(func() {
 		if err := e.f.InstallProduct(context.Background()); err != nil {
 			t.Errorf("Install the current version: %v", err)
 		}
 	})
-	if out, err := e.f.Kubectl(ctx, "delete", "-k", framework.InstallKustomization, "--timeout=3m"); err != nil {
-		t.Fatalf("kubectl delete -k manifests/: %v\n%s", err, out)
-	}
-	if out, err := e.f.Kubectl(ctx, "apply", "-k", release); err != nil {
-		t.Fatalf("Install %s: %v\n%s", tag, err, out)
-	}
-	if err := e.f.WaitForWorkloads(ctx, framework.SystemNamespace, framework.WorkloadTimeout); err != nil {
-		t.Fatalf("Install %s: %v", tag, err)
-	}
-	e.checkImages(ctx, t, tag)
+	start := time.Now()
+	e.installRelease(ctx, t, rel)
+	t.Logf("Installed %s in %v", rel.Version, time.Since(start).Round(time.Second))
+	defs := map[string]*hostpathv1.HostDefinition{}
 	for _, n := range e.nodes {
-		e.waitPhase(ctx, t, n, "default", hostpathv1.PhaseReady)
+		defs[n] = e.waitPhase(ctx, t, n, "default", hostpathv1.PhaseReady)
 	}
 
 	// Volumes of the old version, in use.
@@ -78,7 +94,7 @@ func TestUpgrade(t *testing.T) {
 	_, nodePV := e.waitBound(ctx, t, pinned.Name)
 	shared := e.claim(ctx, t, "old-shared", classShared, "1Mi", corev1.ReadWriteMany, nil)
 	_, sharedPV := e.waitBound(ctx, t, shared.Name)
-	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, "before", node, pinned.Name, "echo "+tag+" > /data/before"), metav1.CreateOptions{}); err != nil {
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, "before", node, pinned.Name, "echo "+rel.Version+" > /data/before"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.f.WaitForPodSucceeded(ctx, t, e.ns, "before", provisionTimeout)
@@ -87,18 +103,29 @@ func TestUpgrade(t *testing.T) {
 	}
 	pods := e.f.ReadyPodsByNode(ctx, t, e.ns, "app=through-upgrade", e.nodes, provisionTimeout)
 
-	// The upgrade: the current manifests over the old ones.
+	// The upgrade: the current manifests over the old ones, then the
+	// manual steps of CHANGELOG.md.
+	start = time.Now()
 	if err := e.f.InstallProduct(ctx); err != nil {
 		t.Fatalf("Upgrade to the current manifests: %v", err)
 	}
-	e.checkImages(ctx, t, "dev")
-	for _, n := range e.nodes {
-		e.waitPhase(ctx, t, n, "default", hostpathv1.PhaseReady)
-		// Each provisioner marks its node's copy of the old multihost
-		// volume (same-node authority), so that the elected instance, bound
-		// to another node, may delete it there.
-		waitMultihostRecord(ctx, t, e.f, n, sharedPV.Annotations[annPVDirectory])
+	if out, err := e.f.Kubectl(ctx, "delete", "clusterrolebinding", oldHostDefinerBinding, "--ignore-not-found"); err != nil {
+		t.Fatalf("Delete the old binding %s: %v\n%s", oldHostDefinerBinding, err, out)
 	}
+	e.checkImages(ctx, t, "dev")
+	t.Logf("Upgraded from %s to %s: workloads rolled out in %v", rel.Version, to, time.Since(start).Round(time.Second))
+	for _, n := range e.nodes {
+		def := e.waitPhase(ctx, t, n, "default", hostpathv1.PhaseReady)
+		if def.UID != defs[n].UID || def.Status.HostID != defs[n].Status.HostID {
+			t.Errorf("HostDefinition of %s after the upgrade: UID %s, host ID %q; want %s's: %s, %q", n, def.UID, def.Status.HostID, rel.Version, defs[n].UID, defs[n].Status.HostID)
+		}
+	}
+	// Each provisioner marks its node's copy of the old multihost volume
+	// (same-node authority), so that the elected instance, bound to
+	// another node, may delete it there; every copy records the reclaim
+	// policy, and then the PV says so.
+	e.waitRecordsUpgraded(ctx, t, nodePV, node)
+	e.waitRecordsUpgraded(ctx, t, sharedPV, e.nodes...)
 
 	// The old volumes keep working: the pods that ran through the upgrade
 	// still see their files, and a new pod reads what the old one wrote.
@@ -108,7 +135,7 @@ func TestUpgrade(t *testing.T) {
 			t.Errorf("After the upgrade, /data/%s in the pod on %s = %q, %v; want %q", n, n, out, err, n)
 		}
 	}
-	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, "after", node, pinned.Name, "grep -qx "+tag+" /data/before && echo dev > /data/after"), metav1.CreateOptions{}); err != nil {
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, writerPod(e.ns, "after", node, pinned.Name, "grep -qx "+rel.Version+" /data/before && echo dev > /data/after"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.f.WaitForPodSucceeded(ctx, t, e.ns, "after", provisionTimeout)
@@ -136,34 +163,81 @@ func TestUpgrade(t *testing.T) {
 	}
 }
 
-// previousRelease returns the newest release tag (v*) of the checkout that
-// HEAD contains and that is not HEAD itself, and skips the test when there
-// is none.
-func previousRelease(ctx context.Context, t *testing.T) string {
+// installRelease replaces the installed product with release rel: its
+// commit's tree (git archive), images built from it and tagged with its
+// version (scripts/images.sh with IMAGE_TAG and SOURCE_DIR), and its
+// manifests with those images (a kustomization over them).
+func (e *hdEnv) installRelease(ctx context.Context, t *testing.T, rel releases.Release) {
 	t.Helper()
-	root, err := framework.FindRepoRoot()
-	if err != nil {
+	work := t.TempDir()
+	src := filepath.Join(work, "src")
+	if out, err := run(ctx, nil, "sh", "-c", `mkdir -p "$2" && git -C "$1" archive "$3" | tar -x -C "$2"`, "sh", e.f.RepoRoot, src, rel.Commit); err != nil {
+		t.Fatalf("Extract %s (commit %s; a full clone has it): %v\n%s", rel.Version, rel.Commit, err, out)
+	}
+	env := []string{"IMAGE_TAG=" + rel.Version, "SOURCE_DIR=" + src}
+	if out, err := run(ctx, env, filepath.Join(e.f.RepoRoot, "scripts", "images.sh")); err != nil {
+		t.Fatalf("Build and import the images of %s: %v\n%s", rel.Version, err, tail(out, 3000))
+	}
+	release := filepath.Join(work, "release")
+	if err := os.MkdirAll(release, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	head, err := run(ctx, nil, "git", "-C", root, "rev-parse", "HEAD")
-	if err != nil {
-		t.Skipf("No git history to take the previous release from: %v", err)
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../src/manifests]\nimages:\n"
+	for _, img := range productImages {
+		k += fmt.Sprintf("- {name: %s, newTag: %s}\n", img, rel.Version)
 	}
-	tags, err := run(ctx, nil, "git", "-C", root, "tag", "--list", "v*", "--merged", "HEAD", "--sort=-v:refname")
-	if err != nil {
-		t.Fatalf("List the release tags: %v\n%s", err, tags)
+	if err := os.WriteFile(filepath.Join(release, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	for _, tag := range strings.Fields(tags) {
-		commit, err := run(ctx, nil, "git", "-C", root, "rev-list", "-n", "1", tag)
+	// --ignore-not-found: the metrics token Secret goes with its service
+	// account first.
+	if out, err := e.f.Kubectl(ctx, "delete", "-k", framework.InstallKustomization, "--ignore-not-found", "--timeout=3m"); err != nil {
+		t.Fatalf("kubectl delete -k %s: %v\n%s", framework.InstallKustomization, err, out)
+	}
+	if out, err := e.f.Kubectl(ctx, "apply", "-k", release); err != nil {
+		t.Fatalf("Install %s: %v\n%s", rel.Version, err, out)
+	}
+	if err := e.f.WaitForWorkloads(ctx, framework.SystemNamespace, framework.WorkloadTimeout); err != nil {
+		t.Fatalf("Install %s: %v", rel.Version, err)
+	}
+	e.checkImages(ctx, t, rel.Version)
+}
+
+// waitRecordsUpgraded waits until the owner record of pv's directory on
+// each of nodes names pv, records its reclaim policy and, for a multihost
+// PV, says multihost, and then until the PV's annotation says the policy
+// is recorded: what the current version makes of a release's records.
+func (e *hdEnv) waitRecordsUpgraded(ctx context.Context, t *testing.T, pv *corev1.PersistentVolume, nodes ...string) {
+	t.Helper()
+	dir := pv.Annotations[annPVDirectory]
+	policy := string(pv.Spec.PersistentVolumeReclaimPolicy)
+	multihost := pv.Annotations[annPVMode] == "multihost"
+	for _, n := range nodes {
+		framework.WaitFor(ctx, t, provisionTimeout, "the owner record of "+dir+" on "+n+" to be brought up to date", func(context.Context) (bool, error) {
+			var rec ownerRecord
+			data, err := os.ReadFile(ownerRecordFile(t, e.f, n, localcluster.PoolPath, dir))
+			if err != nil {
+				return false, err
+			}
+			if err := json.Unmarshal(data, &rec); err != nil {
+				return false, err
+			}
+			if rec.Owner != pv.Name || rec.ReclaimPolicy != policy || rec.Multihost != multihost {
+				return false, fmt.Errorf("record %s, want owner %s, reclaimPolicy %s, multihost %v", data, pv.Name, policy, multihost)
+			}
+			return true, nil
+		})
+	}
+	framework.WaitFor(ctx, t, provisionTimeout, "PV "+pv.Name+" to say its reclaim policy is recorded", func(ctx context.Context) (bool, error) {
+		got, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 		if err != nil {
-			t.Fatalf("Commit of %s: %v", tag, err)
+			return false, err
 		}
-		if strings.TrimSpace(commit) != strings.TrimSpace(head) {
-			return tag
+		if a := got.Annotations[annPVRecordedPolicy]; a != policy {
+			return false, fmt.Errorf("%s = %q", annPVRecordedPolicy, a)
 		}
-	}
-	t.Skip("No release tag before HEAD in this checkout (git tag --list 'v*'): nothing to upgrade from")
-	return ""
+		return true, nil
+	})
 }
 
 // checkImages fails the test unless every product workload runs the
