@@ -89,10 +89,13 @@
 //     start-up adoption gives no owner to a directory two PVs name
 //     (provisioner's volumesNaming and keyOf).
 //
-// Nothing else of a claim or PV of another provisioner is read: its
+// Nothing else of a claim or PV of another provisioner is needed: its
 // class, its spec and status but the above, its labels, finalizers and
 // deletion time are read only after one of the filters above said the
-// object is hostpath's. Stubs whose kept annotations are equal and name
+// object is hostpath's, or read as empty to the same end: the resize
+// controller looks at a claim's phase before its PV, and passes a stub by
+// as not Bound; the Qualifier reads its class only after ForeignClaim.
+// Stubs whose kept annotations are equal and name
 // only provisioners share one annotations map: cached objects are never
 // changed in place (the informers' rule; the library and this program
 // copy an object before they change it).
