@@ -105,9 +105,14 @@ e2e-compat: ## Run the compatibility part of the e2e suite (COMPAT_TESTS: smoke,
 	cd e2e && $(GO) test -count=1 -timeout 20m -v -run '$(COMPAT_TESTS)' .
 
 .PHONY: bench
-bench: ## On the running local cluster: provisioning against a no-op provisioner at several kube-controller-manager client limits (N=1000), then bench-fleet (see BENCHMARKS.md).
+bench: ## On the running local cluster: provisioning against a no-op provisioner at several kube-controller-manager client limits (N=1000), then bench-fleet and bench-foreign (see BENCHMARKS.md).
 	scripts/bench-provision.sh
 	scripts/bench-fleet.sh
+	scripts/bench-foreign.sh
+
+.PHONY: bench-foreign
+bench-foreign: ## On the running local cluster: each provisioner's RSS idle, with 10,000 claims and 10,000 PVs of another provisioner, and after their deletion (MiB per 1,000).
+	scripts/bench-foreign.sh
 
 .PHONY: bench-fleet
 bench-fleet: ## On the running local cluster: many instances, multihost fan-out and backfill over a fleet of fake nodes with real manager and provisioner processes.

@@ -1,9 +1,10 @@
 // Package cachetrim trims what the informers of the provisioner and the
 // host definer keep: Transform, set on every informer factory of both
-// programs (informers.WithTransform), drops from each object, before it
-// is cached or handed to an event handler, the fields that neither
-// program nor the provisioner library (sig-storage-lib-external-provisioner)
-// reads.
+// programs (informers.WithTransform; the provisioner's through its own
+// transform, provisioner/internal/cachetrim), drops from each object,
+// before it is cached or handed to an event handler, the fields that
+// neither program nor the provisioner library
+// (sig-storage-lib-external-provisioner) reads.
 //
 // # What Transform drops
 //
@@ -14,7 +15,9 @@
 // library updates claims taken from the cache, and the host definer
 // updates HostDefinitions, CSR statuses, the CA Secret and the bundle
 // ConfigMap that way, so nothing else is dropped from those kinds (an
-// Update would erase on the server what the cache dropped).
+// Update would erase on the server what the cache dropped). The
+// provisioner's own transform goes further only for the claims and PVs of
+// other provisioners, which nothing updates.
 //
 // From a Node, all of its status (images, conditions, addresses, capacity,
 // allocatable, nodeInfo, volumesInUse, volumesAttached, daemonEndpoints,
@@ -40,22 +43,9 @@
 //
 // # What each cache holds
 //
-// The provisioner (provisioner/internal/app, one instance per node):
-//
-//   - PersistentVolumeClaims, PersistentVolumes, StorageClasses and Nodes,
-//     every one in the cluster (the library's informers are these);
-//     managedFields dropped, and Node status.
-//   - Pods of --namespace matching --instance-selector (the provisioner
-//     instances); managedFields and the Pod fields above dropped.
-//   - Unless --manager-url is set: Pods of --manager-namespace matching
-//     --manager-selector (the managers), managedFields and the Pod fields
-//     above dropped; every HostDefinition, managedFields dropped; and the
-//     ConfigMap client.CABundleConfigMap of --manager-namespace (one
-//     object, manager/pkg/trust's informer), kept whole.
-//   - Unless --capacity-interval is 0: the CSIStorageCapacities of
-//     --namespace labelled with its own node (the objects it publishes,
-//     one per capacity-aware StorageClass); managedFields dropped. It
-//     updates them from the cache, which a nil managedFields allows.
+// The provisioner (one instance per node) composes Transform with stubs
+// of the claims and PersistentVolumes of other provisioners; its package
+// provisioner/internal/cachetrim lists what each of its caches holds.
 //
 // The host definer (hostdefiner/internal/app, the leader only):
 //

@@ -41,8 +41,9 @@ type Program interface {
 }
 
 // Main is the body of every hostpath main: it parses the command line into
-// p (with klog's flags), validates it, runs it until SIGINT or SIGTERM, and
-// reports an error once, exiting 1.
+// p (with klog's flags), sizes the Go heap to the container (SizeHeap),
+// validates p, runs it until SIGINT or SIGTERM, and reports an error once,
+// exiting 1.
 func Main(name string, p Program) {
 	fs := pflag.NewFlagSet(name, pflag.ExitOnError)
 	p.AddFlags(fs)
@@ -52,7 +53,10 @@ func Main(name string, p Program) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	logger := klog.Background().WithName(name)
 	ctx = klog.NewContext(ctx, logger)
-	err := p.Validate()
+	_, err := SizeHeap(logger)
+	if err == nil {
+		err = p.Validate()
+	}
 	if err == nil {
 		err = p.Run(ctx)
 	}

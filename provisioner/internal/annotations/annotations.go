@@ -66,6 +66,29 @@ const (
 	PendingNodes = hostpathv1.AnnotationPendingNodes
 )
 
+// Annotations of Kubernetes and of the provisioner library that tell the
+// claims and PersistentVolumes of one provisioner from another's. The
+// library decides by them which objects it acts on, and package cachetrim
+// decides by them which objects the instance caches as stubs.
+const (
+	// StorageProvisioner on a claim names the provisioner that is to make
+	// its volume: kube-controller-manager's PersistentVolume controller
+	// sets it, and BetaStorageProvisioner to the same value, from the
+	// claim's StorageClass when it finds no volume to bind and the class
+	// names an external provisioner (for a WaitForFirstConsumer class,
+	// once the scheduler has selected a node). The library provisions only
+	// a claim whose StorageProvisioner (else BetaStorageProvisioner) is
+	// one of its names.
+	StorageProvisioner = "volume.kubernetes.io/storage-provisioner"
+	// BetaStorageProvisioner is StorageProvisioner's older name, still
+	// set beside it.
+	BetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
+	// MigratedTo on a PersistentVolume of an in-tree volume plugin names
+	// the CSI driver that serves it since CSI migration; the library acts
+	// on a PV whose MigratedTo is one of its names as on its own.
+	MigratedTo = "pv.kubernetes.io/migrated-to"
+)
+
 // PersistentVolume annotations about the volume's size, which the PV's
 // capacity states (and the claim's status.capacity once bound).
 const (

@@ -22,14 +22,15 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
 	"hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
 	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/cachetrim"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
 	"hostpath.dev/manager/pkg/review"
 	"hostpath.dev/manager/pkg/trust"
+	"hostpath.dev/provisioner/internal/cachetrim"
 	"hostpath.dev/provisioner/internal/capacity"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
@@ -160,7 +161,8 @@ func eventClient(cfg *rest.Config, qps float32, burst int) (*typedcorev1.CoreV1C
 // per namespace of peers and of managers, the host definer's
 // HostDefinitions, the CA bundle of the managers' certificates, and this
 // node's CSIStorageCapacity objects. Every factory trims what it caches
-// with cachetrim.Transform (whose package doc says what each cache holds).
+// with the transform of package cachetrim (whose package doc says what each
+// cache holds): the claims and PVs of other provisioners are stubs.
 type Informers struct {
 	// Claims, Volumes, Classes and Nodes are cluster-wide.
 	Claims  coreinformers.PersistentVolumeClaimInformer
@@ -201,8 +203,9 @@ type factory interface {
 // newInformers makes the informers of the Options and registers every one
 // of them with its factory, so that starting the factories starts them all.
 func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Interface) *Informers {
-	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTransform(cachetrim.Transform))
-	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector)
+	trim := cachetrim.New(hostpathv1.NewProvisionerNames(o.ProvisionerName))
+	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTransform(trim))
+	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector, trim)
 	i := &Informers{
 		Claims:    cluster.Core().V1().PersistentVolumeClaims(),
 		Volumes:   cluster.Core().V1().PersistentVolumes(),
@@ -214,11 +217,11 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 	i.synced = []cache.InformerSynced{i.Claims.Informer().HasSynced, i.Volumes.Informer().HasSynced,
 		i.Classes.Informer().HasSynced, i.Nodes.Informer().HasSynced, i.PeerPods.Informer().HasSynced}
 	if o.ManagerURL == "" {
-		managerFactory := podFactory(kube, o.ResyncPeriod, o.ManagerNamespace, o.ManagerSelector)
+		managerFactory := podFactory(kube, o.ResyncPeriod, o.ManagerNamespace, o.ManagerSelector, trim)
 		i.ManagerPods = managerFactory.Core().V1().Pods()
 		i.factories = append(i.factories, managerFactory)
 		i.synced = append(i.synced, i.ManagerPods.Informer().HasSynced)
-		definitions := externalversions.NewSharedInformerFactoryWithOptions(definer, o.ResyncPeriod, externalversions.WithTransform(cachetrim.Transform))
+		definitions := externalversions.NewSharedInformerFactoryWithOptions(definer, o.ResyncPeriod, externalversions.WithTransform(trim))
 		i.Definitions = definitions.Hostpath().V1().HostDefinitions()
 		i.factories = append(i.factories, definitions)
 		i.synced = append(i.synced, i.Definitions.Informer().HasSynced)
@@ -231,7 +234,7 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 		capacities := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod,
 			informers.WithNamespace(o.Namespace),
 			informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = capacity.Selector(o.NodeName).String() }),
-			informers.WithTransform(cachetrim.Transform))
+			informers.WithTransform(trim))
 		i.Capacities = capacities.Storage().V1().CSIStorageCapacities()
 		// Registered with the factory now, so that starting it starts it.
 		i.Capacities.Informer()
@@ -241,12 +244,12 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 }
 
 // podFactory returns an informer factory for the pods in namespace that match
-// selector, trimmed by cachetrim.Transform.
-func podFactory(kube kubernetes.Interface, resync time.Duration, namespace, selector string) informers.SharedInformerFactory {
+// selector, trimmed by trim.
+func podFactory(kube kubernetes.Interface, resync time.Duration, namespace, selector string, trim cache.TransformFunc) informers.SharedInformerFactory {
 	return informers.NewSharedInformerFactoryWithOptions(kube, resync,
 		informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
-		informers.WithTransform(cachetrim.Transform))
+		informers.WithTransform(trim))
 }
 
 // start starts the informers until ctx is done and waits for their caches

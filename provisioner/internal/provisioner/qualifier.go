@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/util"
 
 	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/cachetrim"
 )
 
 // nodeChoice is the node a claim asks for and where that came from.
@@ -97,8 +98,14 @@ type absence struct {
 }
 
 // decide reads the claim's StorageClass and applies the node annotations. The
-// error is that of the election of a multihost claim's owner.
+// error is that of the election of a multihost claim's owner. A claim whose
+// storage-provisioner annotations name another provisioner is not served,
+// whatever its class says, as the library would not provision it: the
+// informers keep it as a stub (package cachetrim), without a class.
 func (p *Provisioner) decide(claim *v1.PersistentVolumeClaim) (decision, error) {
+	if cachetrim.ForeignClaim(claim, p.cfg.Names) {
+		return decision{verdict: notServed}, nil
+	}
 	class := p.class(claim)
 	if class == nil {
 		return decision{verdict: notServed}, nil

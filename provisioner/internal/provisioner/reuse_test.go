@@ -8,13 +8,31 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/cachetrim"
 )
+
+// foreignStub is what the informers keep of pv once it is another
+// provisioner's, or made by hand: its provisioned-by annotation is
+// removed, then pv goes through the informers' transform, which must make
+// a stub of it.
+func foreignStub(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	pv = pv.DeepCopy()
+	if testNames.Has(pv.Annotations[annotations.ProvisionedBy]) {
+		delete(pv.Annotations, annotations.ProvisionedBy)
+	}
+	if !cachetrim.ForeignVolume(pv, testNames) {
+		panic("foreignStub: " + pv.Name + " is not foreign")
+	}
+	obj, _ := cachetrim.New(testNames)(pv)
+	return obj.(*v1.PersistentVolume)
+}
 
 // ownerRecord is an owner record of the fake manager: the owner ("" for a
 // directory without one) and the claim namespace it names.
@@ -99,6 +117,22 @@ func TestProvisionReuse(t *testing.T) {
 			volumes:   []any{volume("pvc-released", selfNode, "default", "keep", "old")},
 			wantState: controller.ProvisioningFinished,
 			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": the PersistentVolumes "pvc-released" use it`,
+		},
+		{
+			// The informers keep a PV made by hand as a stub (package
+			// cachetrim), with the annotations that name its directory.
+			name: "a volume made by hand names the directory (a stub in the cache)", dir: "keep",
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
+			volumes:   []any{foreignStub(volume("by-hand", selfNode, "default", "keep", "old"))},
+			wantState: controller.ProvisioningFinished,
+			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": the PersistentVolumes "by-hand" use it`,
+		},
+		{
+			name: "the owner is another provisioner's volume that still exists (a stub in the cache)", dir: "keep",
+			existing:  map[string]ownerRecord{"keep": {"pv-theirs", "ns"}},
+			volumes:   []any{foreignStub(&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-theirs", Annotations: map[string]string{annotations.ProvisionedBy: "example.com/other"}}})},
+			wantState: controller.ProvisioningFinished,
+			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": it belongs to PersistentVolume "pv-theirs", which still exists`,
 		},
 		{
 			name: "same directory name on another node does not count", dir: "keep",

@@ -20,7 +20,19 @@ import (
 
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/provisioner/internal/cachetrim"
 )
+
+// foreignStub is what the informers keep of pv, another provisioner's PV:
+// a stub (package cachetrim).
+func foreignStub(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	obj, _ := cachetrim.New(testNames)(pv.DeepCopy())
+	stub := obj.(*v1.PersistentVolume)
+	if stub.Spec.PersistentVolumeReclaimPolicy != "" || stub.Status.Phase != "" || stub.DeletionTimestamp != nil {
+		panic("foreignStub: " + pv.Name + " was not made a stub")
+	}
+	return stub
+}
 
 var sweepNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
@@ -80,6 +92,15 @@ func TestSweep(t *testing.T) {
 			name:      "owner PV of another provisioner is kept",
 			cached:    []*v1.PersistentVolume{newPV("pv-1", onNode(otherNode), withAnnotation(annotations.ProvisionedBy, "example.com/other"))},
 			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
+			wantCalls: []string{"host", "list default"},
+		},
+		{
+			// The informers keep it as a stub (package cachetrim): its
+			// name is what keeps the directory.
+			name: "owner PV of another provisioner, a stub in the cache, is kept even with policy Delete",
+			cached: []*v1.PersistentVolume{foreignStub(newPV("pv-1", notDeleting, onNode(otherNode),
+				withAnnotation(annotations.ProvisionedBy, "example.com/other")))},
+			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("pv-1-dir", "pv-1", old), client.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{

@@ -1,0 +1,198 @@
+package cachetrim
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	shared "hostpath.dev/manager/pkg/cachetrim"
+)
+
+// foreignObjects is how many objects of another provisioner
+// BenchmarkForeignCache caches: the real-cluster benchmark's count
+// (scripts/bench-foreign.sh).
+const foreignObjects = 10000
+
+// foreignKinds are the objects of another provisioner that a provisioner
+// instance caches: a claim bound to a CSI volume and its PV (testdata, as
+// the API server sends them), and a claim still pending (as the
+// real-cluster benchmark makes them, of a provisioner that never answers).
+var foreignKinds = []struct {
+	name    string
+	example k8sruntime.Object
+	// list returns n distinct objects, decoded from JSON.
+	list func(b *testing.B, n int) k8sruntime.Object
+}{
+	{"claim-bound", &v1.PersistentVolumeClaim{}, func(b *testing.B, n int) k8sruntime.Object {
+		return claimList(b, n, func(*v1.PersistentVolumeClaim) {})
+	}},
+	{"claim-pending", &v1.PersistentVolumeClaim{}, func(b *testing.B, n int) k8sruntime.Object {
+		return claimList(b, n, func(c *v1.PersistentVolumeClaim) { pending(c) })
+	}},
+	{"pv", &v1.PersistentVolume{}, func(b *testing.B, n int) k8sruntime.Object {
+		data := readFile(b, "pv.json")
+		list := &v1.PersistentVolumeList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]v1.PersistentVolume, n)}
+		for i := range list.Items {
+			pv := &list.Items[i]
+			decode(b, data, pv)
+			pv.Name = fmt.Sprintf("pvc-%08x-8a4f-4c1e-9d2b-3f6a7c8d9e01", i)
+			pv.UID = types.UID(fmt.Sprintf("%08x-6b2e-4e8f-a1c4-7d5e9b2f3a60", i))
+			pv.Spec.ClaimRef.Name = fmt.Sprintf("data-%05d", i)
+			pv.Spec.ClaimRef.UID = types.UID(fmt.Sprintf("%08x-8a4f-4c1e-9d2b-3f6a7c8d9e01", i))
+		}
+		return list
+	}},
+}
+
+// claimList returns n distinct claims decoded from testdata, changed by
+// change.
+func claimList(b *testing.B, n int, change func(*v1.PersistentVolumeClaim)) k8sruntime.Object {
+	data := readFile(b, "claim.json")
+	list := &v1.PersistentVolumeClaimList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]v1.PersistentVolumeClaim, n)}
+	for i := range list.Items {
+		c := &list.Items[i]
+		decode(b, data, c)
+		c.Name = fmt.Sprintf("data-%05d", i)
+		c.UID = types.UID(fmt.Sprintf("%08x-8a4f-4c1e-9d2b-3f6a7c8d9e01", i))
+		c.Spec.VolumeName = "pvc-" + string(c.UID)
+		change(c)
+	}
+	return list
+}
+
+// BenchmarkForeignCache reports what 1,000 objects of another provisioner
+// cost a provisioner instance, cached whole (managedFields dropped, as
+// manager/pkg/cachetrim.Transform leaves them) and as stubs (New), in one
+// run: an informer lists foreignObjects decoded objects through the
+// transform into a store with the indexes the provisioner's informers have
+// (by namespace, for the listers; by UID on claims, the library's), and
+// "heap-MiB/1000" is the growth of the live heap (after a GC) per 1,000
+// objects, "heap-B/object" per object. The loop times the transform of one
+// decoded object (a stub made again from it each time; the shared trim has
+// nothing left to drop after the first). The stub's sub-benchmark logs
+// both figures of its kind:
+//
+//	go test -run '^$' -bench BenchmarkForeignCache ./internal/cachetrim/
+func BenchmarkForeignCache(b *testing.B) {
+	stub := New(hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName))
+	for _, kind := range foreignKinds {
+		perObject := map[string]float64{}
+		for _, mode := range []struct {
+			name      string
+			transform cache.TransformFunc
+		}{{"whole", shared.Transform}, {"stub", stub}} {
+			b.Run(kind.name+"/"+mode.name, func(b *testing.B) {
+				per := cachedHeapPerObject(b, kind.list, kind.example, mode.transform)
+				perObject[mode.name] = per
+				one := kind.list(b, 1)
+				items, _ := extract(one)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := mode.transform(items[0]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(per, "heap-B/object")
+				b.ReportMetric(per*1000/(1<<20), "heap-MiB/1000")
+				if w, s := perObject["whole"], perObject["stub"]; w > 0 && s > 0 {
+					b.Logf("%s: %.0f B whole, %.0f B as a stub per object cached; %.2f and %.2f MiB per 1,000 (%.1fx less)",
+						kind.name, w, s, w*1000/(1<<20), s*1000/(1<<20), w/s)
+				}
+			})
+		}
+	}
+}
+
+// cachedHeapPerObject returns the live heap that one object takes once an
+// informer has listed foreignObjects of them through transform: the growth
+// of the heap after a GC, divided by their number.
+func cachedHeapPerObject(b *testing.B, list func(*testing.B, int) k8sruntime.Object, example k8sruntime.Object, transform cache.TransformFunc) float64 {
+	b.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	lw := &onceListWatch{list: list(b, foreignObjects)}
+	inf := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if _, ok := example.(*v1.PersistentVolumeClaim); ok {
+		// The provisioner library's index of claims by UID.
+		if err := inf.AddIndexers(cache.Indexers{"uid": func(obj any) ([]string, error) {
+			return []string{string(obj.(*v1.PersistentVolumeClaim).UID)}, nil
+		}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := inf.SetTransform(transform); err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	go inf.Run(stop)
+	if !cache.WaitForCacheSync(stop, inf.HasSynced) {
+		b.Fatal("the informer did not sync")
+	}
+	if n := len(inf.GetStore().ListKeys()); n != foreignObjects {
+		b.Fatalf("the informer holds %d objects, want %d", n, foreignObjects)
+	}
+	lw.list = nil
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(inf)
+	close(stop)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / foreignObjects
+}
+
+// onceListWatch serves its list, not a copy (the informer's decoded
+// objects, as from the API server), and a watch that sends nothing.
+type onceListWatch struct{ list k8sruntime.Object }
+
+func (l *onceListWatch) List(metav1.ListOptions) (k8sruntime.Object, error) { return l.list, nil }
+func (l *onceListWatch) Watch(metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewFake(), nil
+}
+
+// IsWatchListSemanticsUnSupported makes the reflector list, then watch.
+func (*onceListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// extract returns the items of a list, as pointers into it.
+func extract(list k8sruntime.Object) ([]any, error) {
+	switch l := list.(type) {
+	case *v1.PersistentVolumeClaimList:
+		out := make([]any, len(l.Items))
+		for i := range l.Items {
+			out[i] = &l.Items[i]
+		}
+		return out, nil
+	case *v1.PersistentVolumeList:
+		out := make([]any, len(l.Items))
+		for i := range l.Items {
+			out[i] = &l.Items[i]
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("not a list: %T", list)
+}
+
+func readFile(b *testing.B, name string) []byte {
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
+func decode(b *testing.B, data []byte, obj any) {
+	if err := json.Unmarshal(data, obj); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -1,0 +1,312 @@
+package cachetrim
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/diff"
+
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	"hostpath.dev/provisioner/internal/annotations"
+)
+
+// other is the name of another provisioner.
+const other = "ebs.csi.aws.com"
+
+// configured are the names of an instance configured with a name of its
+// own: hostpath's default names must still never be stubs.
+var configured = hostpathv1.NewProvisionerNames("example.com/hostpath")
+
+// load decodes testdata/name into a new T, as the API server sends it (a
+// claim bound to a CSI volume, and that volume).
+func load[T any](t testing.TB, name string) *T {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := new(T)
+	if err := json.Unmarshal(b, obj); err != nil {
+		t.Fatalf("decode %s: %v", name, err)
+	}
+	return obj
+}
+
+// claimWith returns the testdata claim with its storage-provisioner
+// annotations set as keyValues says ("key=value"; "key" alone removes it).
+func claimWith(t testing.TB, keyValues ...string) *v1.PersistentVolumeClaim {
+	c := load[v1.PersistentVolumeClaim](t, "claim.json")
+	setAnnotations(&c.ObjectMeta, keyValues)
+	return c
+}
+
+// volumeWith returns the testdata PV with annotations set as keyValues
+// says, like claimWith.
+func volumeWith(t testing.TB, keyValues ...string) *v1.PersistentVolume {
+	pv := load[v1.PersistentVolume](t, "pv.json")
+	setAnnotations(&pv.ObjectMeta, keyValues)
+	return pv
+}
+
+func setAnnotations(m *metav1.ObjectMeta, keyValues []string) {
+	for _, kv := range keyValues {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			delete(m.Annotations, k)
+			continue
+		}
+		m.Annotations[k] = v
+	}
+}
+
+// pending makes c a claim that waits for its volume.
+func pending(c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
+	c.Spec.VolumeName = ""
+	c.Status = v1.PersistentVolumeClaimStatus{Phase: v1.ClaimPending}
+	delete(c.Annotations, "pv.kubernetes.io/bind-completed")
+	delete(c.Annotations, "pv.kubernetes.io/bound-by-controller")
+	return c
+}
+
+// claimStubOf is what the stub of c must be.
+func claimStubOf(c *v1.PersistentVolumeClaim, keys ...string) *v1.PersistentVolumeClaim {
+	a := map[string]string{}
+	for _, k := range keys {
+		a[k] = c.Annotations[k]
+	}
+	return &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, UID: c.UID, ResourceVersion: c.ResourceVersion, Annotations: a},
+		Spec:       v1.PersistentVolumeClaimSpec{VolumeName: c.Spec.VolumeName},
+	}
+}
+
+// volumeStubOf is what the stub of pv must be.
+func volumeStubOf(pv *v1.PersistentVolume, keys ...string) *v1.PersistentVolume {
+	a := map[string]string{}
+	for _, k := range keys {
+		a[k] = pv.Annotations[k]
+	}
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pv.Name, UID: pv.UID, ResourceVersion: pv.ResourceVersion, Annotations: a}}
+}
+
+// whole is obj as the shared transform leaves it: without managedFields.
+func whole(obj runtime.Object) runtime.Object {
+	obj = obj.DeepCopyObject()
+	m, _ := meta.Accessor(obj)
+	m.SetManagedFields(nil)
+	return obj
+}
+
+func TestTransform(t *testing.T) {
+	gp3 := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "gp3", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}, Provisioner: other}
+	handMade := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "by-hand", UID: "u-by-hand", ResourceVersion: "9",
+			Annotations: map[string]string{
+				annotations.Node: "node-a", annotations.Pool: "default", annotations.Directory: "old-data",
+				"kubectl.kubernetes.io/last-applied-configuration": `{"kind":"PersistentVolume"}`,
+			}},
+		Spec: v1.PersistentVolumeSpec{
+			PersistentVolumeSource:        v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/var/hpvolumes/old-data"}},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: "manual",
+		},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeReleased},
+	}
+	hostpathCSI := volumeWith(t, annotations.ProvisionedBy)
+	hostpathCSI.Spec.CSI.Driver = hostpathv1.CapacityProvisionerName
+	otherWithHostpathCSI := volumeWith(t)
+	otherWithHostpathCSI.Spec.CSI.Driver = hostpathv1.CapacityProvisionerName
+	stubbed := []string{annotations.StorageProvisioner, annotations.BetaStorageProvisioner}
+	for _, tc := range []struct {
+		desc string
+		in   runtime.Object
+		// want is what Transform makes of in; nil: in, whole.
+		want runtime.Object
+	}{
+		{desc: "bound claim of another provisioner: stub", in: claimWith(t), want: claimStubOf(claimWith(t), stubbed...)},
+		{desc: "pending claim of another provisioner: stub", in: pending(claimWith(t)), want: claimStubOf(pending(claimWith(t)), stubbed...)},
+		{desc: "claim with the beta annotation alone: stub",
+			in:   claimWith(t, annotations.StorageProvisioner),
+			want: claimStubOf(claimWith(t), annotations.BetaStorageProvisioner)},
+		{desc: "pending claim not annotated yet: whole (may be ours)", in: pending(claimWith(t, annotations.StorageProvisioner, annotations.BetaStorageProvisioner))},
+		{desc: "claim of the default name, instance configured with another: whole",
+			in: claimWith(t, annotations.StorageProvisioner+"="+hostpathv1.DefaultProvisionerName, annotations.BetaStorageProvisioner+"="+hostpathv1.DefaultProvisionerName)},
+		{desc: "claim of the capacity-aware name: whole",
+			in: claimWith(t, annotations.StorageProvisioner+"="+hostpathv1.CapacityProvisionerName, annotations.BetaStorageProvisioner+"="+hostpathv1.CapacityProvisionerName)},
+		{desc: "claim of the configured name: whole",
+			in: claimWith(t, annotations.StorageProvisioner+"="+configured.Name(), annotations.BetaStorageProvisioner)},
+		{desc: "claim whose beta annotation names hostpath: whole",
+			in: claimWith(t, annotations.BetaStorageProvisioner+"="+hostpathv1.DefaultProvisionerName)},
+		{desc: "claim with an empty annotation: whole", in: claimWith(t, annotations.StorageProvisioner+"=", annotations.BetaStorageProvisioner)},
+		{desc: "PV of another provisioner: stub", in: volumeWith(t), want: volumeStubOf(volumeWith(t), annotations.ProvisionedBy)},
+		{desc: "PV of another provisioner naming a directory of a pool: stub with the directory",
+			in: volumeWith(t, annotations.Node+"=node-a", annotations.Pool+"=default", annotations.Directory+"=d", annotations.MigratedTo+"=other.example"),
+			want: volumeStubOf(volumeWith(t, annotations.Node+"=node-a", annotations.Pool+"=default", annotations.Directory+"=d", annotations.MigratedTo+"=other.example"),
+				annotations.ProvisionedBy, annotations.Node, annotations.Pool, annotations.Directory, annotations.MigratedTo)},
+		{desc: "PV made by hand pointing into a pool: stub with the directory", in: handMade,
+			want: volumeStubOf(handMade, annotations.Node, annotations.Pool, annotations.Directory)},
+		{desc: "PV of the default name: whole", in: volumeWith(t, annotations.ProvisionedBy+"="+hostpathv1.DefaultProvisionerName)},
+		{desc: "PV of the configured name: whole", in: volumeWith(t, annotations.ProvisionedBy+"="+configured.Name())},
+		{desc: "PV migrated to hostpath: whole", in: volumeWith(t, annotations.MigratedTo+"="+hostpathv1.CapacityProvisionerName)},
+		{desc: "CSI PV of hostpath's driver without provisioned-by: whole", in: hostpathCSI},
+		{desc: "PV of another provisioner with hostpath's CSI driver: whole", in: otherWithHostpathCSI},
+		{desc: "StorageClass of another provisioner: the shared trim only", in: gp3},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			want := tc.want
+			if want == nil {
+				want = whole(tc.in)
+			}
+			transform := New(configured)
+			got, err := transform(tc.in.DeepCopyObject())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(want, got) {
+				t.Errorf("Transform (-want +got):\n%s", diff.Diff(want, got))
+			}
+			again, _ := transform(got.(runtime.Object).DeepCopyObject())
+			if !equality.Semantic.DeepEqual(got, again) {
+				t.Errorf("Transform is not idempotent (-once +twice):\n%s", diff.Diff(got, again))
+			}
+			// The library's and this program's answer is the same for the
+			// stub as for the object.
+			if c, ok := tc.in.(*v1.PersistentVolumeClaim); ok && ForeignClaim(c, configured) != ForeignClaim(got.(*v1.PersistentVolumeClaim), configured) {
+				t.Error("ForeignClaim differs between the claim and what Transform made of it")
+			}
+			if pv, ok := tc.in.(*v1.PersistentVolume); ok && ForeignVolume(pv, configured) != ForeignVolume(got.(*v1.PersistentVolume), configured) {
+				t.Error("ForeignVolume differs between the PV and what Transform made of it")
+			}
+		})
+	}
+}
+
+// TestStubFields checks that stubs have exactly the fields the package doc
+// names, from objects that have every kept field set and many more.
+func TestStubFields(t *testing.T) {
+	transform := New(hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName))
+	claim, _ := transform(claimWith(t))
+	wantClaim := []string{
+		"metadata.annotations[volume.beta.kubernetes.io/storage-provisioner]",
+		"metadata.annotations[volume.kubernetes.io/storage-provisioner]",
+		"metadata.name", "metadata.namespace", "metadata.resourceVersion", "metadata.uid",
+		"spec.volumeName",
+	}
+	if got := setFields(claim); !slices.Equal(got, wantClaim) {
+		t.Errorf("claim stub fields = %q, want %q", got, wantClaim)
+	}
+	pv, _ := transform(volumeWith(t, annotations.MigratedTo+"=other.example", annotations.Node+"=n", annotations.Pool+"=p", annotations.Directory+"=d"))
+	wantPV := []string{
+		"metadata.annotations[hostpath.dev/directory]", "metadata.annotations[hostpath.dev/node]",
+		"metadata.annotations[hostpath.dev/pool]", "metadata.annotations[pv.kubernetes.io/migrated-to]",
+		"metadata.annotations[pv.kubernetes.io/provisioned-by]",
+		"metadata.name", "metadata.resourceVersion", "metadata.uid",
+	}
+	if got := setFields(pv); !slices.Equal(got, wantPV) {
+		t.Errorf("PersistentVolume stub fields = %q, want %q", got, wantPV)
+	}
+}
+
+// setFields lists, sorted, the JSON paths of the fields of obj that are set:
+// a map's keys each, a slice or a struct of another package (a time) as
+// one field.
+func setFields(obj any) []string {
+	var out []string
+	var walk func(v reflect.Value, path string)
+	walk = func(v reflect.Value, path string) {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem(), path)
+			}
+		case reflect.Map:
+			for _, k := range v.MapKeys() {
+				out = append(out, fmt.Sprintf("%s[%v]", path, k))
+			}
+		case reflect.Struct:
+			if !strings.HasPrefix(v.Type().PkgPath(), "k8s.io/api") && !strings.HasPrefix(v.Type().PkgPath(), "k8s.io/apimachinery/pkg/apis") {
+				if !v.IsZero() {
+					out = append(out, path)
+				}
+				return
+			}
+			for i := range v.NumField() {
+				f := v.Type().Field(i)
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				p := path
+				if name != "" {
+					p = strings.TrimPrefix(path+"."+name, ".")
+				}
+				walk(v.Field(i), p)
+			}
+		default:
+			if !v.IsZero() {
+				out = append(out, path)
+			}
+		}
+	}
+	walk(reflect.ValueOf(obj), "")
+	slices.Sort(out)
+	return out
+}
+
+// TestSharedAnnotations checks that stubs that keep the same provisioner
+// annotations share one map, that those that name a directory do not, and
+// that past maxShared distinct maps stubs get maps of their own.
+func TestSharedAnnotations(t *testing.T) {
+	transform := New(configured)
+	stub := func(obj runtime.Object) map[string]string {
+		got, _ := transform(obj)
+		m, _ := meta.Accessor(got)
+		return m.GetAnnotations()
+	}
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	c1, c2 := claimWith(t), claimWith(t)
+	c2.Name, c2.UID = "other", "u-other"
+	if a, b := stub(c1), stub(c2); !same(a, b) {
+		t.Error("two claims of one provisioner have annotation maps of their own, want one shared")
+	}
+	if a, b := stub(volumeWith(t)), stub(volumeWith(t)); !same(a, b) {
+		t.Error("two PVs of one provisioner have annotation maps of their own, want one shared")
+	}
+	withDir := func() *v1.PersistentVolume { return volumeWith(t, annotations.Directory+"=d") }
+	if a, b := stub(withDir()), stub(withDir()); same(a, b) {
+		t.Error("two PVs naming a directory share their annotations, want maps of their own")
+	}
+	for i := range maxShared + 2 {
+		c := claimWith(t, fmt.Sprintf("%s=p%d", annotations.StorageProvisioner, i))
+		want := maps.Clone(c.Annotations)
+		maps.DeleteFunc(want, func(k, _ string) bool { return !slices.Contains(claimAnnotations, k) })
+		if got := stub(c); !maps.Equal(got, want) {
+			t.Fatalf("claim %d: annotations %v, want %v", i, got, want)
+		}
+	}
+}
+
+func TestTransformLeavesOthers(t *testing.T) {
+	transform := New(configured)
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"}}, Status: v1.NodeStatus{Phase: v1.NodeRunning}}
+	got, err := transform(node)
+	if err != nil || !equality.Semantic.DeepEqual(got, &v1.Node{ObjectMeta: node.ObjectMeta}) {
+		t.Errorf("Transform(Node) = %#v, %v; want the shared trim (no status)", got, err)
+	}
+	for _, obj := range []any{nil, "text"} {
+		if got, err := transform(obj); err != nil || !reflect.DeepEqual(got, obj) {
+			t.Errorf("Transform(%#v) = %#v, %v; want it unchanged", obj, got, err)
+		}
+	}
+}
