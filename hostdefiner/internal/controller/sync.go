@@ -147,12 +147,12 @@ func poolOf(obj any, provisioner hostpathv1.ProvisionerNames) (string, bool) {
 // managerPod returns the manager pod on node that is not terminating (that
 // also serves, when serving), or nil.
 func (c *Controller) managerPod(node string, serving bool) (*v1.Pod, error) {
-	pods, err := c.pods.List(c.cfg.ManagerSelector)
+	pods, err := byIndex[*v1.Pod](c.podIndex, hostpathv1.NodeNameIndex, node)
 	if err != nil {
-		return nil, fmt.Errorf("list manager pods from the cache: %w", err)
+		return nil, fmt.Errorf("manager pods: %w", err)
 	}
 	for _, p := range pods {
-		if p.Spec.NodeName != node || p.DeletionTimestamp != nil {
+		if p.Namespace != c.namespace || !c.cfg.ManagerSelector.Matches(labels.Set(p.Labels)) || p.DeletionTimestamp != nil {
 			continue
 		}
 		if !serving || (p.Status.PodIP != "" && component.PodServing(p)) {
@@ -226,9 +226,9 @@ func multihostVolumeOf(pv *v1.PersistentVolume, provisioner hostpathv1.Provision
 
 // multihostVolumes returns the multihost volumes of pool.
 func (c *Controller) multihostVolumes(pool string) ([]multihostVolume, error) {
-	pvs, err := c.volumes.List(labels.Everything())
+	pvs, err := byIndex[*v1.PersistentVolume](c.volumeIndex, volumePoolIndex, pool)
 	if err != nil {
-		return nil, fmt.Errorf("list PersistentVolumes from the cache: %w", err)
+		return nil, fmt.Errorf("multihost PersistentVolumes: %w", err)
 	}
 	var out []multihostVolume
 	for _, pv := range pvs {
