@@ -1,9 +1,10 @@
-// Package app is the host definer program: Options (its flags, and
-// Validate) and Run, which builds the clients, informers and controllers,
-// serves /healthz, /readyz and /metrics, and while this replica holds the
-// leader Lease runs the HostDefinition controller and the controllers of
-// the managers' serving certificates (package csr: approve, sign, keep the
-// CA and its bundle). The managers are called over HTTPS, trusting only the
+// Package app is the host definer program, in the shape of the other two:
+// Options (its flags, and Validate); Complete, which builds a Config (the
+// clients, informers and controllers); and Config.Run, which serves
+// /healthz, /readyz and /metrics, and while this replica holds the leader
+// Lease runs the HostDefinition controller and the controllers of the
+// managers' serving certificates (package csr: approve, sign, keep the CA
+// and its bundle). The managers are called over HTTPS, trusting only the
 // CA bundle of the ConfigMap client.CABundleConfigMap.
 package app
 

@@ -13,75 +13,59 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"hostpath.dev/hostdefiner/internal/controller"
 	"hostpath.dev/hostdefiner/internal/csr"
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
-	hdscheme "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned/scheme"
-	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
-	"hostpath.dev/manager/pkg/cachetrim"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
 	"hostpath.dev/manager/pkg/profiling"
-	"hostpath.dev/manager/pkg/review"
 	"hostpath.dev/manager/pkg/trust"
 )
 
-// Run serves health and metrics and runs the controllers, while this
-// replica leads (or at once without leader election), until ctx is done.
+// Run runs the host definer until ctx is done: Complete, then Config.Run.
+// The Options must be valid.
 func (o *Options) Run(ctx context.Context) error {
-	logger := klog.FromContext(ctx)
-	cfg, err := component.RESTConfig(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst, "hostpath-hostdefiner")
+	c, err := o.Complete(ctx)
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("build the Kubernetes client: %w", err)
-	}
-	hostpath, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("build the HostDefinition client: %w", err)
-	}
-	metrics := controller.NewMetrics()
+	return c.Run(ctx)
+}
+
+// Run serves health and metrics and runs the controllers, while this
+// replica leads (or at once without leader election), until ctx is done.
+func (c *Config) Run(ctx context.Context) error {
 	var ready atomic.Bool
 	ready.Store(true)
-	guard, reviewMetrics := review.MetricsGuard(kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews(), o.Namespace, "hostpath-hostdefiner")
 	if err := component.ServeHealth(ctx, component.Health{
-		Address: o.HealthAddress, Registry: component.NewRegistry(append(reviewMetrics, metrics)...), Ready: &ready, Guard: guard, Extra: profiling.HandlersIf(o.Profiling),
+		Address: c.HealthAddress, Registry: c.Registry, Ready: &ready, Guard: c.MetricsGuard, Extra: profiling.HandlersIf(c.Profiling),
 	}); err != nil {
 		return err
 	}
-	run := func(ctx context.Context) error { return o.runController(ctx, kube, hostpath, metrics) }
-	if !o.LeaderElect {
-		logger.Info("Leader election is off: running the controller now")
-		return run(ctx)
+	if !c.LeaderElect {
+		klog.FromContext(ctx).Info("Leader election is off: running the controller now")
+		return c.runControllers(ctx)
 	}
-	return o.lead(ctx, kube, run)
+	return c.lead(ctx, c.runControllers)
 }
 
 // lead runs run while this replica holds the leader Lease. Losing the Lease
 // ends Run with an error, so the pod restarts as a standby with fresh
 // caches.
-func (o *Options) lead(ctx context.Context, kube kubernetes.Interface, run func(context.Context) error) error {
+func (c *Config) lead(ctx context.Context, run func(context.Context) error) error {
 	id := os.Getenv(EnvPodName)
 	if id == "" {
 		id, _ = os.Hostname()
 	}
 	id += "_" + string(uuid.NewUUID())
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, o.LeaseName,
-		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, c.Namespace, c.LeaseName,
+		c.Kube.CoreV1(), c.Kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {
 		return fmt.Errorf("leader election lock: %w", err)
 	}
@@ -90,8 +74,8 @@ func (o *Options) lead(ctx context.Context, kube kubernetes.Interface, run func(
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock: lock, Name: o.LeaseName, ReleaseOnCancel: true,
-		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		Lock: lock, Name: c.LeaseName, ReleaseOnCancel: true,
+		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				klog.FromContext(ctx).Info("Leading: running the controller", "identity", id)
@@ -117,91 +101,34 @@ func (o *Options) lead(ctx context.Context, kube kubernetes.Interface, run func(
 	return errors.New("lost the leader Lease: restarting as a standby")
 }
 
-// runController builds the informers and the controllers (HostDefinitions,
-// and the managers' certificates) and runs them. The HostDefinition
-// controller calls the managers once the CA bundle is loaded.
-func (o *Options) runController(ctx context.Context, kube kubernetes.Interface, hostpath versioned.Interface, metrics *controller.Metrics) error {
-	bundle := trust.NewBundle()
-	bundleSynced, err := trust.Watch(ctx, kube, o.Namespace, bundle)
+// runControllers runs the controllers (HostDefinitions, and the managers'
+// certificates) on their informers, and sends their events, until ctx is
+// done or one of them fails. The HostDefinition controller calls the
+// managers once the CA bundle is loaded.
+func (c *Config) runControllers(ctx context.Context) error {
+	bundleSynced, err := trust.Watch(ctx, c.Kube, c.Namespace, c.Bundle)
 	if err != nil {
 		return err
 	}
-	// Every factory trims what it caches (cachetrim's package doc says
-	// what each cache holds).
-	trim := informers.WithTransform(cachetrim.Transform)
-	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, trim)
-	local := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithNamespace(o.Namespace), trim)
-	defs := hdinformers.NewSharedInformerFactoryWithOptions(hostpath, o.ResyncPeriod, hdinformers.WithTransform(cachetrim.Transform))
-	inf := controller.Informers{
-		Nodes:       cluster.Core().V1().Nodes().Informer(),
-		Classes:     cluster.Storage().V1().StorageClasses().Informer(),
-		Volumes:     cluster.Core().V1().PersistentVolumes().Informer(),
-		Pods:        local.Core().V1().Pods().Informer(),
-		DaemonSets:  local.Apps().V1().DaemonSets().Informer(),
-		Definitions: defs.Hostpath().V1().HostDefinitions().Informer(),
-		Namespace:   o.Namespace,
-	}
-	if err := hdscheme.AddToScheme(scheme.Scheme); err != nil {
-		return fmt.Errorf("register the HostDefinition types: %w", err)
-	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartStructuredLogging(3)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "hostpath-hostdefiner"})
-	ctrl, err := controller.New(o.controllerConfig(), kube, hostpath, inf, o.managerFor(bundle), recorder, clock.RealClock{}, metrics)
-	if err != nil {
-		return err
-	}
-	certs, certFactories, err := o.certificateControllers(kube, inf.Pods)
-	if err != nil {
-		return err
-	}
+	c.Broadcaster.StartStructuredLogging(3)
+	c.Broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.Kube.CoreV1().Events("")})
+	defer c.Broadcaster.Shutdown()
 	// Shutdown waits for the informers, which stop with runCtx: cancel
 	// (deferred last, so run first) ends them whatever ends runAll.
 	runCtx, cancel := context.WithCancel(ctx)
-	for _, f := range append([]factory{cluster, local, defs}, certFactories...) {
+	for _, f := range c.factories {
 		f.Start(runCtx.Done())
 		defer f.Shutdown()
 	}
 	defer cancel()
 	return runAll(runCtx,
-		func(ctx context.Context) error { return certs.Run(ctx, o.Workers) },
+		func(ctx context.Context) error { return c.Certificates.Run(ctx, c.Workers) },
 		func(ctx context.Context) error {
 			if !cache.WaitForNamedCacheSyncWithContext(ctx, bundleSynced) {
 				return fmt.Errorf("wait for the CA bundle: %w", context.Cause(ctx))
 			}
-			return ctrl.Run(ctx, o.Workers)
+			return c.Controller.Run(ctx, c.Workers)
 		})
-}
-
-// factory is an informer factory, started and shut down with the
-// controllers.
-type factory interface {
-	Start(stopCh <-chan struct{})
-	Shutdown()
-}
-
-// certificateControllers builds the controllers of the managers' serving
-// certificates, reading pods (the managers' namespace) and the informers
-// of the factories it returns: the CSRs of client.SignerName, the CA
-// Secret and the bundle ConfigMap, each listed by a field selector (the
-// RBAC rules name them) and trimmed by cachetrim.Transform.
-func (o *Options) certificateControllers(kube kubernetes.Interface, pods cache.SharedIndexInformer) (*csr.Controllers, []factory, error) {
-	trim := informers.WithTransform(cachetrim.Transform)
-	csrs := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTweakListOptions(csr.SignerListOptions), trim)
-	secrets := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithNamespace(o.Namespace),
-		informers.WithTweakListOptions(csr.NameListOptions(client.CASecret)), trim)
-	bundles := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithNamespace(o.Namespace),
-		informers.WithTweakListOptions(csr.NameListOptions(client.CABundleConfigMap)), trim)
-	inf := csr.Informers{
-		CSRs:       csrs.Certificates().V1().CertificateSigningRequests().Informer(),
-		Pods:       pods,
-		Secrets:    secrets.Core().V1().Secrets().Informer(),
-		ConfigMaps: bundles.Core().V1().ConfigMaps().Informer(),
-	}
-	c, err := csr.New(o.csrConfig(), kube, inf, clock.RealClock{})
-	return c, []factory{csrs, secrets, bundles}, err
 }
 
 // runAll runs fns until ctx is done or one of them fails, and returns

@@ -101,12 +101,15 @@ type Controller struct {
 	namespace  string
 
 	nodes       corelisters.NodeLister
-	pods        corelisters.PodNamespaceLister
 	daemonSets  appslisters.DaemonSetNamespaceLister
 	classes     storagelisters.StorageClassLister
 	definitions hdlisters.HostDefinitionLister
-	volumes     corelisters.PersistentVolumeLister
-	synced      []cache.InformerSynced
+	// Caches looked up by index: pods and definitions by node
+	// (hostpathv1.NodeNameIndex), definitions by pool
+	// (hostpathv1.PoolIndex), multihost volumes by pool (volumePoolIndex).
+	podIndex, definitionIndex, volumeIndex cache.Indexer
+
+	synced []cache.InformerSynced
 
 	queue *worker.Queue[Key]
 }
@@ -119,11 +122,13 @@ func New(cfg Config, kube kubernetes.Interface, hostpath versioned.Interface, in
 		cfg: cfg, kube: kube, hostpath: hostpath, managerFor: managerFor, recorder: recorder, clock: clk, metrics: metrics,
 		namespace:   inf.Namespace,
 		nodes:       corelisters.NewNodeLister(inf.Nodes.GetIndexer()),
-		pods:        corelisters.NewPodLister(inf.Pods.GetIndexer()).Pods(inf.Namespace),
 		daemonSets:  appslisters.NewDaemonSetLister(inf.DaemonSets.GetIndexer()).DaemonSets(inf.Namespace),
 		classes:     storagelisters.NewStorageClassLister(inf.Classes.GetIndexer()),
 		definitions: hdlisters.NewHostDefinitionLister(inf.Definitions.GetIndexer()),
-		volumes:     corelisters.NewPersistentVolumeLister(inf.Volumes.GetIndexer()),
+		podIndex:    inf.Pods.GetIndexer(), definitionIndex: inf.Definitions.GetIndexer(), volumeIndex: inf.Volumes.GetIndexer(),
+	}
+	if err := addIndexers(inf, cfg.ProvisionerNames); err != nil {
+		return nil, err
 	}
 	metrics.SetLister(c.definitions)
 	c.queue = worker.NewQueue("hostdefinitions", c.syncTimed)
@@ -147,6 +152,50 @@ func New(cfg Config, kube kubernetes.Interface, hostpath versioned.Interface, in
 		c.synced = append(c.synced, reg.HasSynced)
 	}
 	return c, nil
+}
+
+// volumePoolIndex indexes the multihost PersistentVolumes of the
+// provisioner by pool (multihostVolumeOf).
+const volumePoolIndex = "multihostVolumePool"
+
+// addIndexers adds the indexes the controller looks its caches up by.
+func addIndexers(inf Informers, names hostpathv1.ProvisionerNames) error {
+	byPool := func(obj any) ([]string, error) {
+		if pv, ok := obj.(*v1.PersistentVolume); ok {
+			if m, ok := multihostVolumeOf(pv, names); ok {
+				return []string{m.pool}, nil
+			}
+		}
+		return nil, nil
+	}
+	for _, x := range []struct {
+		inf      cache.SharedIndexInformer
+		indexers cache.Indexers
+	}{
+		{inf.Pods, cache.Indexers{hostpathv1.NodeNameIndex: hostpathv1.IndexByNodeName}},
+		{inf.Definitions, cache.Indexers{hostpathv1.NodeNameIndex: hostpathv1.IndexByNodeName, hostpathv1.PoolIndex: hostpathv1.IndexByPool}},
+		{inf.Volumes, cache.Indexers{volumePoolIndex: byPool}},
+	} {
+		if err := x.inf.AddIndexers(x.indexers); err != nil {
+			return fmt.Errorf("add indexers to an informer: %w", err)
+		}
+	}
+	return nil
+}
+
+// byIndex returns the objects of type T that index holds under name=value.
+func byIndex[T any](index cache.Indexer, name, value string) ([]T, error) {
+	objs, err := index.ByIndex(name, value)
+	if err != nil {
+		return nil, fmt.Errorf("look %s=%q up in the cache: %w", name, value, err)
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // Run syncs definitions with workers goroutines until ctx is done.
@@ -217,12 +266,12 @@ func (c *Controller) onVolume(obj any) {
 	if !ok {
 		return
 	}
-	defs, err := c.definitions.List(labels.Everything())
+	defs, err := byIndex[*hostpathv1.HostDefinition](c.definitionIndex, hostpathv1.PoolIndex, mv.pool)
 	if err != nil {
 		return
 	}
 	for _, d := range defs {
-		if d.Spec.Pool == mv.pool && !mv.holds(d.Spec.NodeName) {
+		if !mv.holds(d.Spec.NodeName) {
 			c.queue.Add(Key{Node: d.Spec.NodeName, Pool: d.Spec.Pool})
 		}
 	}
@@ -235,11 +284,9 @@ func (c *Controller) enqueueNode(node string) {
 	for pool := range pools {
 		c.queue.Add(Key{Node: node, Pool: pool})
 	}
-	defs, _ := c.definitions.List(labels.Everything())
+	defs, _ := byIndex[*hostpathv1.HostDefinition](c.definitionIndex, hostpathv1.NodeNameIndex, node)
 	for _, d := range defs {
-		if d.Spec.NodeName == node {
-			c.queue.Add(Key{Node: node, Pool: d.Spec.Pool})
-		}
+		c.queue.Add(Key{Node: node, Pool: d.Spec.Pool})
 	}
 }
 

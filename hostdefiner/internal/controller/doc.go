@@ -7,6 +7,14 @@
 //
 // # What a sync does
 //
+// A sync reads the Facts of its key from the caches (the definition, its
+// Node, the node's manager pods, found through informer indexes by node
+// name), asks NextStep, a pure function, what comes next (create, label,
+// try, wait, undefine...), and does that one Step. The outcome of a try or
+// an undefine becomes the next status through pure functions too
+// (definedStatus, failedStatus, undefineFailedStatus), so that every phase
+// transition is decided, and table-tested, without the API server.
+//
 // A node is wanted for a pool when some StorageClass of the provisioner
 // names the pool and the manager DaemonSet runs there: a new definition is
 // made when the DaemonSet would start a pod on the node (placement.ShouldSchedule)

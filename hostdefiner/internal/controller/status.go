@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
@@ -42,14 +43,9 @@ const (
 // multihost volumes of the pool.
 func (c *Controller) defined(ctx context.Context, def *hostpathv1.HostDefinition, st hostpathv1.HostDefinitionStatus) error {
 	was := st.Phase
-	st.Phase, st.Tries, st.NextTryTime = hostpathv1.PhaseReady, 0, nil
-	if was != hostpathv1.PhaseReady {
-		st.DefinedTime = st.LastTryTime
-	}
 	msg := fmt.Sprintf("Node %s is defined on pool %s: manager pod %s, host ID %s, %d of %d bytes free, %d multihost volumes",
 		def.Spec.NodeName, def.Spec.Pool, st.ManagerPod, st.HostID, st.FreeBytes, st.CapacityBytes, st.MultihostVolumes)
-	c.setCondition(&st, hostpathv1.ConditionDefined, metav1.ConditionTrue, ReasonDefined, msg)
-	meta.RemoveStatusCondition(&st.Conditions, hostpathv1.ConditionUndefineBlocked)
+	st = definedStatus(st, msg, c.clock.Now())
 	if err := c.writeStatus(ctx, def, st); err != nil {
 		return err
 	}
@@ -66,27 +62,31 @@ func (c *Controller) defined(ctx context.Context, def *hostpathv1.HostDefinition
 	return c.recordNode(ctx, def.Spec.NodeName, def.Spec.Pool)
 }
 
-// failed records a try that did not complete: PendingForCreation with a
-// next try after the backoff, or Error after the last try (or at once for a
-// final error).
+// definedStatus is st after a define try that completed at now: Ready
+// (since its last try, when it was not Ready), no tries counted, no next
+// try, the Defined condition True with msg, no UndefineBlocked condition.
+func definedStatus(st hostpathv1.HostDefinitionStatus, msg string, now time.Time) hostpathv1.HostDefinitionStatus {
+	if st.Phase != hostpathv1.PhaseReady {
+		st.DefinedTime = st.LastTryTime
+	}
+	st.Phase, st.Tries, st.NextTryTime = hostpathv1.PhaseReady, 0, nil
+	setCondition(&st, hostpathv1.ConditionDefined, metav1.ConditionTrue, ReasonDefined, msg, now)
+	meta.RemoveStatusCondition(&st.Conditions, hostpathv1.ConditionUndefineBlocked)
+	return st
+}
+
+// failed records a try that did not complete (failedStatus), with its
+// event, and queues the next try.
 func (c *Controller) failed(ctx context.Context, def *hostpathv1.HostDefinition, st hostpathv1.HostDefinitionStatus, te *tryError) error {
-	st.Tries++
+	st, wait := failedStatus(c.cfg, st, te, c.clock.Now())
 	klog.FromContext(ctx).Info("Define try did not complete", "try", st.Tries, "reason", te.reason, "message", te.message)
-	c.setCondition(&st, hostpathv1.ConditionDefined, metav1.ConditionFalse, te.reason, te.message)
-	if te.final || st.Tries >= c.cfg.MaxTries {
-		st.Phase, st.NextTryTime = hostpathv1.PhaseError, nil
-		if err := c.writeStatus(ctx, def, st); err != nil {
-			return err
-		}
+	if err := c.writeStatus(ctx, def, st); err != nil {
+		return err
+	}
+	if st.Phase == hostpathv1.PhaseError {
 		c.event(def, v1.EventTypeWarning, EventDefineError, "Gave up defining node %s on pool %s after %d tries: %s: %s; "+retryHint,
 			def.Spec.NodeName, def.Spec.Pool, st.Tries, te.reason, te.message, def.Name, hostpathv1.RetryAnnotation)
 		return nil
-	}
-	wait := c.backoff(st.Tries)
-	next := metav1.NewTime(st.LastTryTime.Add(wait))
-	st.Phase, st.NextTryTime = hostpathv1.PhasePendingForCreation, &next
-	if err := c.writeStatus(ctx, def, st); err != nil {
-		return err
 	}
 	c.event(def, v1.EventTypeWarning, EventDefinePending, "Try %d of %d to define node %s on pool %s did not complete: %s: %s; next try in %s",
 		st.Tries, c.cfg.MaxTries, def.Spec.NodeName, def.Spec.Pool, te.reason, te.message, wait)
@@ -94,97 +94,63 @@ func (c *Controller) failed(ctx context.Context, def *hostpathv1.HostDefinition,
 	return nil
 }
 
-// undefine removes the definition of a node that left, unless a guard
-// keeps it.
-func (c *Controller) undefine(ctx context.Context, def *hostpathv1.HostDefinition, node *v1.Node, why leaving) error {
-	st := def.Status
-	if reason, msg := c.undefineBlocked(def, node, why); reason != "" {
-		cond := meta.FindStatusCondition(st.Conditions, hostpathv1.ConditionUndefineBlocked)
-		if cond != nil && cond.Reason == reason && cond.Message == msg {
-			return nil
-		}
-		c.setCondition(&st, hostpathv1.ConditionUndefineBlocked, metav1.ConditionTrue, reason, msg)
-		if err := c.writeStatus(ctx, def, st); err != nil {
-			return err
-		}
-		c.event(def, v1.EventTypeWarning, EventUndefineBlocked, "%s", msg)
-		return nil
+// failedStatus is st after a define try that did not complete at now (st
+// has its LastTryTime): one more try counted, the reason in the Defined
+// condition; Error after the last try of the round (at once for a final
+// error), else PendingForCreation with the next try after wait, the
+// backoff.
+func failedStatus(cfg Config, st hostpathv1.HostDefinitionStatus, te *tryError, now time.Time) (_ hostpathv1.HostDefinitionStatus, wait time.Duration) {
+	st.Tries++
+	setCondition(&st, hostpathv1.ConditionDefined, metav1.ConditionFalse, te.reason, te.message, now)
+	if te.final || st.Tries >= cfg.MaxTries {
+		st.Phase, st.NextTryTime = hostpathv1.PhaseError, nil
+		return st, 0
 	}
-	if wait, stop := c.undefineWaits(def); stop {
-		if wait > 0 {
-			c.queue.AddAfter(keyOf(def), wait)
-		}
-		return nil
+	wait = backoff(cfg, st.Tries)
+	next := metav1.NewTime(st.LastTryTime.Add(wait))
+	st.Phase, st.NextTryTime = hostpathv1.PhasePendingForCreation, &next
+	return st, wait
+}
+
+// blockUndefine records that a guard keeps the definition of a node that
+// left.
+func (c *Controller) blockUndefine(ctx context.Context, def *hostpathv1.HostDefinition, step Step) error {
+	st := *def.Status.DeepCopy()
+	setCondition(&st, hostpathv1.ConditionUndefineBlocked, metav1.ConditionTrue, step.Reason, step.Message, c.clock.Now())
+	if err := c.writeStatus(ctx, def, st); err != nil {
+		return err
 	}
+	c.event(def, v1.EventTypeWarning, EventUndefineBlocked, "%s", step.Message)
+	return nil
+}
+
+// undefine removes the definition of a node that left; a failure is
+// counted from step.Status.
+func (c *Controller) undefine(ctx context.Context, def *hostpathv1.HostDefinition, step Step) error {
 	c.metrics.tries.WithLabelValues("undefine").Inc()
 	msg := fmt.Sprintf("Node %s left pool %s (%s: %s): removing its HostDefinition. Its directories and PersistentVolumes are kept",
-		def.Spec.NodeName, def.Spec.Pool, why.reason, why.message)
+		def.Spec.NodeName, def.Spec.Pool, step.Reason, step.Message)
 	uid := def.UID
 	err := c.hostpath.HostpathV1().HostDefinitions().Delete(ctx, def.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err == nil || apierrors.IsNotFound(err) {
-		klog.FromContext(ctx).Info("Undefined the node", "reason", why.reason, "message", why.message)
+		klog.FromContext(ctx).Info("Undefined the node", "reason", step.Reason, "message", step.Message)
 		c.event(def, v1.EventTypeNormal, EventUndefined, "%s", msg)
 		return nil
 	}
-	return c.undefineFailed(ctx, def, st, fmt.Errorf("delete HostDefinition %s: %w", def.Name, err))
+	return c.undefineFailed(ctx, def, step.Status, fmt.Errorf("delete HostDefinition %s: %w", def.Name, err))
 }
 
-// undefineBlocked returns the reason and message when a guard keeps the
-// definition of a node that left.
-func (c *Controller) undefineBlocked(def *hostpathv1.HostDefinition, node *v1.Node, why leaving) (string, string) {
-	left := fmt.Sprintf("Node %s left pool %s (%s: %s)", def.Spec.NodeName, def.Spec.Pool, why.reason, why.message)
-	if !c.cfg.AllowDelete {
-		return ReasonAllowDeleteFalse, left + ", but the host definer runs with --allow-delete=false: the HostDefinition is kept"
-	}
-	if def.Labels[hostpathv1.AvoidDeletionLabel] == "true" || (node != nil && node.Labels[hostpathv1.AvoidDeletionLabel] == "true") {
-		return ReasonAvoidDeletion, left + fmt.Sprintf(", but the node has the label %s=true: the HostDefinition is kept", hostpathv1.AvoidDeletionLabel)
-	}
-	return "", ""
-}
-
-// undefineWaits says whether an undefine try must wait (the backoff of a
-// failed one) or must not happen (the round ended in Error).
-func (c *Controller) undefineWaits(def *hostpathv1.HostDefinition) (time.Duration, bool) {
-	st := def.Status
-	cond := meta.FindStatusCondition(st.Conditions, hostpathv1.ConditionDefined)
-	if cond == nil || cond.Reason != ReasonUndefineFailed || def.Annotations[hostpathv1.RetryAnnotation] != st.Retry {
-		return 0, false
+// undefineFailed records an undefine try that did not complete
+// (undefineFailedStatus), with its event, and queues the next try.
+func (c *Controller) undefineFailed(ctx context.Context, def *hostpathv1.HostDefinition, st hostpathv1.HostDefinitionStatus, err error) error {
+	st, wait := undefineFailedStatus(c.cfg, st, err, c.clock.Now())
+	if werr := c.writeStatus(ctx, def, st); werr != nil {
+		return werr
 	}
 	if st.Phase == hostpathv1.PhaseError {
-		return 0, true
-	}
-	if st.NextTryTime != nil {
-		if wait := st.NextTryTime.Sub(c.clock.Now()); wait > 0 {
-			return wait, true
-		}
-	}
-	return 0, false
-}
-
-// undefineFailed records an undefine try that did not complete.
-func (c *Controller) undefineFailed(ctx context.Context, def *hostpathv1.HostDefinition, st hostpathv1.HostDefinitionStatus, err error) error {
-	cond := meta.FindStatusCondition(st.Conditions, hostpathv1.ConditionDefined)
-	if cond == nil || cond.Reason != ReasonUndefineFailed || def.Annotations[hostpathv1.RetryAnnotation] != st.Retry {
-		st.Tries, st.Retry = 0, def.Annotations[hostpathv1.RetryAnnotation]
-	}
-	st.Tries++
-	now := metav1.NewTime(c.clock.Now())
-	st.LastTryTime = &now
-	c.setCondition(&st, hostpathv1.ConditionDefined, metav1.ConditionFalse, ReasonUndefineFailed, err.Error())
-	if st.Tries >= c.cfg.MaxTries {
-		st.Phase, st.NextTryTime = hostpathv1.PhaseError, nil
-		if werr := c.writeStatus(ctx, def, st); werr != nil {
-			return werr
-		}
 		c.event(def, v1.EventTypeWarning, EventUndefineError, "Gave up undefining node %s after %d tries: %v; "+retryHint,
 			def.Spec.NodeName, st.Tries, err, def.Name, hostpathv1.RetryAnnotation)
 		return nil
-	}
-	wait := c.backoff(st.Tries)
-	next := metav1.NewTime(now.Add(wait))
-	st.Phase, st.NextTryTime = hostpathv1.PhasePendingForDeletion, &next
-	if werr := c.writeStatus(ctx, def, st); werr != nil {
-		return werr
 	}
 	c.event(def, v1.EventTypeWarning, EventUndefinePending, "Try %d of %d to undefine node %s did not complete: %v; next try in %s",
 		st.Tries, c.cfg.MaxTries, def.Spec.NodeName, err, wait)
@@ -192,23 +158,44 @@ func (c *Controller) undefineFailed(ctx context.Context, def *hostpathv1.HostDef
 	return nil
 }
 
-// backoff is the wait after the tries-th failed try: InitialBackoff doubled
-// for each earlier failure, at most MaxBackoff.
-func (c *Controller) backoff(tries int32) time.Duration {
-	d := c.cfg.InitialBackoff
-	for i := int32(1); i < tries && d < c.cfg.MaxBackoff; i++ {
-		d *= 2
+// undefineFailedStatus is st after an undefine try that failed with err
+// at now: one more try counted, the error in the Defined condition (reason
+// UndefineFailed); Error after the last try of the round, else
+// PendingForDeletion with the next try after wait, the backoff.
+func undefineFailedStatus(cfg Config, st hostpathv1.HostDefinitionStatus, err error, now time.Time) (_ hostpathv1.HostDefinitionStatus, wait time.Duration) {
+	st.Tries++
+	tried := metav1.NewTime(now)
+	st.LastTryTime = &tried
+	setCondition(&st, hostpathv1.ConditionDefined, metav1.ConditionFalse, ReasonUndefineFailed, err.Error(), now)
+	if st.Tries >= cfg.MaxTries {
+		st.Phase, st.NextTryTime = hostpathv1.PhaseError, nil
+		return st, 0
 	}
-	return min(d, c.cfg.MaxBackoff)
+	wait = backoff(cfg, st.Tries)
+	next := metav1.NewTime(now.Add(wait))
+	st.Phase, st.NextTryTime = hostpathv1.PhasePendingForDeletion, &next
+	return st, wait
 }
 
-// setCondition sets a condition, stamped with the controller's clock.
-func (c *Controller) setCondition(st *hostpathv1.HostDefinitionStatus, typ string, status metav1.ConditionStatus, reason, msg string) {
+// backoff is the wait after the tries-th failed try of a round: the
+// tries-th step of a wait.Backoff from InitialBackoff, doubling up to
+// MaxBackoff.
+func backoff(cfg Config, tries int32) time.Duration {
+	b := wait.Backoff{Duration: cfg.InitialBackoff, Factor: 2, Cap: cfg.MaxBackoff, Steps: int(tries)}
+	d := b.Step()
+	for i := int32(1); i < tries; i++ {
+		d = b.Step()
+	}
+	return min(d, cfg.MaxBackoff)
+}
+
+// setCondition sets a condition, stamped now when its status changes.
+func setCondition(st *hostpathv1.HostDefinitionStatus, typ string, status metav1.ConditionStatus, reason, msg string, now time.Time) {
 	if len(msg) > conditionMessageMaximum {
 		msg = msg[:conditionMessageMaximum]
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(c.clock.Now()),
+		Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(now),
 	})
 }
 

@@ -13,109 +13,103 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
-	"hostpath.dev/hostdefiner/internal/placement"
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/component"
 )
 
-// Sync brings the definition of key in line with the cluster: creates,
-// defines, verifies or undefines it.
+// Sync brings the definition of key in line with the cluster: it reads
+// the Facts from the caches, and does what NextStep decides: creates,
+// defines, verifies or undefines it, or waits.
 func (c *Controller) Sync(ctx context.Context, key Key) error {
 	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "node", key.Node, "pool", key.Pool))
-	def, err := c.definitions.Get(hostpathv1.Name(key.Node, key.Pool))
-	switch {
-	case apierrors.IsNotFound(err):
-		def = nil
-	case err != nil:
-		return fmt.Errorf("get the HostDefinition from the cache: %w", err)
-	case def.Spec.NodeName != key.Node || def.Spec.Pool != key.Pool:
-		return fmt.Errorf("HostDefinition %q is for node %q and pool %q, not %s", def.Name, def.Spec.NodeName, def.Spec.Pool, key)
-	}
-	node, err := c.nodes.Get(key.Node)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("get the Node from the cache: %w", err)
-	}
+	in, err := c.facts(key)
 	if err != nil {
-		node = nil
-	}
-	stay, why, err := c.wanted(node, key, def != nil)
-	if err != nil || why.unknown {
 		return err
 	}
-	if !stay {
-		if def == nil {
-			return nil
+	// A new definition is created, then labelled, then defined: each
+	// write is followed by the decision on what it wrote.
+	for range 3 {
+		step := NextStep(c.cfg, in)
+		switch step.Action {
+		case ActCreate:
+			in.Definition, err = c.create(ctx, key)
+		case ActCopyLabel:
+			in.Definition, err = c.copyLabel(ctx, in.Definition, step.Label)
+		default:
+			return c.do(ctx, in, step)
 		}
-		return c.undefine(ctx, def, node, why)
-	}
-	if def == nil {
-		if def, err = c.create(ctx, key); err != nil {
+		if err != nil {
 			return err
 		}
 	}
-	if def, err = c.syncLabels(ctx, def, node); err != nil {
-		return err
+	return fmt.Errorf("HostDefinition %s: still to create or label after 3 steps", hostpathv1.Name(key.Node, key.Pool))
+}
+
+// facts reads what NextStep decides from, from the caches.
+func (c *Controller) facts(key Key) (Facts, error) {
+	in := Facts{Key: key, Now: c.clock.Now()}
+	def, err := c.definitions.Get(hostpathv1.Name(key.Node, key.Pool))
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return in, fmt.Errorf("get the HostDefinition from the cache: %w", err)
+	case def.Spec.NodeName != key.Node || def.Spec.Pool != key.Pool:
+		return in, fmt.Errorf("HostDefinition %q is for node %q and pool %q, not %s", def.Name, def.Spec.NodeName, def.Spec.Pool, key)
+	default:
+		in.Definition = def
 	}
-	return c.define(ctx, def)
-}
-
-// leaving says why a node is not (or no longer) wanted for a pool.
-type leaving struct {
-	reason, message string
-	// unknown: the manager DaemonSet is missing, so nothing is decided.
-	unknown bool
-}
-
-// Reasons a node leaves a pool.
-const (
-	ReasonNodeDeleted   = "NodeDeleted"
-	ReasonNoClass       = "NoStorageClass"
-	ReasonNoDaemonSet   = "NoManagerDaemonSet"
-	leaveReasonNewNode  = "NotScheduled"
-	defaultLeaveMessage = "the manager DaemonSet does not run on the node"
-)
-
-// wanted decides whether the node should have a definition of the pool;
-// exists says whether it has one (an existing one stays while the
-// DaemonSet would keep its pod, a new one needs the DaemonSet to start a
-// pod or a manager pod to be there).
-func (c *Controller) wanted(node *v1.Node, key Key, exists bool) (bool, leaving, error) {
+	if in.Node, err = c.nodes.Get(key.Node); apierrors.IsNotFound(err) {
+		in.Node = nil
+	} else if err != nil {
+		return in, fmt.Errorf("get the Node from the cache: %w", err)
+	}
+	if in.DaemonSet, err = c.daemonSets.Get(c.cfg.ManagerDaemonSet); apierrors.IsNotFound(err) {
+		in.DaemonSet = nil
+	} else if err != nil {
+		return in, fmt.Errorf("get the manager DaemonSet from the cache: %w", err)
+	}
 	pools, err := c.pools()
 	if err != nil {
-		return false, leaving{}, err
+		return in, err
 	}
-	if _, ok := pools[key.Pool]; !ok {
-		return false, leaving{reason: ReasonNoClass, message: fmt.Sprintf(
-			"no StorageClass of the provisioner (%s) names pool %q any more", c.cfg.ProvisionerNames, key.Pool)}, nil
+	_, in.PoolNamed = pools[key.Pool]
+	if in.ManagerPods, err = c.managerPods(key.Node); err != nil {
+		return in, err
 	}
-	if node == nil {
-		return false, leaving{reason: ReasonNodeDeleted, message: fmt.Sprintf("Node %q was deleted", key.Node)}, nil
+	if in.Definition != nil {
+		vols, err := c.multihostVolumes(key.Pool)
+		if err != nil {
+			return in, err
+		}
+		in.Unlisted = slices.ContainsFunc(vols, func(m multihostVolume) bool { return !m.holds(key.Node) })
 	}
-	ds, err := c.daemonSets.Get(c.cfg.ManagerDaemonSet)
-	if apierrors.IsNotFound(err) {
-		return false, leaving{unknown: true}, nil
+	return in, nil
+}
+
+// do carries out a step other than ActCreate and ActCopyLabel.
+func (c *Controller) do(ctx context.Context, in Facts, step Step) error {
+	def := in.Definition
+	if step.Retry {
+		klog.FromContext(ctx).Info("Retry requested: starting a new round of tries", "annotation", hostpathv1.RetryAnnotation, "value", step.Status.Retry)
 	}
-	if err != nil {
-		return false, leaving{}, fmt.Errorf("get the manager DaemonSet from the cache: %w", err)
+	if step.After > 0 {
+		c.queue.AddAfter(in.Key, step.After)
 	}
-	if exists {
-		d := placement.ShouldRun(ds, node)
-		return d.Runs, leaving{reason: d.Reason, message: d.Message}, nil
+	switch step.Action {
+	case ActNothing:
+		return nil
+	case ActClearBlocked:
+		return c.clearUndefineBlocked(ctx, def)
+	case ActWaitForManager:
+		return c.waitForManager(ctx, def, step)
+	case ActTry:
+		return c.try(ctx, def, step.Status, step.Pod)
+	case ActBlockUndefine:
+		return c.blockUndefine(ctx, def, step)
+	case ActUndefine:
+		return c.undefine(ctx, def, step)
 	}
-	if d := placement.ShouldSchedule(ds, node); d.Runs {
-		return true, leaving{}, nil
-	}
-	// A manager pod the DaemonSet would not keep (being evicted or deleted)
-	// must not bring back the definition an existing one would lose.
-	if d := placement.ShouldRun(ds, node); !d.Runs {
-		return false, leaving{reason: d.Reason, message: d.Message}, nil
-	}
-	pod, err := c.managerPod(key.Node, false)
-	if err != nil {
-		return false, leaving{}, err
-	}
-	return pod != nil, leaving{reason: leaveReasonNewNode, message: defaultLeaveMessage}, nil
+	return fmt.Errorf("HostDefinition %s: no such step %q", def.Name, step.Action)
 }
 
 // pools returns the pools named by the provisioner's StorageClasses.
@@ -144,25 +138,18 @@ func poolOf(obj any, provisioner hostpathv1.ProvisionerNames) (string, bool) {
 	return pool, client.ValidatePoolName(pool) == nil
 }
 
-// managerPod returns the manager pod on node that is not terminating (that
-// also serves, when serving), or nil.
-func (c *Controller) managerPod(node string, serving bool) (*v1.Pod, error) {
-	pods, err := c.pods.List(c.cfg.ManagerSelector)
+// managerPods returns the manager pods on node, in any state.
+func (c *Controller) managerPods(node string) ([]*v1.Pod, error) {
+	pods, err := byIndex[*v1.Pod](c.podIndex, hostpathv1.NodeNameIndex, node)
 	if err != nil {
-		return nil, fmt.Errorf("list manager pods from the cache: %w", err)
+		return nil, fmt.Errorf("manager pods: %w", err)
 	}
-	for _, p := range pods {
-		if p.Spec.NodeName != node || p.DeletionTimestamp != nil {
-			continue
-		}
-		if !serving || (p.Status.PodIP != "" && component.PodServing(p)) {
-			return p, nil
-		}
-	}
-	return nil, nil
+	return slices.DeleteFunc(pods, func(p *v1.Pod) bool {
+		return p.Namespace != c.namespace || !c.cfg.ManagerSelector.Matches(labels.Set(p.Labels))
+	}), nil
 }
 
-// create makes the definition of key (syncLabels then copies the node's
+// create makes the definition of key (copyLabel then copies the node's
 // AvoidDeletionLabel onto it).
 func (c *Controller) create(ctx context.Context, key Key) (*hostpathv1.HostDefinition, error) {
 	def := &hostpathv1.HostDefinition{
@@ -177,21 +164,18 @@ func (c *Controller) create(ctx context.Context, key Key) (*hostpathv1.HostDefin
 	return created, nil
 }
 
-// syncLabels copies the node's AvoidDeletionLabel onto the definition, so
-// that it still guards the definition once the Node is gone.
-func (c *Controller) syncLabels(ctx context.Context, def *hostpathv1.HostDefinition, node *v1.Node) (*hostpathv1.HostDefinition, error) {
-	want := node.Labels[hostpathv1.AvoidDeletionLabel]
-	if def.Labels[hostpathv1.AvoidDeletionLabel] == want {
-		return def, nil
-	}
+// copyLabel sets the definition's AvoidDeletionLabel to value, the
+// node's (removes it when empty), so that it still guards the definition
+// once the Node is gone.
+func (c *Controller) copyLabel(ctx context.Context, def *hostpathv1.HostDefinition, value string) (*hostpathv1.HostDefinition, error) {
 	def = def.DeepCopy()
-	if want == "" {
+	if value == "" {
 		delete(def.Labels, hostpathv1.AvoidDeletionLabel)
 	} else {
 		if def.Labels == nil {
 			def.Labels = map[string]string{}
 		}
-		def.Labels[hostpathv1.AvoidDeletionLabel] = want
+		def.Labels[hostpathv1.AvoidDeletionLabel] = value
 	}
 	updated, err := c.hostpath.HostpathV1().HostDefinitions().Update(ctx, def, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
@@ -226,9 +210,9 @@ func multihostVolumeOf(pv *v1.PersistentVolume, provisioner hostpathv1.Provision
 
 // multihostVolumes returns the multihost volumes of pool.
 func (c *Controller) multihostVolumes(pool string) ([]multihostVolume, error) {
-	pvs, err := c.volumes.List(labels.Everything())
+	pvs, err := byIndex[*v1.PersistentVolume](c.volumeIndex, volumePoolIndex, pool)
 	if err != nil {
-		return nil, fmt.Errorf("list PersistentVolumes from the cache: %w", err)
+		return nil, fmt.Errorf("multihost PersistentVolumes: %w", err)
 	}
 	var out []multihostVolume
 	for _, pv := range pvs {

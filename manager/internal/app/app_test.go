@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/klog/v2/ktesting"
@@ -487,12 +488,12 @@ func TestServeRenewsUntrustedCertificate(t *testing.T) {
 	o.kube = clientsetAPI(signer, o.Namespace)
 	s := startServe(t, o)
 	<-s.cfg.certs.Obtained() // the stored certificate, of testCA
-	deadline := time.Now().Add(30 * time.Second)
-	for c := s.cfg.certs.Current(); c.Leaf.CheckSignatureFrom(ca2.Cert) != nil; c = s.cfg.certs.Current() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still serving the certificate of %q, %d CSRs", c.Leaf.Issuer.CommonName, signer.Created())
-		}
-		time.Sleep(10 * time.Millisecond)
+	_, ctx := ktesting.NewTestContext(t)
+	signedByCA2 := func(context.Context) (bool, error) {
+		return s.cfg.certs.Current().Leaf.CheckSignatureFrom(ca2.Cert) == nil, nil
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, signedByCA2); err != nil {
+		t.Fatalf("still serving the certificate of %q, %d CSRs: %v", s.cfg.certs.Current().Leaf.Issuer.CommonName, signer.Created(), err)
 	}
 	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca2.Pool(), ServerName: client.ServerName("node-a")}}}
 	if code, _, err := get(t, trusting, s.api+"/v1/host"); code != http.StatusUnauthorized {

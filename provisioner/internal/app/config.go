@@ -305,7 +305,7 @@ func (o *Options) newResolver(inf *Informers) (*managers.Resolver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", FlagManagerSelector, err)
 	}
-	return managers.NewResolver(inf.ManagerPods.Lister().Pods(o.ManagerNamespace), inf.Definitions.Lister(), selector, o.ManagerPort, inf.CABundle.Pool, opts...), nil
+	return managers.NewResolver(inf.ManagerPods.Informer().GetIndexer(), inf.Definitions.Informer().GetIndexer(), selector, o.ManagerPort, inf.CABundle.Pool, opts...)
 }
 
 // newRegistry returns the registry /metrics serves: the Go and process

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
@@ -96,17 +97,6 @@ type Results struct {
 	Elapsed time.Duration
 }
 
-// Succeeded returns the nodes whose call succeeded, in order.
-func (r Results) Succeeded() []string {
-	var out []string
-	for _, n := range r.Nodes {
-		if n.Err == nil {
-			out = append(out, n.Node)
-		}
-	}
-	return out
-}
-
 // Failed returns the results of the nodes whose call failed, in order.
 func (r Results) Failed() []Result {
 	var out []Result
@@ -151,7 +141,7 @@ func Run(ctx context.Context, nodes []string, call func(ctx context.Context, nod
 func runNode(ctx context.Context, node string, call func(context.Context, string) error, opts Options) Result {
 	r := Result{Node: node}
 	start := opts.Clock.Now()
-	wait := opts.Backoff
+	backoff := wait.Backoff{Duration: opts.Backoff, Factor: opts.Factor, Steps: opts.Attempts}
 	for {
 		if err := ctx.Err(); err != nil {
 			if r.Err == nil {
@@ -161,10 +151,9 @@ func runNode(ctx context.Context, node string, call func(context.Context, string
 		}
 		r.Attempts++
 		r.Err = attempt(ctx, node, call, opts)
-		if r.Err == nil || r.Attempts >= opts.Attempts || !opts.Retryable(r.Err) || !sleep(ctx, opts.Clock, wait) {
+		if r.Err == nil || r.Attempts >= opts.Attempts || !opts.Retryable(r.Err) || !sleep(ctx, opts.Clock, backoff.Step()) {
 			break
 		}
-		wait = time.Duration(float64(wait) * opts.Factor)
 	}
 	r.Duration = opts.Clock.Since(start)
 	return r

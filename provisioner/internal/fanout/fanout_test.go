@@ -134,10 +134,22 @@ func TestRun(t *testing.T) {
 					t.Errorf("node %q: %d attempts, want %d", n.Node, n.Attempts, tt.wantAttempts[n.Node])
 				}
 			}
-			if len(r.Failed()) != len(tt.wantErr) || len(r.Succeeded()) != len(nodes)-len(tt.wantErr) {
-				t.Errorf("failed %v, succeeded %v", r.Failed(), r.Succeeded())
+			if len(r.Failed()) != len(tt.wantErr) {
+				t.Errorf("failed %v, want %d", r.Failed(), len(tt.wantErr))
 			}
 		})
+	}
+}
+
+// Retries wait Backoff, then Factor times longer each time (give or take
+// a step of runStepped's clock per wait).
+func TestRunBacksOff(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := &fakeNodes{of: map[string]behaviour{"a": {failFirst: 3}}, attempts: map[string]int{}}
+	r := runStepped(ctx, f, []string{"a"}, Options{Attempts: 4, Backoff: time.Second, Factor: 3, NodeTimeout: time.Hour,
+		Retryable: func(err error) bool { return errors.Is(err, errTransient) }})
+	if n := r.Nodes[0]; n.Err != nil || n.Attempts != 4 || n.Duration < 13*time.Second || n.Duration > 13*time.Second+300*time.Millisecond {
+		t.Errorf("result %+v, want success after 4 attempts and 1s + 3s + 9s of backoff", n)
 	}
 }
 
@@ -155,8 +167,8 @@ func TestRunBoundsConcurrency(t *testing.T) {
 	if got := f.maxSeen.Load(); got != 3 {
 		t.Errorf("at most %d calls were in flight, want 3", got)
 	}
-	if len(r.Succeeded()) != len(nodes) {
-		t.Errorf("succeeded %v, want all of %v", r.Succeeded(), nodes)
+	if failed := r.Failed(); len(failed) != 0 {
+		t.Errorf("failed %v, want none of %v", failed, nodes)
 	}
 }
 

@@ -1,9 +1,10 @@
 // Package managers finds the hostpath manager that serves a node: the Ready
-// manager pod scheduled to the node, read from a pod lister, called over
-// HTTPS on its pod IP and verified as the manager of that node (its
-// certificate names the node, signed by a CA of the bundle), or one static
-// URL for every node; and the nodes a multihost volume of a pool goes to,
-// from the host definer's HostDefinitions (Resolver.Targets).
+// manager pod scheduled to the node, looked up by node in the pod cache
+// (hostpathv1.NodeNameIndex), called over HTTPS on its pod IP and verified
+// as the manager of that node (its certificate names the node, signed by a
+// CA of the bundle), or one static URL for every node; and the nodes a
+// multihost volume of a pool goes to, from the host definer's
+// HostDefinitions (Resolver.Targets).
 package managers
 
 import (
@@ -17,10 +18,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	hdlisters "hostpath.dev/hostdefiner/pkg/generated/listers/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/component"
 )
@@ -40,26 +40,37 @@ func (e *NotFoundError) Error() string {
 // Resolver returns a client for the manager of a node. It is safe for
 // concurrent use.
 type Resolver struct {
-	pods        corelisters.PodNamespaceLister
-	definitions hdlisters.HostDefinitionLister
-	selector    labels.Selector
-	port        int
-	roots       func() *x509.CertPool
-	static      *client.Client
-	opts        []client.Option
+	// pods are indexed by hostpathv1.NodeNameIndex, definitions by
+	// hostpathv1.PoolIndex.
+	pods, definitions cache.Indexer
+	selector          labels.Selector
+	port              int
+	roots             func() *x509.CertPool
+	static            *client.Client
+	opts              []client.Option
 
 	mu      sync.Mutex
 	clients map[string]*client.Client
 }
 
 // NewResolver returns a Resolver that finds manager pods matching selector
-// through pods and calls them over HTTPS on port, trusting the CA
-// certificates that roots returns at each TLS handshake (a trust.Bundle's
-// Pool) for the certificate of client.ServerName of the node, with opts
-// (see client.CallerOptions) for every client; and that reads the nodes of
-// a pool (Targets) from definitions, the host definer's HostDefinitions.
-func NewResolver(pods corelisters.PodNamespaceLister, definitions hdlisters.HostDefinitionLister, selector labels.Selector, port int, roots func() *x509.CertPool, opts ...client.Option) *Resolver {
-	return &Resolver{pods: pods, definitions: definitions, selector: selector, port: port, roots: roots, opts: opts, clients: map[string]*client.Client{}}
+// in pods (the cache of the managers' namespace) and calls them over HTTPS
+// on port, trusting the CA certificates that roots returns at each TLS
+// handshake (a trust.Bundle's Pool) for the certificate of
+// client.ServerName of the node, with opts (see client.CallerOptions) for
+// every client; and that reads the nodes of a pool (Targets) from
+// definitions, the cache of the host definer's HostDefinitions. It adds
+// the indexes it looks them up by (hostpathv1.NodeNameIndex to pods,
+// hostpathv1.PoolIndex to definitions), so that a call costs the pods of
+// one node and the definitions of one pool, not a list of all.
+func NewResolver(pods, definitions cache.Indexer, selector labels.Selector, port int, roots func() *x509.CertPool, opts ...client.Option) (*Resolver, error) {
+	if err := pods.AddIndexers(cache.Indexers{hostpathv1.NodeNameIndex: hostpathv1.IndexByNodeName}); err != nil {
+		return nil, fmt.Errorf("index the manager pods by node: %w", err)
+	}
+	if err := definitions.AddIndexers(cache.Indexers{hostpathv1.PoolIndex: hostpathv1.IndexByPool}); err != nil {
+		return nil, fmt.Errorf("index the HostDefinitions by pool: %w", err)
+	}
+	return &Resolver{pods: pods, definitions: definitions, selector: selector, port: port, roots: roots, opts: opts, clients: map[string]*client.Client{}}, nil
 }
 
 // NewStaticResolver returns a Resolver that answers the manager at baseURL
@@ -83,21 +94,14 @@ func (r *Resolver) ForNode(node string) (*client.Client, error) {
 	if r.static != nil {
 		return r.static, nil
 	}
-	pods, err := r.pods.List(r.selector)
+	pod, err := r.servingPod(node)
 	if err != nil {
-		return nil, fmt.Errorf("list manager pods: %w", err)
+		return nil, err
 	}
-	var ip string
-	for _, p := range pods {
-		if p.Spec.NodeName == node && serving(p) {
-			ip = p.Status.PodIP
-			break
-		}
-	}
-	if ip == "" {
+	if pod == nil {
 		return nil, &NotFoundError{Node: node, Selector: r.selector.String()}
 	}
-	url := "https://" + net.JoinHostPort(ip, strconv.Itoa(r.port))
+	url := "https://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(r.port))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.clients[node]; ok && c.BaseURL() == url {
@@ -109,6 +113,20 @@ func (r *Resolver) ForNode(node string) (*client.Client, error) {
 	}
 	r.clients[node] = c
 	return c, nil
+}
+
+// servingPod returns the manager pod on node that ForNode calls, or nil.
+func (r *Resolver) servingPod(node string) (*v1.Pod, error) {
+	objs, err := r.pods.ByIndex(hostpathv1.NodeNameIndex, node)
+	if err != nil {
+		return nil, fmt.Errorf("look the manager pods of node %q up: %w", node, err)
+	}
+	for _, obj := range objs {
+		if p, ok := obj.(*v1.Pod); ok && r.selector.Matches(labels.Set(p.Labels)) && serving(p) {
+			return p, nil
+		}
+	}
+	return nil, nil
 }
 
 // serving reports whether ForNode calls manager pod p: scheduled, not
@@ -136,28 +154,23 @@ func (r *Resolver) Targets(pool string) (ready, pending []string, err error) {
 	if r.static != nil {
 		return nil, nil, ErrNoTargets
 	}
-	defs, err := r.definitions.List(labels.Everything())
+	defs, err := r.definitions.ByIndex(hostpathv1.PoolIndex, pool)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list HostDefinitions: %w", err)
+		return nil, nil, fmt.Errorf("look the HostDefinitions of pool %q up: %w", pool, err)
 	}
-	pods, err := r.pods.List(r.selector)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list manager pods: %w", err)
-	}
-	withManager := map[string]bool{}
-	for _, p := range pods {
-		if serving(p) {
-			withManager[p.Spec.NodeName] = true
-		}
-	}
-	for _, d := range defs {
-		node := d.Spec.NodeName
-		if d.Spec.Pool != pool || node == "" || d.DeletionTimestamp != nil {
+	for _, obj := range defs {
+		d, ok := obj.(*hostpathv1.HostDefinition)
+		if !ok || d.Spec.Pool != pool || d.Spec.NodeName == "" || d.DeletionTimestamp != nil {
 			continue
 		}
+		node := d.Spec.NodeName
 		switch d.Status.Phase {
 		case hostpathv1.PhaseReady:
-			if withManager[node] {
+			pod, err := r.servingPod(node)
+			if err != nil {
+				return nil, nil, err
+			}
+			if pod != nil {
 				ready = append(ready, node)
 			} else {
 				pending = append(pending, node)

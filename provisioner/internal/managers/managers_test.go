@@ -28,7 +28,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	hdlisters "hostpath.dev/hostdefiner/pkg/generated/listers/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/trust/trusttest"
 )
@@ -57,7 +56,7 @@ func TestResolver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), definitions(t), labels.SelectorFromSet(labels.Set{"app": "m"}), client.ServingPort, x509.NewCertPool)
+	r := newResolver(t, indexer, definitions(t), labels.SelectorFromSet(labels.Set{"app": "m"}), client.ServingPort, x509.NewCertPool)
 
 	c, err := r.ForNode("n1")
 	if err != nil || c.BaseURL() != "https://198.18.1.5:8443" {
@@ -121,8 +120,7 @@ func TestResolverTLS(t *testing.T) {
 		}
 	}
 	var roots atomic.Pointer[x509.CertPool]
-	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), definitions(t), labels.Everything(), port, roots.Load,
-		client.WithToken(client.StaticToken("t")))
+	r := newResolver(t, indexer, definitions(t), labels.Everything(), port, roots.Load, client.WithToken(client.StaticToken("t")))
 	host := func(node string) error {
 		c, err := r.ForNode(node)
 		if err != nil {
@@ -204,8 +202,8 @@ func definition(node, pool string, phase hostpathv1.Phase) *hostpathv1.HostDefin
 	}
 }
 
-// definitions returns a HostDefinition lister that holds defs.
-func definitions(t *testing.T, defs ...*hostpathv1.HostDefinition) hdlisters.HostDefinitionLister {
+// definitions returns a HostDefinition cache that holds defs.
+func definitions(t *testing.T, defs ...*hostpathv1.HostDefinition) cache.Indexer {
 	t.Helper()
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, d := range defs {
@@ -213,7 +211,17 @@ func definitions(t *testing.T, defs ...*hostpathv1.HostDefinition) hdlisters.Hos
 			t.Fatal(err)
 		}
 	}
-	return hdlisters.NewHostDefinitionLister(indexer)
+	return indexer
+}
+
+// newResolver is NewResolver, failing the test on an error.
+func newResolver(t *testing.T, pods, defs cache.Indexer, selector labels.Selector, port int, roots func() *x509.CertPool, opts ...client.Option) *Resolver {
+	t.Helper()
+	r, err := NewResolver(pods, defs, selector, port, roots, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestTargets(t *testing.T) {
@@ -281,7 +289,7 @@ func TestTargets(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), definitions(t, tc.defs...), labels.SelectorFromSet(labels.Set{"app": "m"}), client.ServingPort, nil)
+			r := newResolver(t, indexer, definitions(t, tc.defs...), labels.SelectorFromSet(labels.Set{"app": "m"}), client.ServingPort, nil)
 			ready, pending, err := r.Targets(pool)
 			if err != nil || strings.Join(ready, ",") != tc.ready || strings.Join(pending, ",") != tc.pending {
 				t.Errorf("Targets(%q) = %q, %q, %v; want %q, %q", pool, ready, pending, err, tc.ready, tc.pending)
@@ -290,18 +298,34 @@ func TestTargets(t *testing.T) {
 	}
 }
 
-// failingDefinitions is a HostDefinition lister that cannot list.
-type failingDefinitions struct{ hdlisters.HostDefinitionLister }
+// failingIndexer is a cache whose index lookups fail.
+type failingIndexer struct{ cache.Indexer }
 
-func (failingDefinitions) List(labels.Selector) ([]*hostpathv1.HostDefinition, error) {
-	return nil, errors.New("cache broken")
-}
+func (failingIndexer) ByIndex(string, string) ([]any, error) { return nil, errors.New("cache broken") }
 
-func TestTargetsErrors(t *testing.T) {
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	r := NewResolver(factory.Core().V1().Pods().Lister().Pods("sys"), failingDefinitions{}, labels.Everything(), client.ServingPort, nil)
+func TestResolverCacheErrors(t *testing.T) {
+	newPods := func() cache.Indexer {
+		pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+		if err := pods.Add(managerPod("m1", "n1", "198.18.1.5", true)); err != nil {
+			t.Fatal(err)
+		}
+		return pods
+	}
+	pods := newPods()
+	r := newResolver(t, pods, failingIndexer{definitions(t)}, labels.Everything(), client.ServingPort, nil)
 	if _, _, err := r.Targets("default"); err == nil || !strings.Contains(err.Error(), "cache broken") {
-		t.Errorf("Targets() with a failing HostDefinition lister: %v", err)
+		t.Errorf("Targets() with a failing HostDefinition cache: %v", err)
+	}
+	r = newResolver(t, failingIndexer{newPods()}, definitions(t, definition("n1", "default", hostpathv1.PhaseReady)), labels.Everything(), client.ServingPort, nil)
+	if _, _, err := r.Targets("default"); err == nil || !strings.Contains(err.Error(), "cache broken") {
+		t.Errorf("Targets() with a failing pod cache: %v", err)
+	}
+	if _, err := r.ForNode("n1"); err == nil || !strings.Contains(err.Error(), "cache broken") {
+		t.Errorf("ForNode() with a failing pod cache: %v", err)
+	}
+	// An index of the same name already there is a conflict.
+	if _, err := NewResolver(pods, definitions(t), labels.Everything(), client.ServingPort, nil); err == nil {
+		t.Errorf("NewResolver on a pod cache indexed already: no error")
 	}
 }
 

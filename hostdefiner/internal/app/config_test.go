@@ -1,0 +1,66 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2/ktesting"
+)
+
+// TestComplete builds the Config of valid Options without an API server
+// (the clients connect only once Run starts the informers): the clients,
+// the controllers, their informer factories and a registry with the
+// controller's metrics.
+func TestComplete(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	data := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	if err := os.WriteFile(kubeconfig, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvPodNamespace, "hostpath-system")
+	o := NewOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--kubeconfig=" + kubeconfig, "--max-tries=3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := o.Complete(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Broadcaster.Shutdown()
+	if c.Kube == nil || c.HostPath == nil || c.Controller == nil || c.Certificates == nil || c.Bundle == nil || c.MetricsGuard == nil {
+		t.Errorf("Complete left parts out: %+v", c)
+	}
+	if c.MaxTries != 3 || c.Namespace != "hostpath-system" {
+		t.Errorf("Config options: max tries %d, namespace %q; want the Options'", c.MaxTries, c.Namespace)
+	}
+	// Nodes, classes, volumes; pods, DaemonSets; HostDefinitions; CSRs,
+	// the CA Secret, the bundle ConfigMap.
+	if len(c.factories) != 6 {
+		t.Errorf("%d informer factories, want 6", len(c.factories))
+	}
+	families, err := c.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range families {
+		found = found || f.GetName() == "hostdefiner_definitions"
+	}
+	if !found {
+		t.Errorf("the registry has no hostdefiner_definitions")
+	}
+}
