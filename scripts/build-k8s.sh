@@ -3,8 +3,8 @@
 # module proxy into .cache/k8s/<version>/bin, reusing binaries already there.
 #
 # A throwaway module requires k8s.io/kubernetes and replaces every staging
-# module (k8s.io/<name>) with its published v0.X release, which is how the
-# main repository's ./staging directory is resolved outside of it.
+# module (k8s.io/<name>) with its published v0.X release (k8s_module in
+# lib.sh).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -19,25 +19,13 @@ log "Building ${missing[*]} ($K8S_VERSION) into $K8S_BIN"
 
 src=$CACHE_DIR/k8s/$K8S_VERSION/src
 mkdir -p "$src" "$K8S_BIN"
-staging_version=v0.${K8S_VERSION#v1.}
 minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
 
 # The cache lives inside the repository: keep the workspace out of this build.
 export GOWORK=off
 cd "$src"
 if [ ! -f .resolved ]; then
-  cat > go.mod <<EOM
-module hostpath.dev/k8s-build
-
-go 1.24
-
-require k8s.io/kubernetes $K8S_VERSION
-EOM
-  # Every staging module of this release, read from its own go.mod.
-  modfile=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-  grep -E '=> \./staging/' "$modfile" | awk '{print $1}' | sort -u | while read -r m; do
-    echo "replace $m => $m $staging_version" >> go.mod
-  done
+  k8s_module . hostpath.dev/k8s-build
   cat > tools.go <<'EOM'
 //go:build tools
 

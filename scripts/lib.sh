@@ -29,6 +29,23 @@ CACHE_DIR=${CACHE_DIR:-$REPO_ROOT/.cache}
 # K8S_BIN holds the pinned Kubernetes binaries.
 K8S_BIN=$CACHE_DIR/k8s/$K8S_VERSION/bin
 
+# k8s_module DIR NAME: write DIR/go.mod, a throwaway module NAME that requires
+# k8s.io/kubernetes $K8S_VERSION and replaces every staging module of that
+# release (k8s.io/<name>, read from its own go.mod) with its published v0.X
+# release, which is how the main repository's ./staging directory is resolved
+# outside of it. Run with GOWORK=off.
+k8s_module() {
+  local dir=$1 name=$2 modfile m
+  modfile=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  [ -f "$modfile" ] || die "no go.mod of k8s.io/kubernetes@$K8S_VERSION from the module proxy"
+  {
+    printf 'module %s\n\ngo 1.24\n\nrequire k8s.io/kubernetes %s\n' "$name" "$K8S_VERSION"
+    grep -E '=> \./staging/' "$modfile" | awk '{print $1}' | sort -u | while read -r m; do
+      echo "replace $m => $m v0.${K8S_VERSION#v1.}"
+    done
+  } > "$dir/go.mod"
+}
+
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
