@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# images.sh [--base]: build the local cluster's images as OCI image tarballs
-# (static Go binaries, umoci + skopeo from Debian; no Docker engine, no
-# registry), cache them in .cache/images/<name>.tar, and import them into the
-# containerd of every running node.
+# images.sh [--base | --storage-suite]: build the local cluster's images as
+# OCI image tarballs (static Go binaries, umoci + skopeo from Debian; no Docker
+# engine, no registry), cache them in .cache/images/<name>.tar, and import
+# them into the containerd of every running node.
 #
 #   hostpath.dev/manager:dev      runs as root (creates directories in root-owned pools)
 #   hostpath.dev/provisioner:dev  runs as 65532
@@ -11,7 +11,19 @@
 #   registry.k8s.io/pause:<PAUSE_VERSION>  the pod sandbox (e2e/cmd/pause; lib.sh)
 #
 # With --base only the last two are built (cluster-up.sh uses it) and nothing
-# is imported. An image whose content did not change is not rebuilt.
+# is imported. With --storage-suite only the images that the pods of the
+# upstream storage e2e suite run (scripts/storage-suite.sh) are built and
+# imported, named as e2e/storage/repo-list.yaml maps
+# registry.k8s.io/e2e-test-images, with the names and tags of
+# test/utils/image/manifest.go of $K8S_VERSION:
+#
+#   hostpath.dev/e2e-test-images/busybox:<tag>            busybox
+#   hostpath.dev/e2e-test-images/agnhost:<tag>            busybox + /agnhost (build-e2e-test.sh)
+#   hostpath.dev/e2e-test-images/nginx:<tag>              busybox: the suite runs only a shell,
+#   hostpath.dev/e2e-test-images/glibc-dns-testing:<tag>  dd and sha256sum in these two
+#                                                         (jessie-dnsutils before 1.35)
+#
+# An image whose content did not change is not rebuilt.
 #
 # IMAGE_TAG (default dev) tags the three product images, e.g. IMAGE_TAG=v0.1.0
 # for a release; SOURCE_DIR (default this repository) is the checkout their
@@ -23,10 +35,16 @@ set -euo pipefail
 . "$(dirname "$0")/cluster-lib.sh"
 
 BASE_ONLY=false
+STORAGE_SUITE=false
 IMAGE_TAG=${IMAGE_TAG:-dev}
 SOURCE_DIR=$(cd "${SOURCE_DIR:-$REPO_ROOT}" && pwd)
 [[ $IMAGE_TAG =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "IMAGE_TAG $IMAGE_TAG is not a valid image tag"
-[ "${1:-}" = --base ] && BASE_ONLY=true
+case ${1:-} in
+--base) BASE_ONLY=true ;;
+--storage-suite) STORAGE_SUITE=true ;;
+"") ;;
+*) die "usage: images.sh [--base | --storage-suite]" ;;
+esac
 T0=$(now)
 "$(dirname "$0")/ensure-packages.sh"
 mkdir -p "$IMAGES_DIR/bin"
@@ -51,15 +69,48 @@ populate_program() { # ROOTFS FILE: FILE is PROGRAM or PROGRAM-TAG
   populate_common "$1"
   install -D -m 0755 "$IMAGES_DIR/bin/$2" "$1/usr/local/bin/${2%%-*}"
 }
-populate_testtools() {
+populate_busybox() {
   populate_common "$1"
-  mkdir -p "$1/bin" "$1/data"
+  mkdir -p "$1/bin"
   install -m 0755 /bin/busybox "$1/bin/busybox"
   for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$1/bin/$a"; done
+}
+populate_testtools() {
+  populate_busybox "$1"
+  mkdir -p "$1/data"
   install -m 0755 "$IMAGES_DIR/bin/nettool" "$1/bin/nettool"
+}
+populate_agnhost() {
+  populate_busybox "$1"
+  install -m 0755 "$K8S_BIN/agnhost" "$1/agnhost"
 }
 populate_pause() {
   install -m 0755 "$IMAGES_DIR/bin/pause" "$1/pause"
+}
+
+# storage_suite_images: the images of the storage e2e suite (--storage-suite):
+# agnhost, and busybox under the names of the images of which the suite runs
+# only a shell (those of $K8S_VERSION's manifest.go among BusyBox, Nginx and
+# the image of its concurrent-access tests, JessieDnsutils or GlibcDnsTesting).
+storage_suite_images() {
+  local manifest id ref sh
+  [ -x "$K8S_BIN/agnhost" ] || die "no $K8S_BIN/agnhost (run scripts/build-e2e-test.sh)"
+  manifest=$(GOWORK=off go mod download -json "k8s.io/kubernetes@$K8S_VERSION" |
+    sed -n 's/.*"Dir": "\(.*\)".*/\1/p')/test/utils/image/manifest.go
+  [ -f "$manifest" ] || die "no test/utils/image/manifest.go of k8s.io/kubernetes@$K8S_VERSION"
+  # e2e_image ID: NAME:TAG of image ID in manifest.go, nothing if it has none.
+  e2e_image() {
+    sed -n "s/^[[:space:]]*configs\[$1\] = Config{list.PromoterE2eRegistry, \"\([^\"]*\)\", \"\([^\"]*\)\"}.*/\1:\2/p" "$manifest"
+  }
+  sh=(--config.cmd /bin/sh --config.env PATH=/usr/local/bin:/usr/bin:/bin --config.workingdir /)
+  for id in BusyBox Nginx JessieDnsutils GlibcDnsTesting; do
+    ref=$(e2e_image "$id")
+    [ -z "$ref" ] || image "e2e-${ref%%:*}" "hostpath.dev/e2e-test-images/$ref" populate_busybox /bin/busybox "${sh[@]}"
+  done
+  ref=$(e2e_image Agnhost)
+  [ -n "$ref" ] || die "no Agnhost image in $manifest"
+  image e2e-agnhost "hostpath.dev/e2e-test-images/$ref" populate_agnhost "/bin/busybox $K8S_BIN/agnhost" \
+    --config.entrypoint /agnhost --config.cmd pause --config.env PATH=/usr/local/bin:/usr/bin:/bin --config.workingdir /
 }
 
 # image FILE REF POPULATE INPUTS [umoci config flags...]: build REF into
@@ -92,27 +143,31 @@ image() {
   log "Built $ref ($(du -h "$IMAGES_DIR/$file.tar" | cut -f1))"
 }
 
-gobuild "$REPO_ROOT" e2e ./cmd/pause pause
-gobuild "$REPO_ROOT" e2e ./cmd/nettool nettool
-image pause "$PAUSE_IMAGE" populate_pause "$IMAGES_DIR/bin/pause" \
-  --config.entrypoint /pause --config.user 65535:65535
-image testtools hostpath.dev/testtools:dev populate_testtools "$IMAGES_DIR/bin/nettool /bin/busybox" \
-  --config.cmd /bin/sh --config.env PATH=/bin --config.workingdir /
-if ! $BASE_ONLY; then
-  [ "$SOURCE_DIR" = "$REPO_ROOT" ] || log "Building the product images $IMAGE_TAG from $SOURCE_DIR"
-  for p in manager provisioner hostdefiner; do
-    if [ ! -f "$SOURCE_DIR/$p/cmd/$p/main.go" ]; then
-      log "Skipping hostpath.dev/$p:$IMAGE_TAG: $p/cmd/$p/main.go does not exist in $SOURCE_DIR"
-      continue
-    fi
-    file=$p
-    [ "$IMAGE_TAG" = dev ] || file=$p-$IMAGE_TAG
-    gobuild "$SOURCE_DIR" "$p" "./cmd/$p" "$file"
-    user=65532:65532
-    [ "$p" = manager ] && user=0:0
-    image "$file" "hostpath.dev/$p:$IMAGE_TAG" populate_program "$IMAGES_DIR/bin/$file" \
-      --config.entrypoint "/usr/local/bin/$p" --config.user "$user" --config.workingdir /
-  done
+if $STORAGE_SUITE; then
+  storage_suite_images
+else
+  gobuild "$REPO_ROOT" e2e ./cmd/pause pause
+  gobuild "$REPO_ROOT" e2e ./cmd/nettool nettool
+  image pause "$PAUSE_IMAGE" populate_pause "$IMAGES_DIR/bin/pause" \
+    --config.entrypoint /pause --config.user 65535:65535
+  image testtools hostpath.dev/testtools:dev populate_testtools "$IMAGES_DIR/bin/nettool /bin/busybox" \
+    --config.cmd /bin/sh --config.env PATH=/bin --config.workingdir /
+  if ! $BASE_ONLY; then
+    [ "$SOURCE_DIR" = "$REPO_ROOT" ] || log "Building the product images $IMAGE_TAG from $SOURCE_DIR"
+    for p in manager provisioner hostdefiner; do
+      if [ ! -f "$SOURCE_DIR/$p/cmd/$p/main.go" ]; then
+        log "Skipping hostpath.dev/$p:$IMAGE_TAG: $p/cmd/$p/main.go does not exist in $SOURCE_DIR"
+        continue
+      fi
+      file=$p
+      [ "$IMAGE_TAG" = dev ] || file=$p-$IMAGE_TAG
+      gobuild "$SOURCE_DIR" "$p" "./cmd/$p" "$file"
+      user=65532:65532
+      [ "$p" = manager ] && user=0:0
+      image "$file" "hostpath.dev/$p:$IMAGE_TAG" populate_program "$IMAGES_DIR/bin/$file" \
+        --config.entrypoint "/usr/local/bin/$p" --config.user "$user" --config.workingdir /
+    done
+  fi
 fi
 log "Images ready in $IMAGES_DIR after $(since "$T0")s: ${built[*]}"
 $BASE_ONLY && exit 0
