@@ -43,6 +43,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 	if err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
+	if err := checkClass(opts.StorageClass, params); err != nil {
+		return nil, controller.ProvisioningFinished, err
+	}
 	if params.Mode == annotations.ModeMultihost {
 		return p.provisionMultihost(ctx, opts, params)
 	}
@@ -159,6 +162,17 @@ func claimDirectory(params Parameters, claim *v1.PersistentVolumeClaim, pvName s
 		return "", true, fmt.Errorf("claim annotation %s: %w", annotations.ReuseDirectory, err)
 	}
 	return name, true, nil
+}
+
+// checkClass rejects a class whose volumes no pod could use: the kubelet
+// refuses to mount a hostPath PV that has mount options (its hostPath plugin
+// supports none), and a PV takes its class's mountOptions.
+func checkClass(class *storagev1.StorageClass, params Parameters) error {
+	if params.VolumeType == VolumeTypeHostPath && len(class.MountOptions) > 0 {
+		return fmt.Errorf("StorageClass mountOptions %q are not supported with %s %q: the kubelet mounts no hostPath volume with mount options; remove them, or use %s %q",
+			class.MountOptions, ParamVolumeType, VolumeTypeHostPath, ParamVolumeType, VolumeTypeLocal)
+	}
+	return nil
 }
 
 // checkClaim rejects claims that the volumes of mode cannot serve.

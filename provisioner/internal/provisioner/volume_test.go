@@ -67,7 +67,6 @@ func wantLocalPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir
 func TestProvision(t *testing.T) {
 	retainClass := class("retain", storagev1.VolumeBindingImmediate, map[string]string{ParamPool: "default", ParamDirMode: "0770", ParamPathPattern: "${pvc.metadata.name}.${pv.metadata.name}"})
 	retainClass.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
-	retainClass.MountOptions = []string{"noatime"}
 	immediate := class("immediate", storagev1.VolumeBindingImmediate, nil)
 	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil)
 	defaultDir := "ns-data-" + testPVName
@@ -76,6 +75,10 @@ func TestProvision(t *testing.T) {
 	localRetain.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
 	localRetain.MountOptions = []string{"noatime"}
 	hostPathClass := class("hostpath", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamVolumeType: "hostPath"})
+	hostPathMount := class("hostpath-mount", storagev1.VolumeBindingWaitForFirstConsumer, nil)
+	hostPathMount.MountOptions = []string{"noatime"}
+	sharedMount := class("shared-mount", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost"})
+	sharedMount.MountOptions = []string{"noatime"}
 
 	shared := class("shared", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamPathPattern: "${pvc.metadata.name}"})
 	longName := strings.Repeat("a", 253)
@@ -120,7 +123,7 @@ func TestProvision(t *testing.T) {
 			wantPV: wantPV(wffc, claim("wffc"), defaultDir),
 		},
 		{
-			name: "Retain class with parameters and mount options", class: retainClass,
+			name: "Retain class with parameters", class: retainClass,
 			claim:     withAccessModes(claim("retain", annotations.KubevirtProvisionOnNode+"="+selfNode), v1.ReadWriteOncePod, v1.ReadOnlyMany),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data." + testPVName + " 0770 1Gi by " + testPVName,
 			wantPV: wantPV(retainClass, withAccessModes(claim("retain"), v1.ReadWriteOncePod, v1.ReadOnlyMany), "data."+testPVName),
@@ -147,6 +150,16 @@ func TestProvision(t *testing.T) {
 			claim:     claim("hostpath", annotations.SelectedNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 			wantPV: wantPV(hostPathClass, claim("hostpath"), defaultDir),
+		},
+		{
+			name: "mount options on a hostPath class are refused", class: hostPathMount,
+			claim:     claim("hostpath-mount", annotations.SelectedNode+"="+selfNode),
+			wantState: controller.ProvisioningFinished, wantErr: `StorageClass mountOptions ["noatime"] are not supported with volumeType "hostPath"`,
+		},
+		{
+			name: "mount options on a multihost hostPath class are refused", class: sharedMount,
+			claim:     claim("shared-mount"),
+			wantState: controller.ProvisioningFinished, wantErr: `StorageClass mountOptions ["noatime"] are not supported with volumeType "hostPath"`,
 		},
 		{
 			name: "bad volumeType", class: class("bad", storagev1.VolumeBindingImmediate, map[string]string{ParamVolumeType: "Local"}),
