@@ -104,6 +104,10 @@ COMPAT_TESTS := ^(TestSmoke|TestProvisionerWaitForFirstConsumer|TestProvisionerP
 e2e-compat: ## Run the compatibility part of the e2e suite (COMPAT_TESTS: smoke, both modes, host definer Ready, TLS, sizes, local volumes, capacity) against the running local cluster.
 	cd e2e && $(GO) test -count=1 -timeout 20m -v -run '$(COMPAT_TESTS)' .
 
+.PHONY: e2e-storage
+e2e-storage: ## Run the upstream Kubernetes External Storage suite against the running local cluster, once per e2e/storage/*.yaml test driver.
+	scripts/storage-suite.sh
+
 .PHONY: bench
 bench: ## On the running local cluster: provisioning against a no-op provisioner at several kube-controller-manager client limits (N=1000), then bench-fleet and bench-foreign (see BENCHMARKS.md).
 	scripts/bench-provision.sh
@@ -133,3 +137,7 @@ test-faults: ## The fault tests on a fresh cluster of their own: cluster up, ima
 .PHONY: test-compat
 test-compat: ## The compatibility tests (e2e-compat) on a fresh cluster of the oldest supported Kubernetes (K8S_OLDEST in scripts/lib.sh): build, cluster up, images, e2e-compat, cluster down (CI runs it too).
 	scripts/test.sh compat
+
+.PHONY: test-storage
+test-storage: ## The upstream External Storage suite on a fresh cluster of its own: suite build, cluster up, images, e2e-storage, cluster down (CI runs it after make test-faults).
+	scripts/test.sh storage

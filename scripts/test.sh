@@ -14,6 +14,11 @@
 # fresh cluster of their own, after the packages and the Kubernetes build:
 # they break things on purpose (kill -9, API server outage, node reboot), so
 # they run apart from the rest of the suite, which stays under 20 minutes.
+#
+# test.sh storage (make test-storage): the upstream Kubernetes External
+# Storage suite (make e2e-storage, scripts/storage-suite.sh) on a fresh
+# cluster of its own, after the packages, the Kubernetes build and the
+# suite's build.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster-lib.sh"
@@ -29,7 +34,8 @@ compat)
   # The oldest supported release, built into a cache of its own.
   if [ "$K8S_VERSION" != "$K8S_OLDEST" ]; then K8S_VERSION=$K8S_OLDEST ETCD_VERSION='' exec "$0" "$@"; fi
   ;;
-*) die "usage: test.sh [faults|compat]" ;;
+storage) TARGET=test-storage ;;
+*) die "usage: test.sh [faults|compat|storage]" ;;
 esac
 T0=$(now)
 results=()
@@ -82,10 +88,14 @@ if [ "$MODE" = all ]; then
   phase unit "$MAKE" --no-print-directory unit
 fi
 phase k8s "$REPO_ROOT/scripts/build-k8s.sh"
+if [ "$MODE" = storage ]; then
+  phase suite-build "$REPO_ROOT/scripts/build-e2e-test.sh"
+fi
 phase cluster-up "$REPO_ROOT/scripts/cluster-up.sh"
 phase images "$REPO_ROOT/scripts/images.sh"
 case $MODE in
 all) phase e2e env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e ;;
 faults) phase e2e-faults env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e-faults ;;
 compat) phase e2e-compat env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e-compat ;;
+storage) phase e2e-storage "$MAKE" --no-print-directory e2e-storage ;;
 esac
