@@ -1,7 +1,7 @@
 //go:build linux
 
-// Package quotatest mounts real filesystems with quotas for the tests of
-// the quota package and of the disk code that uses it.
+// Package quotatest mounts real filesystems for the tests of the quota
+// package, of the disk code that uses it, and of volume clones.
 package quotatest
 
 import (
@@ -18,32 +18,50 @@ import (
 // it runs as root with mkfs.btrfs and loop devices.
 func MountBtrfs(t testing.TB) string {
 	t.Helper()
+	return mountImage(t, "btrfs", 300<<20, []string{"-q", "-f"}, "loop,commit=1")
+}
+
+// MountXFS makes an xfs image of sizeBytes (at least 300 MiB, xfs's
+// minimum) with reflinks enabled in a temporary directory, mounts it
+// through a loop device and returns the mount point, as MountBtrfs does.
+// It skips the test unless it runs as root with mkfs.xfs, loop devices
+// and a kernel that mounts xfs.
+func MountXFS(t testing.TB, sizeBytes int64) string {
+	t.Helper()
+	return mountImage(t, "xfs", sizeBytes, []string{"-q", "-f", "-m", "reflink=1"}, "loop")
+}
+
+// mountImage makes a filesystem of type fs in an image file of size
+// bytes with mkfs.FS and the arguments mkfsArgs, and mounts it with the
+// options opts.
+func mountImage(t testing.TB, fs string, size int64, mkfsArgs []string, opts string) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("mounting a btrfs image needs root")
+		t.Skipf("mounting a %s image needs root", fs)
 	}
-	mkfs, err := exec.LookPath("mkfs.btrfs")
+	mkfs, err := exec.LookPath("mkfs." + fs)
 	if err != nil {
-		t.Skip("mkfs.btrfs is not installed (btrfs-progs)")
+		t.Skipf("mkfs.%s is not installed", fs)
 	}
 	dir := t.TempDir()
-	img := filepath.Join(dir, "btrfs.img")
+	img := filepath.Join(dir, fs+".img")
 	f, err := os.Create(img)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(300 << 20); err != nil {
+	if err := f.Truncate(size); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
-	if out, err := exec.Command(mkfs, "-q", "-f", img).CombinedOutput(); err != nil {
-		t.Skipf("mkfs.btrfs failed: %v: %s", err, out)
+	if out, err := exec.Command(mkfs, append(mkfsArgs, img)...).CombinedOutput(); err != nil {
+		t.Skipf("mkfs.%s failed: %v: %s", fs, err, out)
 	}
 	mnt := filepath.Join(dir, "mnt")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-o", "loop,commit=1", img, mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a btrfs image through a loop device: %v: %s", err, out)
+	if out, err := exec.Command("mount", "-t", fs, "-o", opts, img, mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a %s image through a loop device: %v: %s", fs, err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
