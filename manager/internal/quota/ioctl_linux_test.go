@@ -13,6 +13,7 @@ func TestStructSizes(t *testing.T) {
 		got, want uintptr
 	}{
 		{"btrfs_ioctl_vol_args", unsafe.Sizeof(volArgs{}), sizeofVolArgs},
+		{"btrfs_ioctl_vol_args_v2", unsafe.Sizeof(volArgsV2{}), sizeofVolArgsV2},
 		{"btrfs_ioctl_ino_lookup_args", unsafe.Sizeof(inoLookupArgs{}), sizeofInoLookupArgs},
 		{"btrfs_ioctl_search_args", unsafe.Sizeof(searchArgs{}), sizeofSearchArgs},
 		{"btrfs_ioctl_search_key", unsafe.Sizeof(searchKey{}), sizeofSearchKey},

@@ -52,6 +52,16 @@
 // instead of text to parse. Reading sysfs needs no privilege and works on
 // the read-only /sys of a container.
 //
+// # Snapshots
+//
+// The btrfs enforcer is also a Snapshotter: for a volume clone, it makes
+// the new volume a snapshot of the source's subvolume
+// (BTRFS_IOC_SNAP_CREATE_V2), then gives it its qgroup 1/ID as Make does.
+// With simple quotas, an extent is charged to the subvolume that first
+// wrote it: the data the snapshot shares with its source stays charged to
+// the source, and the snapshot's limit counts only what is written to it
+// afterwards (and the source's only what was written before).
+//
 // # Removal
 //
 // The caller removes a volume's directory as it always does, emptying it
@@ -163,6 +173,29 @@ type Enforcer interface {
 	// order.
 	IDs(root *os.Root) ([]uint64, error)
 }
+
+// Snapshotter is an Enforcer that can make a volume as a snapshot of
+// another: the btrfs enforcer (KindBtrfs), whose volumes are subvolumes.
+// Find it with a type assertion on the Enforcer Detect returned.
+type Snapshotter interface {
+	// Snapshot makes dst, which must not exist, a writable snapshot of
+	// the volume src, and gives it a quota limiting it to limitBytes (>0)
+	// as Make does; it returns the quota ID to record (the snapshot's
+	// subvolume ID). src is a volume name of root; dst is a path of
+	// root, a volume name or a path inside a directory of root such as
+	// ".hostpath/clones/NAME", whose directories are opened without
+	// following symlinks. The snapshot keeps the mode, owner, times and
+	// extended attributes of src's directory. It fails with
+	// ErrNotSubvolume when src is not a subvolume of its own, or holds
+	// subvolumes of its own (a snapshot would have empty directories in
+	// their place): the caller copies the content instead. On failure
+	// nothing it made is left behind.
+	Snapshot(root *os.Root, src, dst string, limitBytes int64) (id uint64, err error)
+}
+
+// ErrNotSubvolume is returned by Snapshot when its source cannot be
+// snapshotted as a whole.
+var ErrNotSubvolume = errors.New("not a btrfs subvolume of its own")
 
 // Detect returns the enforcer for the filesystem of the pool root, from
 // its type (statfs), its quota state and the manager's capabilities. It
