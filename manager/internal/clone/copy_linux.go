@@ -16,8 +16,10 @@ import (
 // directory, and gives dst the mode, owner, times and extended attributes
 // of src (see the package documentation for what is copied and how). It
 // returns MethodReflink when every regular file with data was cloned,
-// MethodCopy otherwise. On failure, including a cancelled ctx (its error
-// is wrapped), dst holds a partial copy, which the caller removes. What is
+// MethodCopy otherwise. Before it returns, it flushes the filesystem of
+// dst (syncfs), so that the copy is on disk before the caller renames it
+// into place. On failure, including a cancelled ctx (its error is
+// wrapped), dst holds a partial copy, which the caller removes. What is
 // left out (sockets, refused attributes, ...) is logged through the logger
 // of ctx.
 func Contents(ctx context.Context, src, dst *os.Root, opts Options) (Method, error) {
@@ -46,11 +48,27 @@ func Contents(ctx context.Context, src, dst *os.Root, opts Options) (Method, err
 	}
 	err = walk(ctx, root, c)
 	c.notes.log(ctx, src.Name())
+	if err == nil {
+		err = syncfs(dst)
+	}
 	if err != nil {
 		return "", fmt.Errorf("copy %s to %s: %w", src.Name(), dst.Name(), err)
 	}
 	c.meter.report(c.meter.now())
 	return c.method(), nil
+}
+
+// syncfs writes the filesystem of root to disk.
+func syncfs(root *os.Root) error {
+	fd, err := openRoot(root)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Syncfs(fd); err != nil {
+		return fmt.Errorf("flush the copy to disk (syncfs): %w", err)
+	}
+	return nil
 }
 
 // copier is the visitor of Contents.
