@@ -122,6 +122,10 @@ bench-foreign: ## On the running local cluster: each provisioner's RSS idle, wit
 bench-fleet: ## On the running local cluster: many instances, multihost fan-out and backfill over a fleet of fake nodes with real manager and provisioner processes.
 	scripts/bench-fleet.sh
 
+.PHONY: bench-clone
+bench-clone: ## On this machine, as root (no cluster): cloning a 1 GiB volume by snapshot, reflink and byte copy on loop-mounted btrfs and xfs and the host filesystem (medians, ratios to the byte copy).
+	scripts/bench-clone.sh
+
 .PHONY: demo
 demo: ## The README's first command: cluster up if needed, images, install, a node-mode and a multihost claim in use; leaves the cluster up.
 	scripts/demo.sh

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -157,7 +156,7 @@ func contents(t *testing.T, dir string) map[string]string {
 }
 
 // must fails the test on err.
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -341,17 +340,7 @@ func TestContents(t *testing.T) {
 func fsType(t *testing.T, p string) string {
 	var st unix.Statfs_t
 	must(t, unix.Statfs(p, &st))
-	switch st.Type {
-	case unix.TMPFS_MAGIC:
-		return "tmpfs"
-	case unix.EXT4_SUPER_MAGIC:
-		return "ext4"
-	case unix.BTRFS_SUPER_MAGIC:
-		return "btrfs"
-	case unix.XFS_SUPER_MAGIC:
-		return "xfs"
-	}
-	return fmt.Sprintf("a filesystem of type %#x", st.Type)
+	return fsName(st.Type)
 }
 
 func TestXattrs(t *testing.T) {

@@ -18,7 +18,14 @@ import (
 // it runs as root with mkfs.btrfs and loop devices.
 func MountBtrfs(t testing.TB) string {
 	t.Helper()
-	return mountImage(t, "btrfs", 300<<20, []string{"-q", "-f"}, "loop,commit=1")
+	return MountBtrfsSize(t, 300<<20)
+}
+
+// MountBtrfsSize is MountBtrfs with an image of sizeBytes, for tests and
+// benchmarks that need more room.
+func MountBtrfsSize(t testing.TB, sizeBytes int64) string {
+	t.Helper()
+	return mountImage(t, "btrfs", sizeBytes, []string{"-q", "-f"}, "loop,commit=1")
 }
 
 // MountXFS makes an xfs image of sizeBytes (at least 300 MiB, xfs's
