@@ -131,7 +131,7 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 		return nil, fmt.Errorf("load the host identity: %w", err)
 	}
 	labeler := o.selinuxLabeler(klog.FromContext(ctx))
-	store, err := disk.New(disk.Config{NodeName: o.NodeName, Pools: o.pools, PoolRoot: o.PoolRoot, Overcommit: o.overcommit, Identity: id, Labeler: labeler})
+	store, err := disk.New(disk.Config{NodeName: o.NodeName, Pools: o.pools, PoolRoot: o.PoolRoot, Overcommit: o.overcommit, Identity: id, Labeler: labeler, CloneConcurrency: o.CloneConcurrency})
 	if err != nil {
 		return nil, fmt.Errorf("set up storage: %w", err)
 	}

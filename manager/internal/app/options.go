@@ -46,6 +46,7 @@ const (
 	FlagTLSDir                 = "tls-dir"
 	FlagCertificateLifetime    = "certificate-lifetime"
 	FlagMaxBodyBytes           = "max-body-bytes"
+	FlagCloneConcurrency       = "clone-concurrency"
 	FlagReadHeaderTimeout      = "read-header-timeout"
 	FlagReadTimeout            = "read-timeout"
 	FlagWriteTimeout           = "write-timeout"
@@ -116,6 +117,8 @@ type Options struct {
 	CertificateLifetime time.Duration
 	// MaxBodyBytes limits request bodies.
 	MaxBodyBytes int64
+	// CloneConcurrency is how many clones copy at once.
+	CloneConcurrency int
 	// HTTP server timeouts.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// ShutdownTimeout bounds the graceful shutdown.
@@ -168,6 +171,7 @@ func NewOptions() *Options {
 		HealthAddress:        fmt.Sprintf(":%d", client.HealthPort),
 		CertificateLifetime:  certs.DefaultLifetime,
 		MaxBodyBytes:         server.DefaultMaxBodyBytes,
+		CloneConcurrency:     disk.DefaultCloneConcurrency,
 		ReadHeaderTimeout:    10 * time.Second,
 		ReadTimeout:          30 * time.Second,
 		WriteTimeout:         10 * time.Minute,
@@ -199,6 +203,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TLSDir, FlagTLSDir, o.TLSDir, "Directory (mode 0700, created if missing) that keeps the serving certificate and its key across restarts; empty means the tls directory in --"+FlagStateDir+".")
 	fs.DurationVar(&o.CertificateLifetime, FlagCertificateLifetime, o.CertificateLifetime, "Validity the serving certificate's CertificateSigningRequest asks for (expirationSeconds, at least 10m); it is renewed at 70% of its life.")
 	fs.Int64Var(&o.MaxBodyBytes, FlagMaxBodyBytes, o.MaxBodyBytes, "Largest request body accepted, in bytes; larger ones get 413.")
+	fs.IntVar(&o.CloneConcurrency, FlagCloneConcurrency, o.CloneConcurrency, "How many volume clones copy at once; more wait in line (a btrfs snapshot takes a slot too, briefly).")
 	fs.DurationVar(&o.ReadHeaderTimeout, FlagReadHeaderTimeout, o.ReadHeaderTimeout, "Time allowed to read a request's headers.")
 	fs.DurationVar(&o.ReadTimeout, FlagReadTimeout, o.ReadTimeout, "Time allowed to read a whole request.")
 	fs.DurationVar(&o.WriteTimeout, FlagWriteTimeout, o.WriteTimeout, "Time allowed to serve a request, removal of a large volume included.")
@@ -267,6 +272,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CertificateLifetime < certs.MinLifetime {
 		errs = append(errs, fmt.Errorf("--%s must be at least %s (the CertificateSigningRequest API's least expirationSeconds)", FlagCertificateLifetime, certs.MinLifetime))
+	}
+	if o.CloneConcurrency <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagCloneConcurrency))
 	}
 	if o.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive", FlagMaxBodyBytes))

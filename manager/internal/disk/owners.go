@@ -22,7 +22,9 @@ import (
 // holding {"owner": "<PersistentVolume>", "ownedSince": "<RFC 3339 time>",
 // "retained": <bool>, "reclaimPolicy": "Delete"|"Retain",
 // "claimNamespace": "<namespace>", "sizeBytes": N,
-// "enforcement": "btrfs"|"xfs"|"ext4", "quotaID": N, "multihost": true}
+// "enforcement": "btrfs"|"xfs"|"ext4", "quotaID": N, "multihost": true,
+// "cloneOf": "<pool>/<volume>", "cloneMethod": "snapshot"|"reflink"|"copy",
+// "cloneSeconds": N}
 // (reclaimPolicy and claimNamespace are left out when none was given, and
 // in records written before they existed; the size fields when the volume
 // has no size or no quota; multihost for a node-mode volume, and in
@@ -69,6 +71,13 @@ type record struct {
 	// only kind a caller bound to another node may change (see
 	// Store.checkRemote).
 	Multihost bool `json:"multihost,omitempty"`
+	// CloneOf is the volume this one is a clone of, "<pool>/<name>", and
+	// CloneMethod how its content was made (a client.CloneMethod*; empty
+	// while the copy runs); both empty for a volume that is no clone.
+	CloneOf     string `json:"cloneOf,omitempty"`
+	CloneMethod string `json:"cloneMethod,omitempty"`
+	// CloneSeconds is how long the copy took.
+	CloneSeconds float64 `json:"cloneSeconds,omitempty"`
 }
 
 func recordPath(name string) string { return path.Join(OwnersDir, name) }

@@ -119,6 +119,7 @@ func (p *pool) volume(name string, fi fs.FileInfo, rec *record) client.Volume {
 		v.ReclaimPolicy, v.ClaimNamespace = rec.ReclaimPolicy, rec.ClaimNamespace
 		v.SizeBytes, v.Enforcement = rec.SizeBytes, rec.Enforcement
 		v.Multihost = rec.Multihost
+		v.CloneOf, v.CloneMethod = rec.CloneOf, rec.CloneMethod
 	}
 	return v
 }

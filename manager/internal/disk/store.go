@@ -89,6 +89,9 @@ type Config struct {
 	// Quotas returns the enforcer of a pool root's filesystem; nil means
 	// quota.Detect. Tests give a fake.
 	Quotas func(*os.Root) quota.Enforcer
+	// CloneConcurrency is how many clones copy at once (CloneVolume);
+	// more wait in line. 0 means DefaultCloneConcurrency.
+	CloneConcurrency int
 }
 
 // lockShards is the number of mutexes volume keys are hashed to: calls on
@@ -109,6 +112,7 @@ type Store struct {
 	clock     clock.PassiveClock
 	labeler   selinux.Labeler
 	sizes     sizes
+	clones    clones
 }
 
 // New validates cfg and returns a Store. Pool directories and the pool root
@@ -131,6 +135,10 @@ func New(cfg Config) (*Store, error) {
 		labeler:   cfg.Labeler,
 		sizes:     sizes{detect: cfg.Quotas, overcommit: cfg.Overcommit},
 	}
+	if cfg.CloneConcurrency <= 0 {
+		cfg.CloneConcurrency = DefaultCloneConcurrency
+	}
+	s.clones = clones{jobs: map[string]*cloneJob{}, busy: map[string]int{}, swept: map[string]bool{}, slots: make(chan struct{}, cfg.CloneConcurrency)}
 	if s.sizes.detect == nil {
 		s.sizes.detect = quota.Detect
 	}
@@ -217,6 +225,9 @@ func (s *Store) PreparePool(ctx context.Context, name string) (*client.Pool, err
 		return nil, err
 	}
 	if err := s.labelPool(p); err != nil {
+		return nil, err
+	}
+	if err := s.sweepPool(ctx, p); err != nil {
 		return nil, err
 	}
 	info := s.poolInfo(p)

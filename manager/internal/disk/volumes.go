@@ -112,6 +112,9 @@ func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeB
 		return nil, err
 	}
 	defer release()
+	if err := s.notCloning(p, name); err != nil {
+		return nil, err
+	}
 	fi, rec, err := p.existingVolume(root, name)
 	if err != nil {
 		return nil, err
@@ -181,25 +184,9 @@ func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeB
 // both are Forbidden.
 func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req client.CreateVolumeRequest, mode fs.FileMode, remote string) (*client.Volume, bool, error) {
 	owner := req.Owner
-	p, err := s.ownedVolumePool(poolName, name, owner)
+	p, err := s.checkCreate(poolName, name, req, mode, remote)
 	if err != nil {
 		return nil, false, err
-	}
-	if remote != "" && !req.Multihost {
-		return nil, false, forbiddenf("a caller bound to node %q may create on node %q only multihost volumes (\"multihost\": true): volume %q in pool %q is asked for in node mode, which only node %q's own callers may create",
-			remote, s.nodeName, name, p.name, s.nodeName)
-	}
-	if err := client.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
-		return nil, false, badRequestf("%s", err)
-	}
-	if err := client.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
-		return nil, false, badRequestf("%s", err)
-	}
-	if mode&^(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 {
-		return nil, false, badRequestf("mode %v has bits other than permissions, setuid, setgid and sticky", mode)
-	}
-	if req.RequiredBytes < 0 {
-		return nil, false, badRequestf("requiredBytes %d is negative", req.RequiredBytes)
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
 	root, release, err := s.openLocked(p, name)
@@ -207,6 +194,9 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req cli
 		return nil, false, err
 	}
 	defer release()
+	if err := s.notCloning(p, name); err != nil {
+		return nil, false, err
+	}
 
 	fi, exists, err := p.lstat(root, name)
 	if err != nil {
@@ -242,6 +232,33 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req cli
 	return &v, !exists, nil
 }
 
+// checkCreate checks a create's (or a clone's) request and returns the
+// volume's pool: a remote caller (see checkRemote) may create only
+// multihost volumes.
+func (s *Store) checkCreate(poolName, name string, req client.CreateVolumeRequest, mode fs.FileMode, remote string) (*pool, error) {
+	p, err := s.ownedVolumePool(poolName, name, req.Owner)
+	if err != nil {
+		return nil, err
+	}
+	if remote != "" && !req.Multihost {
+		return nil, forbiddenf("a caller bound to node %q may create on node %q only multihost volumes (\"multihost\": true): volume %q in pool %q is asked for in node mode, which only node %q's own callers may create",
+			remote, s.nodeName, name, p.name, s.nodeName)
+	}
+	if err := client.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
+		return nil, badRequestf("%s", err)
+	}
+	if err := client.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
+		return nil, badRequestf("%s", err)
+	}
+	if mode&^(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 {
+		return nil, badRequestf("mode %v has bits other than permissions, setuid, setgid and sticky", mode)
+	}
+	if req.RequiredBytes < 0 {
+		return nil, badRequestf("requiredBytes %d is negative", req.RequiredBytes)
+	}
+	return p, nil
+}
+
 // makeVolume makes the missing directory name, owner-only until setMode
 // gives it its mode, and gives it its SELinux context. Unless rec, the
 // record naming the same owner, is already there (it is kept as it is: a
@@ -256,33 +273,12 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req cli
 func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name string, newRec record, rec *record, enforceSize bool) (fs.FileInfo, *record, error) {
 	enf := s.sizes.detect(root)
 	sup := enf.Support()
-	wroteRecord := false
+	undoRecord := func() {}
 	if rec == nil {
-		if enforceSize && sup.Kind == quota.KindNone {
-			return nil, nil, client.Errorf(client.ReasonNotEnforced, "pool %q on node %q does not enforce volume sizes (the class asks for enforceSize): %s", p.name, s.nodeName, sup.Reason)
-		}
-		if err := s.sizes.reserve(p, root, s.nodeName, newRec.SizeBytes, true, formatBytes(newRec.SizeBytes)+" requested"); err != nil {
+		var err error
+		if rec, undoRecord, err = s.ownNew(logger, root, p, name, newRec, enforceSize, sup); err != nil {
 			return nil, nil, err
 		}
-		if newRec.SizeBytes > 0 {
-			newRec.Enforcement = sup.Kind
-		}
-		newRec.OwnedSince = s.now()
-		if err := writeRecord(root, name, newRec); err != nil {
-			s.sizes.unreserve(p, newRec.SizeBytes, true)
-			return nil, nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
-		}
-		rec, wroteRecord = &newRec, true
-	}
-	undoRecord := func() {
-		if !wroteRecord {
-			return
-		}
-		if rerr := removeRecord(root, name); rerr != nil {
-			logger.Error(rerr, "Cannot remove the owner record of a volume that was not created")
-			return
-		}
-		s.sizes.unreserve(p, rec.SizeBytes, true)
 	}
 	var quotaID uint64
 	if rec.Enforcement != "" && rec.Enforcement == sup.Kind {
@@ -325,6 +321,34 @@ func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name stri
 		return nil, nil, err
 	}
 	return fi, rec, nil
+}
+
+// ownNew reserves newRec's size in the pool (with enforceSize, only on a
+// pool that enforces sizes: sup says how it does) and writes newRec, dated
+// now and with the pool's enforcement when it has a size, as the owner
+// record of name. undo removes that record and gives the size back.
+func (s *Store) ownNew(logger klog.Logger, root *os.Root, p *pool, name string, newRec record, enforceSize bool, sup quota.Support) (rec *record, undo func(), err error) {
+	if enforceSize && sup.Kind == quota.KindNone {
+		return nil, nil, client.Errorf(client.ReasonNotEnforced, "pool %q on node %q does not enforce volume sizes (the class asks for enforceSize): %s", p.name, s.nodeName, sup.Reason)
+	}
+	if err := s.sizes.reserve(p, root, s.nodeName, newRec.SizeBytes, true, formatBytes(newRec.SizeBytes)+" requested"); err != nil {
+		return nil, nil, err
+	}
+	if newRec.SizeBytes > 0 {
+		newRec.Enforcement = sup.Kind
+	}
+	newRec.OwnedSince = s.now()
+	if err := writeRecord(root, name, newRec); err != nil {
+		s.sizes.unreserve(p, newRec.SizeBytes, true)
+		return nil, nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
+	}
+	return &newRec, func() {
+		if rerr := removeRecord(root, name); rerr != nil {
+			logger.Error(rerr, "Cannot remove the owner record of a volume that was not created")
+			return
+		}
+		s.sizes.unreserve(p, newRec.SizeBytes, true)
+	}, nil
 }
 
 // labelVolume gives the new directory name its SELinux context through a
@@ -421,6 +445,9 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 		return nil, err
 	}
 	defer release()
+	if err := s.notCloning(p, name); err != nil {
+		return nil, err
+	}
 
 	fi, rec, err := p.existingVolume(root, name)
 	if err != nil {
@@ -505,6 +532,9 @@ func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, 
 		return false, err
 	}
 	defer release()
+	if err := s.notCloning(p, name); err != nil {
+		return false, err
+	}
 
 	_, exists, err := p.lstat(root, name)
 	if err != nil {

@@ -126,6 +126,21 @@ func (f *fakeBackend) CreateVolume(_ context.Context, pool, name string, req cli
 	return v, name != "existing", nil
 }
 
+func (f *fakeBackend) CloneVolume(_ context.Context, pool, name string, req client.CloneVolumeRequest, mode fs.FileMode, remote string) (*client.Clone, bool, error) {
+	if err := f.record("CloneVolume %s %s owner=%s mode=%s required=%d source=%s/%s sourceOwner=%s%s", pool, name, req.Owner, client.FormatMode(mode), req.RequiredBytes, req.SourcePool, req.SourceName, req.SourceOwner, writeSuffix(req.Multihost, remote)); err != nil {
+		return nil, false, err
+	}
+	cl := &client.Clone{Source: req.SourcePool + "/" + req.SourceName, State: client.CloneCopying, Method: client.CloneMethodCopy}
+	switch name {
+	case "done":
+		cl.State, cl.Volume = client.CloneDone, volume(pool, name, req.Owner, mode)
+		return cl, true, nil
+	case "existing":
+		cl.State, cl.Volume = client.CloneDone, volume(pool, name, req.Owner, mode)
+	}
+	return cl, false, nil
+}
+
 func (f *fakeBackend) SetSize(_ context.Context, pool, name, owner string, sizeBytes int64, remote string) (*client.Volume, error) {
 	if err := f.record("SetSize %s %s owner=%s size=%d%s", pool, name, owner, sizeBytes, writeSuffix(false, remote)); err != nil {
 		return nil, err

@@ -58,6 +58,25 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request, c *call) {
 	writeJSON(w, code, v)
 }
 
+// cloneVolume answers 202 while the copy runs, 201 to the first call that
+// sees it done, and 200 once the volume exists.
+func (s *Server) cloneVolume(w http.ResponseWriter, r *http.Request, c *call) {
+	cl, created, err := s.cfg.Backend.CloneVolume(r.Context(), c.pool, c.name, c.clone, c.mode, c.remote)
+	if err != nil {
+		s.writeBackendError(w, r, err)
+		return
+	}
+	code := http.StatusAccepted
+	switch {
+	case cl.Volume != nil && created:
+		code = http.StatusCreated
+		klog.FromContext(r.Context()).Info("Cloned volume", "pool", c.pool, "volume", c.name, "owner", c.clone.Owner, "source", cl.Source, "method", cl.Method, "seconds", cl.Seconds, "bytes", cl.TotalBytes, "user", c.user.Name, "fromNode", c.remote)
+	case cl.Volume != nil:
+		code = http.StatusOK
+	}
+	writeJSON(w, code, cl)
+}
+
 func (s *Server) setOwner(w http.ResponseWriter, r *http.Request, c *call) {
 	req := c.setOwner
 	v, err := s.cfg.Backend.SetOwner(r.Context(), c.pool, c.name, req, c.remote)

@@ -29,6 +29,9 @@ type call struct {
 	// create and mode are the body of PUT .../volumes/{name}.
 	create client.CreateVolumeRequest
 	mode   fs.FileMode
+	// clone is the body of PUT .../volumes/{name}/clone; its
+	// CreateVolumeRequest is in create too.
+	clone client.CloneVolumeRequest
 	// setOwner is the body of PUT .../volumes/{name}/owner.
 	setOwner client.SetOwnerRequest
 	// setSize is the body of PUT .../volumes/{name}/size.
@@ -119,6 +122,38 @@ func parseCreate(data []byte, c *call) error {
 	if err := decodeStrict(data, &c.create); err != nil {
 		return err
 	}
+	return checkCreate(c)
+}
+
+// parseClone reads PUT .../volumes/{name}/clone's body: what parseCreate
+// checks, and the source's pool, name and owner.
+func parseClone(data []byte, c *call) error {
+	var req client.CloneVolumeRequest
+	if err := decodeStrict(data, &req); err != nil {
+		return err
+	}
+	c.create = req.CreateVolumeRequest
+	if err := checkCreate(c); err != nil {
+		return err
+	}
+	if err := client.ValidatePoolName(req.SourcePool); err != nil {
+		return fmt.Errorf("sourcePool: %w", err)
+	}
+	if err := client.ValidateVolumeName(req.SourceName); err != nil {
+		return fmt.Errorf("sourceName: %w", err)
+	}
+	if err := client.ValidateOwner(req.SourceOwner); err != nil {
+		return fmt.Errorf("sourceOwner: %w", err)
+	}
+	if req.SourcePool == c.pool && req.SourceName == c.name {
+		return errors.New("a volume cannot be cloned into itself")
+	}
+	c.clone = req
+	return nil
+}
+
+// checkCreate checks the create fields parseCreate and parseClone read.
+func checkCreate(c *call) error {
 	if err := client.ValidateOwner(c.create.Owner); err != nil {
 		return err
 	}
@@ -239,6 +274,9 @@ func jsonFields(v any) []string {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			// encoding/json inlines an untagged embedded struct's fields.
+			names = append(names, jsonFields(reflect.New(f.Type).Interface())...)
 		case name == "-" || !f.IsExported():
 		case name == "":
 			names = append(names, f.Name)

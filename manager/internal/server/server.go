@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/netip"
 	"path"
 	"strconv"
 	"time"
@@ -62,6 +63,11 @@ type Backend interface {
 	// CreateVolume makes the directory for owner, or checks that an
 	// existing one belongs to owner; it reports whether it made it.
 	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest, mode fs.FileMode, remote string) (*client.Volume, bool, error)
+	// CloneVolume makes the volume as a copy of req's source, in the
+	// background: it answers the copy's progress until the volume exists,
+	// then the volume; it reports whether this call is the first to see
+	// the copy done.
+	CloneVolume(ctx context.Context, pool, name string, req client.CloneVolumeRequest, mode fs.FileMode, remote string) (*client.Clone, bool, error)
 	// SetSize grows the volume of owner to sizeBytes.
 	SetSize(ctx context.Context, pool, name, owner string, sizeBytes int64, remote string) (*client.Volume, error)
 	// SetOwner replaces the owner record if it names req.Previous, with
@@ -156,14 +162,20 @@ func New(cfg Config) (*Server, error) {
 	poolAttributes := func(c *call) auth.Attributes {
 		return auth.Attributes{Verb: "update", Resource: client.ResourcePools, Name: c.pool}
 	}
-	s.route("GET /v1/host", hostAttributes, parser{}, s.getHost)
-	s.route("PUT /v1/pools/{pool}", poolAttributes, parser{}, s.preparePool)
-	s.route("GET /v1/pools/{pool}/volumes", volumeAttributes("list"), parser{}, s.listVolumes)
-	s.route("GET /v1/pools/{pool}/volumes/{name}", volumeAttributes("get"), parser{}, s.getVolume)
-	s.route("PUT /v1/pools/{pool}/volumes/{name}", volumeAttributes("create"), parser{body: parseCreate}, s.createVolume)
-	s.route("PUT /v1/pools/{pool}/volumes/{name}/owner", volumeAttributes("update"), parser{body: parseSetOwner}, s.setOwner)
-	s.route("PUT /v1/pools/{pool}/volumes/{name}/size", volumeAttributes("resize"), parser{body: parseSetSize}, s.setSize)
-	s.route("DELETE /v1/pools/{pool}/volumes/{name}", volumeAttributes("delete"), parser{query: parseDelete}, s.deleteVolume)
+	// A clone reads its source: "get" on the source's pool, checked
+	// after "create" on the target's.
+	sourceAttributes := func(c *call) auth.Attributes {
+		return auth.Attributes{Verb: "get", Resource: client.ResourcePools, Subresource: client.SubresourceVolumes, Name: c.clone.SourcePool}
+	}
+	s.route("GET /v1/host", parser{}, s.getHost, hostAttributes)
+	s.route("PUT /v1/pools/{pool}", parser{}, s.preparePool, poolAttributes)
+	s.route("GET /v1/pools/{pool}/volumes", parser{}, s.listVolumes, volumeAttributes("list"))
+	s.route("GET /v1/pools/{pool}/volumes/{name}", parser{}, s.getVolume, volumeAttributes("get"))
+	s.route("PUT /v1/pools/{pool}/volumes/{name}", parser{body: parseCreate}, s.createVolume, volumeAttributes("create"))
+	s.route("PUT /v1/pools/{pool}/volumes/{name}/clone", parser{body: parseClone}, s.cloneVolume, volumeAttributes("create"), sourceAttributes)
+	s.route("PUT /v1/pools/{pool}/volumes/{name}/owner", parser{body: parseSetOwner}, s.setOwner, volumeAttributes("update"))
+	s.route("PUT /v1/pools/{pool}/volumes/{name}/size", parser{body: parseSetSize}, s.setSize, volumeAttributes("resize"))
+	s.route("DELETE /v1/pools/{pool}/volumes/{name}", parser{query: parseDelete}, s.deleteVolume, volumeAttributes("delete"))
 	return s, nil
 }
 
@@ -201,9 +213,10 @@ func (s *Server) handle(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, s.metrics.instrument(pattern, h))
 }
 
-// route registers a /v1 route: p checks the request, attrs names what the
-// caller needs in group hostpath.dev, h does the work.
-func (s *Server) route(pattern string, attrs func(*call) auth.Attributes, p parser, h handlerFunc) {
+// route registers a /v1 route: p checks the request, attrs name what the
+// caller needs in group hostpath.dev (all of them; the first one's
+// Decision says who the caller is), h does the work.
+func (s *Server) route(pattern string, p parser, h handlerFunc, attrs ...func(*call) auth.Attributes) {
 	s.handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := p.check(r)
 		if err != nil {
@@ -226,11 +239,7 @@ func (s *Server) route(pattern string, attrs func(*call) auth.Attributes, p pars
 			writeError(w, client.ReasonBadRequest, err.Error())
 			return
 		}
-		token, err := review.BearerToken(r.Header)
-		var d *auth.Decision
-		if err == nil {
-			d, err = s.cfg.Authorizer.Authorize(r.Context(), review.Caller{Token: token, Address: addr}, attrs(c))
-		}
+		d, err := s.authorize(r, addr, c, attrs)
 		if err != nil {
 			s.writeRefusal(w, r, err)
 			return
@@ -241,6 +250,26 @@ func (s *Server) route(pattern string, attrs func(*call) auth.Attributes, p pars
 		}
 		h(w, r, c)
 	}))
+}
+
+// authorize checks the caller's bearer token against every one of attrs
+// and returns the first one's Decision.
+func (s *Server) authorize(r *http.Request, addr netip.Addr, c *call, attrs []func(*call) auth.Attributes) (*auth.Decision, error) {
+	token, err := review.BearerToken(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	var first *auth.Decision
+	for i, a := range attrs {
+		d, err := s.cfg.Authorizer.Authorize(r.Context(), review.Caller{Token: token, Address: addr}, a(c))
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			first = d
+		}
+	}
+	return first, nil
 }
 
 // ServeHTTP implements http.Handler: it limits the body, refuses unclean

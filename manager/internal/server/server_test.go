@@ -115,12 +115,14 @@ const vol = "/v1/pools/fast/volumes/v1"
 
 // routeCase is one call of TestRoutes.
 type routeCase struct {
-	desc        string
-	call        httpCall
-	wantCode    int
-	wantReason  client.Reason
-	wantAttrs   *auth.Attributes // nil: not checked
-	wantBackend string           // the Backend call; "" for none
+	desc       string
+	call       httpCall
+	wantCode   int
+	wantReason client.Reason
+	wantAttrs  *auth.Attributes // nil: not checked
+	// alsoAttrs are what the Authorizer is asked after wantAttrs.
+	alsoAttrs   *auth.Attributes
+	wantBackend string // the Backend call; "" for none
 	check       func(t *testing.T, body []byte)
 }
 
@@ -181,6 +183,30 @@ var routeCases = []routeCase{
 		wantBackend: "CreateVolume fast v1 owner=pv-1 mode=0777 required=0 policy= enforce=false ns="},
 	{desc: "create existing", call: httpCall{method: "PUT", path: "/v1/pools/fast/volumes/existing", token: "admin", body: `{"owner":"pv-1"}`}, wantCode: 200,
 		wantBackend: "CreateVolume fast existing owner=pv-1 mode=0777 required=0 policy= enforce=false ns="},
+	{desc: "clone starts", call: httpCall{method: "PUT", path: vol + "/clone", token: "admin", body: `{"owner":"pv-2","requiredBytes":10,"sourcePool":"slow","sourceName":"src","sourceOwner":"pv-1"}`}, wantCode: 202,
+		wantAttrs: onPool("create", "fast"), alsoAttrs: onPool("get", "slow"),
+		wantBackend: "CloneVolume fast v1 owner=pv-2 mode=0777 required=10 source=slow/src sourceOwner=pv-1",
+		check: func(t *testing.T, body []byte) {
+			var cl client.Clone
+			if mustUnmarshal(t, body, &cl); cl.State != client.CloneCopying || cl.Source != "slow/src" || cl.Volume != nil {
+				t.Errorf("clone = %+v", cl)
+			}
+		}},
+	{desc: "clone done", call: httpCall{method: "PUT", path: "/v1/pools/fast/volumes/done/clone", token: "admin", body: `{"owner":"pv-2","sourcePool":"fast","sourceName":"src","sourceOwner":"pv-1","multihost":true}`}, wantCode: 201,
+		wantBackend: "CloneVolume fast done owner=pv-2 mode=0777 required=0 source=fast/src sourceOwner=pv-1 multihost",
+		check: func(t *testing.T, body []byte) {
+			var cl client.Clone
+			if mustUnmarshal(t, body, &cl); cl.Volume == nil || cl.Volume.Owner != "pv-2" {
+				t.Errorf("clone = %+v", cl)
+			}
+		}},
+	{desc: "clone exists", call: httpCall{method: "PUT", path: "/v1/pools/fast/volumes/existing/clone", token: "admin", body: `{"owner":"pv-2","sourcePool":"fast","sourceName":"src","sourceOwner":"pv-1"}`}, wantCode: 200,
+		wantBackend: "CloneVolume fast existing owner=pv-2 mode=0777 required=0 source=fast/src sourceOwner=pv-1"},
+	{desc: "clone without a source", call: httpCall{method: "PUT", path: vol + "/clone", token: "admin", body: `{"owner":"pv-2"}`}, wantCode: 400, wantReason: client.ReasonBadRequest},
+	{desc: "clone into itself", call: httpCall{method: "PUT", path: vol + "/clone", token: "admin", body: `{"owner":"pv-2","sourcePool":"fast","sourceName":"v1","sourceOwner":"pv-1"}`}, wantCode: 400, wantReason: client.ReasonBadRequest},
+	{desc: "clone of a bad source name", call: httpCall{method: "PUT", path: vol + "/clone", token: "admin", body: `{"owner":"pv-2","sourcePool":"fast","sourceName":"../etc","sourceOwner":"pv-1"}`}, wantCode: 400, wantReason: client.ReasonBadRequest},
+	{desc: "clone with an unknown field", call: httpCall{method: "PUT", path: vol + "/clone", token: "admin", body: `{"owner":"pv-2","sourcePool":"fast","sourceName":"a","sourceOwner":"pv-1","sourcePath":"/"}`}, wantCode: 400, wantReason: client.ReasonBadRequest},
+	{desc: "clone needs create", call: httpCall{method: "PUT", path: vol + "/clone", token: "reader", body: `{"owner":"pv-2","sourcePool":"fast","sourceName":"a","sourceOwner":"pv-1"}`}, wantCode: 403, wantReason: client.ReasonForbidden},
 	{desc: "hand over", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-2","previous":"pv-1"}`}, wantCode: 200,
 		wantAttrs: onPool("update", "fast"), wantBackend: "SetOwner fast v1 owner=pv-2 previous=pv-1 retained=false policy= ns="},
 	{desc: "adopt", call: httpCall{method: "PUT", path: vol + "/owner", token: "admin", body: `{"owner":"pv-1","previous":""}`}, wantCode: 200,
@@ -260,8 +286,12 @@ func TestRoutes(t *testing.T) {
 			w := e.do(t, tc.call)
 			checkAnswer(t, w, tc.wantCode, tc.wantReason)
 			if tc.wantAttrs != nil {
-				if got := e.authz.calls(); len(got) != 1 || !reflect.DeepEqual(got[0], *tc.wantAttrs) {
-					t.Errorf("authorizer asked %+v, want %+v", got, *tc.wantAttrs)
+				want := []auth.Attributes{*tc.wantAttrs}
+				if tc.alsoAttrs != nil {
+					want = append(want, *tc.alsoAttrs)
+				}
+				if got := e.authz.calls(); !reflect.DeepEqual(got, want) {
+					t.Errorf("authorizer asked %+v, want %+v", got, want)
 				}
 			}
 			if got := strings.Join(e.backend.recorded(), "; "); got != tc.wantBackend {

@@ -304,6 +304,19 @@ func (c *Client) CreateVolume(ctx context.Context, pool, name string, req Create
 	return &v, nil
 }
 
+// CloneVolume calls PUT /v1/pools/{pool}/volumes/{name}/clone: it starts
+// the copy of req's source into a new volume, or says how far it is
+// (Clone.State), or returns the volume once it exists (Clone.Volume). It
+// is idempotent for the same req.Owner: call it again until Clone.Volume
+// is set.
+func (c *Client) CloneVolume(ctx context.Context, pool, name string, req CloneVolumeRequest) (*Clone, error) {
+	var cl Clone
+	if err := c.do(ctx, http.MethodPut, volumesPath(pool, name)+"/clone", &req, &cl); err != nil {
+		return nil, err
+	}
+	return &cl, nil
+}
+
 // SetOwner calls PUT /v1/pools/{pool}/volumes/{name}/owner: it adopts a
 // directory without an owner record (req.Previous ""), hands a retained
 // directory to a new PersistentVolume, marks it retained, or records its

@@ -244,6 +244,11 @@ type Volume struct {
 	// UsedInodes is the number of inodes the volume uses, as its quota
 	// counts it; absent when not counted (btrfs counts none).
 	UsedInodes *int64 `json:"usedInodes,omitempty"`
+	// CloneOf is the volume this one was cloned from, "<pool>/<name>";
+	// CloneMethod how (CloneMethodSnapshot, CloneMethodReflink or
+	// CloneMethodCopy). Both are empty for a volume that is no clone.
+	CloneOf     string `json:"cloneOf,omitempty"`
+	CloneMethod string `json:"cloneMethod,omitempty"`
 }
 
 // How pools enforce volume sizes (Pool.Enforcement, Volume.Enforcement).
@@ -296,6 +301,73 @@ type CreateVolumeRequest struct {
 	// only with Multihost, and only where no node-mode record exists.
 	Multihost bool `json:"multihost,omitempty"`
 }
+
+// CloneVolumeRequest is the body of PUT
+// /v1/pools/{pool}/volumes/{name}/clone: make the volume as a copy of
+// another volume of this node (a claim whose dataSource is a claim). The
+// caller needs verb "create" on the target pool's volumes and "get" on the
+// source pool's.
+type CloneVolumeRequest struct {
+	// CreateVolumeRequest says what the new volume is, as for PUT
+	// .../volumes/{name}; RequiredBytes must be at least the source's
+	// recorded size.
+	CreateVolumeRequest
+	// SourcePool and SourceName name the volume to copy; SourceOwner must
+	// be its owner (the source claim's PersistentVolume), or the call
+	// fails with 409 and reason OwnerConflict. A source whose record names
+	// another claim namespace than ClaimNamespace is 403, and a caller
+	// bound to another node may clone only a multihost source into a
+	// multihost volume.
+	SourcePool  string `json:"sourcePool"`
+	SourceName  string `json:"sourceName"`
+	SourceOwner string `json:"sourceOwner"`
+}
+
+// Clone is the answer of PUT /v1/pools/{pool}/volumes/{name}/clone: 202
+// Accepted while the copy runs (call again to follow it), 201 Created by
+// the first call that sees it done, 200 once the volume exists. A manager
+// that restarts mid-copy throws the half copy away, and the next call
+// starts over: the volume directory appears only when its copy is whole.
+type Clone struct {
+	// Source is the source volume, "<pool>/<name>".
+	Source string `json:"source"`
+	// State is CloneQueued, CloneCopying or CloneDone.
+	State string `json:"state"`
+	// Method is how the copy is made (CloneMethodSnapshot,
+	// CloneMethodReflink or CloneMethodCopy), once known.
+	Method string `json:"method,omitempty"`
+	// CopiedBytes and TotalBytes say how far the copy is (a snapshot
+	// copies nothing byte by byte: both stay 0).
+	CopiedBytes int64 `json:"copiedBytes"`
+	TotalBytes  int64 `json:"totalBytes"`
+	// StartedAt is when the copy started.
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	// Seconds is how long the copy took, once done.
+	Seconds float64 `json:"seconds,omitempty"`
+	// Volume is the new volume, once done.
+	Volume *Volume `json:"volume,omitempty"`
+}
+
+// The states of a Clone.
+const (
+	// CloneQueued: the copy waits for a free slot (--clone-concurrency).
+	CloneQueued = "Queued"
+	// CloneCopying: the copy runs.
+	CloneCopying = "Copying"
+	// CloneDone: the volume exists.
+	CloneDone = "Done"
+)
+
+// How a clone's content is made (Clone.Method, Volume.CloneMethod).
+const (
+	// CloneMethodSnapshot: a btrfs snapshot of the source subvolume.
+	CloneMethodSnapshot = "snapshot"
+	// CloneMethodReflink: every file's data shared with the source
+	// (FICLONE, on btrfs or XFS with reflink) until either is written.
+	CloneMethodReflink = "reflink"
+	// CloneMethodCopy: the bytes were copied.
+	CloneMethodCopy = "copy"
+)
 
 // SetSizeRequest is the body of PUT /v1/pools/{pool}/volumes/{name}/size:
 // it grows an existing volume (claim expansion).

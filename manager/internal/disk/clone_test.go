@@ -1,0 +1,226 @@
+package disk
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2/ktesting"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+// cloneReq asks for volume clone-of-src of owner pv-b as a copy of src
+// (owner pv-a) in namespace ns.
+func cloneReq(src string, bytes int64) client.CloneVolumeRequest {
+	return client.CloneVolumeRequest{
+		CreateVolumeRequest: client.CreateVolumeRequest{Owner: "pv-b", ClaimNamespace: "ns", RequiredBytes: bytes, ReclaimPolicy: client.ReclaimDelete},
+		SourcePool:          "default", SourceName: src, SourceOwner: "pv-a",
+	}
+}
+
+// waitClone calls CloneVolume until it answers the volume, and returns
+// the last answer and whether that call said created.
+func waitClone(ctx context.Context, t *testing.T, s *Store, name string, req client.CloneVolumeRequest) (*client.Clone, bool) {
+	t.Helper()
+	var cl *client.Clone
+	var created bool
+	err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		cl, created, err = s.CloneVolume(ctx, "default", name, req, 0o750, "")
+		return err == nil && cl.Volume != nil, err
+	})
+	if err != nil {
+		t.Fatalf("clone %s: %v", name, err)
+	}
+	return cl, created
+}
+
+// TestCloneVolume: a clone is made in a staging directory and appears
+// whole under its name, with an owner record naming its source and
+// method; the first call that sees it done says created, later ones
+// answer the volume.
+func TestCloneVolume(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	e := newTestEnv(t)
+	if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns", RequiredBytes: 1 << 20}, 0o700, ""); err != nil {
+		t.Fatal(err)
+	}
+	mustMkdir(t, filepath.Join(e.pool, "src", "sub"))
+	mustWrite(t, filepath.Join(e.pool, "src", "sub", "f"), "content")
+	mustSymlink(t, "/", filepath.Join(e.pool, "src", "root"))
+
+	cl, created := waitClone(ctx, t, e.store, "copy", cloneReq("src", 1<<20))
+	if !created || cl.State != client.CloneDone || cl.Source != "default/src" || cl.Volume.Owner != "pv-b" || cl.Volume.Mode != "0750" {
+		t.Errorf("clone = %+v (volume %+v), created %t", cl, cl.Volume, created)
+	}
+	if cl.Method != client.CloneMethodCopy && cl.Method != client.CloneMethodReflink {
+		t.Errorf("method = %q, want copy or reflink", cl.Method)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.pool, "copy", "sub", "f")); err != nil || string(b) != "content" {
+		t.Errorf("clone's file = %q, %v", b, err)
+	}
+	if target, err := os.Readlink(filepath.Join(e.pool, "copy", "root")); err != nil || target != "/" {
+		t.Errorf("clone's link = %q, %v; want a link to /", target, err)
+	}
+	rec := e.record(t, "copy")
+	if rec == nil || rec.Owner != "pv-b" || rec.CloneOf != "default/src" || rec.CloneMethod != cl.Method || rec.SizeBytes != 1<<20 || rec.ClaimNamespace != "ns" {
+		t.Errorf("record = %+v", rec)
+	}
+	again, created, err := e.store.CloneVolume(ctx, "default", "copy", cloneReq("src", 1<<20), 0o750, "")
+	if err != nil || created || again.Volume == nil || again.Volume.CloneMethod != cl.Method {
+		t.Errorf("clone again = %+v, %t, %v; want the volume, not created", again, created, err)
+	}
+	if entries := stagingEntries(t, e.pool); len(entries) != 0 {
+		t.Errorf("staging directories left: %v", entries)
+	}
+}
+
+// stagingEntries lists the staging directories of the pool.
+func stagingEntries(t *testing.T, pool string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, en := range entries {
+		if strings.HasPrefix(en.Name(), stagingPrefix) {
+			out = append(out, en.Name())
+		}
+	}
+	return out
+}
+
+// TestCloneRefusals: a source that is missing, of another owner or claim
+// namespace, retained or larger than the clone is refused, and so is a
+// caller bound to another node for a node-mode volume; nothing is left.
+func TestCloneRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		desc   string
+		mutate func(*client.CloneVolumeRequest)
+		remote string
+		setup  func(t *testing.T, e *testEnv)
+		want   client.Reason
+		owner  string
+	}{
+		{desc: "missing source", mutate: func(r *client.CloneVolumeRequest) { r.SourceName = "nothing" }, want: client.ReasonNotFound},
+		{desc: "source of another owner", mutate: func(r *client.CloneVolumeRequest) { r.SourceOwner = "pv-z" }, want: client.ReasonOwnerConflict, owner: "pv-a"},
+		{desc: "source of another namespace", mutate: func(r *client.CloneVolumeRequest) { r.ClaimNamespace = "other" }, want: client.ReasonForbidden},
+		{desc: "source larger", mutate: func(r *client.CloneVolumeRequest) { r.RequiredBytes = 1 }, want: client.ReasonConflict},
+		{desc: "remote caller, node mode", remote: "node-b", mutate: func(r *client.CloneVolumeRequest) { r.Multihost = true }, want: client.ReasonForbidden},
+		{desc: "remote caller asks for node mode", remote: "node-b", want: client.ReasonForbidden},
+		{desc: "retained source", setup: func(t *testing.T, e *testEnv) {
+			e.writeRecordFields(t, "src", map[string]any{"owner": "pv-a", "ownedSince": t0.Format(time.RFC3339), "retained": true, "claimNamespace": "ns", "sizeBytes": 1 << 20})
+		}, want: client.ReasonConflict},
+		{desc: "target of another owner", setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "copy", "pv-z", false) }, want: client.ReasonOwnerConflict, owner: "pv-z"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			e := newTestEnv(t)
+			if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns", RequiredBytes: 1 << 20}, 0o700, ""); err != nil {
+				t.Fatal(err)
+			}
+			if tc.setup != nil {
+				tc.setup(t, e)
+			}
+			req := cloneReq("src", 1<<20)
+			if tc.mutate != nil {
+				tc.mutate(&req)
+			}
+			_, _, err := e.store.CloneVolume(ctx, "default", "copy", req, 0o750, tc.remote)
+			checkErr(t, "clone", err, tc.want, tc.owner)
+			if _, err := os.Lstat(filepath.Join(e.pool, "copy")); err == nil {
+				t.Error("the refused clone's directory exists")
+			}
+			if rec := e.record(t, "copy"); rec != nil && rec.Owner == "pv-b" {
+				t.Errorf("the refused clone has a record: %+v", rec)
+			}
+			if s := stagingEntries(t, e.pool); len(s) != 0 {
+				t.Errorf("staging directories: %v", s)
+			}
+		})
+	}
+}
+
+// TestCloneBusy: while a clone copies, its source cannot be deleted and
+// its target cannot be written by other calls; calls on the clone answer
+// its progress, and another owner's clone into the same name is refused.
+func TestCloneBusy(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	e := newTestEnv(t)
+	if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
+		t.Fatal(err)
+	}
+	hold, started := make(chan struct{}), make(chan struct{})
+	e.store.clones.beforeCopy = func() {
+		close(started)
+		<-hold
+	}
+	cl, created, err := e.store.CloneVolume(ctx, "default", "copy", cloneReq("src", 0), 0o750, "")
+	if err != nil || created || cl.Volume != nil {
+		t.Fatalf("start = %+v, %t, %v", cl, created, err)
+	}
+	<-started
+	if cl, _, err := e.store.CloneVolume(ctx, "default", "copy", cloneReq("src", 0), 0o750, ""); err != nil || cl.State != client.CloneCopying {
+		t.Errorf("while copying = %+v, %v; want state Copying", cl, err)
+	}
+	_, err = e.store.DeleteVolume(ctx, "default", "src", "pv-a", false, "")
+	checkErr(t, "delete the source", err, client.ReasonConflict, "")
+	_, err = e.store.DeleteVolume(ctx, "default", "copy", "pv-b", false, "")
+	checkErr(t, "delete the target", err, client.ReasonConflict, "")
+	_, _, err = e.store.CreateVolume(ctx, "default", "copy", client.CreateVolumeRequest{Owner: "pv-b"}, 0o700, "")
+	checkErr(t, "create the target", err, client.ReasonConflict, "")
+	other := cloneReq("src", 0)
+	other.Owner = "pv-c"
+	_, _, err = e.store.CloneVolume(ctx, "default", "copy", other, 0o750, "")
+	checkErr(t, "another owner's clone", err, client.ReasonOwnerConflict, "pv-b")
+	if _, err := os.Lstat(filepath.Join(e.pool, "copy")); err == nil {
+		t.Error("the clone's directory exists before its copy is done")
+	}
+	close(hold)
+	waitClone(ctx, t, e.store, "copy", cloneReq("src", 0))
+	if _, err := e.store.DeleteVolume(ctx, "default", "src", "pv-a", false, ""); err != nil {
+		t.Errorf("delete the source after the clone: %v", err)
+	}
+}
+
+// TestCloneAfterRestart: a manager that died mid-copy left a staging
+// directory and the clone's owner record; a new Store removes the staging
+// directory and copies again from the start.
+func TestCloneAfterRestart(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	e := newTestEnv(t)
+	if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(e.pool, "src", "f"), "whole")
+	// What a crash mid-copy leaves.
+	e.writeRecordFields(t, "copy", map[string]any{"owner": "pv-b", "ownedSince": t0.Format(time.RFC3339), "claimNamespace": "ns", "cloneOf": "default/src"})
+	half := filepath.Join(e.pool, stagingName("copy"))
+	mustMkdir(t, half)
+	mustWrite(t, filepath.Join(half, "f"), "wh")
+	mustWrite(t, filepath.Join(half, "junk"), "left")
+
+	restarted, err := New(Config{NodeName: "node-a", Pools: map[string]string{"default": e.pool}, Identity: e.identity, MountInfoFile: e.mountInfo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, created := waitClone(ctx, t, restarted, "copy", cloneReq("src", 0))
+	if !created || cl.Volume.Owner != "pv-b" {
+		t.Errorf("clone after restart = %+v, created %t", cl, created)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.pool, "copy", "f")); err != nil || string(b) != "whole" {
+		t.Errorf("clone's f = %q, %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(e.pool, "copy", "junk")); err == nil {
+		t.Error("the clone holds a file of the interrupted copy")
+	}
+	if s := stagingEntries(t, e.pool); len(s) != 0 {
+		t.Errorf("staging directories: %v", s)
+	}
+}
