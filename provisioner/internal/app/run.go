@@ -171,7 +171,7 @@ func (c *Config) wire(logger klog.Logger) *parts {
 	})
 	p.prov = provisioner.New(provisioner.Config{
 		Names: names, Node: c.NodeName, Client: c.Kube,
-		Classes: inf.Classes.Lister(), Nodes: inf.Nodes.Lister(), Volumes: inf.Volumes.Lister(),
+		Classes: inf.Classes.Lister(), Nodes: inf.Nodes.Lister(), Volumes: inf.Volumes.Lister(), Claims: inf.Claims.Lister(),
 		Instances: c.Instances, Managers: volumeManagers, Targets: c.Resolver,
 		CreateFanout:  fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.FanoutNodeTimeout, Attempts: c.FanoutAttempts},
 		Reclaim:       p.reclaimer.Reclaim,

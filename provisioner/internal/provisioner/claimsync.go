@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -40,6 +41,9 @@ type ClaimSync struct {
 	// Run.
 	watchErr error
 
+	// clones finds the clones of a claim (cloneSourceIndex).
+	clones cache.Indexer
+
 	// reported remembers the events already emitted per claim, so that
 	// repeated syncs of an unchanged claim add nothing.
 	mu       sync.Mutex
@@ -58,6 +62,11 @@ func NewClaimSync(p *Provisioner, claims coreinformers.PersistentVolumeClaimInfo
 		reported: map[types.UID]map[string]bool{},
 	}
 	s.queue = worker.NewQueue("claims", s.sync)
+	s.clones = claims.Informer().GetIndexer()
+	if err := claims.Informer().AddIndexers(cache.Indexers{cloneSourceIndex: cloneSourceKeys}); err != nil {
+		s.watchErr = fmt.Errorf("index claims by clone source: %w", err)
+		return s
+	}
 	_, s.watchErr = claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    s.enqueue,
 		UpdateFunc: func(_, obj any) { s.enqueue(obj) },
@@ -110,7 +119,9 @@ func (s *ClaimSync) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("get claim %s from the cache: %w", key, err)
 	}
 	if claim.Spec.VolumeName != "" {
-		return nil // bound: the library asks the Qualifier no more either
+		// Bound: the library asks the Qualifier no more either. Its
+		// clones that wait for it may go on.
+		return s.enqueueClones(claim)
 	}
 	d, err := s.prov.decide(claim)
 	if err != nil {
@@ -130,6 +141,36 @@ func (s *ClaimSync) sync(ctx context.Context, key string) error {
 	return s.selectNode(ctx, claim, d.choice)
 }
 
+// cloneSourceIndex indexes claims by the namespace/name of the claim
+// their data source names (cloneSourceKeys).
+const cloneSourceIndex = "hostpath.dev/clone-source"
+
+// cloneSourceKeys is the index function of cloneSourceIndex: an unbound
+// claim whose data source is a claim of its namespace has that claim's key.
+func cloneSourceKeys(obj any) ([]string, error) {
+	claim, ok := obj.(*v1.PersistentVolumeClaim)
+	if !ok || claim.Spec.VolumeName != "" {
+		return nil, nil
+	}
+	name, err := sourceClaimName(claim)
+	if name == "" || err != nil {
+		return nil, nil
+	}
+	return []string{claim.Namespace + "/" + name}, nil
+}
+
+// enqueueClones queues the unbound clones of claim.
+func (s *ClaimSync) enqueueClones(claim *v1.PersistentVolumeClaim) error {
+	clones, err := s.clones.ByIndex(cloneSourceIndex, claim.Namespace+"/"+claim.Name)
+	if err != nil {
+		return fmt.Errorf("find the clones of claim %s: %w", klog.KObj(claim), err)
+	}
+	for _, c := range clones {
+		s.enqueue(c)
+	}
+	return nil
+}
+
 // event is an event on a claim.
 type event struct {
 	eventType, reason, message string
@@ -140,7 +181,17 @@ type event struct {
 // instance; a claim that names no node in an Immediate class, a node that
 // does not exist or one that runs no instance on the elected instance.
 func (s *ClaimSync) problem(claim *v1.PersistentVolumeClaim, d decision) (*event, error) {
+	var se *sourceError
 	switch {
+	case errors.As(d.sourceErr, &se):
+		elected, err := s.prov.elected(claim)
+		if err != nil || !elected {
+			return nil, err
+		}
+		if se.pending {
+			return &event{v1.EventTypeNormal, ReasonCloneSourcePending, se.msg}, nil
+		}
+		return &event{v1.EventTypeWarning, ReasonCloneSourceInvalid, se.msg}, nil
 	case d.verdict == provision || d.verdict == selectNode:
 		if d.choice.conflict == "" {
 			return nil, nil
@@ -254,7 +305,10 @@ func (s *ClaimSync) selectNode(ctx context.Context, claim *v1.PersistentVolumeCl
 		return fmt.Errorf("set the selected node of claim %s to %q: %w", klog.KObj(claim), node, err)
 	}
 	logger.V(2).Info("Set the selected node of a pinned claim", "node", node, "annotation", choice.source)
-	s.recordOnce(claim, event{v1.EventTypeNormal, ReasonNodeSelected, fmt.Sprintf(
-		"Selected node %q from the annotation %s without waiting for a consumer", node, choice.source)})
+	msg := fmt.Sprintf("Selected node %q from the annotation %s without waiting for a consumer", node, choice.source)
+	if choice.source == sourceChoice {
+		msg = fmt.Sprintf("Selected node %q, the node of the clone's source: the clone is made there, and its pods run there", node)
+	}
+	s.recordOnce(claim, event{v1.EventTypeNormal, ReasonNodeSelected, msg})
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -65,6 +66,10 @@ type fakeManager struct {
 	lists       []string                  // pool
 	root        string                    // the pool's host path; /var/hpvolumes when empty
 	lastCreate  client.CreateVolumeRequest
+	clones      []string // pool/name from pool/name of owner, by owner
+	// copying is how many clone calls answer a copy in progress before
+	// one answers it done.
+	copying int
 }
 
 // path returns the host path of a directory.
@@ -161,6 +166,30 @@ func (f *fakeManager) CreateVolume(_ context.Context, pool, name string, req cli
 	return &c, nil
 }
 
+func (f *fakeManager) CloneVolume(_ context.Context, pool, name string, req client.CloneVolumeRequest) (*client.Clone, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clones = append(f.clones, pool+"/"+name+" from "+req.SourcePool+"/"+req.SourceName+" of "+req.SourceOwner+" "+resource.NewQuantity(req.RequiredBytes, resource.BinarySI).String()+" by "+req.Owner)
+	if f.err != nil {
+		return nil, f.err
+	}
+	if owner, ok := f.owner(pool, name); ok && owner != req.Owner {
+		return nil, ownerConflict(owner)
+	}
+	cl := &client.Clone{Source: req.SourcePool + "/" + req.SourceName, State: client.CloneCopying, Method: client.CloneMethodCopy, TotalBytes: 100}
+	if f.copying > 0 {
+		f.copying--
+		cl.CopiedBytes = int64(100 / (f.copying + 1))
+		return cl, nil
+	}
+	if _, ok := f.owner(pool, name); !ok {
+		f.haveIn(pool, name, req.Owner, req.ClaimNamespace)
+	}
+	v := *f.volumes[pool+"/"+name]
+	cl.State, cl.CopiedBytes, cl.Volume = client.CloneDone, 100, &v
+	return cl, nil
+}
+
 func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -255,6 +284,8 @@ func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 		Classes:   classes.Lister(),
 		Nodes:     nodes.Lister(),
 		Volumes:   volumes.Lister(),
+		Claims:    claims.Lister(),
+		ClonePoll: time.Millisecond,
 		Instances: inst,
 		Managers:  func(string) (VolumeManager, error) { return f.manager, nil },
 		Recorder:  f.recorder,

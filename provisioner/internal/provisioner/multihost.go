@@ -40,6 +40,14 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 	if _, err := requestedBytes(size); err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
+	src, err := p.cloneSource(claim, opts.StorageClass)
+	if err == nil && src != nil && !src.dir.Multihost {
+		err = invalidSource("the PersistentVolume %q of source claim %s is of mode %q: a multihost clone needs a multihost source", src.pv.Name, src.claim.Name, annotations.ModeNode)
+	}
+	if err != nil {
+		reportSource(p.cfg.Recorder, claim, err)
+		return nil, cloneState(err), err
+	}
 	dir, err := params.Directory(claim.Namespace, claim.Name, opts.PVName)
 	if err != nil {
 		return nil, controller.ProvisioningFinished, err
@@ -62,16 +70,12 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 		local:     params.VolumeType == VolumeTypeLocal,
 		multihost: true, nodes: ready, pending: pending,
 	})
-	req := client.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize)
+	makeOn, finished := p.multihostMaker(claim, src, pv, params, dir)
 	var mu sync.Mutex
 	paths := map[string]string{}
 	var enforcements []string
 	results := p.fanOut(ctx, fanout.OperationCreate, ready, p.cfg.CreateFanout, func(ctx context.Context, node string) error {
-		mgr, err := p.cfg.Managers(node)
-		if err != nil {
-			return err
-		}
-		vol, err := mgr.CreateVolume(ctx, params.Pool, dir, req)
+		vol, err := makeOn(ctx, node)
 		if err != nil {
 			return err
 		}
@@ -84,6 +88,7 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 	if state, err := createState(results, "create "+where, pending); err != nil {
 		return nil, state, err
 	}
+	finished()
 	path, err := commonPath(paths, where)
 	if err != nil {
 		return nil, controller.ProvisioningFinished, err
@@ -97,6 +102,33 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 	setPath(pv, path)
 	pv.Annotations[annotations.SizeEnforcement] = enforcementOf(enforcements...)
 	return pv, controller.ProvisioningFinished, nil
+}
+
+// multihostMaker returns what makes pv's directory on one node: a new
+// directory, or for a clone (src not nil) a copy of the node's directory
+// of the source, followed with events on the claim (a copy that runs on
+// after Config.CloneWait fails with errCloneRunning); and what reports,
+// once every node made it, that the clone is finished.
+func (p *Provisioner) multihostMaker(claim *v1.PersistentVolumeClaim, src *source, pv *v1.PersistentVolume, params Parameters, dir string) (makeOn func(ctx context.Context, node string) (*client.Volume, error), finished func()) {
+	if src == nil {
+		req := client.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize)
+		return func(ctx context.Context, node string) (*client.Volume, error) {
+			mgr, err := p.cfg.Managers(node)
+			if err != nil {
+				return nil, err
+			}
+			return mgr.CreateVolume(ctx, params.Pool, dir, req)
+		}, func() {}
+	}
+	f := p.newCloneFollower(claim, src)
+	req := cloneRequest(pv, src, params.DirMode, params.EnforceSize)
+	return func(ctx context.Context, node string) (*client.Volume, error) {
+		mgr, err := p.cfg.Managers(node)
+		if err != nil {
+			return nil, err
+		}
+		return p.follow(ctx, f, node, mgr, params.Pool, dir, req)
+	}, f.finished
 }
 
 // createState maps the results of a multihost create to the library's

@@ -11,6 +11,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
@@ -28,6 +29,9 @@ type VolumeManager interface {
 	// CreateVolume creates (or finds) a volume directory for req.Owner;
 	// idempotent for the same owner, 409 OwnerConflict for another.
 	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest) (*client.Volume, error)
+	// CloneVolume starts, or follows, the copy of another volume into a
+	// new volume directory for req.Owner.
+	CloneVolume(ctx context.Context, pool, name string, req client.CloneVolumeRequest) (*client.Clone, error)
 	// SetOwner compares and swaps the owner record of a directory.
 	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error)
 	// DeleteVolume removes a volume directory of opts.Owner; deleting a
@@ -69,6 +73,8 @@ type Config struct {
 	Client kubernetes.Interface
 	// Classes reads StorageClasses from the informer cache.
 	Classes storagelisters.StorageClassLister
+	// Claims reads claims from the informer cache: the sources of clones.
+	Claims corelisters.PersistentVolumeClaimLister
 	// Nodes reads Nodes from the informer cache.
 	Nodes corelisters.NodeLister
 	// Volumes reads PersistentVolumes from the informer cache: which
@@ -97,6 +103,14 @@ type Config struct {
 	// Delete removed; nil emits nothing. Only the owner of a
 	// claim provisions it, so only the owner records.
 	Recorder record.EventRecorder
+	// CloneWait is how long one Provision call follows a clone's copy
+	// (DefaultCloneWait when 0).
+	CloneWait time.Duration
+	// ClonePoll is how often a clone's copy is asked how far it is
+	// (DefaultClonePoll when 0).
+	ClonePoll time.Duration
+	// Clock times clones; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // Provisioner is one node's instance of the hostpath provisioner: the

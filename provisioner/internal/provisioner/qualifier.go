@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -23,9 +24,17 @@ type nodeChoice struct {
 	conflict string
 }
 
-// chooseNode applies the annotation precedence to a claim.
-func chooseNode(claim *v1.PersistentVolumeClaim) nodeChoice {
+// sourceChoice is the nodeChoice.source of a node-mode clone: its
+// source's node, which wins over every annotation.
+const sourceChoice = "the clone's source"
+
+// chooseNode applies the annotation precedence to a claim; the node of
+// src, the source of a node-mode clone (nil: none), comes first.
+func chooseNode(claim *v1.PersistentVolumeClaim, src *source) nodeChoice {
 	var c nodeChoice
+	if src != nil && !src.dir.Multihost {
+		c.node, c.source = src.dir.Node, sourceChoice
+	}
 	for _, key := range []string{annotations.ProvisionOnNode, annotations.KubevirtProvisionOnNode, annotations.SelectedNode} {
 		v := claim.Annotations[key]
 		switch {
@@ -84,6 +93,10 @@ type decision struct {
 	// gone says why no instance can serve choice.node, for verdict
 	// reschedule.
 	gone absence
+	// sourceErr says why a node-mode clone's source cannot be cloned
+	// (yet): no instance provisions the claim, and the elected one
+	// reports it.
+	sourceErr error
 }
 
 // absence says why no instance serves a node.
@@ -125,13 +138,24 @@ func (p *Provisioner) decide(claim *v1.PersistentVolumeClaim) (decision, error) 
 		}
 		return d, err
 	}
-	d.choice = chooseNode(claim)
+	src, err := p.cloneSource(claim, class)
+	var se *sourceError
+	switch {
+	case errors.As(err, &se):
+		d.sourceErr = err
+		return d, nil
+	case err != nil:
+		return d, err
+	}
+	d.choice = chooseNode(claim, src)
 	switch {
 	case d.choice.node != p.cfg.Node:
 		return p.decideElsewhere(claim, d)
-	case d.waitForConsumer && claim.Annotations[annotations.SelectedNode] == "":
+	case (d.waitForConsumer || src != nil) && claim.Annotations[annotations.SelectedNode] == "":
 		// The library provisions WaitForFirstConsumer claims only once
-		// selected-node is set.
+		// selected-node is set. A clone gets it in any class: setting it
+		// is the claim update that makes the library look at a clone
+		// whose source was bound after it.
 		d.verdict = selectNode
 	default:
 		d.verdict = provision

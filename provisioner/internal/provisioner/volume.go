@@ -52,7 +52,12 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 	if err := checkClaim(claim, params.Mode); err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
-	choice := chooseNode(claim)
+	src, err := p.cloneSource(claim, opts.StorageClass)
+	if err != nil {
+		reportSource(p.cfg.Recorder, claim, err)
+		return nil, cloneState(err), err
+	}
+	choice := chooseNode(claim, src)
 	if choice.node != p.cfg.Node {
 		return p.provisionElsewhere(claim)
 	}
@@ -93,7 +98,10 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 			return nil, state, err
 		}
 	}
-	vol, err := mgr.CreateVolume(ctx, params.Pool, dir, client.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize))
+	vol, err := p.makeDirectory(ctx, mgr, claim, src, params, dir, pv)
+	if errors.Is(err, errCloneRunning) {
+		return nil, controller.ProvisioningInBackground, err
+	}
 	if err != nil {
 		state, err := provisioningState(p.createError(err, params.Pool, dir), reschedulable)
 		return nil, state, err
@@ -102,6 +110,21 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 	setPath(pv, vol.Path)
 	pv.Annotations[annotations.SizeEnforcement] = enforcementOf(vol.Enforcement)
 	return pv, controller.ProvisioningFinished, nil
+}
+
+// makeDirectory has this node's manager make the directory of pv: a new
+// one, or for a clone (src not nil) a copy of the source's, followed with
+// events on the claim.
+func (p *Provisioner) makeDirectory(ctx context.Context, mgr VolumeManager, claim *v1.PersistentVolumeClaim, src *source, params Parameters, dir string, pv *v1.PersistentVolume) (*client.Volume, error) {
+	if src == nil {
+		return mgr.CreateVolume(ctx, params.Pool, dir, client.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize))
+	}
+	f := p.newCloneFollower(claim, src)
+	vol, err := p.follow(ctx, f, p.cfg.Node, mgr, params.Pool, dir, cloneRequest(pv, src, params.DirMode, params.EnforceSize))
+	if err == nil {
+		f.finished()
+	}
+	return vol, err
 }
 
 // provisionElsewhere answers Provision for a claim of another node: it
@@ -192,8 +215,11 @@ func checkClaim(claim *v1.PersistentVolumeClaim, mode string) error {
 	if claim.Spec.Selector != nil {
 		return errors.New("claims with a selector are not supported: remove spec.selector")
 	}
-	if claim.Spec.DataSource != nil || claim.Spec.DataSourceRef != nil {
-		return errors.New("claims with a data source are not supported: remove spec.dataSource")
+	if _, err := sourceClaimName(claim); err != nil {
+		return err
+	}
+	if _, reuse := claim.Annotations[annotations.ReuseDirectory]; reuse && (claim.Spec.DataSource != nil || claim.Spec.DataSourceRef != nil) {
+		return fmt.Errorf("a clone (spec.dataSource) gets a new directory: remove the claim annotation %s, or the data source", annotations.ReuseDirectory)
 	}
 	if _, ok := claim.Spec.Resources.Requests[v1.ResourceStorage]; !ok {
 		return errors.New("the claim requests no storage size")
