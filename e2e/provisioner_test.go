@@ -134,7 +134,17 @@ func (e *provEnv) createStorageClass(ctx context.Context, t *testing.T, sc *stor
 // claim creates a claim of class with the given size and annotations.
 func (e *provEnv) claim(ctx context.Context, t *testing.T, name, class, size string, mode corev1.PersistentVolumeAccessMode, annotations map[string]string) *corev1.PersistentVolumeClaim {
 	t.Helper()
-	pvc := &corev1.PersistentVolumeClaim{
+	pvc := e.claimObject(name, class, size, mode, annotations)
+	created, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("Create claim %s/%s: %v", e.ns, name, err)
+	}
+	return created
+}
+
+// claimObject is the claim that claim creates.
+func (e *provEnv) claimObject(name, class, size string, mode corev1.PersistentVolumeAccessMode, annotations map[string]string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name, Annotations: annotations},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			StorageClassName: &class,
@@ -144,11 +154,6 @@ func (e *provEnv) claim(ctx context.Context, t *testing.T, name, class, size str
 			}},
 		},
 	}
-	created, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("Create claim %s/%s: %v", e.ns, name, err)
-	}
-	return created
 }
 
 // waitBound waits until the claim is Bound and returns it with its PV.
