@@ -457,7 +457,7 @@ func (s *Store) copyClone(ctx context.Context, j *cloneJob, p, sp *pool, name st
 // staging directory's quota ID (0: none).
 func (s *Store) fillStaging(ctx context.Context, j *cloneJob, root *os.Root, enf quota.Enforcer, p, sp *pool, staging string, req client.CloneVolumeRequest, rec record) (string, uint64, error) {
 	enforced := rec.Enforcement != "" && rec.Enforcement == enf.Support().Kind
-	if snap, ok := enf.(quota.Snapshotter); ok && enforced && sp == p {
+	if snap, ok := enf.(quota.Snapshotter); ok && enforced && sp.name == p.name {
 		id, err := snap.Snapshot(root, req.SourceName, staging, rec.SizeBytes)
 		switch {
 		case err == nil:
@@ -465,6 +465,7 @@ func (s *Store) fillStaging(ctx context.Context, j *cloneJob, root *os.Root, enf
 		case !errors.Is(err, quota.ErrNotSubvolume):
 			return "", 0, fmt.Errorf("snapshot volume %q of pool %q: %w", req.SourceName, p.name, err)
 		}
+		klog.FromContext(ctx).Info("Copying instead of a snapshot", "reason", err)
 	}
 	var id uint64
 	if enforced {

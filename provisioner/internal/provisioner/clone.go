@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -212,8 +211,7 @@ func (f *cloneFollower) seen(node string, cl *client.Clone) {
 	now := f.clock.Now()
 	if pct >= f.lastPct+cloneProgressStep && pct < 100 || now.Sub(f.lastTime) >= cloneProgressEvery {
 		f.lastPct, f.lastTime = pct, now
-		f.event(ReasonCloneProgress, "Cloning %s: %d%% (%s of %s)", f.source, pct,
-			resource.NewQuantity(copied, resource.BinarySI), resource.NewQuantity(total, resource.BinarySI))
+		f.event(ReasonCloneProgress, "Cloning %s: %d%% (%s of %s)", f.source, pct, mebibytes(copied), mebibytes(total))
 	}
 }
 
@@ -236,8 +234,8 @@ func (f *cloneFollower) finished() {
 		}
 		method += m
 	}
-	f.event(ReasonCloneFinished, "Cloned %s by %s in %.3fs on %s (%s; a snapshot counts none), %.1fs since the claim asked",
-		f.source, method, seconds, nodesText(f.copies), resource.NewQuantity(bytes, resource.BinarySI), f.clock.Since(f.started).Seconds())
+	f.event(ReasonCloneFinished, "Cloned %s by %s in %.3fs on %s (%s of files), %.1fs after this instance started following it",
+		f.source, method, seconds, nodesText(f.copies), mebibytes(bytes), f.clock.Since(f.started).Seconds())
 }
 
 // nodesText names the nodes of copies, for events.
@@ -318,6 +316,11 @@ func reportSource(recorder record.EventRecorder, claim *v1.PersistentVolumeClaim
 		return
 	}
 	recorder.Event(claim, v1.EventTypeWarning, ReasonCloneSourceInvalid, se.msg)
+}
+
+// mebibytes writes n bytes in MiB, for events.
+func mebibytes(n int64) string {
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 func ptrValue(s *string) string {
