@@ -16,6 +16,8 @@ STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSIO
 BIN_DIR ?= bin
 # FUZZTIME bounds `make fuzz`.
 FUZZTIME ?= 60s
+# REGISTRY is where `make push` sends the images: HOST[:PORT][/PATH].
+REGISTRY ?=
 
 .DEFAULT_GOAL := help
 
@@ -75,6 +77,10 @@ k8s: ## Build the pinned Kubernetes components into .cache/ (reused when present
 .PHONY: images
 images: ## Build the OCI image tarballs and import them into every running node.
 	scripts/images.sh
+
+.PHONY: push
+push: ## Build the three product images and push them to REGISTRY (HOST[:PORT]/PATH) with skopeo; IMAGE_TAG, REGISTRY_TLS_VERIFY=false (scripts/push.sh, docs/install.md).
+	scripts/push.sh "$(REGISTRY)"
 
 .PHONY: cluster-up
 cluster-up: k8s ## Start the local cluster (kubeconfig: .cluster/kubeconfig).
