@@ -115,7 +115,7 @@ e2e-storage: ## Run the upstream Kubernetes External Storage suite against the r
 	scripts/storage-suite.sh
 
 .PHONY: bench
-bench: ## On the running local cluster: provisioning against a no-op provisioner at several kube-controller-manager client limits (N=1000), then bench-fleet and bench-foreign (see BENCHMARKS.md).
+bench: ## On the running local cluster: provisioning against a no-op provisioner at several kube-controller-manager client limits (N=1000), then bench-fleet and bench-foreign (see docs/benchmarks.md).
 	scripts/bench-provision.sh
 	scripts/bench-fleet.sh
 	scripts/bench-foreign.sh
