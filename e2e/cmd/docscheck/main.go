@@ -11,66 +11,12 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"hostpath.dev/e2e/internal/cli"
 	"hostpath.dev/e2e/internal/docscheck"
 )
 
 func main() {
-	cli.Main("docscheck", "check [-bin DIR] [-pending FILE]... [ROOT]", map[string]cli.Command{"check": check})
-}
-
-// options are the flags of check.
-type options struct {
-	bin     string
-	pending pending
-}
-
-type pending []string
-
-func (p *pending) String() string { return strings.Join(*p, ",") }
-func (p *pending) Set(v string) error {
-	*p = append(*p, filepath.ToSlash(filepath.Clean(v)))
-	return nil
-}
-
-func (o *options) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.bin, "bin", "", "Directory of the programs' binaries (default ROOT/bin).")
-	fs.Var(&o.pending, "pending", "A page, relative to ROOT, that links may name before it exists; repeatable.")
-}
-
-func (o *options) Complete() error { return nil }
-
-func check(_ context.Context, args []string) error {
-	var o options
-	args, err := cli.ParseFlags("docscheck check", os.Stderr, &o, args)
-	if err != nil {
-		return err
-	}
-	if len(args) > 1 {
-		return errors.New("usage: docscheck check [-bin DIR] [-pending FILE]... [ROOT]")
-	}
-	root := "."
-	if len(args) == 1 {
-		root = args[0]
-	}
-	if o.bin == "" {
-		o.bin = filepath.Join(root, "bin")
-	}
-	problems, err := docscheck.Check(root, o.bin, o.pending)
-	if err != nil {
-		return err
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%d problem(s):\n  %s", len(problems), strings.Join(problems, "\n  "))
-	}
-	fmt.Println("docscheck: ok (flags of every program on its page, links, README length)")
-	return nil
+	cli.Main("docscheck", docscheck.Usage, map[string]cli.Command{"check": docscheck.Command(os.Stdout, os.Stderr)})
 }

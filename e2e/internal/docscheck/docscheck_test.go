@@ -1,6 +1,8 @@
 package docscheck
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,12 +100,22 @@ func TestCheckFailsOnUndocumentedFlag(t *testing.T) {
 	if !slices.Equal(problems, want) {
 		t.Fatalf("Check with an undocumented flag = %q, want %q", problems, want)
 	}
+	// What make check-docs runs: the command fails, naming the flag.
+	var stdout bytes.Buffer
+	err = Command(&stdout, &stdout)(context.Background(), []string{"-bin", bin, root})
+	if err == nil || !strings.Contains(err.Error(), "3 problem(s)") || !strings.Contains(err.Error(), "docs/manager.md: flag `--pool-overcommit` (manager --help) is not documented") {
+		t.Fatalf("docscheck check with an undocumented flag: %v, want it to fail naming --pool-overcommit", err)
+	}
 
 	for _, p := range Programs {
 		writeFile(t, filepath.Join(root, p.Page), page+"`--exit-zero`, `-o`, `--output`, `--pool-overcommit NAME=RATIO`\n", 0o644)
 	}
 	if problems, err := Check(root, bin, nil); err != nil || len(problems) > 0 {
 		t.Fatalf("Check with every flag documented = %q, %v; want nothing", problems, err)
+	}
+	stdout.Reset()
+	if err := Command(&stdout, &stdout)(context.Background(), []string{"-bin", bin, root}); err != nil || !strings.HasPrefix(stdout.String(), "docscheck: ok") {
+		t.Fatalf("docscheck check with every flag documented: %v, %q; want ok", err, stdout.String())
 	}
 }
 
