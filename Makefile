@@ -16,6 +16,11 @@ STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSIO
 BIN_DIR ?= bin
 # FUZZTIME bounds `make fuzz`.
 FUZZTIME ?= 60s
+# REGISTRY is where `make push` sends the images: HOST[:PORT][/PATH].
+REGISTRY ?=
+# DOCS_PENDING: pages that links may name before they exist (written on
+# another branch); docscheck checks them like the others once they do.
+DOCS_PENDING := docs/clones.md
 
 .DEFAULT_GOAL := help
 
@@ -34,7 +39,7 @@ fmt: ## Format all Go code.
 	gofmt -w $(MODULES)
 
 .PHONY: verify
-verify: check-releases ## gofmt, go vet, staticcheck, GOWORK=off builds of every module, size rules, generated code up to date, RELEASES.
+verify: check-releases check-docs ## gofmt, go vet, staticcheck, GOWORK=off builds of every module, size rules, generated code up to date, RELEASES, docs.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 	@for m in $(MODULES); do (cd $$m && $(STATICCHECK) $$($(GO) list ./... | grep -v /pkg/generated/)); done
@@ -46,6 +51,10 @@ verify: check-releases ## gofmt, go vet, staticcheck, GOWORK=off builds of every
 .PHONY: check-releases
 check-releases: ## RELEASES is well formed (semver, increasing), each commit an ancestor of HEAD, a CHANGELOG.md section each.
 	@cd e2e && $(GO) run ./cmd/releases check $(CURDIR)
+
+.PHONY: check-docs
+check-docs: build ## Every flag of each program's --help is on its docs/ page, relative links of README.md and docs/ lead somewhere, README.md at most 300 lines.
+	@cd e2e && $(GO) run ./cmd/docscheck check -bin $(CURDIR)/$(BIN_DIR) $(addprefix -pending ,$(DOCS_PENDING)) $(CURDIR)
 
 .PHONY: generate
 generate: ## Generate the HostDefinition deepcopy, clientset, listers, informers and CRD (scripts/codegen.sh).
@@ -75,6 +84,10 @@ k8s: ## Build the pinned Kubernetes components into .cache/ (reused when present
 .PHONY: images
 images: ## Build the OCI image tarballs and import them into every running node.
 	scripts/images.sh
+
+.PHONY: push
+push: ## Build the three product images and push them to REGISTRY (HOST[:PORT]/PATH) with skopeo; IMAGE_TAG, REGISTRY_TLS_VERIFY=false (scripts/push.sh, docs/install.md).
+	scripts/push.sh "$(REGISTRY)"
 
 .PHONY: cluster-up
 cluster-up: k8s ## Start the local cluster (kubeconfig: .cluster/kubeconfig).
@@ -109,7 +122,7 @@ e2e-storage: ## Run the upstream Kubernetes External Storage suite against the r
 	scripts/storage-suite.sh
 
 .PHONY: bench
-bench: ## On the running local cluster: provisioning against a no-op provisioner at several kube-controller-manager client limits (N=1000), then bench-fleet and bench-foreign (see BENCHMARKS.md).
+bench: ## On the running local cluster: provisioning against a no-op provisioner at several kube-controller-manager client limits (N=1000), then bench-fleet and bench-foreign (see docs/benchmarks.md).
 	scripts/bench-provision.sh
 	scripts/bench-fleet.sh
 	scripts/bench-foreign.sh

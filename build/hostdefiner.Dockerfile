@@ -3,7 +3,7 @@
 #   docker build -f build/hostdefiner.Dockerfile -t <registry>/hostpath/hostdefiner:<tag> .
 # (run from the repository root). scripts/images.sh builds the same image
 # without Docker for the local cluster.
-ARG GO_VERSION=1.25
+ARG GO_VERSION=1.26
 FROM golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.work ./

@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # hostpath.dev/testtools (busybox + nettool), the image of the e2e test pods:
 #   docker build -f build/testtools.Dockerfile -t <registry>/hostpath/testtools:<tag> .
-ARG GO_VERSION=1.25
+ARG GO_VERSION=1.26
 FROM golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.work ./

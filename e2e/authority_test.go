@@ -1,7 +1,7 @@
 package e2e
 
 // Node-scoped authority and least privilege for each caller (issue 25,
-// items 1 and 2; README, "Security model"), against the managers of the two
+// items 1 and 2; docs/security.md), against the managers of the two
 // real nodes. Each test asserts the HTTP answer and that every node's pools
 // hold what they held before (hostileSnapshot, hostileCheckDisk), and,
 // where a volume was aimed at, that its owner record did not change either.
@@ -19,7 +19,7 @@ package e2e
 //   - TestAuthorityUnboundToken: a token bound to no pod reads with
 //     hostpath-manager-client but writes nothing (403 naming
 //     hostpath-manager-admin); with hostpath-manager-admin it does the
-//     README's debugging writes.
+//     debugging writes of docs/api.md.
 
 import (
 	"context"
@@ -273,7 +273,7 @@ func TestAuthorityReader(t *testing.T) {
 // TestAuthorityUnboundToken: `kubectl create token SA --audience
 // hostpath.dev/manager`, bound to no pod, reads with the provisioner's
 // ClusterRole but writes nothing; bound to hostpath-manager-admin it does
-// the README's debugging writes on the node ("Manager HTTP API").
+// the debugging writes of docs/api.md on the node ("Trying it with curl").
 func TestAuthorityUnboundToken(t *testing.T) {
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)

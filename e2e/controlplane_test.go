@@ -15,7 +15,7 @@ import (
 )
 
 // The names of control-plane nodes and of the component that adds the node
-// agents to them (README, "Node agents").
+// agents to them (docs/operations.md, "Node agents").
 const (
 	// controlPlaneRole is kubeadm's label and taint key of control-plane
 	// nodes.

@@ -24,7 +24,7 @@ import (
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
-// The deletion invariant (README, "Guarantees"): a directory that holds data
+// The deletion invariant (docs/guarantees.md): a directory that holds data
 // is removed only when no PV refers to it and the last reclaim policy of its
 // PV was Delete; a PV goes only once every node holding its directory has
 // reached its final state. Each test here compares what every node's pool

@@ -12,7 +12,7 @@ import (
 	"hostpath.dev/e2e/framework"
 )
 
-// Volume health events (README, "Volume health").
+// Volume health events (docs/volumes.md, "Volume health").
 const (
 	eventUsageHigh        = "VolumeUsageHigh"
 	eventDirectoryMissing = "VolumeDirectoryMissing"

@@ -96,7 +96,7 @@ const (
 	hostileClassPrefix = "e2e-hostile"
 	// hostileMaxName is the longest directory name (NAME_MAX), and
 	// hostileCut how much of a longer expanded pathPattern is kept before
-	// "-" and 16 hex digits of its SHA-256 (README, "StorageClass
+	// "-" and 16 hex digits of its SHA-256 (docs/volumes.md, "StorageClass
 	// parameters").
 	hostileMaxName = 255
 	hostileCut     = 238
@@ -632,7 +632,7 @@ func TestHostileClaims(t *testing.T) {
 	}
 }
 
-// hostileDirectory is the directory README promises for an expanded
+// hostileDirectory is the directory the docs promise for an expanded
 // pathPattern: itself up to 255 bytes, else its first 238 bytes, "-" and
 // 16 hex digits of the SHA-256 of all of it (255 bytes).
 func hostileDirectory(expanded string) string {

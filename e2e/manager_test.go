@@ -182,7 +182,7 @@ func serviceAccount(ctx context.Context, t *testing.T, f *framework.Framework, n
 }
 
 // managerClient makes ns/sa (a new service account) a caller bound to the
-// admin ClusterRole, as the README's debugging recipe does: its tokens from
+// admin ClusterRole, as the debugging recipe of docs/api.md does: its tokens from
 // ServiceAccountToken are bound to no pod, which the managers let write
 // only as an admin. The binding is deleted when the test ends.
 func managerClient(ctx context.Context, t *testing.T, f *framework.Framework, ns, sa string) {

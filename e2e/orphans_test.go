@@ -25,7 +25,7 @@ import (
 )
 
 // orphansReport is what `kubectl hostpath orphans -o json` prints, by the
-// documented keys (README, "Orphans"; repeated here on purpose).
+// documented keys (docs/kubectl-hostpath.md; repeated here on purpose).
 type orphansReport struct {
 	Token    string           `json:"token"`
 	Findings []orphansFinding `json:"findings"`

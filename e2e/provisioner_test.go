@@ -24,7 +24,7 @@ import (
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
-// What users see of the provisioner (README, "Provisioner"): the names are
+// What users see of the provisioner (docs/provisioner.md): the names are
 // repeated here on purpose, so that renaming one breaks a test.
 const (
 	provisionerName       = "hostpath.dev/provisioner"

@@ -14,7 +14,7 @@ import (
 )
 
 // TestProvisionerReuseStaysInNamespace: a retained directory is reused only
-// from its claim's namespace (README, "Reusing a retained directory"). The
+// from its claim's namespace (docs/volumes.md, "Reusing a retained directory"). The
 // attack of issue 25: tenant A's claim of class hostpath-retain holds a
 // file; A deletes the claim and the administrator deletes the Released PV,
 // so the directory stays, retained. Tenant B, in another namespace, names

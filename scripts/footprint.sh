@@ -7,7 +7,7 @@
 # RSS is VmRSS now, PEAK is VmHWM (the highest RSS since the process
 # started), CPU_s the user+system time it used, CPU_m its average use in
 # millicores since it started. The manifests' requests and limits come from
-# these figures (README, "Node agents"). With --pid PID NAME it prints the
+# these figures (docs/operations.md, "Node agents"). With --pid PID NAME it prints the
 # same line for one process of this machine (NODE "local"), as the benchmark
 # does for its no-op provisioner.
 set -euo pipefail

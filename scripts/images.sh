@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# images.sh [--base | --storage-suite]: build the local cluster's images as
-# OCI image tarballs (static Go binaries, umoci + skopeo from Debian; no Docker
-# engine, no registry), cache them in .cache/images/<name>.tar, and import
-# them into the containerd of every running node.
+# images.sh [--base | --storage-suite | --product]: build the local
+# cluster's images as OCI image tarballs (static Go binaries, umoci + skopeo
+# from Debian; no Docker engine, no registry), cache them in
+# .cache/images/<name>.tar, and import them into the containerd of every
+# running node.
 #
 #   hostpath.dev/manager:dev      runs as root (creates directories in root-owned pools)
 #   hostpath.dev/provisioner:dev  runs as 65532
@@ -11,11 +12,13 @@
 #   registry.k8s.io/pause:<PAUSE_VERSION>  the pod sandbox (e2e/cmd/pause; lib.sh)
 #
 # With --base only the last two are built (cluster-up.sh uses it) and nothing
-# is imported. With --storage-suite only the images that the pods of the
-# upstream storage e2e suite run (scripts/storage-suite.sh) are built and
-# imported, named as e2e/storage/repo-list.yaml maps
-# registry.k8s.io/e2e-test-images, with the names and tags of
-# test/utils/image/manifest.go of $K8S_VERSION:
+# is imported. With --product only the first three are built, and nothing is
+# imported: push.sh (make push) sends them to a registry, or users copy the
+# tarballs to their nodes (docs/install.md). With --storage-suite only the
+# images that the pods of the upstream storage e2e suite run
+# (scripts/storage-suite.sh) are built and imported, named as
+# e2e/storage/repo-list.yaml maps registry.k8s.io/e2e-test-images, with the
+# names and tags of test/utils/image/manifest.go of $K8S_VERSION:
 #
 #   hostpath.dev/e2e-test-images/busybox:<tag>            busybox
 #   hostpath.dev/e2e-test-images/agnhost:<tag>            busybox + /agnhost (build-e2e-test.sh)
@@ -36,17 +39,23 @@ set -euo pipefail
 
 BASE_ONLY=false
 STORAGE_SUITE=false
+PRODUCT_ONLY=false
 IMAGE_TAG=${IMAGE_TAG:-dev}
 SOURCE_DIR=$(cd "${SOURCE_DIR:-$REPO_ROOT}" && pwd)
 [[ $IMAGE_TAG =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "IMAGE_TAG $IMAGE_TAG is not a valid image tag"
 case ${1:-} in
 --base) BASE_ONLY=true ;;
 --storage-suite) STORAGE_SUITE=true ;;
+--product) PRODUCT_ONLY=true ;;
 "") ;;
-*) die "usage: images.sh [--base | --storage-suite]" ;;
+*) die "usage: images.sh [--base | --storage-suite | --product]" ;;
 esac
 T0=$(now)
-"$(dirname "$0")/ensure-packages.sh"
+if $PRODUCT_ONLY; then
+  "$(dirname "$0")/ensure-packages.sh" skopeo umoci
+else
+  "$(dirname "$0")/ensure-packages.sh"
+fi
 mkdir -p "$IMAGES_DIR/bin"
 # One image build at a time (several people may run `make images`).
 exec 9> "$IMAGES_DIR/.lock"
@@ -146,12 +155,14 @@ image() {
 if $STORAGE_SUITE; then
   storage_suite_images
 else
-  gobuild "$REPO_ROOT" e2e ./cmd/pause pause
-  gobuild "$REPO_ROOT" e2e ./cmd/nettool nettool
-  image pause "$PAUSE_IMAGE" populate_pause "$IMAGES_DIR/bin/pause" \
-    --config.entrypoint /pause --config.user 65535:65535
-  image testtools hostpath.dev/testtools:dev populate_testtools "$IMAGES_DIR/bin/nettool /bin/busybox" \
-    --config.cmd /bin/sh --config.env PATH=/bin --config.workingdir /
+  if ! $PRODUCT_ONLY; then
+    gobuild "$REPO_ROOT" e2e ./cmd/pause pause
+    gobuild "$REPO_ROOT" e2e ./cmd/nettool nettool
+    image pause "$PAUSE_IMAGE" populate_pause "$IMAGES_DIR/bin/pause" \
+      --config.entrypoint /pause --config.user 65535:65535
+    image testtools hostpath.dev/testtools:dev populate_testtools "$IMAGES_DIR/bin/nettool /bin/busybox" \
+      --config.cmd /bin/sh --config.env PATH=/bin --config.workingdir /
+  fi
   if ! $BASE_ONLY; then
     [ "$SOURCE_DIR" = "$REPO_ROOT" ] || log "Building the product images $IMAGE_TAG from $SOURCE_DIR"
     for p in manager provisioner hostdefiner; do
@@ -171,6 +182,7 @@ else
 fi
 log "Images ready in $IMAGES_DIR after $(since "$T0")s: ${built[*]}"
 $BASE_ONLY && exit 0
+$PRODUCT_ONLY && exit 0
 
 # Import into every running node, in parallel, what the node does not have
 # yet (import_images in cluster-lib.sh: each node keeps the keys of its

@@ -3,7 +3,7 @@
 
 # K8S_VERSION pins every Kubernetes component the local cluster runs: the
 # newest release the Go module proxy serves. K8S_OLDEST is the oldest of
-# the supported minors (README, "Supported Kubernetes versions"): `make
+# the supported minors (docs/install.md, "Supported Kubernetes versions"): `make
 # test-compat` runs part of the e2e suite on it. Each release is built into
 # its own .cache/k8s/<version>.
 K8S_VERSION=${K8S_VERSION:-v1.37.2}

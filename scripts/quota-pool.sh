@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # quota-pool.sh: a storage pool on a filesystem that enforces volume sizes,
 # on the local cluster's real nodes, for the size tests and for trying
-# enforced sizes (README, "Sizes"). FS is btrfs (simple quotas; the default),
+# enforced sizes (docs/volumes.md, "Sizes"). FS is btrfs (simple quotas; the default),
 # xfs or ext4 (project quotas: mounted with prjquota, which needs a kernel
 # with quota support). On each node: a sparse image file
 # .cluster/quota-pools/<node>-FS.img (QUOTA_POOL_SIZE, default 1G), loop-mounted

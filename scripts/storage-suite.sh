@@ -2,7 +2,7 @@
 # storage-suite.sh [DRIVER...] (make e2e-storage): the upstream Kubernetes
 # "External Storage" e2e suite (k8s.io/kubernetes/test/e2e/storage/external)
 # of $K8S_VERSION against the running local cluster, once per test-driver
-# file e2e/storage/<DRIVER>.yaml (default: every one; README, "Tests"):
+# file e2e/storage/<DRIVER>.yaml (default: every one; docs/development.md, "Tests"):
 #
 # 1. builds the suite (build-e2e-test.sh) and the images its pods run
 #    (images.sh --storage-suite), both reused when built already;
@@ -31,7 +31,7 @@ SKIP=(
   '\[Disruptive\]' '\[Serial\]' '\[Feature:'
   # An Immediate node-mode claim must name its node (hostpath.dev/provision-on-node);
   # the provisioner does not pick one from the class's allowedTopologies, as a
-  # topology-aware CSI provisioner would (README, "Provisioner").
+  # topology-aware CSI provisioner would (docs/provisioner.md, "Provisioner").
   'immediate binding\)\] topology should provision a volume and schedule a pod with AllowedTopologies'
   # With TopologyKeys, the capacity test finds the driver's nodes in CSINode
   # objects, where only kubelet-registered CSI node plugins appear: hostpath.dev

@@ -31,7 +31,7 @@ import (
 )
 
 const (
-	// NodeAnnotation pins a claim to a node (README, "Provisioner").
+	// NodeAnnotation pins a claim to a node (docs/volumes.md, "Which node").
 	NodeAnnotation = "hostpath.dev/provision-on-node"
 	// PVNodeAnnotation names the node of a provisioned PV.
 	PVNodeAnnotation = "hostpath.dev/node"

@@ -30,7 +30,7 @@ import (
 	"hostpath.dev/e2e/framework"
 )
 
-// The names the manifests and the README share.
+// The names the manifests and the docs share.
 const (
 	namespace        = "hostpath-system"
 	managerName      = "hostpath-manager"
@@ -138,7 +138,7 @@ func TestBasePools(t *testing.T) {
 }
 
 // TestPoolFastComponent renders an overlay of the base with the component
-// pool-fast, as the README's "Adding a pool" shows, and checks that it adds
+// pool-fast, as docs/operations.md's "Adding a pool" shows, and checks that it adds
 // the pool fast to the manager (argument, volume, mount) and the class
 // hostpath-fast, and changes nothing else.
 func TestPoolFastComponent(t *testing.T) {
@@ -189,7 +189,7 @@ func TestBaseNodeAgentsOffControlPlane(t *testing.T) {
 }
 
 // TestControlPlaneComponent renders an overlay of the base with the
-// component control-plane, as the README's "Node agents" shows, and checks
+// component control-plane, as docs/operations.md's "Node agents" shows, and checks
 // that both node agents then tolerate the control-plane taint, alike (the
 // provisioner must run wherever the manager does), and that nothing else
 // changes.

@@ -2,7 +2,7 @@
 // defines each node where the manager runs on each pool its StorageClasses
 // name, brings joining nodes up to date (pool directory, multihost
 // directories), notices reboots and cloned hosts, and undefines nodes that
-// leave. See hostdefiner/internal/controller and the README.
+// leave. See hostdefiner/internal/controller and docs/hostdefiner.md.
 package main
 
 import (

@@ -2,8 +2,8 @@
 // runs as `kubectl hostpath COMMAND`. Its one command, orphans, lists the
 // volume directories no PersistentVolume refers to and the
 // PersistentVolumes whose directory is missing, per node and pool; it never
-// deletes anything. See hostdefiner/internal/orphans and the README,
-// "Orphans".
+// deletes anything. See hostdefiner/internal/orphans and
+// docs/kubectl-hostpath.md.
 package main
 
 import (

@@ -12,8 +12,8 @@ import (
 	"hostpath.dev/manager/pkg/client"
 )
 
-// sampleReport is a report with one finding of each kind (the README's
-// example).
+// sampleReport is a report with one finding of each kind (the example of
+// docs/kubectl-hostpath.md).
 func sampleReport() *Report {
 	pvs := []corev1.PersistentVolume{
 		nodePV(testProvisioner, "pvc-5b0c7e21", "hostpath-node-1", "default", "team-a-data-pvc-5b0c7e21"),

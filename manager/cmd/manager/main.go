@@ -2,7 +2,7 @@
 // each node it serves an authenticated HTTP API that creates, lists, hands
 // over and removes volume directories in the node's storage pools, each
 // directory owned by one PersistentVolume. See manager/internal/app for its
-// flags and the README, "Manager HTTP API".
+// flags, docs/manager.md and docs/api.md.
 package main
 
 import (

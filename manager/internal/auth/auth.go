@@ -59,8 +59,8 @@
 //
 // # Threat model
 //
-// The README's "Security model" has the threat model: who holds what, what
-// it reaches through the managers, and the test of each row. In short, a
+// docs/security.md has the threat model: who holds what, what it reaches
+// through the managers, and the test of each row. In short, a
 // node's root reaches every volume of its node and only the multihost
 // volumes of the others; the host definer's token deletes nothing; a token
 // of a deleted pod writes nothing; a token bound to no pod writes only as

@@ -23,22 +23,9 @@
 // client for every API group, and its scheme package registers every type
 // of every group when the program starts, memory held for life, while the
 // manager uses five resources. Here the scheme holds only their types, and
-// the manager's go list -deps has no k8s.io/client-go/kubernetes. Measured with go1.26 and client-go v0.34.4: the
-// manager built with CGO_ENABLED=0 go build -trimpath -ldflags "-s -w"
-// (stat -c %s), then started serving on 127.0.0.1 with a temporary pool
-// and state directory, --namespace set and a kubeconfig naming an
-// unreachable API server (https://127.0.0.1:1), so that it retries its
-// CSR and the CA bundle's list; VmHWM in /proc/PID/status after 10 s
-// (VmRSS was the same), five runs each:
-//
-//	                 binary (bytes)   VmHWM (kB)
-//	clientset        51,531,938       36,500 to 36,740
-//	this package     22,565,026       18,888 to 18,980
-//
-// After 30 s (three runs each) VmHWM was 36,352 to 36,932 kB and 18,952
-// to 18,984 kB. With client-go v0.37.2 (whose API types no longer register
-// with gogo protobuf) this package's manager is 18,731,170 bytes and idles
-// at 17,268 to 17,340 kB (three runs).
+// the manager's go list -deps has no k8s.io/client-go/kubernetes. What that
+// saves in binary size and resident memory, and how it was measured, is in
+// docs/benchmarks.md, "The manager's own API client".
 package kube
 
 import (

@@ -2,8 +2,8 @@ package client
 
 // The names of the managers' transport security, shared by the managers
 // (which request serving certificates), the host definer (which approves
-// and signs them) and the callers (which verify them). See the README,
-// "Transport security".
+// and signs them) and the callers (which verify them). See
+// docs/security.md, "Transport security".
 
 // SignerName is the CertificateSigningRequest signer of the managers'
 // serving certificates. The host definer approves and signs its CSRs.

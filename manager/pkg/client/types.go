@@ -10,7 +10,7 @@ import (
 
 // APIGroup is the RBAC API group the manager authorises callers against with
 // SubjectAccessReview. A caller needs a ClusterRole rule on this group (see
-// the README, "Manager HTTP API").
+// docs/api.md, "ClusterRoles").
 const APIGroup = "hostpath.dev"
 
 // The ClusterRoles, installed by manifests/, that grant the permissions the
@@ -68,7 +68,7 @@ const (
 	// "create", "update", "resize", "delete"; name: the pool) whose token
 	// is bound to a pod, or a node, other than the manager's node. Only
 	// multihost volumes can be changed that way: a node never changes
-	// another node's node-mode volumes (see the README, "Security model").
+	// another node's node-mode volumes (see docs/security.md).
 	SubresourceMultihostVolumes = "multihostvolumes"
 	// SubresourceAdmin is the subresource of ResourceHosts checked,
 	// besides the route's own permission, for a write (verbs "create",

@@ -1,7 +1,7 @@
 // Package dashboard reads the Grafana dashboard manifests/monitoring/dashboard.json
 // and the metric names its PromQL queries select, so that each program's
-// tests can check them against the metrics the program registers (README,
-// "Monitoring"). It is for tests only; it lives in the manager module
+// tests can check them against the metrics the program registers
+// (docs/operations.md, "Monitoring"). It is for tests only; it lives in the manager module
 // because the provisioner and the host definer already import that module.
 package dashboard
 

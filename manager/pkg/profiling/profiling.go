@@ -4,11 +4,9 @@
 // http://ADDRESS/debug/pprof/profile?seconds=30` reads where the CPU goes.
 //
 // It is its own package, not part of component, so that a program without
-// the flag does not link net/http/pprof: the manager has none, because the
-// package would cost it about 0.44 MiB of resident memory (VmHWM after 10 s
-// idle, manager built with CGO_ENABLED=0 go build -trimpath -ldflags "-s
-// -w" and client-go v0.34.4: 18.9-19.0 MiB without, 19.4 MiB with; binary
-// 22.7 MB against 23.2 MB), and its memory is what users count first.
+// the flag does not link net/http/pprof: the manager has none, because its
+// memory is what users count first and the package would add to it
+// (measured in docs/benchmarks.md, "Why the manager has no profiling").
 package profiling
 
 import (
@@ -37,9 +35,10 @@ func HandlersIf(on bool) []func(*http.ServeMux) {
 
 // Handlers adds Go's profiles under GET /debug/pprof/ to mux: the index
 // (and every named profile, such as /debug/pprof/heap, through it),
-// cmdline, profile (CPU), symbol and trace. They are served without
-// authentication: a health address where they are on must not be reachable
-// by untrusted clients.
+// cmdline, profile (CPU), symbol and trace. component.ServeHealth serves
+// them behind its Guard, as /metrics: the programs let only callers
+// allowed get on the nonResourceURL /debug/pprof/* in (docs/provisioner.md,
+// "Profiling").
 func Handlers(mux *http.ServeMux) {
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)

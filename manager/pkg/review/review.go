@@ -42,15 +42,10 @@
 // have no per-address or per-user limits, lanes or 429, keep tokens in one
 // unbounded expiring cache (accepted and rejected alike) and decisions in
 // one shared LRU, refuse a token of the wrong audience without saying which
-// token is needed, and cost size and memory. Measured with go1.26 and
-// k8s.io/apiserver v0.34.4 on a throwaway copy of the manager whose main
-// also builds both from a clientset (CGO_ENABLED=0 go build -trimpath
-// -ldflags "-s -w", then stat -c %s): 38,600,866 bytes without them,
-// 49,189,026 with (+10.6 MB, +27%); serving on 127.0.0.1 with a kubeconfig
-// naming an unreachable API server, VmRSS in /proc/PID/status after one GET
-// /v1/host: 28,232 to 29,048 kB without, 43,560 to 43,584 kB with (+15 MB,
-// +54%). For the same reason the service account user name is split here,
-// not with k8s.io/apiserver's serviceaccount.SplitUsername.
+// token is needed, and cost size and memory (measured in
+// docs/benchmarks.md, "Reviews without k8s.io/apiserver"). For the same
+// reason the service account user name is split here, not with
+// k8s.io/apiserver's serviceaccount.SplitUsername.
 package review
 
 import (

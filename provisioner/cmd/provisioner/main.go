@@ -1,6 +1,6 @@
 // Command provisioner is the hostpath provisioner: one instance per node
 // creates and deletes the node-local volumes of that node through the node's
-// hostpath manager. See the README, "Provisioner".
+// hostpath manager. See docs/provisioner.md.
 package main
 
 import (

@@ -124,12 +124,8 @@
 // the API server sends them (testdata), into informers with the indexes of
 // the provisioner's (by namespace; claims by UID, the library's), cached
 // whole (managedFields dropped) and as stubs, and reports the live heap
-// they take. Per 1,000: claims bound to a CSI volume 3.52 MiB whole, 1.01
-// MiB as stubs; pending claims 2.69 and 0.96 MiB; their PVs 3.26 and 0.82
-// MiB. What a claim stub still costs (1,057 bytes) is the Go object itself
-// (480 bytes; a PV's is 616), its strings and the cache's key (240 bytes
-// together), the namespace index (38) and the library's index by UID
-// (300). A stub takes about 1 µs to make.
+// they take. The figures, and what a stub still costs, are in
+// docs/benchmarks.md, "Stubs of other provisioners' objects".
 //
 // # What each cache of the provisioner holds
 //

@@ -54,7 +54,8 @@
 // A multihost class gets each node's own figure. A multihost volume needs
 // room on every node of its pool, but the scheduler checks only the node it
 // places the pod on; a node without room fails the fan-out, whose claim is
-// retried with an event naming that node (README, "Multihost volumes").
+// retried with an event naming that node (docs/volumes.md, "Multihost
+// volumes").
 //
 // # Writes
 //

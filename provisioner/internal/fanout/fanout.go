@@ -18,10 +18,9 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultWorkers: the calls go to different hosts and mostly wait (a
-	// manager answers a create in about 30 ms, most of it fsync), so a
+	// DefaultWorkers: the calls go to different hosts and mostly wait, so a
 	// fan-out over 100 nodes takes 4 rounds instead of 13 with 8
-	// (BENCHMARKS.md, multihost over 100 managers).
+	// (docs/benchmarks.md, "Multihost fan-out").
 	DefaultWorkers       = 32
 	DefaultNodeTimeout   = 30 * time.Second
 	DefaultAttempts      = 3

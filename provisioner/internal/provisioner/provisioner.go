@@ -121,9 +121,9 @@ type Provisioner struct {
 	// deleted holds the UIDs of PVs whose Delete succeeded here within
 	// deletedTTL: the library syncs a PV again when the finalizer patch
 	// of that Delete comes back through its cache before its own delete
-	// of the PV does (BENCHMARKS.md: 0.3-0.75 extra syncs per volume under
-	// load), and such a sync has nothing left to do but the library's
-	// delete of the PV, which it still does.
+	// of the PV does (how often: docs/benchmarks.md, "Second syncs of
+	// deleted PVs"), and such a sync has nothing left to do but the
+	// library's delete of the PV, which it still does.
 	deleted *cache.Expiring
 }
 
