@@ -21,7 +21,7 @@ const Flag = "profiling"
 
 // AddFlag binds --profiling (default off) to on.
 func AddFlag(fs *pflag.FlagSet, on *bool) {
-	fs.BoolVar(on, Flag, *on, "Serve Go's runtime profiles (CPU, heap, goroutines, trace) under /debug/pprof/ on the health and metrics address, in plain HTTP without authentication: only where that port is not reachable by untrusted clients.")
+	fs.BoolVar(on, Flag, *on, "Serve Go's runtime profiles (CPU, heap, goroutines, trace) under /debug/pprof/ on the health and metrics address, in plain HTTP, to callers allowed to get /metrics (the same token check).")
 }
 
 // HandlersIf returns Handlers when on, nothing otherwise: the extra handlers

@@ -94,7 +94,7 @@ func (p *Provisioner) checkReusable(ctx context.Context, vol *client.Volume, poo
 // without an owner record) is refused too, until it is handed over: the
 // data may be another namespace's.
 func checkNamespace(where, recorded, namespace string) error {
-	const handOver = "an administrator can hand it over to namespace %q with the manager's owner call (claimNamespace; see \"Reusing a retained directory\" in the README)"
+	const handOver = "an administrator can hand it over to namespace %q with the manager's owner call (claimNamespace; see \"Reusing a retained directory\" in docs/volumes.md)"
 	switch {
 	case recorded != "" && recorded == namespace:
 		return nil
