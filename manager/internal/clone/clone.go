@@ -37,7 +37,7 @@
 // one name at a time, with O_NOFOLLOW: the walk starts from descriptors of
 // the two os.Roots and never resolves a path of more than one component in
 // the source. A symlink swapped in for a directory or a file before it is
-// opened is therefore never followed (the open fails with ELOOP), and an
+// opened is therefore never followed (the open fails: ELOOP, ENOTDIR), and an
 // entry opened is checked to be the one lstat saw (same device, inode and
 // type) before anything is read from it. An entry that changed is looked
 // at again, once, and copied as what it now is (a symlink as a link); if
