@@ -139,9 +139,53 @@ type coreEventsApart struct {
 	events typedcorev1.EventsGetter
 }
 
-// Events is the events' own client.
+// Events is the events' own client, which drops the library's Normal
+// Provisioning events (droppedEvents).
 func (c coreEventsApart) Events(namespace string) typedcorev1.EventInterface {
-	return c.events.Events(namespace)
+	return droppedEvents{EventInterface: c.events.Events(namespace)}
+}
+
+// droppedReason is the reason of the Normal event that the library records
+// on a claim each time it calls Provision ("External provisioner is
+// provisioning volume for claim ..."): one API write per volume that tells
+// a user nothing ProvisioningSucceeded or a Warning does not. The
+// provisioner's log has it (the broadcaster logs every event).
+const droppedReason = "Provisioning"
+
+// droppedEvents is an event client that sends no Normal droppedReason
+// event: the library's broadcaster, which has no option to filter its
+// events, writes them through it (Create for a new one, Patch for a
+// repeat).
+type droppedEvents struct {
+	typedcorev1.EventInterface
+}
+
+func dropped(e *v1.Event) bool { return e.Type == v1.EventTypeNormal && e.Reason == droppedReason }
+
+// CreateWithEventNamespace creates e unless it is dropped.
+func (d droppedEvents) CreateWithEventNamespace(e *v1.Event) (*v1.Event, error) {
+	return d.CreateWithEventNamespaceWithContext(context.Background(), e)
+}
+
+// CreateWithEventNamespaceWithContext creates e unless it is dropped.
+func (d droppedEvents) CreateWithEventNamespaceWithContext(ctx context.Context, e *v1.Event) (*v1.Event, error) {
+	if dropped(e) {
+		return e, nil
+	}
+	return d.EventInterface.CreateWithEventNamespaceWithContext(ctx, e)
+}
+
+// PatchWithEventNamespace patches e unless it is dropped.
+func (d droppedEvents) PatchWithEventNamespace(e *v1.Event, data []byte) (*v1.Event, error) {
+	return d.PatchWithEventNamespaceWithContext(context.Background(), e, data)
+}
+
+// PatchWithEventNamespaceWithContext patches e unless it is dropped.
+func (d droppedEvents) PatchWithEventNamespaceWithContext(ctx context.Context, e *v1.Event, data []byte) (*v1.Event, error) {
+	if dropped(e) {
+		return e, nil
+	}
+	return d.EventInterface.PatchWithEventNamespaceWithContext(ctx, e, data)
 }
 
 // eventClient returns the client of the events (see eventsApart): cfg's API

@@ -13,12 +13,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
@@ -211,5 +216,41 @@ func TestEventsApart(t *testing.T) {
 	}
 	if _, err := events.CoreV1().PersistentVolumes().Get(ctx, "pv1", metav1.GetOptions{}); err == nil {
 		t.Error("the PV went through the events' client")
+	}
+}
+
+// TestDroppedEvents: through a clientset of Complete, a broadcaster (as the
+// library's) records every event but the library's Normal Provisioning; a
+// Warning of that reason still goes.
+func TestDroppedEvents(t *testing.T) {
+	ctx := t.Context()
+	events := fake.NewClientset()
+	kube := eventsApart{Interface: fake.NewClientset(), events: events.CoreV1()}
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	defer b.Shutdown()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	r := b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "test"})
+	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "u"}}
+	r.Event(claim, v1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim \"ns/c\"")
+	r.Event(claim, v1.EventTypeWarning, "Provisioning", "a warning of the same reason")
+	r.Event(claim, v1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume pv")
+	var got []string
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := events.CoreV1().Events("ns").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = got[:0]
+		for _, e := range list.Items {
+			got = append(got, e.Type+" "+e.Reason)
+		}
+		return slices.Contains(got, "Normal ProvisioningSucceeded"), nil
+	})
+	if err != nil {
+		t.Fatalf("events %q: %v", got, err)
+	}
+	slices.Sort(got)
+	if want := []string{"Normal ProvisioningSucceeded", "Warning Provisioning"}; !slices.Equal(got, want) {
+		t.Errorf("events recorded = %q, want %q", got, want)
 	}
 }
