@@ -89,16 +89,6 @@ const (
 	ExtraNodeName = "authentication.kubernetes.io/node-name"
 )
 
-// AnnotationMode is the PersistentVolume annotation that says how the
-// volume was made: ModeMultihost for a multihost volume; "node" or nothing
-// for a node-mode one. NewCreateVolumeRequest reads it.
-const AnnotationMode = "hostpath.dev/mode"
-
-// ModeMultihost is the value of AnnotationMode (and of the StorageClass
-// parameter "mode") of a multihost volume: the same directory on every
-// node.
-const ModeMultihost = "multihost"
-
 // TokenAudience is the audience a bearer token sent to the manager must be
 // issued for (a projected service account token, or `kubectl create token
 // SA --audience hostpath.dev/manager`). A token for the API server's own

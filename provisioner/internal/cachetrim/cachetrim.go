@@ -162,26 +162,35 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	shared "hostpath.dev/manager/pkg/cachetrim"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
-// claimAnnotations are the annotations a claim stub keeps.
-var claimAnnotations = []string{annotations.StorageProvisioner, annotations.BetaStorageProvisioner}
+// claimAnnotations are the annotations a claim stub keeps: those that name
+// the provisioner that is to make its volume. kube-controller-manager's
+// PersistentVolume controller sets AnnStorageProvisioner, and
+// AnnBetaStorageProvisioner to the same value, from the claim's
+// StorageClass; the library provisions only a claim whose
+// AnnStorageProvisioner (else AnnBetaStorageProvisioner) is one of its
+// names.
+var claimAnnotations = []string{storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner}
 
-// volumeAnnotations are the annotations a PersistentVolume stub keeps.
+// volumeAnnotations are the annotations a PersistentVolume stub keeps: who
+// made it (the library acts on a PV whose AnnDynamicallyProvisioned, or
+// since CSI migration AnnMigratedTo, is one of its names) and where its
+// directory is.
 var volumeAnnotations = []string{
-	annotations.ProvisionedBy, annotations.MigratedTo,
-	annotations.Node, annotations.Pool, annotations.Directory,
+	storagehelpers.AnnDynamicallyProvisioned, storagehelpers.AnnMigratedTo,
+	hostpathv1.AnnotationNode, hostpathv1.AnnotationPool, hostpathv1.AnnotationDirectory,
 }
 
 // nameAnnotations are the kept annotations whose values are provisioner
 // names, few in a cluster: maps of only these are shared between stubs.
 var nameAnnotations = []string{
-	annotations.StorageProvisioner, annotations.BetaStorageProvisioner,
-	annotations.ProvisionedBy, annotations.MigratedTo,
+	storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner,
+	storagehelpers.AnnDynamicallyProvisioned, storagehelpers.AnnMigratedTo,
 }
 
 // maxShared bounds the number of distinct annotation maps shared between
@@ -248,7 +257,7 @@ func ForeignClaim(claim *v1.PersistentVolumeClaim, names hostpathv1.ProvisionerN
 // or made by hand (see the package doc): neither its provisioned-by nor its
 // migrated-to annotation nor its CSI driver names hostpath.
 func ForeignVolume(pv *v1.PersistentVolume, names hostpathv1.ProvisionerNames) bool {
-	if hostpathName(pv.Annotations[annotations.ProvisionedBy], names) || hostpathName(pv.Annotations[annotations.MigratedTo], names) {
+	if hostpathName(pv.Annotations[storagehelpers.AnnDynamicallyProvisioned], names) || hostpathName(pv.Annotations[storagehelpers.AnnMigratedTo], names) {
 		return false
 	}
 	return pv.Spec.CSI == nil || !hostpathName(pv.Spec.CSI.Driver, names)

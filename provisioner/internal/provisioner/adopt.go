@@ -9,11 +9,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // Adopt writes the owner record of a volume's directory that has none
@@ -112,7 +112,7 @@ func (p *Provisioner) AdoptAll(ctx context.Context) error {
 			}
 		}
 		for _, pv := range multihost[pool] {
-			if err := p.markMultihost(ctx, mgr, pv, vols[pv.Annotations[annotations.Directory]]); err != nil {
+			if err := p.markMultihost(ctx, mgr, pv, vols[pv.Annotations[hostpathv1.AnnotationDirectory]]); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -143,7 +143,7 @@ func (p *Provisioner) markMultihost(ctx context.Context, mgr VolumeManager, pv *
 // when names (the PVs that name the directory) holds no other PV; the
 // record keeps pv's claim namespace, the one it may be reused from.
 func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.PersistentVolume, vol *client.Volume, names []string) error {
-	pool := pv.Annotations[annotations.Pool]
+	pool := pv.Annotations[hostpathv1.AnnotationPool]
 	where := p.where(pool, vol.Name)
 	if vol.Owner != "" {
 		return fmt.Errorf("%s belongs to PersistentVolume %q, but PersistentVolume %q names it: not adopted; check both volumes by hand", where, vol.Owner, pv.Name)
@@ -155,7 +155,7 @@ func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.Persi
 	if len(names) > 1 {
 		return fmt.Errorf("%s has no owner record and the PersistentVolumes %s all use it: deleting either would delete the other's data; resolve by hand (copy the data apart and give each volume its own directory), none was adopted", where, quoteAll(names))
 	}
-	_, err := mgr.SetOwner(ctx, pool, vol.Name, client.SetOwnerRequest{Owner: pv.Name, Previous: "", ClaimNamespace: client.ClaimNamespaceOf(pv)})
+	_, err := mgr.SetOwner(ctx, pool, vol.Name, client.SetOwnerRequest{Owner: pv.Name, Previous: "", ClaimNamespace: hostpathv1.ClaimNamespaceOf(pv)})
 	if owner, conflict := client.OwnerOf(err); conflict && owner == pv.Name {
 		return nil
 	}
@@ -170,8 +170,8 @@ func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.Persi
 // that this provisioner made, and false for any other PV.
 func (p *Provisioner) ownVolume(pv *v1.PersistentVolume) (pool, dir string, ok bool) {
 	k, named := keyOf(pv)
-	if !named || k.node != p.cfg.Node || !p.cfg.Names.Has(pv.Annotations[annotations.ProvisionedBy]) ||
-		pv.Annotations[annotations.Mode] == annotations.ModeMultihost {
+	if !named || k.node != p.cfg.Node || !p.cfg.Names.Has(pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]) ||
+		pv.Annotations[hostpathv1.AnnotationMode] == hostpathv1.ModeMultihost {
 		return "", "", false
 	}
 	return k.pool, k.dir, true
