@@ -19,11 +19,11 @@ import (
 	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
 	hdscheme "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned/scheme"
 	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
-	"hostpath.dev/manager/pkg/cachetrim"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/component"
-	"hostpath.dev/manager/pkg/review"
-	"hostpath.dev/manager/pkg/trust"
+	"hostpath.dev/manager/pkg/client/trust"
+	"hostpath.dev/manager/pkg/runtime/cachetrim"
+	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // userAgent identifies the host definer to the API server, and its events.

@@ -3,8 +3,8 @@ package controller
 import (
 	"testing"
 
-	"hostpath.dev/manager/pkg/component"
 	"hostpath.dev/manager/pkg/dashboard"
+	"hostpath.dev/manager/pkg/runtime/component"
 )
 
 // TestDashboardMetrics: every host definer metric that

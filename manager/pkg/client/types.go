@@ -1,6 +1,9 @@
-// Package client holds the JSON types of the hostpath manager's HTTP API and a
-// typed Go client for it. It is the manager module's only exported package:
-// the provisioner and the host definer talk to managers through it.
+// Package client is the hostpath manager's API contract: the JSON types of
+// its HTTP API, the rules its names follow, and a typed Go client for it.
+// The provisioner and the host definer talk to managers through it, and
+// package trust below it holds the CA bundle they trust the managers by.
+// It is the only contract between the programs; the code they share to run
+// (hostpath.dev/manager/pkg/runtime) is not part of it.
 package client
 
 import (

@@ -1,7 +1,7 @@
 // Package cachetrim is what the provisioner's informers keep of each
 // object, listed in one place. New returns the transform set on every
 // informer factory of the provisioner (package app): it applies
-// manager/pkg/cachetrim.Transform, shared with the host definer (every
+// manager/pkg/runtime/cachetrim.Transform, shared with the host definer (every
 // object's managedFields, a Node's status, a Pod's containers and volumes),
 // then replaces each PersistentVolumeClaim and PersistentVolume that this
 // instance will never act on by a stub: a new object with the few fields
@@ -139,12 +139,12 @@
 //     other provisioners as stubs (above).
 //   - Pods of --namespace matching --instance-selector (the provisioner
 //     instances): managedFields and the Pod fields of
-//     manager/pkg/cachetrim dropped.
+//     manager/pkg/runtime/cachetrim dropped.
 //   - Unless --manager-url is set: Pods of --manager-namespace matching
 //     --manager-selector (the managers), trimmed the same way; every
 //     HostDefinition, managedFields dropped; and the ConfigMap
 //     client.CABundleConfigMap of --manager-namespace (one object,
-//     manager/pkg/trust's informer), kept whole.
+//     manager/pkg/client/trust's informer), kept whole.
 //   - Unless --capacity-interval is 0: the CSIStorageCapacities of
 //     --namespace labelled with its own node (the objects it publishes,
 //     one per capacity-aware StorageClass), managedFields dropped. It
@@ -165,7 +165,7 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	shared "hostpath.dev/manager/pkg/cachetrim"
+	shared "hostpath.dev/manager/pkg/runtime/cachetrim"
 )
 
 // claimAnnotations are the annotations a claim stub keeps: those that name
@@ -200,7 +200,7 @@ const maxShared = 64
 
 // New returns the transform of the provisioner's informers for an instance
 // of names (see the package doc). It never fails, keeps what is not a
-// claim or a PersistentVolume as manager/pkg/cachetrim.Transform leaves it,
+// claim or a PersistentVolume as manager/pkg/runtime/cachetrim.Transform leaves it,
 // and is idempotent, as client-go asks. It may run on several informers at
 // once.
 func New(names hostpathv1.ProvisionerNames) cache.TransformFunc {

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	shared "hostpath.dev/manager/pkg/cachetrim"
+	shared "hostpath.dev/manager/pkg/runtime/cachetrim"
 )
 
 // foreignObjects is how many objects of another provisioner
@@ -73,7 +73,7 @@ func claimList(b *testing.B, n int, change func(*v1.PersistentVolumeClaim)) k8sr
 
 // BenchmarkForeignCache reports what 1,000 objects of another provisioner
 // cost a provisioner instance, cached whole (managedFields dropped, as
-// manager/pkg/cachetrim.Transform leaves them) and as stubs (New), in one
+// manager/pkg/runtime/cachetrim.Transform leaves them) and as stubs (New), in one
 // run: an informer lists foreignObjects decoded objects through the
 // transform into a store with the indexes the provisioner's informers have
 // (by namespace, for the listers; by UID on claims, the library's), and

@@ -18,7 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/worker"
+	"hostpath.dev/manager/pkg/runtime/worker"
 )
 
 // ClaimSync is the part of an instance that writes for claims, apart from

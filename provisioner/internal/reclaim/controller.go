@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/worker"
+	"hostpath.dev/manager/pkg/runtime/worker"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/client-go/tools/cache"
 
-	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/runtime/component"
 )
 
 // load decodes testdata/name into a new T: a worker Node with 30 images

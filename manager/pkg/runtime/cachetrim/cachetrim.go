@@ -58,7 +58,7 @@
 //   - CertificateSigningRequests of signer client.SignerName, the Secret
 //     client.CASecret and the ConfigMap client.CABundleConfigMap of
 //     --namespace (field selectors); managedFields dropped.
-//   - The ConfigMap client.CABundleConfigMap again (manager/pkg/trust's
+//   - The ConfigMap client.CABundleConfigMap again (manager/pkg/client/trust's
 //     informer), kept whole.
 package cachetrim
 
