@@ -30,6 +30,8 @@
 //	           signer): typed workqueue workers in sample-controller's shape.
 //	profiling  the provisioner and the host definer (--profiling); not the
 //	           manager, which keeps net/http/pprof out of its binary.
-//	cachetrim  the provisioner and the host definer: what every informer
-//	           drops before caching an object (Transform).
+//	cachetrim  the provisioner and the host definer: the mechanism that
+//	           trims each object before an informer caches it (Transform,
+//	           with a program's Rules). What each program drops is its own
+//	           list, in its internal/app.
 package runtime

@@ -30,7 +30,7 @@ import (
 	"hostpath.dev/manager/pkg/client/trust"
 	"hostpath.dev/manager/pkg/runtime/component"
 	"hostpath.dev/manager/pkg/runtime/review"
-	"hostpath.dev/provisioner/internal/cachetrim"
+	"hostpath.dev/provisioner/internal/app/cachetrim"
 	"hostpath.dev/provisioner/internal/capacity"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/util"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/provisioner/internal/cachetrim"
+	"hostpath.dev/provisioner/internal/app/cachetrim"
 )
 
 // nodeChoice is the node a claim asks for and where that came from.

@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/provisioner/internal/cachetrim"
+	"hostpath.dev/provisioner/internal/app/cachetrim"
 )
 
 // claimCase is a claim as one instance (on selfNode) sees it, with what its

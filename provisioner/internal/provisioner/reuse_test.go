@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/provisioner/internal/cachetrim"
+	"hostpath.dev/provisioner/internal/app/cachetrim"
 )
 
 // foreignStub is what the informers keep of pv once it is another

@@ -21,7 +21,7 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/cachetrim"
+	"hostpath.dev/provisioner/internal/app/cachetrim"
 )
 
 // foreignStub is what the informers keep of pv, another provisioner's PV:

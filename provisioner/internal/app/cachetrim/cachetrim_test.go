@@ -297,12 +297,28 @@ func TestSharedAnnotations(t *testing.T) {
 	}
 }
 
-func TestTransformLeavesOthers(t *testing.T) {
+// TestTransformNodesAndPods checks the provisioner's trims of the other
+// kinds it caches whole: a Node without its status, a Pod without its
+// containers and volumes, everything it reads of them kept.
+func TestTransformNodesAndPods(t *testing.T) {
 	transform := New(configured)
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"}}, Status: v1.NodeStatus{Phase: v1.NodeRunning}}
-	got, err := transform(node)
-	if err != nil || !equality.Semantic.DeepEqual(got, &v1.Node{ObjectMeta: node.ObjectMeta}) {
-		t.Errorf("Transform(Node) = %#v, %v; want the shared trim (no status)", got, err)
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"}},
+		Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: "t", Effect: v1.TaintEffectNoSchedule}}}, Status: v1.NodeStatus{Phase: v1.NodeRunning}}
+	got, err := transform(node.DeepCopy())
+	if want := (&v1.Node{ObjectMeta: node.ObjectMeta, Spec: node.Spec}); err != nil || !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("Transform(Node) = %#v, %v; want %#v (no status)", got, err, want)
+	}
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", Labels: map[string]string{"app": "x"}},
+		Spec: v1.PodSpec{NodeName: "n", ServiceAccountName: "sa",
+			Containers: []v1.Container{{Name: "c"}}, InitContainers: []v1.Container{{Name: "i"}}, Volumes: []v1.Volume{{Name: "v"}}},
+		Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.0.0.1", Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
+			ContainerStatuses: []v1.ContainerStatus{{Name: "c", Ready: true}}},
+	}
+	want := pod.DeepCopy()
+	want.Spec.Containers, want.Spec.InitContainers, want.Spec.Volumes, want.Status.ContainerStatuses = nil, nil, nil, nil
+	if got, err := transform(pod); err != nil || !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("Transform(Pod) (-want +got):\n%s", diff.Diff(want, got))
 	}
 	for _, obj := range []any{nil, "text"} {
 		if got, err := transform(obj); err != nil || !reflect.DeepEqual(got, obj) {
