@@ -34,4 +34,10 @@
 //	           trims each object before an informer caches it (Transform,
 //	           with a program's Rules). What each program drops is its own
 //	           list, in its internal/app.
+//
+// And for tests only, never linked into a program (make verify checks):
+//
+//	dashboardtest  every program's dashboard test: the metrics that
+//	               manifests/monitoring/dashboard.json queries are ones the
+//	               program exports.
 package runtime
