@@ -16,46 +16,19 @@ import (
 	"hostpath.dev/manager/pkg/client"
 )
 
-// Adopt writes the owner record of a volume's directory that has none
-// (made before the manager kept owner records): it makes pv, a node-mode PV
-// of this node provisioned by this provisioner, the owner. It adopts only
-// when pv is the one PV whose annotations name the directory; when two or
-// more do (claims that shared a directory), it adopts none and says so, as
-// deleting either would delete the other's data. Other PVs, a directory that
-// is gone, and one pv already owns are left as they are. Adopt is
-// idempotent.
-func (p *Provisioner) Adopt(ctx context.Context, pv *v1.PersistentVolume) error {
-	pool, dir, ok := p.ownVolume(pv)
-	if !ok {
-		return nil
-	}
-	mgr, err := p.cfg.Managers(p.cfg.Node)
-	if err != nil {
-		return fmt.Errorf("adopt the directory of PersistentVolume %q: %w", pv.Name, err)
-	}
-	vol, err := mgr.GetVolume(ctx, pool, dir)
-	if a := client.Classify(err); a == client.AnswerVolumeMissing || a == client.AnswerPoolMissing {
-		return nil // nothing to adopt
-	}
-	if err != nil {
-		return fmt.Errorf("read %s to adopt it: %w", p.where(pool, dir), err)
-	}
-	if vol.Owner == pv.Name {
-		return nil
-	}
-	names, err := p.volumesNaming(pool, dir)
-	if err != nil {
-		return fmt.Errorf("adopt %s: %w", p.where(pool, dir), err)
-	}
-	return p.adopt(ctx, mgr, pv, vol, names)
-}
-
-// AdoptAll runs Adopt over every PV of this node in the informer cache, and
-// marks as multihost the owner records of this node's copies of multihost
-// PVs written before records kept the mode (see markMultihost), with one
-// ListVolumes per pool and a SetOwner only where a record is missing or
-// unmarked, and returns the errors joined. It is meant for start-up (after
-// the caches synced) and is idempotent, so it can be retried.
+// AdoptAll writes the owner records of the directories that have none
+// (made before the manager kept owner records): for every node-mode PV of
+// this node provisioned by this provisioner, in the informer cache, it
+// makes the PV the owner of its directory, but only when it is the one PV
+// whose annotations name the directory; when two or more do (claims that
+// shared a directory), it adopts none and says so, as deleting either
+// would delete the other's data. Other PVs, a directory that is gone, and
+// one its PV already owns are left as they are. It also marks as multihost
+// the owner records of this node's copies of multihost PVs written before
+// records kept the mode (see markMultihost). It makes one ListVolumes per
+// pool and a SetOwner only where a record is missing or unmarked, and
+// returns the errors joined. It is meant for start-up (after the caches
+// synced) and is idempotent, so it can be retried.
 func (p *Provisioner) AdoptAll(ctx context.Context) error {
 	if p.cfg.Volumes == nil {
 		return errors.New("adopt volume directories: the provisioner has no PersistentVolume cache")

@@ -12,6 +12,8 @@ import (
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
+// TestAdopt: AdoptAll over one PV of the cache (and the others that name
+// its directory) gives the directory an owner only when that is safe.
 func TestAdopt(t *testing.T) {
 	foreign := volume("pv", selfNode, "default", "dir", "data")
 	foreign.Annotations[storagehelpers.AnnDynamicallyProvisioned] = "example.com/other"
@@ -59,7 +61,7 @@ func TestAdopt(t *testing.T) {
 				f.manager.have("default", "dir", tc.owner)
 			}
 			f.manager.setOwnerErr = tc.setOwnerErr
-			err := f.prov.Adopt(ctx, pv)
+			err := f.prov.AdoptAll(ctx)
 			checkErr(t, err, false, tc.wantErr)
 			if got := strings.Join(f.manager.setOwners, ", "); got != tc.wantSetOwners {
 				t.Errorf("manager owner changes = %q, want %q", got, tc.wantSetOwners)
