@@ -39,11 +39,12 @@ fmt: ## Format all Go code.
 	gofmt -w $(MODULES)
 
 .PHONY: verify
-verify: check-releases check-docs ## gofmt, go vet, staticcheck, GOWORK=off builds of every module, size rules, generated code up to date, RELEASES, docs.
+verify: check-releases check-docs ## gofmt, go vet, staticcheck, GOWORK=off builds of every module, size rules, no test helper in a binary, generated code up to date, RELEASES, docs.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 	@for m in $(MODULES); do (cd $$m && $(STATICCHECK) $$($(GO) list ./... | grep -v /pkg/generated/)); done
 	@scripts/check-size.sh
+	@for b in $(BINARIES); do (cd $$b && if $(GO) list -deps ./cmd/... | grep -E '^hostpath\.dev/.*test$$'; then echo "$$b: test-only packages (above) are linked into a binary"; exit 1; fi); done
 	@scripts/codegen.sh --verify
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) build ./...); done
 	@echo "verify: ok"

@@ -27,7 +27,7 @@ import (
 	"hostpath.dev/manager/pkg/client"
 )
 
-// Clone events (README, "Clones").
+// Clone events (docs/clones.md, "Events on the clone claim").
 const (
 	reasonCloneStarted       = "CloneStarted"
 	reasonCloneFinished      = "CloneFinished"

@@ -37,6 +37,7 @@ require (
 	github.com/miekg/dns v1.1.29 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/image v0.25.0 // indirect
+	k8s.io/component-helpers v0.37.2 // indirect
 )
 
 require (

@@ -2,7 +2,7 @@
 # bench-foreign.sh: what the claims and PVs of another provisioner cost each
 # hostpath provisioner instance, on the running local cluster with the
 # product deployed. Each instance caches every claim and PV of the cluster;
-# those of other provisioners as stubs (provisioner/internal/cachetrim).
+# those of other provisioners as stubs (provisioner/internal/app/cachetrim).
 #
 #   scripts/bench-foreign.sh [-n COUNT]     (or N=COUNT; default 10000)
 #

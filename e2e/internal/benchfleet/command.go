@@ -18,7 +18,7 @@ import (
 
 	"hostpath.dev/e2e/internal/cli"
 	"hostpath.dev/e2e/internal/fleet"
-	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/runtime/component"
 )
 
 // Usage is the command line of benchfleet, for cli.Main.

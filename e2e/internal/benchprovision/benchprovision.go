@@ -31,10 +31,6 @@ import (
 )
 
 const (
-	// NodeAnnotation pins a claim to a node (docs/volumes.md, "Which node").
-	NodeAnnotation = "hostpath.dev/provision-on-node"
-	// PVNodeAnnotation names the node of a provisioned PV.
-	PVNodeAnnotation = "hostpath.dev/node"
 	// RunLabel is set on the benchmark's namespace, with Options.RunID as
 	// value, so a script can find and delete what a killed run left.
 	RunLabel = "hostpath.dev/bench-run"
@@ -195,9 +191,9 @@ func HostDir(pv *corev1.PersistentVolume, nodesDir, poolPath string) (string, er
 	if !ok || rel == "" || rel == ".." || strings.HasPrefix(rel, "../") {
 		return "", fmt.Errorf("PV %s: path %q is not in pool %s", pv.Name, hostPath, poolPath)
 	}
-	dir, err := localcluster.NodeDir(nodesDir, pv.Annotations[PVNodeAnnotation], path.Join(localcluster.PoolPath, rel))
+	dir, err := localcluster.NodeDir(nodesDir, pv.Annotations[hostpathv1.AnnotationNode], path.Join(localcluster.PoolPath, rel))
 	if err != nil {
-		return "", fmt.Errorf("PV %s, annotation %s: %w", pv.Name, PVNodeAnnotation, err)
+		return "", fmt.Errorf("PV %s, annotation %s: %w", pv.Name, hostpathv1.AnnotationNode, err)
 	}
 	return dir, nil
 }
@@ -224,7 +220,7 @@ func perSecond(n int, s float64) float64 {
 // claim is one benchmark claim pinned to node.
 func claim(name, node, class string, size resource.Quantity) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{NodeAnnotation: node}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{hostpathv1.AnnotationProvisionOnNode: node}},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			StorageClassName: &class,
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},

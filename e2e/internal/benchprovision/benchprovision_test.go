@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"hostpath.dev/e2e/internal/localcluster"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 func TestPercentile(t *testing.T) {
@@ -51,7 +52,7 @@ func TestPercentile(t *testing.T) {
 func TestHostDir(t *testing.T) {
 	pv := func(node, path string) *corev1.PersistentVolume {
 		return &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: "pv", Annotations: map[string]string{PVNodeAnnotation: node}},
+			ObjectMeta: metav1.ObjectMeta{Name: "pv", Annotations: map[string]string{hostpathv1.AnnotationNode: node}},
 			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{
 				HostPath: &corev1.HostPathVolumeSource{Path: path}}},
 		}
@@ -76,7 +77,7 @@ func TestHostDir(t *testing.T) {
 		pv("n1", "/var/hpvolumes/../a"),
 		local("n1", "/var/other/a"),
 		local("n1", ""),
-		{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{PVNodeAnnotation: "n1"}}},
+		{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{hostpathv1.AnnotationNode: "n1"}}},
 	} {
 		if got, err := HostDir(bad, "/x/nodes", "/var/hpvolumes"); err == nil {
 			t.Errorf("HostDir(%v) = %q, want an error", bad, got)
@@ -108,13 +109,13 @@ func fakeProvisioner(ctx context.Context, t *testing.T, client *fake.Clientset, 
 				if !ok || ev.Type != watch.Added {
 					continue
 				}
-				node := pvc.Annotations[NodeAnnotation]
+				node := pvc.Annotations[hostpathv1.AnnotationProvisionOnNode]
 				dir := pvc.Namespace + "-" + pvc.Name
 				if err := os.MkdirAll(filepath.Join(nodesDir, node, "hpvolumes", dir), 0o755); err != nil {
 					t.Error(err)
 				}
 				pv := &corev1.PersistentVolume{
-					ObjectMeta: metav1.ObjectMeta{Name: "pvc-" + string(pvc.UID), Annotations: map[string]string{PVNodeAnnotation: node}},
+					ObjectMeta: metav1.ObjectMeta{Name: "pvc-" + string(pvc.UID), Annotations: map[string]string{hostpathv1.AnnotationNode: node}},
 					Spec: corev1.PersistentVolumeSpec{
 						PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/hpvolumes/" + dir}},
 						ClaimRef:               &corev1.ObjectReference{Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
@@ -226,7 +227,7 @@ func TestRun(t *testing.T) {
 	}
 	perNode := map[string]int{}
 	for _, c := range claims.Items {
-		perNode[c.Annotations[NodeAnnotation]]++
+		perNode[c.Annotations[hostpathv1.AnnotationProvisionOnNode]]++
 	}
 	if !reflect.DeepEqual(perNode, map[string]int{"n1": 10, "n2": 10}) {
 		t.Errorf("claims per node %v", perNode)

@@ -33,16 +33,14 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 const (
 	// DefaultProvisionerName is the name the benchmark's StorageClass
 	// hostpath-bench-noop names.
 	DefaultProvisionerName = "hostpath.dev/noop-bench"
-	// NodeAnnotation pins a claim to a node, as for the provisioner.
-	NodeAnnotation = "hostpath.dev/provision-on-node"
-	// PVNodeAnnotation names the node of a PV, as the provisioner's do.
-	PVNodeAnnotation = "hostpath.dev/node"
 	// PathPrefix is where the PVs' paths point; nothing is ever created
 	// there, so a pod using such a PV does not start.
 	PathPrefix = "/var/hostpath-noop-bench"
@@ -72,7 +70,7 @@ func (p *Provisioner) SupportsBlock(context.Context) bool { return false }
 // Provision returns the PV of a claim at once: a hostPath PV whose path is
 // PathPrefix/<PV name>, with the claim's request as capacity and its access
 // modes, the class's reclaim policy and mount options and, when the claim is
-// pinned to a node (NodeAnnotation), a required node affinity to that node.
+// pinned to a node (hostpathv1.AnnotationProvisionOnNode), a required node affinity to that node.
 // The library adds the claim reference, the class name and the
 // provisioned-by annotation.
 func (p *Provisioner) Provision(_ context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
@@ -95,8 +93,8 @@ func (p *Provisioner) Provision(_ context.Context, opts controller.ProvisionOpti
 	if opts.StorageClass != nil {
 		pv.Spec.MountOptions = slices.Clone(opts.StorageClass.MountOptions)
 	}
-	if node := claim.Annotations[NodeAnnotation]; node != "" {
-		pv.Annotations = map[string]string{PVNodeAnnotation: node}
+	if node := claim.Annotations[hostpathv1.AnnotationProvisionOnNode]; node != "" {
+		pv.Annotations = map[string]string{hostpathv1.AnnotationNode: node}
 		pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
 			NodeSelectorTerms: []v1.NodeSelectorTerm{{
 				MatchExpressions: []v1.NodeSelectorRequirement{{

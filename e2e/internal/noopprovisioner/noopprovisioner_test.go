@@ -17,6 +17,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 func testClaim(node string) *v1.PersistentVolumeClaim {
@@ -30,7 +32,7 @@ func testClaim(node string) *v1.PersistentVolumeClaim {
 		},
 	}
 	if node != "" {
-		c.Annotations[NodeAnnotation] = node
+		c.Annotations[hostpathv1.AnnotationProvisionOnNode] = node
 	}
 	return c
 }
@@ -62,7 +64,7 @@ func wantPV(node, hostname string, policy v1.PersistentVolumeReclaimPolicy, moun
 		},
 	}
 	if node != "" {
-		pv.Annotations = map[string]string{PVNodeAnnotation: node}
+		pv.Annotations = map[string]string{hostpathv1.AnnotationNode: node}
 		pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
 			MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{hostname}}},
 		}}}}
@@ -142,7 +144,7 @@ func TestRun(t *testing.T) {
 		t.Errorf("PV claim reference %+v, class %q", pv.Spec.ClaimRef, pv.Spec.StorageClassName)
 	}
 	pv.Spec.ClaimRef, pv.Spec.StorageClassName = nil, ""
-	if !reflect.DeepEqual(pv.Spec, want) || pv.Annotations[PVNodeAnnotation] != "n1" {
+	if !reflect.DeepEqual(pv.Spec, want) || pv.Annotations[hostpathv1.AnnotationNode] != "n1" {
 		t.Errorf("PV %+v\nwant spec %+v", pv, want)
 	}
 }

@@ -19,11 +19,10 @@ import (
 	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
 	hdscheme "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned/scheme"
 	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
-	"hostpath.dev/manager/pkg/cachetrim"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/component"
-	"hostpath.dev/manager/pkg/review"
-	"hostpath.dev/manager/pkg/trust"
+	"hostpath.dev/manager/pkg/client/trust"
+	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // userAgent identifies the host definer to the API server, and its events.
@@ -92,10 +91,10 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	c.Broadcaster = record.NewBroadcaster(record.WithContext(ctx))
 	recorder := c.Broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: userAgent})
 
-	trim := informers.WithTransform(cachetrim.Transform)
+	trim := informers.WithTransform(cacheTrim)
 	cluster := informers.NewSharedInformerFactoryWithOptions(c.Kube, o.ResyncPeriod, trim)
 	local := informers.NewSharedInformerFactoryWithOptions(c.Kube, o.ResyncPeriod, informers.WithNamespace(o.Namespace), trim)
-	defs := hdinformers.NewSharedInformerFactoryWithOptions(c.HostPath, o.ResyncPeriod, hdinformers.WithTransform(cachetrim.Transform))
+	defs := hdinformers.NewSharedInformerFactoryWithOptions(c.HostPath, o.ResyncPeriod, hdinformers.WithTransform(cacheTrim))
 	inf := controller.Informers{
 		Nodes:       cluster.Core().V1().Nodes().Informer(),
 		Classes:     cluster.Storage().V1().StorageClasses().Informer(),
@@ -121,9 +120,9 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 // certificates, reading pods (the managers' namespace) and the informers
 // of the factories it returns: the CSRs of client.SignerName, the CA
 // Secret and the bundle ConfigMap, each listed by a field selector (the
-// RBAC rules name them) and trimmed by cachetrim.Transform.
+// RBAC rules name them) and trimmed by cacheTrim.
 func (c *Config) certificateControllers(pods cache.SharedIndexInformer) ([]factory, error) {
-	trim := informers.WithTransform(cachetrim.Transform)
+	trim := informers.WithTransform(cacheTrim)
 	csrs := informers.NewSharedInformerFactoryWithOptions(c.Kube, c.ResyncPeriod, informers.WithTweakListOptions(csr.SignerListOptions), trim)
 	secrets := informers.NewSharedInformerFactoryWithOptions(c.Kube, c.ResyncPeriod, informers.WithNamespace(c.Namespace),
 		informers.WithTweakListOptions(csr.NameListOptions(client.CASecret)), trim)

@@ -23,8 +23,8 @@ import (
 	"hostpath.dev/hostdefiner/internal/csr"
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/component"
-	"hostpath.dev/manager/pkg/profiling"
+	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/manager/pkg/runtime/profiling"
 )
 
 // Flag names.

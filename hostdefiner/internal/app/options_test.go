@@ -11,7 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/trust"
+	"hostpath.dev/manager/pkg/client/trust"
 )
 
 func TestValidate(t *testing.T) {

@@ -23,9 +23,9 @@ import (
 	"hostpath.dev/hostdefiner/internal/csr"
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/component"
-	"hostpath.dev/manager/pkg/profiling"
-	"hostpath.dev/manager/pkg/trust"
+	"hostpath.dev/manager/pkg/client/trust"
+	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/manager/pkg/runtime/profiling"
 )
 
 // Run runs the host definer until ctx is done: Complete, then Config.Run.

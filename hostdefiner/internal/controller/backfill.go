@@ -19,7 +19,7 @@ import (
 
 // backfill gives the node every multihost directory of the pool it lacks,
 // BackfillWorkers at a time, owned by the PV, with its class's dirMode and
-// its reclaim policy, marked multihost (client.NewCreateVolumeRequest reads
+// its reclaim policy, marked multihost (hostpathv1.NewCreateVolumeRequest reads
 // the PV's mode): a manager lets the host definer, whose token is bound to
 // a pod on another node, create and adopt nothing else. A directory of that
 // name without an owner record is recorded as the PV's; one owned by
@@ -52,7 +52,7 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 			// create would), as multihost (the only kind the host definer
 			// may adopt on a node other than its own), so that its reclaim
 			// removes it.
-			req := client.SetOwnerRequest{Owner: m.pv.Name, ReclaimPolicy: client.RecordedReclaimPolicy(m.pv), ClaimNamespace: client.ClaimNamespaceOf(m.pv), Multihost: true}
+			req := client.SetOwnerRequest{Owner: m.pv.Name, ReclaimPolicy: hostpathv1.RecordedReclaimPolicy(m.pv), ClaimNamespace: hostpathv1.ClaimNamespaceOf(m.pv), Multihost: true}
 			if _, err := mgr.SetOwner(ctx, pool, m.directory, req); err != nil {
 				errs[i] = fmt.Errorf("record PersistentVolume %s as the owner of directory %q: %w", m.pv.Name, m.directory, err)
 			}
@@ -62,7 +62,7 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 	}
 	workqueue.ParallelizeUntil(ctx, max(c.cfg.BackfillWorkers, 1), len(missing), func(j int) {
 		m := vols[missing[j]]
-		req := client.NewCreateVolumeRequest(m.pv, c.dirMode(m.pv), c.enforceSize(m.pv))
+		req := hostpathv1.NewCreateVolumeRequest(m.pv, c.dirMode(m.pv), c.enforceSize(m.pv))
 		if _, err := mgr.CreateVolume(ctx, pool, m.directory, req); err != nil {
 			errs[missing[j]] = fmt.Errorf("create directory %q of PersistentVolume %s: %w", m.directory, m.pv.Name, err)
 			return

@@ -20,7 +20,7 @@ import (
 	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
 	hdlisters "hostpath.dev/hostdefiner/pkg/generated/listers/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/worker"
+	"hostpath.dev/manager/pkg/runtime/worker"
 )
 
 // FieldManager names the host definer in the managed fields of what it

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
@@ -657,7 +658,7 @@ func TestBackfill(t *testing.T) {
 	noMode := multihostPV("pv-nomode", "standard", "default", nil, nil, v1.PersistentVolumeReclaimDelete)
 	delete(noMode.Annotations, hostpathv1.AnnotationMode)
 	otherProv := multihostPV("pv-other", "standard", "default", nil, nil, v1.PersistentVolumeReclaimDelete)
-	otherProv.Annotations[hostpathv1.AnnotationProvisionedBy] = otherProvider
+	otherProv.Annotations[storagehelpers.AnnDynamicallyProvisioned] = otherProvider
 	released := multihostPV("pv-released", "standard", "default", []string{"node-0"}, nil, v1.PersistentVolumeReclaimDelete)
 	released.Status.Phase = v1.VolumeReleased
 	f.volumes = append(f.volumes, nodeMode, noMode, otherProv, released)

@@ -3,8 +3,8 @@ package controller
 import (
 	"testing"
 
-	"hostpath.dev/manager/pkg/component"
-	"hostpath.dev/manager/pkg/dashboard"
+	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/manager/pkg/runtime/dashboardtest"
 )
 
 // TestDashboardMetrics: every host definer metric that
@@ -12,15 +12,15 @@ import (
 // names are those the registry describes, built as app.Run builds it from
 // NewMetrics, not a list written here.
 func TestDashboardMetrics(t *testing.T) {
-	d, err := dashboard.Load()
+	d, err := dashboardtest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	missing, err := d.Missing(dashboard.HostDefiner, component.NewRegistry(NewMetrics()))
+	missing, err := d.Missing(dashboardtest.HostDefiner, component.NewRegistry(NewMetrics()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(missing) != 0 {
-		t.Errorf("%s queries %q, which the host definer does not export", dashboard.File, missing)
+		t.Errorf("%s queries %q, which the host definer does not export", dashboardtest.File, missing)
 	}
 }

@@ -105,7 +105,7 @@ func (c *Controller) attempt(ctx context.Context, def *hostpathv1.HostDefinition
 	st.PoolPath, st.CapacityBytes, st.FreeBytes, st.MinFreeBytes = p.Path, p.CapacityBytes, p.FreeBytes, c.cfg.MinFreeBytes
 	st.SizeEnforcement, st.SizeEnforcementReason = p.Enforcement, p.EnforcementReason
 	if st.SizeEnforcement == "" {
-		st.SizeEnforcement = "none"
+		st.SizeEnforcement = hostpathv1.EnforcementNone
 	}
 	if p.FreeBytes < c.cfg.MinFreeBytes {
 		return &tryError{reason: ReasonInsufficientSpace, message: fmt.Sprintf(

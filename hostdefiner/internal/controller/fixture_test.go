@@ -23,6 +23,7 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -672,11 +673,11 @@ func readyDefinition(node, pool string, created time.Time) *hostpathv1.HostDefin
 func multihostPV(name, class, pool string, nodes, pending []string, reclaim v1.PersistentVolumeReclaimPolicy) *v1.PersistentVolume {
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "7", Annotations: map[string]string{
-			hostpathv1.AnnotationProvisionedBy: hostpathv1.DefaultProvisionerName,
-			hostpathv1.AnnotationMode:          hostpathv1.ModeMultihost,
-			hostpathv1.AnnotationPool:          pool,
-			hostpathv1.AnnotationDirectory:     "dir-" + name,
-			hostpathv1.AnnotationNodes:         hostpathv1.JoinNodes(nodes),
+			storagehelpers.AnnDynamicallyProvisioned: hostpathv1.DefaultProvisionerName,
+			hostpathv1.AnnotationMode:                hostpathv1.ModeMultihost,
+			hostpathv1.AnnotationPool:                pool,
+			hostpathv1.AnnotationDirectory:           "dir-" + name,
+			hostpathv1.AnnotationNodes:               hostpathv1.JoinNodes(nodes),
 		}},
 		Spec: v1.PersistentVolumeSpec{
 			StorageClassName:              class,

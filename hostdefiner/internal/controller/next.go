@@ -10,7 +10,7 @@ import (
 
 	"hostpath.dev/hostdefiner/internal/placement"
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/runtime/component"
 )
 
 // Facts are what the next step for a (node, pool) is decided from, read

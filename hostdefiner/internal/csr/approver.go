@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/worker"
+	"hostpath.dev/manager/pkg/runtime/worker"
 )
 
 // PodCacheGrace is how long after a CSR's creation a pod that the pod

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/worker"
+	"hostpath.dev/manager/pkg/runtime/worker"
 )
 
 // The names in the CA Secret (client.CASecret), besides tls.crt and

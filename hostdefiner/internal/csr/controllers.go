@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/worker"
+	"hostpath.dev/manager/pkg/runtime/worker"
 )
 
 // DefaultLifetime is a certificate's lifetime when its CSR sets no

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/worker"
+	"hostpath.dev/manager/pkg/runtime/worker"
 )
 
 // Signer signs the approved CSRs of client.SignerName with the CA of the

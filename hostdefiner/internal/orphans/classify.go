@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
@@ -44,7 +45,7 @@ func references(pv *corev1.PersistentVolume, provisioner hostpathv1.ProvisionerN
 		return out
 	}
 	a := pv.Annotations
-	if !provisioner.Has(a[hostpathv1.AnnotationProvisionedBy]) {
+	if !provisioner.Has(a[storagehelpers.AnnDynamicallyProvisioned]) {
 		return out
 	}
 	if mode := a[hostpathv1.AnnotationMode]; mode != "" && mode != hostpathv1.ModeNode {
@@ -187,7 +188,7 @@ func ownerText(name string, pv *corev1.PersistentVolume, provisioner hostpathv1.
 		return "no owner record"
 	case pv == nil:
 		return fmt.Sprintf("owner %s (no such PV)", name)
-	case !provisioner.Has(pv.Annotations[hostpathv1.AnnotationProvisionedBy]):
+	case !provisioner.Has(pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]):
 		return fmt.Sprintf("owner %s (a PV of another provisioner)", name)
 	}
 	var elsewhere []string

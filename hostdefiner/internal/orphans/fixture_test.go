@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
@@ -30,7 +31,7 @@ var since = time.Date(2026, 11, 23, 5, 41, 3, 0, time.UTC)
 // claim ns/<name>.
 func nodePV(provisioner, name, node, pool, dir string) corev1.PersistentVolume {
 	return corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{
-		hostpathv1.AnnotationProvisionedBy: provisioner, hostpathv1.AnnotationMode: hostpathv1.ModeNode,
+		storagehelpers.AnnDynamicallyProvisioned: provisioner, hostpathv1.AnnotationMode: hostpathv1.ModeNode,
 		hostpathv1.AnnotationNode: node, hostpathv1.AnnotationPool: pool, hostpathv1.AnnotationDirectory: dir,
 		hostpathv1.AnnotationClaimNamespace: "ns", hostpathv1.AnnotationClaimName: "claim-" + name,
 	}}}
@@ -40,7 +41,7 @@ func nodePV(provisioner, name, node, pool, dir string) corev1.PersistentVolume {
 // nodes, pending on pending.
 func multihostPV(name, pool, dir string, nodes, pending []string) corev1.PersistentVolume {
 	pv := corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{
-		hostpathv1.AnnotationProvisionedBy: testProvisioner, hostpathv1.AnnotationMode: hostpathv1.ModeMultihost,
+		storagehelpers.AnnDynamicallyProvisioned: testProvisioner, hostpathv1.AnnotationMode: hostpathv1.ModeMultihost,
 		hostpathv1.AnnotationPool: pool, hostpathv1.AnnotationDirectory: dir,
 		hostpathv1.AnnotationNodes: hostpathv1.JoinNodes(nodes),
 	}}}

@@ -22,7 +22,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/trust/trusttest"
+	"hostpath.dev/manager/pkg/client/trust/trusttest"
 )
 
 // testManager serves, over TLS with a certificate for node signed by ca, a

@@ -17,7 +17,7 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/runtime/component"
 )
 
 // DefaultWorkers is how many nodes a Scanner lists at once when Workers is

@@ -35,9 +35,9 @@ import (
 	"hostpath.dev/manager/internal/kube"
 	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/component"
-	"hostpath.dev/manager/pkg/review"
-	"hostpath.dev/manager/pkg/trust"
+	"hostpath.dev/manager/pkg/client/trust"
+	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // The disk package's Store is the server's Backend.

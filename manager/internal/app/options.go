@@ -22,8 +22,8 @@ import (
 	"hostpath.dev/manager/internal/selinux"
 	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/component"
-	"hostpath.dev/manager/pkg/review"
+	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // Options are what component.Main runs.

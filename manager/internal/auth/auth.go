@@ -94,7 +94,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/review"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // Attributes are what a call does, checked against group hostpath.dev.

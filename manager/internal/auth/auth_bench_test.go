@@ -9,7 +9,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/review"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // benchToken is as long as a projected service account token (a JWT of

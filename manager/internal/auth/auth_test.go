@@ -14,7 +14,7 @@ import (
 
 	"hostpath.dev/manager/internal/auth/authtest"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/review"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // newFakeAPI knows "good", the token of alice's live pod on this node

@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/review"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // binding is what a token is bound to, from TokenReview's extra: a pod

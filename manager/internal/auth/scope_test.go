@@ -12,7 +12,7 @@ import (
 
 	"hostpath.dev/manager/internal/auth/authtest"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/review"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // TestScope: reads need the route's permission alone; a write is held to

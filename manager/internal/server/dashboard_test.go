@@ -3,8 +3,8 @@ package server
 import (
 	"testing"
 
-	"hostpath.dev/manager/pkg/component"
-	"hostpath.dev/manager/pkg/dashboard"
+	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/manager/pkg/runtime/dashboardtest"
 )
 
 // TestDashboardMetrics: every manager metric that
@@ -12,15 +12,15 @@ import (
 // names are those the registry describes, built as New builds it from the
 // server's collectors, not a list written here.
 func TestDashboardMetrics(t *testing.T) {
-	d, err := dashboard.Load()
+	d, err := dashboardtest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	missing, err := d.Missing(dashboard.Manager, component.NewRegistry(append(newMetrics().collectors(), newUsageCollector(nil))...))
+	missing, err := d.Missing(dashboardtest.Manager, component.NewRegistry(append(newMetrics().collectors(), newUsageCollector(nil))...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(missing) != 0 {
-		t.Errorf("%s queries %q, which the manager does not export", dashboard.File, missing)
+		t.Errorf("%s queries %q, which the manager does not export", dashboardtest.File, missing)
 	}
 }

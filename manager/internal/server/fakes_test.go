@@ -10,7 +10,7 @@ import (
 
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/review"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // fakeAuthorizer knows these tokens: "admin" may do anything, "reader" may

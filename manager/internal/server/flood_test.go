@@ -24,7 +24,7 @@ import (
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/auth/authtest"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/review"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // slowAPI behaves like a busy API server: every review takes latency, and

@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/review"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // call is one checked /v1 request: its names, query and body.

@@ -37,8 +37,8 @@ import (
 
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/component"
-	"hostpath.dev/manager/pkg/review"
+	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // Backend does the work behind the routes; disk.Store implements it. Its

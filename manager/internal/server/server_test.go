@@ -17,7 +17,7 @@ import (
 
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/review"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 type env struct {

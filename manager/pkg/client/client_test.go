@@ -26,8 +26,8 @@ import (
 	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/review"
-	"hostpath.dev/manager/pkg/trust/trusttest"
+	"hostpath.dev/manager/pkg/client/trust/trusttest"
+	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // tokenAuthorizer allows every call that carries token "t".

@@ -1,6 +1,9 @@
-// Package client holds the JSON types of the hostpath manager's HTTP API and a
-// typed Go client for it. It is the manager module's only exported package:
-// the provisioner and the host definer talk to managers through it.
+// Package client is the hostpath manager's API contract: the JSON types of
+// its HTTP API, the rules its names follow, and a typed Go client for it.
+// The provisioner and the host definer talk to managers through it, and
+// package trust below it holds the CA bundle they trust the managers by.
+// It is the only contract between the programs; the code they share to run
+// (hostpath.dev/manager/pkg/runtime) is not part of it.
 package client
 
 import (
@@ -88,16 +91,6 @@ const (
 	ExtraPodUID   = "authentication.kubernetes.io/pod-uid"
 	ExtraNodeName = "authentication.kubernetes.io/node-name"
 )
-
-// AnnotationMode is the PersistentVolume annotation that says how the
-// volume was made: ModeMultihost for a multihost volume; "node" or nothing
-// for a node-mode one. NewCreateVolumeRequest reads it.
-const AnnotationMode = "hostpath.dev/mode"
-
-// ModeMultihost is the value of AnnotationMode (and of the StorageClass
-// parameter "mode") of a multihost volume: the same directory on every
-// node.
-const ModeMultihost = "multihost"
 
 // TokenAudience is the audience a bearer token sent to the manager must be
 // issued for (a projected service account token, or `kubectl create token

@@ -29,7 +29,7 @@ import (
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	hdfake "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned/fake"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/trust/trusttest"
+	"hostpath.dev/manager/pkg/client/trust/trusttest"
 	"hostpath.dev/provisioner/internal/managers"
 )
 

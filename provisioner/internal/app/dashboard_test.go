@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/klog/v2/ktesting"
 
-	"hostpath.dev/manager/pkg/dashboard"
+	"hostpath.dev/manager/pkg/runtime/dashboardtest"
 )
 
 // TestDashboardMetrics: every provisioner metric that
@@ -34,20 +34,20 @@ current-context: none
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Broadcaster.Shutdown)
-	d, err := dashboard.Load()
+	d, err := dashboardtest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	missing, err := d.Missing(dashboard.Provisioner, c.Registry)
+	missing, err := d.Missing(dashboardtest.Provisioner, c.Registry)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(missing) != 0 {
-		t.Errorf("%s queries %q, which the provisioner does not export", dashboard.File, missing)
+		t.Errorf("%s queries %q, which the provisioner does not export", dashboardtest.File, missing)
 	}
 	// The volume gauges have no series before a refresh; the registry
 	// describes them all the same.
-	described, err := dashboard.Described(c.Registry)
+	described, err := dashboardtest.Described(c.Registry)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/component"
-	"hostpath.dev/manager/pkg/profiling"
+	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/manager/pkg/runtime/profiling"
 	"hostpath.dev/provisioner/internal/capacity"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
@@ -392,7 +393,7 @@ func TestEventHandlers(t *testing.T) {
 	pv := func(by, node, mode, size string) *v1.PersistentVolume {
 		return &v1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: "pv", Annotations: map[string]string{
-				hostpathv1.AnnotationProvisionedBy: by, hostpathv1.AnnotationNode: node, hostpathv1.AnnotationMode: mode}},
+				storagehelpers.AnnDynamicallyProvisioned: by, hostpathv1.AnnotationNode: node, hostpathv1.AnnotationMode: mode}},
 			Spec: v1.PersistentVolumeSpec{Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}},
 		}
 	}

@@ -22,7 +22,7 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/component"
+	"hostpath.dev/manager/pkg/runtime/component"
 )
 
 // NotFoundError says that no Ready manager pod runs on a node.

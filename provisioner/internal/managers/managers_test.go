@@ -29,7 +29,7 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/trust/trusttest"
+	"hostpath.dev/manager/pkg/client/trust/trusttest"
 )
 
 func managerPod(name, node, ip string, ready bool) *v1.Pod {

@@ -9,53 +9,26 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
-// Adopt writes the owner record of a volume's directory that has none
-// (made before the manager kept owner records): it makes pv, a node-mode PV
-// of this node provisioned by this provisioner, the owner. It adopts only
-// when pv is the one PV whose annotations name the directory; when two or
-// more do (claims that shared a directory), it adopts none and says so, as
-// deleting either would delete the other's data. Other PVs, a directory that
-// is gone, and one pv already owns are left as they are. Adopt is
-// idempotent.
-func (p *Provisioner) Adopt(ctx context.Context, pv *v1.PersistentVolume) error {
-	pool, dir, ok := p.ownVolume(pv)
-	if !ok {
-		return nil
-	}
-	mgr, err := p.cfg.Managers(p.cfg.Node)
-	if err != nil {
-		return fmt.Errorf("adopt the directory of PersistentVolume %q: %w", pv.Name, err)
-	}
-	vol, err := mgr.GetVolume(ctx, pool, dir)
-	if a := client.Classify(err); a == client.AnswerVolumeMissing || a == client.AnswerPoolMissing {
-		return nil // nothing to adopt
-	}
-	if err != nil {
-		return fmt.Errorf("read %s to adopt it: %w", p.where(pool, dir), err)
-	}
-	if vol.Owner == pv.Name {
-		return nil
-	}
-	names, err := p.volumesNaming(pool, dir)
-	if err != nil {
-		return fmt.Errorf("adopt %s: %w", p.where(pool, dir), err)
-	}
-	return p.adopt(ctx, mgr, pv, vol, names)
-}
-
-// AdoptAll runs Adopt over every PV of this node in the informer cache, and
-// marks as multihost the owner records of this node's copies of multihost
-// PVs written before records kept the mode (see markMultihost), with one
-// ListVolumes per pool and a SetOwner only where a record is missing or
-// unmarked, and returns the errors joined. It is meant for start-up (after
-// the caches synced) and is idempotent, so it can be retried.
+// AdoptAll writes the owner records of the directories that have none
+// (made before the manager kept owner records): for every node-mode PV of
+// this node provisioned by this provisioner, in the informer cache, it
+// makes the PV the owner of its directory, but only when it is the one PV
+// whose annotations name the directory; when two or more do (claims that
+// shared a directory), it adopts none and says so, as deleting either
+// would delete the other's data. Other PVs, a directory that is gone, and
+// one its PV already owns are left as they are. It also marks as multihost
+// the owner records of this node's copies of multihost PVs written before
+// records kept the mode (see markMultihost). It makes one ListVolumes per
+// pool and a SetOwner only where a record is missing or unmarked, and
+// returns the errors joined. It is meant for start-up (after the caches
+// synced) and is idempotent, so it can be retried.
 func (p *Provisioner) AdoptAll(ctx context.Context) error {
 	if p.cfg.Volumes == nil {
 		return errors.New("adopt volume directories: the provisioner has no PersistentVolume cache")
@@ -112,7 +85,7 @@ func (p *Provisioner) AdoptAll(ctx context.Context) error {
 			}
 		}
 		for _, pv := range multihost[pool] {
-			if err := p.markMultihost(ctx, mgr, pv, vols[pv.Annotations[annotations.Directory]]); err != nil {
+			if err := p.markMultihost(ctx, mgr, pv, vols[pv.Annotations[hostpathv1.AnnotationDirectory]]); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -143,7 +116,7 @@ func (p *Provisioner) markMultihost(ctx context.Context, mgr VolumeManager, pv *
 // when names (the PVs that name the directory) holds no other PV; the
 // record keeps pv's claim namespace, the one it may be reused from.
 func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.PersistentVolume, vol *client.Volume, names []string) error {
-	pool := pv.Annotations[annotations.Pool]
+	pool := pv.Annotations[hostpathv1.AnnotationPool]
 	where := p.where(pool, vol.Name)
 	if vol.Owner != "" {
 		return fmt.Errorf("%s belongs to PersistentVolume %q, but PersistentVolume %q names it: not adopted; check both volumes by hand", where, vol.Owner, pv.Name)
@@ -155,7 +128,7 @@ func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.Persi
 	if len(names) > 1 {
 		return fmt.Errorf("%s has no owner record and the PersistentVolumes %s all use it: deleting either would delete the other's data; resolve by hand (copy the data apart and give each volume its own directory), none was adopted", where, quoteAll(names))
 	}
-	_, err := mgr.SetOwner(ctx, pool, vol.Name, client.SetOwnerRequest{Owner: pv.Name, Previous: "", ClaimNamespace: client.ClaimNamespaceOf(pv)})
+	_, err := mgr.SetOwner(ctx, pool, vol.Name, client.SetOwnerRequest{Owner: pv.Name, Previous: "", ClaimNamespace: hostpathv1.ClaimNamespaceOf(pv)})
 	if owner, conflict := client.OwnerOf(err); conflict && owner == pv.Name {
 		return nil
 	}
@@ -170,8 +143,8 @@ func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.Persi
 // that this provisioner made, and false for any other PV.
 func (p *Provisioner) ownVolume(pv *v1.PersistentVolume) (pool, dir string, ok bool) {
 	k, named := keyOf(pv)
-	if !named || k.node != p.cfg.Node || !p.cfg.Names.Has(pv.Annotations[annotations.ProvisionedBy]) ||
-		pv.Annotations[annotations.Mode] == annotations.ModeMultihost {
+	if !named || k.node != p.cfg.Node || !p.cfg.Names.Has(pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]) ||
+		pv.Annotations[hostpathv1.AnnotationMode] == hostpathv1.ModeMultihost {
 		return "", "", false
 	}
 	return k.pool, k.dir, true

@@ -6,17 +6,19 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
+// TestAdopt: AdoptAll over one PV of the cache (and the others that name
+// its directory) gives the directory an owner only when that is safe.
 func TestAdopt(t *testing.T) {
 	foreign := volume("pv", selfNode, "default", "dir", "data")
-	foreign.Annotations[annotations.ProvisionedBy] = "example.com/other"
+	foreign.Annotations[storagehelpers.AnnDynamicallyProvisioned] = "example.com/other"
 	capacityAware := volume("pv", selfNode, "default", "dir", "data")
-	capacityAware.Annotations[annotations.ProvisionedBy] = hostpathv1.CapacityProvisionerName
+	capacityAware.Annotations[storagehelpers.AnnDynamicallyProvisioned] = hostpathv1.CapacityProvisionerName
 	tests := []struct {
 		name          string
 		pv            *v1.PersistentVolume
@@ -59,7 +61,7 @@ func TestAdopt(t *testing.T) {
 				f.manager.have("default", "dir", tc.owner)
 			}
 			f.manager.setOwnerErr = tc.setOwnerErr
-			err := f.prov.Adopt(ctx, pv)
+			err := f.prov.AdoptAll(ctx)
 			checkErr(t, err, false, tc.wantErr)
 			if got := strings.Join(f.manager.setOwners, ", "); got != tc.wantSetOwners {
 				t.Errorf("manager owner changes = %q, want %q", got, tc.wantSetOwners)
@@ -131,8 +133,8 @@ func TestAdoptAllMarksMultihost(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	multihost := func(name, dir string) *v1.PersistentVolume {
 		pv := volume(name, "", "default", dir, name)
-		pv.Annotations[annotations.Mode] = annotations.ModeMultihost
-		delete(pv.Annotations, annotations.Node)
+		pv.Annotations[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
+		delete(pv.Annotations, hostpathv1.AnnotationNode)
 		return pv
 	}
 	f := newFixture(t, fakeInstances{}, multihost("pv-old", "old"), multihost("pv-kept", "kept"), multihost("pv-marked", "marked"),

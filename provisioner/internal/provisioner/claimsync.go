@@ -15,10 +15,11 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
-	"hostpath.dev/manager/pkg/worker"
-	"hostpath.dev/provisioner/internal/annotations"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	"hostpath.dev/manager/pkg/runtime/worker"
 )
 
 // ClaimSync is the part of an instance that writes for claims, apart from
@@ -224,7 +225,7 @@ func (s *ClaimSync) unowned(d decision) (*event, error) {
 	if c.node == "" {
 		return &event{v1.EventTypeWarning, ReasonNoNode, fmt.Sprintf(
 			"The claim names no node and its StorageClass %q binds immediately: add the annotation %s: <node name> to the claim, or use a StorageClass with volumeBindingMode WaitForFirstConsumer",
-			d.class.Name, annotations.ProvisionOnNode)}, nil
+			d.class.Name, hostpathv1.AnnotationProvisionOnNode)}, nil
 	}
 	gone, err := s.prov.nodeGone(c.node)
 	switch {
@@ -233,7 +234,7 @@ func (s *ClaimSync) unowned(d decision) (*event, error) {
 	case gone.reason == ReasonNodeNotFound:
 		return &event{v1.EventTypeWarning, ReasonNodeNotFound, fmt.Sprintf(
 			"Node %q named by %s does not exist: set %s to the name of an existing node",
-			c.node, c.source, annotations.ProvisionOnNode)}, nil
+			c.node, c.source, hostpathv1.AnnotationProvisionOnNode)}, nil
 	case gone.controlPlane:
 		return &event{v1.EventTypeWarning, ReasonNoInstance, fmt.Sprintf(
 			"No hostpath provisioner runs on node %q named by %s: %s; pick a node that is not a control-plane node",
@@ -260,7 +261,7 @@ func rescheduleMessage(d decision) string {
 		why = "runs no hostpath provisioner"
 	}
 	return fmt.Sprintf("Node %q, which the scheduler selected, %s: removing %s so that the scheduler picks another node",
-		d.choice.node, why, annotations.SelectedNode)
+		d.choice.node, why, storagehelpers.AnnSelectedNode)
 }
 
 // recordOnce emits an event on a claim once per distinct reason and message.
@@ -289,7 +290,7 @@ func (s *ClaimSync) selectNode(ctx context.Context, claim *v1.PersistentVolumeCl
 	node := s.prov.cfg.Node
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": claim.ResourceVersion,
-		"annotations":     map[string]string{annotations.SelectedNode: node},
+		"annotations":     map[string]string{storagehelpers.AnnSelectedNode: node},
 	}})
 	if err != nil {
 		return fmt.Errorf("encode patch: %w", err)

@@ -12,10 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
-	"hostpath.dev/provisioner/internal/annotations"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 // TestClaimSync checks that the claim sync does each effect once, and only
@@ -50,13 +51,13 @@ func TestClaimSync(t *testing.T) {
 // selected-node, then yes.
 func TestClaimSyncPinnedWaitForFirstConsumer(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	c := claim("wffc", annotations.ProvisionOnNode+"="+selfNode)
+	c := claim("wffc", hostpathv1.AnnotationProvisionOnNode+"="+selfNode)
 	f := newFixture(t, fakeInstances{nodes: []string{selfNode}}, append(append(testNodes(), testClasses()...), c)...)
 	if f.prov.ShouldProvision(ctx, c) {
 		t.Fatal("ShouldProvision before the sync = true, want false")
 	}
 	c = f.syncClaim(ctx, t, c, 0)
-	if got := c.Annotations[annotations.SelectedNode]; got != selfNode {
+	if got := c.Annotations[storagehelpers.AnnSelectedNode]; got != selfNode {
 		t.Fatalf("selected-node after the sync = %q, want %q", got, selfNode)
 	}
 	if !f.prov.ShouldProvision(ctx, c) {
@@ -68,7 +69,7 @@ func TestClaimSyncPinnedWaitForFirstConsumer(t *testing.T) {
 // library does not ask the Qualifier about it either.
 func TestClaimSyncBoundClaim(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	c := claim("wffc", annotations.ProvisionOnNode+"="+selfNode, annotations.KubevirtProvisionOnNode+"="+otherNode)
+	c := claim("wffc", hostpathv1.AnnotationProvisionOnNode+"="+selfNode, hostpathv1.AnnotationKubevirtProvisionOnNode+"="+otherNode)
 	c.Spec.VolumeName = "pv"
 	f := newFixture(t, fakeInstances{elected: true}, append(append(testNodes(), testClasses()...), c)...)
 	f.syncClaim(ctx, t, c, 0)
@@ -94,7 +95,7 @@ func TestClaimSyncPatchFailure(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			c := claim("wffc", annotations.ProvisionOnNode+"="+selfNode)
+			c := claim("wffc", hostpathv1.AnnotationProvisionOnNode+"="+selfNode)
 			f := newFixture(t, fakeInstances{}, append(append(testNodes(), testClasses()...), c)...)
 			f.kube.PrependReactor("patch", "persistentvolumeclaims", func(clienttesting.Action) (bool, runtime.Object, error) {
 				return true, nil, tc.err
@@ -120,7 +121,7 @@ func TestClaimSyncReportsOnce(t *testing.T) {
 
 	// A changed problem is reported again.
 	c = c.DeepCopy()
-	c.Annotations[annotations.ProvisionOnNode] = "ghost"
+	c.Annotations[hostpathv1.AnnotationProvisionOnNode] = "ghost"
 	if err := errors.Join(f.kube.Tracker().Update(claimsResource, c, c.Namespace), f.claims.Update(c)); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func checkSelectNodePatch(t *testing.T, p clienttesting.PatchActionImpl, c *v1.P
 	if err := json.Unmarshal(p.Patch, &body); err != nil {
 		t.Fatal(err)
 	}
-	if body.Metadata.Annotations[annotations.SelectedNode] != selfNode || body.Metadata.ResourceVersion != c.ResourceVersion {
+	if body.Metadata.Annotations[storagehelpers.AnnSelectedNode] != selfNode || body.Metadata.ResourceVersion != c.ResourceVersion {
 		t.Errorf("patch = %s, want selected-node %q at resourceVersion %q", p.Patch, selfNode, c.ResourceVersion)
 	}
 }
@@ -217,9 +218,9 @@ func patchActions(actions []clienttesting.Action) []clienttesting.PatchActionImp
 func TestControlPlaneNode(t *testing.T) {
 	const controlPlane = "node-m" // its name says nothing of its role
 	tainted := node(controlPlane, controlPlane)
-	tainted.Spec.Taints = []v1.Taint{{Key: annotations.ControlPlaneRole, Effect: v1.TaintEffectNoSchedule}}
+	tainted.Spec.Taints = []v1.Taint{{Key: controlPlaneRole, Effect: v1.TaintEffectNoSchedule}}
 	labelled := node(controlPlane, controlPlane)
-	labelled.Labels[annotations.ControlPlaneRole] = ""
+	labelled.Labels[controlPlaneRole] = ""
 	worker := node(controlPlane, controlPlane) // a plain node of that name
 	optIn := []string{"is a control-plane node", ControlPlaneComponent, "control-plane nodes are opt-in"}
 	tests := []struct {
@@ -233,17 +234,17 @@ func TestControlPlaneNode(t *testing.T) {
 		wantReschedule bool
 		notWant        string
 	}{
-		{name: "pinned, tainted", node: tainted, claim: []string{"immediate", annotations.ProvisionOnNode + "=" + controlPlane},
+		{name: "pinned, tainted", node: tainted, claim: []string{"immediate", hostpathv1.AnnotationProvisionOnNode + "=" + controlPlane},
 			wantEvent: "Warning " + ReasonNoInstance, want: append(optIn, "pick a node that is not a control-plane node")},
-		{name: "pinned by the kubevirt annotation, labelled only", node: labelled, claim: []string{"immediate", annotations.KubevirtProvisionOnNode + "=" + controlPlane},
+		{name: "pinned by the kubevirt annotation, labelled only", node: labelled, claim: []string{"immediate", hostpathv1.AnnotationKubevirtProvisionOnNode + "=" + controlPlane},
 			wantEvent: "Warning " + ReasonNoInstance, want: optIn},
-		{name: "pinned WaitForFirstConsumer claim, tainted", node: tainted, claim: []string{"wffc", annotations.ProvisionOnNode + "=" + controlPlane, annotations.SelectedNode + "=" + controlPlane},
+		{name: "pinned WaitForFirstConsumer claim, tainted", node: tainted, claim: []string{"wffc", hostpathv1.AnnotationProvisionOnNode + "=" + controlPlane, storagehelpers.AnnSelectedNode + "=" + controlPlane},
 			wantEvent: "Warning " + ReasonNoInstance, want: optIn},
-		{name: "selected by the scheduler, tainted", node: tainted, claim: []string{"wffc", annotations.SelectedNode + "=" + controlPlane},
-			wantEvent: "Warning " + ReasonRescheduling, want: append(optIn, "removing "+annotations.SelectedNode), wantReschedule: true},
-		{name: "pinned, a worker without an instance", node: worker, claim: []string{"immediate", annotations.ProvisionOnNode + "=" + controlPlane},
+		{name: "selected by the scheduler, tainted", node: tainted, claim: []string{"wffc", storagehelpers.AnnSelectedNode + "=" + controlPlane},
+			wantEvent: "Warning " + ReasonRescheduling, want: append(optIn, "removing "+storagehelpers.AnnSelectedNode), wantReschedule: true},
+		{name: "pinned, a worker without an instance", node: worker, claim: []string{"immediate", hostpathv1.AnnotationProvisionOnNode + "=" + controlPlane},
 			wantEvent: "Warning " + ReasonNoInstance, want: []string{"pick a node where the provisioner DaemonSet runs"}, notWant: "control-plane"},
-		{name: "selected by the scheduler, a worker without an instance", node: worker, claim: []string{"wffc", annotations.SelectedNode + "=" + controlPlane},
+		{name: "selected by the scheduler, a worker without an instance", node: worker, claim: []string{"wffc", storagehelpers.AnnSelectedNode + "=" + controlPlane},
 			wantEvent: "Warning " + ReasonRescheduling, want: []string{"runs no hostpath provisioner"}, wantReschedule: true, notWant: "control-plane"},
 	}
 	for _, tc := range tests {

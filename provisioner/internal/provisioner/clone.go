@@ -149,7 +149,7 @@ func (p *Provisioner) cloneSource(claim *v1.PersistentVolumeClaim, class *storag
 // cloneRequest is what a manager is asked for a clone of src as pv.
 func cloneRequest(pv *v1.PersistentVolume, src *source, dirMode string, enforceSize bool) client.CloneVolumeRequest {
 	return client.CloneVolumeRequest{
-		CreateVolumeRequest: client.NewCreateVolumeRequest(pv, dirMode, enforceSize),
+		CreateVolumeRequest: hostpathv1.NewCreateVolumeRequest(pv, dirMode, enforceSize),
 		SourcePool:          src.dir.Pool,
 		SourceName:          src.dir.Directory,
 		SourceOwner:         src.pv.Name,

@@ -9,11 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
-	"hostpath.dev/provisioner/internal/annotations"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 // sourceClaim is claim ns/src of className, Bound to PV pv-src.
@@ -67,11 +68,11 @@ func TestCloneDecision(t *testing.T) {
 		{name: "source on this node, Immediate", clone: cloneOf("immediate", "src"),
 			objects: []any{sourceClaim("immediate"), sourcePV(selfNode, "1Gi")}, wantVerdit: selectNode,
 			wantEvents: []string{"Normal " + ReasonNodeSelected}},
-		{name: "source on this node, selected there", clone: cloneOf("wffc", "src", annotations.SelectedNode+"="+selfNode),
+		{name: "source on this node, selected there", clone: cloneOf("wffc", "src", storagehelpers.AnnSelectedNode+"="+selfNode),
 			objects: []any{sourceClaim("wffc"), sourcePV(selfNode, "1Gi")}, wantVerdit: provision},
-		{name: "source on another node wins over provision-on-node", clone: cloneOf("wffc", "src", annotations.ProvisionOnNode+"="+selfNode),
+		{name: "source on another node wins over provision-on-node", clone: cloneOf("wffc", "src", hostpathv1.AnnotationProvisionOnNode+"="+selfNode),
 			objects: []any{sourceClaim("wffc"), sourcePV(otherNode, "1Gi")}, elected: true, wantVerdit: elsewhere},
-		{name: "provision-on-node that disagrees with the source", clone: cloneOf("wffc", "src", annotations.ProvisionOnNode+"="+otherNode),
+		{name: "provision-on-node that disagrees with the source", clone: cloneOf("wffc", "src", hostpathv1.AnnotationProvisionOnNode+"="+otherNode),
 			objects: []any{sourceClaim("wffc"), sourcePV(selfNode, "1Gi")}, wantVerdit: selectNode,
 			wantEvents: []string{"Warning " + ReasonNodeConflict, "Normal " + ReasonNodeSelected}, wantInMsg: "the volume goes to \"node-a\""},
 		{name: "source missing", clone: cloneOf("wffc", "src"), elected: true, wantVerdit: elsewhere,
@@ -108,8 +109,8 @@ func TestCloneDecision(t *testing.T) {
 			if tc.wantInMsg != "" && !strings.Contains(strings.Join(events, "\n"), tc.wantInMsg) {
 				t.Errorf("events %q do not say %q", events, tc.wantInMsg)
 			}
-			if tc.wantVerdit == selectNode && synced.Annotations[annotations.SelectedNode] != selfNode {
-				t.Errorf("selected-node = %q, want %q", synced.Annotations[annotations.SelectedNode], selfNode)
+			if tc.wantVerdit == selectNode && synced.Annotations[storagehelpers.AnnSelectedNode] != selfNode {
+				t.Errorf("selected-node = %q, want %q", synced.Annotations[storagehelpers.AnnSelectedNode], selfNode)
 			}
 		})
 	}
@@ -121,7 +122,7 @@ func TestCloneDecision(t *testing.T) {
 func TestProvisionClone(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil)
-	clone := cloneOf("wffc", "src", annotations.SelectedNode+"="+selfNode)
+	clone := cloneOf("wffc", "src", storagehelpers.AnnSelectedNode+"="+selfNode)
 	f := newFixture(t, fakeInstances{nodes: []string{selfNode}}, append(testNodes(), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
 	f.manager.copying = 2
 	pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: wffc, PVName: testPVName, PVC: clone})
@@ -135,7 +136,7 @@ func TestProvisionClone(t *testing.T) {
 	if len(f.manager.creates) != 0 {
 		t.Errorf("creates = %q, want none", f.manager.creates)
 	}
-	if pv.Annotations[annotations.Node] != selfNode || pv.Spec.HostPath == nil || pv.Spec.HostPath.Path != "/var/hpvolumes/ns-data-"+testPVName {
+	if pv.Annotations[hostpathv1.AnnotationNode] != selfNode || pv.Spec.HostPath == nil || pv.Spec.HostPath.Path != "/var/hpvolumes/ns-data-"+testPVName {
 		t.Errorf("pv = %+v", pv)
 	}
 	events := f.events()
@@ -159,11 +160,11 @@ func TestProvisionClone(t *testing.T) {
 // node; a node-mode source is refused.
 func TestProvisionMultihostClone(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	shared := class("multihost", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost"})
+	shared := class("multihost", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost"})
 	srcPV := sourcePV("", "1Gi")
-	srcPV.Annotations[annotations.Mode] = annotations.ModeMultihost
-	srcPV.Annotations[annotations.Nodes] = selfNode + "," + otherNode
-	delete(srcPV.Annotations, annotations.Node)
+	srcPV.Annotations[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
+	srcPV.Annotations[hostpathv1.AnnotationNodes] = selfNode + "," + otherNode
+	delete(srcPV.Annotations, hostpathv1.AnnotationNode)
 	clone := cloneOf("multihost", "src")
 	clone.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
 	f, managers := multihostFixture(t, fakeTargets{ready: []string{selfNode, otherNode}}, sourceClaim("multihost"), srcPV, clone)
@@ -207,7 +208,7 @@ func TestClonesWaitForTheirSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Annotations[annotations.SelectedNode] != selfNode {
-		t.Errorf("clone's selected-node = %q, want %q", got.Annotations[annotations.SelectedNode], selfNode)
+	if got.Annotations[storagehelpers.AnnSelectedNode] != selfNode {
+		t.Errorf("clone's selected-node = %q, want %q", got.Annotations[storagehelpers.AnnSelectedNode], selfNode)
 	}
 }

@@ -43,11 +43,15 @@
 //  5. ShouldDelete (the DeletionGuard) lets only the instance of the PV's
 //     node delete; Delete removes the directory through the manager, as its
 //     owner, adopting a directory made before owner records first.
-//  6. Adopt and AdoptAll give directories made before owner records to the
-//     one PV that names them, never to two. AdoptAll also marks this node's
-//     copies of multihost volumes whose owner records predate the mode as
-//     multihost: a manager lets callers bound to other nodes (the fan-out,
-//     the host definer) change nothing else.
+//  6. AdoptAll gives directories made before owner records to the one PV
+//     that names them, never to two. It also marks this node's copies of
+//     multihost volumes whose owner records predate the mode as multihost:
+//     a manager lets callers bound to other nodes (the fan-out, the host
+//     definer) change nothing else.
 //
-// The names it writes and reads on objects live in package annotations.
+// The names it writes and reads on objects (claim and PV annotations, mode
+// values, the finalizer, the StorageClass parameters it shares with the host
+// definer) live in the HostDefinition API package, hostpathv1
+// (hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1, well_known.go); the
+// Kubernetes ones in k8s.io/component-helpers/storage/volume.
 package provisioner

@@ -19,11 +19,11 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/ptr"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 const (
@@ -334,7 +334,7 @@ func testClasses() []any {
 		class("immediate", storagev1.VolumeBindingImmediate, nil),
 		class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil),
 		capacityAware,
-		class("multihost", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost"}),
+		class("multihost", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost"}),
 		other,
 	}
 }
@@ -365,8 +365,8 @@ func claim(className string, keyValues ...string) *v1.PersistentVolumeClaim {
 // annotations name dir of pool on nodeName, made for claim ns/claimName.
 func volume(name, nodeName, pool, dir, claimName string) *v1.PersistentVolume {
 	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
-		annotations.ProvisionedBy: testProvisioner, annotations.Node: nodeName, annotations.Pool: pool, annotations.Directory: dir,
-		annotations.ClaimNamespace: "team-a", annotations.ClaimName: claimName, annotations.Mode: annotations.ModeNode, annotations.SizeEnforcement: annotations.EnforcementNone,
+		storagehelpers.AnnDynamicallyProvisioned: testProvisioner, hostpathv1.AnnotationNode: nodeName, hostpathv1.AnnotationPool: pool, hostpathv1.AnnotationDirectory: dir,
+		hostpathv1.AnnotationClaimNamespace: "team-a", hostpathv1.AnnotationClaimName: claimName, hostpathv1.AnnotationMode: hostpathv1.ModeNode, hostpathv1.AnnotationSizeEnforcement: hostpathv1.EnforcementNone,
 	}}}
 }
 

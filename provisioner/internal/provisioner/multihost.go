@@ -11,8 +11,8 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -21,7 +21,7 @@ import (
 // the pool is Ready and whose manager serves), in parallel, and returns its
 // PV once every one of them has it. The pending targets (definition
 // PendingForCreation, or Ready without a serving manager) are recorded on
-// the PV (annotations.PendingNodes) with a NodesPending event: the host
+// the PV (hostpathv1.AnnotationPendingNodes) with a NodesPending event: the host
 // definer gives them the directory when it defines them. A failure leaves
 // the directories already made: their owner records name the PV, so the
 // library's retry finishes the job, and the orphan sweeper removes them if
@@ -29,12 +29,12 @@ import (
 // the volume.
 func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.ProvisionOptions, params Parameters) (*v1.PersistentVolume, controller.ProvisioningState, error) {
 	claim := opts.PVC
-	if err := checkClaim(claim, annotations.ModeMultihost); err != nil {
+	if err := checkClaim(claim, hostpathv1.ModeMultihost); err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
-	if _, ok := claim.Annotations[annotations.ReuseDirectory]; ok {
+	if _, ok := claim.Annotations[hostpathv1.AnnotationReuseDirectory]; ok {
 		return nil, controller.ProvisioningFinished, fmt.Errorf("claim annotation %s is not supported in mode %q: a multihost volume always gets a new directory from the pathPattern on every node; remove the annotation, or use a StorageClass of mode %q",
-			annotations.ReuseDirectory, annotations.ModeMultihost, annotations.ModeNode)
+			hostpathv1.AnnotationReuseDirectory, hostpathv1.ModeMultihost, hostpathv1.ModeNode)
 	}
 	size := claim.Spec.Resources.Requests[v1.ResourceStorage]
 	if _, err := requestedBytes(size); err != nil {
@@ -42,7 +42,7 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 	}
 	src, err := p.cloneSource(claim, opts.StorageClass)
 	if err == nil && src != nil && !src.dir.Multihost {
-		err = invalidSource("the PersistentVolume %q of source claim %s is of mode %q: a multihost clone needs a multihost source", src.pv.Name, src.claim.Name, annotations.ModeNode)
+		err = invalidSource("the PersistentVolume %q of source claim %s is of mode %q: a multihost clone needs a multihost source", src.pv.Name, src.claim.Name, hostpathv1.ModeNode)
 	}
 	if err != nil {
 		reportSource(p.cfg.Recorder, claim, err)
@@ -100,7 +100,7 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 			where, len(ready), len(ready)+len(pending), strings.Join(ready, ", "), quoteAll(pending))
 	}
 	setPath(pv, path)
-	pv.Annotations[annotations.SizeEnforcement] = enforcementOf(enforcements...)
+	pv.Annotations[hostpathv1.AnnotationSizeEnforcement] = enforcementOf(enforcements...)
 	return pv, controller.ProvisioningFinished, nil
 }
 
@@ -111,7 +111,7 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 // once every node made it, that the clone is finished.
 func (p *Provisioner) multihostMaker(claim *v1.PersistentVolumeClaim, src *source, pv *v1.PersistentVolume, params Parameters, dir string) (makeOn func(ctx context.Context, node string) (*client.Volume, error), finished func()) {
 	if src == nil {
-		req := client.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize)
+		req := hostpathv1.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize)
 		return func(ctx context.Context, node string) (*client.Volume, error) {
 			mgr, err := p.cfg.Managers(node)
 			if err != nil {

@@ -14,12 +14,13 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/ownership"
 )
@@ -69,8 +70,8 @@ func multihostFixture(t *testing.T, targets fakeTargets, objects ...any) (*fixtu
 func wantMultihostPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir, nodes, pending string) *v1.PersistentVolume {
 	pv := wantPV(class, c, dir)
 	pv.Spec.NodeAffinity = nil
-	delete(pv.Annotations, annotations.Node)
-	pv.Annotations[annotations.Mode] = "multihost"
+	delete(pv.Annotations, hostpathv1.AnnotationNode)
+	pv.Annotations[hostpathv1.AnnotationMode] = "multihost"
 	pv.Annotations["hostpath.dev/nodes"] = nodes
 	if pending != "" {
 		pv.Annotations["hostpath.dev/pending-nodes"] = pending
@@ -79,13 +80,13 @@ func wantMultihostPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim,
 }
 
 func TestProvisionMultihost(t *testing.T) {
-	shared := class("shared", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}"})
+	shared := class("shared", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}"})
 	shared.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
-	wffc := class("shared-wffc", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}"})
+	wffc := class("shared-wffc", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}"})
 	rwx := func(c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
 		return withAccessModes(c, v1.ReadWriteMany)
 	}
-	fast := class("fast", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost", ParamPool: "fast", ParamPathPattern: "${pvc.metadata.name}"})
+	fast := class("fast", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", hostpathv1.ParamPool: "fast", ParamPathPattern: "${pvc.metadata.name}"})
 	all := fakeTargets{ready: []string{selfNode, otherNode, idleNode}}
 	unavailable := fmt.Errorf("PUT: %w", &client.Error{StatusCode: 503, Status: client.Status{Reason: client.ReasonInternal, Message: "disk on fire"}})
 	tests := []struct {
@@ -117,7 +118,7 @@ func TestProvisionMultihost(t *testing.T) {
 		},
 		{
 			name: "the scheduler's selected node does not restrict the volume", class: wffc,
-			claim: claim("shared-wffc", annotations.SelectedNode+"="+otherNode), targets: all,
+			claim: claim("shared-wffc", storagehelpers.AnnSelectedNode+"="+otherNode), targets: all,
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
 			wantPV: wantMultihostPV(wffc, claim("shared-wffc"), "data", "node-a,node-b,node-c", ""),
 		},
@@ -149,7 +150,7 @@ func TestProvisionMultihost(t *testing.T) {
 			wantErr: `"/srv/pool/data" on node "node-b"`,
 		},
 		{
-			name: "reusing a directory is refused", class: shared, claim: claim("shared", annotations.ReuseDirectory+"=old"), targets: all,
+			name: "reusing a directory is refused", class: shared, claim: claim("shared", hostpathv1.AnnotationReuseDirectory+"=old"), targets: all,
 			wantState: controller.ProvisioningFinished, wantErr: `claim annotation hostpath.dev/reuse-directory is not supported in mode "multihost"`,
 		},
 		{
@@ -160,8 +161,8 @@ func TestProvisionMultihost(t *testing.T) {
 			// The PV's affinity names no node, so nodes that join later
 			// match it: that of the manager DaemonSet.
 			name:  "volumeType local: a local PV on the nodes that run a manager",
-			class: class("shared-local", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}", ParamVolumeType: "local"}),
-			claim: rwx(claim("shared-local", annotations.SelectedNode+"="+otherNode)), targets: all,
+			class: class("shared-local", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}", ParamVolumeType: "local"}),
+			claim: rwx(claim("shared-local", storagehelpers.AnnSelectedNode+"="+otherNode)), targets: all,
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
 			wantPV: func() *v1.PersistentVolume {
 				pv := wantMultihostPV(class("shared-local", storagev1.VolumeBindingWaitForFirstConsumer, nil), rwx(claim("shared-local")), "data", "node-a,node-b,node-c", "")
@@ -174,7 +175,7 @@ func TestProvisionMultihost(t *testing.T) {
 		},
 		{
 			name:  "volumeType hostPath is the default's PV",
-			class: class("shared-hostpath", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}", ParamVolumeType: "hostPath"}),
+			class: class("shared-hostpath", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}", ParamVolumeType: "hostPath"}),
 			claim: claim("shared-hostpath"), targets: all,
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
 			wantPV: wantMultihostPV(class("shared-hostpath", storagev1.VolumeBindingImmediate, nil), claim("shared-hostpath"), "data", "node-a,node-b,node-c", ""),
@@ -246,15 +247,15 @@ func TestBuildPVMultihost(t *testing.T) {
 		t.Errorf("node affinity %v, want none", pv.Spec.NodeAffinity)
 	case *pv.Spec.HostPath.Type != v1.HostPathDirectory || pv.Spec.HostPath.Path != "":
 		t.Errorf("hostPath = %+v", pv.Spec.HostPath)
-	case pv.Annotations[annotations.Nodes] != "n1,n2" || pv.Annotations[annotations.Mode] != "multihost" || pv.Annotations[annotations.RecordedPolicy] != "Delete":
+	case pv.Annotations[hostpathv1.AnnotationNodes] != "n1,n2" || pv.Annotations[hostpathv1.AnnotationMode] != "multihost" || pv.Annotations[hostpathv1.AnnotationRecordedPolicy] != "Delete":
 		t.Errorf("annotations = %v", pv.Annotations)
 	}
-	for _, key := range []string{annotations.Node, annotations.PendingNodes} {
+	for _, key := range []string{hostpathv1.AnnotationNode, hostpathv1.AnnotationPendingNodes} {
 		if _, ok := pv.Annotations[key]; ok {
 			t.Errorf("annotation %s set, want none", key)
 		}
 	}
-	if len(pv.Finalizers) != 1 || pv.Finalizers[0] != annotations.Finalizer {
+	if len(pv.Finalizers) != 1 || pv.Finalizers[0] != hostpathv1.FinalizerDirectoryProtection {
 		t.Errorf("finalizers = %v", pv.Finalizers)
 	}
 }
@@ -267,7 +268,7 @@ func TestMultihostOwnerAgreement(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	pods := factory.Core().V1().Pods().Informer().GetIndexer()
 	classes := factory.Storage().V1().StorageClasses()
-	if err := classes.Informer().GetIndexer().Add(class("multihost", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost"})); err != nil {
+	if err := classes.Informer().GetIndexer().Add(class("multihost", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost"})); err != nil {
 		t.Fatal(err)
 	}
 	nodes := []string{selfNode, otherNode, idleNode}
@@ -290,7 +291,7 @@ func TestMultihostOwnerAgreement(t *testing.T) {
 	for i := range 60 {
 		c := claim("multihost")
 		c.UID = types.UID(fmt.Sprintf("uid-%d", i))
-		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", UID: c.UID, Annotations: map[string]string{annotations.Mode: "multihost"}}}
+		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", UID: c.UID, Annotations: map[string]string{hostpathv1.AnnotationMode: "multihost"}}}
 		var provisioners, deleters []string
 		for _, p := range provs {
 			if p.ShouldProvision(ctx, c) {

@@ -10,25 +10,14 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
-// StorageClass parameter keys. Those the host definer reads too are
-// hostpathv1's (well_known.go).
+// StorageClass parameter keys that only the provisioner reads. The others
+// (mode, pool, dirMode, enforceSize) are hostpathv1's ParamMode, ParamPool,
+// ParamDirMode and ParamEnforceSize, which the host definer reads too.
 const (
-	// ParamMode selects the mode: annotations.ModeNode or
-	// annotations.ModeMultihost.
-	ParamMode = hostpathv1.ParamMode
-	// ParamPool names the manager's storage pool.
-	ParamPool = hostpathv1.ParamPool
 	// ParamPathPattern is the template of the volume's directory name.
 	ParamPathPattern = "pathPattern"
-	// ParamDirMode is the octal permission bits of the volume's directory.
-	ParamDirMode = hostpathv1.ParamDirMode
-	// ParamEnforceSize, "true" or "false" (the default), makes a volume
-	// fail where its pool cannot enforce the claim's size as a limit
-	// (rescheduled to another node when the scheduler chose the node).
-	ParamEnforceSize = hostpathv1.ParamEnforceSize
 	// ParamVolumeType is the kind of PersistentVolume a class's volumes
 	// are: VolumeTypeHostPath (the default) or VolumeTypeLocal. The host
 	// definer does not read it: a volume's directories are the same
@@ -55,13 +44,12 @@ const (
 	VolumeTypeLocal = "local"
 )
 
-// Defaults of the StorageClass parameters, one per parameter; the pool's
-// and the dirMode's are hostpathv1's, which the host definer uses too.
+// Defaults of the StorageClass parameters that have no hostpathv1 default;
+// the pool's and the dirMode's are hostpathv1.DefaultPool and
+// hostpathv1.DefaultDirMode, which the host definer uses too.
 const (
-	DefaultMode        = annotations.ModeNode
-	DefaultPool        = hostpathv1.DefaultPool
+	DefaultMode        = hostpathv1.ModeNode
 	DefaultPathPattern = "${pvc.metadata.namespace}-${pvc.metadata.name}-${pv.metadata.name}"
-	DefaultDirMode     = hostpathv1.DefaultDirMode
 	DefaultVolumeType  = VolumeTypeHostPath
 )
 
@@ -81,11 +69,11 @@ const MaxDirectoryLength = client.MaxVolumeNameLength
 // shortened directory name.
 const hashSuffixLength = 16
 
-var knownParams = []string{ParamMode, ParamPool, ParamPathPattern, ParamDirMode, ParamEnforceSize, ParamVolumeType}
+var knownParams = []string{hostpathv1.ParamMode, hostpathv1.ParamPool, ParamPathPattern, hostpathv1.ParamDirMode, hostpathv1.ParamEnforceSize, ParamVolumeType}
 
 // Parameters are a StorageClass's validated parameters.
 type Parameters struct {
-	// Mode is annotations.ModeNode or annotations.ModeMultihost.
+	// Mode is hostpathv1.ModeNode or hostpathv1.ModeMultihost.
 	Mode string
 	// Pool is the storage pool's name.
 	Pool string
@@ -128,18 +116,18 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 			return Parameters{}, &ParameterError{Parameter: k, Problem: "unknown parameter; the known parameters are " + strings.Join(knownParams, ", ")}
 		}
 	}
-	p := Parameters{Mode: DefaultMode, Pool: DefaultPool, PathPattern: DefaultPathPattern, DirMode: DefaultDirMode, VolumeType: DefaultVolumeType}
-	if v, ok := params[ParamMode]; ok {
+	p := Parameters{Mode: DefaultMode, Pool: hostpathv1.DefaultPool, PathPattern: DefaultPathPattern, DirMode: hostpathv1.DefaultDirMode, VolumeType: DefaultVolumeType}
+	if v, ok := params[hostpathv1.ParamMode]; ok {
 		switch v {
-		case annotations.ModeNode, annotations.ModeMultihost:
+		case hostpathv1.ModeNode, hostpathv1.ModeMultihost:
 			p.Mode = v
 		default:
-			return Parameters{}, &ParameterError{Parameter: ParamMode, Problem: fmt.Sprintf("%q is not a mode; use %q or %q", v, annotations.ModeNode, annotations.ModeMultihost)}
+			return Parameters{}, &ParameterError{Parameter: hostpathv1.ParamMode, Problem: fmt.Sprintf("%q is not a mode; use %q or %q", v, hostpathv1.ModeNode, hostpathv1.ModeMultihost)}
 		}
 	}
-	if v, ok := params[ParamPool]; ok {
+	if v, ok := params[hostpathv1.ParamPool]; ok {
 		if err := client.ValidatePoolName(v); err != nil {
-			return Parameters{}, &ParameterError{Parameter: ParamPool, Problem: err.Error()}
+			return Parameters{}, &ParameterError{Parameter: hostpathv1.ParamPool, Problem: err.Error()}
 		}
 		p.Pool = v
 	}
@@ -151,20 +139,20 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 		}
 		p.PathPattern = v
 	}
-	if v, ok := params[ParamDirMode]; ok {
+	if v, ok := params[hostpathv1.ParamDirMode]; ok {
 		perm, err := client.ParseMode(v)
 		if err != nil || v == "" {
-			return Parameters{}, &ParameterError{Parameter: ParamDirMode, Problem: fmt.Sprintf("%q is not an octal mode from 0 to 07777, such as 0770", v)}
+			return Parameters{}, &ParameterError{Parameter: hostpathv1.ParamDirMode, Problem: fmt.Sprintf("%q is not an octal mode from 0 to 07777, such as 0770", v)}
 		}
 		p.DirMode = client.FormatMode(perm)
 	}
-	if v, ok := params[ParamEnforceSize]; ok {
+	if v, ok := params[hostpathv1.ParamEnforceSize]; ok {
 		switch v {
 		case "true":
 			p.EnforceSize = true
 		case "false":
 		default:
-			return Parameters{}, &ParameterError{Parameter: ParamEnforceSize, Problem: fmt.Sprintf("%q is not \"true\" or \"false\"", v)}
+			return Parameters{}, &ParameterError{Parameter: hostpathv1.ParamEnforceSize, Problem: fmt.Sprintf("%q is not \"true\" or \"false\"", v)}
 		}
 	}
 	if v, ok := params[ParamVolumeType]; ok {

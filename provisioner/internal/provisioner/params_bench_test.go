@@ -3,6 +3,8 @@ package provisioner
 import (
 	"strings"
 	"testing"
+
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 // benchPV is a PV name as the library makes them.
@@ -19,7 +21,7 @@ func BenchmarkDirectory(b *testing.B) {
 		{"literal", "vol-${pv.metadata.name}_of_${pvc.metadata.namespace}.${pvc.metadata.name}", "default", "data"},
 		{"shortened", DefaultPathPattern, strings.Repeat("n", 63), strings.Repeat("c", 253)},
 	} {
-		p := Parameters{Mode: DefaultMode, Pool: DefaultPool, PathPattern: tc.pattern, DirMode: DefaultDirMode, VolumeType: DefaultVolumeType}
+		p := Parameters{Mode: DefaultMode, Pool: hostpathv1.DefaultPool, PathPattern: tc.pattern, DirMode: hostpathv1.DefaultDirMode, VolumeType: DefaultVolumeType}
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -39,7 +41,7 @@ func BenchmarkParseParameters(b *testing.B) {
 		params map[string]string
 	}{
 		{"defaults", nil},
-		{"all", map[string]string{ParamMode: DefaultMode, ParamPool: "fast", ParamPathPattern: DefaultPathPattern, ParamDirMode: "0770", ParamVolumeType: VolumeTypeLocal}},
+		{"all", map[string]string{hostpathv1.ParamMode: DefaultMode, hostpathv1.ParamPool: "fast", ParamPathPattern: DefaultPathPattern, hostpathv1.ParamDirMode: "0770", ParamVolumeType: VolumeTypeLocal}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()

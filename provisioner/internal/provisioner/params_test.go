@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 func TestParseParameters(t *testing.T) {
@@ -17,36 +17,36 @@ func TestParseParameters(t *testing.T) {
 		wantParam string // the parameter the error names; "" for success
 		wantText  string
 	}{
-		{name: "defaults", params: nil, want: Parameters{Mode: annotations.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: "hostPath"}},
+		{name: "defaults", params: nil, want: Parameters{Mode: hostpathv1.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: "hostPath"}},
 		{
 			name:   "all set",
-			params: map[string]string{ParamMode: "node", ParamPool: "fast-ssd", ParamPathPattern: "${pvc.metadata.name}", ParamDirMode: "2770"},
-			want:   Parameters{Mode: annotations.ModeNode, Pool: "fast-ssd", PathPattern: "${pvc.metadata.name}", DirMode: "02770", VolumeType: "hostPath"},
+			params: map[string]string{hostpathv1.ParamMode: "node", hostpathv1.ParamPool: "fast-ssd", ParamPathPattern: "${pvc.metadata.name}", hostpathv1.ParamDirMode: "2770"},
+			want:   Parameters{Mode: hostpathv1.ModeNode, Pool: "fast-ssd", PathPattern: "${pvc.metadata.name}", DirMode: "02770", VolumeType: "hostPath"},
 		},
-		{name: "multihost parses", params: map[string]string{ParamMode: "multihost"}, want: Parameters{Mode: annotations.ModeMultihost, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: "hostPath"}},
-		{name: "short dirMode", params: map[string]string{ParamDirMode: "755"}, want: Parameters{Mode: annotations.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0755", VolumeType: "hostPath"}},
+		{name: "multihost parses", params: map[string]string{hostpathv1.ParamMode: "multihost"}, want: Parameters{Mode: hostpathv1.ModeMultihost, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: "hostPath"}},
+		{name: "short dirMode", params: map[string]string{hostpathv1.ParamDirMode: "755"}, want: Parameters{Mode: hostpathv1.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0755", VolumeType: "hostPath"}},
 		{name: "unknown parameter", params: map[string]string{"size": "1Gi"}, wantParam: "size", wantText: "known parameters are mode, pool, pathPattern, dirMode, enforceSize, volumeType"},
-		{name: "enforceSize", params: map[string]string{ParamEnforceSize: "true"}, want: Parameters{Mode: annotations.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", EnforceSize: true, VolumeType: "hostPath"}},
-		{name: "enforceSize false", params: map[string]string{ParamEnforceSize: "false"}, want: Parameters{Mode: annotations.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: "hostPath"}},
-		{name: "enforceSize yes", params: map[string]string{ParamEnforceSize: "yes"}, wantParam: ParamEnforceSize, wantText: `"yes" is not "true" or "false"`},
+		{name: "enforceSize", params: map[string]string{hostpathv1.ParamEnforceSize: "true"}, want: Parameters{Mode: hostpathv1.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", EnforceSize: true, VolumeType: "hostPath"}},
+		{name: "enforceSize false", params: map[string]string{hostpathv1.ParamEnforceSize: "false"}, want: Parameters{Mode: hostpathv1.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: "hostPath"}},
+		{name: "enforceSize yes", params: map[string]string{hostpathv1.ParamEnforceSize: "yes"}, wantParam: hostpathv1.ParamEnforceSize, wantText: `"yes" is not "true" or "false"`},
 		{name: "parameter keys are case-sensitive", params: map[string]string{"Mode": "node"}, wantParam: "Mode", wantText: "unknown parameter"},
-		{name: "bad mode", params: map[string]string{ParamMode: "cluster"}, wantParam: ParamMode, wantText: `"cluster" is not a mode`},
-		{name: "empty pool", params: map[string]string{ParamPool: ""}, wantParam: ParamPool},
-		{name: "pool with a slash", params: map[string]string{ParamPool: "a/b"}, wantParam: ParamPool},
-		{name: "upper-case pool", params: map[string]string{ParamPool: "Default"}, wantParam: ParamPool},
-		{name: "dirMode not octal", params: map[string]string{ParamDirMode: "0789"}, wantParam: ParamDirMode},
-		{name: "dirMode too large", params: map[string]string{ParamDirMode: "17777"}, wantParam: ParamDirMode},
-		{name: "dirMode symbolic", params: map[string]string{ParamDirMode: "rwx"}, wantParam: ParamDirMode},
+		{name: "bad mode", params: map[string]string{hostpathv1.ParamMode: "cluster"}, wantParam: hostpathv1.ParamMode, wantText: `"cluster" is not a mode`},
+		{name: "empty pool", params: map[string]string{hostpathv1.ParamPool: ""}, wantParam: hostpathv1.ParamPool},
+		{name: "pool with a slash", params: map[string]string{hostpathv1.ParamPool: "a/b"}, wantParam: hostpathv1.ParamPool},
+		{name: "upper-case pool", params: map[string]string{hostpathv1.ParamPool: "Default"}, wantParam: hostpathv1.ParamPool},
+		{name: "dirMode not octal", params: map[string]string{hostpathv1.ParamDirMode: "0789"}, wantParam: hostpathv1.ParamDirMode},
+		{name: "dirMode too large", params: map[string]string{hostpathv1.ParamDirMode: "17777"}, wantParam: hostpathv1.ParamDirMode},
+		{name: "dirMode symbolic", params: map[string]string{hostpathv1.ParamDirMode: "rwx"}, wantParam: hostpathv1.ParamDirMode},
 		{name: "bad pathPattern", params: map[string]string{ParamPathPattern: "/abs/${pvc.metadata.name}"}, wantParam: ParamPathPattern},
-		{name: "volumeType hostPath", params: map[string]string{ParamVolumeType: "hostPath"}, want: Parameters{Mode: annotations.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: VolumeTypeHostPath}},
-		{name: "volumeType local", params: map[string]string{ParamVolumeType: "local"}, want: Parameters{Mode: annotations.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: VolumeTypeLocal}},
-		{name: "volumeType local in node mode", params: map[string]string{ParamMode: "node", ParamVolumeType: "local"}, want: Parameters{Mode: annotations.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: VolumeTypeLocal}},
-		{name: "volumeType hostPath in mode multihost", params: map[string]string{ParamMode: "multihost", ParamVolumeType: "hostPath"}, want: Parameters{Mode: annotations.ModeMultihost, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: VolumeTypeHostPath}},
-		{name: "volumeType local in mode multihost", params: map[string]string{ParamMode: "multihost", ParamVolumeType: "local"}, want: Parameters{Mode: annotations.ModeMultihost, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: VolumeTypeLocal}},
+		{name: "volumeType hostPath", params: map[string]string{ParamVolumeType: "hostPath"}, want: Parameters{Mode: hostpathv1.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: VolumeTypeHostPath}},
+		{name: "volumeType local", params: map[string]string{ParamVolumeType: "local"}, want: Parameters{Mode: hostpathv1.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: VolumeTypeLocal}},
+		{name: "volumeType local in node mode", params: map[string]string{hostpathv1.ParamMode: "node", ParamVolumeType: "local"}, want: Parameters{Mode: hostpathv1.ModeNode, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: VolumeTypeLocal}},
+		{name: "volumeType hostPath in mode multihost", params: map[string]string{hostpathv1.ParamMode: "multihost", ParamVolumeType: "hostPath"}, want: Parameters{Mode: hostpathv1.ModeMultihost, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: VolumeTypeHostPath}},
+		{name: "volumeType local in mode multihost", params: map[string]string{hostpathv1.ParamMode: "multihost", ParamVolumeType: "local"}, want: Parameters{Mode: hostpathv1.ModeMultihost, Pool: "default", PathPattern: DefaultPathPattern, DirMode: "0777", VolumeType: VolumeTypeLocal}},
 		{name: "volumeType is case-sensitive", params: map[string]string{ParamVolumeType: "hostpath"}, wantParam: ParamVolumeType, wantText: `"hostpath" is not a volume type; use "hostPath" or "local"`},
 		{name: "volumeType block", params: map[string]string{ParamVolumeType: "block"}, wantParam: ParamVolumeType, wantText: `"block" is not a volume type`},
 		{name: "empty volumeType", params: map[string]string{ParamVolumeType: ""}, wantParam: ParamVolumeType, wantText: `"" is not a volume type`},
-		{name: "a bad mode is named before volumeType", params: map[string]string{ParamMode: "cluster", ParamVolumeType: "local"}, wantParam: ParamMode},
+		{name: "a bad mode is named before volumeType", params: map[string]string{hostpathv1.ParamMode: "cluster", ParamVolumeType: "local"}, wantParam: hostpathv1.ParamMode},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,11 +9,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/util"
 
-	"hostpath.dev/provisioner/internal/annotations"
-	"hostpath.dev/provisioner/internal/cachetrim"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	"hostpath.dev/provisioner/internal/app/cachetrim"
 )
 
 // nodeChoice is the node a claim asks for and where that came from.
@@ -35,7 +36,7 @@ func chooseNode(claim *v1.PersistentVolumeClaim, src *source) nodeChoice {
 	if src != nil && !src.dir.Multihost {
 		c.node, c.source = src.dir.Node, sourceChoice
 	}
-	for _, key := range []string{annotations.ProvisionOnNode, annotations.KubevirtProvisionOnNode, annotations.SelectedNode} {
+	for _, key := range []string{hostpathv1.AnnotationProvisionOnNode, hostpathv1.AnnotationKubevirtProvisionOnNode, storagehelpers.AnnSelectedNode} {
 		v := claim.Annotations[key]
 		switch {
 		case v == "":
@@ -53,7 +54,7 @@ func chooseNode(claim *v1.PersistentVolumeClaim, src *source) nodeChoice {
 
 // pinned reports whether the node comes from an explicit annotation rather
 // than from the scheduler.
-func (c nodeChoice) pinned() bool { return c.source != annotations.SelectedNode }
+func (c nodeChoice) pinned() bool { return c.source != storagehelpers.AnnSelectedNode }
 
 // verdict is what one instance makes of a claim.
 type verdict int
@@ -126,7 +127,7 @@ func (p *Provisioner) decide(claim *v1.PersistentVolumeClaim) (decision, error) 
 	d := decision{
 		verdict:         elsewhere,
 		class:           class,
-		multihost:       class.Parameters[ParamMode] == annotations.ModeMultihost,
+		multihost:       class.Parameters[hostpathv1.ParamMode] == hostpathv1.ModeMultihost,
 		waitForConsumer: class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer,
 	}
 	if d.multihost {
@@ -151,7 +152,7 @@ func (p *Provisioner) decide(claim *v1.PersistentVolumeClaim) (decision, error) 
 	switch {
 	case d.choice.node != p.cfg.Node:
 		return p.decideElsewhere(claim, d)
-	case (d.waitForConsumer || src != nil) && claim.Annotations[annotations.SelectedNode] == "":
+	case (d.waitForConsumer || src != nil) && claim.Annotations[storagehelpers.AnnSelectedNode] == "":
 		// The library provisions WaitForFirstConsumer claims only once
 		// selected-node is set. A clone gets it in any class: setting it
 		// is the claim update that makes the library look at a clone
@@ -203,13 +204,21 @@ func (p *Provisioner) nodeGone(node string) (absence, error) {
 	return absence{reason: ReasonNoInstance, controlPlane: isControlPlane(n)}, nil
 }
 
+// controlPlaneRole is the label and taint key of control-plane nodes
+// (node-role.kubernetes.io/control-plane, as kubeadm sets them; no
+// Kubernetes package this module imports defines it). The node agents
+// tolerate its taint only with the kustomize component that adds them to
+// control-plane nodes, so the provisioner names that component to a claim
+// pinned to such a node.
+const controlPlaneRole = "node-role.kubernetes.io/control-plane"
+
 // isControlPlane reports whether node is a control-plane node: it has the
-// label or a taint annotations.ControlPlaneRole.
+// label or a taint controlPlaneRole.
 func isControlPlane(node *v1.Node) bool {
-	if _, ok := node.Labels[annotations.ControlPlaneRole]; ok {
+	if _, ok := node.Labels[controlPlaneRole]; ok {
 		return true
 	}
-	return slices.ContainsFunc(node.Spec.Taints, func(t v1.Taint) bool { return t.Key == annotations.ControlPlaneRole })
+	return slices.ContainsFunc(node.Spec.Taints, func(t v1.Taint) bool { return t.Key == controlPlaneRole })
 }
 
 // class returns the claim's StorageClass if this provisioner serves it.
@@ -252,7 +261,7 @@ func (p *Provisioner) ShouldProvision(ctx context.Context, claim *v1.PersistentV
 // ShouldDelete is the DeletionGuard: only the instance of the PV's node
 // deletes it; a multihost PV, only the instance elected for its UID.
 func (p *Provisioner) ShouldDelete(ctx context.Context, pv *v1.PersistentVolume) bool {
-	if pv.Annotations[annotations.Mode] == annotations.ModeMultihost {
+	if pv.Annotations[hostpathv1.AnnotationMode] == hostpathv1.ModeMultihost {
 		ok, err := p.cfg.Instances.IsOwner(string(pv.UID))
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Failed to elect the instance that deletes the volume", "pv", klog.KObj(pv))
@@ -260,5 +269,5 @@ func (p *Provisioner) ShouldDelete(ctx context.Context, pv *v1.PersistentVolume)
 		}
 		return ok
 	}
-	return pv.Annotations[annotations.Node] == p.cfg.Node
+	return pv.Annotations[hostpathv1.AnnotationNode] == p.cfg.Node
 }

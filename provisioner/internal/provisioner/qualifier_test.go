@@ -7,10 +7,11 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 
-	"hostpath.dev/provisioner/internal/annotations"
-	"hostpath.dev/provisioner/internal/cachetrim"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	"hostpath.dev/provisioner/internal/app/cachetrim"
 )
 
 // claimCase is a claim as one instance (on selfNode) sees it, with what its
@@ -40,65 +41,65 @@ func (tc claimCase) setUp(t *testing.T) (context.Context, *fixture, *v1.Persiste
 
 // claimCases are shared by TestShouldProvision and TestClaimSync.
 var claimCases = []claimCase{
-	{name: "class of another provisioner", claim: []string{"other", annotations.ProvisionOnNode + "=" + selfNode}, elected: true},
-	{name: "missing class", claim: []string{"nonexistent", annotations.ProvisionOnNode + "=" + selfNode}, elected: true},
-	{name: "own node by hostpath.dev annotation", claim: []string{"immediate", annotations.ProvisionOnNode + "=" + selfNode}, want: true},
-	{name: "own node by kubevirt annotation", claim: []string{"immediate", annotations.KubevirtProvisionOnNode + "=" + selfNode}, want: true},
-	{name: "own node by selected-node", claim: []string{"wffc", annotations.SelectedNode + "=" + selfNode}, want: true},
+	{name: "class of another provisioner", claim: []string{"other", hostpathv1.AnnotationProvisionOnNode + "=" + selfNode}, elected: true},
+	{name: "missing class", claim: []string{"nonexistent", hostpathv1.AnnotationProvisionOnNode + "=" + selfNode}, elected: true},
+	{name: "own node by hostpath.dev annotation", claim: []string{"immediate", hostpathv1.AnnotationProvisionOnNode + "=" + selfNode}, want: true},
+	{name: "own node by kubevirt annotation", claim: []string{"immediate", hostpathv1.AnnotationKubevirtProvisionOnNode + "=" + selfNode}, want: true},
+	{name: "own node by selected-node", claim: []string{"wffc", storagehelpers.AnnSelectedNode + "=" + selfNode}, want: true},
 	// The capacity-aware name is served like the configured one.
-	{name: "capacity-aware class, own node by selected-node", claim: []string{"capacity", annotations.SelectedNode + "=" + selfNode}, want: true},
-	{name: "capacity-aware class, other node by selected-node", claim: []string{"capacity", annotations.SelectedNode + "=" + otherNode}, elected: true},
-	{name: "capacity-aware class, deleted selected node, elected instance reschedules", claim: []string{"capacity", annotations.SelectedNode + "=ghost"}, elected: true, want: true, wantEvents: []string{"Warning " + ReasonRescheduling}},
-	{name: "other node by annotation", claim: []string{"immediate", annotations.ProvisionOnNode + "=" + otherNode}, elected: true},
-	{name: "other node by selected-node", claim: []string{"wffc", annotations.SelectedNode + "=" + otherNode}, elected: true},
+	{name: "capacity-aware class, own node by selected-node", claim: []string{"capacity", storagehelpers.AnnSelectedNode + "=" + selfNode}, want: true},
+	{name: "capacity-aware class, other node by selected-node", claim: []string{"capacity", storagehelpers.AnnSelectedNode + "=" + otherNode}, elected: true},
+	{name: "capacity-aware class, deleted selected node, elected instance reschedules", claim: []string{"capacity", storagehelpers.AnnSelectedNode + "=ghost"}, elected: true, want: true, wantEvents: []string{"Warning " + ReasonRescheduling}},
+	{name: "other node by annotation", claim: []string{"immediate", hostpathv1.AnnotationProvisionOnNode + "=" + otherNode}, elected: true},
+	{name: "other node by selected-node", claim: []string{"wffc", storagehelpers.AnnSelectedNode + "=" + otherNode}, elected: true},
 	{
 		name:       "annotation wins over selected-node on the annotated node",
-		claim:      []string{"wffc", annotations.ProvisionOnNode + "=" + selfNode, annotations.SelectedNode + "=" + otherNode},
+		claim:      []string{"wffc", hostpathv1.AnnotationProvisionOnNode + "=" + selfNode, storagehelpers.AnnSelectedNode + "=" + otherNode},
 		want:       true,
 		wantEvents: []string{"Warning " + ReasonNodeConflict},
 	},
 	{
 		name:  "annotation wins over selected-node: the selected node does nothing",
-		claim: []string{"wffc", annotations.ProvisionOnNode + "=" + otherNode, annotations.SelectedNode + "=" + selfNode}, elected: true,
+		claim: []string{"wffc", hostpathv1.AnnotationProvisionOnNode + "=" + otherNode, storagehelpers.AnnSelectedNode + "=" + selfNode}, elected: true,
 	},
 	{
 		name:       "hostpath.dev annotation wins over kubevirt annotation",
-		claim:      []string{"immediate", annotations.ProvisionOnNode + "=" + selfNode, annotations.KubevirtProvisionOnNode + "=" + otherNode},
+		claim:      []string{"immediate", hostpathv1.AnnotationProvisionOnNode + "=" + selfNode, hostpathv1.AnnotationKubevirtProvisionOnNode + "=" + otherNode},
 		want:       true,
 		wantEvents: []string{"Warning " + ReasonNodeConflict},
 	},
 	{
 		name:       "pinned WaitForFirstConsumer claim gets selected-node from the owner",
-		claim:      []string{"wffc", annotations.KubevirtProvisionOnNode + "=" + selfNode},
+		claim:      []string{"wffc", hostpathv1.AnnotationKubevirtProvisionOnNode + "=" + selfNode},
 		wantEvents: []string{"Normal " + ReasonNodeSelected},
 		wantPatch:  true,
 	},
 	{
 		name:       "pinned WaitForFirstConsumer claim with conflicting annotations",
-		claim:      []string{"wffc", annotations.ProvisionOnNode + "=" + selfNode, annotations.KubevirtProvisionOnNode + "=" + otherNode},
+		claim:      []string{"wffc", hostpathv1.AnnotationProvisionOnNode + "=" + selfNode, hostpathv1.AnnotationKubevirtProvisionOnNode + "=" + otherNode},
 		wantEvents: []string{"Warning " + ReasonNodeConflict, "Normal " + ReasonNodeSelected},
 		wantPatch:  true,
 	},
-	{name: "pinned WaitForFirstConsumer claim of another node", claim: []string{"wffc", annotations.ProvisionOnNode + "=" + otherNode}, elected: true},
+	{name: "pinned WaitForFirstConsumer claim of another node", claim: []string{"wffc", hostpathv1.AnnotationProvisionOnNode + "=" + otherNode}, elected: true},
 	{name: "WaitForFirstConsumer claim waits for the scheduler", claim: []string{"wffc"}, elected: true},
 	{name: "Immediate claim without node, elected instance warns", claim: []string{"immediate"}, elected: true, wantEvents: []string{"Warning " + ReasonNoNode}},
 	{name: "Immediate claim without node, other instances are silent", claim: []string{"immediate"}},
-	{name: "nonexistent node, elected instance warns", claim: []string{"immediate", annotations.ProvisionOnNode + "=ghost"}, elected: true, wantEvents: []string{"Warning " + ReasonNodeNotFound}},
-	{name: "nonexistent node, other instances are silent", claim: []string{"immediate", annotations.ProvisionOnNode + "=ghost"}},
+	{name: "nonexistent node, elected instance warns", claim: []string{"immediate", hostpathv1.AnnotationProvisionOnNode + "=ghost"}, elected: true, wantEvents: []string{"Warning " + ReasonNodeNotFound}},
+	{name: "nonexistent node, other instances are silent", claim: []string{"immediate", hostpathv1.AnnotationProvisionOnNode + "=ghost"}},
 	// A node the scheduler selected that is gone: the elected instance
 	// gives the claim back to the scheduler (the library removes
 	// selected-node), the others do nothing.
-	{name: "deleted selected node, elected instance reschedules", claim: []string{"wffc", annotations.SelectedNode + "=ghost"}, elected: true, want: true, wantEvents: []string{"Warning " + ReasonRescheduling}},
-	{name: "deleted selected node, other instances are silent", claim: []string{"wffc", annotations.SelectedNode + "=ghost"}},
-	{name: "selected node without provisioner, elected instance reschedules", claim: []string{"wffc", annotations.SelectedNode + "=" + idleNode}, elected: true, want: true, wantEvents: []string{"Warning " + ReasonRescheduling}},
-	{name: "selected node without provisioner, other instances are silent", claim: []string{"wffc", annotations.SelectedNode + "=" + idleNode}},
+	{name: "deleted selected node, elected instance reschedules", claim: []string{"wffc", storagehelpers.AnnSelectedNode + "=ghost"}, elected: true, want: true, wantEvents: []string{"Warning " + ReasonRescheduling}},
+	{name: "deleted selected node, other instances are silent", claim: []string{"wffc", storagehelpers.AnnSelectedNode + "=ghost"}},
+	{name: "selected node without provisioner, elected instance reschedules", claim: []string{"wffc", storagehelpers.AnnSelectedNode + "=" + idleNode}, elected: true, want: true, wantEvents: []string{"Warning " + ReasonRescheduling}},
+	{name: "selected node without provisioner, other instances are silent", claim: []string{"wffc", storagehelpers.AnnSelectedNode + "=" + idleNode}},
 	// A pinned node is never replaced, only reported.
-	{name: "pinned WaitForFirstConsumer claim of a deleted node, elected instance warns", claim: []string{"wffc", annotations.ProvisionOnNode + "=ghost", annotations.SelectedNode + "=ghost"}, elected: true, wantEvents: []string{"Warning " + ReasonNodeNotFound}},
-	{name: "pinned WaitForFirstConsumer claim of a node without provisioner, elected instance warns", claim: []string{"wffc", annotations.KubevirtProvisionOnNode + "=" + idleNode, annotations.SelectedNode + "=" + idleNode}, elected: true, wantEvents: []string{"Warning " + ReasonNoInstance}},
-	{name: "node without provisioner, elected instance warns", claim: []string{"immediate", annotations.ProvisionOnNode + "=" + idleNode}, elected: true, wantEvents: []string{"Warning " + ReasonNoInstance}},
-	{name: "node without provisioner, other instances are silent", claim: []string{"immediate", annotations.ProvisionOnNode + "=" + idleNode}},
+	{name: "pinned WaitForFirstConsumer claim of a deleted node, elected instance warns", claim: []string{"wffc", hostpathv1.AnnotationProvisionOnNode + "=ghost", storagehelpers.AnnSelectedNode + "=ghost"}, elected: true, wantEvents: []string{"Warning " + ReasonNodeNotFound}},
+	{name: "pinned WaitForFirstConsumer claim of a node without provisioner, elected instance warns", claim: []string{"wffc", hostpathv1.AnnotationKubevirtProvisionOnNode + "=" + idleNode, storagehelpers.AnnSelectedNode + "=" + idleNode}, elected: true, wantEvents: []string{"Warning " + ReasonNoInstance}},
+	{name: "node without provisioner, elected instance warns", claim: []string{"immediate", hostpathv1.AnnotationProvisionOnNode + "=" + idleNode}, elected: true, wantEvents: []string{"Warning " + ReasonNoInstance}},
+	{name: "node without provisioner, other instances are silent", claim: []string{"immediate", hostpathv1.AnnotationProvisionOnNode + "=" + idleNode}},
 	{name: "multihost claim, elected instance owns it", claim: []string{"multihost"}, elected: true, want: true},
-	{name: "multihost claim, other instances do not", claim: []string{"multihost", annotations.ProvisionOnNode + "=" + selfNode}},
+	{name: "multihost claim, other instances do not", claim: []string{"multihost", hostpathv1.AnnotationProvisionOnNode + "=" + selfNode}},
 }
 
 // TestShouldProvision checks the Qualifier's answer, and that it writes
@@ -134,7 +135,7 @@ func TestForeignClaims(t *testing.T) {
 			t.Run(fmt.Sprintf("%s, stub %v", tc.name, stub), func(t *testing.T) {
 				_, ctx := ktesting.NewTestContext(t)
 				c := claim(tc.claim[0], append(slices.Clone(tc.claim[1:]),
-					annotations.StorageProvisioner+"=example.com/other", annotations.BetaStorageProvisioner+"=example.com/other")...)
+					storagehelpers.AnnStorageProvisioner+"=example.com/other", storagehelpers.AnnBetaStorageProvisioner+"=example.com/other")...)
 				if stub {
 					obj, _ := transform(c)
 					c = obj.(*v1.PersistentVolumeClaim)
@@ -165,12 +166,12 @@ func TestShouldDelete(t *testing.T) {
 		elected       bool
 		want          bool
 	}{
-		{name: "own node", pvAnnotations: map[string]string{annotations.Node: selfNode, annotations.Mode: "node"}, want: true},
-		{name: "other node", pvAnnotations: map[string]string{annotations.Node: otherNode, annotations.Mode: "node"}},
+		{name: "own node", pvAnnotations: map[string]string{hostpathv1.AnnotationNode: selfNode, hostpathv1.AnnotationMode: "node"}, want: true},
+		{name: "other node", pvAnnotations: map[string]string{hostpathv1.AnnotationNode: otherNode, hostpathv1.AnnotationMode: "node"}},
 		{name: "no node annotation", pvAnnotations: nil},
-		{name: "multihost volume, not elected", pvAnnotations: map[string]string{annotations.Node: selfNode, annotations.Mode: "multihost"}},
-		{name: "multihost volume, elected", pvAnnotations: map[string]string{annotations.Mode: "multihost"}, elected: true, want: true},
-		{name: "node volume of another node, elected", pvAnnotations: map[string]string{annotations.Node: otherNode, annotations.Mode: "node"}, elected: true},
+		{name: "multihost volume, not elected", pvAnnotations: map[string]string{hostpathv1.AnnotationNode: selfNode, hostpathv1.AnnotationMode: "multihost"}},
+		{name: "multihost volume, elected", pvAnnotations: map[string]string{hostpathv1.AnnotationMode: "multihost"}, elected: true, want: true},
+		{name: "node volume of another node, elected", pvAnnotations: map[string]string{hostpathv1.AnnotationNode: otherNode, hostpathv1.AnnotationMode: "node"}, elected: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,13 +14,13 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // reuseDirectory hands the existing directory dir of pool to the volume pv
 // (its name, reclaim policy and claim namespace), for a claim with
-// annotations.ReuseDirectory. It refuses, with the state Finished and a
+// hostpathv1.AnnotationReuseDirectory. It refuses, with the state Finished and a
 // message for the claim's event, and without changing anything on disk, a
 // directory that does not exist, that may not be reused from the claim's
 // namespace, that another PV names, or whose owner PV still exists;
@@ -28,10 +28,10 @@ import (
 // owner), keeping the claim's namespace in it. A nil error means the
 // directory is pvName's.
 func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, pool, dir string, pv *v1.PersistentVolume) (controller.ProvisioningState, error) {
-	where, pvName, namespace := p.where(pool, dir), pv.Name, client.ClaimNamespaceOf(pv)
+	where, pvName, namespace := p.where(pool, dir), pv.Name, hostpathv1.ClaimNamespaceOf(pv)
 	vol, err := mgr.GetVolume(ctx, pool, dir)
 	if client.Classify(err) == client.AnswerVolumeMissing {
-		return controller.ProvisioningFinished, fmt.Errorf("the claim annotation %s names %s, which does not exist: name an existing directory, or remove the annotation (%w)", annotations.ReuseDirectory, where, err)
+		return controller.ProvisioningFinished, fmt.Errorf("the claim annotation %s names %s, which does not exist: name an existing directory, or remove the annotation (%w)", hostpathv1.AnnotationReuseDirectory, where, err)
 	}
 	if err != nil {
 		return provisioningState(fmt.Errorf("read %s to reuse it: %w", where, err), false)
@@ -44,7 +44,7 @@ func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, poo
 		return state, err
 	}
 	_, err = mgr.SetOwner(ctx, pool, dir, client.SetOwnerRequest{
-		Owner: pvName, Previous: vol.Owner, ReclaimPolicy: client.RecordedReclaimPolicy(pv), ClaimNamespace: namespace})
+		Owner: pvName, Previous: vol.Owner, ReclaimPolicy: hostpathv1.RecordedReclaimPolicy(pv), ClaimNamespace: namespace})
 	if owner, conflict := client.OwnerOf(err); conflict && owner == pvName {
 		err = nil
 	}
@@ -154,7 +154,7 @@ type dirKey struct{ node, pool, dir string }
 
 // keyOf returns the directory a PV's annotations name.
 func keyOf(pv *v1.PersistentVolume) (dirKey, bool) {
-	k := dirKey{node: pv.Annotations[annotations.Node], pool: pv.Annotations[annotations.Pool], dir: pv.Annotations[annotations.Directory]}
+	k := dirKey{node: pv.Annotations[hostpathv1.AnnotationNode], pool: pv.Annotations[hostpathv1.AnnotationPool], dir: pv.Annotations[hostpathv1.AnnotationDirectory]}
 	return k, k.node != "" && k.pool != "" && k.dir != ""
 }
 
@@ -167,7 +167,7 @@ func (p *Provisioner) createError(err error, pool, dir string) error {
 		return fmt.Errorf("create %s: %w", p.where(pool, dir), err)
 	}
 	return fmt.Errorf("%s belongs to %s; two claims cannot share a directory: use a pathPattern with ${%s}, or reuse a retained directory with the annotation %s (%w)",
-		p.where(pool, dir), p.describeOwner(owner), VarVolumeName, annotations.ReuseDirectory, err)
+		p.where(pool, dir), p.describeOwner(owner), VarVolumeName, hostpathv1.AnnotationReuseDirectory, err)
 }
 
 // describeOwner names the owner of a directory and, from the cache, its claim.
@@ -183,7 +183,7 @@ func (p *Provisioner) describeOwner(owner string) string {
 	case err != nil:
 		return text
 	}
-	ns, name := pv.Annotations[annotations.ClaimNamespace], pv.Annotations[annotations.ClaimName]
+	ns, name := pv.Annotations[hostpathv1.AnnotationClaimNamespace], pv.Annotations[hostpathv1.AnnotationClaimName]
 	if name == "" && pv.Spec.ClaimRef != nil {
 		ns, name = pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name
 	}

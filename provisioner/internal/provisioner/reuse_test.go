@@ -11,11 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
-	"hostpath.dev/provisioner/internal/annotations"
-	"hostpath.dev/provisioner/internal/cachetrim"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	"hostpath.dev/provisioner/internal/app/cachetrim"
 )
 
 // foreignStub is what the informers keep of pv once it is another
@@ -24,8 +25,8 @@ import (
 // a stub of it.
 func foreignStub(pv *v1.PersistentVolume) *v1.PersistentVolume {
 	pv = pv.DeepCopy()
-	if testNames.Has(pv.Annotations[annotations.ProvisionedBy]) {
-		delete(pv.Annotations, annotations.ProvisionedBy)
+	if testNames.Has(pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]) {
+		delete(pv.Annotations, storagehelpers.AnnDynamicallyProvisioned)
 	}
 	if !cachetrim.ForeignVolume(pv, testNames) {
 		panic("foreignStub: " + pv.Name + " is not foreign")
@@ -130,7 +131,7 @@ func TestProvisionReuse(t *testing.T) {
 		{
 			name: "the owner is another provisioner's volume that still exists (a stub in the cache)", dir: "keep",
 			existing:  map[string]ownerRecord{"keep": {"pv-theirs", "ns"}},
-			volumes:   []any{foreignStub(&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-theirs", Annotations: map[string]string{annotations.ProvisionedBy: "example.com/other"}}})},
+			volumes:   []any{foreignStub(&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-theirs", Annotations: map[string]string{storagehelpers.AnnDynamicallyProvisioned: "example.com/other"}}})},
 			wantState: controller.ProvisioningFinished,
 			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": it belongs to PersistentVolume "pv-theirs", which still exists`,
 		},
@@ -175,7 +176,7 @@ func TestProvisionReuse(t *testing.T) {
 					return true, nil, tc.apiErr
 				})
 			}
-			c := claim("retain", annotations.ProvisionOnNode+"="+selfNode, annotations.ReuseDirectory+"="+tc.dir)
+			c := claim("retain", hostpathv1.AnnotationProvisionOnNode+"="+selfNode, hostpathv1.AnnotationReuseDirectory+"="+tc.dir)
 			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: retain, PVName: testPVName, PVC: c})
 			if state != tc.wantState {
 				t.Errorf("state = %s, want %s", state, tc.wantState)

@@ -19,7 +19,6 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // supportedAccessModes are the access modes one node's directory can serve.
@@ -32,7 +31,7 @@ var multihostAccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany, v1.
 // Provision creates the claim's directory through this node's manager and
 // returns its PV; a multihost claim's, through every node's manager (see
 // provisionMultihost). The directory is the expanded pathPattern, or the one the
-// claim's annotations.ReuseDirectory names; the manager records the PV as
+// claim's hostpathv1.AnnotationReuseDirectory names; the manager records the PV as
 // its owner, so a directory of another PV is never handed out.
 func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
 	claim := opts.PVC
@@ -46,7 +45,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 	if err := checkClass(opts.StorageClass, params); err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
-	if params.Mode == annotations.ModeMultihost {
+	if params.Mode == hostpathv1.ModeMultihost {
 		return p.provisionMultihost(ctx, opts, params)
 	}
 	if err := checkClaim(claim, params.Mode); err != nil {
@@ -108,7 +107,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 	}
 	logger.V(2).Info("Created the volume directory", "node", p.cfg.Node, "pool", params.Pool, "path", vol.Path, "reused", reuse)
 	setPath(pv, vol.Path)
-	pv.Annotations[annotations.SizeEnforcement] = enforcementOf(vol.Enforcement)
+	pv.Annotations[hostpathv1.AnnotationSizeEnforcement] = enforcementOf(vol.Enforcement)
 	return pv, controller.ProvisioningFinished, nil
 }
 
@@ -117,7 +116,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 // events on the claim.
 func (p *Provisioner) makeDirectory(ctx context.Context, mgr VolumeManager, claim *v1.PersistentVolumeClaim, src *source, params Parameters, dir string, pv *v1.PersistentVolume) (*client.Volume, error) {
 	if src == nil {
-		return mgr.CreateVolume(ctx, params.Pool, dir, client.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize))
+		return mgr.CreateVolume(ctx, params.Pool, dir, hostpathv1.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize))
 	}
 	f := p.newCloneFollower(claim, src)
 	vol, err := p.follow(ctx, f, p.cfg.Node, mgr, params.Pool, dir, cloneRequest(pv, src, params.DirMode, params.EnforceSize))
@@ -174,15 +173,15 @@ func requestedBytes(size resource.Quantity) (int64, error) {
 }
 
 // claimDirectory returns the directory a claim's volume gets: the one its
-// annotations.ReuseDirectory names (reuse true), or the expanded pathPattern.
+// hostpathv1.AnnotationReuseDirectory names (reuse true), or the expanded pathPattern.
 func claimDirectory(params Parameters, claim *v1.PersistentVolumeClaim, pvName string) (dir string, reuse bool, err error) {
-	name, ok := claim.Annotations[annotations.ReuseDirectory]
+	name, ok := claim.Annotations[hostpathv1.AnnotationReuseDirectory]
 	if !ok {
 		dir, err := params.Directory(claim.Namespace, claim.Name, pvName)
 		return dir, false, err
 	}
 	if err := client.ValidateVolumeName(name); err != nil {
-		return "", true, fmt.Errorf("claim annotation %s: %w", annotations.ReuseDirectory, err)
+		return "", true, fmt.Errorf("claim annotation %s: %w", hostpathv1.AnnotationReuseDirectory, err)
 	}
 	return name, true, nil
 }
@@ -202,12 +201,12 @@ func checkClass(class *storagev1.StorageClass, params Parameters) error {
 func checkClaim(claim *v1.PersistentVolumeClaim, mode string) error {
 	for _, m := range claim.Spec.AccessModes {
 		switch {
-		case mode == annotations.ModeMultihost:
+		case mode == hostpathv1.ModeMultihost:
 			if !slices.Contains(multihostAccessModes, m) {
 				return fmt.Errorf("access mode %s is not supported; use ReadWriteMany, ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany", m)
 			}
 		case m == v1.ReadWriteMany:
-			return fmt.Errorf("access mode %s is not supported in mode %q: one node's directory cannot be shared across nodes (that is what a StorageClass of mode %q is for: every node gets its own copy of the directory); use ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany", m, annotations.ModeNode, annotations.ModeMultihost)
+			return fmt.Errorf("access mode %s is not supported in mode %q: one node's directory cannot be shared across nodes (that is what a StorageClass of mode %q is for: every node gets its own copy of the directory); use ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany", m, hostpathv1.ModeNode, hostpathv1.ModeMultihost)
 		case !slices.Contains(supportedAccessModes, m):
 			return fmt.Errorf("access mode %s is not supported; use ReadWriteOnce, ReadWriteOncePod or ReadOnlyMany", m)
 		}
@@ -218,8 +217,8 @@ func checkClaim(claim *v1.PersistentVolumeClaim, mode string) error {
 	if _, err := sourceClaimName(claim); err != nil {
 		return err
 	}
-	if _, reuse := claim.Annotations[annotations.ReuseDirectory]; reuse && (claim.Spec.DataSource != nil || claim.Spec.DataSourceRef != nil) {
-		return fmt.Errorf("a clone (spec.dataSource) gets a new directory: remove the claim annotation %s, or the data source", annotations.ReuseDirectory)
+	if _, reuse := claim.Annotations[hostpathv1.AnnotationReuseDirectory]; reuse && (claim.Spec.DataSource != nil || claim.Spec.DataSourceRef != nil) {
+		return fmt.Errorf("a clone (spec.dataSource) gets a new directory: remove the claim annotation %s, or the data source", hostpathv1.AnnotationReuseDirectory)
 	}
 	if _, ok := claim.Spec.Resources.Requests[v1.ResourceStorage]; !ok {
 		return errors.New("the claim requests no storage size")
@@ -247,11 +246,11 @@ type pvInput struct {
 	pending   []string
 }
 
-// enforcementOf is the annotations.SizeEnforcement of a volume whose
+// enforcementOf is the hostpathv1.AnnotationSizeEnforcement of a volume whose
 // directories got the enforcements kinds ("" for none).
 func enforcementOf(kinds ...string) string {
 	if len(kinds) == 0 || slices.Contains(kinds, "") {
-		return annotations.EnforcementNone
+		return hostpathv1.EnforcementNone
 	}
 	kinds = slices.Clone(kinds)
 	slices.Sort(kinds)
@@ -267,13 +266,13 @@ func reclaimPolicy(class *storagev1.StorageClass) v1.PersistentVolumeReclaimPoli
 }
 
 // buildPV returns the PV of a volume, but for what the managers answer
-// (the host path, see setPath, and annotations.SizeEnforcement): a
+// (the host path, see setPath, and hostpathv1.AnnotationSizeEnforcement): a
 // hostPath of type Directory, or a local volume when in.local; with node
 // affinity to its node in node mode; a multihost volume has none, but a
 // local one the nodes that run a manager (see VolumeTypeLocal). It is made
 // before the directory, whose create request is made from it
-// (client.NewCreateVolumeRequest), so the owner records start with the
-// PV's reclaim policy (annotations.RecordedPolicy). The library adds the
+// (hostpathv1.NewCreateVolumeRequest), so the owner records start with the
+// PV's reclaim policy (hostpathv1.AnnotationRecordedPolicy). The library adds the
 // claim reference, the storage class name and
 // pv.kubernetes.io/provisioned-by.
 func buildPV(in pvInput) *v1.PersistentVolume {
@@ -283,13 +282,13 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 			// The instance of the node (the elected one for multihost)
 			// removes or retains the directory before the PV goes,
 			// however it is deleted (package reclaim).
-			Finalizers: []string{annotations.Finalizer},
+			Finalizers: []string{hostpathv1.FinalizerDirectoryProtection},
 			Annotations: map[string]string{
-				annotations.Pool:           in.pool,
-				annotations.Directory:      in.dir,
-				annotations.ClaimNamespace: in.claim.Namespace,
-				annotations.ClaimName:      in.claim.Name,
-				annotations.Mode:           annotations.ModeNode,
+				hostpathv1.AnnotationPool:           in.pool,
+				hostpathv1.AnnotationDirectory:      in.dir,
+				hostpathv1.AnnotationClaimNamespace: in.claim.Namespace,
+				hostpathv1.AnnotationClaimName:      in.claim.Name,
+				hostpathv1.AnnotationMode:           hostpathv1.ModeNode,
 			},
 		},
 		Spec: v1.PersistentVolumeSpec{
@@ -301,19 +300,19 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 			PersistentVolumeSource:        volumeSource(in.local),
 		},
 	}
-	pv.Annotations[annotations.RecordedPolicy] = client.RecordedReclaimPolicy(pv)
+	pv.Annotations[hostpathv1.AnnotationRecordedPolicy] = hostpathv1.RecordedReclaimPolicy(pv)
 	if in.multihost {
-		pv.Annotations[annotations.Mode] = annotations.ModeMultihost
-		pv.Annotations[annotations.Nodes] = annotations.JoinNodes(in.nodes)
+		pv.Annotations[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
+		pv.Annotations[hostpathv1.AnnotationNodes] = hostpathv1.JoinNodes(in.nodes)
 		if len(in.pending) > 0 {
-			pv.Annotations[annotations.PendingNodes] = annotations.JoinNodes(in.pending)
+			pv.Annotations[hostpathv1.AnnotationPendingNodes] = hostpathv1.JoinNodes(in.pending)
 		}
 		if in.local {
 			pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: hostpathv1.ManagerNodeSelector()}
 		}
 		return pv
 	}
-	pv.Annotations[annotations.Node] = in.node
+	pv.Annotations[hostpathv1.AnnotationNode] = in.node
 	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
 		NodeSelectorTerms: []v1.NodeSelectorTerm{{
 			MatchExpressions: []v1.NodeSelectorRequirement{{

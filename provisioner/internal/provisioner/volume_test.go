@@ -12,13 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 const testPVName = "pvc-0000-uid"
@@ -36,9 +36,9 @@ func wantPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir stri
 	}
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: testPVName, Annotations: map[string]string{
-			annotations.Node: selfNode, annotations.Pool: "default", annotations.Directory: dir,
-			annotations.ClaimNamespace: "ns", annotations.ClaimName: "data", annotations.Mode: "node", annotations.SizeEnforcement: annotations.EnforcementNone,
-			annotations.RecordedPolicy: recorded,
+			hostpathv1.AnnotationNode: selfNode, hostpathv1.AnnotationPool: "default", hostpathv1.AnnotationDirectory: dir,
+			hostpathv1.AnnotationClaimNamespace: "ns", hostpathv1.AnnotationClaimName: "data", hostpathv1.AnnotationMode: "node", hostpathv1.AnnotationSizeEnforcement: hostpathv1.EnforcementNone,
+			hostpathv1.AnnotationRecordedPolicy: recorded,
 		}, Finalizers: []string{"hostpath.dev/directory-protection"}},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: c.Spec.Resources.Requests[v1.ResourceStorage]},
@@ -65,19 +65,19 @@ func wantLocalPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir
 }
 
 func TestProvision(t *testing.T) {
-	retainClass := class("retain", storagev1.VolumeBindingImmediate, map[string]string{ParamPool: "default", ParamDirMode: "0770", ParamPathPattern: "${pvc.metadata.name}.${pv.metadata.name}"})
+	retainClass := class("retain", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamPool: "default", hostpathv1.ParamDirMode: "0770", ParamPathPattern: "${pvc.metadata.name}.${pv.metadata.name}"})
 	retainClass.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
 	immediate := class("immediate", storagev1.VolumeBindingImmediate, nil)
 	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil)
 	defaultDir := "ns-data-" + testPVName
-	local := class("local", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamMode: "node", ParamVolumeType: "local"})
+	local := class("local", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{hostpathv1.ParamMode: "node", ParamVolumeType: "local"})
 	localRetain := class("local-retain", storagev1.VolumeBindingImmediate, map[string]string{ParamVolumeType: "local", ParamPathPattern: "${pvc.metadata.name}"})
 	localRetain.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
 	localRetain.MountOptions = []string{"noatime"}
 	hostPathClass := class("hostpath", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamVolumeType: "hostPath"})
 	hostPathMount := class("hostpath-mount", storagev1.VolumeBindingWaitForFirstConsumer, nil)
 	hostPathMount.MountOptions = []string{"noatime"}
-	sharedMount := class("shared-mount", storagev1.VolumeBindingImmediate, map[string]string{ParamMode: "multihost"})
+	sharedMount := class("shared-mount", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost"})
 	sharedMount.MountOptions = []string{"noatime"}
 
 	shared := class("shared", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamPathPattern: "${pvc.metadata.name}"})
@@ -87,7 +87,7 @@ func TestProvision(t *testing.T) {
 		t.Fatal(err)
 	}
 	longPV := wantPV(immediate, claim("immediate"), longDir)
-	longPV.Annotations[annotations.ClaimName] = longName
+	longPV.Annotations[hostpathv1.AnnotationClaimName] = longName
 	const maxInt64 = "9223372036854775807"
 
 	insufficient := fmt.Errorf("PUT: %w", &client.Error{StatusCode: 507, Status: client.Status{Reason: client.ReasonInsufficientStorage, Message: "pool default has 1 KiB free"}})
@@ -106,54 +106,54 @@ func TestProvision(t *testing.T) {
 	}{
 		{
 			name: "Immediate claim pinned by annotation", class: immediate,
-			claim:     claim("immediate", annotations.ProvisionOnNode+"="+selfNode),
+			claim:     claim("immediate", hostpathv1.AnnotationProvisionOnNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 			wantPV: wantPV(immediate, claim("immediate"), defaultDir),
 		},
 		{
 			name: "WaitForFirstConsumer claim on the selected node", class: wffc,
-			claim:     claim("wffc", annotations.SelectedNode+"="+selfNode),
+			claim:     claim("wffc", storagehelpers.AnnSelectedNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 			wantPV: wantPV(wffc, claim("wffc"), defaultDir),
 		},
 		{
 			name: "annotation wins over the scheduler's node", class: wffc,
-			claim:     claim("wffc", annotations.ProvisionOnNode+"="+selfNode, annotations.SelectedNode+"="+otherNode),
+			claim:     claim("wffc", hostpathv1.AnnotationProvisionOnNode+"="+selfNode, storagehelpers.AnnSelectedNode+"="+otherNode),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 			wantPV: wantPV(wffc, claim("wffc"), defaultDir),
 		},
 		{
 			name: "Retain class with parameters", class: retainClass,
-			claim:     withAccessModes(claim("retain", annotations.KubevirtProvisionOnNode+"="+selfNode), v1.ReadWriteOncePod, v1.ReadOnlyMany),
+			claim:     withAccessModes(claim("retain", hostpathv1.AnnotationKubevirtProvisionOnNode+"="+selfNode), v1.ReadWriteOncePod, v1.ReadOnlyMany),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data." + testPVName + " 0770 1Gi by " + testPVName,
 			wantPV: wantPV(retainClass, withAccessModes(claim("retain"), v1.ReadWriteOncePod, v1.ReadOnlyMany), "data."+testPVName),
 		},
 		{
 			name: "volumeType local: a local PV on the same path, with node affinity", class: local,
-			claim:     claim("local", annotations.SelectedNode+"="+selfNode),
+			claim:     claim("local", storagehelpers.AnnSelectedNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 			wantPV: wantLocalPV(local, claim("local"), defaultDir),
 		},
 		{
 			name: "volumeType local with Retain, mount options and a pinned Immediate claim", class: localRetain,
-			claim:     claim("local-retain", annotations.ProvisionOnNode+"="+selfNode),
+			claim:     claim("local-retain", hostpathv1.AnnotationProvisionOnNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
 			wantPV: wantLocalPV(localRetain, claim("local-retain"), "data"),
 		},
 		{
 			name: "volumeType local: ReadWriteMany is refused as in node mode", class: local,
-			claim:     withAccessModes(claim("local", annotations.SelectedNode+"="+selfNode), v1.ReadWriteMany),
+			claim:     withAccessModes(claim("local", storagehelpers.AnnSelectedNode+"="+selfNode), v1.ReadWriteMany),
 			wantState: controller.ProvisioningFinished, wantErr: "ReadWriteMany is not supported in mode \"node\"",
 		},
 		{
 			name: "volumeType hostPath is the default's PV", class: hostPathClass,
-			claim:     claim("hostpath", annotations.SelectedNode+"="+selfNode),
+			claim:     claim("hostpath", storagehelpers.AnnSelectedNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 			wantPV: wantPV(hostPathClass, claim("hostpath"), defaultDir),
 		},
 		{
 			name: "mount options on a hostPath class are refused", class: hostPathMount,
-			claim:     claim("hostpath-mount", annotations.SelectedNode+"="+selfNode),
+			claim:     claim("hostpath-mount", storagehelpers.AnnSelectedNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantErr: `StorageClass mountOptions ["noatime"] are not supported with volumeType "hostPath"`,
 		},
 		{
@@ -163,50 +163,50 @@ func TestProvision(t *testing.T) {
 		},
 		{
 			name: "bad volumeType", class: class("bad", storagev1.VolumeBindingImmediate, map[string]string{ParamVolumeType: "Local"}),
-			claim:     claim("bad", annotations.ProvisionOnNode+"="+selfNode),
+			claim:     claim("bad", hostpathv1.AnnotationProvisionOnNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantErr: `StorageClass parameter "volumeType": "Local" is not a volume type; use "hostPath" or "local"`,
 		},
 		{
 			name: "ReadWriteMany is refused", class: immediate,
-			claim:     withAccessModes(claim("immediate", annotations.ProvisionOnNode+"="+selfNode), v1.ReadWriteMany),
+			claim:     withAccessModes(claim("immediate", hostpathv1.AnnotationProvisionOnNode+"="+selfNode), v1.ReadWriteMany),
 			wantState: controller.ProvisioningFinished, wantErr: "ReadWriteMany is not supported in mode \"node\"",
 		},
 		{
 			name: "unknown parameter", class: class("bad", storagev1.VolumeBindingImmediate, map[string]string{"size": "1"}),
-			claim:     claim("bad", annotations.ProvisionOnNode+"="+selfNode),
+			claim:     claim("bad", hostpathv1.AnnotationProvisionOnNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantErr: `StorageClass parameter "size": unknown parameter`,
 		},
 		{
 			name: "pathPattern that escapes the pool", class: class("bad", storagev1.VolumeBindingImmediate, map[string]string{ParamPathPattern: "../${pvc.metadata.name}"}),
-			claim:     claim("bad", annotations.ProvisionOnNode+"="+selfNode),
+			claim:     claim("bad", hostpathv1.AnnotationProvisionOnNode+"="+selfNode),
 			wantState: controller.ProvisioningFinished, wantErr: `StorageClass parameter "pathPattern"`,
 		},
 		{
 			name: "claim moved to another node since ShouldProvision", class: immediate,
-			claim:     claim("immediate", annotations.ProvisionOnNode+"="+otherNode),
+			claim:     claim("immediate", hostpathv1.AnnotationProvisionOnNode+"="+otherNode),
 			wantState: controller.ProvisioningFinished, wantIgnored: true,
 		},
 		{
 			name: "no space on a pinned claim is final", class: wffc,
-			claim:      claim("wffc", annotations.ProvisionOnNode+"="+selfNode, annotations.SelectedNode+"="+selfNode),
+			claim:      claim("wffc", hostpathv1.AnnotationProvisionOnNode+"="+selfNode, storagehelpers.AnnSelectedNode+"="+selfNode),
 			managerErr: insufficient,
 			wantState:  controller.ProvisioningFinished, wantErr: "the volume does not fit in the pool", wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 		},
 		{
 			name: "no space on a scheduled claim asks for another node", class: wffc,
-			claim:      claim("wffc", annotations.SelectedNode+"="+selfNode),
+			claim:      claim("wffc", storagehelpers.AnnSelectedNode+"="+selfNode),
 			managerErr: insufficient,
 			wantState:  controller.ProvisioningReschedule, wantErr: "asking the scheduler for another node", wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 		},
 		{
 			name: "manager unreachable is retried", class: immediate,
-			claim:      claim("immediate", annotations.ProvisionOnNode+"="+selfNode),
+			claim:      claim("immediate", hostpathv1.AnnotationProvisionOnNode+"="+selfNode),
 			managerErr: errors.New("dial tcp 198.18.1.2:8080: connection refused"),
 			wantState:  controller.ProvisioningInBackground, wantErr: "manager unreachable", wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
 		},
 		{
 			name: "directory of another claim's volume is refused, without asking for another node", class: shared,
-			claim:     claim("shared", annotations.SelectedNode+"="+selfNode),
+			claim:     claim("shared", storagehelpers.AnnSelectedNode+"="+selfNode),
 			existing:  map[string]string{"data": "pvc-other"},
 			volumes:   []any{volume("pvc-other", selfNode, "default", "data", "data")},
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
@@ -214,44 +214,44 @@ func TestProvision(t *testing.T) {
 		},
 		{
 			name: "directory of a deleted volume is not taken without the annotation", class: shared,
-			claim:     claim("shared", annotations.SelectedNode+"="+selfNode),
+			claim:     claim("shared", storagehelpers.AnnSelectedNode+"="+selfNode),
 			existing:  map[string]string{"data": "pvc-gone"},
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
 			wantErr: `belongs to PersistentVolume "pvc-gone" (deleted: the directory was retained); two claims cannot share a directory`,
 		},
 		{
 			name: "directory without an owner record is not taken", class: shared,
-			claim:     claim("shared", annotations.SelectedNode+"="+selfNode),
+			claim:     claim("shared", storagehelpers.AnnSelectedNode+"="+selfNode),
 			existing:  map[string]string{"data": ""},
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
 			wantErr: `directory "data" in pool "default" on node "node-a" belongs to no PersistentVolume (it has no owner record`,
 		},
 		{
 			name: "the volume's own directory again (a retry)", class: shared,
-			claim:     claim("shared", annotations.SelectedNode+"="+selfNode),
+			claim:     claim("shared", storagehelpers.AnnSelectedNode+"="+selfNode),
 			existing:  map[string]string{"data": testPVName},
 			wantState: controller.ProvisioningFinished, wantCreate: "default/data 0777 1Gi by " + testPVName,
 			wantPV: wantPV(shared, claim("shared"), "data"),
 		},
 		{
 			name: "request beyond int64 is refused, not parsed into a wrong size", class: immediate,
-			claim:     withSize(claim("immediate", annotations.ProvisionOnNode+"="+selfNode), "1e19"),
+			claim:     withSize(claim("immediate", hostpathv1.AnnotationProvisionOnNode+"="+selfNode), "1e19"),
 			wantState: controller.ProvisioningFinished, wantErr: "the claim requests 10e18 of storage, more than the largest volume size of " + maxInt64 + " bytes",
 		},
 		{
 			name: "request one byte beyond int64 is refused", class: immediate,
-			claim:     withSize(claim("immediate", annotations.ProvisionOnNode+"="+selfNode), "9223372036854775808"),
+			claim:     withSize(claim("immediate", hostpathv1.AnnotationProvisionOnNode+"="+selfNode), "9223372036854775808"),
 			wantState: controller.ProvisioningFinished, wantErr: "more than the largest volume size",
 		},
 		{
 			name: "largest int64 request is sent exactly", class: immediate,
-			claim:     withSize(claim("immediate", annotations.ProvisionOnNode+"="+selfNode), maxInt64),
+			claim:     withSize(claim("immediate", hostpathv1.AnnotationProvisionOnNode+"="+selfNode), maxInt64),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 " + maxInt64 + " by " + testPVName,
 			wantPV: wantPV(immediate, withSize(claim("immediate"), maxInt64), defaultDir),
 		},
 		{
 			name: "claim name too long for the default pattern gets a hash suffix", class: immediate,
-			claim:     withName(claim("immediate", annotations.ProvisionOnNode+"="+selfNode), longName),
+			claim:     withName(claim("immediate", hostpathv1.AnnotationProvisionOnNode+"="+selfNode), longName),
 			wantState: controller.ProvisioningFinished, wantCreate: "default/" + longDir + " 0777 1Gi by " + testPVName,
 			wantPV: longPV,
 		},
@@ -294,7 +294,7 @@ func TestProvisionWithoutManager(t *testing.T) {
 	}
 	_, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{
 		StorageClass: class("immediate", storagev1.VolumeBindingImmediate, nil), PVName: testPVName,
-		PVC: claim("immediate", annotations.ProvisionOnNode+"="+selfNode),
+		PVC: claim("immediate", hostpathv1.AnnotationProvisionOnNode+"="+selfNode),
 	})
 	if state != controller.ProvisioningInBackground || err == nil || !strings.Contains(err.Error(), "no Ready manager pod") || !strings.Contains(err.Error(), "will retry") {
 		t.Errorf("Provision = %s, %v; want in background with no Ready manager pod, will retry", state, err)
@@ -306,7 +306,7 @@ func TestProvisionNodeWithoutHostnameLabel(t *testing.T) {
 	f := newFixture(t, fakeInstances{}, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: selfNode}})
 	_, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{
 		StorageClass: class("immediate", storagev1.VolumeBindingImmediate, nil), PVName: testPVName,
-		PVC: claim("immediate", annotations.ProvisionOnNode+"="+selfNode),
+		PVC: claim("immediate", hostpathv1.AnnotationProvisionOnNode+"="+selfNode),
 	})
 	if state != controller.ProvisioningFinished || err == nil || !strings.Contains(err.Error(), v1.LabelHostname) {
 		t.Errorf("Provision = %s, %v; want finished naming the %s label", state, err, v1.LabelHostname)
@@ -344,8 +344,8 @@ func TestDelete(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			pv := volume("pv", tc.node, "default", "dir", "data")
 			if tc.multihost {
-				delete(pv.Annotations, annotations.Node)
-				pv.Annotations[annotations.Mode] = annotations.ModeMultihost
+				delete(pv.Annotations, hostpathv1.AnnotationNode)
+				pv.Annotations[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
 			}
 			f := newFixture(t, fakeInstances{elected: tc.elected}, pv)
 			calls := 0
@@ -415,29 +415,29 @@ func TestProvisionSelectedNodeGone(t *testing.T) {
 	}{
 		{
 			name: "elected, selected node without provisioner", elected: true,
-			claim:     claim("wffc", annotations.SelectedNode+"="+idleNode),
+			claim:     claim("wffc", storagehelpers.AnnSelectedNode+"="+idleNode),
 			wantState: controller.ProvisioningReschedule,
 			wantErr:   `Node "` + idleNode + `", which the scheduler selected, runs no hostpath provisioner: removing volume.kubernetes.io/selected-node`,
 		},
 		{
 			name: "elected, selected node deleted", elected: true,
-			claim:     claim("wffc", annotations.SelectedNode+"=ghost"),
+			claim:     claim("wffc", storagehelpers.AnnSelectedNode+"=ghost"),
 			wantState: controller.ProvisioningReschedule,
 			wantErr:   `Node "ghost", which the scheduler selected, does not exist any more`,
 		},
 		{
 			name:      "not elected",
-			claim:     claim("wffc", annotations.SelectedNode+"="+idleNode),
+			claim:     claim("wffc", storagehelpers.AnnSelectedNode+"="+idleNode),
 			wantState: controller.ProvisioningFinished, wantIgnored: true,
 		},
 		{
 			name: "elected, pinned to a node without provisioner", elected: true,
-			claim:     claim("wffc", annotations.ProvisionOnNode+"="+idleNode, annotations.SelectedNode+"="+idleNode),
+			claim:     claim("wffc", hostpathv1.AnnotationProvisionOnNode+"="+idleNode, storagehelpers.AnnSelectedNode+"="+idleNode),
 			wantState: controller.ProvisioningFinished, wantIgnored: true,
 		},
 		{
 			name: "elected, selected node with a provisioner", elected: true,
-			claim:     claim("wffc", annotations.SelectedNode+"="+otherNode),
+			claim:     claim("wffc", storagehelpers.AnnSelectedNode+"="+otherNode),
 			wantState: controller.ProvisioningFinished, wantIgnored: true,
 		},
 	}
@@ -497,7 +497,7 @@ func TestBuildPVVolumeType(t *testing.T) {
 			if pv.Spec.VolumeMode == nil || *pv.Spec.VolumeMode != v1.PersistentVolumeFilesystem {
 				t.Errorf("volumeMode = %v, want Filesystem", pv.Spec.VolumeMode)
 			}
-			if pv.Annotations[annotations.Node] != "node-a" || pv.Annotations[annotations.Mode] != annotations.ModeNode {
+			if pv.Annotations[hostpathv1.AnnotationNode] != "node-a" || pv.Annotations[hostpathv1.AnnotationMode] != hostpathv1.ModeNode {
 				t.Errorf("annotations = %v", pv.Annotations)
 			}
 		})
@@ -509,12 +509,12 @@ func TestEnforcementOf(t *testing.T) {
 		kinds []string
 		want  string
 	}{
-		{nil, annotations.EnforcementNone},
-		{[]string{""}, annotations.EnforcementNone},
+		{nil, hostpathv1.EnforcementNone},
+		{[]string{""}, hostpathv1.EnforcementNone},
 		{[]string{"btrfs"}, "btrfs"},
 		{[]string{"btrfs", "btrfs"}, "btrfs"},
 		{[]string{"xfs", "btrfs", "xfs"}, "btrfs,xfs"},
-		{[]string{"btrfs", ""}, annotations.EnforcementNone},
+		{[]string{"btrfs", ""}, hostpathv1.EnforcementNone},
 	}
 	for _, tc := range tests {
 		if got := enforcementOf(tc.kinds...); got != tc.want {

@@ -18,8 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/worker"
-	"hostpath.dev/provisioner/internal/annotations"
+	"hostpath.dev/manager/pkg/runtime/worker"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -66,7 +65,7 @@ type Config struct {
 }
 
 // Controller removes or retains the directories of node-mode and multihost
-// PVs under deletion and then removes their finalizer (annotations.Finalizer), in the
+// PVs under deletion and then removes their finalizer (hostpathv1.FinalizerDirectoryProtection), in the
 // shape of Kubernetes' sample-controller: the informer queues PV names,
 // workers sync one name at a time from the lister, failures are retried with
 // backoff (package worker).
@@ -116,13 +115,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		c.queue.ShutDown()
 		return fmt.Errorf("watch PersistentVolumes and Nodes: %w", c.watchErr)
 	}
-	klog.FromContext(ctx).Info("Starting the reclaim controller", "finalizer", annotations.Finalizer)
+	klog.FromContext(ctx).Info("Starting the reclaim controller", "finalizer", hostpathv1.FinalizerDirectoryProtection)
 	return c.queue.Run(ctx, workers, c.synced...)
 }
 
 // volumeChanged queues a PV of this provisioner that may need work: one
 // under deletion with the finalizer; one whose owner records do not say
-// its reclaim policy yet (annotations.RecordedPolicy); and, in node mode,
+// its reclaim policy yet (hostpathv1.AnnotationRecordedPolicy); and, in node mode,
 // one of this node lacking the finalizer or one whose node is gone.
 func (c *Controller) volumeChanged(obj any) {
 	pv, ok := obj.(*v1.PersistentVolume)
@@ -171,7 +170,7 @@ func (c *Controller) nodeGoneWork(pv *v1.PersistentVolume, dir directory) bool {
 	if c.cfg.NodeGoneGrace <= 0 || dir.node == "" {
 		return false
 	}
-	if _, marked := pv.Annotations[annotations.NodeGoneSince]; marked {
+	if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked {
 		return true
 	}
 	_, err := c.nodes.Get(dir.node)
@@ -190,7 +189,7 @@ func (c *Controller) nodeAdded(obj any) {
 		return
 	}
 	for _, pv := range pvs {
-		if _, marked := pv.Annotations[annotations.NodeGoneSince]; marked && pv.Annotations[annotations.Node] == node.Name {
+		if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked && pv.Annotations[hostpathv1.AnnotationNode] == node.Name {
 			c.queue.Add(pv.Name)
 		}
 	}
@@ -268,7 +267,7 @@ func (c *Controller) syncLive(ctx context.Context, pv *v1.PersistentVolume, loc 
 		// off once the directory is removed, which must not be undone
 		// before the library deletes the PV).
 		if loc.Node == c.cfg.Node && !hasFinalizer(pv) && pv.Status.Phase != v1.VolumeReleased && pv.Status.Phase != v1.VolumeFailed {
-			klog.FromContext(ctx).V(2).Info("Adding the finalizer to a PersistentVolume made without it", "finalizer", annotations.Finalizer)
+			klog.FromContext(ctx).V(2).Info("Adding the finalizer to a PersistentVolume made without it", "finalizer", hostpathv1.FinalizerDirectoryProtection)
 			return EnsureFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager)
 		}
 	}
@@ -325,7 +324,7 @@ func releaseVolume(ctx context.Context, c kubernetes.Interface, recorder record.
 	if err := removeFinalizer(ctx, c, pv, fieldManager); err != nil {
 		return err
 	}
-	klog.FromContext(ctx).V(2).Info("Removed the finalizer", "pv", pv.Name, "finalizer", annotations.Finalizer, "outcome", o.message)
+	klog.FromContext(ctx).V(2).Info("Removed the finalizer", "pv", pv.Name, "finalizer", hostpathv1.FinalizerDirectoryProtection, "outcome", o.message)
 	if o.eventType != "" && recorder != nil {
 		recorder.Event(pv, o.eventType, o.reason, o.message)
 	}

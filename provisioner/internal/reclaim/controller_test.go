@@ -14,10 +14,11 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -87,7 +88,7 @@ func (f *controllerFixture) finalizers(t *testing.T, name string) []string {
 }
 
 func TestSync(t *testing.T) {
-	kept := []string{otherFinalizer, annotations.Finalizer}
+	kept := []string{otherFinalizer, hostpathv1.FinalizerDirectoryProtection}
 	released := []string{otherFinalizer}
 	tests := []struct {
 		name        string
@@ -102,7 +103,7 @@ func TestSync(t *testing.T) {
 		wantCalls      []string
 		wantFinalizers []string
 		wantEvents     []string
-		// wantRecorded, when set, is annotations.RecordedPolicy on the
+		// wantRecorded, when set, is hostpathv1.AnnotationRecordedPolicy on the
 		// API server after the sync.
 		wantRecorded string
 	}{
@@ -250,23 +251,23 @@ func TestSync(t *testing.T) {
 		},
 		{
 			name:           "no directory annotation: finalizer removed with a warning",
-			pv:             newPV("pv-1", withAnnotation(annotations.Directory, "")),
+			pv:             newPV("pv-1", withAnnotation(hostpathv1.AnnotationDirectory, "")),
 			wantFinalizers: released,
 			wantEvents:     []string{"Warning DirectoryNotRemoved The PersistentVolume names no pool or directory"},
 		},
 		{
 			name:           "PV of another provisioner is ignored",
-			pv:             newPV("pv-1", withAnnotation(annotations.ProvisionedBy, "example.com/other")),
+			pv:             newPV("pv-1", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
 			wantFinalizers: kept,
 		},
 		{
 			name:           "multihost PV on an instance not elected: nothing written",
-			pv:             newPV("pv-1", withAnnotation(annotations.Mode, "multihost")),
+			pv:             newPV("pv-1", withAnnotation(hostpathv1.AnnotationMode, "multihost")),
 			wantFinalizers: kept,
 		},
 		{
 			name:           "PV without the mode annotation counts as node mode",
-			pv:             newPV("pv-1", withAnnotation(annotations.Mode, "")),
+			pv:             newPV("pv-1", withAnnotation(hostpathv1.AnnotationMode, "")),
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: released,
 			wantEvents:     []string{"Normal DirectoryRemoved"},
@@ -279,7 +280,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "PV of this node made without the finalizer gets it",
 			pv:             newPV("pv-1", notDeleting, withPhase(v1.VolumeBound), withFinalizers(otherFinalizer)),
-			wantFinalizers: []string{otherFinalizer, annotations.Finalizer},
+			wantFinalizers: []string{otherFinalizer, hostpathv1.FinalizerDirectoryProtection},
 		},
 		{
 			name:           "Released PV released by Delete does not get the finalizer back",
@@ -303,21 +304,21 @@ func TestSync(t *testing.T) {
 		},
 		{
 			name:           "policy changed to Retain: recorded with the directory, then on the PV",
-			pv:             newPV("pv-1", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(annotations.RecordedPolicy, "Delete")),
+			pv:             newPV("pv-1", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Delete")),
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=false policy=Retain"},
 			wantFinalizers: kept,
 			wantRecorded:   "Retain",
 		},
 		{
 			name:           "PV made before the annotation: its policy is recorded once",
-			pv:             newPV("pv-1", notDeleting, withPhase(v1.VolumeBound), func(pv *v1.PersistentVolume) { delete(pv.Annotations, annotations.RecordedPolicy) }),
+			pv:             newPV("pv-1", notDeleting, withPhase(v1.VolumeBound), func(pv *v1.PersistentVolume) { delete(pv.Annotations, hostpathv1.AnnotationRecordedPolicy) }),
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=false policy=Delete"},
 			wantFinalizers: kept,
 			wantRecorded:   "Delete",
 		},
 		{
 			name:           "policy changed, the manager fails: retried with a warning, the PV keeps the old value",
-			pv:             newPV("pv-1", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(annotations.RecordedPolicy, "Delete")),
+			pv:             newPV("pv-1", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Delete")),
 			setOwnerErr:    managerError(client.ReasonInternal, ""),
 			wantErr:        true,
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=false policy=Retain"},
@@ -327,7 +328,7 @@ func TestSync(t *testing.T) {
 		},
 		{
 			name:           "policy changed on a PV of another node: left to its instance",
-			pv:             newPV("pv-1", notDeleting, onNode(otherNode), withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(annotations.RecordedPolicy, "Delete")),
+			pv:             newPV("pv-1", notDeleting, onNode(otherNode), withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Delete")),
 			wantFinalizers: kept,
 		},
 	}
@@ -359,8 +360,8 @@ func TestSync(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := pv.Annotations[annotations.RecordedPolicy]; got != tt.wantRecorded {
-					t.Errorf("annotation %s = %q, want %q", annotations.RecordedPolicy, got, tt.wantRecorded)
+				if got := pv.Annotations[hostpathv1.AnnotationRecordedPolicy]; got != tt.wantRecorded {
+					t.Errorf("annotation %s = %q, want %q", hostpathv1.AnnotationRecordedPolicy, got, tt.wantRecorded)
 				}
 			} else if slices.Equal(tt.wantFinalizers, tt.pv.Finalizers) {
 				if w := writes(f.kube); len(w) > 0 {
@@ -374,7 +375,7 @@ func TestSync(t *testing.T) {
 
 func TestRemoveFinalizerPatch(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	pv := newPV("pv-1", withFinalizers("example.com/a", annotations.Finalizer, "example.com/b"))
+	pv := newPV("pv-1", withFinalizers("example.com/a", hostpathv1.FinalizerDirectoryProtection, "example.com/b"))
 	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, []*v1.PersistentVolume{pv}, selfNode)
 
 	if err := f.ctrl.sync(ctx, pv.Name); err != nil {
@@ -406,7 +407,7 @@ func TestRemoveFinalizerConflict(t *testing.T) {
 	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, []*v1.PersistentVolume{cached}, selfNode)
 	// The API server's PV changed since the cache saw it: the finalizer
 	// moved to another index.
-	live := newPV("pv-1", withFinalizers(annotations.Finalizer, otherFinalizer, "example.com/new"))
+	live := newPV("pv-1", withFinalizers(hostpathv1.FinalizerDirectoryProtection, otherFinalizer, "example.com/new"))
 	if err := f.kube.Tracker().Update(v1.SchemeGroupVersion.WithResource("persistentvolumes"), live, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -456,11 +457,11 @@ func TestEventHandlers(t *testing.T) {
 		newPV("legacy-there", notDeleting, onNode(otherNode), withFinalizers()),
 		newPV("live-here", notDeleting),
 		newPV("released-by-us", withFinalizers(otherFinalizer)),
-		newPV("other-provisioner", withAnnotation(annotations.ProvisionedBy, "example.com/other")),
-		newPV("multihost", withAnnotation(annotations.Mode, "multihost")),
-		newPV("multihost-live", notDeleting, withFinalizers(), withAnnotation(annotations.Mode, "multihost")),
-		newPV("multihost-released", withFinalizers(otherFinalizer), withAnnotation(annotations.Mode, "multihost")),
-		newPV("policy-changed", notDeleting, withAnnotation(annotations.RecordedPolicy, "Retain")),
+		newPV("other-provisioner", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
+		newPV("multihost", withAnnotation(hostpathv1.AnnotationMode, "multihost")),
+		newPV("multihost-live", notDeleting, withFinalizers(), withAnnotation(hostpathv1.AnnotationMode, "multihost")),
+		newPV("multihost-released", withFinalizers(otherFinalizer), withAnnotation(hostpathv1.AnnotationMode, "multihost")),
+		newPV("policy-changed", notDeleting, withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Retain")),
 	}
 	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
 
@@ -545,10 +546,10 @@ func TestManagerReady(t *testing.T) {
 	pvs := []*v1.PersistentVolume{
 		newPV("deleting-here"),
 		newPV("deleting-there", onNode(otherNode)),
-		newPV("policy-there", notDeleting, onNode(otherNode), withAnnotation(annotations.RecordedPolicy, "Retain")),
+		newPV("policy-there", notDeleting, onNode(otherNode), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Retain")),
 		newPV("settled-there", notDeleting, onNode(otherNode)),
-		newPV("multihost", withAnnotation(annotations.Mode, "multihost")),
-		newPV("other-provisioner", onNode(otherNode), withAnnotation(annotations.ProvisionedBy, "example.com/other")),
+		newPV("multihost", withAnnotation(hostpathv1.AnnotationMode, "multihost")),
+		newPV("other-provisioner", onNode(otherNode), withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
 	}
 	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
 	f.ctrl.ManagerReady(otherNode)

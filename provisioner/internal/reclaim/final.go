@@ -11,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -76,7 +76,7 @@ func (op operation) call(ctx context.Context, mgr Manager, pv *v1.PersistentVolu
 		return err
 	default:
 		_, err := mgr.SetOwner(ctx, loc.Pool, loc.Directory, client.SetOwnerRequest{
-			Owner: pv.Name, Previous: pv.Name, ReclaimPolicy: client.RecordedReclaimPolicy(pv)})
+			Owner: pv.Name, Previous: pv.Name, ReclaimPolicy: hostpathv1.RecordedReclaimPolicy(pv)})
 		return err
 	}
 }
@@ -274,11 +274,11 @@ func (c *Controller) reclaimOutcome(ctx context.Context, pv *v1.PersistentVolume
 	if loc.Pool == "" || loc.Directory == "" {
 		return release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
 			"The PersistentVolume names no pool or directory (annotations %s, %s): nothing was removed",
-			annotations.Pool, annotations.Directory))
+			hostpathv1.AnnotationPool, hostpathv1.AnnotationDirectory))
 	}
 	if !loc.Multihost && loc.Node == "" {
 		return release(v1.EventTypeWarning, ReasonDirectoryNotRemoved, fmt.Sprintf(
-			"The PersistentVolume names no node (annotation %s): no directory was removed", annotations.Node))
+			"The PersistentVolume names no node (annotation %s): no directory was removed", hostpathv1.AnnotationNode))
 	}
 	holders, err := c.holders(loc)
 	if err != nil {
@@ -327,7 +327,7 @@ func finalOutcome(op operation, loc location, results []nodeResult) outcome {
 	if len(waiting) > 0 {
 		msg := fmt.Sprintf("the %s is not %s yet: %s", loc, verb, strings.Join(waiting, "; "))
 		return outcome{err: errors.New(msg), eventType: v1.EventTypeWarning, reason: failReason, message: fmt.Sprintf(
-			"Waiting before the PersistentVolume can go: %s; the finalizer %s stays until then (will retry)", msg, annotations.Finalizer)}
+			"Waiting before the PersistentVolume can go: %s; the finalizer %s stays until then (will retry)", msg, hostpathv1.FinalizerDirectoryProtection)}
 	}
 	var parts []string
 	switch {
@@ -360,16 +360,16 @@ func finalOutcome(op operation, loc location, results []nodeResult) outcome {
 }
 
 // policyRecorded reports whether every node holding pv's directory is
-// known to record pv's reclaim policy (annotations.RecordedPolicy says the
+// known to record pv's reclaim policy (hostpathv1.AnnotationRecordedPolicy says the
 // policy they record).
 func policyRecorded(pv *v1.PersistentVolume) bool {
-	recorded, ok := pv.Annotations[annotations.RecordedPolicy]
-	return ok && recorded == client.RecordedReclaimPolicy(pv)
+	recorded, ok := pv.Annotations[hostpathv1.AnnotationRecordedPolicy]
+	return ok && recorded == hostpathv1.RecordedReclaimPolicy(pv)
 }
 
 // recordPolicy makes the owner record of pv's directory on every node that
 // holds it say pv's reclaim policy, then says so on the PV
-// (annotations.RecordedPolicy, a merge patch guarded by the
+// (hostpathv1.AnnotationRecordedPolicy, a merge patch guarded by the
 // resourceVersion). While a node that holds it has not recorded it, a
 // Warning names the nodes and the PV is retried: a directory whose PV went
 // while its node was away is removed by its sweeper only if the record
@@ -383,7 +383,7 @@ func (c *Controller) recordPolicy(ctx context.Context, pv *v1.PersistentVolume) 
 	if err != nil {
 		return err
 	}
-	policy := client.RecordedReclaimPolicy(pv)
+	policy := hostpathv1.RecordedReclaimPolicy(pv)
 	var waiting, done []string
 	for _, r := range c.fanOut(ctx, opRecordPolicy, pv, loc, holders) {
 		switch {
@@ -400,7 +400,7 @@ func (c *Controller) recordPolicy(ctx context.Context, pv *v1.PersistentVolume) 
 		c.cfg.Recorder.Event(pv, v1.EventTypeWarning, ReasonReclaimPolicyPending, msg)
 		return fmt.Errorf("PersistentVolume %q: %s", pv.Name, msg)
 	}
-	if err := patchAnnotation(ctx, c.cfg.Client, pv, c.cfg.FieldManager, annotations.RecordedPolicy, &policy); err != nil {
+	if err := patchAnnotation(ctx, c.cfg.Client, pv, c.cfg.FieldManager, hostpathv1.AnnotationRecordedPolicy, &policy); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Recorded the reclaim policy with the directory", "reclaimPolicy", policy, "nodes", done)

@@ -12,15 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"hostpath.dev/provisioner/internal/annotations"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
-// hasFinalizer reports whether pv carries annotations.Finalizer.
+// hasFinalizer reports whether pv carries hostpathv1.FinalizerDirectoryProtection.
 func hasFinalizer(pv *v1.PersistentVolume) bool {
-	return slices.Contains(pv.Finalizers, annotations.Finalizer)
+	return slices.Contains(pv.Finalizers, hostpathv1.FinalizerDirectoryProtection)
 }
 
-// EnsureFinalizer adds annotations.Finalizer to pv when it lacks it and is
+// EnsureFinalizer adds hostpathv1.FinalizerDirectoryProtection to pv when it lacks it and is
 // not being deleted, with one merge patch guarded by pv's resourceVersion (a
 // concurrent change fails with a conflict, and the caller looks again). It
 // writes nothing otherwise. The caller checks that pv is a node-mode volume
@@ -31,30 +31,30 @@ func EnsureFinalizer(ctx context.Context, c kubernetes.Interface, pv *v1.Persist
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": pv.ResourceVersion,
-		"finalizers":      append(slices.Clone(pv.Finalizers), annotations.Finalizer),
+		"finalizers":      append(slices.Clone(pv.Finalizers), hostpathv1.FinalizerDirectoryProtection),
 	}})
 	if err != nil {
 		return fmt.Errorf("encode patch: %w", err)
 	}
 	if _, err := c.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
-		return fmt.Errorf("add finalizer %s to PersistentVolume %q: %w", annotations.Finalizer, pv.Name, err)
+		return fmt.Errorf("add finalizer %s to PersistentVolume %q: %w", hostpathv1.FinalizerDirectoryProtection, pv.Name, err)
 	}
 	return nil
 }
 
-// removeFinalizer removes annotations.Finalizer from pv with a JSON patch
+// removeFinalizer removes hostpathv1.FinalizerDirectoryProtection from pv with a JSON patch
 // that tests the finalizer is still at the index pv has it at, so the other
 // finalizers are kept and a concurrent change fails (and is retried) instead
 // of being overwritten. A PV that is already gone is a success.
 func removeFinalizer(ctx context.Context, c kubernetes.Interface, pv *v1.PersistentVolume, fieldManager string) error {
-	i := slices.Index(pv.Finalizers, annotations.Finalizer)
+	i := slices.Index(pv.Finalizers, hostpathv1.FinalizerDirectoryProtection)
 	if i < 0 {
 		return nil
 	}
 	path := fmt.Sprintf("/metadata/finalizers/%d", i)
 	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": path, "value": annotations.Finalizer},
+		{"op": "test", "path": path, "value": hostpathv1.FinalizerDirectoryProtection},
 		{"op": "remove", "path": path},
 	})
 	if err != nil {
@@ -63,7 +63,7 @@ func removeFinalizer(ctx context.Context, c kubernetes.Interface, pv *v1.Persist
 	_, err = c.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.JSONPatchType, patch,
 		metav1.PatchOptions{FieldManager: fieldManager})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove finalizer %s from PersistentVolume %q: %w", annotations.Finalizer, pv.Name, err)
+		return fmt.Errorf("remove finalizer %s from PersistentVolume %q: %w", hostpathv1.FinalizerDirectoryProtection, pv.Name, err)
 	}
 	return nil
 }

@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 const (
@@ -108,7 +108,7 @@ func managerError(reason client.Reason, owner string) error {
 
 // newPV returns a PV of this provisioner on selfNode, policy Delete,
 // Released and under deletion, with otherFinalizer and
-// annotations.Finalizer, changed by mods.
+// hostpathv1.FinalizerDirectoryProtection, changed by mods.
 func newPV(name string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
 	now := metav1.Now()
 	pv := &v1.PersistentVolume{
@@ -117,14 +117,14 @@ func newPV(name string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume
 			UID:               types.UID("uid-" + name),
 			ResourceVersion:   "7",
 			DeletionTimestamp: &now,
-			Finalizers:        []string{otherFinalizer, annotations.Finalizer},
+			Finalizers:        []string{otherFinalizer, hostpathv1.FinalizerDirectoryProtection},
 			Annotations: map[string]string{
-				annotations.ProvisionedBy:  testProvisioner,
-				annotations.Node:           selfNode,
-				annotations.Pool:           testPool,
-				annotations.Directory:      name + "-dir",
-				annotations.Mode:           "node",
-				annotations.RecordedPolicy: "Delete",
+				storagehelpers.AnnDynamicallyProvisioned: testProvisioner,
+				hostpathv1.AnnotationNode:                selfNode,
+				hostpathv1.AnnotationPool:                testPool,
+				hostpathv1.AnnotationDirectory:           name + "-dir",
+				hostpathv1.AnnotationMode:                "node",
+				hostpathv1.AnnotationRecordedPolicy:      "Delete",
 			},
 		},
 		Spec:   v1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete},
@@ -137,13 +137,13 @@ func newPV(name string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume
 }
 
 func onNode(node string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Annotations[annotations.Node] = node }
+	return func(pv *v1.PersistentVolume) { pv.Annotations[hostpathv1.AnnotationNode] = node }
 }
 
 func withPolicy(p v1.PersistentVolumeReclaimPolicy) func(*v1.PersistentVolume) {
 	return func(pv *v1.PersistentVolume) {
 		pv.Spec.PersistentVolumeReclaimPolicy = p
-		pv.Annotations[annotations.RecordedPolicy] = client.RecordedReclaimPolicy(pv)
+		pv.Annotations[hostpathv1.AnnotationRecordedPolicy] = hostpathv1.RecordedReclaimPolicy(pv)
 	}
 }
 

@@ -11,11 +11,11 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -25,11 +25,11 @@ const thirdNode = "node-c"
 // (newPV's defaults), held on nodes and pending on pending.
 func multihostPV(name, nodes, pending string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
 	pv := newPV(name, mods...)
-	delete(pv.Annotations, annotations.Node)
-	pv.Annotations[annotations.Mode] = annotations.ModeMultihost
-	pv.Annotations[annotations.Nodes] = nodes
+	delete(pv.Annotations, hostpathv1.AnnotationNode)
+	pv.Annotations[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
+	pv.Annotations[hostpathv1.AnnotationNodes] = nodes
 	if pending != "" {
-		pv.Annotations[annotations.PendingNodes] = pending
+		pv.Annotations[hostpathv1.AnnotationPendingNodes] = pending
 	}
 	return pv
 }
@@ -79,7 +79,7 @@ type fakeTargets struct{ ready, pending []string }
 func (f fakeTargets) Targets(string) ([]string, []string, error) { return f.ready, f.pending, nil }
 
 func TestSyncMultihost(t *testing.T) {
-	kept := []string{otherFinalizer, annotations.Finalizer}
+	kept := []string{otherFinalizer, hostpathv1.FinalizerDirectoryProtection}
 	released := []string{otherFinalizer}
 	deleteCall := []string{"delete default/shared-dir owner=shared ifEmpty=false"}
 	retainCall := []string{"setOwner default/shared-dir owner=shared previous=shared retained=true policy=Retain"}
@@ -197,7 +197,7 @@ func TestSyncMultihost(t *testing.T) {
 		},
 		{
 			name:  "no directory annotation: finalizer removed with a warning",
-			pv:    multihostPV("shared", "node-a", "", withAnnotation(annotations.Directory, "")),
+			pv:    multihostPV("shared", "node-a", "", withAnnotation(hostpathv1.AnnotationDirectory, "")),
 			nodes: []string{selfNode}, managers: []string{selfNode},
 			wantFinalizers: released,
 			wantEvents:     []string{"Warning DirectoryNotRemoved The PersistentVolume names no pool or directory"},
@@ -256,14 +256,14 @@ func TestLocationOf(t *testing.T) {
 		t.Error("a PV of another provisioner counts as ours")
 	}
 	for _, p := range []*v1.PersistentVolume{
-		multihostPV("shared", "node-a", "", withAnnotation(annotations.ProvisionedBy, hostpathv1.CapacityProvisionerName)),
-		newPV("pv-3", withAnnotation(annotations.ProvisionedBy, hostpathv1.CapacityProvisionerName)),
+		multihostPV("shared", "node-a", "", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, hostpathv1.CapacityProvisionerName)),
+		newPV("pv-3", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, hostpathv1.CapacityProvisionerName)),
 	} {
 		if _, ok := locationOf(p, testNames); !ok {
 			t.Errorf("PV %s of the capacity-aware provisioner name does not count as ours", p.Name)
 		}
 	}
-	if _, ok := locationOf(newPV("pv-2", withAnnotation(annotations.Mode, "future")), testNames); ok {
+	if _, ok := locationOf(newPV("pv-2", withAnnotation(hostpathv1.AnnotationMode, "future")), testNames); ok {
 		t.Error("a PV of an unknown mode counts as ours")
 	}
 }

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"hostpath.dev/provisioner/internal/annotations"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 // Node-mode PVs of a deleted Node (Config.NodeGoneGrace, off when 0). A
@@ -20,7 +20,7 @@ import (
 // which is gone): without help such PVs stay forever. With a grace period,
 // the instance elected for the PV's UID:
 //
-//  1. marks the PV with annotations.NodeGoneSince, the time it first saw the
+//  1. marks the PV with hostpathv1.AnnotationNodeGoneSince, the time it first saw the
 //     Node missing, and emits a Warning event NodeGone saying what will
 //     happen (nothing but this mark while the PV is Bound or Retain);
 //  2. when the Node is back (a node that re-registers under the same name),
@@ -51,7 +51,7 @@ const (
 // handling is on: it reports whether the PV's node is missing (then nothing
 // else is to be done with the PV by this controller).
 func (c *Controller) syncNodeGone(ctx context.Context, pv *v1.PersistentVolume, dir directory) (bool, error) {
-	since, marked := pv.Annotations[annotations.NodeGoneSince]
+	since, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]
 	_, err := c.nodes.Get(dir.node)
 	switch {
 	case err == nil:
@@ -121,10 +121,10 @@ func (c *Controller) unmarkNodeGone(ctx context.Context, pv *v1.PersistentVolume
 	return nil
 }
 
-// patchNodeGone sets annotations.NodeGoneSince to *since, or removes it
+// patchNodeGone sets hostpathv1.AnnotationNodeGoneSince to *since, or removes it
 // when since is nil.
 func (c *Controller) patchNodeGone(ctx context.Context, pv *v1.PersistentVolume, since *string) error {
-	return patchAnnotation(ctx, c.cfg.Client, pv, c.cfg.FieldManager, annotations.NodeGoneSince, since)
+	return patchAnnotation(ctx, c.cfg.Client, pv, c.cfg.FieldManager, hostpathv1.AnnotationNodeGoneSince, since)
 }
 
 // deleteNodeGone deletes a PV whose node has been missing since since,

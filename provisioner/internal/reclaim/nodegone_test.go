@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"hostpath.dev/provisioner/internal/annotations"
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
 // TestNodeGone: with a node-gone grace period, the PVs of a deleted Node are
@@ -47,17 +47,17 @@ func TestNodeGone(t *testing.T) {
 			wantMark: stamp(0), wantEvent: "Warning NodeGone", wantEventText: "reclaim policy Retain: the PersistentVolume stays", wantWrites: 1},
 		{name: "not elected", grace: time.Hour, pv: newPV("pv", notDeleting, onNode(gone)), wantMark: "-"},
 		{name: "within the grace period", grace: time.Hour, elected: true,
-			pv: newPV("pv", notDeleting, onNode(gone), withAnnotation(annotations.NodeGoneSince, stamp(30*time.Minute))), wantMark: stamp(30 * time.Minute)},
+			pv: newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(30*time.Minute))), wantMark: stamp(30 * time.Minute)},
 		{name: "deleted after the grace period", grace: time.Hour, elected: true,
-			pv:         newPV("pv", notDeleting, onNode(gone), withAnnotation(annotations.NodeGoneSince, stamp(2*time.Hour))),
+			pv:         newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))),
 			wantDelete: true, wantEvent: "Warning VolumeDeleted", wantEventText: "went with the node", wantWrites: 1},
 		{name: "Bound after the grace period: kept", grace: time.Hour, elected: true,
-			pv: newPV("pv", notDeleting, onNode(gone), withPhase(v1.VolumeBound), withAnnotation(annotations.NodeGoneSince, stamp(2*time.Hour))), wantMark: stamp(2 * time.Hour)},
+			pv: newPV("pv", notDeleting, onNode(gone), withPhase(v1.VolumeBound), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))), wantMark: stamp(2 * time.Hour)},
 		{name: "Retain after the grace period: kept", grace: time.Hour, elected: true,
-			pv: newPV("pv", notDeleting, onNode(gone), withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(annotations.NodeGoneSince, stamp(2*time.Hour))), wantMark: stamp(2 * time.Hour)},
+			pv: newPV("pv", notDeleting, onNode(gone), withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))), wantMark: stamp(2 * time.Hour)},
 		{name: "a junk mark is made again", grace: time.Hour, elected: true,
-			pv: newPV("pv", notDeleting, onNode(gone), withAnnotation(annotations.NodeGoneSince, "yesterday")), wantMark: stamp(0), wantEvent: "Warning NodeGone", wantWrites: 1},
-		{name: "the node is back: unmarked", grace: time.Hour, pv: newPV("pv", notDeleting, onNode(gone), withAnnotation(annotations.NodeGoneSince, stamp(2*time.Hour))),
+			pv: newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, "yesterday")), wantMark: stamp(0), wantEvent: "Warning NodeGone", wantWrites: 1},
+		{name: "the node is back: unmarked", grace: time.Hour, pv: newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))),
 			nodes: []string{gone}, wantMark: "-", wantWrites: 1},
 		{name: "a node that exists: nothing", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, onNode(otherNode)), nodes: []string{otherNode}, wantMark: "-"},
 	}
@@ -87,12 +87,12 @@ func TestNodeGone(t *testing.T) {
 			case err != nil:
 				t.Fatal(err)
 			default:
-				got, ok := pv.Annotations[annotations.NodeGoneSince]
+				got, ok := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]
 				if !ok {
 					got = "-"
 				}
 				if got != tc.wantMark {
-					t.Errorf("%s = %q, want %q", annotations.NodeGoneSince, got, tc.wantMark)
+					t.Errorf("%s = %q, want %q", hostpathv1.AnnotationNodeGoneSince, got, tc.wantMark)
 				}
 			}
 			evs := events(f.recorder)
@@ -115,7 +115,7 @@ func TestNodeGone(t *testing.T) {
 func TestNodeGoneQueues(t *testing.T) {
 	for _, grace := range []time.Duration{0, time.Hour} {
 		missing := newPV("missing", notDeleting, onNode("gone-node"))
-		marked := newPV("marked", notDeleting, onNode(otherNode), withAnnotation(annotations.NodeGoneSince, "2026-11-23T12:00:00Z"))
+		marked := newPV("marked", notDeleting, onNode(otherNode), withAnnotation(hostpathv1.AnnotationNodeGoneSince, "2026-11-23T12:00:00Z"))
 		f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, []*v1.PersistentVolume{missing, marked}, otherNode)
 		f.ctrl.cfg.NodeGoneGrace = grace
 		f.ctrl.volumeChanged(missing)

@@ -11,15 +11,15 @@
 // both call it. It finds the nodes that hold the directory, makes one
 // bounded parallel fan-out to their managers, reads every answer with
 // client.Classify, and removes the finalizer hostpath.dev/directory-
-// protection (annotations.Finalizer) only when every required node is done;
-// otherwise a Warning names the nodes and why, and the PV is retried. See
-// final.go for the steps.
+// protection (hostpathv1.FinalizerDirectoryProtection) only when every
+// required node is done; otherwise a Warning names the nodes and why, and
+// the PV is retried. See final.go for the steps.
 //
 // The Controller also records a changed reclaim policy with the directory
-// on every node that holds it (annotations.RecordedPolicy says when it is
-// done), adds the finalizer to the PVs of its node made without it, and
-// looks after node-mode PVs whose Node object is gone (nodegone.go: the one
-// exception to waiting for a node).
+// on every node that holds it (hostpathv1.AnnotationRecordedPolicy says
+// when it is done), adds the finalizer to the PVs of its node made without
+// it, and looks after node-mode PVs whose Node object is gone (nodegone.go:
+// the one exception to waiting for a node).
 //
 // A Sweeper removes, on its node, directories whose owner PV the API
 // server says does not exist, by the reclaim policy in the owner record

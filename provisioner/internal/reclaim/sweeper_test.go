@@ -15,12 +15,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
-	"hostpath.dev/provisioner/internal/cachetrim"
+	"hostpath.dev/provisioner/internal/app/cachetrim"
 )
 
 // foreignStub is what the informers keep of pv, another provisioner's PV:
@@ -90,7 +91,7 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:      "owner PV of another provisioner is kept",
-			cached:    []*v1.PersistentVolume{newPV("pv-1", onNode(otherNode), withAnnotation(annotations.ProvisionedBy, "example.com/other"))},
+			cached:    []*v1.PersistentVolume{newPV("pv-1", onNode(otherNode), withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other"))},
 			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
 			wantCalls: []string{"host", "list default"},
 		},
@@ -99,7 +100,7 @@ func TestSweep(t *testing.T) {
 			// name is what keeps the directory.
 			name: "owner PV of another provisioner, a stub in the cache, is kept even with policy Delete",
 			cached: []*v1.PersistentVolume{foreignStub(newPV("pv-1", notDeleting, onNode(otherNode),
-				withAnnotation(annotations.ProvisionedBy, "example.com/other")))},
+				withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")))},
 			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("pv-1-dir", "pv-1", old), client.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default"},
 		},
@@ -133,7 +134,7 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:   "owner PV names another pool (a pool renamed): kept with policy Delete, reported once over two sweeps",
-			cached: []*v1.PersistentVolume{newPV("pv-1", notDeleting, withAnnotation(annotations.Pool, "old-name"))},
+			cached: []*v1.PersistentVolume{newPV("pv-1", notDeleting, withAnnotation(hostpathv1.AnnotationPool, "old-name"))},
 			volumes: map[string][]client.Volume{testPool: {func() client.Volume {
 				v := ownedVolume("pv-1-dir", "pv-1", old)
 				v.ReclaimPolicy = client.ReclaimDelete

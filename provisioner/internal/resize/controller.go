@@ -23,7 +23,7 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/worker"
+	"hostpath.dev/manager/pkg/runtime/worker"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 

@@ -19,10 +19,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -109,11 +109,11 @@ func newPV(name, claim string, mods ...func(*v1.PersistentVolume)) *v1.Persisten
 			UID:             types.UID("uid-" + name),
 			ResourceVersion: "5",
 			Annotations: map[string]string{
-				annotations.ProvisionedBy: testProvisioner,
-				annotations.Node:          selfNode,
-				annotations.Pool:          testPool,
-				annotations.Directory:     name + "-dir",
-				annotations.Mode:          annotations.ModeNode,
+				storagehelpers.AnnDynamicallyProvisioned: testProvisioner,
+				hostpathv1.AnnotationNode:                selfNode,
+				hostpathv1.AnnotationPool:                testPool,
+				hostpathv1.AnnotationDirectory:           name + "-dir",
+				hostpathv1.AnnotationMode:                hostpathv1.ModeNode,
 			},
 		},
 		Spec: v1.PersistentVolumeSpec{
@@ -130,15 +130,15 @@ func newPV(name, claim string, mods ...func(*v1.PersistentVolume)) *v1.Persisten
 }
 
 func onNode(node string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Annotations[annotations.Node] = node }
+	return func(pv *v1.PersistentVolume) { pv.Annotations[hostpathv1.AnnotationNode] = node }
 }
 
 // multihost makes the PV a multihost one of nodes.
 func multihost(nodes ...string) func(*v1.PersistentVolume) {
 	return func(pv *v1.PersistentVolume) {
-		delete(pv.Annotations, annotations.Node)
-		pv.Annotations[annotations.Mode] = annotations.ModeMultihost
-		pv.Annotations[annotations.Nodes] = annotations.JoinNodes(nodes)
+		delete(pv.Annotations, hostpathv1.AnnotationNode)
+		pv.Annotations[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
+		pv.Annotations[hostpathv1.AnnotationNodes] = hostpathv1.JoinNodes(nodes)
 	}
 }
 
@@ -147,7 +147,7 @@ func pvCapacity(size string) func(*v1.PersistentVolume) {
 }
 
 func provisionedBy(name string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Annotations[annotations.ProvisionedBy] = name }
+	return func(pv *v1.PersistentVolume) { pv.Annotations[storagehelpers.AnnDynamicallyProvisioned] = name }
 }
 
 // newClaim returns a claim of class expandableClass bound to pv, with

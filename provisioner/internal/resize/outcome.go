@@ -8,8 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -62,7 +62,7 @@ func outcomeOf(what string, size resource.Quantity, results []result) outcome {
 	for _, r := range results {
 		switch {
 		case r.err == nil:
-			e := annotations.EnforcementNone
+			e := hostpathv1.EnforcementNone
 			if r.vol != nil && r.vol.Enforcement != "" {
 				e = r.vol.Enforcement
 			}

@@ -9,13 +9,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // Reasons of the events this package emits, on the PV and, while it is
 // Bound, on its claim. One goes with each change of the PV's condition on
-// this node (annotations.Health), never one per refresh.
+// this node (hostpathv1.AnnotationHealth), never one per refresh.
 const (
 	// ReasonUsageHigh (Warning): the volume uses at least
 	// Config.WarningThreshold percent of its enforced size.
@@ -44,10 +44,10 @@ const usageHysteresis = 5
 
 // reasons maps each condition to the reason of its event.
 var reasons = map[string]string{
-	annotations.HealthPoolMissing:      ReasonPoolMissing,
-	annotations.HealthDirectoryMissing: ReasonDirectoryMissing,
-	annotations.HealthPoolReadOnly:     ReasonPoolReadOnly,
-	annotations.HealthUsageHigh:        ReasonUsageHigh,
+	hostpathv1.HealthPoolMissing:      ReasonPoolMissing,
+	hostpathv1.HealthDirectoryMissing: ReasonDirectoryMissing,
+	hostpathv1.HealthPoolReadOnly:     ReasonPoolReadOnly,
+	hostpathv1.HealthUsageHigh:        ReasonUsageHigh,
 }
 
 // poolState is what one refresh saw of a pool of this node.
@@ -64,7 +64,7 @@ type poolState struct {
 }
 
 // healthChange is a change of a PV's condition on this node: the new value
-// of annotations.Health (nil removes it) and the event that says so.
+// of hostpathv1.AnnotationHealth (nil removes it) and the event that says so.
 type healthChange struct {
 	previous, condition string
 	value               *string
@@ -116,13 +116,13 @@ func (r *Refresher) healthChange(pv *v1.PersistentVolume, ps *poolState, vol cli
 func (r *Refresher) condition(ps *poolState, vol client.Volume, found bool, previous string) string {
 	switch {
 	case ps.missing != nil:
-		return annotations.HealthPoolMissing
+		return hostpathv1.HealthPoolMissing
 	case !found:
-		return annotations.HealthDirectoryMissing
+		return hostpathv1.HealthDirectoryMissing
 	case ps.info != nil && ps.info.ReadOnly:
-		return annotations.HealthPoolReadOnly
-	case vol.UsedBytes != nil && usageHigh(*vol.UsedBytes, vol.SizeBytes, r.cfg.WarningThreshold, previous == annotations.HealthUsageHigh):
-		return annotations.HealthUsageHigh
+		return hostpathv1.HealthPoolReadOnly
+	case vol.UsedBytes != nil && usageHigh(*vol.UsedBytes, vol.SizeBytes, r.cfg.WarningThreshold, previous == hostpathv1.HealthUsageHigh):
+		return hostpathv1.HealthUsageHigh
 	}
 	return ""
 }
@@ -155,7 +155,7 @@ func percent(used, size int64) int64 {
 // where says where pv's directory is on this node, for messages: `node
 // "N", pool "P", directory "D" (PATH)`, the path when the manager gave it.
 func (r *Refresher) where(pv *v1.PersistentVolume, ps *poolState, vol client.Volume) string {
-	dir := pv.Annotations[annotations.Directory]
+	dir := pv.Annotations[hostpathv1.AnnotationDirectory]
 	p := vol.Path
 	if p == "" && ps.info != nil && ps.info.Path != "" {
 		p = path.Join(ps.info.Path, dir)
@@ -171,16 +171,16 @@ func (r *Refresher) where(pv *v1.PersistentVolume, ps *poolState, vol client.Vol
 func (r *Refresher) warningMessage(pv *v1.PersistentVolume, ps *poolState, vol client.Volume, condition string) string {
 	where := r.where(pv, ps, vol)
 	switch condition {
-	case annotations.HealthPoolMissing:
+	case hostpathv1.HealthPoolMissing:
 		return fmt.Sprintf("Volume %s cannot be reached on %s: the pool is missing (%v); restore the pool's directory, or its --pool configuration of the manager",
 			pv.Name, where, ps.missing)
-	case annotations.HealthDirectoryMissing:
+	case hostpathv1.HealthDirectoryMissing:
 		return fmt.Sprintf("Volume %s has no directory on %s: pods using it there cannot start; find what removed it, restore the data, or delete the claim",
 			pv.Name, where)
-	case annotations.HealthPoolReadOnly:
+	case hostpathv1.HealthPoolReadOnly:
 		return fmt.Sprintf("Volume %s cannot be written on %s: the pool's filesystem is read-only (mounted read-only, or remounted so after errors)",
 			pv.Name, where)
-	case annotations.HealthUsageHigh:
+	case hostpathv1.HealthUsageHigh:
 		used := *vol.UsedBytes
 		return fmt.Sprintf("Volume %s uses %s of its %s limit (%d%%, warning threshold %d%%) on %s; writes past the limit fail with EDQUOT: expand the claim or free space",
 			pv.Name, formatBytes(used), formatBytes(vol.SizeBytes), percent(used, vol.SizeBytes), r.cfg.WarningThreshold, where)
@@ -194,19 +194,19 @@ func (r *Refresher) healthyMessage(pv *v1.PersistentVolume, ps *poolState, previ
 	return fmt.Sprintf("Volume %s is healthy again on %s (was %s)", pv.Name, r.where(pv, ps, client.Volume{}), previous)
 }
 
-// readHealth reads annotations.Health of pv: the recorded condition of
+// readHealth reads hostpathv1.AnnotationHealth of pv: the recorded condition of
 // each node that is not healthy. An entry without "node=" is the condition
 // of the node of a node-mode PV.
 func readHealth(pv *v1.PersistentVolume) map[string]string {
 	conds := map[string]string{}
-	for e := range strings.SplitSeq(pv.Annotations[annotations.Health], ",") {
+	for e := range strings.SplitSeq(pv.Annotations[hostpathv1.AnnotationHealth], ",") {
 		e = strings.TrimSpace(e)
 		if e == "" {
 			continue
 		}
 		node, cond, ok := strings.Cut(e, "=")
 		if !ok {
-			node, cond = pv.Annotations[annotations.Node], e
+			node, cond = pv.Annotations[hostpathv1.AnnotationNode], e
 		}
 		if node != "" && cond != "" {
 			conds[node] = cond
@@ -215,12 +215,12 @@ func readHealth(pv *v1.PersistentVolume) map[string]string {
 	return conds
 }
 
-// healthValue is the value of annotations.Health for the conditions of
+// healthValue is the value of hostpathv1.AnnotationHealth for the conditions of
 // pv's nodes: for a node-mode PV that of its node alone, for a multihost
 // PV "node=condition" entries sorted by node; "" when all are healthy.
 func healthValue(pv *v1.PersistentVolume, conds map[string]string) string {
-	if !client.IsMultihost(pv) {
-		return conds[pv.Annotations[annotations.Node]]
+	if !hostpathv1.IsMultihost(pv) {
+		return conds[pv.Annotations[hostpathv1.AnnotationNode]]
 	}
 	nodes := make([]string, 0, len(conds))
 	for n := range conds {

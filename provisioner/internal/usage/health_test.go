@@ -13,8 +13,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // pvResource is the resource of PersistentVolumes, for the tracker.
@@ -45,7 +45,7 @@ type step struct {
 	states []state
 	// wantEvents are the events of all of states, without messages.
 	wantEvents []string
-	// wantHealth is the PV's annotations.Health after them ("" absent).
+	// wantHealth is the PV's hostpathv1.AnnotationHealth after them ("" absent).
 	wantHealth string
 }
 
@@ -80,8 +80,8 @@ func TestHealthEvents(t *testing.T) {
 			pv:   newPV(pvName),
 			steps: []step{
 				{states: rounds(2, quiet)},
-				{states: rounds(3, high), wantEvents: warn(ReasonUsageHigh), wantHealth: annotations.HealthUsageHigh},
-				{states: rounds(2, justBelow), wantHealth: annotations.HealthUsageHigh},
+				{states: rounds(3, high), wantEvents: warn(ReasonUsageHigh), wantHealth: hostpathv1.HealthUsageHigh},
+				{states: rounds(2, justBelow), wantHealth: hostpathv1.HealthUsageHigh},
 				{states: rounds(3, quiet), wantEvents: healthy},
 			},
 		},
@@ -89,7 +89,7 @@ func TestHealthEvents(t *testing.T) {
 			name: "directory missing, then back",
 			pv:   newPV(pvName),
 			steps: []step{
-				{states: rounds(3, noDir), wantEvents: warn(ReasonDirectoryMissing), wantHealth: annotations.HealthDirectoryMissing},
+				{states: rounds(3, noDir), wantEvents: warn(ReasonDirectoryMissing), wantHealth: hostpathv1.HealthDirectoryMissing},
 				{states: rounds(3, quiet), wantEvents: healthy},
 			},
 		},
@@ -97,7 +97,7 @@ func TestHealthEvents(t *testing.T) {
 			name: "pool read-only, then writable",
 			pv:   newPV(pvName),
 			steps: []step{
-				{states: rounds(3, readOnly), wantEvents: warn(ReasonPoolReadOnly), wantHealth: annotations.HealthPoolReadOnly},
+				{states: rounds(3, readOnly), wantEvents: warn(ReasonPoolReadOnly), wantHealth: hostpathv1.HealthPoolReadOnly},
 				{states: rounds(3, quiet), wantEvents: healthy},
 			},
 		},
@@ -105,7 +105,7 @@ func TestHealthEvents(t *testing.T) {
 			name: "pool missing, then back",
 			pv:   newPV(pvName),
 			steps: []step{
-				{states: rounds(3, noPool), wantEvents: warn(ReasonPoolMissing), wantHealth: annotations.HealthPoolMissing},
+				{states: rounds(3, noPool), wantEvents: warn(ReasonPoolMissing), wantHealth: hostpathv1.HealthPoolMissing},
 				{states: rounds(2, quiet), wantEvents: healthy},
 			},
 		},
@@ -113,17 +113,17 @@ func TestHealthEvents(t *testing.T) {
 			name: "one condition to another: one event each, no healthy in between",
 			pv:   newPV(pvName),
 			steps: []step{
-				{states: rounds(2, high), wantEvents: warn(ReasonUsageHigh), wantHealth: annotations.HealthUsageHigh},
-				{states: rounds(2, noDir), wantEvents: warn(ReasonDirectoryMissing), wantHealth: annotations.HealthDirectoryMissing},
-				{states: rounds(2, noPool), wantEvents: warn(ReasonPoolMissing), wantHealth: annotations.HealthPoolMissing},
+				{states: rounds(2, high), wantEvents: warn(ReasonUsageHigh), wantHealth: hostpathv1.HealthUsageHigh},
+				{states: rounds(2, noDir), wantEvents: warn(ReasonDirectoryMissing), wantHealth: hostpathv1.HealthDirectoryMissing},
+				{states: rounds(2, noPool), wantEvents: warn(ReasonPoolMissing), wantHealth: hostpathv1.HealthPoolMissing},
 			},
 		},
 		{
 			name: "the most severe condition wins",
 			pv:   newPV(pvName),
 			steps: []step{
-				{states: []state{{volumes: high.volumes, readOnly: true}}, wantEvents: warn(ReasonPoolReadOnly), wantHealth: annotations.HealthPoolReadOnly},
-				{states: []state{{volumes: noDir.volumes, readOnly: true}}, wantEvents: warn(ReasonDirectoryMissing), wantHealth: annotations.HealthDirectoryMissing},
+				{states: []state{{volumes: high.volumes, readOnly: true}}, wantEvents: warn(ReasonPoolReadOnly), wantHealth: hostpathv1.HealthPoolReadOnly},
+				{states: []state{{volumes: noDir.volumes, readOnly: true}}, wantEvents: warn(ReasonDirectoryMissing), wantHealth: hostpathv1.HealthDirectoryMissing},
 			},
 		},
 		{
@@ -132,28 +132,28 @@ func TestHealthEvents(t *testing.T) {
 			steps: []step{
 				{states: rounds(2, noHost)},
 				{states: rounds(2, listFails)},
-				{states: []state{noDir}, wantEvents: warn(ReasonDirectoryMissing), wantHealth: annotations.HealthDirectoryMissing},
-				{states: []state{noHost, listFails}, wantHealth: annotations.HealthDirectoryMissing},
+				{states: []state{noDir}, wantEvents: warn(ReasonDirectoryMissing), wantHealth: hostpathv1.HealthDirectoryMissing},
+				{states: []state{noHost, listFails}, wantHealth: hostpathv1.HealthDirectoryMissing},
 			},
 		},
 		{
 			name: "restart: a recorded condition that still holds says nothing",
-			pv:   newPV(pvName, withAnnotation(annotations.Health, annotations.HealthDirectoryMissing)),
+			pv:   newPV(pvName, withAnnotation(hostpathv1.AnnotationHealth, hostpathv1.HealthDirectoryMissing)),
 			steps: []step{
-				{states: rounds(3, noDir), wantHealth: annotations.HealthDirectoryMissing},
+				{states: rounds(3, noDir), wantHealth: hostpathv1.HealthDirectoryMissing},
 				{states: []state{quiet}, wantEvents: healthy},
 			},
 		},
 		{
 			name: "restart: recorded usage high within the hysteresis says nothing",
-			pv:   newPV(pvName, withAnnotation(annotations.Health, annotations.HealthUsageHigh)),
+			pv:   newPV(pvName, withAnnotation(hostpathv1.AnnotationHealth, hostpathv1.HealthUsageHigh)),
 			steps: []step{
-				{states: []state{high, justBelow}, wantHealth: annotations.HealthUsageHigh},
+				{states: []state{high, justBelow}, wantHealth: hostpathv1.HealthUsageHigh},
 			},
 		},
 		{
 			name: "restart: a recorded condition that no longer holds is healthy once",
-			pv:   newPV(pvName, withAnnotation(annotations.Health, annotations.HealthPoolReadOnly)),
+			pv:   newPV(pvName, withAnnotation(hostpathv1.AnnotationHealth, hostpathv1.HealthPoolReadOnly)),
 			steps: []step{
 				{states: rounds(3, quiet), wantEvents: healthy},
 			},
@@ -164,12 +164,12 @@ func TestHealthEvents(t *testing.T) {
 			threshold: -1,
 			steps: []step{
 				{states: rounds(3, state{volumes: []client.Volume{sizedVolume(dir, 32*mi, 32*mi)}})},
-				{states: []state{noDir}, wantEvents: warn(ReasonDirectoryMissing), wantHealth: annotations.HealthDirectoryMissing},
+				{states: []state{noDir}, wantEvents: warn(ReasonDirectoryMissing), wantHealth: hostpathv1.HealthDirectoryMissing},
 			},
 		},
 		{
 			name:      "threshold 0 clears a recorded usage warning",
-			pv:        newPV(pvName, withAnnotation(annotations.Health, annotations.HealthUsageHigh)),
+			pv:        newPV(pvName, withAnnotation(hostpathv1.AnnotationHealth, hostpathv1.HealthUsageHigh)),
 			threshold: -1,
 			steps:     []step{{states: rounds(2, high), wantEvents: healthy}},
 		},
@@ -179,22 +179,22 @@ func TestHealthEvents(t *testing.T) {
 			threshold: 100,
 			steps: []step{
 				{states: []state{high}},
-				{states: rounds(2, state{volumes: []client.Volume{sizedVolume(dir, 32*mi, 32*mi)}}), wantEvents: warn(ReasonUsageHigh), wantHealth: annotations.HealthUsageHigh},
+				{states: rounds(2, state{volumes: []client.Volume{sizedVolume(dir, 32*mi, 32*mi)}}), wantEvents: warn(ReasonUsageHigh), wantHealth: hostpathv1.HealthUsageHigh},
 			},
 		},
 		{
 			name: "a volume whose size is not enforced is never high",
-			pv:   newPV(pvName, withAnnotation(annotations.SizeEnforcement, annotations.EnforcementNone)),
+			pv:   newPV(pvName, withAnnotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
 			steps: []step{
 				{states: rounds(2, state{volumes: []client.Volume{{Name: dir, SizeBytes: 32 * mi}}})},
-				{states: []state{noDir}, wantEvents: warn(ReasonDirectoryMissing), wantHealth: annotations.HealthDirectoryMissing},
+				{states: []state{noDir}, wantEvents: warn(ReasonDirectoryMissing), wantHealth: hostpathv1.HealthDirectoryMissing},
 			},
 		},
 		{
 			name: "a Released Retain PV: events on the PV only",
 			pv:   newPV(pvName, inPhase(v1.VolumeReleased, v1.PersistentVolumeReclaimRetain)),
 			steps: []step{
-				{states: rounds(2, noDir), wantEvents: []string{"pv/pv-a Warning VolumeDirectoryMissing"}, wantHealth: annotations.HealthDirectoryMissing},
+				{states: rounds(2, noDir), wantEvents: []string{"pv/pv-a Warning VolumeDirectoryMissing"}, wantHealth: hostpathv1.HealthDirectoryMissing},
 			},
 		},
 		{
@@ -207,20 +207,20 @@ func TestHealthEvents(t *testing.T) {
 		{
 			name: "multihost: this node's entry, next to another node's",
 			pv: newPV(pvName, multihostOn(otherNode, selfNode),
-				withAnnotation(annotations.Health, otherNode+"="+annotations.HealthPoolReadOnly)),
+				withAnnotation(hostpathv1.AnnotationHealth, otherNode+"="+hostpathv1.HealthPoolReadOnly)),
 			steps: []step{
-				{states: rounds(2, quiet), wantHealth: otherNode + "=" + annotations.HealthPoolReadOnly},
+				{states: rounds(2, quiet), wantHealth: otherNode + "=" + hostpathv1.HealthPoolReadOnly},
 				{states: rounds(2, noDir), wantEvents: warn(ReasonDirectoryMissing),
-					wantHealth: selfNode + "=" + annotations.HealthDirectoryMissing + "," + otherNode + "=" + annotations.HealthPoolReadOnly},
-				{states: rounds(2, quiet), wantEvents: healthy, wantHealth: otherNode + "=" + annotations.HealthPoolReadOnly},
+					wantHealth: selfNode + "=" + hostpathv1.HealthDirectoryMissing + "," + otherNode + "=" + hostpathv1.HealthPoolReadOnly},
+				{states: rounds(2, quiet), wantEvents: healthy, wantHealth: otherNode + "=" + hostpathv1.HealthPoolReadOnly},
 			},
 		},
 		{
 			name: "multihost: restart with this node's entry recorded",
 			pv: newPV(pvName, multihostOn(selfNode, otherNode),
-				withAnnotation(annotations.Health, selfNode+"="+annotations.HealthPoolMissing)),
+				withAnnotation(hostpathv1.AnnotationHealth, selfNode+"="+hostpathv1.HealthPoolMissing)),
 			steps: []step{
-				{states: rounds(2, noPool), wantHealth: selfNode + "=" + annotations.HealthPoolMissing},
+				{states: rounds(2, noPool), wantHealth: selfNode + "=" + hostpathv1.HealthPoolMissing},
 				{states: []state{quiet}, wantEvents: healthy},
 			},
 		},
@@ -247,8 +247,8 @@ func TestHealthEvents(t *testing.T) {
 				if got := names(f.events.take()); !slices.Equal(got, st.wantEvents) {
 					t.Errorf("step %d: events = %q, want %q", i, got, st.wantEvents)
 				}
-				if got := f.pv(t, pvName).Annotations[annotations.Health]; got != st.wantHealth {
-					t.Errorf("step %d: %s = %q, want %q", i, annotations.Health, got, st.wantHealth)
+				if got := f.pv(t, pvName).Annotations[hostpathv1.AnnotationHealth]; got != st.wantHealth {
+					t.Errorf("step %d: %s = %q, want %q", i, hostpathv1.AnnotationHealth, got, st.wantHealth)
 				}
 			}
 		})
@@ -327,7 +327,7 @@ func TestHealthMessages(t *testing.T) {
 		},
 		{
 			name:      "healthy again",
-			pv:        newPV("pv-a", withAnnotation(annotations.Health, annotations.HealthDirectoryMissing)),
+			pv:        newPV("pv-a", withAnnotation(hostpathv1.AnnotationHealth, hostpathv1.HealthDirectoryMissing)),
 			state:     state{volumes: []client.Volume{enforced("pv-a-dir", 0)}},
 			wantParts: []string{`Volume pv-a is healthy again on node "node-a", pool "default", directory "pv-a-dir" (/var/hp/default/pv-a-dir) (was DirectoryMissing)`},
 		},
@@ -383,7 +383,7 @@ func TestHealthMultihostConflict(t *testing.T) {
 				t.Fatal(err)
 			}
 			pv := obj.(*v1.PersistentVolume).DeepCopy()
-			pv.Annotations[annotations.Health] = otherNode + "=" + annotations.HealthPoolReadOnly
+			pv.Annotations[hostpathv1.AnnotationHealth] = otherNode + "=" + hostpathv1.HealthPoolReadOnly
 			pv.ResourceVersion = "8"
 			if err := f.kube.Tracker().Update(pvResource, pv, ""); err != nil {
 				t.Fatal(err)
@@ -410,9 +410,9 @@ func TestHealthMultihostConflict(t *testing.T) {
 	if got, want := versions, []string{"7", "8"}; !slices.Equal(got, want) {
 		t.Errorf("patches' resourceVersions = %q, want %q", got, want)
 	}
-	wantHealth := selfNode + "=" + annotations.HealthDirectoryMissing + "," + otherNode + "=" + annotations.HealthPoolReadOnly
-	if got := f.pv(t, "pv-a").Annotations[annotations.Health]; got != wantHealth {
-		t.Errorf("%s = %q, want %q", annotations.Health, got, wantHealth)
+	wantHealth := selfNode + "=" + hostpathv1.HealthDirectoryMissing + "," + otherNode + "=" + hostpathv1.HealthPoolReadOnly
+	if got := f.pv(t, "pv-a").Annotations[hostpathv1.AnnotationHealth]; got != wantHealth {
+		t.Errorf("%s = %q, want %q", hostpathv1.AnnotationHealth, got, wantHealth)
 	}
 }
 
@@ -461,7 +461,7 @@ func TestHealthValue(t *testing.T) {
 	}
 	for _, tc := range tests {
 		pv := tc.pv.DeepCopy()
-		pv.Annotations[annotations.Health] = tc.value
+		pv.Annotations[hostpathv1.AnnotationHealth] = tc.value
 		conds := readHealth(pv)
 		if !maps.Equal(conds, tc.conds) {
 			t.Errorf("readHealth(%q) = %v, want %v", tc.value, conds, tc.conds)

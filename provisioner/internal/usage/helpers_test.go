@@ -18,12 +18,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 const (
@@ -134,14 +134,14 @@ func newPV(name string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume
 			UID:             types.UID("uid-" + name),
 			ResourceVersion: "7",
 			Annotations: map[string]string{
-				annotations.ProvisionedBy:   testProvisioner,
-				annotations.Node:            selfNode,
-				annotations.Pool:            testPool,
-				annotations.Directory:       name + "-dir",
-				annotations.Mode:            annotations.ModeNode,
-				annotations.SizeEnforcement: client.EnforcementXFS,
-				annotations.ClaimNamespace:  testNamespace,
-				annotations.ClaimName:       name + "-claim",
+				storagehelpers.AnnDynamicallyProvisioned: testProvisioner,
+				hostpathv1.AnnotationNode:                selfNode,
+				hostpathv1.AnnotationPool:                testPool,
+				hostpathv1.AnnotationDirectory:           name + "-dir",
+				hostpathv1.AnnotationMode:                hostpathv1.ModeNode,
+				hostpathv1.AnnotationSizeEnforcement:     client.EnforcementXFS,
+				hostpathv1.AnnotationClaimNamespace:      testNamespace,
+				hostpathv1.AnnotationClaimName:           name + "-claim",
 			},
 		},
 		Spec: v1.PersistentVolumeSpec{
@@ -168,9 +168,9 @@ func withoutAnnotation(key string) func(*v1.PersistentVolume) {
 // multihostOn makes a PV multihost, held by nodes.
 func multihostOn(nodes ...string) func(*v1.PersistentVolume) {
 	return func(pv *v1.PersistentVolume) {
-		pv.Annotations[annotations.Mode] = annotations.ModeMultihost
-		pv.Annotations[annotations.Nodes] = annotations.JoinNodes(nodes)
-		delete(pv.Annotations, annotations.Node)
+		pv.Annotations[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
+		pv.Annotations[hostpathv1.AnnotationNodes] = hostpathv1.JoinNodes(nodes)
+		delete(pv.Annotations, hostpathv1.AnnotationNode)
 	}
 }
 
@@ -184,7 +184,7 @@ func inPhase(phase v1.PersistentVolumePhase, policy v1.PersistentVolumeReclaimPo
 func deleting(pv *v1.PersistentVolume) {
 	now := metav1.Now()
 	pv.DeletionTimestamp = &now
-	pv.Finalizers = []string{annotations.Finalizer}
+	pv.Finalizers = []string{hostpathv1.FinalizerDirectoryProtection}
 }
 
 // fixture is a Refresher on selfNode over a fake PV cache and a fake API
@@ -334,8 +334,8 @@ func names(events []recorded) []string {
 }
 
 // writes returns the PV patches sent to the API server, one string each:
-// the PV's name, "=value" when the patch sets annotations.SizeUsed, and
-// " health=value" when it sets annotations.Health (" health-" when it
+// the PV's name, "=value" when the patch sets hostpathv1.AnnotationSizeUsed, and
+// " health=value" when it sets hostpathv1.AnnotationHealth (" health-" when it
 // removes it). It checks that each is a merge patch with the field manager
 // of those two annotations only (and a resourceVersion), and that nothing
 // else was written.
@@ -384,8 +384,8 @@ func readPatch(t *testing.T, patch []byte) patchBody {
 		t.Errorf("patch %s, want metadata.annotations (and resourceVersion) only", patch)
 	}
 	for k := range body.Metadata.Annotations {
-		if k != annotations.SizeUsed && k != annotations.Health {
-			t.Errorf("patch %s sets %s, want %s and %s only", patch, k, annotations.SizeUsed, annotations.Health)
+		if k != hostpathv1.AnnotationSizeUsed && k != hostpathv1.AnnotationHealth {
+			t.Errorf("patch %s sets %s, want %s and %s only", patch, k, hostpathv1.AnnotationSizeUsed, hostpathv1.AnnotationHealth)
 		}
 	}
 	if len(body.Metadata.Annotations) == 0 {
@@ -399,14 +399,14 @@ func describePatch(t *testing.T, patch []byte) string {
 	t.Helper()
 	a := readPatch(t, patch).Metadata.Annotations
 	s := ""
-	if v, ok := a[annotations.SizeUsed]; ok {
+	if v, ok := a[hostpathv1.AnnotationSizeUsed]; ok {
 		if v == nil {
-			t.Errorf("patch %s removes %s", patch, annotations.SizeUsed)
+			t.Errorf("patch %s removes %s", patch, hostpathv1.AnnotationSizeUsed)
 		} else {
 			s += "=" + *v
 		}
 	}
-	if v, ok := a[annotations.Health]; ok {
+	if v, ok := a[hostpathv1.AnnotationHealth]; ok {
 		if v == nil {
 			s += " health-"
 		} else {
@@ -416,13 +416,13 @@ func describePatch(t *testing.T, patch []byte) string {
 	return s
 }
 
-// patchedValue reads the value of annotations.SizeUsed out of a patch that
+// patchedValue reads the value of hostpathv1.AnnotationSizeUsed out of a patch that
 // must set it.
 func patchedValue(t *testing.T, patch []byte) string {
 	t.Helper()
-	v := readPatch(t, patch).Metadata.Annotations[annotations.SizeUsed]
+	v := readPatch(t, patch).Metadata.Annotations[hostpathv1.AnnotationSizeUsed]
 	if v == nil {
-		t.Errorf("patch %s does not set %s", patch, annotations.SizeUsed)
+		t.Errorf("patch %s does not set %s", patch, hostpathv1.AnnotationSizeUsed)
 		return ""
 	}
 	return *v

@@ -9,8 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
 
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // metricNames are the two gauges, for testutil.
@@ -48,7 +48,7 @@ func TestMetrics(t *testing.T) {
 		newPV("pv-a"),
 		newPV("pv-shared", multihostOn(otherNode, selfNode)),
 		newPV("pv-available", inPhase(v1.VolumeAvailable, v1.PersistentVolumeReclaimDelete)),
-		newPV("pv-plain", withAnnotation(annotations.SizeEnforcement, annotations.EnforcementNone)),
+		newPV("pv-plain", withAnnotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
 	})
 	steps := []struct {
 		name   string

@@ -1,8 +1,8 @@
-// Package usage keeps the annotation annotations.SizeUsed
+// Package usage keeps the annotation hostpathv1.AnnotationSizeUsed
 // (hostpath.dev/size-used) of each node's PersistentVolumes up to date, so
 // that operators see what a volume uses with kubectl describe pv or
 // kubectl get pv -o custom-columns=USED:.metadata.annotations.hostpath\.dev/size-used,
-// watches the health of their directories (annotations.Health, with an
+// watches the health of their directories (hostpathv1.AnnotationHealth, with an
 // event at each change), and exports their usage as metrics (Metrics).
 //
 // Each instance of the provisioner runs one Refresher for its own node.
@@ -25,7 +25,7 @@
 //     answered PoolNotFound), DirectoryMissing (the list succeeded without
 //     the directory), PoolReadOnly (GET /v1/host says readOnly), UsageHigh
 //     (usedBytes at least Config.WarningThreshold percent of sizeBytes),
-//     or healthy; when it differs from the one annotations.Health records,
+//     or healthy; when it differs from the one hostpathv1.AnnotationHealth records,
 //     writes the new one and emits one event on the PV and, while Bound, on
 //     its claim: a Warning (VolumeUsageHigh, VolumeDirectoryMissing,
 //     PoolReadOnly, PoolMissing) or, back to healthy, a Normal
@@ -38,18 +38,18 @@
 // condition is kept on the PV, a restarted instance that finds the
 // condition recorded says nothing again.
 //
-// The value of annotations.SizeUsed is the used bytes rounded up to a
+// The value of hostpathv1.AnnotationSizeUsed is the used bytes rounded up to a
 // whole MiB, as a resource.Quantity in binary SI canonical form: "0",
 // "24Mi", "1536Mi", "2Gi". Once written it stays until the usage moves
 // 1 MiB or more away from it, so the annotation is always less than 1 MiB
 // off the usage seen at the last refresh.
 //
 // A PV whose volume reports no usage (its size is not enforced) gets no
-// annotations.SizeUsed, and one it already has is left as it is.
+// hostpathv1.AnnotationSizeUsed, and one it already has is left as it is.
 // Multihost PVs get none either: their directory is a different one on
 // each node, with its own usage, which one annotation cannot state. Their
 // health is per node: each node's instance looks at its own copy, records
-// its condition as a "node=condition" entry of annotations.Health, and its
+// its condition as a "node=condition" entry of hostpathv1.AnnotationHealth, and its
 // events name the node. As several instances write that one annotation,
 // their patches carry the resourceVersion the cache saw; a conflict is
 // tried again at the next refresh.
@@ -90,7 +90,6 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // DefaultInterval is the default time between two refreshes.
@@ -148,8 +147,8 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// Refresher keeps the annotations annotations.SizeUsed and
-// annotations.Health of the PVs of one node up to date, with the events
+// Refresher keeps the annotations hostpathv1.AnnotationSizeUsed and
+// hostpathv1.AnnotationHealth of the PVs of one node up to date, with the events
 // and metrics that go with them (see the package doc).
 type Refresher struct {
 	cfg Config
@@ -173,7 +172,7 @@ func (r *Refresher) Run(ctx context.Context) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	logger.Info("Starting the usage refresher", "interval", r.cfg.Interval, "annotations", []string{annotations.SizeUsed, annotations.Health},
+	logger.Info("Starting the usage refresher", "interval", r.cfg.Interval, "annotations", []string{hostpathv1.AnnotationSizeUsed, hostpathv1.AnnotationHealth},
 		"warningThreshold", r.cfg.WarningThreshold)
 	if !cache.WaitForCacheSync(ctx.Done(), r.cfg.Synced...) {
 		logger.Info("Stopped the usage refresher before the caches synced")
@@ -278,20 +277,20 @@ func (r *Refresher) keepSamples(rd *round, pools map[string]map[string][]*v1.Per
 // refreshVolume does steps 3 to 5 of the package doc for pv, whose pool
 // the refresh saw as ps.
 func (r *Refresher) refreshVolume(ctx context.Context, rd *round, pv *v1.PersistentVolume, ps *poolState) {
-	vol, found := ps.volumes[pv.Annotations[annotations.Directory]]
+	vol, found := ps.volumes[pv.Annotations[hostpathv1.AnnotationDirectory]]
 	if claim := boundClaim(pv); found && claim != nil && vol.UsedBytes != nil {
 		rd.samples[pv.Name] = sample{namespace: claim.Namespace, claim: claim.Name, node: r.cfg.Node, used: *vol.UsedBytes, capacity: vol.SizeBytes}
 	}
 	set := map[string]*string{}
-	if found && !client.IsMultihost(pv) && vol.UsedBytes != nil {
-		if current, has := pv.Annotations[annotations.SizeUsed]; !has || needsUpdate(current, *vol.UsedBytes) {
-			set[annotations.SizeUsed] = ptr.To(sizeUsed(*vol.UsedBytes))
+	if found && !hostpathv1.IsMultihost(pv) && vol.UsedBytes != nil {
+		if current, has := pv.Annotations[hostpathv1.AnnotationSizeUsed]; !has || needsUpdate(current, *vol.UsedBytes) {
+			set[hostpathv1.AnnotationSizeUsed] = ptr.To(sizeUsed(*vol.UsedBytes))
 		}
 	}
 	var change *healthChange
 	if rd.healthKnown && checksHealth(pv) {
 		if change = r.healthChange(pv, ps, vol, found); change != nil {
-			set[annotations.Health] = change.value
+			set[hostpathv1.AnnotationHealth] = change.value
 		}
 	}
 	if len(set) == 0 {
@@ -324,7 +323,7 @@ func (r *Refresher) volumesByPool() (map[string]map[string][]*v1.PersistentVolum
 		if !r.refreshes(pv) {
 			continue
 		}
-		pool, dir := pv.Annotations[annotations.Pool], pv.Annotations[annotations.Directory]
+		pool, dir := pv.Annotations[hostpathv1.AnnotationPool], pv.Annotations[hostpathv1.AnnotationDirectory]
 		if pools[pool] == nil {
 			pools[pool] = map[string][]*v1.PersistentVolume{}
 		}
@@ -344,12 +343,12 @@ func (r *Refresher) refreshes(pv *v1.PersistentVolume) bool {
 
 // patch merge-patches the annotations set (a nil value removes one) on pv,
 // and reports whether it wrote. The patch of a multihost PV, whose
-// annotations.Health other nodes' instances write too, carries the
+// hostpathv1.AnnotationHealth other nodes' instances write too, carries the
 // resourceVersion of the cache: a conflict is left to the next refresh. A
 // PV deleted since the cache saw it is not an error.
 func (r *Refresher) patch(ctx context.Context, pv *v1.PersistentVolume, set map[string]*string) (bool, error) {
 	meta := map[string]any{"annotations": set}
-	if client.IsMultihost(pv) {
+	if hostpathv1.IsMultihost(pv) {
 		meta["resourceVersion"] = pv.ResourceVersion
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": meta})
@@ -369,7 +368,7 @@ func (r *Refresher) patch(ctx context.Context, pv *v1.PersistentVolume, set map[
 		return false, fmt.Errorf("set %s of PersistentVolume %q: %w", describeSet(set), pv.Name, err)
 	}
 	logger.V(4).Info("Updated the annotations of a volume", "pv", klog.KObj(pv), "set", describeSet(set),
-		"previousUsed", pv.Annotations[annotations.SizeUsed], "previousHealth", pv.Annotations[annotations.Health])
+		"previousUsed", pv.Annotations[hostpathv1.AnnotationSizeUsed], "previousHealth", pv.Annotations[hostpathv1.AnnotationHealth])
 	return true, nil
 }
 
@@ -395,7 +394,7 @@ func (r *Refresher) emit(ctx context.Context, pv *v1.PersistentVolume, c *health
 	if claim != nil {
 		r.cfg.Recorder.Event(claim, c.eventType, c.reason, c.message)
 	}
-	klog.FromContext(ctx).Info("The condition of a volume changed", "pv", klog.KObj(pv), "claim", klog.KRef(pv.Annotations[annotations.ClaimNamespace], pv.Annotations[annotations.ClaimName]),
+	klog.FromContext(ctx).Info("The condition of a volume changed", "pv", klog.KObj(pv), "claim", klog.KRef(pv.Annotations[hostpathv1.AnnotationClaimNamespace], pv.Annotations[hostpathv1.AnnotationClaimName]),
 		"node", r.cfg.Node, "condition", c.condition, "previous", c.previous, "reason", c.reason, "message", c.message)
 }
 

@@ -15,12 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 func TestRefresh(t *testing.T) {
@@ -55,10 +55,10 @@ func TestRefresh(t *testing.T) {
 		{
 			name: "not written again for a change under 1 MiB",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-same", withAnnotation(annotations.SizeUsed, "24Mi")),
-				newPV("pv-up", withAnnotation(annotations.SizeUsed, "24Mi")),
-				newPV("pv-down", withAnnotation(annotations.SizeUsed, "24Mi")),
-				newPV("pv-zero", withAnnotation(annotations.SizeUsed, "0")),
+				newPV("pv-same", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
+				newPV("pv-up", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
+				newPV("pv-down", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
+				newPV("pv-zero", withAnnotation(hostpathv1.AnnotationSizeUsed, "0")),
 			},
 			volumes: map[string][]client.Volume{testPool: {
 				enforced("pv-same-dir", 24*mi), enforced("pv-up-dir", 25*mi-1), enforced("pv-down-dir", 23*mi+1),
@@ -69,10 +69,10 @@ func TestRefresh(t *testing.T) {
 		{
 			name: "written again for a change of 1 MiB or more",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-up", withAnnotation(annotations.SizeUsed, "24Mi")),
-				newPV("pv-down", withAnnotation(annotations.SizeUsed, "24Mi")),
-				newPV("pv-far", withAnnotation(annotations.SizeUsed, "24Mi")),
-				newPV("pv-emptied", withAnnotation(annotations.SizeUsed, "1Gi")),
+				newPV("pv-up", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
+				newPV("pv-down", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
+				newPV("pv-far", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
+				newPV("pv-emptied", withAnnotation(hostpathv1.AnnotationSizeUsed, "1Gi")),
 			},
 			volumes: map[string][]client.Volume{testPool: {
 				enforced("pv-up-dir", 25*mi), enforced("pv-down-dir", 23*mi), enforced("pv-far-dir", 26*mi+1),
@@ -84,8 +84,8 @@ func TestRefresh(t *testing.T) {
 		{
 			name: "an unreadable or negative value is replaced",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-junk", withAnnotation(annotations.SizeUsed, "lots")),
-				newPV("pv-negative", withAnnotation(annotations.SizeUsed, "-1Gi")),
+				newPV("pv-junk", withAnnotation(hostpathv1.AnnotationSizeUsed, "lots")),
+				newPV("pv-negative", withAnnotation(hostpathv1.AnnotationSizeUsed, "-1Gi")),
 			},
 			volumes:    map[string][]client.Volume{testPool: {enforced("pv-junk-dir", 5*mi), enforced("pv-negative-dir", 0)}},
 			wantCalls:  []string{"host", "list default"},
@@ -94,8 +94,8 @@ func TestRefresh(t *testing.T) {
 		{
 			name: "nothing written where the size is not enforced",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-a", withAnnotation(annotations.SizeEnforcement, annotations.EnforcementNone)),
-				newPV("pv-kept", withAnnotation(annotations.SizeUsed, "7Mi")),
+				newPV("pv-a", withAnnotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
+				newPV("pv-kept", withAnnotation(hostpathv1.AnnotationSizeUsed, "7Mi")),
 			},
 			volumes:   map[string][]client.Volume{testPool: {unenforced("pv-a-dir"), unenforced("pv-kept-dir")}},
 			wantCalls: []string{"host", "list default"},
@@ -103,13 +103,13 @@ func TestRefresh(t *testing.T) {
 		{
 			name: "only this provisioner's PVs of this node, not under deletion",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-other-node", withAnnotation(annotations.Node, otherNode)),
+				newPV("pv-other-node", withAnnotation(hostpathv1.AnnotationNode, otherNode)),
 				newPV("pv-multihost-elsewhere", multihostOn(otherNode)),
-				newPV("pv-other-provisioner", withAnnotation(annotations.ProvisionedBy, "example.com/other")),
+				newPV("pv-other-provisioner", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
 				newPV("pv-deleting", deleting),
-				newPV("pv-no-directory", withoutAnnotation(annotations.Directory)),
-				newPV("pv-no-pool", withoutAnnotation(annotations.Pool)),
-				newPV("pv-unknown-mode", withAnnotation(annotations.Mode, "elsewhere")),
+				newPV("pv-no-directory", withoutAnnotation(hostpathv1.AnnotationDirectory)),
+				newPV("pv-no-pool", withoutAnnotation(hostpathv1.AnnotationPool)),
+				newPV("pv-unknown-mode", withAnnotation(hostpathv1.AnnotationMode, "elsewhere")),
 			},
 			volumes: map[string][]client.Volume{testPool: {
 				enforced("pv-other-node-dir", mi), enforced("pv-multihost-elsewhere-dir", mi), enforced("pv-other-provisioner-dir", mi),
@@ -127,7 +127,7 @@ func TestRefresh(t *testing.T) {
 			name: "usage and condition in one patch, the condition alone where the size is not enforced",
 			cached: []*v1.PersistentVolume{
 				newPV("pv-full"),
-				newPV("pv-plain", withAnnotation(annotations.SizeEnforcement, annotations.EnforcementNone)),
+				newPV("pv-plain", withAnnotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
 			},
 			volumes:    map[string][]client.Volume{testPool: {sizedVolume("pv-full-dir", 32*mi, 31*mi), unenforced("pv-plain-dir")}},
 			readOnly:   map[string]bool{testPool: true},
@@ -149,14 +149,14 @@ func TestRefresh(t *testing.T) {
 		},
 		{
 			name:       "a PV of the capacity-aware provisioner name is refreshed too",
-			cached:     []*v1.PersistentVolume{newPV("pv-a", withAnnotation(annotations.ProvisionedBy, hostpathv1.CapacityProvisionerName))},
+			cached:     []*v1.PersistentVolume{newPV("pv-a", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, hostpathv1.CapacityProvisionerName))},
 			volumes:    map[string][]client.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
 			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-a=3Mi"},
 		},
 		{
 			name:       "a PV without a mode is in node mode",
-			cached:     []*v1.PersistentVolume{newPV("pv-a", withoutAnnotation(annotations.Mode))},
+			cached:     []*v1.PersistentVolume{newPV("pv-a", withoutAnnotation(hostpathv1.AnnotationMode))},
 			volumes:    map[string][]client.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
 			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-a=3Mi"},
@@ -164,7 +164,7 @@ func TestRefresh(t *testing.T) {
 		{
 			name: "one call per pool, volumes no PV names ignored",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-a"), newPV("pv-b"), newPV("pv-c", withAnnotation(annotations.Pool, "fast")),
+				newPV("pv-a"), newPV("pv-b"), newPV("pv-c", withAnnotation(hostpathv1.AnnotationPool, "fast")),
 			},
 			volumes: map[string][]client.Volume{
 				testPool: {enforced("orphan-dir", 9*mi), enforced("pv-a-dir", mi), enforced("pv-b-dir", 2*mi)},
@@ -176,7 +176,7 @@ func TestRefresh(t *testing.T) {
 		{
 			name: "a pool that fails does not stop the others",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-a", withAnnotation(annotations.Pool, "broken")), newPV("pv-b"),
+				newPV("pv-a", withAnnotation(hostpathv1.AnnotationPool, "broken")), newPV("pv-b"),
 			},
 			volumes:    map[string][]client.Volume{"broken": {enforced("pv-a-dir", mi)}, testPool: {enforced("pv-b-dir", 2*mi)}},
 			listErrs:   map[string]error{"broken": errors.New("manager says no")},
@@ -255,11 +255,11 @@ func TestRefreshWritesThePV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pv.Annotations[annotations.SizeUsed]; got != "1536Mi" {
-		t.Errorf("%s = %q, want 1536Mi", annotations.SizeUsed, got)
+	if got := pv.Annotations[hostpathv1.AnnotationSizeUsed]; got != "1536Mi" {
+		t.Errorf("%s = %q, want 1536Mi", hostpathv1.AnnotationSizeUsed, got)
 	}
-	if got := pv.Annotations[annotations.SizeEnforcement]; got != client.EnforcementXFS {
-		t.Errorf("%s = %q, want it kept as %q", annotations.SizeEnforcement, got, client.EnforcementXFS)
+	if got := pv.Annotations[hostpathv1.AnnotationSizeEnforcement]; got != client.EnforcementXFS {
+		t.Errorf("%s = %q, want it kept as %q", hostpathv1.AnnotationSizeEnforcement, got, client.EnforcementXFS)
 	}
 }
 

@@ -5,14 +5,17 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"hostpath.dev/manager/pkg/client"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
-// The names below are shared by the provisioner, which writes them, and the
-// host definer, which reads them to find the multihost volumes of a pool
-// and to record the nodes it gave their directories. They live in the API
-// package because both programs import it.
+// The names below are the one home of every key hostpath puts on, and
+// reads from, the claims, PersistentVolumes, StorageClasses and Nodes it
+// serves: the provisioner writes them, the host definer reads them to find
+// the multihost volumes of a pool and to record the nodes it gave their
+// directories, and the e2e tools use them. They live in the API package
+// because every program imports it. Keys that Kubernetes defines (the
+// scheduler's selected node, the provisioner library's provisioned-by) are
+// used from k8s.io/component-helpers/storage/volume, never spelled again.
 
 // DefaultProvisionerName is the provisioner name of the StorageClasses and
 // PersistentVolumes of hostpath (the --provisioner-name default of the
@@ -34,7 +37,8 @@ const CapacityProvisionerName = "hostpath.dev"
 // one it is configured with (--provisioner-name, DefaultProvisionerName
 // unless changed) and CapacityProvisionerName. Whatever compares a
 // StorageClass's provisioner, or a PersistentVolume's
-// AnnotationProvisionedBy, with the installation's name asks Has. The
+// storagehelpers.AnnDynamicallyProvisioned, with the installation's name
+// asks Has. The
 // zero value serves no name.
 //
 // +k8s:deepcopy-gen=false
@@ -83,8 +87,10 @@ const (
 	// ParamDirMode is the permission bits of a class's volume directories
 	// (octal text); DefaultDirMode when absent.
 	ParamDirMode = "dirMode"
-	// ParamEnforceSize, "true", makes a class's volumes fail on pools that
-	// cannot enforce their size (the manager's EnforceSize).
+	// ParamEnforceSize, "true" or "false" (the default), makes a class's
+	// volumes fail on pools that cannot enforce their size (the manager's
+	// EnforceSize; rescheduled to another node when the scheduler chose
+	// the node).
 	ParamEnforceSize = "enforceSize"
 	// ParamMode is how a class makes volumes: ModeNode or ModeMultihost.
 	ParamMode = "mode"
@@ -94,18 +100,40 @@ const (
 	DefaultDirMode = "0777"
 )
 
-// PersistentVolume annotations of the provisioner's volumes.
+// Claim annotations that choose the node of a node-mode volume, in order of
+// precedence; after them comes the scheduler's
+// storagehelpers.AnnSelectedNode (k8s.io/component-helpers/storage/volume),
+// which the provisioner also sets itself on a pinned claim of a
+// WaitForFirstConsumer class.
 const (
-	// AnnotationProvisionedBy names the provisioner that made a volume (the
-	// provisioner library sets it).
-	AnnotationProvisionedBy = "pv.kubernetes.io/provisioned-by"
+	// AnnotationProvisionOnNode pins a claim to a node.
+	AnnotationProvisionOnNode = "hostpath.dev/provision-on-node"
+	// AnnotationKubevirtProvisionOnNode is kubevirt's hostpath-provisioner
+	// key, honoured like AnnotationProvisionOnNode so that its users can
+	// switch without editing claims.
+	AnnotationKubevirtProvisionOnNode = "kubevirt.io/provisionOnNode"
+)
+
+// AnnotationReuseDirectory on a claim names an existing directory of the
+// pool to use instead of the pathPattern (node mode): a directory kept by a
+// deleted Retain volume whose owner record names the claim's namespace
+// (that of the volume's claim, or one an administrator handed it over to),
+// and that no volume names. The provisioner hands the directory to the new
+// volume only after those checks.
+const AnnotationReuseDirectory = "hostpath.dev/reuse-directory"
+
+// PersistentVolume annotations of the provisioner's volumes: who made a
+// volume, for which claim, and where its directory is. The provisioner
+// library sets the provisioner's name in the Kubernetes annotation
+// storagehelpers.AnnDynamicallyProvisioned (pv.kubernetes.io/provisioned-by).
+const (
 	// AnnotationNode is the node that holds the directory of a node-mode
 	// volume.
 	AnnotationNode = "hostpath.dev/node"
 	// AnnotationClaimNamespace is the namespace of the claim the volume was
-	// made for. It is the manager client's, which records it in the owner
-	// record of the volume's directory (client.NewCreateVolumeRequest).
-	AnnotationClaimNamespace = client.AnnotationClaimNamespace
+	// made for. The owner record of the volume's directory keeps it
+	// (NewCreateVolumeRequest).
+	AnnotationClaimNamespace = "hostpath.dev/claim-namespace"
 	// AnnotationClaimName is the name of the claim the volume was made for.
 	AnnotationClaimName = "hostpath.dev/claim-name"
 	// AnnotationPool is the volume's storage pool.
@@ -114,28 +142,105 @@ const (
 	AnnotationDirectory = "hostpath.dev/directory"
 	// AnnotationMode is how the volume was made, ModeNode or ModeMultihost
 	// (the StorageClass parameter "mode"; not the Kubernetes volumeMode). A
-	// PV without it counts as node mode. The manager's client reads it too
-	// (client.NewCreateVolumeRequest), so it is defined there.
-	AnnotationMode = client.AnnotationMode
+	// PV without it counts as node mode.
+	AnnotationMode = "hostpath.dev/mode"
 	// AnnotationNodes lists, sorted and comma-separated, the nodes that hold
-	// the directory of a multihost volume: those that got it when the
-	// volume was made and those the host definer gave it since.
+	// the directory of a multihost volume: those that got it when it was
+	// made (their HostDefinition of the pool Ready and their manager
+	// serving), and those the host definer gave it since.
 	AnnotationNodes = "hostpath.dev/nodes"
 	// AnnotationPendingNodes lists, sorted and comma-separated, the nodes
-	// that were being defined when a multihost volume was made: the host
-	// definer gives them the directory, and moves them to AnnotationNodes,
-	// once they are defined. Absent when there are none.
+	// that were still to get the directory when a multihost volume was made
+	// (their HostDefinition of the pool PendingForCreation, or Ready
+	// without a serving manager pod): the host definer gives them the
+	// directory, and moves them to AnnotationNodes, once they are defined.
+	// Absent when there are none.
 	AnnotationPendingNodes = "hostpath.dev/pending-nodes"
 )
 
-// The values of AnnotationMode and of the StorageClass parameter "mode".
+// The values of AnnotationMode and of the StorageClass parameter "mode":
+// how a claim becomes directories.
 const (
 	// ModeNode is one directory on one node, with node affinity to it.
 	ModeNode = "node"
 	// ModeMultihost is the same directory on every defined node of the
-	// pool, without node affinity (defined with client.AnnotationMode).
-	ModeMultihost = client.ModeMultihost
+	// pool, without node affinity.
+	ModeMultihost = "multihost"
 )
+
+// PersistentVolume annotations about the volume's size, which the PV's
+// capacity states (and the claim's status.capacity once bound).
+const (
+	// AnnotationSizeEnforcement says how the pool enforces the volume's
+	// size as a limit: "btrfs", "xfs" or "ext4" (the manager's
+	// client.Enforcement constants), or EnforcementNone when it does not
+	// and the volume can outgrow its capacity. A multihost volume's is the
+	// kind its nodes share: EnforcementNone when any node lacks one, else
+	// the kinds, sorted and comma-separated.
+	AnnotationSizeEnforcement = "hostpath.dev/size-enforcement"
+	// AnnotationSizeUsed is what the volume used the last time its
+	// provisioner instance looked: the bytes its quota counts, rounded up
+	// to a whole MiB, as a quantity such as "0", "1536Mi" or "2Gi". Node
+	// mode only, where the size is enforced (absent elsewhere: a multihost
+	// volume's usage differs per node). The instance of the volume's node
+	// looks every --usage-interval and writes it again only when the usage
+	// moved 1 MiB or more away from it.
+	AnnotationSizeUsed = "hostpath.dev/size-used"
+)
+
+// EnforcementNone is the AnnotationSizeEnforcement of a volume whose size
+// is not enforced, and the HostDefinition's Status.SizeEnforcement of a
+// pool that enforces none.
+const EnforcementNone = "none"
+
+// AnnotationHealth on a PersistentVolume is the condition of its directory,
+// as the provisioner instance of the node that holds it saw it last:
+// absent (or "") when healthy, else one of the Health* values. A multihost
+// PV's says the condition of each node whose copy is not healthy, sorted by
+// node and comma-separated: "node-a=DirectoryMissing,
+// node-c=PoolReadOnly". It is written only when a condition changes, and an
+// event goes with each change, so a restarted instance that finds the
+// condition it sees recorded says nothing again.
+const AnnotationHealth = "hostpath.dev/health"
+
+// The values of AnnotationHealth, one condition at a time, the most severe
+// first when several hold.
+const (
+	// HealthPoolMissing: the manager answers PoolNotFound for the pool
+	// (not configured on the node, or its directory is gone).
+	HealthPoolMissing = "PoolMissing"
+	// HealthDirectoryMissing: the pool is there and the volume's directory
+	// is not.
+	HealthDirectoryMissing = "DirectoryMissing"
+	// HealthPoolReadOnly: the pool's filesystem, or its mount, is
+	// read-only (the manager's GET /v1/host says readOnly).
+	HealthPoolReadOnly = "PoolReadOnly"
+	// HealthUsageHigh: the volume, whose size is enforced, uses at least
+	// the provisioner's --usage-warning-threshold percent of it.
+	HealthUsageHigh = "UsageHigh"
+)
+
+// AnnotationNodeGoneSince on a node-mode PV is when the provisioner
+// instance elected for it first saw its Node missing (RFC 3339), with
+// --node-gone-grace-period set; it goes when the Node is back.
+const AnnotationNodeGoneSince = "hostpath.dev/node-gone-since"
+
+// AnnotationRecordedPolicy on a PV is the reclaim policy that the owner
+// records of its directory say on every node that holds it ("Delete" or
+// "Retain", as RecordedReclaimPolicy words the PV's policy). The provisioner
+// sets it on the PV it makes (the create request records that policy); when
+// the PV's persistentVolumeReclaimPolicy changes, the instance that acts
+// for the PV records the new policy with every node's directory and then
+// updates this annotation. A node's sweeper removes the directory of a PV
+// that is gone only if its record says Delete.
+const AnnotationRecordedPolicy = "hostpath.dev/recorded-reclaim-policy"
+
+// FinalizerDirectoryProtection keeps a PersistentVolume until the
+// provisioner instance of its node (for a multihost volume, the elected
+// instance) has removed its directory (reclaim policy Delete) or marked it
+// retained (Retain, Recycle), or until its node is gone. The provisioner
+// sets it in the PVs it makes and removes it.
+const FinalizerDirectoryProtection = "hostpath.dev/directory-protection"
 
 // LabelManager, set to "false" on a Node, keeps the manager DaemonSet (and
 // so every volume directory) off it; a node without the label, or with any
@@ -200,7 +305,7 @@ type VolumeDirectory struct {
 // it.
 func VolumeDirectoryOf(pv *corev1.PersistentVolume, provisioner ProvisionerNames) (VolumeDirectory, bool) {
 	a := pv.Annotations
-	if !provisioner.Has(a[AnnotationProvisionedBy]) {
+	if !provisioner.Has(a[storagehelpers.AnnDynamicallyProvisioned]) {
 		return VolumeDirectory{}, false
 	}
 	d := VolumeDirectory{Pool: a[AnnotationPool], Directory: a[AnnotationDirectory]}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
 func TestVolumeDirectoryOf(t *testing.T) {
@@ -14,11 +15,11 @@ func TestVolumeDirectoryOf(t *testing.T) {
 		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", Annotations: a}}
 	}
 	multihost := map[string]string{
-		AnnotationProvisionedBy: DefaultProvisionerName, AnnotationMode: ModeMultihost,
+		storagehelpers.AnnDynamicallyProvisioned: DefaultProvisionerName, AnnotationMode: ModeMultihost,
 		AnnotationPool: "default", AnnotationDirectory: "dir", AnnotationNodes: "a, b", AnnotationPendingNodes: "c",
 	}
 	node := map[string]string{
-		AnnotationProvisionedBy: DefaultProvisionerName, AnnotationMode: ModeNode,
+		storagehelpers.AnnDynamicallyProvisioned: DefaultProvisionerName, AnnotationMode: ModeNode,
 		AnnotationPool: "default", AnnotationDirectory: "dir", AnnotationNode: "a",
 	}
 	without := func(a map[string]string, key string) map[string]string {
@@ -52,12 +53,12 @@ func TestVolumeDirectoryOf(t *testing.T) {
 		{name: "no mode counts as node", pv: pv(without(node, AnnotationMode)), ok: true, want: VolumeDirectory{Pool: "default", Directory: "dir", Node: "a"},
 			holders: []string{"a"}, on: []string{"a"}, listed: []string{"a"}},
 		{name: "node mode without a node", pv: pv(without(node, AnnotationNode)), ok: true, want: VolumeDirectory{Pool: "default", Directory: "dir"}},
-		{name: "capacity-aware name", pv: pv(with(multihost, AnnotationProvisionedBy, CapacityProvisionerName)), ok: true,
+		{name: "capacity-aware name", pv: pv(with(multihost, storagehelpers.AnnDynamicallyProvisioned, CapacityProvisionerName)), ok: true,
 			want:    VolumeDirectory{Pool: "default", Directory: "dir", Multihost: true, Nodes: []string{"a", "b"}, PendingNodes: []string{"c"}},
 			holders: []string{"a", "b"}, on: []string{"a", "b"}, listed: []string{"a", "b", "c"}},
 		{name: "unknown mode", pv: pv(with(node, AnnotationMode, "weird"))},
-		{name: "another provisioner", pv: pv(with(multihost, AnnotationProvisionedBy, "other"))},
-		{name: "no provisioner", pv: pv(without(node, AnnotationProvisionedBy))},
+		{name: "another provisioner", pv: pv(with(multihost, storagehelpers.AnnDynamicallyProvisioned, "other"))},
+		{name: "no provisioner", pv: pv(without(node, storagehelpers.AnnDynamicallyProvisioned))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,5 +139,46 @@ func TestVolumePath(t *testing.T) {
 				t.Errorf("VolumePath() = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestWireNames pins the keys existing objects carry: they are spelled
+// here on purpose, so that renaming a constant breaks a test instead of
+// every PV, claim and class already in a cluster.
+func TestWireNames(t *testing.T) {
+	for got, want := range map[string]string{
+		AnnotationProvisionOnNode:         "hostpath.dev/provision-on-node",
+		AnnotationKubevirtProvisionOnNode: "kubevirt.io/provisionOnNode",
+		AnnotationReuseDirectory:          "hostpath.dev/reuse-directory",
+		AnnotationNode:                    "hostpath.dev/node",
+		AnnotationClaimNamespace:          "hostpath.dev/claim-namespace",
+		AnnotationClaimName:               "hostpath.dev/claim-name",
+		AnnotationPool:                    "hostpath.dev/pool",
+		AnnotationDirectory:               "hostpath.dev/directory",
+		AnnotationMode:                    "hostpath.dev/mode",
+		AnnotationNodes:                   "hostpath.dev/nodes",
+		AnnotationPendingNodes:            "hostpath.dev/pending-nodes",
+		AnnotationSizeEnforcement:         "hostpath.dev/size-enforcement",
+		AnnotationSizeUsed:                "hostpath.dev/size-used",
+		AnnotationHealth:                  "hostpath.dev/health",
+		AnnotationNodeGoneSince:           "hostpath.dev/node-gone-since",
+		AnnotationRecordedPolicy:          "hostpath.dev/recorded-reclaim-policy",
+		FinalizerDirectoryProtection:      "hostpath.dev/directory-protection",
+		LabelManager:                      "hostpath.dev/manager",
+		ModeNode:                          "node",
+		ModeMultihost:                     "multihost",
+		EnforcementNone:                   "none",
+		HealthPoolMissing:                 "PoolMissing",
+		HealthDirectoryMissing:            "DirectoryMissing",
+		HealthPoolReadOnly:                "PoolReadOnly",
+		HealthUsageHigh:                   "UsageHigh",
+		ParamPool:                         "pool",
+		ParamDirMode:                      "dirMode",
+		ParamEnforceSize:                  "enforceSize",
+		ParamMode:                         "mode",
+	} {
+		if got != want {
+			t.Errorf("a key is %q, want %q", got, want)
+		}
 	}
 }

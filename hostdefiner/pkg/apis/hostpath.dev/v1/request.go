@@ -1,13 +1,15 @@
-package client
+package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"hostpath.dev/manager/pkg/client"
 )
 
-// AnnotationClaimNamespace is the PersistentVolume annotation, set by the
-// provisioner, that names the namespace of the claim the volume was made
-// for; the owner record of the volume's directory keeps it.
-const AnnotationClaimNamespace = "hostpath.dev/claim-namespace"
+// What a PersistentVolume of the provisioner asks of the managers: the
+// requests that make (or confirm) its directory and the owner record they
+// keep, read from the PV's spec and its annotations. Both the provisioner
+// and the host definer (backfill) build their requests here.
 
 // ClaimNamespaceOf is the namespace a manager records for the directory of
 // pv: its AnnotationClaimNamespace, "" when it has none.
@@ -18,12 +20,12 @@ func ClaimNamespaceOf(pv *corev1.PersistentVolume) string {
 // NewCreateVolumeRequest is the request that creates (or confirms) the
 // directory of pv: owner pv.Name, reclaim policy RecordedReclaimPolicy(pv),
 // claim namespace ClaimNamespaceOf(pv), RequiredBytes pv's storage
-// capacity (0 when none), Multihost when pv's AnnotationMode is
-// ModeMultihost, with the class's dirMode (octal, "" for DefaultMode) and
-// enforceSize. Every caller that makes a PV's directory builds its request
-// here, so that the owner records of all directories start alike.
-func NewCreateVolumeRequest(pv *corev1.PersistentVolume, dirMode string, enforceSize bool) CreateVolumeRequest {
-	req := CreateVolumeRequest{
+// capacity (0 when none), Multihost when pv IsMultihost, with the class's
+// dirMode (octal, "" for client.DefaultMode) and enforceSize. Every caller
+// that makes a PV's directory builds its request here, so that the owner
+// records of all directories start alike.
+func NewCreateVolumeRequest(pv *corev1.PersistentVolume, dirMode string, enforceSize bool) client.CreateVolumeRequest {
+	req := client.CreateVolumeRequest{
 		Owner:          pv.Name,
 		Mode:           dirMode,
 		ReclaimPolicy:  RecordedReclaimPolicy(pv),
@@ -38,17 +40,18 @@ func NewCreateVolumeRequest(pv *corev1.PersistentVolume, dirMode string, enforce
 }
 
 // RecordedReclaimPolicy is the reclaim policy a manager records in the
-// owner record of pv's directory: ReclaimDelete for Delete, "" when pv
-// names none, and ReclaimRetain for anything else (Retain, Recycle), so
-// that a directory is removed by policy only when its volume asked for it.
+// owner record of pv's directory: client.ReclaimDelete for Delete, "" when
+// pv names none, and client.ReclaimRetain for anything else (Retain,
+// Recycle), so that a directory is removed by policy only when its volume
+// asked for it.
 func RecordedReclaimPolicy(pv *corev1.PersistentVolume) string {
 	switch pv.Spec.PersistentVolumeReclaimPolicy {
 	case corev1.PersistentVolumeReclaimDelete:
-		return ReclaimDelete
+		return client.ReclaimDelete
 	case "":
 		return ""
 	}
-	return ReclaimRetain
+	return client.ReclaimRetain
 }
 
 // IsMultihost reports whether pv is a multihost volume: its AnnotationMode

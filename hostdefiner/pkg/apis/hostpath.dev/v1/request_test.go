@@ -1,4 +1,4 @@
-package client_test
+package v1
 
 import (
 	"testing"
@@ -35,7 +35,7 @@ func TestRecordedReclaimPolicy(t *testing.T) {
 		{"Something", client.ReclaimRetain},
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
-			if got := client.RecordedReclaimPolicy(testPV(tc.policy, "")); got != tc.want {
+			if got := RecordedReclaimPolicy(testPV(tc.policy, "")); got != tc.want {
 				t.Errorf("RecordedReclaimPolicy(%q) = %q, want %q", tc.policy, got, tc.want)
 			}
 			if err := client.ValidateReclaimPolicy(tc.want); err != nil {
@@ -71,19 +71,19 @@ func TestNewCreateVolumeRequest(t *testing.T) {
 			client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: "Delete", RequiredBytes: 2}},
 		{"claim namespace from the annotation", func() *corev1.PersistentVolume {
 			pv := testPV(corev1.PersistentVolumeReclaimRetain, "")
-			pv.Annotations = map[string]string{client.AnnotationClaimNamespace: "team-a", "hostpath.dev/claim-name": "data"}
+			pv.Annotations = map[string]string{AnnotationClaimNamespace: "team-a", AnnotationClaimName: "data"}
 			return pv
 		}(), "", false,
 			client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: "Retain", ClaimNamespace: "team-a"}},
 		{"multihost", func() *corev1.PersistentVolume {
 			pv := testPV(corev1.PersistentVolumeReclaimDelete, "1Mi")
-			pv.Annotations = map[string]string{client.AnnotationMode: client.ModeMultihost}
+			pv.Annotations = map[string]string{AnnotationMode: ModeMultihost}
 			return pv
 		}(), "0777", false,
 			client.CreateVolumeRequest{Owner: "pv-a", Mode: "0777", ReclaimPolicy: "Delete", RequiredBytes: 1 << 20, Multihost: true}},
 		{"node mode said outright", func() *corev1.PersistentVolume {
 			pv := testPV(corev1.PersistentVolumeReclaimDelete, "")
-			pv.Annotations = map[string]string{client.AnnotationMode: "node"}
+			pv.Annotations = map[string]string{AnnotationMode: ModeNode}
 			return pv
 		}(), "", false,
 			client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: "Delete"}},
@@ -95,7 +95,7 @@ func TestNewCreateVolumeRequest(t *testing.T) {
 			client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: "Delete"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			if got := client.NewCreateVolumeRequest(tc.pv, tc.dirMode, tc.enforceSize); got != tc.want {
+			if got := NewCreateVolumeRequest(tc.pv, tc.dirMode, tc.enforceSize); got != tc.want {
 				t.Errorf("NewCreateVolumeRequest = %+v, want %+v", got, tc.want)
 			}
 		})

@@ -1,9 +1,9 @@
 // Package component is what every hostpath program shares, so that it has one
 // definition: the API client configuration, klog's flags on a pflag set, the
 // health and metrics endpoints, the rule that counts a pod as serving, and
-// the shape of main (Main). It lives in the manager module because the
-// provisioner and the host definer already import that module for the
-// manager's API (pkg/client); it has no other hostpath dependency.
+// the shape of main (Main). It is part of the shared program runtime (see
+// hostpath.dev/manager/pkg/runtime for who uses which part) and has no
+// hostpath dependency.
 package component
 
 import (

@@ -17,12 +17,14 @@ import (
 // partOf is the label every object of the manifests carries.
 const partOf = "app.kubernetes.io/part-of=hostpath"
 
-// TestUninstall (the suite's last test: its file sorts last) provisions a
-// node-mode and a multihost claim, uninstalls with `kubectl delete -k
-// manifests/`, checks that nothing of ours is left (namespace, objects with
-// our label, the hostpath.dev API group) while the volumes' directories stay
-// on the nodes, then installs again: the existing claims are still served
-// (they are deleted, and their directories go, through the new install).
+// TestUninstall provisions a node-mode and a multihost claim, uninstalls
+// with `kubectl delete -k manifests/`, checks that nothing of ours is left
+// (namespace, objects with our label, the hostpath.dev API group) while the
+// volumes' directories stay on the nodes, then installs again: the existing
+// claims are still served (they are deleted, and their directories go,
+// through the new install). It may run anywhere in the suite: it works in a
+// namespace of its own and, pass or fail, ends with the product installed
+// as TestMain installs it (framework.InstallProduct).
 func TestUninstall(t *testing.T) {
 	ctx := t.Context()
 	e := setupMultihost(ctx, t)

@@ -18,13 +18,13 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // listWatch serves a fixed list, in its order, and a watch that sends
@@ -130,18 +130,18 @@ func TestLibrarySkipsStubs(t *testing.T) {
 		pv.Status.Phase, pv.Spec.PersistentVolumeReclaimPolicy = v1.VolumeReleased, v1.PersistentVolumeReclaimDelete
 		if i%2 == 0 {
 			// Made by hand, pointing into a pool of this node.
-			pv.Annotations = map[string]string{annotations.Node: "node-a", annotations.Pool: "default", annotations.Directory: pv.Name}
+			pv.Annotations = map[string]string{hostpathv1.AnnotationNode: "node-a", hostpathv1.AnnotationPool: "default", hostpathv1.AnnotationDirectory: pv.Name}
 			pv.Spec.CSI = nil
 			pv.Spec.HostPath = &v1.HostPathVolumeSource{Path: "/var/hpvolumes/" + pv.Name}
 		}
 		pvs = append(pvs, *pv)
 	}
-	ours := pending(claimWith(t, annotations.StorageProvisioner+"="+class.Provisioner, annotations.BetaStorageProvisioner+"="+class.Provisioner,
-		annotations.SelectedNode))
+	ours := pending(claimWith(t, storagehelpers.AnnStorageProvisioner+"="+class.Provisioner, storagehelpers.AnnBetaStorageProvisioner+"="+class.Provisioner,
+		storagehelpers.AnnSelectedNode))
 	ours.Name, ours.UID, ours.Spec.StorageClassName = "ours", "u-ours", ptr.To(class.Name)
 	claims = append(claims, *ours)
-	ourPV := volumeWith(t, annotations.ProvisionedBy+"="+class.Provisioner)
-	ourPV.Name, ourPV.Spec.CSI, ourPV.Finalizers = "pv-ours", nil, []string{annotations.Finalizer}
+	ourPV := volumeWith(t, storagehelpers.AnnDynamicallyProvisioned+"="+class.Provisioner)
+	ourPV.Name, ourPV.Spec.CSI, ourPV.Finalizers = "pv-ours", nil, []string{hostpathv1.FinalizerDirectoryProtection}
 	ourPV.Spec.HostPath = &v1.HostPathVolumeSource{Path: "/var/hpvolumes/d"}
 	ourPV.Status.Phase, ourPV.Spec.PersistentVolumeReclaimPolicy = v1.VolumeReleased, v1.PersistentVolumeReclaimDelete
 	pvs = append(pvs, *ourPV)

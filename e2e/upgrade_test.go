@@ -28,21 +28,24 @@ var productImages = []string{"hostpath.dev/manager", "hostpath.dev/provisioner",
 // it after applying the new manifests, as a binding's role cannot change.
 const oldHostDefinerBinding = "hostpath-hostdefiner-manager-client"
 
-// TestUpgrade (after TestUninstall: its file sorts after it) upgrades to
-// the current version from each release that RELEASES records with upgrade
-// "supported" (e2e/internal/releases; never from git tags, which a clone
-// may not have), oldest first, one subtest per release. Each installs the
-// release from its commit's manifests with images built from its code
-// (git archive, then scripts/images.sh with IMAGE_TAG and SOURCE_DIR),
-// provisions a node-mode claim and a multihost claim in use by pods, then
-// applies the current manifests and does the manual steps CHANGELOG.md
-// lists, as a user upgrading would. The pods keep their data; the
-// HostDefinitions the release wrote are kept (same objects, same host IDs);
-// the release's owner records and PVs are brought up to date (multihost
-// mark, reclaim policy recorded with every copy and on the PV); the old
-// volumes can be deleted (their directories go on every node), and new
-// claims provision. It fails when RELEASES is missing or malformed or
-// records no release to upgrade from.
+// TestUpgrade upgrades to the current version from each release that
+// RELEASES records with upgrade "supported" (e2e/internal/releases; never
+// from git tags, which a clone may not have), oldest first, one subtest per
+// release. Each installs the release from its commit's manifests with
+// images built from its code (git archive, then scripts/images.sh with
+// IMAGE_TAG and SOURCE_DIR), provisions a node-mode claim and a multihost
+// claim in use by pods, then applies the current manifests and does the
+// manual steps CHANGELOG.md lists, as a user upgrading would
+// (upgradeToCurrent). The pods keep their data; the HostDefinitions the
+// release wrote are kept (same objects, same host IDs); the release's owner
+// records and PVs are brought up to date (multihost mark, reclaim policy
+// recorded with every copy and on the PV); the old volumes can be deleted
+// (their directories go on every node), and new claims provision. It fails
+// when RELEASES is missing or malformed or records no release to upgrade
+// from. It may run anywhere in the suite: each subtest works in a
+// namespace of its own and, pass or fail, ends with the current version
+// installed (upgradeToCurrent, which is TestMain's install over the
+// current version).
 func TestUpgrade(t *testing.T) {
 	ctx := t.Context()
 	root := framework.Cluster().RepoRoot
@@ -74,9 +77,10 @@ func upgradeFrom(t *testing.T, rel releases.Release, to string) {
 	ctx := t.Context()
 	e := setupMultihost(ctx, t)
 	t.Logf("Upgrade from %s (commit %s of %s) to %s (the current manifests, images :dev)", rel.Version, rel.Short(), rel.Date, to)
-	// Whatever happens, the test ends with the current version installed.
+	// Whatever happens, the test ends with the current version installed,
+	// and nothing of the release's left that the current one lacks.
 	t.Cleanup(func() {
-		if err := e.f.InstallProduct(context.Background()); err != nil {
+		if err := e.upgradeToCurrent(context.Background()); err != nil {
 			t.Errorf("Install the current version: %v", err)
 		}
 	})
@@ -106,11 +110,8 @@ func upgradeFrom(t *testing.T, rel releases.Release, to string) {
 	// The upgrade: the current manifests over the old ones, then the
 	// manual steps of CHANGELOG.md.
 	start = time.Now()
-	if err := e.f.InstallProduct(ctx); err != nil {
-		t.Fatalf("Upgrade to the current manifests: %v", err)
-	}
-	if out, err := e.f.Kubectl(ctx, "delete", "clusterrolebinding", oldHostDefinerBinding, "--ignore-not-found"); err != nil {
-		t.Fatalf("Delete the old binding %s: %v\n%s", oldHostDefinerBinding, err, out)
+	if err := e.upgradeToCurrent(ctx); err != nil {
+		t.Fatalf("Upgrade to the current version: %v", err)
 	}
 	e.checkImages(ctx, t, "dev")
 	t.Logf("Upgraded from %s to %s: workloads rolled out in %v", rel.Version, to, time.Since(start).Round(time.Second))
@@ -161,6 +162,21 @@ func upgradeFrom(t *testing.T, rel releases.Release, to string) {
 		e.deleteAndWaitGone(ctx, t, "", c.claim)
 		e.waitGoneEverywhere(ctx, t, c.pv)
 	}
+}
+
+// upgradeToCurrent upgrades the installed product to the current version
+// as a user does: the current manifests applied over the installed ones
+// (framework.InstallProduct, which waits for the rollout), then the manual
+// steps of CHANGELOG.md that apply here (delete the old binding of the host
+// definer). Over the current version it changes nothing.
+func (e *hdEnv) upgradeToCurrent(ctx context.Context) error {
+	if err := e.f.InstallProduct(ctx); err != nil {
+		return err
+	}
+	if out, err := e.f.Kubectl(ctx, "delete", "clusterrolebinding", oldHostDefinerBinding, "--ignore-not-found"); err != nil {
+		return fmt.Errorf("delete the old binding %s: %w\n%s", oldHostDefinerBinding, err, out)
+	}
+	return nil
 }
 
 // installRelease replaces the installed product with release rel: its

@@ -1,9 +1,6 @@
 package cachetrim
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -19,25 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/client-go/tools/cache"
-
-	"hostpath.dev/manager/pkg/component"
 )
-
-// load decodes testdata/name into a new T: a worker Node with 30 images
-// and the manager's pod (manifests/base/manager/daemonset.yaml), as the
-// API server returns them.
-func load[T any](t testing.TB, name string) *T {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj := new(T)
-	if err := json.Unmarshal(b, obj); err != nil {
-		t.Fatalf("decode %s: %v", name, err)
-	}
-	return obj
-}
 
 // managed are the managedFields of a small object.
 var managed = []metav1.ManagedFieldsEntry{{
@@ -52,35 +31,27 @@ func meta0(name string) metav1.ObjectMeta {
 		Finalizers: []string{"f"}, ManagedFields: managed}
 }
 
+// TestTransform: without rules, every object keeps all but managedFields,
+// which become nil.
 func TestTransform(t *testing.T) {
-	node := load[v1.Node](t, "node.json")
-	pod := load[v1.Pod](t, "pod.json")
 	for _, tc := range []struct {
 		desc string
 		obj  runtime.Object
-		// want changes a copy of obj into what Transform should make of
-		// it; nil: only managedFields go.
-		want func(runtime.Object)
 	}{
-		{desc: "Node: status dropped, metadata and spec kept", obj: node, want: func(o runtime.Object) {
-			o.(*v1.Node).Status = v1.NodeStatus{}
-		}},
-		{desc: "Pod: containers, their statuses and volumes dropped", obj: pod, want: func(o runtime.Object) {
-			p := o.(*v1.Pod)
-			p.Spec.Containers, p.Spec.InitContainers, p.Spec.EphemeralContainers, p.Spec.Volumes = nil, nil, nil, nil
-			p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses = nil, nil, nil
-		}},
-		{desc: "PersistentVolumeClaim: updated by the library, kept whole", obj: &v1.PersistentVolumeClaim{ObjectMeta: meta0("c"),
+		{desc: "Node without a rule: kept whole", obj: &v1.Node{ObjectMeta: meta0("n"), Status: v1.NodeStatus{Phase: v1.NodeRunning}}},
+		{desc: "Pod without a rule: kept whole", obj: &v1.Pod{ObjectMeta: meta0("p"),
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}, Status: v1.PodStatus{PodIP: "10.0.0.1"}}},
+		{desc: "PersistentVolumeClaim: kept whole", obj: &v1.PersistentVolumeClaim{ObjectMeta: meta0("c"),
 			Spec: v1.PersistentVolumeClaimSpec{VolumeName: "pv"}, Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}},
 		{desc: "PersistentVolume: kept whole", obj: &v1.PersistentVolume{ObjectMeta: meta0("pv"),
 			Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/p"}}}}},
 		{desc: "StorageClass: kept whole", obj: &storagev1.StorageClass{ObjectMeta: meta0("sc"), Provisioner: "p", Parameters: map[string]string{"pool": "x"}}},
 		{desc: "DaemonSet: kept whole", obj: &appsv1.DaemonSet{ObjectMeta: meta0("ds"),
 			Spec: appsv1.DaemonSetSpec{Template: v1.PodTemplateSpec{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}}}},
-		{desc: "CertificateSigningRequest: status updated, kept whole", obj: &certv1.CertificateSigningRequest{ObjectMeta: meta0("csr"),
+		{desc: "CertificateSigningRequest: kept whole", obj: &certv1.CertificateSigningRequest{ObjectMeta: meta0("csr"),
 			Spec: certv1.CertificateSigningRequestSpec{Request: []byte("req")}, Status: certv1.CertificateSigningRequestStatus{Certificate: []byte("cert")}}},
-		{desc: "Secret: updated, kept whole", obj: &v1.Secret{ObjectMeta: meta0("s"), Data: map[string][]byte{"k": []byte("v")}}},
-		{desc: "ConfigMap: updated, kept whole", obj: &v1.ConfigMap{ObjectMeta: meta0("cm"), Data: map[string]string{"k": "v"}}},
+		{desc: "Secret: kept whole", obj: &v1.Secret{ObjectMeta: meta0("s"), Data: map[string][]byte{"k": []byte("v")}}},
+		{desc: "ConfigMap: kept whole", obj: &v1.ConfigMap{ObjectMeta: meta0("cm"), Data: map[string]string{"k": "v"}}},
 		{desc: "any other object (a HostDefinition, say): kept whole", obj: &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "hostpath.dev/v1", "kind": "HostDefinition",
 			"metadata": map[string]any{"name": "n.p", "managedFields": []any{map[string]any{"manager": "m", "operation": "Update"}}},
@@ -95,10 +66,8 @@ func TestTransform(t *testing.T) {
 			want := tc.obj.DeepCopyObject()
 			m, _ := meta.Accessor(want)
 			m.SetManagedFields(nil)
-			if tc.want != nil {
-				tc.want(want)
-			}
-			got, err := Transform(tc.obj.DeepCopyObject())
+			transform := Transform()
+			got, err := transform(tc.obj.DeepCopyObject())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +79,7 @@ func TestTransform(t *testing.T) {
 			if m, _ := meta.Accessor(got); m.GetManagedFields() != nil {
 				t.Errorf("managedFields = %#v, want nil", m.GetManagedFields())
 			}
-			again, _ := Transform(got.(runtime.Object).DeepCopyObject())
+			again, _ := transform(got.(runtime.Object).DeepCopyObject())
 			if !equality.Semantic.DeepEqual(got, again) {
 				t.Errorf("Transform is not idempotent (-once +twice):\n%s", diff.Diff(got, again))
 			}
@@ -120,49 +89,62 @@ func TestTransform(t *testing.T) {
 
 func TestTransformLeavesNonObjects(t *testing.T) {
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: &v1.Pod{ObjectMeta: metav1.ObjectMeta{ManagedFields: managed}}}
+	transform := Transform(For(func(p *v1.Pod) *v1.Pod { return &v1.Pod{} }))
 	for _, obj := range []any{nil, "text", tomb} {
-		got, err := Transform(obj)
+		got, err := transform(obj)
 		if err != nil || !reflect.DeepEqual(got, obj) {
 			t.Errorf("Transform(%#v) = %#v, %v; want it unchanged", obj, got, err)
 		}
 	}
 }
 
-// TestTransformKeepsWhatIsRead reads a trimmed Node and Pod the way the
-// provisioner, the host definer and the library do, and gets what the
-// whole object gives.
-func TestTransformKeepsWhatIsRead(t *testing.T) {
-	node := load[v1.Node](t, "node.json")
-	pod := load[v1.Pod](t, "pod.json")
-	for _, r := range []struct {
-		desc string
-		obj  runtime.Object
-		read func(runtime.Object) any
-	}{
-		{"Node name and UID (events, keys, node affinity's metadata.name)", node, func(o runtime.Object) any {
-			n := o.(*v1.Node)
-			return []any{n.Name, n.UID, n.ResourceVersion}
-		}},
-		{"Node labels (kubernetes.io/hostname, hostpath.dev/avoid-deletion, node affinity)", node, func(o runtime.Object) any { return o.(*v1.Node).Labels }},
-		{"Node annotations", node, func(o runtime.Object) any { return o.(*v1.Node).Annotations }},
-		{"Node taints (host definer's placement)", node, func(o runtime.Object) any { return o.(*v1.Node).Spec.Taints }},
-		{"Pod metadata (labels, UID, deletionTimestamp, owner)", pod, func(o runtime.Object) any {
-			p := o.(*v1.Pod)
-			return []any{p.Name, p.Namespace, p.UID, p.Labels, p.DeletionTimestamp, p.OwnerReferences}
-		}},
-		{"Pod serving (component.PodServing: nodeName, deletionTimestamp, Ready)", pod, func(o runtime.Object) any { return component.PodServing(o.(*v1.Pod)) }},
-		{"Pod IP (manager URL)", pod, func(o runtime.Object) any { return o.(*v1.Pod).Status.PodIP }},
-		{"Pod service account and phase (CSR approver)", pod, func(o runtime.Object) any {
-			p := o.(*v1.Pod)
-			return []any{p.Spec.ServiceAccountName, p.Status.Phase}
-		}},
-	} {
-		t.Run(r.desc, func(t *testing.T) {
-			trimmed, _ := Transform(r.obj.DeepCopyObject())
-			whole, got := r.read(r.obj), r.read(trimmed.(runtime.Object))
-			if !reflect.DeepEqual(whole, got) {
-				t.Errorf("read differs after Transform (-whole +trimmed):\n%s", diff.Diff(whole, got))
-			}
-		})
+// TestRules checks that a rule applies to the objects of its type only,
+// after managedFields went, that what it returns is what is cached (a
+// stub in place of the object), and that the first rule of a type wins.
+func TestRules(t *testing.T) {
+	stub := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "stub"}}
+	var seen []metav1.ManagedFieldsEntry
+	transform := Transform(
+		For(func(n *v1.Node) *v1.Node {
+			seen = n.ManagedFields
+			n.Status = v1.NodeStatus{}
+			return n
+		}),
+		For(func(*v1.PersistentVolume) *v1.PersistentVolume { return stub }),
+		For(func(*v1.PersistentVolume) *v1.PersistentVolume { t.Error("the second rule of a type ran"); return nil }),
+	)
+	node := &v1.Node{ObjectMeta: meta0("n"), Spec: v1.NodeSpec{Unschedulable: true}, Status: v1.NodeStatus{Phase: v1.NodeRunning}}
+	want := &v1.Node{ObjectMeta: meta0("n"), Spec: v1.NodeSpec{Unschedulable: true}}
+	want.ManagedFields = nil
+	got, err := transform(node)
+	if err != nil || got != node {
+		t.Errorf("Node: got %p, %v; want the object %p, changed in place", got, err, node)
+	}
+	if seen != nil {
+		t.Errorf("the Node rule saw managedFields %v, want them gone first", seen)
+	}
+	if !equality.Semantic.DeepEqual(want, got) {
+		t.Errorf("Node (-want +got):\n%s", diff.Diff(want, got))
+	}
+	if got, err := transform(&v1.PersistentVolume{ObjectMeta: meta0("pv")}); err != nil || got != stub {
+		t.Errorf("PersistentVolume: got %#v, %v; want the stub the rule returned", got, err)
+	}
+	cm := &v1.ConfigMap{ObjectMeta: meta0("cm"), Data: map[string]string{"k": "v"}}
+	if got, err := transform(cm); err != nil || got != cm || cm.Data["k"] != "v" {
+		t.Errorf("ConfigMap: got %#v, %v; want the object, all but managedFields kept", got, err)
+	}
+}
+
+// TestTransformAllocatesNothing: informers run the transform on every
+// object they list or watch.
+func TestTransformAllocatesNothing(t *testing.T) {
+	transform := Transform(For(func(n *v1.Node) *v1.Node { n.Status = v1.NodeStatus{}; return n }))
+	node, cm := &v1.Node{ObjectMeta: meta0("n")}, &v1.ConfigMap{ObjectMeta: meta0("cm")}
+	if n := testing.AllocsPerRun(100, func() {
+		node.ManagedFields, cm.ManagedFields = managed, managed
+		_, _ = transform(node)
+		_, _ = transform(cm)
+	}); n != 0 {
+		t.Errorf("Transform allocates %v times per two objects, want 0", n)
 	}
 }

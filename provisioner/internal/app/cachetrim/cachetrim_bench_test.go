@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	shared "hostpath.dev/manager/pkg/cachetrim"
+	shared "hostpath.dev/manager/pkg/runtime/cachetrim"
 )
 
 // foreignObjects is how many objects of another provisioner
@@ -72,9 +72,9 @@ func claimList(b *testing.B, n int, change func(*v1.PersistentVolumeClaim)) k8sr
 }
 
 // BenchmarkForeignCache reports what 1,000 objects of another provisioner
-// cost a provisioner instance, cached whole (managedFields dropped, as
-// manager/pkg/cachetrim.Transform leaves them) and as stubs (New), in one
-// run: an informer lists foreignObjects decoded objects through the
+// cost a provisioner instance, cached whole (managedFields dropped, as the
+// mechanism's Transform without rules leaves them) and as stubs (New), in
+// one run: an informer lists foreignObjects decoded objects through the
 // transform into a store with the indexes the provisioner's informers have
 // (by namespace, for the listers; by UID on claims, the library's), and
 // "heap-MiB/1000" is the growth of the live heap (after a GC) per 1,000
@@ -83,7 +83,7 @@ func claimList(b *testing.B, n int, change func(*v1.PersistentVolumeClaim)) k8sr
 // nothing left to drop after the first). The stub's sub-benchmark logs
 // both figures of its kind:
 //
-//	go test -run '^$' -bench BenchmarkForeignCache ./internal/cachetrim/
+//	go test -run '^$' -bench BenchmarkForeignCache ./internal/app/cachetrim/
 func BenchmarkForeignCache(b *testing.B) {
 	stub := New(hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName))
 	for _, kind := range foreignKinds {
@@ -91,7 +91,7 @@ func BenchmarkForeignCache(b *testing.B) {
 		for _, mode := range []struct {
 			name      string
 			transform cache.TransformFunc
-		}{{"whole", shared.Transform}, {"stub", stub}} {
+		}{{"whole", shared.Transform()}, {"stub", stub}} {
 			b.Run(kind.name+"/"+mode.name, func(b *testing.B) {
 				per := cachedHeapPerObject(b, kind.list, kind.example, mode.transform)
 				perObject[mode.name] = per

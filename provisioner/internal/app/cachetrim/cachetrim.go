@@ -1,9 +1,15 @@
-// Package cachetrim is what the provisioner's informers keep of each
-// object, listed in one place. New returns the transform set on every
-// informer factory of the provisioner (package app): it applies
-// manager/pkg/cachetrim.Transform, shared with the host definer (every
-// object's managedFields, a Node's status, a Pod's containers and volumes),
-// then replaces each PersistentVolumeClaim and PersistentVolume that this
+// Package cachetrim is the provisioner's trim list: what its informers keep
+// of each object, listed in one place, beside the program that reads them
+// (package app sets New on every informer factory). It is the
+// provisioner's alone: the host definer keeps its own
+// (hostdefiner/internal/app, cachetrim.go), and the mechanism,
+// hostpath.dev/manager/pkg/runtime/cachetrim, knows of no field but
+// managedFields, so a change of what the provisioner reads changes this
+// package only.
+//
+// New drops every object's managedFields (the mechanism's), a Node's
+// status (trimNode) and a Pod's containers and volumes (trimPod), then
+// replaces each PersistentVolumeClaim and PersistentVolume that this
 // instance will never act on by a stub: a new object with the few fields
 // of the original that the provisioner library and this program read to
 // skip it. Each instance caches every claim and PV of the cluster; with
@@ -113,7 +119,7 @@
 // claim of a hostpath class, the resize controller's and the reclaim
 // controller's for PVs of the provisioner names, the usage refresher's for
 // PVs of its node). The one other update, of a CSIStorageCapacity
-// (package capacity), is of a kind Transform keeps whole.
+// (package capacity), is of a kind New keeps whole but managedFields.
 // TestLibrarySkipsStubs runs the library over stubs with a Qualifier and a
 // DeletionGuard that say yes to everything and checks that it provisions
 // and deletes nothing, counts no failure and writes no claim or PV.
@@ -134,13 +140,12 @@
 //     managedFields dropped, a Node's status dropped, the claims and PVs of
 //     other provisioners as stubs (above).
 //   - Pods of --namespace matching --instance-selector (the provisioner
-//     instances): managedFields and the Pod fields of
-//     manager/pkg/cachetrim dropped.
+//     instances): managedFields and the Pod fields of trimPod dropped.
 //   - Unless --manager-url is set: Pods of --manager-namespace matching
 //     --manager-selector (the managers), trimmed the same way; every
 //     HostDefinition, managedFields dropped; and the ConfigMap
 //     client.CABundleConfigMap of --manager-namespace (one object,
-//     manager/pkg/trust's informer), kept whole.
+//     manager/pkg/client/trust's informer), kept whole.
 //   - Unless --capacity-interval is 0: the CSIStorageCapacities of
 //     --namespace labelled with its own node (the objects it publishes,
 //     one per capacity-aware StorageClass), managedFields dropped. It
@@ -158,26 +163,35 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	shared "hostpath.dev/manager/pkg/cachetrim"
-	"hostpath.dev/provisioner/internal/annotations"
+	shared "hostpath.dev/manager/pkg/runtime/cachetrim"
 )
 
-// claimAnnotations are the annotations a claim stub keeps.
-var claimAnnotations = []string{annotations.StorageProvisioner, annotations.BetaStorageProvisioner}
+// claimAnnotations are the annotations a claim stub keeps: those that name
+// the provisioner that is to make its volume. kube-controller-manager's
+// PersistentVolume controller sets AnnStorageProvisioner, and
+// AnnBetaStorageProvisioner to the same value, from the claim's
+// StorageClass; the library provisions only a claim whose
+// AnnStorageProvisioner (else AnnBetaStorageProvisioner) is one of its
+// names.
+var claimAnnotations = []string{storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner}
 
-// volumeAnnotations are the annotations a PersistentVolume stub keeps.
+// volumeAnnotations are the annotations a PersistentVolume stub keeps: who
+// made it (the library acts on a PV whose AnnDynamicallyProvisioned, or
+// since CSI migration AnnMigratedTo, is one of its names) and where its
+// directory is.
 var volumeAnnotations = []string{
-	annotations.ProvisionedBy, annotations.MigratedTo,
-	annotations.Node, annotations.Pool, annotations.Directory,
+	storagehelpers.AnnDynamicallyProvisioned, storagehelpers.AnnMigratedTo,
+	hostpathv1.AnnotationNode, hostpathv1.AnnotationPool, hostpathv1.AnnotationDirectory,
 }
 
 // nameAnnotations are the kept annotations whose values are provisioner
 // names, few in a cluster: maps of only these are shared between stubs.
 var nameAnnotations = []string{
-	annotations.StorageProvisioner, annotations.BetaStorageProvisioner,
-	annotations.ProvisionedBy, annotations.MigratedTo,
+	storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner,
+	storagehelpers.AnnDynamicallyProvisioned, storagehelpers.AnnMigratedTo,
 }
 
 // maxShared bounds the number of distinct annotation maps shared between
@@ -186,13 +200,33 @@ var nameAnnotations = []string{
 const maxShared = 64
 
 // New returns the transform of the provisioner's informers for an instance
-// of names (see the package doc). It never fails, keeps what is not a
-// claim or a PersistentVolume as manager/pkg/cachetrim.Transform leaves it,
-// and is idempotent, as client-go asks. It may run on several informers at
-// once.
+// of names (see the package doc). It never fails, and is idempotent, as
+// client-go asks. It may run on several informers at once.
 func New(names hostpathv1.ProvisionerNames) cache.TransformFunc {
 	t := &trimmer{names: names, shared: map[string]map[string]string{}}
-	return t.transform
+	return shared.Transform(shared.For(trimNode), shared.For(trimPod), shared.For(t.claim), shared.For(t.volume))
+}
+
+// trimNode drops all of a Node's status (images, conditions, addresses,
+// capacity, allocatable, nodeInfo, volumesInUse, volumesAttached,
+// daemonEndpoints, ...): the provisioner and the library read a Node's
+// name, labels and spec.taints only (node affinity is matched on labels
+// and metadata.name), and never write a Node. Metadata and spec are kept
+// whole.
+func trimNode(n *v1.Node) *v1.Node {
+	n.Status = v1.NodeStatus{}
+	return n
+}
+
+// trimPod drops a Pod's containers, their statuses and its volumes: the
+// provisioner reads a pod's metadata (labels, UID, deletionTimestamp),
+// spec.nodeName, status.phase, status.conditions (Ready) and status.podIP
+// (a manager's URL), and never writes a Pod. The rest of spec and status
+// is small and kept.
+func trimPod(p *v1.Pod) *v1.Pod {
+	p.Spec.Containers, p.Spec.InitContainers, p.Spec.EphemeralContainers, p.Spec.Volumes = nil, nil, nil, nil
+	p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses = nil, nil, nil
+	return p
 }
 
 // trimmer is the state of one transform: the names and the annotation maps
@@ -203,22 +237,21 @@ type trimmer struct {
 	shared map[string]map[string]string
 }
 
-func (t *trimmer) transform(obj any) (any, error) {
-	obj, err := shared.Transform(obj)
-	if err != nil {
-		return obj, err
+// claim returns the stub of a claim of another provisioner, else c.
+func (t *trimmer) claim(c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
+	if ForeignClaim(c, t.names) {
+		return t.claimStub(c)
 	}
-	switch o := obj.(type) {
-	case *v1.PersistentVolumeClaim:
-		if ForeignClaim(o, t.names) {
-			return t.claimStub(o), nil
-		}
-	case *v1.PersistentVolume:
-		if ForeignVolume(o, t.names) {
-			return t.volumeStub(o), nil
-		}
+	return c
+}
+
+// volume returns the stub of a PersistentVolume of another provisioner,
+// else pv.
+func (t *trimmer) volume(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	if ForeignVolume(pv, t.names) {
+		return t.volumeStub(pv)
 	}
-	return obj, nil
+	return pv
 }
 
 // ForeignClaim reports whether claim is, by its storage-provisioner
@@ -244,7 +277,7 @@ func ForeignClaim(claim *v1.PersistentVolumeClaim, names hostpathv1.ProvisionerN
 // or made by hand (see the package doc): neither its provisioned-by nor its
 // migrated-to annotation nor its CSI driver names hostpath.
 func ForeignVolume(pv *v1.PersistentVolume, names hostpathv1.ProvisionerNames) bool {
-	if hostpathName(pv.Annotations[annotations.ProvisionedBy], names) || hostpathName(pv.Annotations[annotations.MigratedTo], names) {
+	if hostpathName(pv.Annotations[storagehelpers.AnnDynamicallyProvisioned], names) || hostpathName(pv.Annotations[storagehelpers.AnnMigratedTo], names) {
 		return false
 	}
 	return pv.Spec.CSI == nil || !hostpathName(pv.Spec.CSI.Driver, names)

@@ -18,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/provisioner/internal/annotations"
 )
 
 // other is the name of another provisioner.
@@ -115,7 +115,7 @@ func TestTransform(t *testing.T) {
 	handMade := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "by-hand", UID: "u-by-hand", ResourceVersion: "9",
 			Annotations: map[string]string{
-				annotations.Node: "node-a", annotations.Pool: "default", annotations.Directory: "old-data",
+				hostpathv1.AnnotationNode: "node-a", hostpathv1.AnnotationPool: "default", hostpathv1.AnnotationDirectory: "old-data",
 				"kubectl.kubernetes.io/last-applied-configuration": `{"kind":"PersistentVolume"}`,
 			}},
 		Spec: v1.PersistentVolumeSpec{
@@ -124,11 +124,11 @@ func TestTransform(t *testing.T) {
 		},
 		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeReleased},
 	}
-	hostpathCSI := volumeWith(t, annotations.ProvisionedBy)
+	hostpathCSI := volumeWith(t, storagehelpers.AnnDynamicallyProvisioned)
 	hostpathCSI.Spec.CSI.Driver = hostpathv1.CapacityProvisionerName
 	otherWithHostpathCSI := volumeWith(t)
 	otherWithHostpathCSI.Spec.CSI.Driver = hostpathv1.CapacityProvisionerName
-	stubbed := []string{annotations.StorageProvisioner, annotations.BetaStorageProvisioner}
+	stubbed := []string{storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner}
 	for _, tc := range []struct {
 		desc string
 		in   runtime.Object
@@ -138,28 +138,28 @@ func TestTransform(t *testing.T) {
 		{desc: "bound claim of another provisioner: stub", in: claimWith(t), want: claimStubOf(claimWith(t), stubbed...)},
 		{desc: "pending claim of another provisioner: stub", in: pending(claimWith(t)), want: claimStubOf(pending(claimWith(t)), stubbed...)},
 		{desc: "claim with the beta annotation alone: stub",
-			in:   claimWith(t, annotations.StorageProvisioner),
-			want: claimStubOf(claimWith(t), annotations.BetaStorageProvisioner)},
-		{desc: "pending claim not annotated yet: whole (may be ours)", in: pending(claimWith(t, annotations.StorageProvisioner, annotations.BetaStorageProvisioner))},
+			in:   claimWith(t, storagehelpers.AnnStorageProvisioner),
+			want: claimStubOf(claimWith(t), storagehelpers.AnnBetaStorageProvisioner)},
+		{desc: "pending claim not annotated yet: whole (may be ours)", in: pending(claimWith(t, storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner))},
 		{desc: "claim of the default name, instance configured with another: whole",
-			in: claimWith(t, annotations.StorageProvisioner+"="+hostpathv1.DefaultProvisionerName, annotations.BetaStorageProvisioner+"="+hostpathv1.DefaultProvisionerName)},
+			in: claimWith(t, storagehelpers.AnnStorageProvisioner+"="+hostpathv1.DefaultProvisionerName, storagehelpers.AnnBetaStorageProvisioner+"="+hostpathv1.DefaultProvisionerName)},
 		{desc: "claim of the capacity-aware name: whole",
-			in: claimWith(t, annotations.StorageProvisioner+"="+hostpathv1.CapacityProvisionerName, annotations.BetaStorageProvisioner+"="+hostpathv1.CapacityProvisionerName)},
+			in: claimWith(t, storagehelpers.AnnStorageProvisioner+"="+hostpathv1.CapacityProvisionerName, storagehelpers.AnnBetaStorageProvisioner+"="+hostpathv1.CapacityProvisionerName)},
 		{desc: "claim of the configured name: whole",
-			in: claimWith(t, annotations.StorageProvisioner+"="+configured.Name(), annotations.BetaStorageProvisioner)},
+			in: claimWith(t, storagehelpers.AnnStorageProvisioner+"="+configured.Name(), storagehelpers.AnnBetaStorageProvisioner)},
 		{desc: "claim whose beta annotation names hostpath: whole",
-			in: claimWith(t, annotations.BetaStorageProvisioner+"="+hostpathv1.DefaultProvisionerName)},
-		{desc: "claim with an empty annotation: whole", in: claimWith(t, annotations.StorageProvisioner+"=", annotations.BetaStorageProvisioner)},
-		{desc: "PV of another provisioner: stub", in: volumeWith(t), want: volumeStubOf(volumeWith(t), annotations.ProvisionedBy)},
+			in: claimWith(t, storagehelpers.AnnBetaStorageProvisioner+"="+hostpathv1.DefaultProvisionerName)},
+		{desc: "claim with an empty annotation: whole", in: claimWith(t, storagehelpers.AnnStorageProvisioner+"=", storagehelpers.AnnBetaStorageProvisioner)},
+		{desc: "PV of another provisioner: stub", in: volumeWith(t), want: volumeStubOf(volumeWith(t), storagehelpers.AnnDynamicallyProvisioned)},
 		{desc: "PV of another provisioner naming a directory of a pool: stub with the directory",
-			in: volumeWith(t, annotations.Node+"=node-a", annotations.Pool+"=default", annotations.Directory+"=d", annotations.MigratedTo+"=other.example"),
-			want: volumeStubOf(volumeWith(t, annotations.Node+"=node-a", annotations.Pool+"=default", annotations.Directory+"=d", annotations.MigratedTo+"=other.example"),
-				annotations.ProvisionedBy, annotations.Node, annotations.Pool, annotations.Directory, annotations.MigratedTo)},
+			in: volumeWith(t, hostpathv1.AnnotationNode+"=node-a", hostpathv1.AnnotationPool+"=default", hostpathv1.AnnotationDirectory+"=d", storagehelpers.AnnMigratedTo+"=other.example"),
+			want: volumeStubOf(volumeWith(t, hostpathv1.AnnotationNode+"=node-a", hostpathv1.AnnotationPool+"=default", hostpathv1.AnnotationDirectory+"=d", storagehelpers.AnnMigratedTo+"=other.example"),
+				storagehelpers.AnnDynamicallyProvisioned, hostpathv1.AnnotationNode, hostpathv1.AnnotationPool, hostpathv1.AnnotationDirectory, storagehelpers.AnnMigratedTo)},
 		{desc: "PV made by hand pointing into a pool: stub with the directory", in: handMade,
-			want: volumeStubOf(handMade, annotations.Node, annotations.Pool, annotations.Directory)},
-		{desc: "PV of the default name: whole", in: volumeWith(t, annotations.ProvisionedBy+"="+hostpathv1.DefaultProvisionerName)},
-		{desc: "PV of the configured name: whole", in: volumeWith(t, annotations.ProvisionedBy+"="+configured.Name())},
-		{desc: "PV migrated to hostpath: whole", in: volumeWith(t, annotations.MigratedTo+"="+hostpathv1.CapacityProvisionerName)},
+			want: volumeStubOf(handMade, hostpathv1.AnnotationNode, hostpathv1.AnnotationPool, hostpathv1.AnnotationDirectory)},
+		{desc: "PV of the default name: whole", in: volumeWith(t, storagehelpers.AnnDynamicallyProvisioned+"="+hostpathv1.DefaultProvisionerName)},
+		{desc: "PV of the configured name: whole", in: volumeWith(t, storagehelpers.AnnDynamicallyProvisioned+"="+configured.Name())},
+		{desc: "PV migrated to hostpath: whole", in: volumeWith(t, storagehelpers.AnnMigratedTo+"="+hostpathv1.CapacityProvisionerName)},
 		{desc: "CSI PV of hostpath's driver without provisioned-by: whole", in: hostpathCSI},
 		{desc: "PV of another provisioner with hostpath's CSI driver: whole", in: otherWithHostpathCSI},
 		{desc: "StorageClass of another provisioner: the shared trim only", in: gp3},
@@ -207,7 +207,7 @@ func TestStubFields(t *testing.T) {
 	if got := setFields(claim); !slices.Equal(got, wantClaim) {
 		t.Errorf("claim stub fields = %q, want %q", got, wantClaim)
 	}
-	pv, _ := transform(volumeWith(t, annotations.MigratedTo+"=other.example", annotations.Node+"=n", annotations.Pool+"=p", annotations.Directory+"=d"))
+	pv, _ := transform(volumeWith(t, storagehelpers.AnnMigratedTo+"=other.example", hostpathv1.AnnotationNode+"=n", hostpathv1.AnnotationPool+"=p", hostpathv1.AnnotationDirectory+"=d"))
 	wantPV := []string{
 		"metadata.annotations[hostpath.dev/directory]", "metadata.annotations[hostpath.dev/node]",
 		"metadata.annotations[hostpath.dev/pool]", "metadata.annotations[pv.kubernetes.io/migrated-to]",
@@ -283,12 +283,12 @@ func TestSharedAnnotations(t *testing.T) {
 	if a, b := stub(volumeWith(t)), stub(volumeWith(t)); !same(a, b) {
 		t.Error("two PVs of one provisioner have annotation maps of their own, want one shared")
 	}
-	withDir := func() *v1.PersistentVolume { return volumeWith(t, annotations.Directory+"=d") }
+	withDir := func() *v1.PersistentVolume { return volumeWith(t, hostpathv1.AnnotationDirectory+"=d") }
 	if a, b := stub(withDir()), stub(withDir()); same(a, b) {
 		t.Error("two PVs naming a directory share their annotations, want maps of their own")
 	}
 	for i := range maxShared + 2 {
-		c := claimWith(t, fmt.Sprintf("%s=p%d", annotations.StorageProvisioner, i))
+		c := claimWith(t, fmt.Sprintf("%s=p%d", storagehelpers.AnnStorageProvisioner, i))
 		want := maps.Clone(c.Annotations)
 		maps.DeleteFunc(want, func(k, _ string) bool { return !slices.Contains(claimAnnotations, k) })
 		if got := stub(c); !maps.Equal(got, want) {
@@ -297,12 +297,28 @@ func TestSharedAnnotations(t *testing.T) {
 	}
 }
 
-func TestTransformLeavesOthers(t *testing.T) {
+// TestTransformNodesAndPods checks the provisioner's trims of the other
+// kinds it caches whole: a Node without its status, a Pod without its
+// containers and volumes, everything it reads of them kept.
+func TestTransformNodesAndPods(t *testing.T) {
 	transform := New(configured)
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"}}, Status: v1.NodeStatus{Phase: v1.NodeRunning}}
-	got, err := transform(node)
-	if err != nil || !equality.Semantic.DeepEqual(got, &v1.Node{ObjectMeta: node.ObjectMeta}) {
-		t.Errorf("Transform(Node) = %#v, %v; want the shared trim (no status)", got, err)
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"}},
+		Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: "t", Effect: v1.TaintEffectNoSchedule}}}, Status: v1.NodeStatus{Phase: v1.NodeRunning}}
+	got, err := transform(node.DeepCopy())
+	if want := (&v1.Node{ObjectMeta: node.ObjectMeta, Spec: node.Spec}); err != nil || !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("Transform(Node) = %#v, %v; want %#v (no status)", got, err, want)
+	}
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", Labels: map[string]string{"app": "x"}},
+		Spec: v1.PodSpec{NodeName: "n", ServiceAccountName: "sa",
+			Containers: []v1.Container{{Name: "c"}}, InitContainers: []v1.Container{{Name: "i"}}, Volumes: []v1.Volume{{Name: "v"}}},
+		Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.0.0.1", Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
+			ContainerStatuses: []v1.ContainerStatus{{Name: "c", Ready: true}}},
+	}
+	want := pod.DeepCopy()
+	want.Spec.Containers, want.Spec.InitContainers, want.Spec.Volumes, want.Status.ContainerStatuses = nil, nil, nil, nil
+	if got, err := transform(pod); err != nil || !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("Transform(Pod) (-want +got):\n%s", diff.Diff(want, got))
 	}
 	for _, obj := range []any{nil, "text"} {
 		if got, err := transform(obj); err != nil || !reflect.DeepEqual(got, obj) {

@@ -20,7 +20,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/trust/trusttest"
+	"hostpath.dev/manager/pkg/client/trust/trusttest"
 )
 
 // trusts reports whether pool verifies a server certificate of ca.

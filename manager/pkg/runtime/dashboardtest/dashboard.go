@@ -1,9 +1,12 @@
-// Package dashboard reads the Grafana dashboard manifests/monitoring/dashboard.json
-// and the metric names its PromQL queries select, so that each program's
-// tests can check them against the metrics the program registers
-// (docs/operations.md, "Monitoring"). It is for tests only; it lives in the manager module
-// because the provisioner and the host definer already import that module.
-package dashboard
+// Package dashboardtest is for tests only: it reads the Grafana dashboard
+// manifests/monitoring/dashboard.json and the metric names its PromQL
+// queries select, so that each program's tests can check them against the
+// metrics the program registers (docs/operations.md, "Monitoring"). Only _test.go
+// files import it (make verify keeps it, like every package whose name
+// ends in "test", out of the binaries); it is exported, in the manager
+// module's runtime tree, because the tests of the provisioner and the host
+// definer use it too.
+package dashboardtest
 
 import (
 	"encoding/json"
