@@ -118,8 +118,9 @@ type directory struct {
 
 // location is where a PV's data lives: one directory of a pool, on one
 // node in node mode, on every node the PV lists in multihost mode (those
-// of annotations.Nodes, made at creation or given since by the host
-// definer, and of annotations.PendingNodes, still to get it).
+// of hostpathv1.AnnotationNodes, made at creation or given since by the
+// host definer, and of hostpathv1.AnnotationPendingNodes, still to get
+// it).
 type location struct{ hostpathv1.VolumeDirectory }
 
 // locationOf returns where pv's directory lives, and false when pv is not
