@@ -39,10 +39,14 @@
 //     affinity; manager answers map to the library's states in
 //     provisioningState (a directory of another PV is a final failure: two
 //     claims never share one), and finding no manager to call is retried
-//     in background.
+//     in background. A claim whose data source is a claim is a clone
+//     (clone.go): it belongs to its source's node, and the manager copies
+//     the source's directory instead of making an empty one.
 //  5. ShouldDelete (the DeletionGuard) lets only the instance of the PV's
-//     node delete; Delete removes the directory through the manager, as its
-//     owner, adopting a directory made before owner records first.
+//     node delete; Delete hands the PV to Config.Reclaim, the one deletion
+//     path (package reclaim), which takes its directory to its final state
+//     on every node that holds it, as its owner. A directory without an
+//     owner record is left alone, never adopted by a delete.
 //  6. AdoptAll gives directories made before owner records to the one PV
 //     that names them, never to two. It also marks this node's copies of
 //     multihost volumes whose owner records predate the mode as multihost:
