@@ -30,6 +30,7 @@
 package cachetrim
 
 import (
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 )
@@ -70,3 +71,25 @@ func Transform(rules ...Rule) cache.TransformFunc {
 		return obj, nil
 	}
 }
+
+// NodeStatus is the Rule of a program that reads a Node's name, labels
+// and spec.taints only (node affinity matches labels and metadata.name)
+// and never writes a Node, as the provisioner and the host definer: it
+// drops all of the Node's status (images, conditions, addresses,
+// capacity, allocatable, nodeInfo, volumesInUse, volumesAttached, ...).
+// Metadata and spec are kept whole.
+var NodeStatus = For(func(n *v1.Node) *v1.Node {
+	n.Status = v1.NodeStatus{}
+	return n
+})
+
+// PodContainers is the Rule of a program that reads a Pod's metadata,
+// spec.nodeName, spec.serviceAccountName, status.phase, status.conditions
+// and status.podIP, and never writes a Pod, as the provisioner and the
+// host definer: it drops the containers (init and ephemeral too), their
+// statuses and the volumes. The rest of spec and status is small and kept.
+var PodContainers = For(func(p *v1.Pod) *v1.Pod {
+	p.Spec.Containers, p.Spec.InitContainers, p.Spec.EphemeralContainers, p.Spec.Volumes = nil, nil, nil, nil
+	p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses = nil, nil, nil
+	return p
+})

@@ -8,7 +8,11 @@
 // package only.
 //
 // New drops every object's managedFields (the mechanism's), a Node's
-// status (trimNode) and a Pod's containers and volumes (trimPod), then
+// status (shared.NodeStatus: the provisioner and the library read a Node's
+// name, labels and spec.taints, and never write one) and a Pod's
+// containers and volumes (shared.PodContainers: the provisioner reads a
+// pod's metadata, spec.nodeName, status.phase, status.conditions and
+// status.podIP, a manager's URL), then
 // replaces each PersistentVolumeClaim and PersistentVolume that this
 // instance will never act on by a stub: a new object with the few fields
 // of the original that the provisioner library and this program read to
@@ -140,7 +144,7 @@
 //     managedFields dropped, a Node's status dropped, the claims and PVs of
 //     other provisioners as stubs (above).
 //   - Pods of --namespace matching --instance-selector (the provisioner
-//     instances): managedFields and the Pod fields of trimPod dropped.
+//     instances): managedFields and the Pod fields of shared.PodContainers dropped.
 //   - Unless --manager-url is set: Pods of --manager-namespace matching
 //     --manager-selector (the managers), trimmed the same way; every
 //     HostDefinition, managedFields dropped; and the ConfigMap
@@ -204,29 +208,7 @@ const maxShared = 64
 // client-go asks. It may run on several informers at once.
 func New(names hostpathv1.ProvisionerNames) cache.TransformFunc {
 	t := &trimmer{names: names, shared: map[string]map[string]string{}}
-	return shared.Transform(shared.For(trimNode), shared.For(trimPod), shared.For(t.claim), shared.For(t.volume))
-}
-
-// trimNode drops all of a Node's status (images, conditions, addresses,
-// capacity, allocatable, nodeInfo, volumesInUse, volumesAttached,
-// daemonEndpoints, ...): the provisioner and the library read a Node's
-// name, labels and spec.taints only (node affinity is matched on labels
-// and metadata.name), and never write a Node. Metadata and spec are kept
-// whole.
-func trimNode(n *v1.Node) *v1.Node {
-	n.Status = v1.NodeStatus{}
-	return n
-}
-
-// trimPod drops a Pod's containers, their statuses and its volumes: the
-// provisioner reads a pod's metadata (labels, UID, deletionTimestamp),
-// spec.nodeName, status.phase, status.conditions (Ready) and status.podIP
-// (a manager's URL), and never writes a Pod. The rest of spec and status
-// is small and kept.
-func trimPod(p *v1.Pod) *v1.Pod {
-	p.Spec.Containers, p.Spec.InitContainers, p.Spec.EphemeralContainers, p.Spec.Volumes = nil, nil, nil, nil
-	p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses = nil, nil, nil
-	return p
+	return shared.Transform(shared.NodeStatus, shared.PodContainers, shared.For(t.claim), shared.For(t.volume))
 }
 
 // trimmer is the state of one transform: the names and the annotation maps
