@@ -3,8 +3,8 @@
 // its informer factories (informers.WithTransform), which changes each
 // object before it is cached or handed to an event handler.
 //
-// This package is the mechanism only. What a program drops is its trim
-// list, in its own internal/app, beside the code that reads the objects:
+// This package is the mechanism, and two rules that both programs choose
+// (NodeStatus, PodContainers). What a program drops is its trim list, in its own internal/app, beside the code that reads the objects:
 // the provisioner's in provisioner/internal/app/cachetrim, the host
 // definer's in hostdefiner/internal/app (cachetrim.go). A program that
 // starts reading a field changes its own list, nothing here.

@@ -3,9 +3,9 @@
 // (package app sets New on every informer factory). It is the
 // provisioner's alone: the host definer keeps its own
 // (hostdefiner/internal/app, cachetrim.go), and the mechanism,
-// hostpath.dev/manager/pkg/runtime/cachetrim, knows of no field but
-// managedFields, so a change of what the provisioner reads changes this
-// package only.
+// hostpath.dev/manager/pkg/runtime/cachetrim, holds only managedFields
+// and the two rules both programs choose (Node status, Pod containers), so
+// a change of what the provisioner reads changes this package only.
 //
 // New drops every object's managedFields (the mechanism's), a Node's
 // status (shared.NodeStatus: the provisioner and the library read a Node's
