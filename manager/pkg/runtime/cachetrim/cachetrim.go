@@ -4,10 +4,11 @@
 // object before it is cached or handed to an event handler.
 //
 // This package is the mechanism, and two rules that both programs choose
-// (NodeStatus, PodContainers). What a program drops is its trim list, in its own internal/app, beside the code that reads the objects:
-// the provisioner's in provisioner/internal/app/cachetrim, the host
-// definer's in hostdefiner/internal/app (cachetrim.go). A program that
-// starts reading a field changes its own list, nothing here.
+// (NodeStatus, PodContainers). What a program drops is its trim list, in
+// its own internal/app, beside the code that reads the objects: the
+// provisioner's in provisioner/internal/app/cachetrim, the host definer's
+// in hostdefiner/internal/app (cachetrim.go). A program that starts
+// reading a field changes its own list, nothing here.
 //
 // # What every transform drops
 //
