@@ -35,6 +35,8 @@ managers hold with the PersistentVolumes of the provisioner, and prints:
                an owner PV that no longer exists)
   retained     a directory no PV refers to whose owner PV was deleted with
                reclaim policy Retain: kept on purpose
+  misplaced    a directory no PV refers to whose owner PV exists but names
+               another place (a renamed pool, say): never removed
   missing      a PV whose directory is not on a node it should be on (its
                node; for a multihost PV, each node of hostpath.dev/nodes)
   pending      a multihost PV whose directory is not yet on a node of its
