@@ -15,12 +15,15 @@
 #     peak RSS is this run's), COUNT claims of class hostpath-immediate with
 #     directory checks, then scripts/footprint.sh.
 # Claims are pinned round robin to the real nodes, all created at once in a
-# fresh namespace, then deleted (e2e/cmd/benchprovision run). At the end:
-# the report of each setting, ours against the floor, and SVG plots.
+# fresh namespace, then deleted (e2e/cmd/benchprovision run). With
+# BENCH_ROUNDS=R (default 1) each setting runs R rounds, the floor then ours
+# in each. At the end: the report of each setting, ours against the floor of
+# the same round, with R > 1 each figure's ratio over the rounds (min,
+# median, max), and SVG plots.
 # Always (also on failure or Ctrl-C): the no-op provisioner stopped, its class
 # deleted, kube-controller-manager's original limits restored.
 #
-# Environment: N, BENCH_KCM, BENCH_PLOTS (folder for the plots and
+# Environment: N, BENCH_KCM, BENCH_ROUNDS, BENCH_PLOTS (folder for the plots and
 # results.json; default a new temporary folder), BENCH_TIMEOUT (each wait of
 # a run, default 15m), ROLLOUT_TIMEOUT (seconds, default 300), BENCH_SETTLE
 # (seconds to wait after restarting kube-controller-manager, default 10),
@@ -33,11 +36,13 @@ N=${N:-1000}
 while [ $# -gt 0 ]; do
   case $1 in
   -n | --count) N=${2:?-n needs a number}; shift 2 ;;
-  *) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "the number of claims must be a positive integer, got '$N'"
 read -r -a SETTINGS <<< "${BENCH_KCM:-1000/2000 200/400 default}"
+ROUNDS=${BENCH_ROUNDS:-1}
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive integer, got '$ROUNDS'"
 [ ${#SETTINGS[@]} -gt 0 ] || die "BENCH_KCM names no kube-controller-manager setting"
 for s in "${SETTINGS[@]}"; do
   [[ $s =~ ^([1-9][0-9]*/[1-9][0-9]*|default)$ ]] || die "BENCH_KCM: '$s' is neither QPS/BURST nor default"
@@ -156,19 +161,28 @@ EOF
 # slug SETTING: the setting as a file name part.
 slug() { echo "${1//\//-}"; }
 
+# round_arg: the round of the run, for benchprovision run (0 with one round).
+round_arg() { if [ "$ROUNDS" -gt 1 ]; then echo "$ROUND"; else echo 0; fi; }
+
+# run_key LABEL: the run's name for benchprovision report --footprint.
+run_key() { if [ "$ROUNDS" -gt 1 ]; then echo "$1#$ROUND"; else echo "$1"; fi; }
+
+# base LABEL: the file name of a run's files in $WORK, without extension.
+base() { echo "$WORK/$(slug "$1")-r$(round_arg)"; }
+
 # bench LABEL CLASS SETTINGS [ARGS...]: one benchprovision run.
 bench() {
   local label=$1 class=$2 settings=$3
   shift 3
-  "$BIN/benchprovision" run --label "$label" --kcm "$(kcm_desc)" --settings "$settings" --run-id "$RUN_ID" \
-    --count "$N" --storage-class "$class" --timeout "$BENCH_TIMEOUT" --kubeconfig "$CLUSTER_KUBECONFIG" \
-    --out "$WORK/$(slug "$label").json" "$@"
+  "$BIN/benchprovision" run --label "$label" --round "$(round_arg)" --kcm "$(kcm_desc)" --settings "$settings" \
+    --run-id "$RUN_ID" --count "$N" --storage-class "$class" --timeout "$BENCH_TIMEOUT" \
+    --kubeconfig "$CLUSTER_KUBECONFIG" --out "$(base "$label").json" "$@"
 }
 
 # run_noop SETTING: the floor's run at SETTING.
 run_noop() {
   local label=noop@$1 logf
-  logf=$WORK/$(slug "$label").log
+  logf=$(base "$label").log
   "$BIN/noopprovisioner" --kubeconfig "$CLUSTER_KUBECONFIG" --provisioner-name "$NOOP_PROVISIONER" \
     --kube-api-qps "$QPS" --kube-api-burst "$BURST" --workers "$WORKERS" \
     --metrics-address "127.0.0.1:$NOOP_PORT" > "$logf" 2>&1 < /dev/null &
@@ -179,10 +193,10 @@ run_noop() {
   }
   bench "$label" "$NOOP_CLASS" "$NOOP_DESC" || { tail -20 "$logf" >&2; return 1; }
   kill -0 "$NOOP_PID" 2> /dev/null || die "the no-op provisioner stopped during the run (log: above)"
-  "$REPO_ROOT/scripts/footprint.sh" --pid "$NOOP_PID" noopprovisioner > "$WORK/$(slug "$label").footprint"
+  "$REPO_ROOT/scripts/footprint.sh" --pid "$NOOP_PID" noopprovisioner > "$(base "$label").footprint"
   stop_noop
-  FOOTPRINTS+=(--footprint "$label=$WORK/$(slug "$label").footprint")
-  RESULTS+=("$WORK/$(slug "$label").json")
+  FOOTPRINTS+=(--footprint "$(run_key "$label")=$(base "$label").footprint")
+  RESULTS+=("$(base "$label").json")
 }
 
 # restart_ours: restart the manager and provisioner pods and wait until
@@ -205,9 +219,9 @@ run_ours() {
   bench "$label" "$OURS_CLASS" "$OURS_DESC" --nodes-dir "$NODES_DIR"
   # Someone else applying manifests/ in between would spoil the comparison.
   [ "$(ds_args)" = "$OURS_ARGS" ] || die "the provisioner's args changed during the $label run (now $(ds_args))"
-  "$REPO_ROOT/scripts/footprint.sh" > "$WORK/$(slug "$label").footprint"
-  FOOTPRINTS+=(--footprint "$label=$WORK/$(slug "$label").footprint")
-  RESULTS+=("$WORK/$(slug "$label").json")
+  "$REPO_ROOT/scripts/footprint.sh" > "$(base "$label").footprint"
+  FOOTPRINTS+=(--footprint "$(run_key "$label")=$(base "$label").footprint")
+  RESULTS+=("$(base "$label").json")
 }
 
 FOOTPRINTS=()
@@ -219,8 +233,11 @@ for s in "${SETTINGS[@]}"; do
     sleep "$BENCH_SETTLE"
   fi
   log "kube-controller-manager client limits: $(kcm_desc)"
-  run_noop "$s"
-  run_ours "$s"
+  for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
+    [ "$ROUNDS" -eq 1 ] || log "Round $ROUND of $ROUNDS at $s"
+    run_noop "$s"
+    run_ours "$s"
+  done
 done
 
 echo

@@ -48,6 +48,9 @@ type Options struct {
 	KCM string
 	// RunID is the value of RunLabel on the namespace.
 	RunID string
+	// Round numbers the runs of one label (1, 2, ...) when the script
+	// repeats them, alternating with the baseline's; 0 for a single run.
+	Round int
 	// Count is the number of claims.
 	Count int
 	// StorageClass is the claims' class; it must provision at once (Immediate).
@@ -106,6 +109,7 @@ func (o *Options) logf(format string, args ...any) {
 // Result holds the figures of one run; times are in seconds.
 type Result struct {
 	Label     string   `json:"label"`
+	Round     int      `json:"round,omitempty"`
 	Settings  string   `json:"settings"`
 	KCM       string   `json:"kcm,omitempty"`
 	Count     int      `json:"count"`

@@ -61,6 +61,7 @@ func (f *runFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.o.KCM, "kcm", "", "kube-controller-manager's client limits during the run (QPS/BURST), for the table.")
 	fs.BoolVar(&f.apiMetrics, "apiserver-metrics", true, "Count the API server's requests by verb and resource during the run (its /metrics before and after).")
 	fs.StringVar(&f.o.RunID, "run-id", "", "Value of the label "+RunLabel+" on the namespace.")
+	fs.IntVar(&f.o.Round, "round", 0, "Number of this run among the repeated runs of its label (1, 2, ...), each paired with the baseline's run of the same round; 0 for a single run.")
 	fs.IntVar(&f.o.Count, "count", 100, "Number of claims.")
 	fs.StringVar(&f.o.StorageClass, "storage-class", "hostpath-immediate", "StorageClass of the claims (Immediate binding).")
 	fs.StringVar(&f.nodes, "nodes", "", "Comma-separated nodes to pin the claims to, round robin (default: every node not labelled "+localcluster.FakeNodeLabel+"=true).")
@@ -142,7 +143,7 @@ type reportFlags struct {
 // AddFlags binds the flags of "benchprovision report" to fs.
 func (f *reportFlags) AddFlags(fs *flag.FlagSet) {
 	f.footprints = labelFiles{}
-	fs.Var(f.footprints, "footprint", "LABEL=FILE: the run LABEL's processes, in the table scripts/footprint.sh prints (repeat for each run).")
+	fs.Var(f.footprints, "footprint", "LABEL=FILE (LABEL#ROUND=FILE for a run of several rounds): the run's processes, in the table scripts/footprint.sh prints (repeat for each run).")
 	fs.StringVar(&f.plots, "plots", "", "Folder to write the SVG plots into (created if needed); empty: none.")
 	fs.StringVar(&f.json, "json", "", "File to write the results, footprints included, into as a JSON list; empty: none.")
 	fs.StringVar(&f.kind, "baseline", BaselineKind, "KIND, in the run labels, of the baseline runs.")
@@ -206,11 +207,12 @@ func readResults(files []string, footprints labelFiles) ([]Result, error) {
 		if err := json.Unmarshal(b, &results[i]); err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		fpFile, ok := footprints[results[i].Label]
+		key := runKey(results[i])
+		fpFile, ok := footprints[key]
 		if !ok {
 			continue
 		}
-		used[results[i].Label] = true
+		used[key] = true
 		fp, err := readFootprint(fpFile)
 		if err != nil {
 			return nil, err
@@ -223,6 +225,15 @@ func readResults(files []string, footprints labelFiles) ([]Result, error) {
 		}
 	}
 	return results, nil
+}
+
+// runKey names a run for --footprint: its label, and "#ROUND" when it is
+// one of several rounds.
+func runKey(r Result) string {
+	if r.Round > 0 {
+		return fmt.Sprintf("%s#%d", r.Label, r.Round)
+	}
+	return r.Label
 }
 
 func readFootprint(file string) (map[string]Footprint, error) {

@@ -21,20 +21,27 @@ func ParseLabel(label string) (kind, setting string) {
 	return kind, setting
 }
 
-// pair is a run and the baseline run at the same setting; either may be
-// missing.
+// pair is a run and the baseline run at the same setting and round;
+// either may be missing.
 type pair struct {
 	setting   string
+	round     int
 	run, base *Result
 }
 
-// pairs groups results by setting, in the order the settings first appear:
-// each run of another kind than baseline is paired with the setting's
-// baseline run (the first); a setting with only a baseline run gives one
-// pair without run.
+// pairs groups results by setting, in the order the settings first appear,
+// then by round: each run of another kind than baseline is paired with the
+// baseline run of its setting and round (the first such), else with the
+// setting's first baseline run; a setting with only baseline runs gives
+// one pair without run.
 func pairs(results []Result, baseline string) []pair {
+	type key struct {
+		setting string
+		round   int
+	}
 	var settings []string
-	bases := map[string]*Result{}
+	bases := map[key]*Result{}
+	firstBase := map[string]*Result{}
 	runs := map[string][]*Result{}
 	for i := range results {
 		r := &results[i]
@@ -42,20 +49,25 @@ func pairs(results []Result, baseline string) []pair {
 		if !slices.Contains(settings, setting) {
 			settings = append(settings, setting)
 		}
+		k := key{setting, r.Round}
 		switch {
 		case kind != baseline:
 			runs[setting] = append(runs[setting], r)
-		case bases[setting] == nil:
-			bases[setting] = r
+		case bases[k] == nil:
+			bases[k] = r
+			if firstBase[setting] == nil {
+				firstBase[setting] = r
+			}
 		}
 	}
 	var out []pair
 	for _, s := range settings {
 		if len(runs[s]) == 0 {
-			out = append(out, pair{setting: s, base: bases[s]})
+			out = append(out, pair{setting: s, base: firstBase[s]})
 		}
 		for _, r := range runs[s] {
-			out = append(out, pair{setting: s, run: r, base: bases[s]})
+			base := cmp.Or(bases[key{s, r.Round}], firstBase[s])
+			out = append(out, pair{setting: s, round: r.Round, run: r, base: base})
 		}
 	}
 	return out
@@ -125,18 +137,72 @@ func ratio(a float64, aok bool, b float64, bok bool) string {
 //
 // (time until all claims Bound, run/baseline), and a table of the API
 // requests by verb and resource of both.
+//
+// A setting run in several rounds (Result.Round) gets, after its pairs, the
+// ratios of every figure over the rounds: min, median and max.
 func Report(w io.Writer, results []Result, baseline string) error {
 	var sb strings.Builder
-	for i, p := range pairs(results, baseline) {
+	ps := pairs(results, baseline)
+	for i, p := range ps {
 		if i > 0 {
 			sb.WriteString("\n")
 		}
 		if err := writePair(&sb, p, baseline); err != nil {
 			return err
 		}
+		if i == len(ps)-1 || ps[i+1].setting != p.setting {
+			if err := writeRounds(&sb, ps, p.setting, baseline); err != nil {
+				return err
+			}
+		}
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// writeRounds writes, for a setting with complete pairs in two rounds or
+// more, each figure's ratio run/baseline over those rounds.
+func writeRounds(sb *strings.Builder, ps []pair, setting, baseline string) error {
+	var rounds []pair
+	for _, p := range ps {
+		if p.setting == setting && p.run != nil && p.base != nil && p.round > 0 {
+			rounds = append(rounds, p)
+		}
+	}
+	if len(rounds) < 2 {
+		return nil
+	}
+	runKind, _ := ParseLabel(rounds[0].run.Label)
+	fmt.Fprintf(sb, "\n== kube-controller-manager %s: %s/%s over %d rounds, each against the %s run of its round ==\n",
+		cmp.Or(setting, "(unnamed setting)"), runKind, baseline, len(rounds), baseline)
+	tw := tabwriter.NewWriter(sb, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "figure\tmin\tmedian\tmax\n")
+	for _, f := range figures {
+		var rs []float64
+		for _, p := range rounds {
+			_, a, aok := f.cell(p.run)
+			_, b, bok := f.cell(p.base)
+			if aok && bok && b != 0 {
+				rs = append(rs, a/b)
+			}
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		slices.Sort(rs)
+		fmt.Fprintf(tw, "%s\t%.2fx\t%.2fx\t%.2fx\n", f.name, rs[0], median(rs), rs[len(rs)-1])
+	}
+	return tw.Flush()
+}
+
+// median is the median of sorted values (the mean of the two middle ones
+// for an even count).
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
 // labelOf is the label of r, or "KIND@SETTING" when r is missing.
@@ -157,7 +223,11 @@ func writePair(sb *strings.Builder, p pair, baseline string) error {
 		runKind, _ = ParseLabel(p.run.Label)
 	}
 	runLabel, baseLabel := labelOf(p.run, runKind, p.setting), labelOf(p.base, baseline, p.setting)
-	fmt.Fprintf(sb, "== kube-controller-manager %s: %s vs %s ==\n", cmp.Or(p.setting, "(unnamed setting)"), runLabel, baseLabel)
+	round := ""
+	if p.round > 0 {
+		round = fmt.Sprintf(", round %d", p.round)
+	}
+	fmt.Fprintf(sb, "== kube-controller-manager %s: %s vs %s%s ==\n", cmp.Or(p.setting, "(unnamed setting)"), runLabel, baseLabel, round)
 	for _, r := range []*Result{p.run, p.base} {
 		if r == nil {
 			continue

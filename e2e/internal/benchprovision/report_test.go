@@ -464,3 +464,32 @@ total                          1005  993
 		t.Errorf("table\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestReportRounds: three alternating rounds at one setting are each
+// compared with the baseline run of their own round, and the report ends
+// the setting with every figure's ratio over the rounds, min, median, max.
+func TestReportRounds(t *testing.T) {
+	var rs []Result
+	for i, bound := range [][2]float64{{27.73, 24.93}, {25.02, 25.72}, {26.42, 26.87}} {
+		ours, noop := fixedResults()[0], fixedResults()[1]
+		ours.Label, noop.Label = "ours@1000/2000", "noop@1000/2000"
+		ours.Round, noop.Round = i+1, i+1
+		ours.AllBoundSeconds, noop.AllBoundSeconds = bound[0], bound[1]
+		rs = append(rs, noop, ours)
+	}
+	var buf bytes.Buffer
+	if err := Report(&buf, rs, BaselineKind); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"== kube-controller-manager 1000/2000: ours@1000/2000 vs noop@1000/2000, round 2 ==",
+		"ratio to baseline: 0.97x (kube-controller-manager 1000/2000: time until all claims Bound, ours/noop)",
+		"== kube-controller-manager 1000/2000: ours/noop over 3 rounds, each against the noop run of its round ==",
+		"all claims Bound (s)                0.97x  0.98x   1.11x",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func (b *bench) setUp(ctx context.Context) error {
 		}
 		b.nodes = nodes
 	}
-	b.res = Result{Label: b.o.Label, Settings: b.o.Settings, KCM: b.o.KCM, Count: b.o.Count, Nodes: b.nodes}
+	b.res = Result{Label: b.o.Label, Round: b.o.Round, Settings: b.o.Settings, KCM: b.o.KCM, Count: b.o.Count, Nodes: b.nodes}
 
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "hostpath-bench-"}}
 	if b.o.RunID != "" {
