@@ -236,12 +236,7 @@ func TestAuthorityReader(t *testing.T) {
 	_, pv := e.waitBound(ctx, t, pvc.Name)
 	dir := pv.Annotations[annPVDirectory]
 
-	serviceAccount(ctx, t, e.f, e.ns, "reader")
-	bindClusterRole(ctx, t, e.f, e.ns, "reader", client.ReaderClusterRole)
-	reader, err := e.f.ServiceAccountToken(ctx, e.ns, "reader", client.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reader := roleToken(ctx, t, e.f, e.ns, "reader", client.ReaderClusterRole)
 	orphans, err := e.f.ServiceAccountToken(ctx, framework.SystemNamespace, client.OrphansServiceAccount, client.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
@@ -280,12 +275,7 @@ func TestAuthorityUnboundToken(t *testing.T) {
 	node := e.nodes[0]
 	urls := managerPods(ctx, t, e.f, e.nodes)
 
-	serviceAccount(ctx, t, e.f, e.ns, "client")
-	bindClusterRole(ctx, t, e.f, e.ns, "client", client.ClientClusterRole)
-	unbound, err := e.f.ServiceAccountToken(ctx, e.ns, "client", client.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
+	unbound := roleToken(ctx, t, e.f, e.ns, "client", client.ClientClusterRole)
 	waitAllowed(ctx, t, urls[node], unbound, "an unbound token to read")
 	name := "e2e-debug-" + framework.RandomSuffix()
 	volume := "/v1/pools/default/volumes/" + name

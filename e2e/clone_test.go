@@ -319,12 +319,7 @@ func TestCloneMultihost(t *testing.T) {
 func (e *provEnv) managerVolume(ctx context.Context, t *testing.T, node, pool, name string) client.Volume {
 	t.Helper()
 	urls := managerPods(ctx, t, e.f, e.nodes)
-	serviceAccount(ctx, t, e.f, e.ns, "reader")
-	bindClusterRole(ctx, t, e.f, e.ns, "reader", client.ReaderClusterRole)
-	token, err := e.f.ServiceAccountToken(ctx, e.ns, "reader", client.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := roleToken(ctx, t, e.f, e.ns, "reader", client.ReaderClusterRole)
 	waitAllowed(ctx, t, urls[node], token, "the reader's token to be allowed")
 	code, body := callManager(ctx, t, "GET", urls[node], "/v1/pools/"+pool+"/volumes/"+name, token, "")
 	var v client.Volume

@@ -191,6 +191,20 @@ func managerClient(ctx context.Context, t *testing.T, f *framework.Framework, ns
 	bindClusterRole(ctx, t, f, ns, sa, client.AdminClusterRole)
 }
 
+// roleToken makes the service account ns/sa, binds it to the ClusterRole
+// role until the test ends, and returns a manager token of it (audience
+// client.TokenAudience, bound to no pod).
+func roleToken(ctx context.Context, t *testing.T, f *framework.Framework, ns, sa, role string) string {
+	t.Helper()
+	serviceAccount(ctx, t, f, ns, sa)
+	bindClusterRole(ctx, t, f, ns, sa, role)
+	token, err := f.ServiceAccountToken(ctx, ns, sa, client.TokenAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
 // bindClusterRole binds the existing service account ns/sa to the
 // ClusterRole role until the test ends.
 func bindClusterRole(ctx context.Context, t *testing.T, f *framework.Framework, ns, sa, role string) {
