@@ -525,7 +525,11 @@ func (e *provEnv) killAndWaitReady(ctx context.Context, t *testing.T, node, prog
 // (its pod deleted without a grace period) while a new node joins and gets
 // the directories of 20 multihost volumes: the standby takes over, the new
 // node's definition ends Ready, every volume lists the node and has its
-// directory there exactly once, and the backfill counted each volume once.
+// directory there exactly once (checkDisks), and the backfill counted no
+// volume twice. The count may be short: directories the killed leader
+// made before it could write the status are not counted again by the new
+// leader, which finds them there (docs/hostdefiner.md says so; a CI run of
+// 2026-11-26 saw 13 of 20).
 func TestFaultHostDefinerFailoverDuringJoin(t *testing.T) {
 	ctx := t.Context()
 	e := setupHostDefiner(ctx, t)
@@ -574,8 +578,9 @@ func TestFaultHostDefinerFailoverDuringJoin(t *testing.T) {
 	e.nodes = append(e.nodes, node)
 	e.checkDisks(ctx, t)
 	d := e.waitPhase(ctx, t, node, "default", hostpathv1.PhaseReady)
-	if d.Status.BackfilledVolumes < int32(len(names)) || int(d.Status.BackfilledVolumes) > int(d.Status.MultihostVolumes) {
-		t.Errorf("HostDefinition %s: backfilled %d, multihost volumes %d; want every one of the %d backfilled once",
+	t.Logf("HostDefinition %s: backfilled %d, multihost volumes %d", d.Name, d.Status.BackfilledVolumes, d.Status.MultihostVolumes)
+	if int(d.Status.MultihostVolumes) < len(names) || d.Status.BackfilledVolumes < 1 || d.Status.BackfilledVolumes > d.Status.MultihostVolumes {
+		t.Errorf("HostDefinition %s: backfilled %d, multihost volumes %d; want all %d volumes held, and between 1 and that many counted as backfilled",
 			d.Name, d.Status.BackfilledVolumes, d.Status.MultihostVolumes, len(names))
 	}
 	e.deleteAll(ctx, t, names)

@@ -157,7 +157,8 @@ type HostDefinitionStatus struct {
 	MultihostVolumes int32 `json:"multihostVolumes,omitempty"`
 	// BackfilledVolumes counts the multihost directories the host definer
 	// has created on the node since the definition was made (those the node
-	// lacked).
+	// lacked). It is a tally: directories a leader made before it died
+	// without writing the status are not counted.
 	// +optional
 	BackfilledVolumes int32 `json:"backfilledVolumes,omitempty"`
 }
