@@ -554,14 +554,10 @@ func (s *Store) dropClone(p *pool, name, owner string, cause error) error {
 }
 
 // forgetClone removes the record of a clone that failed and gives its size
-// back (its quota is released by the caller); it returns cause.
+// back (forget; its quota is released by the caller); it returns cause.
 func (s *Store) forgetClone(root *os.Root, p *pool, name string, rec record, cause error) error {
-	if err := s.sizes.load(p, root); err != nil {
+	if err := s.forget(root, p, name, &rec, s.sizes.detect(root), 0); err != nil {
 		return errors.Join(cause, err)
 	}
-	if err := removeRecord(root, name); err != nil {
-		return errors.Join(cause, err)
-	}
-	s.sizes.unreserve(p, rec.SizeBytes, true)
 	return cause
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/util"
 
@@ -93,9 +94,9 @@ func sourceClaimName(claim *v1.PersistentVolumeClaim) (string, error) {
 	var namespace *string
 	switch ref, ds := claim.Spec.DataSourceRef, claim.Spec.DataSource; {
 	case ref != nil:
-		group, kind, name, namespace = ptrValue(ref.APIGroup), ref.Kind, ref.Name, ref.Namespace
+		group, kind, name, namespace = ptr.Deref(ref.APIGroup, ""), ref.Kind, ref.Name, ref.Namespace
 	case ds != nil:
-		group, kind, name = ptrValue(ds.APIGroup), ds.Kind, ds.Name
+		group, kind, name = ptr.Deref(ds.APIGroup, ""), ds.Kind, ds.Name
 	default:
 		return "", nil
 	}
@@ -321,13 +322,6 @@ func reportSource(recorder record.EventRecorder, claim *v1.PersistentVolumeClaim
 // mebibytes writes n bytes in MiB, for events.
 func mebibytes(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-}
-
-func ptrValue(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func groupKind(group, kind string) string {
