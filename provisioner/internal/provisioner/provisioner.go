@@ -99,9 +99,9 @@ type Config struct {
 	// FanoutMetrics records the fan-outs; nil records nothing.
 	FanoutMetrics *fanout.Metrics
 	// Recorder emits the outcome of a multihost create on the claim (which
-	// nodes are still pending) and DirectoryRemoved on a PV whose directory
-	// Delete removed; nil emits nothing. Only the owner of a
-	// claim provisions it, so only the owner records.
+	// nodes are still pending); nil emits nothing. Only the owner of a
+	// claim provisions it, so only the owner records. The events of a
+	// deletion are Config.Reclaim's (package reclaim).
 	Recorder record.EventRecorder
 	// CloneWait is how long one Provision call follows a clone's copy
 	// (DefaultCloneWait when 0).

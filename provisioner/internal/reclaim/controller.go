@@ -318,15 +318,14 @@ func (c *Controller) finish(ctx context.Context, pv *v1.PersistentVolume, o outc
 	return releaseVolume(ctx, c.cfg.Client, c.cfg.Recorder, c.cfg.FieldManager, pv, o)
 }
 
-// releaseVolume removes the finalizer of pv, then emits the event of the
-// outcome o (only logs it when o has no event type; recorder may be nil).
+// releaseVolume removes the finalizer of pv, then reports the outcome o
+// (report: an event, or only a log line when o has no event type;
+// recorder may be nil).
 func releaseVolume(ctx context.Context, c kubernetes.Interface, recorder record.EventRecorder, fieldManager string, pv *v1.PersistentVolume, o outcome) error {
 	if err := removeFinalizer(ctx, c, pv, fieldManager); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Removed the finalizer", "pv", pv.Name, "finalizer", hostpathv1.FinalizerDirectoryProtection, "outcome", o.message)
-	if o.eventType != "" && recorder != nil {
-		recorder.Event(pv, o.eventType, o.reason, o.message)
-	}
+	report(ctx, recorder, pv, o)
 	return nil
 }

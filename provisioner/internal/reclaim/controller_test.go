@@ -103,6 +103,9 @@ func TestSync(t *testing.T) {
 		wantCalls      []string
 		wantFinalizers []string
 		wantEvents     []string
+		// wantLogged are the outcomes logged instead of an event, each
+		// "reason message" (a prefix of it).
+		wantLogged []string
 		// wantRecorded, when set, is hostpathv1.AnnotationRecordedPolicy on the
 		// API server after the sync.
 		wantRecorded string
@@ -112,7 +115,7 @@ func TestSync(t *testing.T) {
 			pv:             newPV("pv-1"),
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: released,
-			wantEvents:     []string{`Normal DirectoryRemoved Removed the directory "pv-1-dir" in pool "default" on node "node-a"`},
+			wantLogged:     []string{`DirectoryRemoved Removed the directory "pv-1-dir" in pool "default" on node "node-a"`},
 		},
 		{
 			name:           "delete policy: a 404 NotFound to the DELETE is not taken for a removal: retried",
@@ -270,7 +273,7 @@ func TestSync(t *testing.T) {
 			pv:             newPV("pv-1", withAnnotation(hostpathv1.AnnotationMode, "")),
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: released,
-			wantEvents:     []string{"Normal DirectoryRemoved"},
+			wantLogged:     []string{"DirectoryRemoved"},
 		},
 		{
 			name:           "PV under deletion without the finalizer is left alone",
@@ -334,7 +337,7 @@ func TestSync(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
+			ctx, logged := logContext(t)
 			nodes := tt.nodes
 			if nodes == nil {
 				nodes = []string{selfNode, otherNode}
@@ -369,6 +372,7 @@ func TestSync(t *testing.T) {
 				}
 			}
 			checkEvents(t, events(f.recorder), tt.wantEvents)
+			checkLogged(t, logged(), tt.wantLogged)
 		})
 	}
 }

@@ -289,8 +289,11 @@ func (c *Controller) reclaimOutcome(ctx context.Context, pv *v1.PersistentVolume
 }
 
 // finalOutcome sums the holders' states up (step 4): retry while any is
-// waiting, else release with an event saying where the directory went (or
-// was already gone), where it was kept, and which gone nodes were skipped.
+// waiting, else release with a message saying where the directory went (or
+// was already gone), where it was kept, and which gone nodes were skipped:
+// a Warning event when some node kept it or was skipped, a Normal
+// DirectoryRetained event when it was marked retained, and only a log line
+// (reason DirectoryRemoved) when it was removed everywhere.
 // A node-mode PV's messages name its one node once, in the location.
 func finalOutcome(op operation, loc location, results []nodeResult) outcome {
 	var done, absent, gone, kept, waiting []string
@@ -320,9 +323,9 @@ func finalOutcome(op operation, loc location, results []nodeResult) outcome {
 		}
 		return " on " + fanout.NodeList(nodes)
 	}
-	verb, reason, failReason := "removed", ReasonDirectoryRemoved, ReasonDirectoryNotRemoved
+	verb, failReason := "removed", ReasonDirectoryNotRemoved
 	if op == opRetain {
-		verb, reason, failReason = "marked retained", ReasonDirectoryRetained, ReasonDirectoryNotRetained
+		verb, failReason = "marked retained", ReasonDirectoryNotRetained
 	}
 	if len(waiting) > 0 {
 		msg := fmt.Sprintf("the %s is not %s yet: %s", loc, verb, strings.Join(waiting, "; "))
@@ -355,8 +358,11 @@ func finalOutcome(op operation, loc location, results []nodeResult) outcome {
 		return release(v1.EventTypeWarning, failReason, msg)
 	case op == opRetain && len(done) == 0:
 		return release("", "", msg) // nothing was there to retain: logged only
+	case op == opDelete:
+		// Logged, not an event: the PV goes a moment later.
+		return release("", ReasonDirectoryRemoved, msg)
 	}
-	return release(v1.EventTypeNormal, reason, msg)
+	return release(v1.EventTypeNormal, ReasonDirectoryRetained, msg)
 }
 
 // policyRecorded reports whether every node holding pv's directory is

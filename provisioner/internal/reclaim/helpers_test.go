@@ -15,6 +15,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
@@ -200,6 +202,50 @@ func checkEvents(t *testing.T, got, want []string) {
 	for i := range want {
 		if !strings.HasPrefix(got[i], want[i]) {
 			t.Errorf("event %d = %q, want it to start with %q", i, got[i], want[i])
+		}
+	}
+}
+
+// logContext returns a test context whose logger keeps what is logged,
+// and a function that returns, as "reason message", every Info line
+// logged with a reason (report's, for an outcome without an event).
+func logContext(t *testing.T) (context.Context, func() []string) {
+	t.Helper()
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx := klog.NewContext(context.Background(), logger)
+	u, ok := logger.GetSink().(ktesting.Underlier)
+	if !ok {
+		t.Fatal("the test logger keeps no buffer")
+	}
+	return ctx, func() []string {
+		var out []string
+		for _, e := range u.GetBuffer().Data() {
+			var reason, message any
+			for i := 0; i+1 < len(e.ParameterKVList); i += 2 {
+				switch e.ParameterKVList[i] {
+				case "reason":
+					reason = e.ParameterKVList[i+1]
+				case "message":
+					message = e.ParameterKVList[i+1]
+				}
+			}
+			if e.Type == ktesting.LogInfo && reason != nil {
+				out = append(out, fmt.Sprintf("%v %v", reason, message))
+			}
+		}
+		return out
+	}
+}
+
+// checkLogged checks that got has one line per want, each starting with it.
+func checkLogged(t *testing.T, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("logged outcomes = %q, want %d starting with %q", got, len(want), want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("logged outcome %d = %q, want it to start with %q", i, got[i], want[i])
 		}
 	}
 }

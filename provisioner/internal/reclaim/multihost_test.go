@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
-	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	"hostpath.dev/manager/pkg/client"
@@ -96,6 +95,8 @@ func TestSyncMultihost(t *testing.T) {
 		wantCalls      map[string][]string // per node
 		wantFinalizers []string
 		wantEvents     []string
+		// wantLogged: as in TestSync.
+		wantLogged []string
 	}{
 		{
 			name: "instance not elected writes nothing", notElected: true,
@@ -109,7 +110,7 @@ func TestSyncMultihost(t *testing.T) {
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
 			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
 			wantFinalizers: released,
-			wantEvents:     []string{`Normal DirectoryRemoved Removed the directory "shared-dir" in pool "default" on nodes "node-a", "node-b", "node-c"`},
+			wantLogged:     []string{`DirectoryRemoved Removed the directory "shared-dir" in pool "default" on nodes "node-a", "node-b", "node-c"`},
 		},
 		{
 			name:  "one node failing: retried, the event names it, finalizer kept",
@@ -144,7 +145,7 @@ func TestSyncMultihost(t *testing.T) {
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, thirdNode},
 			wantCalls:      map[string][]string{selfNode: deleteCall, thirdNode: deleteCall},
 			wantFinalizers: released,
-			wantEvents:     []string{`Normal DirectoryRemoved Removed the directory "shared-dir" in pool "default" on nodes "node-a", "node-c"`},
+			wantLogged:     []string{`DirectoryRemoved Removed the directory "shared-dir" in pool "default" on nodes "node-a", "node-c"`},
 		},
 		{
 			name:  "a directory gone (on an unlisted node), or of another owner, is done",
@@ -205,7 +206,7 @@ func TestSyncMultihost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
+			ctx, logged := logContext(t)
 			managers := map[string]*fakeManager{}
 			for _, n := range tt.managers {
 				managers[n] = &fakeManager{deleteErr: tt.deleteErrs[n], setOwnerErr: tt.setOwnerErrs[n]}
@@ -230,6 +231,7 @@ func TestSyncMultihost(t *testing.T) {
 				t.Errorf("API writes = %v, want none", writes(f.kube))
 			}
 			checkEvents(t, events(f.recorder), tt.wantEvents)
+			checkLogged(t, logged(), tt.wantLogged)
 		})
 	}
 }

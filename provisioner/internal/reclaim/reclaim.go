@@ -51,8 +51,11 @@ import (
 
 // Reasons of the events this package emits.
 const (
-	// ReasonDirectoryRemoved (Normal, on the PV): the directory was
-	// deleted, or was already gone.
+	// ReasonDirectoryRemoved is not an event: it is the reason logged (at
+	// Info, with the message an event would have had) when the directory
+	// was deleted, or was already gone, on every node. Nobody reads an
+	// event on a PV that is gone a moment later, and each would cost an
+	// API write per deleted volume.
 	ReasonDirectoryRemoved = "DirectoryRemoved"
 	// ReasonDirectoryRetained (Normal, on the PV): the directory keeps its
 	// data and is marked retained in its owner record.
