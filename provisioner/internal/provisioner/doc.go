@@ -46,7 +46,12 @@
 //     node delete; Delete hands the PV to Config.Reclaim, the one deletion
 //     path (package reclaim), which takes its directory to its final state
 //     on every node that holds it, as its owner. A directory without an
-//     owner record is left alone, never adopted by a delete.
+//     owner record is left alone, never adopted by a delete. The order:
+//     Delete returns nil once every node is done, leaving the PV's
+//     finalizer on; the library deletes the PV (once); the reclaim
+//     controller then removes the finalizer of the PV under deletion,
+//     without calling the managers again when this instance's Delete did
+//     moments before (and after calling them when it did not).
 //  6. AdoptAll gives directories made before owner records to the one PV
 //     that names them, never to two. It also marks this node's copies of
 //     multihost volumes whose owner records predate the mode as multihost:

@@ -67,9 +67,10 @@ type Config struct {
 	Names hostpathv1.ProvisionerNames
 	// Node is the node this instance runs on.
 	Node string
-	// Client reads PersistentVolumes live (reuse), removes the finalizer of
-	// a PV whose directory Delete removed, and, in the claim sync, writes
-	// claims (the selected-node annotation).
+	// Client reads PersistentVolumes live (reuse) and, in the claim sync,
+	// writes claims (the selected-node annotation). Delete does not write
+	// the PV: the library deletes it, and the reclaim controller removes
+	// its finalizer.
 	Client kubernetes.Interface
 	// Classes reads StorageClasses from the informer cache.
 	Classes storagelisters.StorageClassLister
@@ -89,8 +90,9 @@ type Config struct {
 	// pool.
 	Targets TargetLister
 	// Reclaim takes a PV's directory to its final state on every node that
-	// holds it and removes the PV's finalizer, or fails to be retried
-	// (reclaim.Controller.Reclaim: the one deletion path).
+	// holds it and returns nil, leaving the PV's finalizer for the reclaim
+	// controller to remove once the library has deleted the PV, or fails
+	// to be retried (reclaim.Controller.Reclaim: the one deletion path).
 	Reclaim func(ctx context.Context, pv *v1.PersistentVolume) error
 	// CreateFanout shapes the fan-out of a multihost create to the nodes;
 	// its Retryable, when nil, is that of manager errors (transport

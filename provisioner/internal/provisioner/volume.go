@@ -347,9 +347,12 @@ func setPath(pv *v1.PersistentVolume, path string) {
 }
 
 // Delete takes a Released PV's directory to its final state on every node
-// that holds it, as the directory's owner, and then removes the PV's
-// finalizer, all through the one deletion path (Config.Reclaim, package
-// reclaim); the library then deletes the PV. While a node that holds the
+// that holds it, as the directory's owner, through the one deletion path
+// (Config.Reclaim, package reclaim), and returns nil once every node is
+// done. It leaves the PV's finalizer on: the library then deletes the PV
+// (its one DELETE), and the reclaim controller removes the finalizer of
+// the PV under deletion, without asking the managers again when this
+// instance's Delete did moments before. While a node that holds the
 // directory is not done, Delete fails and the library retries. A PV whose
 // Delete succeeded here a moment ago is done at once: see
 // Provisioner.deleted.

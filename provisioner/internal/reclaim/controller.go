@@ -65,7 +65,10 @@ type Config struct {
 }
 
 // Controller removes or retains the directories of node-mode and multihost
-// PVs under deletion and then removes their finalizer (hostpathv1.FinalizerDirectoryProtection), in the
+// PVs under deletion and then removes their finalizer
+// (hostpathv1.FinalizerDirectoryProtection), without a second fan-out for a
+// PV whose directory its Reclaim took to its final state for the library
+// moments before; it is the only remover of that finalizer. It has the
 // shape of Kubernetes' sample-controller: the informer queues PV names,
 // workers sync one name at a time from the lister, failures are retried with
 // backoff (package worker).
@@ -76,6 +79,10 @@ type Controller struct {
 	nodes   corelisters.NodeLister
 	synced  []cache.InformerSynced
 	queue   *worker.Queue[string]
+	// finished remembers the PVs whose directory Reclaim took to its
+	// final state for the library, so that the pass after the library's
+	// DELETE removes the finalizer without a second fan-out.
+	finished *finishedSet
 	// watchErr is the failure to register the event handlers, returned
 	// by Run.
 	watchErr error
@@ -95,6 +102,7 @@ func NewController(cfg Config) *Controller {
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
+	c.finished = newFinishedSet(c.clock)
 	c.queue = worker.NewQueue("reclaim", c.sync)
 	_, errVolumes := cfg.Volumes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.volumeChanged,
@@ -248,7 +256,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if acts, err := c.acts(pv, loc); !acts || err != nil {
 		return err
 	}
-	return c.Reclaim(ctx, pv)
+	return c.finalize(ctx, pv, loc)
 }
 
 // syncLive looks after a PV not under deletion: in node mode, the
@@ -263,9 +271,9 @@ func (c *Controller) syncLive(ctx context.Context, pv *v1.PersistentVolume, loc 
 			}
 		}
 		// A Released (or Failed) PV is not given the finalizer: its claim
-		// is gone and the library reclaims it (Reclaim takes the finalizer
-		// off once the directory is removed, which must not be undone
-		// before the library deletes the PV).
+		// is gone and the library reclaims it and deletes it at once;
+		// adding the finalizer now would race that for nothing (one more
+		// PATCH, and the PV would wait for a pass of this controller).
 		if loc.Node == c.cfg.Node && !hasFinalizer(pv) && pv.Status.Phase != v1.VolumeReleased && pv.Status.Phase != v1.VolumeFailed {
 			klog.FromContext(ctx).V(2).Info("Adding the finalizer to a PersistentVolume made without it", "finalizer", hostpathv1.FinalizerDirectoryProtection)
 			return EnsureFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager)
@@ -306,8 +314,9 @@ func (c *Controller) acts(pv *v1.PersistentVolume, loc location) (bool, error) {
 	return elected, nil
 }
 
-// finish carries out an outcome: it removes the finalizer and then emits the
-// event, or emits the event and returns the error to retry.
+// finish carries out an outcome in the Controller's path: it removes the
+// finalizer and then reports the outcome, or emits the event and returns
+// the error to retry.
 func (c *Controller) finish(ctx context.Context, pv *v1.PersistentVolume, o outcome) error {
 	if !o.release {
 		if o.eventType != "" {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
@@ -29,6 +30,8 @@ type controllerFixture struct {
 	manager  *fakeManager
 	asked    []string // nodes whose manager was asked for
 	recorder *record.FakeRecorder
+	// pvCache is the PV informer's cache, which the Controller reads.
+	pvCache cache.Indexer
 }
 
 // newControllerFixture puts pvs and nodes in the clientset and in the
@@ -54,7 +57,8 @@ func newControllerFixture(t *testing.T, inst fakeInstances, mgr *fakeManager, ma
 			t.Fatal(err)
 		}
 	}
-	f := &controllerFixture{kube: kube, manager: mgr, recorder: record.NewFakeRecorder(10)}
+	f := &controllerFixture{kube: kube, manager: mgr, recorder: record.NewFakeRecorder(10),
+		pvCache: factory.Core().V1().PersistentVolumes().Informer().GetIndexer()}
 	f.ctrl = NewController(Config{
 		ProvisionerNames: testNames,
 		Node:             selfNode,

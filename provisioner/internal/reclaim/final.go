@@ -16,10 +16,11 @@ import (
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
-// The one way a PV's directory reaches its final state (Controller.Reclaim,
-// which the library's Delete and the finalizer controller both call), and
-// the one way its owner records follow its reclaim policy
-// (Controller.recordPolicy):
+// The one way a PV's directory reaches its final state
+// (Controller.reclaimOutcome, which the library's Delete reaches through
+// Controller.Reclaim and the finalizer controller through
+// Controller.finalize), and the one way its owner records follow its
+// reclaim policy (Controller.recordPolicy):
 //
 //  1. holders: the nodes that may hold the directory, each required (the PV
 //     waits for it) or not. Node mode: the PV's node, required while its
@@ -38,9 +39,28 @@ import (
 //     owner's directory, left alone) or waiting. A required node without a
 //     serving manager, or whose pool is missing, is waiting: a missing pool
 //     is not a removed directory.
-//  4. The PV is released (its finalizer removed) only when no node is
-//     waiting; otherwise a Warning names every waiting node and why, and
-//     the PV is retried.
+//  4. While any node is waiting, a Warning names every waiting node and
+//     why, the finalizer stays, and the PV is retried. Once none is, the
+//     PV may go, and only the finalizer controller removes the finalizer
+//     (finalize), in this order:
+//     - The library's path (Reclaim, from provisioner.Provisioner.Delete,
+//     for a Released PV with policy Delete): Reclaim reports the outcome,
+//     remembers the PV (finishedSet: UID, policy Delete, location, for
+//     finishedTTL) and returns nil, leaving the finalizer on. The library
+//     then DELETEs the PV (its one DELETE: its shouldDelete is false for a
+//     PV with a deletionTimestamp), which puts it under deletion with the
+//     finalizer; the finalizer controller's pass on it finds it
+//     remembered and removes the finalizer with one JSON patch, without
+//     calling the managers again.
+//     - Any other PV under deletion with the finalizer that is not Bound
+//     (deleted by hand or by nodegone.go, or one this process does not
+//     remember: after a restart, on another instance, its policy or
+//     location changed, remembered too long ago): finalize runs steps 1
+//     to 3 and removes the finalizer only once no node is waiting, so the
+//     managers have confirmed the directory's final state before the PV
+//     goes.
+//     A PV made before the finalizer existed, without it, is deleted by the
+//     library as soon as Reclaim returns nil.
 
 // operation is what a fan-out asks each holder's manager.
 type operation int
@@ -252,16 +272,57 @@ func (op operation) metricName() string {
 	return fanout.OperationRecordPolicy
 }
 
+// Reclaim is the library's path (provisioner.Provisioner.Delete, on the
+// instance its DeletionGuard chose, for a Released PV with policy Delete):
+// the library DELETEs the PV itself as soon as Reclaim returns nil.
 // Reclaim takes the directory of pv, a PV of this provisioner that is not
 // Bound, to its final state on every node that holds it (reclaim policy
-// Delete: removed; otherwise: marked retained), then removes pv's
-// finalizer and records what was done. While a node that holds it is not
-// done, the finalizer stays: Reclaim emits a Warning naming the nodes and
-// returns an error, to be retried. The library's Delete (on the instance
-// its DeletionGuard chose) and the Controller (on the instance that acts
-// for a PV under deletion) both call it.
+// Delete: removed; otherwise: marked retained) and reports what was done;
+// it does not remove pv's finalizer. Once no node is waiting it remembers
+// pv (policy Delete only: see finishedSet) and returns nil; the library's
+// DELETE then puts pv under deletion, and the Controller's pass removes
+// the finalizer without asking the managers again (finalize). While a node
+// that holds the directory is not done, Reclaim emits a Warning naming
+// the nodes and returns an error, to be retried, and remembers nothing. A
+// PV remembered already (the library syncs it again before its DELETE
+// went through) returns nil at once.
 func (c *Controller) Reclaim(ctx context.Context, pv *v1.PersistentVolume) error {
-	return c.finish(ctx, pv, c.reclaimOutcome(ctx, pv))
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pv", klog.KObj(pv))
+	ctx = klog.NewContext(ctx, logger)
+	loc, ours := locationOf(pv, c.cfg.ProvisionerNames)
+	if ours && c.finished.has(pv, loc) {
+		logger.V(4).Info("The directory reached its final state here already; the library deletes the PersistentVolume")
+		return nil
+	}
+	o := c.reclaimOutcome(ctx, pv)
+	if !o.release {
+		return c.finish(ctx, pv, o)
+	}
+	report(ctx, c.cfg.Recorder, pv, o)
+	if ours {
+		c.finished.add(pv, loc)
+	}
+	logger.V(2).Info("The directory reached its final state; the library deletes the PersistentVolume, then the finalizer comes off",
+		"finalizer", hostpathv1.FinalizerDirectoryProtection, "outcome", o.message)
+	return nil
+}
+
+// finalize is the Controller's path for pv, a PV of this provisioner
+// under deletion that is not Bound, with the finalizer, on the instance
+// that acts for it; loc is where its directory lives. A PV that Reclaim
+// remembers (finishedSet) only loses its finalizer: the managers answered
+// for it moments ago. Any other goes through steps 1 to 3, and its
+// finalizer comes off only when no node is waiting (finish).
+func (c *Controller) finalize(ctx context.Context, pv *v1.PersistentVolume, loc location) error {
+	if !c.finished.has(pv, loc) {
+		return c.finish(ctx, pv, c.reclaimOutcome(ctx, pv))
+	}
+	if err := removeFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Removed the finalizer; the directory reached its final state here before the library deleted the PersistentVolume",
+		"finalizer", hostpathv1.FinalizerDirectoryProtection)
+	return nil
 }
 
 // reclaimOutcome runs steps 1 to 3 for pv's final state and says what

@@ -51,7 +51,8 @@ func newMultihostFixture(t *testing.T, elected bool, managers map[string]*fakeMa
 			t.Fatal(err)
 		}
 	}
-	f := &controllerFixture{kube: kube, recorder: record.NewFakeRecorder(10)}
+	f := &controllerFixture{kube: kube, recorder: record.NewFakeRecorder(10),
+		pvCache: factory.Core().V1().PersistentVolumes().Informer().GetIndexer()}
 	f.ctrl = NewController(Config{
 		ProvisionerNames: testNames, Node: selfNode, FieldManager: testFieldManager, Client: kube,
 		Volumes: factory.Core().V1().PersistentVolumes(), Nodes: factory.Core().V1().Nodes(),

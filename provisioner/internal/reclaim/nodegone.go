@@ -29,7 +29,8 @@ import (
 //     with reclaim policy Delete that is not Bound (Released, Available,
 //     Failed) with a Warning event VolumeDeleted saying that the directory
 //     went with the node; the finalizer then comes off as for any PV of a
-//     gone node (Controller.releaseOrphan). A Bound PV is never deleted (its
+//     gone node (Controller.finalize: the gone node is skipped, with a
+//     Warning DirectoryNotRemoved). A Bound PV is never deleted (its
 //     claim is the user's to delete; it is deleted after the grace period
 //     once Released), and a Retain PV stays, marked.
 //

@@ -5,15 +5,30 @@
 // only after every node that holds its directory has reached its final
 // state (removed for Delete, marked retained for Retain or Recycle).
 //
-// There is one deletion path, Controller.Reclaim (final.go): the library's
-// Delete (provisioner.Provisioner.Delete, for a Released PV with policy
-// Delete) and the Controller (for a PV under deletion that is not Bound)
-// both call it. It finds the nodes that hold the directory, makes one
-// bounded parallel fan-out to their managers, reads every answer with
-// client.Classify, and removes the finalizer hostpath.dev/directory-
-// protection (hostpathv1.FinalizerDirectoryProtection) only when every
-// required node is done; otherwise a Warning names the nodes and why, and
-// the PV is retried. See final.go for the steps.
+// There is one deletion path (final.go): it finds the nodes that hold the
+// directory, makes one bounded parallel fan-out to their managers, and
+// reads every answer with client.Classify; while a required node is not
+// done, a Warning names the nodes and why, the finalizer
+// hostpath.dev/directory-protection (hostpathv1.FinalizerDirectoryProtection)
+// stays, and the PV is retried. Two callers take it, in this order for a
+// claim deleted with policy Delete:
+//
+//  1. The library's Delete (provisioner.Provisioner.Delete, for a Released
+//     PV with policy Delete) calls Controller.Reclaim, which returns nil
+//     once every required node is done, leaving the finalizer on, and
+//     remembers the PV in memory (finishedSet: its UID, policy Delete and
+//     location, for a few minutes). The library then DELETEs the PV, once:
+//     Reclaim wrote nothing to the PV, so no watch event of ours makes the
+//     library sync it again, and its shouldDelete is false once the PV has
+//     a deletionTimestamp.
+//  2. The Controller (for a PV under deletion that is not Bound, on the
+//     instance that acts for it) removes the finalizer with one JSON patch:
+//     at once for a PV that Reclaim remembers, after the fan-out for any
+//     other (a PV deleted by hand, a restart, another instance, a policy
+//     or location changed since). The PV then goes.
+//
+// A PV without the finalizer (made before it existed) is deleted by the
+// library as soon as Reclaim returns nil. See final.go for the steps.
 //
 // The Controller also records a changed reclaim policy with the directory
 // on every node that holds it (hostpathv1.AnnotationRecordedPolicy says
