@@ -5,8 +5,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/cache"
-
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
@@ -120,20 +118,7 @@ type Config struct {
 // through the manager; the claim sync (ClaimSync) writes claims and events.
 type Provisioner struct {
 	cfg Config
-	// deleted holds the UIDs of PVs whose Delete succeeded here within
-	// deletedTTL: the library syncs a PV again when the finalizer patch
-	// of that Delete comes back through its cache before its own delete
-	// of the PV does (how often: docs/benchmarks.md, "Second syncs of
-	// deleted PVs"), and such a sync has nothing left to do but the
-	// library's delete of the PV, which it still does.
-	deleted *cache.Expiring
 }
-
-// deletedTTL is how long a finished Delete is remembered: longer than the
-// informer lag under any load, shorter than anything a user would notice
-// if a PV object were somehow brought back with the same UID (it cannot
-// be: UIDs are never reused).
-const deletedTTL = 5 * time.Minute
 
 var (
 	_ controller.Provisioner      = &Provisioner{}
@@ -144,7 +129,7 @@ var (
 
 // New returns the Provisioner of the instance on cfg.Node.
 func New(cfg Config) *Provisioner {
-	return &Provisioner{cfg: cfg, deleted: cache.NewExpiring()}
+	return &Provisioner{cfg: cfg}
 }
 
 // SupportsBlock reports false: volumes are directories.

@@ -354,19 +354,12 @@ func setPath(pv *v1.PersistentVolume, path string) {
 // the PV under deletion, without asking the managers again when this
 // instance's Delete did moments before. While a node that holds the
 // directory is not done, Delete fails and the library retries. A PV whose
-// Delete succeeded here a moment ago is done at once: see
-// Provisioner.deleted.
+// Delete succeeded here a moment ago (the library syncs it again before
+// its DELETE went through) is done at once, without a manager call:
+// Config.Reclaim remembers it.
 func (p *Provisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
 	if !p.ShouldDelete(ctx, pv) {
 		return &controller.IgnoredError{Reason: "another instance deletes the volume"}
 	}
-	if _, done := p.deleted.Get(pv.UID); done {
-		klog.FromContext(ctx).V(4).Info("The volume was deleted here already; the library deletes the PV again", "pv", pv.Name)
-		return nil
-	}
-	if err := p.cfg.Reclaim(ctx, pv); err != nil {
-		return err
-	}
-	p.deleted.Set(pv.UID, struct{}{}, deletedTTL)
-	return nil
+	return p.cfg.Reclaim(ctx, pv)
 }

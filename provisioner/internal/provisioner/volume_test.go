@@ -317,10 +317,10 @@ func TestProvisionNodeWithoutHostnameLabel(t *testing.T) {
 }
 
 // TestDelete: the library's Delete goes through the one deletion path
-// (Config.Reclaim) on the instance the DeletionGuard names, passes its
-// failure on for the library to retry, and after a success does nothing
-// more for the same PV (the library syncs it again from a cache that has
-// not seen its own delete yet).
+// (Config.Reclaim) on the instance the DeletionGuard names, every time
+// (Reclaim itself remembers a PV it finished, and answers a second call
+// without a manager call: package reclaim's TestReclaimThenFinalize), and
+// passes its failure on for the library to retry.
 func TestDelete(t *testing.T) {
 	failed := errors.New("the directory is not removed yet on node-b")
 	tests := []struct {
@@ -333,10 +333,10 @@ func TestDelete(t *testing.T) {
 		wantIgnored bool
 		wantErr     string
 	}{
-		{name: "own volume", node: selfNode, wantCalls: 1},
+		{name: "own volume", node: selfNode, wantCalls: 2},
 		{name: "volume of another node", node: otherNode, wantIgnored: true},
 		{name: "reclaim fails: retried", node: selfNode, reclaimErr: failed, wantCalls: 2, wantErr: failed.Error()},
-		{name: "multihost, elected", multihost: true, elected: true, wantCalls: 1},
+		{name: "multihost, elected", multihost: true, elected: true, wantCalls: 2},
 		{name: "multihost, not elected", multihost: true, wantIgnored: true},
 	}
 	for _, tc := range tests {
