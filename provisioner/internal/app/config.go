@@ -206,9 +206,11 @@ func eventClient(cfg *rest.Config, qps float32, burst int) (*typedcorev1.CoreV1C
 // HostDefinitions, the CA bundle of the managers' certificates, and this
 // node's CSIStorageCapacity objects. Every factory trims what it caches
 // with the transform of package cachetrim (whose package doc says what each
-// cache holds): the claims and PVs of other provisioners are stubs.
+// cache holds), and the claims and PVs of other provisioners are not
+// cached at all (cachetrim.Keep).
 type Informers struct {
-	// Claims, Volumes, Classes and Nodes are cluster-wide.
+	// Claims and Volumes are those of the cluster that cachetrim.Keep
+	// accepts; Classes and Nodes are cluster-wide.
 	Claims  coreinformers.PersistentVolumeClaimInformer
 	Volumes coreinformers.PersistentVolumeInformer
 	Classes storageinformers.StorageClassInformer
@@ -247,8 +249,11 @@ type factory interface {
 // newInformers makes the informers of the Options and registers every one
 // of them with its factory, so that starting the factories starts them all.
 func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Interface) *Informers {
-	trim := cachetrim.New(hostpathv1.NewProvisionerNames(o.ProvisionerName))
+	names := hostpathv1.NewProvisionerNames(o.ProvisionerName)
+	trim := cachetrim.New(names)
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTransform(trim))
+	// The claim and PV informers cache only what cachetrim.Keep accepts.
+	cachetrim.Register(cluster, names)
 	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector, trim)
 	i := &Informers{
 		Claims:    cluster.Core().V1().PersistentVolumeClaims(),

@@ -124,7 +124,7 @@ func (s *ClaimSync) sync(ctx context.Context, key string) error {
 		// clones that wait for it may go on.
 		return s.enqueueClones(claim)
 	}
-	d, err := s.prov.decide(claim)
+	d, err := s.prov.decide(ctx, claim)
 	if err != nil {
 		return err
 	}

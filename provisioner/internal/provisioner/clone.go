@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -111,19 +112,24 @@ func sourceClaimName(claim *v1.PersistentVolumeClaim) (string, error) {
 
 // cloneSource resolves the data source of claim, of StorageClass class,
 // from the caches: nil when the claim is no clone, else the source, or
-// a *sourceError.
-func (p *Provisioner) cloneSource(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) (*source, error) {
+// a *sourceError. A source claim that is not in the cache is looked up on
+// the API server: the informers do not cache another provisioner's claims
+// (package cachetrim), and such a source gets the error of its class.
+func (p *Provisioner) cloneSource(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) (*source, error) {
 	name, err := sourceClaimName(claim)
 	if name == "" || err != nil {
 		return nil, err
 	}
 	what := fmt.Sprintf("source claim %s/%s", claim.Namespace, name)
 	src, err := p.cfg.Claims.PersistentVolumeClaims(claim.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		src, err = p.cfg.Client.CoreV1().PersistentVolumeClaims(claim.Namespace).Get(ctx, name, metav1.GetOptions{})
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, invalidSource("%s does not exist (a clone's source must be a claim of the clone's own namespace)", what)
 	case err != nil:
-		return nil, fmt.Errorf("get %s from the cache: %w", what, err)
+		return nil, fmt.Errorf("get %s: %w", what, err)
 	case util.GetPersistentVolumeClaimClass(src) != class.Name:
 		return nil, invalidSource("%s is of StorageClass %q, the clone of %q: a clone must be of its source's StorageClass", what, util.GetPersistentVolumeClaimClass(src), class.Name)
 	case src.Spec.VolumeName == "" || src.Status.Phase != v1.ClaimBound:

@@ -93,7 +93,7 @@ func TestCloneDecision(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			objects := append(append(testNodes(), testClasses()...), tc.objects...)
 			f := newFixture(t, fakeInstances{elected: tc.elected, nodes: []string{selfNode, otherNode}}, append(objects, tc.clone)...)
-			d, err := f.prov.decide(tc.clone)
+			d, err := f.prov.decide(ctx, tc.clone)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -40,7 +40,7 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 	if _, err := requestedBytes(size); err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
-	src, err := p.cloneSource(claim, opts.StorageClass)
+	src, err := p.cloneSource(ctx, claim, opts.StorageClass)
 	if err == nil && src != nil && !src.dir.Multihost {
 		err = invalidSource("the PersistentVolume %q of source claim %s is of mode %q: a multihost clone needs a multihost source", src.pv.Name, src.claim.Name, hostpathv1.ModeNode)
 	}

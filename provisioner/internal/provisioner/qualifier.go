@@ -114,9 +114,9 @@ type absence struct {
 // decide reads the claim's StorageClass and applies the node annotations. The
 // error is that of the election of a multihost claim's owner. A claim whose
 // storage-provisioner annotations name another provisioner is not served,
-// whatever its class says, as the library would not provision it: the
-// informers keep it as a stub (package cachetrim), without a class.
-func (p *Provisioner) decide(claim *v1.PersistentVolumeClaim) (decision, error) {
+// whatever its class says, as the library would not provision it (nor do
+// the informers cache it: package cachetrim).
+func (p *Provisioner) decide(ctx context.Context, claim *v1.PersistentVolumeClaim) (decision, error) {
 	if cachetrim.ForeignClaim(claim, p.cfg.Names) {
 		return decision{verdict: notServed}, nil
 	}
@@ -139,7 +139,7 @@ func (p *Provisioner) decide(claim *v1.PersistentVolumeClaim) (decision, error) 
 		}
 		return d, err
 	}
-	src, err := p.cloneSource(claim, class)
+	src, err := p.cloneSource(ctx, claim, class)
 	var se *sourceError
 	switch {
 	case errors.As(err, &se):
@@ -250,7 +250,7 @@ func (p *Provisioner) elected(claim *v1.PersistentVolumeClaim) (bool, error) {
 // writes nothing itself: the claim sync reports the problems of claims and
 // sets selected-node.
 func (p *Provisioner) ShouldProvision(ctx context.Context, claim *v1.PersistentVolumeClaim) bool {
-	d, err := p.decide(claim)
+	d, err := p.decide(ctx, claim)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Failed to decide whether to provision the claim", "pvc", klog.KObj(claim))
 		return false

@@ -51,14 +51,14 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 	if err := checkClaim(claim, params.Mode); err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
-	src, err := p.cloneSource(claim, opts.StorageClass)
+	src, err := p.cloneSource(ctx, claim, opts.StorageClass)
 	if err != nil {
 		reportSource(p.cfg.Recorder, claim, err)
 		return nil, cloneState(err), err
 	}
 	choice := chooseNode(claim, src)
 	if choice.node != p.cfg.Node {
-		return p.provisionElsewhere(claim)
+		return p.provisionElsewhere(ctx, claim)
 	}
 	hostname, state, err := p.hostname()
 	if err != nil {
@@ -130,8 +130,8 @@ func (p *Provisioner) makeDirectory(ctx context.Context, mgr VolumeManager, clai
 // gives the claim back to the scheduler when this instance is elected to
 // (decideElsewhere), and otherwise leaves it to the node's own instance
 // (the claim changed since ShouldProvision).
-func (p *Provisioner) provisionElsewhere(claim *v1.PersistentVolumeClaim) (*v1.PersistentVolume, controller.ProvisioningState, error) {
-	d, err := p.decide(claim)
+func (p *Provisioner) provisionElsewhere(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolume, controller.ProvisioningState, error) {
+	d, err := p.decide(ctx, claim)
 	if err != nil {
 		return nil, controller.ProvisioningInBackground, fmt.Errorf("%w; will retry", err)
 	}

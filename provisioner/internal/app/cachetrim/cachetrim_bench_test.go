@@ -13,6 +13,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
@@ -73,27 +74,38 @@ func claimList(b *testing.B, n int, change func(*v1.PersistentVolumeClaim)) k8sr
 
 // BenchmarkForeignCache reports what 1,000 objects of another provisioner
 // cost a provisioner instance, cached whole (managedFields dropped, as the
-// mechanism's Transform without rules leaves them) and as stubs (New), in
-// one run: an informer lists foreignObjects decoded objects through the
-// transform into a store with the indexes the provisioner's informers have
-// (by namespace, for the listers; by UID on claims, the library's), and
-// "heap-MiB/1000" is the growth of the live heap (after a GC) per 1,000
-// objects, "heap-B/object" per object. The loop times the transform of one
-// decoded object (a stub made again from it each time; the shared trim has
-// nothing left to drop after the first). The stub's sub-benchmark logs
-// both figures of its kind:
+// mechanism's Transform without rules leaves them), as stubs (New; PVs
+// only, those that name a directory of a pool: claims are never stubs),
+// and as the provisioner's informers hold them ("provisioner": passed
+// through Keep, which caches none of them, then New), in one run: an
+// informer lists foreignObjects decoded objects through the transform into
+// a store with the indexes the provisioner's informers have (by namespace,
+// for the listers; by UID on claims, the library's), and "heap-MiB/1000" is
+// the growth of the live heap (after a GC) per 1,000 objects listed,
+// "heap-B/object" per object. The loop times the transform of one decoded
+// object. Each sub-benchmark logs the figures of its kind so far:
 //
 //	go test -run '^$' -bench BenchmarkForeignCache ./internal/app/cachetrim/
 func BenchmarkForeignCache(b *testing.B) {
-	stub := New(hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName))
+	names := hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName)
+	trim := New(names)
+	keep := NewKeep(names, storagelisters.NewStorageClassLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})))
 	for _, kind := range foreignKinds {
 		perObject := map[string]float64{}
 		for _, mode := range []struct {
 			name      string
 			transform cache.TransformFunc
-		}{{"whole", shared.Transform()}, {"stub", stub}} {
+			filter    bool
+		}{{"whole", shared.Transform(), false}, {"stub", trim, false}, {"provisioner", trim, true}} {
+			if _, pv := kind.example.(*v1.PersistentVolume); mode.name == "stub" && !pv {
+				continue // claims are never stubs
+			}
 			b.Run(kind.name+"/"+mode.name, func(b *testing.B) {
-				per := cachedHeapPerObject(b, kind.list, kind.example, mode.transform)
+				list := kind.list
+				if mode.filter {
+					list = func(b *testing.B, n int) k8sruntime.Object { return keptOf(kind.list(b, n), keep) }
+				}
+				per := cachedHeapPerObject(b, list, kind.example, mode.transform)
 				perObject[mode.name] = per
 				one := kind.list(b, 1)
 				items, _ := extract(one)
@@ -105,24 +117,38 @@ func BenchmarkForeignCache(b *testing.B) {
 				}
 				b.ReportMetric(per, "heap-B/object")
 				b.ReportMetric(per*1000/(1<<20), "heap-MiB/1000")
-				if w, s := perObject["whole"], perObject["stub"]; w > 0 && s > 0 {
-					b.Logf("%s: %.0f B whole, %.0f B as a stub per object cached; %.2f and %.2f MiB per 1,000 (%.1fx less)",
-						kind.name, w, s, w*1000/(1<<20), s*1000/(1<<20), w/s)
-				}
+				b.Logf("%s: bytes of live heap per object listed: %v", kind.name, perObject)
 			})
 		}
 	}
 }
 
+// keptOf returns the items of list that keep accepts, as the provisioner's
+// informers list them (filterList).
+func keptOf(list k8sruntime.Object, keep *Keep) k8sruntime.Object {
+	switch l := list.(type) {
+	case *v1.PersistentVolumeClaimList:
+		l.Items = filterList(newFilter(keep.Claim), metav1.ListOptions{}, l.Items)
+	case *v1.PersistentVolumeList:
+		l.Items = filterList(newFilter(keep.Volume), metav1.ListOptions{}, l.Items)
+	}
+	return list
+}
+
 // cachedHeapPerObject returns the live heap that one object takes once an
 // informer has listed foreignObjects of them through transform: the growth
-// of the heap after a GC, divided by their number.
+// of the heap after a GC, divided by foreignObjects (what list made of
+// them may be fewer).
 func cachedHeapPerObject(b *testing.B, list func(*testing.B, int) k8sruntime.Object, example k8sruntime.Object, transform cache.TransformFunc) float64 {
 	b.Helper()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	lw := &onceListWatch{list: list(b, foreignObjects)}
+	items, err := extract(lw.list)
+	if err != nil {
+		b.Fatal(err)
+	}
 	inf := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	if _, ok := example.(*v1.PersistentVolumeClaim); ok {
 		// The provisioner library's index of claims by UID.
@@ -140,10 +166,10 @@ func cachedHeapPerObject(b *testing.B, list func(*testing.B, int) k8sruntime.Obj
 	if !cache.WaitForCacheSync(stop, inf.HasSynced) {
 		b.Fatal("the informer did not sync")
 	}
-	if n := len(inf.GetStore().ListKeys()); n != foreignObjects {
-		b.Fatalf("the informer holds %d objects, want %d", n, foreignObjects)
+	if n := len(inf.GetStore().ListKeys()); n != len(items) {
+		b.Fatalf("the informer holds %d objects, want %d", n, len(items))
 	}
-	lw.list = nil
+	lw.list, items = nil, nil
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -3,7 +3,6 @@ package cachetrim
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -81,18 +80,6 @@ func pending(c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
 	return c
 }
 
-// claimStubOf is what the stub of c must be.
-func claimStubOf(c *v1.PersistentVolumeClaim, keys ...string) *v1.PersistentVolumeClaim {
-	a := map[string]string{}
-	for _, k := range keys {
-		a[k] = c.Annotations[k]
-	}
-	return &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, UID: c.UID, ResourceVersion: c.ResourceVersion, Annotations: a},
-		Spec:       v1.PersistentVolumeClaimSpec{VolumeName: c.Spec.VolumeName},
-	}
-}
-
 // volumeStubOf is what the stub of pv must be.
 func volumeStubOf(pv *v1.PersistentVolume, keys ...string) *v1.PersistentVolume {
 	a := map[string]string{}
@@ -128,28 +115,14 @@ func TestTransform(t *testing.T) {
 	hostpathCSI.Spec.CSI.Driver = hostpathv1.CapacityProvisionerName
 	otherWithHostpathCSI := volumeWith(t)
 	otherWithHostpathCSI.Spec.CSI.Driver = hostpathv1.CapacityProvisionerName
-	stubbed := []string{storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner}
 	for _, tc := range []struct {
 		desc string
 		in   runtime.Object
 		// want is what Transform makes of in; nil: in, whole.
 		want runtime.Object
 	}{
-		{desc: "bound claim of another provisioner: stub", in: claimWith(t), want: claimStubOf(claimWith(t), stubbed...)},
-		{desc: "pending claim of another provisioner: stub", in: pending(claimWith(t)), want: claimStubOf(pending(claimWith(t)), stubbed...)},
-		{desc: "claim with the beta annotation alone: stub",
-			in:   claimWith(t, storagehelpers.AnnStorageProvisioner),
-			want: claimStubOf(claimWith(t), storagehelpers.AnnBetaStorageProvisioner)},
-		{desc: "pending claim not annotated yet: whole (may be ours)", in: pending(claimWith(t, storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner))},
-		{desc: "claim of the default name, instance configured with another: whole",
-			in: claimWith(t, storagehelpers.AnnStorageProvisioner+"="+hostpathv1.DefaultProvisionerName, storagehelpers.AnnBetaStorageProvisioner+"="+hostpathv1.DefaultProvisionerName)},
-		{desc: "claim of the capacity-aware name: whole",
-			in: claimWith(t, storagehelpers.AnnStorageProvisioner+"="+hostpathv1.CapacityProvisionerName, storagehelpers.AnnBetaStorageProvisioner+"="+hostpathv1.CapacityProvisionerName)},
-		{desc: "claim of the configured name: whole",
-			in: claimWith(t, storagehelpers.AnnStorageProvisioner+"="+configured.Name(), storagehelpers.AnnBetaStorageProvisioner)},
-		{desc: "claim whose beta annotation names hostpath: whole",
-			in: claimWith(t, storagehelpers.AnnBetaStorageProvisioner+"="+hostpathv1.DefaultProvisionerName)},
-		{desc: "claim with an empty annotation: whole", in: claimWith(t, storagehelpers.AnnStorageProvisioner+"=", storagehelpers.AnnBetaStorageProvisioner)},
+		{desc: "claim of another provisioner: whole (Keep leaves it out of the cache)", in: claimWith(t)},
+		{desc: "claim of hostpath: whole", in: claimWith(t, storagehelpers.AnnStorageProvisioner+"="+hostpathv1.DefaultProvisionerName)},
 		{desc: "PV of another provisioner: stub", in: volumeWith(t), want: volumeStubOf(volumeWith(t), storagehelpers.AnnDynamicallyProvisioned)},
 		{desc: "PV of another provisioner naming a directory of a pool: stub with the directory",
 			in: volumeWith(t, hostpathv1.AnnotationNode+"=node-a", hostpathv1.AnnotationPool+"=default", hostpathv1.AnnotationDirectory+"=d", storagehelpers.AnnMigratedTo+"=other.example"),
@@ -183,9 +156,6 @@ func TestTransform(t *testing.T) {
 			}
 			// The library's and this program's answer is the same for the
 			// stub as for the object.
-			if c, ok := tc.in.(*v1.PersistentVolumeClaim); ok && ForeignClaim(c, configured) != ForeignClaim(got.(*v1.PersistentVolumeClaim), configured) {
-				t.Error("ForeignClaim differs between the claim and what Transform made of it")
-			}
 			if pv, ok := tc.in.(*v1.PersistentVolume); ok && ForeignVolume(pv, configured) != ForeignVolume(got.(*v1.PersistentVolume), configured) {
 				t.Error("ForeignVolume differs between the PV and what Transform made of it")
 			}
@@ -193,20 +163,10 @@ func TestTransform(t *testing.T) {
 	}
 }
 
-// TestStubFields checks that stubs have exactly the fields the package doc
-// names, from objects that have every kept field set and many more.
+// TestStubFields checks that a PV stub has exactly the fields the package
+// doc names, from a PV that has every kept field set and many more.
 func TestStubFields(t *testing.T) {
 	transform := New(hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName))
-	claim, _ := transform(claimWith(t))
-	wantClaim := []string{
-		"metadata.annotations[volume.beta.kubernetes.io/storage-provisioner]",
-		"metadata.annotations[volume.kubernetes.io/storage-provisioner]",
-		"metadata.name", "metadata.namespace", "metadata.resourceVersion", "metadata.uid",
-		"spec.volumeName",
-	}
-	if got := setFields(claim); !slices.Equal(got, wantClaim) {
-		t.Errorf("claim stub fields = %q, want %q", got, wantClaim)
-	}
 	pv, _ := transform(volumeWith(t, storagehelpers.AnnMigratedTo+"=other.example", hostpathv1.AnnotationNode+"=n", hostpathv1.AnnotationPool+"=p", hostpathv1.AnnotationDirectory+"=d"))
 	wantPV := []string{
 		"metadata.annotations[hostpath.dev/directory]", "metadata.annotations[hostpath.dev/node]",
@@ -260,41 +220,6 @@ func setFields(obj any) []string {
 	walk(reflect.ValueOf(obj), "")
 	slices.Sort(out)
 	return out
-}
-
-// TestSharedAnnotations checks that stubs that keep the same provisioner
-// annotations share one map, that those that name a directory do not, and
-// that past maxShared distinct maps stubs get maps of their own.
-func TestSharedAnnotations(t *testing.T) {
-	transform := New(configured)
-	stub := func(obj runtime.Object) map[string]string {
-		got, _ := transform(obj)
-		m, _ := meta.Accessor(got)
-		return m.GetAnnotations()
-	}
-	same := func(a, b map[string]string) bool {
-		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-	}
-	c1, c2 := claimWith(t), claimWith(t)
-	c2.Name, c2.UID = "other", "u-other"
-	if a, b := stub(c1), stub(c2); !same(a, b) {
-		t.Error("two claims of one provisioner have annotation maps of their own, want one shared")
-	}
-	if a, b := stub(volumeWith(t)), stub(volumeWith(t)); !same(a, b) {
-		t.Error("two PVs of one provisioner have annotation maps of their own, want one shared")
-	}
-	withDir := func() *v1.PersistentVolume { return volumeWith(t, hostpathv1.AnnotationDirectory+"=d") }
-	if a, b := stub(withDir()), stub(withDir()); same(a, b) {
-		t.Error("two PVs naming a directory share their annotations, want maps of their own")
-	}
-	for i := range maxShared + 2 {
-		c := claimWith(t, fmt.Sprintf("%s=p%d", storagehelpers.AnnStorageProvisioner, i))
-		want := maps.Clone(c.Annotations)
-		maps.DeleteFunc(want, func(k, _ string) bool { return !slices.Contains(claimAnnotations, k) })
-		if got := stub(c); !maps.Equal(got, want) {
-			t.Fatalf("claim %d: annotations %v, want %v", i, got, want)
-		}
-	}
 }
 
 // TestTransformNodesAndPods checks the provisioner's trims of the other

@@ -97,13 +97,15 @@ func (p *yesProvisioner) ShouldDelete(_ context.Context, pv *v1.PersistentVolume
 	return true
 }
 
-// TestLibrarySkipsStubs runs the provisioner library over informers that
-// hold stubs of claims and PVs of another provisioner, in the worst case:
-// the claims' class is ours (it was recreated for hostpath, say), and the
-// Qualifier and the DeletionGuard say yes to everything. The library must
-// provision none, delete none, count no failure and write no claim or PV.
-// A claim and a PV of ours, last in the lists, show when the library has
-// looked at every stub: one worker takes the queues in order.
+// TestLibrarySkipsStubs runs the provisioner library over the informers
+// the provisioner makes (Register, over a fake clientset), which hold
+// none of another provisioner's claims and PVs but the PVs that name a
+// directory of a pool, as stubs, in the worst case: the claims' class is
+// ours (it was recreated for hostpath, say), and the Qualifier and the
+// DeletionGuard say yes to everything. The library must provision none,
+// delete none, count no failure and write no claim or PV. A claim and a
+// PV of ours show when the library has looked at every object: one worker
+// takes the queues in order.
 func TestLibrarySkipsStubs(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -146,10 +148,19 @@ func TestLibrarySkipsStubs(t *testing.T) {
 	ourPV.Status.Phase, ourPV.Spec.PersistentVolumeReclaimPolicy = v1.VolumeReleased, v1.PersistentVolumeReclaimDelete
 	pvs = append(pvs, *ourPV)
 
-	claimInformer := newInformer(t, &v1.PersistentVolumeClaimList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: claims}, &v1.PersistentVolumeClaim{}, transform)
-	volumeInformer := newInformer(t, &v1.PersistentVolumeList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: pvs}, &v1.PersistentVolume{}, transform)
-	kube := fake.NewClientset(class)
-	classes := informers.NewSharedInformerFactory(kube, 0).Storage().V1().StorageClasses()
+	objects := []runtime.Object{class}
+	for i := range claims {
+		objects = append(objects, &claims[i])
+	}
+	for i := range pvs {
+		objects = append(objects, &pvs[i])
+	}
+	kube := fake.NewClientset(objects...)
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(transform))
+	Register(factory, names)
+	claimInformer := factory.Core().V1().PersistentVolumeClaims().Informer()
+	volumeInformer := factory.Core().V1().PersistentVolumes().Informer()
+	classes := factory.Storage().V1().StorageClasses()
 	prov := &yesProvisioner{provisionCh: make(chan string, len(claims)), deleteCh: make(chan string, len(pvs))}
 	m := metrics.New("test")
 	ctrl := controller.NewProvisionController(ktesting.NewLogger(t, ktesting.NewConfig()), kube, hostpathv1.DefaultProvisionerName, prov,
@@ -161,9 +172,11 @@ func TestLibrarySkipsStubs(t *testing.T) {
 		controller.ClassesInformer(classes.Informer()),
 		controller.MetricsInstance(m),
 	)
-	for _, inf := range []cache.SharedIndexInformer{claimInformer, volumeInformer, classes.Informer()} {
-		go inf.Run(ctx.Done())
-	}
+	factory.Start(ctx.Done())
+	defer func() {
+		cancel()
+		factory.Shutdown()
+	}()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -206,20 +219,34 @@ func TestLibrarySkipsStubs(t *testing.T) {
 		t.Errorf("the library counted failures to delete in %d series, want none", n)
 	}
 	for _, a := range kube.Actions() {
-		switch a.GetResource().Resource {
-		case "persistentvolumeclaims", "persistentvolumes":
-			t.Errorf("the library called the API server: %s %s", a.GetVerb(), a.GetResource().Resource)
+		switch r := a.GetResource().Resource; {
+		case r != "persistentvolumeclaims" && r != "persistentvolumes", a.GetVerb() == "list", a.GetVerb() == "watch":
+		default:
+			t.Errorf("the library called the API server: %s %s", a.GetVerb(), r)
 		}
 	}
-	// The stubs were in the caches the library read.
+	// The caches the library read held our claim and PV whole, the PVs
+	// that name a directory as stubs, and nothing else.
+	var cachedClaims, cachedPVs []string
 	for _, obj := range claimInformer.GetStore().List() {
-		if c := obj.(*v1.PersistentVolumeClaim); c.Name != ours.Name && c.Spec.StorageClassName != nil {
-			t.Errorf("claim %s is cached whole, want a stub", c.Name)
-		}
+		cachedClaims = append(cachedClaims, obj.(*v1.PersistentVolumeClaim).Name)
+	}
+	if !slices.Equal(cachedClaims, []string{ours.Name}) {
+		t.Errorf("cached claims %q, want only %q", cachedClaims, ours.Name)
 	}
 	for _, obj := range volumeInformer.GetStore().List() {
-		if pv := obj.(*v1.PersistentVolume); pv.Name != ourPV.Name && pv.Status.Phase != "" {
+		pv := obj.(*v1.PersistentVolume)
+		cachedPVs = append(cachedPVs, pv.Name)
+		if pv.Name != ourPV.Name && pv.Status.Phase != "" {
 			t.Errorf("PV %s is cached whole, want a stub", pv.Name)
 		}
+	}
+	slices.Sort(cachedPVs)
+	var wantPVs []string
+	for i := 0; i < 20; i += 2 {
+		wantPVs = append(wantPVs, fmt.Sprintf("pv-foreign-%02d", i))
+	}
+	if wantPVs = append(wantPVs, ourPV.Name); !slices.Equal(cachedPVs, wantPVs) {
+		t.Errorf("cached PVs %q, want %q (ours and those naming a directory)", cachedPVs, wantPVs)
 	}
 }

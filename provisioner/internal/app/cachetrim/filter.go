@@ -1,0 +1,314 @@
+package cachetrim
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/informers/internalinterfaces"
+	"k8s.io/client-go/kubernetes"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
+
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+)
+
+// Keep decides which claims and PersistentVolumes an instance caches at
+// all (see the package doc, "What is never cached").
+type Keep struct {
+	names   hostpathv1.ProvisionerNames
+	classes storagelisters.StorageClassLister
+}
+
+// NewKeep returns the decisions of an instance of names, which looks a
+// claim's StorageClass up in classes.
+func NewKeep(names hostpathv1.ProvisionerNames, classes storagelisters.StorageClassLister) *Keep {
+	return &Keep{names: names, classes: classes}
+}
+
+// Claim reports whether the instance caches claim: not when its
+// storage-provisioner annotations name another provisioner (ForeignClaim),
+// nor, when none names hostpath, when it has no StorageClass or its
+// StorageClass exists and is another provisioner's. A claim of a class
+// that does not exist (yet) is cached: the class may come and be
+// hostpath's.
+func (k *Keep) Claim(claim *v1.PersistentVolumeClaim) bool {
+	if ForeignClaim(claim, k.names) {
+		return false
+	}
+	for _, key := range claimAnnotations {
+		if p, ok := claim.Annotations[key]; ok && hostpathName(p, k.names) {
+			return true
+		}
+	}
+	name := storagehelpers.GetPersistentVolumeClaimClass(claim)
+	if name == "" {
+		return false
+	}
+	class, err := k.classes.Get(name)
+	if err != nil {
+		return true
+	}
+	return hostpathName(class.Provisioner, k.names)
+}
+
+// Volume reports whether the instance caches pv: when it is hostpath's
+// (not ForeignVolume), or names a directory of a pool with the annotations
+// hostpath.dev/node, hostpath.dev/pool or hostpath.dev/directory (cached
+// as a stub, see the package doc).
+func (k *Keep) Volume(pv *v1.PersistentVolume) bool {
+	return !ForeignVolume(pv, k.names) || namesDirectory(pv)
+}
+
+// namesDirectory reports whether pv carries one of the annotations that
+// name a directory of a pool.
+func namesDirectory(pv *v1.PersistentVolume) bool {
+	for _, key := range []string{hostpathv1.AnnotationNode, hostpathv1.AnnotationPool, hostpathv1.AnnotationDirectory} {
+		if _, ok := pv.Annotations[key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Register makes the claim and PersistentVolume informers of factory those
+// of ClaimInformer and VolumeInformer, deciding by Keep for names with the
+// factory's StorageClass cache. Call it before anything asks factory for
+// them: the first informer of a kind is the factory's.
+func Register(factory informers.SharedInformerFactory, names hostpathv1.ProvisionerNames) {
+	classes := factory.Storage().V1().StorageClasses()
+	keep := NewKeep(names, classes.Lister())
+	factory.InformerFor(&v1.PersistentVolumeClaim{}, ClaimInformer(keep.Claim, classes.Informer().HasSynced))
+	factory.InformerFor(&v1.PersistentVolume{}, VolumeInformer(keep.Volume))
+}
+
+// ClaimInformer returns the constructor of the claim informer for an
+// informer factory (SharedInformerFactory.InformerFor): every claim of the
+// cluster that keep accepts, indexed by namespace as the factory's own.
+// Its lists and watches wait until ready (the StorageClass cache keep
+// reads) has synced.
+func ClaimInformer(keep func(*v1.PersistentVolumeClaim) bool, ready cache.InformerSynced) internalinterfaces.NewInformerFunc {
+	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		claims := func() claimsAPI { return client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll) }
+		f := newFilter(keep)
+		return newFilteredInformer(client, resync, &v1.PersistentVolumeClaim{},
+			func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				if err := waitFor(ctx, ready); err != nil {
+					return nil, err
+				}
+				list, err := claims().List(ctx, opts)
+				if err != nil {
+					return nil, err
+				}
+				list.Items = filterList(f, opts, list.Items)
+				return list, nil
+			},
+			func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				if err := waitFor(ctx, ready); err != nil {
+					return nil, err
+				}
+				w, err := claims().Watch(ctx, opts)
+				if err != nil {
+					return nil, err
+				}
+				return f.watch(w, opts), nil
+			})
+	}
+}
+
+// VolumeInformer returns the constructor of the PersistentVolume informer
+// for an informer factory: every PV of the cluster that keep accepts.
+func VolumeInformer(keep func(*v1.PersistentVolume) bool) internalinterfaces.NewInformerFunc {
+	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		f := newFilter(keep)
+		return newFilteredInformer(client, resync, &v1.PersistentVolume{},
+			func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				list, err := client.CoreV1().PersistentVolumes().List(ctx, opts)
+				if err != nil {
+					return nil, err
+				}
+				list.Items = filterList(f, opts, list.Items)
+				return list, nil
+			},
+			func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				w, err := client.CoreV1().PersistentVolumes().Watch(ctx, opts)
+				if err != nil {
+					return nil, err
+				}
+				return f.watch(w, opts), nil
+			})
+	}
+}
+
+// claimsAPI is the part of the claims' client the claim informer uses.
+type claimsAPI interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*v1.PersistentVolumeClaimList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// newFilteredInformer returns a shared informer of example's kind over
+// list and watch, indexed by namespace, that uses the watch-list protocol
+// where client supports it.
+func newFilteredInformer(client kubernetes.Interface, resync time.Duration, example runtime.Object,
+	list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}
+	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
+		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+}
+
+// waitFor waits until ready says yes, or ctx is done; a nil ready is
+// ready.
+func waitFor(ctx context.Context, ready cache.InformerSynced) error {
+	if ready == nil || ready() {
+		return nil
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), ready) {
+		return fmt.Errorf("wait for the StorageClass cache: %w", context.Cause(ctx))
+	}
+	return nil
+}
+
+// filter passes on the objects keep accepts, from lists and watches, and
+// remembers the keys it passed on, so that an object it passed on and
+// that keep now refuses leaves the cache: its update becomes a deletion.
+// The informer's reflector calls List and Watch one at a time; the lock
+// covers a watch still draining while the next list starts.
+type filter[P interface {
+	*T
+	metav1.Object
+}, T any] struct {
+	keep func(P) bool
+	mu   sync.Mutex
+	kept map[string]bool
+}
+
+// newFilter returns a filter of keep.
+func newFilter[P interface {
+	*T
+	metav1.Object
+}, T any](keep func(P) bool) *filter[P, T] {
+	return &filter[P, T]{keep: keep, kept: map[string]bool{}}
+}
+
+// key is an object's key in the informer's cache.
+func key(obj metav1.Object) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return ns + "/" + obj.GetName()
+	}
+	return obj.GetName()
+}
+
+// filterList returns the items of one page of a list that f keeps, in a
+// new slice: the cache then holds no reference to the page. The first
+// page of a list (no continue token) starts the remembered keys anew.
+func filterList[P interface {
+	*T
+	metav1.Object
+}, T any](f *filter[P, T], opts metav1.ListOptions, items []T) []T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if opts.Continue == "" {
+		clear(f.kept)
+	}
+	var out []T
+	for i := range items {
+		obj := P(&items[i])
+		if f.keep(obj) {
+			f.kept[key(obj)] = true
+			out = append(out, items[i])
+		}
+	}
+	return out
+}
+
+// watch returns w with only the events of f's objects: an object keep
+// accepts comes through (and is remembered); one it refuses is dropped,
+// unless f passed it on before: then its update comes as a deletion, and
+// its deletion as one. Bookmarks and errors come through. A watch that
+// starts with the initial events (the watch-list protocol) starts the
+// remembered keys anew.
+func (f *filter[P, T]) watch(w watch.Interface, opts metav1.ListOptions) watch.Interface {
+	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		f.mu.Lock()
+		clear(f.kept)
+		f.mu.Unlock()
+	}
+	return newFilteredWatch(w, f.event)
+}
+
+// event is f's decision on one watch event.
+func (f *filter[P, T]) event(e watch.Event) (watch.Event, bool) {
+	obj, ok := e.Object.(P)
+	if !ok || (e.Type != watch.Added && e.Type != watch.Modified && e.Type != watch.Deleted) {
+		return e, true
+	}
+	k := key(obj)
+	keep := f.keep(obj)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	was := f.kept[k]
+	switch {
+	case e.Type == watch.Deleted:
+		delete(f.kept, k)
+		return e, was || keep
+	case keep:
+		f.kept[k] = true
+		return e, true
+	case was:
+		delete(f.kept, k)
+		return watch.Event{Type: watch.Deleted, Object: e.Object}, true
+	}
+	return e, false
+}
+
+// filteredWatch is a watch whose events go through a decision first. It is
+// apimachinery's watch.Filter, but for one thing: once Stop is called it
+// stops sending, where watch.Filter's goroutine blocks for ever on an
+// event nobody reads (the reflector stops a watch and never drains it,
+// every few minutes).
+type filteredWatch struct {
+	in     watch.Interface
+	out    chan watch.Event
+	decide func(watch.Event) (watch.Event, bool)
+	stop   chan struct{}
+	once   sync.Once
+}
+
+// newFilteredWatch starts passing the events of in through decide.
+func newFilteredWatch(in watch.Interface, decide func(watch.Event) (watch.Event, bool)) *filteredWatch {
+	w := &filteredWatch{in: in, out: make(chan watch.Event), decide: decide, stop: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+// ResultChan returns the events that decide kept.
+func (w *filteredWatch) ResultChan() <-chan watch.Event { return w.out }
+
+// Stop stops the watch and its goroutine.
+func (w *filteredWatch) Stop() {
+	w.once.Do(func() { close(w.stop) })
+	w.in.Stop()
+}
+
+// loop sends on the events decide keeps until in ends or Stop.
+func (w *filteredWatch) loop() {
+	defer close(w.out)
+	for e := range w.in.ResultChan() {
+		e, ok := w.decide(e)
+		if !ok {
+			continue
+		}
+		select {
+		case w.out <- e:
+		case <-w.stop:
+			return
+		}
+	}
+}

@@ -1,0 +1,266 @@
+package cachetrim
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+)
+
+// keepWith returns the Keep of the configured names with a StorageClass
+// cache that holds classes.
+func keepWith(t *testing.T, classes ...*storagev1.StorageClass) *Keep {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, c := range classes {
+		if err := indexer.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return NewKeep(configured, storagelisters.NewStorageClassLister(indexer))
+}
+
+func storageClass(name, provisioner string) *storagev1.StorageClass {
+	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner}
+}
+
+// claimOfClass is a pending claim of class (nil: none set) with the
+// storage-provisioner annotations keyValues (as claimWith).
+func claimOfClass(t *testing.T, class *string, keyValues ...string) *v1.PersistentVolumeClaim {
+	c := pending(claimWith(t, append([]string{storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner}, keyValues...)...))
+	c.Spec.StorageClassName = class
+	return c
+}
+
+func TestKeep(t *testing.T) {
+	keep := keepWith(t, storageClass("hostpath", hostpathv1.DefaultProvisionerName), storageClass("mine", configured.Name()),
+		storageClass("gp3", other))
+	ann := storagehelpers.AnnStorageProvisioner
+	for _, tc := range []struct {
+		desc  string
+		claim *v1.PersistentVolumeClaim
+		want  bool
+	}{
+		{"annotated with another provisioner, class ours", claimOfClass(t, ptr.To("hostpath"), ann+"="+other), false},
+		{"annotated with another provisioner by the beta annotation alone", claimOfClass(t, ptr.To("hostpath"), storagehelpers.AnnBetaStorageProvisioner+"="+other), false},
+		{"annotated with hostpath's default name, class another's", claimOfClass(t, ptr.To("gp3"), ann+"="+hostpathv1.DefaultProvisionerName), true},
+		{"annotated with the configured name", claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name()), true},
+		{"annotated with the capacity-aware name", claimOfClass(t, nil, ann+"="+hostpathv1.CapacityProvisionerName), true},
+		{"not annotated, class hostpath's", claimOfClass(t, ptr.To("hostpath")), true},
+		{"not annotated, class of the configured name", claimOfClass(t, ptr.To("mine")), true},
+		{"not annotated, class another's (WaitForFirstConsumer, not scheduled)", claimOfClass(t, ptr.To("gp3")), false},
+		{"not annotated, class does not exist yet", claimOfClass(t, ptr.To("later")), true},
+		{"not annotated, class \"\" (binds to PVs made by hand)", claimOfClass(t, ptr.To("")), false},
+		{"not annotated, no class (a default class comes with an update)", claimOfClass(t, nil), false},
+		{"empty annotation, class hostpath's", claimOfClass(t, ptr.To("hostpath"), ann+"="), true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := keep.Claim(tc.claim); got != tc.want {
+				t.Errorf("Keep.Claim = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		desc string
+		pv   *v1.PersistentVolume
+		want bool
+	}{
+		{"another provisioner's", volumeWith(t), false},
+		{"another provisioner's naming a directory", volumeWith(t, hostpathv1.AnnotationDirectory+"=d"), true},
+		{"another provisioner's naming a pool", volumeWith(t, hostpathv1.AnnotationPool+"=default"), true},
+		{"another provisioner's naming a node", volumeWith(t, hostpathv1.AnnotationNode+"=node-a"), true},
+		{"hostpath's", volumeWith(t, storagehelpers.AnnDynamicallyProvisioned+"="+hostpathv1.DefaultProvisionerName), true},
+		{"the configured name's", volumeWith(t, storagehelpers.AnnDynamicallyProvisioned+"="+configured.Name()), true},
+		{"migrated to hostpath", volumeWith(t, storagehelpers.AnnMigratedTo+"="+hostpathv1.CapacityProvisionerName), true},
+		{"made by hand, no annotation", volumeWith(t, storagehelpers.AnnDynamicallyProvisioned), false},
+	} {
+		t.Run("PV "+tc.desc, func(t *testing.T) {
+			if got := keep.Volume(tc.pv); got != tc.want {
+				t.Errorf("Keep.Volume = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestClaimInformer runs the informers of Register over a fake clientset
+// and changes claims under them: a claim of another provisioner is never
+// cached, one that comes to be hostpath's is cached at that update, one
+// that comes to be another's leaves the cache at that update, and the
+// handlers see an add and a delete for them, nothing for the others.
+func TestClaimInformer(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	named := func(name string, c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
+		c.Name, c.UID, c.ResourceVersion = name, "", ""
+		return c
+	}
+	ann := storagehelpers.AnnStorageProvisioner
+	namespace := claimWith(t).Namespace
+	kube := fake.NewClientset(storageClass("hostpath", hostpathv1.DefaultProvisionerName), storageClass("gp3", other),
+		named("foreign", claimOfClass(t, ptr.To("gp3"), ann+"="+other)),
+		named("ours", claimOfClass(t, ptr.To("hostpath"))),
+		named("turns-foreign", claimOfClass(t, ptr.To("later"))),
+		named("turns-ours", claimOfClass(t, nil)),
+	)
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(New(configured)))
+	Register(factory, configured)
+	claims := factory.Core().V1().PersistentVolumeClaims().Informer()
+	events := make(chan string, 100)
+	if _, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { events <- "add " + obj.(*v1.PersistentVolumeClaim).Name },
+		UpdateFunc: func(_, obj any) { events <- "update " + obj.(*v1.PersistentVolumeClaim).Name },
+		DeleteFunc: func(obj any) { events <- "delete " + obj.(*v1.PersistentVolumeClaim).Name },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	defer func() {
+		cancel()
+		factory.Shutdown()
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), claims.HasSynced) {
+		t.Fatal("the claim cache did not sync")
+	}
+	cached := func() []string {
+		var names []string
+		for _, obj := range claims.GetStore().List() {
+			names = append(names, obj.(*v1.PersistentVolumeClaim).Name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	expect := func(want ...string) {
+		t.Helper()
+		for _, w := range want {
+			select {
+			case got := <-events:
+				if got != w {
+					t.Fatalf("handler saw %q, want %q", got, w)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("handler saw nothing within 30s, want %q", w)
+			}
+		}
+	}
+	expect("add ours", "add turns-foreign")
+	if got := cached(); !slices.Equal(got, []string{"ours", "turns-foreign"}) {
+		t.Fatalf("cached %q after the list, want ours and turns-foreign (class unknown)", got)
+	}
+
+	update := func(c *v1.PersistentVolumeClaim) {
+		t.Helper()
+		if _, err := kube.CoreV1().PersistentVolumeClaims(c.Namespace).Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(name string) *v1.PersistentVolumeClaim {
+		t.Helper()
+		c, err := kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// kube-controller-manager names another provisioner on it.
+	c := get("turns-foreign")
+	c.Annotations[ann] = other
+	update(c)
+	expect("delete turns-foreign")
+	// A default class is assigned to it, one of hostpath.
+	c = get("turns-ours")
+	c.Spec.StorageClassName = ptr.To("hostpath")
+	update(c)
+	expect("add turns-ours")
+	// The foreign claim changes and goes: the handlers see neither.
+	c = get("foreign")
+	c.Labels = map[string]string{"changed": "yes"}
+	update(c)
+	if err := kube.CoreV1().PersistentVolumeClaims(namespace).Delete(ctx, "foreign", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// An event of ours after them shows they were passed over.
+	c = get("ours")
+	c.Labels = map[string]string{"changed": "yes"}
+	update(c)
+	expect("update ours")
+	if got := cached(); !slices.Equal(got, []string{"ours", "turns-ours"}) {
+		t.Errorf("cached %q, want ours and turns-ours", got)
+	}
+}
+
+// TestFilteredWatch checks the events a filter passes on, and that a
+// stopped watch ends its goroutine even when nobody reads its events.
+func TestFilteredWatch(t *testing.T) {
+	pv := func(name string, ours bool) *v1.PersistentVolume {
+		p := volumeWith(t)
+		if ours {
+			p = volumeWith(t, storagehelpers.AnnDynamicallyProvisioned+"="+hostpathv1.DefaultProvisionerName)
+		}
+		p.Name = name
+		return p
+	}
+	f := newFilter(func(p *v1.PersistentVolume) bool { return !ForeignVolume(p, configured) })
+	// The list remembers the first page's kept objects anew.
+	f.kept["stale"] = true
+	items := filterList(f, metav1.ListOptions{}, []v1.PersistentVolume{*pv("a", true), *pv("b", false)})
+	if len(items) != 1 || items[0].Name != "a" || f.kept["stale"] {
+		t.Fatalf("list kept %d items, remembered %v; want a alone", len(items), f.kept)
+	}
+	for _, tc := range []struct {
+		in       watch.Event
+		want     watch.EventType
+		wantPass bool
+	}{
+		{watch.Event{Type: watch.Added, Object: pv("c", false)}, "", false},
+		{watch.Event{Type: watch.Modified, Object: pv("c", false)}, "", false},
+		{watch.Event{Type: watch.Deleted, Object: pv("c", false)}, "", false},
+		{watch.Event{Type: watch.Added, Object: pv("d", true)}, watch.Added, true},
+		{watch.Event{Type: watch.Modified, Object: pv("d", false)}, watch.Deleted, true},
+		{watch.Event{Type: watch.Deleted, Object: pv("d", false)}, "", false},
+		{watch.Event{Type: watch.Modified, Object: pv("e", true)}, watch.Modified, true},
+		{watch.Event{Type: watch.Deleted, Object: pv("a", false)}, watch.Deleted, true},
+		{watch.Event{Type: watch.Bookmark, Object: &v1.PersistentVolume{}}, watch.Bookmark, true},
+		{watch.Event{Type: watch.Error, Object: &metav1.Status{}}, watch.Error, true},
+	} {
+		got, pass := f.event(tc.in)
+		if pass != tc.wantPass || pass && got.Type != tc.want {
+			t.Errorf("%s %T: passed %v as %s, want %v as %s", tc.in.Type, tc.in.Object, pass, got.Type, tc.wantPass, tc.want)
+		}
+	}
+
+	in := watch.NewFake()
+	w := f.watch(in, metav1.ListOptions{SendInitialEvents: ptr.To(true)})
+	if len(f.kept) != 0 {
+		t.Errorf("a watch with initial events kept %v remembered, want none", f.kept)
+	}
+	go in.Add(pv("f", true))
+	if e := <-w.ResultChan(); e.Type != watch.Added {
+		t.Errorf("got %s, want ADDED", e.Type)
+	}
+	// An event nobody reads, then Stop: the watch ends (its channel
+	// closes) instead of waiting for a reader for ever.
+	added := make(chan struct{})
+	go func() {
+		in.Add(pv("g", true))
+		close(added)
+	}()
+	<-added
+	w.Stop()
+	for range w.ResultChan() {
+	}
+}
