@@ -253,7 +253,7 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 	trim := cachetrim.New(names)
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTransform(trim))
 	// The claim and PV informers cache only what cachetrim.Keep accepts.
-	cachetrim.Register(cluster, names)
+	cachetrim.Register(cluster, names, o.NodeName)
 	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector, trim)
 	i := &Informers{
 		Claims:    cluster.Core().V1().PersistentVolumeClaims(),

@@ -48,6 +48,14 @@
 //     class, not annotated until the scheduler picks its node). A claim
 //     whose StorageClass does not exist yet is cached: that class may come
 //     as hostpath's, and a pinned claim is not updated by anyone else.
+//   - Nor is a claim cached that is bound to a node-mode PV, of one of the
+//     instance's names and in the PV cache, of another node
+//     (Keep.boundElsewhere): that node's instance alone provisions,
+//     resizes, clones from and reports on it. So an instance caches the
+//     claims of its node, the pending ones (which any instance may have to
+//     report on or give back to the scheduler) and the multihost ones,
+//     not every bound claim of the cluster. The claim informer waits for
+//     the PV cache too.
 //   - A PersistentVolume (Keep.Volume) is not cached when it is another
 //     provisioner's or made by hand (ForeignVolume: its annotations
 //     pv.kubernetes.io/provisioned-by and pv.kubernetes.io/migrated-to

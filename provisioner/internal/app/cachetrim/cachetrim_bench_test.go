@@ -89,7 +89,7 @@ func claimList(b *testing.B, n int, change func(*v1.PersistentVolumeClaim)) k8sr
 func BenchmarkForeignCache(b *testing.B) {
 	names := hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName)
 	trim := New(names)
-	keep := NewKeep(names, storagelisters.NewStorageClassLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})))
+	keep := NewKeep(names, "node-a", storagelisters.NewStorageClassLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), nil)
 	for _, kind := range foreignKinds {
 		perObject := map[string]float64{}
 		for _, mode := range []struct {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
@@ -24,23 +25,27 @@ import (
 // all (see the package doc, "What is never cached").
 type Keep struct {
 	names   hostpathv1.ProvisionerNames
+	node    string
 	classes storagelisters.StorageClassLister
+	volumes corelisters.PersistentVolumeLister
 }
 
-// NewKeep returns the decisions of an instance of names, which looks a
-// claim's StorageClass up in classes.
-func NewKeep(names hostpathv1.ProvisionerNames, classes storagelisters.StorageClassLister) *Keep {
-	return &Keep{names: names, classes: classes}
+// NewKeep returns the decisions of the instance of names on node, which
+// looks a claim's StorageClass up in classes and its PV in volumes (nil:
+// no claim is taken as bound elsewhere).
+func NewKeep(names hostpathv1.ProvisionerNames, node string, classes storagelisters.StorageClassLister, volumes corelisters.PersistentVolumeLister) *Keep {
+	return &Keep{names: names, node: node, classes: classes, volumes: volumes}
 }
 
 // Claim reports whether the instance caches claim: not when its
 // storage-provisioner annotations name another provisioner (ForeignClaim),
-// nor, when none names hostpath, when it has no StorageClass or its
-// StorageClass exists and is another provisioner's. A claim of a class
+// nor when it is bound to a node-mode PV of another node (boundElsewhere),
+// nor, when no annotation names hostpath, when it has no StorageClass or
+// its StorageClass exists and is another provisioner's. A claim of a class
 // that does not exist (yet) is cached: the class may come and be
 // hostpath's.
 func (k *Keep) Claim(claim *v1.PersistentVolumeClaim) bool {
-	if ForeignClaim(claim, k.names) {
+	if ForeignClaim(claim, k.names) || k.boundElsewhere(claim) {
 		return false
 	}
 	for _, key := range claimAnnotations {
@@ -57,6 +62,22 @@ func (k *Keep) Claim(claim *v1.PersistentVolumeClaim) bool {
 		return true
 	}
 	return hostpathName(class.Provisioner, k.names)
+}
+
+// boundElsewhere reports whether claim is bound to a PV, in the cache, of
+// one of the instance's names in node mode on another node: that node's
+// instance alone acts for it (provisions, resizes, clones from it, reports
+// on it). A claim whose PV is not in the cache is not.
+func (k *Keep) boundElsewhere(claim *v1.PersistentVolumeClaim) bool {
+	if claim.Spec.VolumeName == "" || k.volumes == nil {
+		return false
+	}
+	pv, err := k.volumes.Get(claim.Spec.VolumeName)
+	if err != nil {
+		return false
+	}
+	d, ok := hostpathv1.VolumeDirectoryOf(pv, k.names)
+	return ok && !d.Multihost && d.Node != "" && d.Node != k.node
 }
 
 // Volume reports whether the instance caches pv: when it is hostpath's
@@ -79,21 +100,24 @@ func namesDirectory(pv *v1.PersistentVolume) bool {
 }
 
 // Register makes the claim and PersistentVolume informers of factory those
-// of ClaimInformer and VolumeInformer, deciding by Keep for names with the
-// factory's StorageClass cache. Call it before anything asks factory for
-// them: the first informer of a kind is the factory's.
-func Register(factory informers.SharedInformerFactory, names hostpathv1.ProvisionerNames) {
+// of ClaimInformer and VolumeInformer, deciding by Keep for the instance
+// of names on node with the factory's StorageClass and PV caches (the
+// claim informer waits for both). Call it before anything asks factory
+// for them: the first informer of a kind is the factory's.
+func Register(factory informers.SharedInformerFactory, names hostpathv1.ProvisionerNames, node string) {
 	classes := factory.Storage().V1().StorageClasses()
-	keep := NewKeep(names, classes.Lister())
-	factory.InformerFor(&v1.PersistentVolumeClaim{}, ClaimInformer(keep.Claim, classes.Informer().HasSynced))
-	factory.InformerFor(&v1.PersistentVolume{}, VolumeInformer(keep.Volume))
+	keep := NewKeep(names, node, classes.Lister(), nil)
+	volumes := factory.InformerFor(&v1.PersistentVolume{}, VolumeInformer(keep.Volume))
+	keep.volumes = corelisters.NewPersistentVolumeLister(volumes.GetIndexer())
+	synced := func() bool { return classes.Informer().HasSynced() && volumes.HasSynced() }
+	factory.InformerFor(&v1.PersistentVolumeClaim{}, ClaimInformer(keep.Claim, synced))
 }
 
 // ClaimInformer returns the constructor of the claim informer for an
 // informer factory (SharedInformerFactory.InformerFor): every claim of the
 // cluster that keep accepts, indexed by namespace as the factory's own.
-// Its lists and watches wait until ready (the StorageClass cache keep
-// reads) has synced.
+// Its lists and watches wait until ready (the caches keep reads) says
+// yes.
 func ClaimInformer(keep func(*v1.PersistentVolumeClaim) bool, ready cache.InformerSynced) internalinterfaces.NewInformerFunc {
 	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		claims := func() claimsAPI { return client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll) }
@@ -170,7 +194,7 @@ func waitFor(ctx context.Context, ready cache.InformerSynced) error {
 		return nil
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), ready) {
-		return fmt.Errorf("wait for the StorageClass cache: %w", context.Cause(ctx))
+		return fmt.Errorf("wait for the caches the filter reads: %w", context.Cause(ctx))
 	}
 	return nil
 }

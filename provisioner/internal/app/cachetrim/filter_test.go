@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
@@ -21,17 +22,41 @@ import (
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
 
-// keepWith returns the Keep of the configured names with a StorageClass
-// cache that holds classes.
-func keepWith(t *testing.T, classes ...*storagev1.StorageClass) *Keep {
+// keepWith returns the Keep of the configured names on node-a with a
+// StorageClass cache and a PV cache that hold objects.
+func keepWith(t *testing.T, objects ...any) *Keep {
 	t.Helper()
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	for _, c := range classes {
-		if err := indexer.Add(c); err != nil {
+	classes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	volumes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, obj := range objects {
+		indexer := classes
+		if _, ok := obj.(*v1.PersistentVolume); ok {
+			indexer = volumes
+		}
+		if err := indexer.Add(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return NewKeep(configured, storagelisters.NewStorageClassLister(indexer))
+	return NewKeep(configured, "node-a", storagelisters.NewStorageClassLister(classes), corelisters.NewPersistentVolumeLister(volumes))
+}
+
+// hostpathPV is a PV of the configured name named name, in mode node on
+// node (multihost when node is "").
+func hostpathPV(name, node string) *v1.PersistentVolume {
+	a := map[string]string{storagehelpers.AnnDynamicallyProvisioned: configured.Name(), hostpathv1.AnnotationPool: "default", hostpathv1.AnnotationDirectory: name}
+	if node == "" {
+		a[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
+	} else {
+		a[hostpathv1.AnnotationMode], a[hostpathv1.AnnotationNode] = hostpathv1.ModeNode, node
+	}
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: a}}
+}
+
+// bound makes c bound to the PV volume.
+func bound(c *v1.PersistentVolumeClaim, volume string) *v1.PersistentVolumeClaim {
+	c.Spec.VolumeName = volume
+	c.Status.Phase = v1.ClaimBound
+	return c
 }
 
 func storageClass(name, provisioner string) *storagev1.StorageClass {
@@ -48,7 +73,7 @@ func claimOfClass(t *testing.T, class *string, keyValues ...string) *v1.Persiste
 
 func TestKeep(t *testing.T) {
 	keep := keepWith(t, storageClass("hostpath", hostpathv1.DefaultProvisionerName), storageClass("mine", configured.Name()),
-		storageClass("gp3", other))
+		storageClass("gp3", other), hostpathPV("pv-here", "node-a"), hostpathPV("pv-there", "node-b"), hostpathPV("pv-shared", ""))
 	ann := storagehelpers.AnnStorageProvisioner
 	for _, tc := range []struct {
 		desc  string
@@ -67,6 +92,10 @@ func TestKeep(t *testing.T) {
 		{"not annotated, class \"\" (binds to PVs made by hand)", claimOfClass(t, ptr.To("")), false},
 		{"not annotated, no class (a default class comes with an update)", claimOfClass(t, nil), false},
 		{"empty annotation, class hostpath's", claimOfClass(t, ptr.To("hostpath"), ann+"="), true},
+		{"bound to a node-mode PV of this node", bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name()), "pv-here"), true},
+		{"bound to a node-mode PV of another node", bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name()), "pv-there"), false},
+		{"bound to a multihost PV", bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name()), "pv-shared"), true},
+		{"bound to a PV not in the cache", bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name()), "pv-unknown"), true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			if got := keep.Claim(tc.claim); got != tc.want {
@@ -99,7 +128,8 @@ func TestKeep(t *testing.T) {
 // TestClaimInformer runs the informers of Register over a fake clientset
 // and changes claims under them: a claim of another provisioner is never
 // cached, one that comes to be hostpath's is cached at that update, one
-// that comes to be another's leaves the cache at that update, and the
+// that comes to be another's, or bound to a PV of another node, leaves the
+// cache at that update, and the
 // handlers see an add and a delete for them, nothing for the others.
 func TestClaimInformer(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
@@ -116,9 +146,11 @@ func TestClaimInformer(t *testing.T) {
 		named("ours", claimOfClass(t, ptr.To("hostpath"))),
 		named("turns-foreign", claimOfClass(t, ptr.To("later"))),
 		named("turns-ours", claimOfClass(t, nil)),
+		named("binds-elsewhere", claimOfClass(t, ptr.To("hostpath"))),
+		hostpathPV("pv-there", "node-b"),
 	)
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(New(configured)))
-	Register(factory, configured)
+	Register(factory, configured, "node-a")
 	claims := factory.Core().V1().PersistentVolumeClaims().Informer()
 	events := make(chan string, 100)
 	if _, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -157,9 +189,9 @@ func TestClaimInformer(t *testing.T) {
 			}
 		}
 	}
-	expect("add ours", "add turns-foreign")
-	if got := cached(); !slices.Equal(got, []string{"ours", "turns-foreign"}) {
-		t.Fatalf("cached %q after the list, want ours and turns-foreign (class unknown)", got)
+	expect("add binds-elsewhere", "add ours", "add turns-foreign")
+	if got := cached(); !slices.Equal(got, []string{"binds-elsewhere", "ours", "turns-foreign"}) {
+		t.Fatalf("cached %q after the list, want binds-elsewhere, ours and turns-foreign (class unknown)", got)
 	}
 
 	update := func(c *v1.PersistentVolumeClaim) {
@@ -181,6 +213,10 @@ func TestClaimInformer(t *testing.T) {
 	c.Annotations[ann] = other
 	update(c)
 	expect("delete turns-foreign")
+	// kube-controller-manager binds it to a PV of another node.
+	c = bound(get("binds-elsewhere"), "pv-there")
+	update(c)
+	expect("delete binds-elsewhere")
 	// A default class is assigned to it, one of hostpath.
 	c = get("turns-ours")
 	c.Spec.StorageClassName = ptr.To("hostpath")
