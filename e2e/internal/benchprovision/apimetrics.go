@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -42,11 +43,48 @@ type RequestCount struct {
 // verb and resource over its other labels. Only that metric's lines are
 // parsed; a text without it gives no requests.
 func ParseAPIRequests(r io.Reader) (Requests, error) {
+	return parseCounter(r, RequestsMetric, func(labels []*dto.LabelPair) (RequestKey, bool) { return requestKey(labels), true })
+}
+
+// WatchEventsMetric is the API server's counter of the watch events it
+// sent, by group, version and resource, summed over every watcher.
+const WatchEventsMetric = "apiserver_watch_events_total"
+
+// WatchersMetric is the API server's gauge of the requests in progress
+// that do not end (long-running), by verb and resource: its WATCH samples
+// count the watchers of each resource.
+const WatchersMetric = "apiserver_longrunning_requests"
+
+// ParseWatchEvents reads the API server's /metrics as ParseAPIRequests
+// does and returns WatchEventsMetric by resource (verb "event") and the
+// WATCH samples of WatchersMetric by resource (verb "watchers").
+func ParseWatchEvents(text []byte) (Requests, error) {
+	events, err := parseCounter(bytes.NewReader(text), WatchEventsMetric, func(labels []*dto.LabelPair) (RequestKey, bool) {
+		k := requestKey(labels)
+		return RequestKey{Verb: "event", Resource: k.Resource}, true
+	})
+	if err != nil {
+		return nil, err
+	}
+	watchers, err := parseCounter(bytes.NewReader(text), WatchersMetric, func(labels []*dto.LabelPair) (RequestKey, bool) {
+		k := requestKey(labels)
+		return RequestKey{Verb: "watchers", Resource: k.Resource}, k.Verb == "WATCH"
+	})
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(events, watchers)
+	return events, nil
+}
+
+// parseCounter sums the samples of metric in the text format r by the key
+// of their labels (samples whose key says false are left out).
+func parseCounter(r io.Reader, metric string, key func([]*dto.LabelPair) (RequestKey, bool)) (Requests, error) {
 	var only bytes.Buffer
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
-		if line := sc.Text(); isRequestsLine(line) {
+		if line := sc.Text(); isMetricLine(line, metric) {
 			only.WriteString(line)
 			only.WriteByte('\n')
 		}
@@ -57,30 +95,34 @@ func ParseAPIRequests(r io.Reader) (Requests, error) {
 	var parser expfmt.TextParser
 	families, err := parser.TextToMetricFamilies(&only)
 	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", RequestsMetric, err)
+		return nil, fmt.Errorf("parse %s: %w", metric, err)
 	}
 	out := Requests{}
-	family, ok := families[RequestsMetric]
+	family, ok := families[metric]
 	if !ok {
 		return out, nil
 	}
 	for _, m := range family.GetMetric() {
-		// A counter, or untyped when the text lacks its TYPE line.
-		v := m.GetCounter().GetValue() + m.GetUntyped().GetValue()
-		out[requestKey(m.GetLabel())] += int64(math.Round(v))
+		k, ok := key(m.GetLabel())
+		if !ok {
+			continue
+		}
+		// A counter, a gauge, or untyped when the text lacks its TYPE line.
+		v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		out[k] += int64(math.Round(v))
 	}
 	return out, nil
 }
 
-// isRequestsLine reports whether a line of the text format belongs to
-// RequestsMetric: a sample, or its HELP or TYPE comment.
-func isRequestsLine(line string) bool {
+// isMetricLine reports whether a line of the text format belongs to
+// metric: a sample, or its HELP or TYPE comment.
+func isMetricLine(line, metric string) bool {
 	if rest, ok := strings.CutPrefix(line, "# HELP "); ok {
 		line = rest
 	} else if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
 		line = rest
 	}
-	rest, ok := strings.CutPrefix(line, RequestsMetric)
+	rest, ok := strings.CutPrefix(line, metric)
 	return ok && (strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, " "))
 }
 

@@ -158,6 +158,14 @@ type Result struct {
 	// before the first claim until every PV and directory was gone, by verb
 	// and resource (nil without Options.APIMetrics).
 	APIRequests []RequestCount `json:"apiRequests,omitempty"`
+	// WatchEvents are the watch events the API server sent in the same
+	// time, by resource (verb "event"), summed over every watcher; nil
+	// without Options.APIMetrics.
+	WatchEvents []RequestCount `json:"watchEvents,omitempty"`
+	// WatchEventsPerWatcher is the claim and PV watch events of the run
+	// per watcher: what each instance of a cluster-wide claim and PV watch
+	// (every provisioner instance) decodes.
+	WatchEventsPerWatcher float64 `json:"watchEventsPerWatcher,omitempty"`
 	// The peak RSS (VmHWM) and CPU time of the provisioner's processes and
 	// of the managers', each summed over the instances (PROGRAM rows of
 	// scripts/footprint.sh; see ApplyFootprint). Zero instances: not

@@ -102,6 +102,7 @@ var figures = []figure{
 	{"all directories gone (s)", "%.2f", func(r Result) (float64, bool) { return r.DirsGoneSeconds, r.Dirs > 0 }},
 	{"deletes/s", "%.1f", always(func(r Result) float64 { return r.DeletesPerSecond })},
 	{"API requests, all clients", "%.0f", func(r Result) (float64, bool) { return float64(Total(r.APIRequests)), r.APIRequests != nil }},
+	{"claim+PV watch events per watcher", "%.0f", func(r Result) (float64, bool) { return r.WatchEventsPerWatcher, r.WatchEvents != nil }},
 	{"provisioner peak RSS, summed (MiB)", "%.1f", func(r Result) (float64, bool) { return r.ProvisionerPeakMiB, r.ProvisionerInstances > 0 }},
 	{"provisioner CPU, summed (s)", "%.1f", func(r Result) (float64, bool) { return r.ProvisionerCPUSeconds, r.ProvisionerInstances > 0 }},
 	{"manager peak RSS, summed (MiB)", "%.1f", func(r Result) (float64, bool) { return r.ManagerPeakMiB, r.ManagerInstances > 0 }},

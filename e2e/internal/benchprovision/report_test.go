@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -93,6 +94,7 @@ all PVs deleted (s)                 1.50          0.80          1.88
 all directories gone (s)            1.60          -             -
 deletes/s                           2.5           5.0           0.50
 API requests, all clients           32            20            1.60
+claim+PV watch events per watcher   -             -             -
 provisioner peak RSS, summed (MiB)  61.4          24.6          2.50
 provisioner CPU, summed (s)         3.2           0.9           3.56
 manager peak RSS, summed (MiB)      30.2          -             -
@@ -127,6 +129,7 @@ all PVs deleted (s)                 1.60          0.90          1.78
 all directories gone (s)            1.70          -             -
 deletes/s                           2.4           4.4           0.53
 API requests, all clients           -             -             -
+claim+PV watch events per watcher   -             -             -
 provisioner peak RSS, summed (MiB)  -             -             -
 provisioner CPU, summed (s)         -             -             -
 manager peak RSS, summed (MiB)      -             -             -
@@ -491,5 +494,45 @@ func TestReportRounds(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestWatchEvents checks the watch events and watchers read from the API
+// server's metrics, and the claim and PV events per watcher of a run.
+func TestWatchEvents(t *testing.T) {
+	metrics := func(pvcEvents, pvEvents, podEvents int) []byte {
+		return fmt.Appendf(nil, `# TYPE apiserver_watch_events_total counter
+apiserver_watch_events_total{group="",resource="persistentvolumeclaims",version="v1"} %d
+apiserver_watch_events_total{group="",resource="persistentvolumes",version="v1"} %d
+apiserver_watch_events_total{group="",resource="pods",version="v1"} %d
+# TYPE apiserver_longrunning_requests gauge
+apiserver_longrunning_requests{component="apiserver",group="",resource="persistentvolumeclaims",scope="cluster",subresource="",verb="WATCH",version="v1"} 4
+apiserver_longrunning_requests{component="apiserver",group="",resource="persistentvolumes",scope="cluster",subresource="",verb="WATCH",version="v1"} 5
+apiserver_longrunning_requests{component="apiserver",group="",resource="pods",scope="namespace",subresource="log",verb="GET",version="v1"} 7
+`, pvcEvents, pvEvents, podEvents)
+	}
+	before, err := ParseWatchEvents(metrics(100, 50, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := before[RequestKey{Verb: "watchers", Resource: "persistentvolumeclaims"}]; w != 4 {
+		t.Errorf("claim watchers = %d, want 4", w)
+	}
+	if _, ok := before[RequestKey{Verb: "watchers", Resource: "pods"}]; ok {
+		t.Error("a GET counted as a watcher")
+	}
+	after, err := ParseWatchEvents(metrics(500, 1050, 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	since, perWatcher := watchEventsSince(after, before)
+	want := []RequestCount{{Verb: "event", Resource: "persistentvolumes", Count: 1000}, {Verb: "event", Resource: "persistentvolumeclaims", Count: 400},
+		{Verb: "event", Resource: "pods", Count: 30}}
+	if !reflect.DeepEqual(since, want) {
+		t.Errorf("events since = %v, want %v", since, want)
+	}
+	// 400 claim events to 4 watchers, 1000 PV events to 5.
+	if perWatcher != 300 {
+		t.Errorf("claim and PV events per watcher = %v, want 300", perWatcher)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,8 +71,9 @@ type bench struct {
 	// pvs are the claims' PVs, in claim order; dirs their directories.
 	pvs  []*corev1.PersistentVolume
 	dirs []string
-	// requests is the API server's request counts before the first claim.
-	requests Requests
+	// requests is the API server's request counts before the first claim,
+	// watch its watch events and watchers (ParseWatchEvents).
+	requests, watch Requests
 }
 
 // setUp picks the nodes and creates the namespace.
@@ -241,7 +243,7 @@ func (b *bench) snapshotBefore(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	b.requests, err = b.apiRequests(ctx)
+	b.requests, b.watch, err = b.apiRequests(ctx)
 	return err
 }
 
@@ -251,21 +253,55 @@ func (b *bench) snapshotAfter(ctx context.Context) error {
 	if b.o.APIMetrics == nil {
 		return nil
 	}
-	after, err := b.apiRequests(ctx)
+	after, watch, err := b.apiRequests(ctx)
 	if err != nil {
 		return err
 	}
 	b.res.APIRequests = after.Since(b.requests)
-	b.o.logf("%s: %d API requests during the run", b.o.Label, Total(b.res.APIRequests))
+	b.res.WatchEvents, b.res.WatchEventsPerWatcher = watchEventsSince(watch, b.watch)
+	b.o.logf("%s: %d API requests during the run; %.0f claim and PV watch events per watcher", b.o.Label, Total(b.res.APIRequests), b.res.WatchEventsPerWatcher)
 	return nil
 }
 
-func (b *bench) apiRequests(ctx context.Context) (Requests, error) {
+// apiRequests reads the API server's request counts, and its watch events
+// and watchers (ParseWatchEvents).
+func (b *bench) apiRequests(ctx context.Context) (Requests, Requests, error) {
 	text, err := b.o.APIMetrics(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the API server's metrics: %w", err)
+		return nil, nil, fmt.Errorf("read the API server's metrics: %w", err)
 	}
-	return ParseAPIRequests(bytes.NewReader(text))
+	requests, err := ParseAPIRequests(bytes.NewReader(text))
+	if err != nil {
+		return nil, nil, err
+	}
+	watch, err := ParseWatchEvents(text)
+	return requests, watch, err
+}
+
+// watchedResources are the resources whose watch events a run counts per
+// watcher: every claim and PV event goes to every watcher of its kind.
+var watchedResources = []string{"persistentvolumeclaims", "persistentvolumes"}
+
+// watchEventsSince returns the watch events sent from before to after (two
+// reads of ParseWatchEvents), by resource, and the events of
+// watchedResources per watcher: each resource's events divided by its
+// watchers at the end, summed.
+func watchEventsSince(after, before Requests) ([]RequestCount, float64) {
+	events := Requests{}
+	for k, n := range after {
+		if k.Verb == "event" {
+			events[k] = n
+		}
+	}
+	since := events.Since(before)
+	var perWatcher float64
+	for _, c := range since {
+		w := after[RequestKey{Verb: "watchers", Resource: c.Resource}]
+		if w > 0 && slices.Contains(watchedResources, c.Resource) {
+			perWatcher += float64(c.Count) / float64(w)
+		}
+	}
+	return since, perWatcher
 }
 
 // checkDirs checks, with Options.NodesDir, that every PV's directory exists.
