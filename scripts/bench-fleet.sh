@@ -9,7 +9,20 @@
 #   - multihost create->Bound latency over E managers, the real nodes'
 #     included (BENCH_ENDPOINTS, default "10,50,100"), 10 claims each;
 #   - the backfill of BENCH_BACKFILL (default 1000) multihost volumes onto
-#     a node that joins.
+#     a node that joins;
+#   - first, with BENCH_FOREIGN=N (default 0: off), with a fleet of its own
+#     of BENCH_FOREIGN_INSTANCES (default 100) members (benchfleet foreign,
+#     e2e/internal/fleet/foreign): every provisioner's RSS and CPU time idle,
+#     with N claims of another provisioner (annotated by
+#     kube-controller-manager) and after their deletion, each memory reading
+#     BENCH_FOREIGN_SETTLE seconds (default 30) after its step, and the real
+#     nodes' provisioners' RSS before and with the fleet: the per-node and
+#     the per-foreign-claim costs of each instance.
+# An empty BENCH_INSTANCES or BENCH_ENDPOINTS, or BENCH_BACKFILL=0, leaves
+# that step out; with all three, only the foreign phase runs:
+#
+#   BENCH_FOREIGN=50000 BENCH_INSTANCES= BENCH_ENDPOINTS= BENCH_BACKFILL=0 scripts/bench-fleet.sh
+#
 # kube-controller-manager runs with the client limits BENCH_KCM (QPS/BURST
 # or default; default 1000/2000, scripts/kcm.sh) during the run, so that its
 # binder (about 4 claims/s at its default limits) does not hide the rest.
@@ -20,8 +33,9 @@
 #   scripts/bench-fleet.sh
 #
 # Environment: BENCH_KCM, BENCH_INSTANCES, BENCH_ENDPOINTS, BENCH_BACKFILL,
+# BENCH_FOREIGN, BENCH_FOREIGN_INSTANCES, BENCH_FOREIGN_SETTLE,
 # BENCH_TIMEOUT (each wait, default 15m), BENCH_PLOTS (folder that gets
-# fleet.json; default none).
+# fleet.json and, with BENCH_FOREIGN, fleet-foreign.json; default none).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster-lib.sh"
@@ -30,12 +44,30 @@ NS=hostpath-system
 PROV_DS=hostpath-provisioner
 CONTAINER=provisioner
 FLEET_DIR=$CLUSTER_DIR/fleet
+# The foreign phase's fleet, apart: its members are not those of the run's.
+FOREIGN_DIR=$FLEET_DIR/foreign
+# Its StorageClass (e2e/internal/fleet/foreign.ClassName); its namespace
+# and class are labelled hostpath.dev/bench-fleet=true.
+FOREIGN_CLASS=hostpath-bench-fleet-foreign
 ADDRESS_PREFIX=198.18.250.
 BIN=$CACHE_DIR/bin
 FLEET_BIN=$CACHE_DIR/bin/fleet
 KCM=$REPO_ROOT/scripts/kcm.sh
 LIMITS=${BENCH_KCM:-1000/2000}
 [[ $LIMITS =~ ^([1-9][0-9]*/[1-9][0-9]*|default)$ ]] || die "BENCH_KCM: '$LIMITS' is neither QPS/BURST nor default"
+INSTANCES=${BENCH_INSTANCES-10:1000,100:200}
+ENDPOINTS=${BENCH_ENDPOINTS-10,50,100}
+BACKFILL=${BENCH_BACKFILL:-1000}
+FOREIGN=${BENCH_FOREIGN:-0}
+FOREIGN_INSTANCES=${BENCH_FOREIGN_INSTANCES:-100}
+FOREIGN_SETTLE=${BENCH_FOREIGN_SETTLE:-30}
+[[ $BACKFILL =~ ^[0-9]+$ ]] || die "BENCH_BACKFILL must be a number of volumes, got '$BACKFILL'"
+[[ $FOREIGN =~ ^[0-9]+$ ]] || die "BENCH_FOREIGN must be a number of claims, got '$FOREIGN'"
+[[ $FOREIGN_INSTANCES =~ ^[1-9][0-9]*$ ]] || die "BENCH_FOREIGN_INSTANCES must be a positive number, got '$FOREIGN_INSTANCES'"
+[[ $FOREIGN_SETTLE =~ ^[0-9]+$ ]] || die "BENCH_FOREIGN_SETTLE must be a number of seconds, got '$FOREIGN_SETTLE'"
+RUN_STEPS=1
+[ -n "$INSTANCES" ] || [ -n "$ENDPOINTS" ] || [ "$BACKFILL" != 0 ] || RUN_STEPS=0
+[ "$RUN_STEPS" = 1 ] || [ "$FOREIGN" != 0 ] || die "nothing to measure: BENCH_INSTANCES and BENCH_ENDPOINTS empty, BENCH_BACKFILL and BENCH_FOREIGN 0"
 
 require_root
 [ -f "$CLUSTER_KUBECONFIG" ] || die "no local cluster (run make cluster-up)"
@@ -52,7 +84,7 @@ log "Building benchfleet, and the manager and the provisioner as their images ha
 
 # cleanup: what a killed benchfleet left (it undoes its own fleet when it
 # can): processes by their PID files, the fleet's objects, fake nodes and
-# addresses, the folder.
+# addresses, the foreign phase's namespace and class, the folder.
 cleanup() {
   local rc=$? f a
   trap - EXIT INT TERM
@@ -60,13 +92,15 @@ cleanup() {
     kill -TERM "$FLEET_PID" 2> /dev/null || true
     wait "$FLEET_PID" 2> /dev/null || true
   fi
-  for f in "$FLEET_DIR"/*/*/pid; do
+  for f in "$FLEET_DIR"/*/*/pid "$FOREIGN_DIR"/*/*/pid; do
     [ -f "$f" ] || continue
     kill -KILL "$(cat "$f")" 2> /dev/null || true
   done
   kc -n "$NS" delete configmap hostpath-bench-fleet --ignore-not-found > /dev/null 2>&1 || true
   kc -n "$NS" delete pods -l hostpath.dev/bench-fleet=true --grace-period=0 --ignore-not-found > /dev/null 2>&1 || true
   kc delete nodes -l hostpath.dev/fake-node=true --ignore-not-found > /dev/null 2>&1 || true
+  kc delete ns -l hostpath.dev/bench-fleet=true --wait=false --ignore-not-found > /dev/null 2>&1 || true
+  kc delete storageclass "$FOREIGN_CLASS" --ignore-not-found > /dev/null 2>&1 || true
   for a in $(ip -4 -o addr show dev "$API_BRIDGE" | awk '{print $4}' | grep "^${ADDRESS_PREFIX//./\\.}" || true); do
     ip addr del "$a" dev "$API_BRIDGE" || rc=1
   done
@@ -84,22 +118,36 @@ trap 'exit 130' INT TERM
 # mount namespaces, as the real nodes do.
 mkdir -p "$FLEET_DIR" /var/hpvolumes /var/hppools
 ARGS=$(kc -n "$NS" get ds "$PROV_DS" -o jsonpath="{.spec.template.spec.containers[?(@.name==\"$CONTAINER\")].args}")
-OUT=()
+OUT=() FOREIGN_OUT=()
 if [ -n "${BENCH_PLOTS:-}" ]; then
   mkdir -p "$BENCH_PLOTS"
   OUT=(--out "$BENCH_PLOTS/fleet.json")
+  FOREIGN_OUT=(--out "$BENCH_PLOTS/fleet-foreign.json")
 fi
 if [ "$ORIG_KCM" != "$LIMITS" ]; then
   "$KCM" set "$LIMITS"
   # Its caches synced and its first resyncs done before the first claim.
   sleep "${BENCH_SETTLE:-10}"
 fi
-log "Fleet benchmark: kube-controller-manager client limits $("$KCM" get), instances ${BENCH_INSTANCES:-10:1000,100:200}, multihost endpoints ${BENCH_ENDPOINTS:-10,50,100}, backfill ${BENCH_BACKFILL:-1000}"
+FLEET_ARGS=(--kubeconfig "$CLUSTER_KUBECONFIG" --manager-bin "$FLEET_BIN/manager"
+  --provisioner-bin "$FLEET_BIN/provisioner" --provisioner-args "${ARGS:-[]}"
+  --namespace "$NS" --address-prefix "$ADDRESS_PREFIX" --device "$API_BRIDGE" --timeout "${BENCH_TIMEOUT:-15m}")
+log "Fleet benchmark: kube-controller-manager client limits $("$KCM" get), instances '$INSTANCES', multihost endpoints '$ENDPOINTS', backfill $BACKFILL, foreign claims $FOREIGN over $FOREIGN_INSTANCES instances"
 echo "hostpath over a fleet of fake nodes, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, kube-controller-manager client limits $("$KCM" get)"
-"$BIN/benchfleet" run --kubeconfig "$CLUSTER_KUBECONFIG" --dir "$FLEET_DIR" \
-  --manager-bin "$FLEET_BIN/manager" --provisioner-bin "$FLEET_BIN/provisioner" --provisioner-args "${ARGS:-[]}" \
-  --namespace "$NS" --address-prefix "$ADDRESS_PREFIX" --device "$API_BRIDGE" \
-  --instances "${BENCH_INSTANCES:-10:1000,100:200}" --endpoints "${BENCH_ENDPOINTS:-10,50,100}" \
-  --backfill "${BENCH_BACKFILL:-1000}" --timeout "${BENCH_TIMEOUT:-15m}" "${OUT[@]}" &
-FLEET_PID=$!
-wait "$FLEET_PID"
+# The foreign phase first: the real nodes' provisioners have not yet held
+# the other steps' fleet and claims when it reads them before its own.
+if [ "$FOREIGN" != 0 ]; then
+  "$BIN/benchfleet" foreign "${FLEET_ARGS[@]}" --dir "$FOREIGN_DIR" --foreign "$FOREIGN" \
+    --foreign-instances "$FOREIGN_INSTANCES" --foreign-settle "${FOREIGN_SETTLE}s" "${FOREIGN_OUT[@]}" &
+  FLEET_PID=$!
+  wait "$FLEET_PID"
+  # Its fleet is closed: no PID file of it may outlive it (PIDs are reused).
+  rm -rf "$FOREIGN_DIR"
+  echo
+fi
+if [ "$RUN_STEPS" = 1 ]; then
+  "$BIN/benchfleet" run "${FLEET_ARGS[@]}" --dir "$FLEET_DIR" \
+    --instances "$INSTANCES" --endpoints "$ENDPOINTS" --backfill "$BACKFILL" "${OUT[@]}" &
+  FLEET_PID=$!
+  wait "$FLEET_PID"
+fi

@@ -7,17 +7,31 @@
 //	    claims over K instances, multihost latency over E managers and the
 //	    backfill of a new node (e2e/internal/benchfleet.Run), stops the fleet,
 //	    and prints the report
-//	benchfleet report RESULT.json
-//	    prints the report of a run's --out file
+//	benchfleet foreign --foreign N --foreign-instances K --dir DIR ... [flags]
+//	    with a fleet of its own of K members, what each provisioner costs per
+//	    node and per claim of another provisioner, N of them
+//	    (e2e/internal/fleet/foreign.Run), and prints the report
+//	benchfleet report RESULT.json | foreign-report RESULT.json
+//	    prints the report of a run's or a foreign phase's --out file
 package main
 
 import (
+	"io"
+	"maps"
 	"os"
 
 	"hostpath.dev/e2e/internal/benchfleet"
 	"hostpath.dev/e2e/internal/cli"
+	"hostpath.dev/e2e/internal/fleet/foreign"
 )
 
 func main() {
-	cli.Main("benchfleet", benchfleet.Usage, benchfleet.Commands(os.Stdout, os.Stderr))
+	cli.Main("benchfleet", benchfleet.Usage+" | "+foreign.Usage, commands(os.Stdout, os.Stderr))
+}
+
+// commands are benchfleet's and the foreign phase's subcommands.
+func commands(stdout, stderr io.Writer) map[string]cli.Command {
+	cmds := benchfleet.Commands(stdout, stderr)
+	maps.Copy(cmds, foreign.Commands(stdout, stderr))
+	return cmds
 }
