@@ -41,8 +41,19 @@ var foreignKinds = []struct {
 	{"claim-pending", &v1.PersistentVolumeClaim{}, func(b *testing.B, n int) k8sruntime.Object {
 		return claimList(b, n, func(c *v1.PersistentVolumeClaim) { pending(c) })
 	}},
-	{"pv", &v1.PersistentVolume{}, func(b *testing.B, n int) k8sruntime.Object {
-		data := readFile(b, "pv.json")
+	{"pv", &v1.PersistentVolume{}, func(b *testing.B, n int) k8sruntime.Object { return volumeList(b, n, "pv.json") }},
+	// hostpath's own, which every instance caches whole: a claim of
+	// hostpath-immediate bound on the local cluster and its PV.
+	{"hostpath-claim", &v1.PersistentVolumeClaim{}, func(b *testing.B, n int) k8sruntime.Object {
+		return claimListOf(b, n, "hostpath-claim.json", func(*v1.PersistentVolumeClaim) {})
+	}},
+	{"hostpath-pv", &v1.PersistentVolume{}, func(b *testing.B, n int) k8sruntime.Object { return volumeList(b, n, "hostpath-pv.json") }},
+}
+
+// volumeList returns n distinct PVs decoded from the testdata file name.
+func volumeList(b *testing.B, n int, name string) k8sruntime.Object {
+	{
+		data := readFile(b, name)
 		list := &v1.PersistentVolumeList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]v1.PersistentVolume, n)}
 		for i := range list.Items {
 			pv := &list.Items[i]
@@ -53,13 +64,19 @@ var foreignKinds = []struct {
 			pv.Spec.ClaimRef.UID = types.UID(fmt.Sprintf("%08x-8a4f-4c1e-9d2b-3f6a7c8d9e01", i))
 		}
 		return list
-	}},
+	}
 }
 
 // claimList returns n distinct claims decoded from testdata, changed by
 // change.
 func claimList(b *testing.B, n int, change func(*v1.PersistentVolumeClaim)) k8sruntime.Object {
-	data := readFile(b, "claim.json")
+	return claimListOf(b, n, "claim.json", change)
+}
+
+// claimListOf returns n distinct claims decoded from the testdata file
+// name, changed by change.
+func claimListOf(b *testing.B, n int, name string, change func(*v1.PersistentVolumeClaim)) k8sruntime.Object {
+	data := readFile(b, name)
 	list := &v1.PersistentVolumeClaimList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]v1.PersistentVolumeClaim, n)}
 	for i := range list.Items {
 		c := &list.Items[i]
