@@ -112,9 +112,10 @@ func sourceClaimName(claim *v1.PersistentVolumeClaim) (string, error) {
 
 // cloneSource resolves the data source of claim, of StorageClass class,
 // from the caches: nil when the claim is no clone, else the source, or
-// a *sourceError. A source claim that is not in the cache is looked up on
-// the API server: the informers do not cache another provisioner's claims
-// (package cachetrim), and such a source gets the error of its class.
+// a *sourceError. A source claim or PV that is not in the cache is looked
+// up on the API server: the informers cache neither another provisioner's
+// claims (such a source gets the error of its class) nor the claims and
+// PVs settled on another node (package cachetrim).
 func (p *Provisioner) cloneSource(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) (*source, error) {
 	name, err := sourceClaimName(claim)
 	if name == "" || err != nil {
@@ -136,11 +137,15 @@ func (p *Provisioner) cloneSource(ctx context.Context, claim *v1.PersistentVolum
 		return nil, &sourceError{msg: what + " is not Bound yet: the clone is made once it is", pending: true}
 	}
 	pv, err := p.cfg.Volumes.Get(src.Spec.VolumeName)
+	if apierrors.IsNotFound(err) {
+		// Not cached: a Bound PV of another node (package cachetrim).
+		pv, err = p.cfg.Client.CoreV1().PersistentVolumes().Get(ctx, src.Spec.VolumeName, metav1.GetOptions{})
+	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, &sourceError{msg: fmt.Sprintf("the PersistentVolume %q of %s is not in the cache yet", src.Spec.VolumeName, what), pending: true}
+		return nil, &sourceError{msg: fmt.Sprintf("the PersistentVolume %q of %s does not exist yet", src.Spec.VolumeName, what), pending: true}
 	case err != nil:
-		return nil, fmt.Errorf("get PersistentVolume %q from the cache: %w", src.Spec.VolumeName, err)
+		return nil, fmt.Errorf("get PersistentVolume %q: %w", src.Spec.VolumeName, err)
 	}
 	dir, ok := hostpathv1.VolumeDirectoryOf(pv, p.cfg.Names)
 	if !ok || dir.Directory == "" || (!dir.Multihost && dir.Node == "") {

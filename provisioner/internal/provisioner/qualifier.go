@@ -36,7 +36,7 @@ func chooseNode(claim *v1.PersistentVolumeClaim, src *source) nodeChoice {
 	if src != nil && !src.dir.Multihost {
 		c.node, c.source = src.dir.Node, sourceChoice
 	}
-	for _, key := range []string{hostpathv1.AnnotationProvisionOnNode, hostpathv1.AnnotationKubevirtProvisionOnNode, storagehelpers.AnnSelectedNode} {
+	for _, key := range hostpathv1.ClaimNodeAnnotations {
 		v := claim.Annotations[key]
 		switch {
 		case v == "":

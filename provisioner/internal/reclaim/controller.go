@@ -83,6 +83,9 @@ type Controller struct {
 	// final state for the library, so that the pass after the library's
 	// DELETE removes the finalizer without a second fan-out.
 	finished *finishedSet
+	// scan asks for a scan of the API server for the PVs of deleted
+	// Nodes (nodegonescan.go).
+	scan chan struct{}
 	// watchErr is the failure to register the event handlers, returned
 	// by Run.
 	watchErr error
@@ -103,6 +106,7 @@ func NewController(cfg Config) *Controller {
 		c.clock = clock.RealClock{}
 	}
 	c.finished = newFinishedSet(c.clock)
+	c.scan = make(chan struct{}, 1)
 	c.queue = worker.NewQueue("reclaim", c.sync)
 	_, errVolumes := cfg.Volumes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.volumeChanged,
@@ -124,6 +128,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return fmt.Errorf("watch PersistentVolumes and Nodes: %w", c.watchErr)
 	}
 	klog.FromContext(ctx).Info("Starting the reclaim controller", "finalizer", hostpathv1.FinalizerDirectoryProtection)
+	go c.runGoneScans(ctx)
 	return c.queue.Run(ctx, workers, c.synced...)
 }
 
@@ -203,8 +208,10 @@ func (c *Controller) nodeAdded(obj any) {
 	}
 }
 
-// nodeDeleted queues the PVs under deletion of a node that went away, so the
-// elected instance releases them at once.
+// nodeDeleted queues the cached PVs of a node that went away, so the
+// elected instance releases those under deletion at once and marks the
+// others, and asks for a scan of the API server for those no cache holds
+// (nodegonescan.go).
 func (c *Controller) nodeDeleted(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
@@ -213,6 +220,7 @@ func (c *Controller) nodeDeleted(obj any) {
 	if !ok {
 		return
 	}
+	c.triggerGoneScan()
 	pvs, err := c.volumes.List(labels.Everything())
 	if err != nil {
 		return

@@ -106,7 +106,7 @@ func claimListOf(b *testing.B, n int, name string, change func(*v1.PersistentVol
 func BenchmarkForeignCache(b *testing.B) {
 	names := hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName)
 	trim := New(names)
-	keep := NewKeep(names, "node-a", storagelisters.NewStorageClassLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), nil)
+	keep := NewKeep(names, "node-a", storagelisters.NewStorageClassLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), nil, nil)
 	for _, kind := range foreignKinds {
 		perObject := map[string]float64{}
 		for _, mode := range []struct {

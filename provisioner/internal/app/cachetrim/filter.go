@@ -28,13 +28,16 @@ type Keep struct {
 	node    string
 	classes storagelisters.StorageClassLister
 	volumes corelisters.PersistentVolumeLister
+	nodes   corelisters.NodeLister
 }
 
 // NewKeep returns the decisions of the instance of names on node, which
 // looks a claim's StorageClass up in classes and its PV in volumes (nil:
-// no claim is taken as bound elsewhere).
-func NewKeep(names hostpathv1.ProvisionerNames, node string, classes storagelisters.StorageClassLister, volumes corelisters.PersistentVolumeLister) *Keep {
-	return &Keep{names: names, node: node, classes: classes, volumes: volumes}
+// no claim is taken as bound elsewhere), and a PV's Node in nodes (nil:
+// every PV of hostpath is cached).
+func NewKeep(names hostpathv1.ProvisionerNames, node string, classes storagelisters.StorageClassLister, volumes corelisters.PersistentVolumeLister,
+	nodes corelisters.NodeLister) *Keep {
+	return &Keep{names: names, node: node, classes: classes, volumes: volumes, nodes: nodes}
 }
 
 // Claim reports whether the instance caches claim: not when its
@@ -64,28 +67,69 @@ func (k *Keep) Claim(claim *v1.PersistentVolumeClaim) bool {
 	return hostpathName(class.Provisioner, k.names)
 }
 
-// boundElsewhere reports whether claim is bound to a PV, in the cache, of
-// one of the instance's names in node mode on another node: that node's
-// instance alone acts for it (provisions, resizes, clones from it, reports
-// on it). A claim whose PV is not in the cache is not.
+// boundElsewhere reports whether claim is bound to a node-mode volume of
+// another node, whose instance alone acts for it (provisions, resizes,
+// clones from it, reports on it): its PV, in the cache, is a node-mode PV
+// of one of the instance's names on another node; or, its PV not in the
+// cache (a PV settled on another node is not: settledElsewhere), its class
+// is not multihost and the first of hostpathv1.ClaimNodeAnnotations set
+// names another node. A claim that says nothing either way is kept.
 func (k *Keep) boundElsewhere(claim *v1.PersistentVolumeClaim) bool {
 	if claim.Spec.VolumeName == "" || k.volumes == nil {
 		return false
 	}
-	pv, err := k.volumes.Get(claim.Spec.VolumeName)
-	if err != nil {
+	if pv, err := k.volumes.Get(claim.Spec.VolumeName); err == nil {
+		d, ok := hostpathv1.VolumeDirectoryOf(pv, k.names)
+		return ok && !d.Multihost && d.Node != "" && d.Node != k.node
+	}
+	class, err := k.classes.Get(storagehelpers.GetPersistentVolumeClaimClass(claim))
+	if err != nil || class.Parameters[hostpathv1.ParamMode] == hostpathv1.ModeMultihost {
+		return false
+	}
+	for _, key := range hostpathv1.ClaimNodeAnnotations {
+		if node := claim.Annotations[key]; node != "" {
+			return node != k.node
+		}
+	}
+	return false
+}
+
+// Volume reports whether the instance caches pv: when it names a
+// directory of a pool with the annotations hostpath.dev/node,
+// hostpath.dev/pool or hostpath.dev/directory but is another
+// provisioner's (cached as a stub, see the package doc); and when it is
+// hostpath's (not ForeignVolume), but for a node-mode PV of another node
+// that is settled there (settledElsewhere).
+func (k *Keep) Volume(pv *v1.PersistentVolume) bool {
+	if ForeignVolume(pv, k.names) {
+		return namesDirectory(pv)
+	}
+	return !k.settledElsewhere(pv)
+}
+
+// settledElsewhere reports whether pv, a PV of hostpath, is a node-mode PV
+// of one of the instance's names on another node that needs nothing of
+// this instance: Bound, not under deletion, not marked with
+// hostpath.dev/node-gone-since, and its Node in the cache. Only its
+// node's instance acts for such a PV. Any other state may need another
+// instance: a PV under deletion or Released of a Node that is gone (the
+// instance elected for it releases it), one marked gone. A Bound PV whose
+// Node goes is marked by the reclaim controller's scan of the API server
+// (reclaim.Controller, node-gone handling), and the mark brings it back
+// into every cache.
+func (k *Keep) settledElsewhere(pv *v1.PersistentVolume) bool {
+	if k.nodes == nil || pv.DeletionTimestamp != nil || pv.Status.Phase != v1.VolumeBound {
+		return false
+	}
+	if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked {
 		return false
 	}
 	d, ok := hostpathv1.VolumeDirectoryOf(pv, k.names)
-	return ok && !d.Multihost && d.Node != "" && d.Node != k.node
-}
-
-// Volume reports whether the instance caches pv: when it is hostpath's
-// (not ForeignVolume), or names a directory of a pool with the annotations
-// hostpath.dev/node, hostpath.dev/pool or hostpath.dev/directory (cached
-// as a stub, see the package doc).
-func (k *Keep) Volume(pv *v1.PersistentVolume) bool {
-	return !ForeignVolume(pv, k.names) || namesDirectory(pv)
+	if !ok || d.Multihost || d.Node == "" || d.Node == k.node {
+		return false
+	}
+	_, err := k.nodes.Get(d.Node)
+	return err == nil
 }
 
 // namesDirectory reports whether pv carries one of the annotations that
@@ -105,9 +149,9 @@ func namesDirectory(pv *v1.PersistentVolume) bool {
 // claim informer waits for both). Call it before anything asks factory
 // for them: the first informer of a kind is the factory's.
 func Register(factory informers.SharedInformerFactory, names hostpathv1.ProvisionerNames, node string) {
-	classes := factory.Storage().V1().StorageClasses()
-	keep := NewKeep(names, node, classes.Lister(), nil)
-	volumes := factory.InformerFor(&v1.PersistentVolume{}, VolumeInformer(keep.Volume))
+	classes, nodes := factory.Storage().V1().StorageClasses(), factory.Core().V1().Nodes()
+	keep := NewKeep(names, node, classes.Lister(), nil, nodes.Lister())
+	volumes := factory.InformerFor(&v1.PersistentVolume{}, VolumeInformer(keep.Volume, nodes.Informer().HasSynced))
 	keep.volumes = corelisters.NewPersistentVolumeLister(volumes.GetIndexer())
 	synced := func() bool { return classes.Informer().HasSynced() && volumes.HasSynced() }
 	factory.InformerFor(&v1.PersistentVolumeClaim{}, ClaimInformer(keep.Claim, synced))
@@ -148,12 +192,17 @@ func ClaimInformer(keep func(*v1.PersistentVolumeClaim) bool, ready cache.Inform
 }
 
 // VolumeInformer returns the constructor of the PersistentVolume informer
-// for an informer factory: every PV of the cluster that keep accepts.
-func VolumeInformer(keep func(*v1.PersistentVolume) bool) internalinterfaces.NewInformerFunc {
+// for an informer factory: every PV of the cluster that keep accepts. Its
+// lists and watches wait until ready (the Node cache keep reads) says
+// yes.
+func VolumeInformer(keep func(*v1.PersistentVolume) bool, ready cache.InformerSynced) internalinterfaces.NewInformerFunc {
 	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		f := newFilter(keep)
 		return newFilteredInformer(client, resync, &v1.PersistentVolume{},
 			func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				if err := waitFor(ctx, ready); err != nil {
+					return nil, err
+				}
 				list, err := client.CoreV1().PersistentVolumes().List(ctx, opts)
 				if err != nil {
 					return nil, err
@@ -162,6 +211,9 @@ func VolumeInformer(keep func(*v1.PersistentVolume) bool) internalinterfaces.New
 				return list, nil
 			},
 			func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				if err := waitFor(ctx, ready); err != nil {
+					return nil, err
+				}
 				w, err := client.CoreV1().PersistentVolumes().Watch(ctx, opts)
 				if err != nil {
 					return nil, err

@@ -28,16 +28,21 @@ func keepWith(t *testing.T, objects ...any) *Keep {
 	t.Helper()
 	classes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	volumes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, obj := range objects {
 		indexer := classes
-		if _, ok := obj.(*v1.PersistentVolume); ok {
+		switch obj.(type) {
+		case *v1.PersistentVolume:
 			indexer = volumes
+		case *v1.Node:
+			indexer = nodes
 		}
 		if err := indexer.Add(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return NewKeep(configured, "node-a", storagelisters.NewStorageClassLister(classes), corelisters.NewPersistentVolumeLister(volumes))
+	return NewKeep(configured, "node-a", storagelisters.NewStorageClassLister(classes), corelisters.NewPersistentVolumeLister(volumes),
+		corelisters.NewNodeLister(nodes))
 }
 
 // hostpathPV is a PV of the configured name named name, in mode node on
@@ -63,17 +68,32 @@ func storageClass(name, provisioner string) *storagev1.StorageClass {
 	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner}
 }
 
+// multihostClass is a multihost class of the configured name.
+func multihostClass(name string) *storagev1.StorageClass {
+	c := storageClass(name, configured.Name())
+	c.Parameters = map[string]string{hostpathv1.ParamMode: hostpathv1.ModeMultihost}
+	return c
+}
+
 // claimOfClass is a pending claim of class (nil: none set) with the
 // storage-provisioner annotations keyValues (as claimWith).
 func claimOfClass(t *testing.T, class *string, keyValues ...string) *v1.PersistentVolumeClaim {
-	c := pending(claimWith(t, append([]string{storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner}, keyValues...)...))
+	c := pending(claimWith(t, append([]string{storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner, storagehelpers.AnnSelectedNode}, keyValues...)...))
 	c.Spec.StorageClassName = class
 	return c
 }
 
 func TestKeep(t *testing.T) {
 	keep := keepWith(t, storageClass("hostpath", hostpathv1.DefaultProvisionerName), storageClass("mine", configured.Name()),
-		storageClass("gp3", other), hostpathPV("pv-here", "node-a"), hostpathPV("pv-there", "node-b"), hostpathPV("pv-shared", ""))
+		storageClass("gp3", other), multihostClass("shared"), hostpathPV("pv-here", "node-a"), hostpathPV("pv-there", "node-b"), hostpathPV("pv-shared", ""),
+		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}})
+	boundPV := func(name, node string, change func(*v1.PersistentVolume)) *v1.PersistentVolume {
+		pv := hostpathPV(name, node)
+		pv.Status.Phase = v1.VolumeBound
+		change(pv)
+		return pv
+	}
+	same := func(*v1.PersistentVolume) {}
 	ann := storagehelpers.AnnStorageProvisioner
 	for _, tc := range []struct {
 		desc  string
@@ -95,7 +115,18 @@ func TestKeep(t *testing.T) {
 		{"bound to a node-mode PV of this node", bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name()), "pv-here"), true},
 		{"bound to a node-mode PV of another node", bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name()), "pv-there"), false},
 		{"bound to a multihost PV", bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name()), "pv-shared"), true},
-		{"bound to a PV not in the cache", bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name()), "pv-unknown"), true},
+		{"bound to a PV not in the cache, no node annotation", bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name()), "pv-unknown"), true},
+		{"bound to a PV not in the cache, selected on another node",
+			bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name(), storagehelpers.AnnSelectedNode+"=node-b"), "pv-unknown"), false},
+		{"bound to a PV not in the cache, selected on this node",
+			bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name(), storagehelpers.AnnSelectedNode+"=node-a"), "pv-unknown"), true},
+		{"bound to a PV not in the cache, pinned to this node, selected on another",
+			bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name(), hostpathv1.AnnotationProvisionOnNode+"=node-a",
+				storagehelpers.AnnSelectedNode+"=node-b"), "pv-unknown"), true},
+		{"bound to a PV not in the cache, pinned by kubevirt's key to another node",
+			bound(claimOfClass(t, ptr.To("mine"), ann+"="+configured.Name(), hostpathv1.AnnotationKubevirtProvisionOnNode+"=node-b"), "pv-unknown"), false},
+		{"bound to a PV not in the cache, multihost class, selected on another node",
+			bound(claimOfClass(t, ptr.To("shared"), ann+"="+configured.Name(), storagehelpers.AnnSelectedNode+"=node-b"), "pv-unknown"), true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			if got := keep.Claim(tc.claim); got != tc.want {
@@ -116,6 +147,20 @@ func TestKeep(t *testing.T) {
 		{"the configured name's", volumeWith(t, storagehelpers.AnnDynamicallyProvisioned+"="+configured.Name()), true},
 		{"migrated to hostpath", volumeWith(t, storagehelpers.AnnMigratedTo+"="+hostpathv1.CapacityProvisionerName), true},
 		{"made by hand, no annotation", volumeWith(t, storagehelpers.AnnDynamicallyProvisioned), false},
+		{"hostpath's, node mode, Bound, this node", boundPV("a", "node-a", same), true},
+		{"hostpath's, node mode, Bound, another node", boundPV("b", "node-b", same), false},
+		{"hostpath's, node mode, Bound, a node not in the cache (gone)", boundPV("c", "node-c", same), true},
+		{"hostpath's, node mode, Released, another node", boundPV("b", "node-b", func(pv *v1.PersistentVolume) { pv.Status.Phase = v1.VolumeReleased }), true},
+		{"hostpath's, node mode, Bound, another node, marked gone", boundPV("b", "node-b", func(pv *v1.PersistentVolume) {
+			pv.Annotations[hostpathv1.AnnotationNodeGoneSince] = "2026-11-27T00:00:00Z"
+		}), true},
+		{"hostpath's, node mode, Bound, another node, under deletion", boundPV("b", "node-b", func(pv *v1.PersistentVolume) {
+			pv.DeletionTimestamp = &metav1.Time{}
+		}), true},
+		{"hostpath's, multihost, Bound", boundPV("m", "", same), true},
+		{"hostpath's default name, node mode, Bound, another node (instance configured otherwise)", boundPV("d", "node-b", func(pv *v1.PersistentVolume) {
+			pv.Annotations[storagehelpers.AnnDynamicallyProvisioned] = hostpathv1.DefaultProvisionerName
+		}), true},
 	} {
 		t.Run("PV "+tc.desc, func(t *testing.T) {
 			if got := keep.Volume(tc.pv); got != tc.want {

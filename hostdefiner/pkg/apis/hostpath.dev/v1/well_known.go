@@ -114,6 +114,11 @@ const (
 	AnnotationKubevirtProvisionOnNode = "kubevirt.io/provisionOnNode"
 )
 
+// ClaimNodeAnnotations are the annotations of a claim that name its node,
+// in the order of precedence (the first set wins): the pins, then the
+// scheduler's volume.kubernetes.io/selected-node.
+var ClaimNodeAnnotations = []string{AnnotationProvisionOnNode, AnnotationKubevirtProvisionOnNode, storagehelpers.AnnSelectedNode}
+
 // AnnotationReuseDirectory on a claim names an existing directory of the
 // pool to use instead of the pathPattern (node mode): a directory kept by a
 // deleted Retain volume whose owner record names the claim's namespace

@@ -1,0 +1,151 @@
+package reclaim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
+	"k8s.io/klog/v2"
+
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+)
+
+// The scan for the node-mode PVs of deleted Nodes that no cache holds.
+//
+// An instance does not cache a Bound node-mode PV of another node whose
+// Node exists and that is not marked (package app's cachetrim: only that
+// node's instance acts for it). When such a Node is deleted, its instance
+// goes with it, and no cache holds its Bound PVs: the mark of step 1 above
+// would never come. So one instance, elected for goneScanKey, lists the PVs
+// on the API server, page by page, and marks (markNodeGone) each Bound,
+// unmarked node-mode PV of this provisioner that its own cache does not
+// hold and whose Node the cache and then the API server say is gone. The
+// mark changes the PV, and every instance's cache takes it in at that
+// update: from then on the steps above go as for any PV. It scans when a
+// Node is deleted, once its caches have synced, and every goneScanPeriod
+// (a Node deleted while no instance watched), only with a grace period.
+
+// goneScanKey is the key the scanning instance is elected for.
+const goneScanKey = "node-gone-scan"
+
+// goneScanPeriod is the time between two scans without a deleted Node.
+const goneScanPeriod = 30 * time.Minute
+
+// goneScanPageSize is the number of PVs per page of a scan's list.
+const goneScanPageSize = 500
+
+// triggerGoneScan asks for a scan now; triggers that come while one is
+// pending are merged.
+func (c *Controller) triggerGoneScan() {
+	select {
+	case c.scan <- struct{}{}:
+	default:
+	}
+}
+
+// runGoneScans scans once the caches synced, then every goneScanPeriod and
+// when triggered, until ctx is done; it does nothing without a grace
+// period.
+func (c *Controller) runGoneScans(ctx context.Context) {
+	if c.cfg.NodeGoneGrace <= 0 || !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	ticker := time.NewTicker(goneScanPeriod)
+	defer ticker.Stop()
+	for {
+		if err := c.scanGoneNodes(ctx); err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Failed to scan for the PersistentVolumes of deleted Nodes")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-c.scan:
+		}
+	}
+}
+
+// scanGoneNodes is one scan, on the elected instance only: it marks the
+// PVs described above and returns the first error (a page that failed, a
+// mark that failed) after trying every PV.
+func (c *Controller) scanGoneNodes(ctx context.Context) error {
+	elected, err := c.cfg.Instances.IsOwner(goneScanKey)
+	if err != nil || !elected {
+		return err
+	}
+	var (
+		marked int
+		first  error
+	)
+	list := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+		return c.cfg.Client.CoreV1().PersistentVolumes().List(ctx, opts)
+	}))
+	list.PageSize = goneScanPageSize
+	err = list.EachListItemWithAlloc(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		pv, ok := obj.(*v1.PersistentVolume)
+		if !ok {
+			return nil
+		}
+		done, err := c.markUncached(ctx, pv)
+		if done {
+			marked++
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list PersistentVolumes: %w", err)
+	}
+	if marked > 0 {
+		klog.FromContext(ctx).Info("Marked the PersistentVolumes of deleted Nodes that no cache held", "marked", marked)
+	}
+	return first
+}
+
+// markUncached marks pv, listed from the API server, when it is a Bound,
+// unmarked node-mode PV of this provisioner that the cache does not hold
+// and whose Node is gone; it reports whether it marked it. A PV that
+// changed since the list (a conflict) is left to the caches that take it
+// in, or to the next scan.
+func (c *Controller) markUncached(ctx context.Context, pv *v1.PersistentVolume) (bool, error) {
+	loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
+	if !ok || loc.Multihost || loc.Node == "" || pv.DeletionTimestamp != nil || pv.Status.Phase != v1.VolumeBound {
+		return false, nil
+	}
+	if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked {
+		return false, nil
+	}
+	if _, err := c.volumes.Get(pv.Name); err == nil {
+		return false, nil // cached: the steps above look after it
+	}
+	if exists, err := c.nodeExists(loc.Node); exists || err != nil {
+		return false, err
+	}
+	// The cache can lag behind a Node that came back: only the API
+	// server's NotFound makes it gone.
+	_, err := c.cfg.Client.CoreV1().Nodes().Get(ctx, loc.Node, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return false, nil
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("get Node %q: %w", loc.Node, err)
+	}
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pv", klog.KObj(pv))
+	err = c.markNodeGone(klog.NewContext(ctx, logger), pv, loc.at(loc.Node), c.clock.Now())
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsConflict(err):
+		return false, nil
+	}
+	return false, err
+}

@@ -1,0 +1,101 @@
+package reclaim
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+	testingclock "k8s.io/utils/clock/testing"
+
+	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+)
+
+// TestGoneScan: the scan of the API server marks the Bound node-mode PVs
+// of deleted Nodes that the cache does not hold, on the elected instance
+// only, and nothing else: not a PV of a Node that exists (in the cache, or
+// only on the API server yet), not one marked already, not a multihost PV,
+// not a PV that is not Bound or under deletion, not one the cache holds
+// (the cached steps look after those).
+func TestGoneScan(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	gone, back := "gone-node", "back-node"
+	bound := withPhase(v1.VolumeBound)
+	listed := []*v1.PersistentVolume{
+		newPV("gone-bound", notDeleting, bound, onNode(gone)),
+		newPV("gone-retain", notDeleting, bound, onNode(gone), withPolicy(v1.PersistentVolumeReclaimRetain)),
+		newPV("other-bound", notDeleting, bound, onNode(otherNode)),
+		newPV("back-bound", notDeleting, bound, onNode(back)),
+		newPV("gone-marked", notDeleting, bound, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, "2026-11-27T11:00:00Z")),
+		newPV("gone-released", notDeleting, onNode(gone)),
+		newPV("gone-deleting", bound, onNode(gone)),
+		multihostPV("shared", gone, "", notDeleting, bound),
+	}
+	cached := newPV("gone-cached", notDeleting, bound, onNode(gone))
+	for _, tc := range []struct {
+		name       string
+		elected    bool
+		wantMarked []string
+	}{
+		{name: "elected", elected: true, wantMarked: []string{"gone-bound", "gone-retain"}},
+		{name: "not elected"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newControllerFixture(t, fakeInstances{elected: tc.elected}, &fakeManager{}, nil, []*v1.PersistentVolume{cached}, selfNode, otherNode)
+			f.ctrl.cfg.NodeGoneGrace = time.Hour
+			f.ctrl.clock = testingclock.NewFakePassiveClock(now)
+			for _, pv := range listed {
+				if _, err := f.kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A Node that came back: on the API server, not in the cache yet.
+			if _, err := f.kube.CoreV1().Nodes().Create(ctx, newNode(back), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.ctrl.scanGoneNodes(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var marked []string
+			pvs, err := f.kube.CoreV1().PersistentVolumes().List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, pv := range pvs.Items {
+				if since := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; since == now.Format(time.RFC3339) {
+					marked = append(marked, pv.Name)
+				}
+			}
+			slices.Sort(marked)
+			if !slices.Equal(marked, tc.wantMarked) {
+				t.Errorf("marked %q, want %q", marked, tc.wantMarked)
+			}
+			if n := len(f.recorder.Events); n != len(tc.wantMarked) {
+				t.Errorf("%d events, want %d", n, len(tc.wantMarked))
+			}
+			for range tc.wantMarked {
+				if e := <-f.recorder.Events; !strings.HasPrefix(e, "Warning "+ReasonNodeGone) {
+					t.Errorf("event %q, want a Warning %s", e, ReasonNodeGone)
+				}
+			}
+		})
+	}
+}
+
+// TestGoneScanOff: without a grace period there is no scan, and a deleted
+// Node asks for one without blocking.
+func TestGoneScanOff(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newControllerFixture(t, fakeInstances{elected: true}, &fakeManager{}, nil, nil, selfNode)
+	f.ctrl.nodeDeleted(newNode(otherNode))
+	f.ctrl.nodeDeleted(newNode(otherNode))
+	f.ctrl.runGoneScans(ctx) // returns at once: no grace period
+	if got := writes(f.kube); len(got) > 0 {
+		t.Errorf("writes %v, want none", got)
+	}
+}
