@@ -68,6 +68,18 @@
 //     (isProvisionerForVolume); this program acts only on PVs whose
 //     provisioned-by does. Another provisioner's PV that names a directory
 //     is cached as a stub (below): it protects that directory.
+//   - Nor is a node-mode PV of the instance's names cached that is settled
+//     on another node (Keep.settledElsewhere): Bound, not under deletion,
+//     not marked hostpath.dev/node-gone-since, its Node in the cache. Only
+//     that node's instance acts for it. Any other state of such a PV may
+//     need another instance (Released or under deletion on a Node that is
+//     gone: the instance elected for it releases it), so it is cached. A
+//     Bound PV whose Node is deleted is found by the reclaim controller's
+//     scan of the API server (reclaim's nodegonescan.go) and marked, which
+//     brings it into every cache. The PV informer lists and watches once
+//     the Node cache has synced. So an instance caches the PVs of its node,
+//     the multihost ones and those in passing states, not every PV of the
+//     cluster.
 //
 // Each version of an object is decided anew: an object that Keep comes to
 // accept is cached at that update; one it no longer accepts leaves the
@@ -76,8 +88,8 @@
 // whether an object it does not cache exists ask the API server: the
 // sweeper, before it removes a directory whose owner PV is not in the
 // cache (reclaim.Sweeper); the reuse of a retained directory
-// (provisioner's volumeExists); a clone's source claim that is not in the
-// cache (provisioner's cloneSource).
+// (provisioner's volumeExists); a clone's source claim and PV that are not
+// in the cache (provisioner's cloneSource).
 //
 // # Which PVs become stubs
 //
@@ -148,8 +160,10 @@
 //
 // # What each cache of the provisioner holds
 //
-//   - PersistentVolumeClaims and PersistentVolumes that Keep accepts,
-//     every StorageClass and Node in the cluster (the library's informers
+//   - PersistentVolumeClaims and PersistentVolumes that Keep accepts (the
+//     node's own, the multihost ones, the pending and passing ones, and
+//     stubs of PVs that name a directory), every StorageClass and Node in
+//     the cluster (the library's informers
 //     are these): managedFields dropped, a Node's status dropped, the PVs
 //     of other provisioners that name a directory as stubs (above).
 //   - Pods of --namespace matching --instance-selector (the provisioner
