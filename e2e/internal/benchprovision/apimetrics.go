@@ -80,29 +80,12 @@ func ParseWatchEvents(text []byte) (Requests, error) {
 // parseCounter sums the samples of metric in the text format r by the key
 // of their labels (samples whose key says false are left out).
 func parseCounter(r io.Reader, metric string, key func([]*dto.LabelPair) (RequestKey, bool)) (Requests, error) {
-	var only bytes.Buffer
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		if line := sc.Text(); isMetricLine(line, metric) {
-			only.WriteString(line)
-			only.WriteByte('\n')
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read the metrics: %w", err)
-	}
-	var parser expfmt.TextParser
-	families, err := parser.TextToMetricFamilies(&only)
+	families, err := MetricFamilies(r, metric)
 	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", metric, err)
+		return nil, err
 	}
 	out := Requests{}
-	family, ok := families[metric]
-	if !ok {
-		return out, nil
-	}
-	for _, m := range family.GetMetric() {
+	for _, m := range families[metric].GetMetric() {
 		k, ok := key(m.GetLabel())
 		if !ok {
 			continue
@@ -114,8 +97,34 @@ func parseCounter(r io.Reader, metric string, key func([]*dto.LabelPair) (Reques
 	return out, nil
 }
 
+// MetricFamilies parses the families of the metrics names out of the
+// Prometheus text format r (the API server's /metrics), reading only their
+// lines: a text without them gives none.
+func MetricFamilies(r io.Reader, names ...string) (map[string]*dto.MetricFamily, error) {
+	var only bytes.Buffer
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if slices.ContainsFunc(names, func(name string) bool { return isMetricLine(line, name) }) {
+			only.WriteString(line)
+			only.WriteByte('\n')
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read the metrics: %w", err)
+	}
+	var parser expfmt.TextParser
+	families, err := parser.TextToMetricFamilies(&only)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", strings.Join(names, ", "), err)
+	}
+	return families, nil
+}
+
 // isMetricLine reports whether a line of the text format belongs to
-// metric: a sample, or its HELP or TYPE comment.
+// metric: a sample (of a histogram or summary, also its _bucket, _sum and
+// _count), or its HELP or TYPE comment.
 func isMetricLine(line, metric string) bool {
 	if rest, ok := strings.CutPrefix(line, "# HELP "); ok {
 		line = rest
@@ -123,7 +132,16 @@ func isMetricLine(line, metric string) bool {
 		line = rest
 	}
 	rest, ok := strings.CutPrefix(line, metric)
-	return ok && (strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, " "))
+	if !ok {
+		return false
+	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if r, ok := strings.CutPrefix(rest, suffix); ok {
+			rest = r
+			break
+		}
+	}
+	return strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, " ")
 }
 
 func requestKey(labels []*dto.LabelPair) RequestKey {

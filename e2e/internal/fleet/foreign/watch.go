@@ -1,25 +1,20 @@
 package foreign
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
 	"io"
-	"strings"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
+
+	"hostpath.dev/e2e/internal/benchprovision"
 )
 
 // The API server's counters of what it sent to watchers, by group, version
 // and resource: every event to every watcher counts.
 const (
 	// WatchEventsMetric counts the events.
-	WatchEventsMetric = "apiserver_watch_events_total"
+	WatchEventsMetric = benchprovision.WatchEventsMetric
 	// WatchSizesMetric is a histogram of their sizes in bytes.
 	WatchSizesMetric = "apiserver_watch_events_sizes"
-	// watchPrefix starts both metrics' names.
-	watchPrefix = "apiserver_watch_events_"
 )
 
 // WatchCounts are the watch events the API server sent for a resource and
@@ -51,29 +46,9 @@ func (w *WatchCounts) Sub(before *WatchCounts) *WatchCounts {
 // versions of group and resource (group "" is the core API). Only those
 // metrics' lines are parsed; a text without them gives zero counts.
 func ParseWatchCounts(r io.Reader, group, resource string) (WatchCounts, error) {
-	var only bytes.Buffer
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		name := line
-		if rest, ok := strings.CutPrefix(line, "# HELP "); ok {
-			name = rest
-		} else if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
-			name = rest
-		}
-		if strings.HasPrefix(name, watchPrefix) {
-			only.WriteString(line)
-			only.WriteByte('\n')
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return WatchCounts{}, fmt.Errorf("read the metrics: %w", err)
-	}
-	var parser expfmt.TextParser
-	families, err := parser.TextToMetricFamilies(&only)
+	families, err := benchprovision.MetricFamilies(r, WatchEventsMetric, WatchSizesMetric)
 	if err != nil {
-		return WatchCounts{}, fmt.Errorf("parse %s*: %w", watchPrefix, err)
+		return WatchCounts{}, err
 	}
 	var out WatchCounts
 	for _, m := range families[WatchEventsMetric].GetMetric() {
