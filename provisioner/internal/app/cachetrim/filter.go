@@ -164,30 +164,8 @@ func Register(factory informers.SharedInformerFactory, names hostpathv1.Provisio
 // yes.
 func ClaimInformer(keep func(*v1.PersistentVolumeClaim) bool, ready cache.InformerSynced) internalinterfaces.NewInformerFunc {
 	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		claims := func() claimsAPI { return client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll) }
-		f := newFilter(keep)
-		return newFilteredInformer(client, resync, &v1.PersistentVolumeClaim{},
-			func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				if err := waitFor(ctx, ready); err != nil {
-					return nil, err
-				}
-				list, err := claims().List(ctx, opts)
-				if err != nil {
-					return nil, err
-				}
-				list.Items = filterList(f, opts, list.Items)
-				return list, nil
-			},
-			func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				if err := waitFor(ctx, ready); err != nil {
-					return nil, err
-				}
-				w, err := claims().Watch(ctx, opts)
-				if err != nil {
-					return nil, err
-				}
-				return f.watch(w, opts), nil
-			})
+		return newFilteredInformer(client, resync, &v1.PersistentVolumeClaim{}, client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll),
+			func(l *v1.PersistentVolumeClaimList) *[]v1.PersistentVolumeClaim { return &l.Items }, keep, ready)
 	}
 }
 
@@ -197,44 +175,52 @@ func ClaimInformer(keep func(*v1.PersistentVolumeClaim) bool, ready cache.Inform
 // yes.
 func VolumeInformer(keep func(*v1.PersistentVolume) bool, ready cache.InformerSynced) internalinterfaces.NewInformerFunc {
 	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		f := newFilter(keep)
-		return newFilteredInformer(client, resync, &v1.PersistentVolume{},
-			func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				if err := waitFor(ctx, ready); err != nil {
-					return nil, err
-				}
-				list, err := client.CoreV1().PersistentVolumes().List(ctx, opts)
-				if err != nil {
-					return nil, err
-				}
-				list.Items = filterList(f, opts, list.Items)
-				return list, nil
-			},
-			func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				if err := waitFor(ctx, ready); err != nil {
-					return nil, err
-				}
-				w, err := client.CoreV1().PersistentVolumes().Watch(ctx, opts)
-				if err != nil {
-					return nil, err
-				}
-				return f.watch(w, opts), nil
-			})
+		return newFilteredInformer(client, resync, &v1.PersistentVolume{}, client.CoreV1().PersistentVolumes(),
+			func(l *v1.PersistentVolumeList) *[]v1.PersistentVolume { return &l.Items }, keep, ready)
 	}
 }
 
-// claimsAPI is the part of the claims' client the claim informer uses.
-type claimsAPI interface {
-	List(ctx context.Context, opts metav1.ListOptions) (*v1.PersistentVolumeClaimList, error)
+// listWatcher is the part of the typed client of one kind that a filtered
+// informer uses; L is the kind's list.
+type listWatcher[L any] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// newFilteredInformer returns a shared informer of example's kind over
-// list and watch, indexed by namespace, that uses the watch-list protocol
-// where client supports it.
-func newFilteredInformer(client kubernetes.Interface, resync time.Duration, example runtime.Object,
-	list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) cache.SharedIndexInformer {
-	lw := &cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}
+// newFilteredInformer returns a shared informer of example's kind, indexed
+// by namespace, over the lists and watches of api that wait until ready
+// and pass through a filter of keep (items gives a list's items). It uses
+// the watch-list protocol where client supports it.
+func newFilteredInformer[P interface {
+	*T
+	metav1.Object
+}, T any, L runtime.Object](client kubernetes.Interface, resync time.Duration, example runtime.Object,
+	api listWatcher[L], items func(L) *[]T, keep func(P) bool, ready cache.InformerSynced) cache.SharedIndexInformer {
+	f := newFilter(keep)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			if err := waitFor(ctx, ready); err != nil {
+				return nil, err
+			}
+			list, err := api.List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			all := items(list)
+			*all = filterList(f, opts, *all)
+			return list, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			if err := waitFor(ctx, ready); err != nil {
+				return nil, err
+			}
+			w, err := api.Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return f.watch(w, opts), nil
+		},
+	}
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
 		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
 }
