@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,6 +62,15 @@ import (
 //     goes.
 //     A PV made before the finalizer existed, without it, is deleted by the
 //     library as soon as Reclaim returns nil.
+
+// pvProtectionFinalizer is kube-controller-manager's finalizer on every PV
+// (the StorageObjectInUseProtection admission plugin adds it), which its
+// pv-protection controller removes once the PV is not Bound.
+const pvProtectionFinalizer = "kubernetes.io/pv-protection"
+
+// pvProtectionWait bounds how long finalize leaves the finalizer of a
+// remembered PV on for pvProtectionFinalizer to go first.
+const pvProtectionWait = 30 * time.Second
 
 // operation is what a fan-out asks each holder's manager.
 type operation int
@@ -313,9 +323,22 @@ func (c *Controller) Reclaim(ctx context.Context, pv *v1.PersistentVolume) error
 // remembers (finishedSet) only loses its finalizer: the managers answered
 // for it moments ago. Any other goes through steps 1 to 3, and its
 // finalizer comes off only when no node is waiting (finish).
+//
+// A remembered PV that still carries kube-controller-manager's finalizer
+// kubernetes.io/pv-protection keeps ours until that one is gone, for at
+// most pvProtectionWait after its deletion: the controller removes its
+// finalizer with an update, which a patch of ours landing first would make
+// conflict and repeat (343 more PV updates in 1,000 deletions, 2026-11-27).
+// Its update changes the PV, which brings the PV back here.
 func (c *Controller) finalize(ctx context.Context, pv *v1.PersistentVolume, loc location) error {
 	if !c.finished.has(pv, loc) {
 		return c.finish(ctx, pv, c.reclaimOutcome(ctx, pv))
+	}
+	if slices.Contains(pv.Finalizers, pvProtectionFinalizer) && pv.DeletionTimestamp != nil {
+		if wait := pvProtectionWait - c.clock.Since(pv.DeletionTimestamp.Time); wait > 0 {
+			c.queue.AddAfter(pv.Name, wait)
+			return nil
+		}
 	}
 	if err := removeFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager); err != nil {
 		return err

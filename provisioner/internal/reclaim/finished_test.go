@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
@@ -340,5 +341,56 @@ func TestFinishedSet(t *testing.T) {
 	s.add(extra, loc)
 	if !s.has(extra, loc) || len(s.entries) != 1 {
 		t.Errorf("after expiry: %d remembered, the new one: %t; want 1, it", len(s.entries), s.has(extra, loc))
+	}
+}
+
+// TestFinalizeWaitsForPVProtection: a remembered PV keeps its finalizer
+// while kube-controller-manager's kubernetes.io/pv-protection is still on
+// it, for at most pvProtectionWait after its deletion, so that the two
+// finalizers' removals do not conflict; without that finalizer, or once
+// the wait is over, the finalizer comes off at once, without a manager
+// call.
+func TestFinalizeWaitsForPVProtection(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		finalizers []string
+		deletedAgo time.Duration
+		wantPatch  bool
+	}{
+		{name: "pv-protection still on: wait", finalizers: []string{hostpathv1.FinalizerDirectoryProtection, pvProtectionFinalizer},
+			deletedAgo: time.Second},
+		{name: "pv-protection still on after the wait: remove", finalizers: []string{hostpathv1.FinalizerDirectoryProtection, pvProtectionFinalizer},
+			deletedAgo: pvProtectionWait, wantPatch: true},
+		{name: "pv-protection gone: remove", finalizers: []string{hostpathv1.FinalizerDirectoryProtection},
+			deletedAgo: time.Second, wantPatch: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			deleted := metav1.NewTime(now.Add(-tc.deletedAgo))
+			pv := newPV("pv-1", withFinalizers(tc.finalizers...), func(pv *v1.PersistentVolume) { pv.DeletionTimestamp = &deleted })
+			f := newControllerFixture(t, fakeInstances{elected: true}, &fakeManager{}, nil, []*v1.PersistentVolume{pv}, selfNode)
+			clk := testingclock.NewFakePassiveClock(now)
+			f.ctrl.clock = clk
+			f.ctrl.finished = newFinishedSet(clk)
+			loc, _ := locationOf(pv, testNames)
+			f.ctrl.finished.add(pv, loc)
+			if err := f.ctrl.finalize(ctx, pv, loc); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(writes(f.kube)) > 0; got != tc.wantPatch {
+				t.Errorf("patched %v, want %v (writes %v)", got, tc.wantPatch, writes(f.kube))
+			}
+			if !tc.wantPatch {
+				// The wait is over (the requeue's time): it comes off.
+				clk.SetTime(now.Add(pvProtectionWait))
+				if err := f.ctrl.finalize(ctx, pv, loc); err != nil || len(writes(f.kube)) != 1 {
+					t.Errorf("after the wait: %v, writes %v; want one patch", err, writes(f.kube))
+				}
+			}
+			if calls := f.manager.calls; len(calls) > 0 {
+				t.Errorf("manager calls %v, want none", calls)
+			}
+		})
 	}
 }
