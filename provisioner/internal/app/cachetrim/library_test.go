@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -26,31 +25,6 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 )
-
-// listWatch serves a fixed list, in its order, and a watch that sends
-// nothing: an informer over it holds what Transform made of the list.
-type listWatch struct{ list runtime.Object }
-
-func (l listWatch) List(metav1.ListOptions) (runtime.Object, error) {
-	return l.list.DeepCopyObject(), nil
-}
-func (l listWatch) Watch(metav1.ListOptions) (watch.Interface, error) {
-	return watch.NewFake(), nil
-}
-
-// IsWatchListSemanticsUnSupported makes the reflector list, then watch.
-func (listWatch) IsWatchListSemanticsUnSupported() bool { return true }
-
-// newInformer returns an informer of list's objects, in list's order,
-// trimmed by transform.
-func newInformer(t *testing.T, list runtime.Object, example runtime.Object, transform cache.TransformFunc) cache.SharedIndexInformer {
-	t.Helper()
-	inf := cache.NewSharedIndexInformer(listWatch{list}, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	if err := inf.SetTransform(transform); err != nil {
-		t.Fatal(err)
-	}
-	return inf
-}
 
 // yesProvisioner is a provisioner whose Qualifier and DeletionGuard say
 // yes to everything: only the library's own checks can skip an object. It
