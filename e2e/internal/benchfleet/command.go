@@ -2,23 +2,19 @@ package benchfleet
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	hostpathclient "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
 
 	"hostpath.dev/e2e/internal/cli"
 	"hostpath.dev/e2e/internal/fleet"
-	"hostpath.dev/manager/pkg/runtime/component"
 )
 
 // Usage is the command line of benchfleet, for cli.Main.
@@ -35,29 +31,19 @@ type command struct {
 //	report RESULT.json: the Report of a Result.
 func Commands(stdout, stderr io.Writer) map[string]cli.Command {
 	c := command{stdout: stdout, stderr: stderr}
-	return map[string]cli.Command{"run": c.run, "report": c.report}
+	return map[string]cli.Command{"run": c.run, "report": fleet.ReportCommand(stdout, "report RESULT.json", Report)}
 }
 
 // runFlags are the flags of "benchfleet run".
 type runFlags struct {
-	o                                Options
-	kubeconfig, out                  string
-	provisionerArgs, instances, ends string
+	o               Options
+	fleet           fleet.Flags
+	instances, ends string
 }
 
 // AddFlags binds the flags of "benchfleet run" to fs.
 func (f *runFlags) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "Kubeconfig of the cluster, an administrator's (default: $KUBECONFIG).")
-	fs.StringVar(&f.o.Fleet.Namespace, "namespace", "hostpath-system", "The product's namespace.")
-	fs.StringVar(&f.o.Fleet.Prefix, "prefix", "hostpath-fleet-", "Name prefix of the fleet's fake nodes.")
-	fs.StringVar(&f.o.Fleet.Dir, "dir", "", "Folder for the members' pools, state, tokens and logs (required).")
-	fs.StringVar(&f.o.Fleet.ManagerBin, "manager-bin", "", "The manager binary (required).")
-	fs.StringVar(&f.o.Fleet.ProvisionerBin, "provisioner-bin", "", "The provisioner binary (required).")
-	fs.StringVar(&f.provisionerArgs, "provisioner-args", "[]", "JSON array of the provisioner DaemonSet's arguments, given to every provisioner first.")
-	fs.StringVar(&f.o.Fleet.AddressPrefix, "address-prefix", "198.18.250.", "First three bytes of the members' addresses, with the dot.")
-	fs.StringVar(&f.o.Fleet.Device, "device", "hpapi", "Network device that gets the members' addresses.")
-	fs.DurationVar(&f.o.Fleet.ReadyTimeout, "ready-timeout", 2*time.Minute, "Bound of the wait for a member's processes to be ready.")
-	fs.IntVar(&f.o.Fleet.Workers, "start-workers", 8, "Members started at once.")
+	f.fleet.AddFlags(fs, &f.o.Fleet)
 	fs.StringVar(&f.instances, "instances", "10:1000,100:200", "Instance runs, as K:N pairs (N claims over K instances), comma-separated; empty for none.")
 	fs.StringVar(&f.o.NodeClass, "node-class", "hostpath-immediate", "Node-mode StorageClass of the instance runs (Immediate).")
 	fs.StringVar(&f.ends, "endpoints", "10,50,100", "Multihost pool sizes (managers, the real nodes' included), comma-separated; empty for none.")
@@ -66,13 +52,12 @@ func (f *runFlags) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&f.o.Backfill, "backfill", 1000, "Multihost volumes a new node gets; 0 for no backfill step.")
 	fs.StringVar(&f.o.Pool, "pool", "default", "Pool of the classes.")
 	fs.DurationVar(&f.o.Timeout, "timeout", 15*time.Minute, "Bound of each wait.")
-	fs.StringVar(&f.out, "out", "", "File for the result as JSON (default: none).")
 }
 
 // Complete parses the text flags into the Options.
 func (f *runFlags) Complete() error {
-	if err := json.Unmarshal([]byte(f.provisionerArgs), &f.o.Fleet.ProvisionerArgs); err != nil {
-		return fmt.Errorf("--provisioner-args: %w", err)
+	if err := f.fleet.Complete(&f.o.Fleet); err != nil {
+		return err
 	}
 	var err error
 	if f.o.Instances, err = ParseInstances(f.instances); err != nil {
@@ -138,59 +123,8 @@ func (c command) run(ctx context.Context, argv []string) error {
 		return err
 	}
 	f.o.Logf = cli.Logf(c.stderr, time.Now)
-	// The benchmark's own client must never be what limits the figures.
-	cfg, err := component.RESTConfig(f.kubeconfig, 1000, 2000, "hostpath-benchfleet")
-	if err != nil {
-		return err
+	run := func(kube kubernetes.Interface, hp hostpathclient.Interface) (Result, error) {
+		return Run(ctx, kube, hp, f.o)
 	}
-	raw, err := clientcmd.LoadFromFile(f.kubeconfig)
-	if err != nil {
-		return err
-	}
-	for _, cl := range raw.Clusters {
-		f.o.Fleet.Server, f.o.Fleet.CAData = cl.Server, cl.CertificateAuthorityData
-		if len(cl.CertificateAuthorityData) == 0 && cl.CertificateAuthority != "" {
-			if f.o.Fleet.CAData, err = os.ReadFile(cl.CertificateAuthority); err != nil {
-				return err
-			}
-		}
-		break
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	hp, err := hostpathclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	res, runErr := Run(ctx, kube, hp, f.o)
-	if f.out != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(f.out, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
-	}
-	if runErr != nil {
-		return runErr
-	}
-	return Report(c.stdout, res)
-}
-
-func (c command) report(_ context.Context, argv []string) error {
-	if len(argv) != 1 {
-		return &cli.ExitError{Code: 2, Err: fmt.Errorf("usage: report RESULT.json")}
-	}
-	b, err := os.ReadFile(argv[0])
-	if err != nil {
-		return err
-	}
-	var res Result
-	if err := json.Unmarshal(b, &res); err != nil {
-		return fmt.Errorf("%s: %w", argv[0], err)
-	}
-	return Report(c.stdout, res)
+	return fleet.RunAndReport(&f.fleet, &f.o.Fleet, c.stdout, run, Report)
 }

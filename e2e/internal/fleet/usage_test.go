@@ -12,42 +12,26 @@ import (
 // parenthesis, utime 250 and stime 50 ticks.
 const stat = "4242 (provisioner (x)) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 50 0 0 20 0 12 0 5000 900000000 7000 18446744073709551615\n"
 
-func TestParseRSS(t *testing.T) {
+// TestParseProc checks the readings of a process's /proc files:
+// /proc/PID/status (parseRSS) and /proc/PID/stat (parseCPU).
+func TestParseProc(t *testing.T) {
 	for _, tc := range []struct {
-		name, status string
-		want         float64
-		err          string
+		name  string
+		parse func(string) (float64, error)
+		text  string
+		want  float64
+		err   string
 	}{
-		{"kB", "Name:\tprovisioner\nVmHWM:\t  80000 kB\nVmRSS:\t   51200 kB\nThreads: 9\n", 50, ""},
-		{"none", "Name:\tkthreadd\nThreads: 1\n", 0, "no VmRSS"},
-		{"unit", "VmRSS:\t 12 MB\n", 0, "VmRSS line"},
-		{"number", "VmRSS:\t x kB\n", 0, "VmRSS"},
+		{"RSS in kB", parseRSS, "Name:\tprovisioner\nVmHWM:\t  80000 kB\nVmRSS:\t   51200 kB\nThreads: 9\n", 50, ""},
+		{"no RSS", parseRSS, "Name:\tkthreadd\nThreads: 1\n", 0, "no VmRSS"},
+		{"RSS unit", parseRSS, "VmRSS:\t 12 MB\n", 0, "VmRSS line"},
+		{"RSS number", parseRSS, "VmRSS:\t x kB\n", 0, "VmRSS"},
+		{"CPU, parentheses in the name", parseCPU, stat, 3, ""},
+		{"CPU, no name", parseCPU, "4242 S 1", 0, "no ')'"},
+		{"CPU, short", parseCPU, "1 (a) S 1 2 3", 0, "fields"},
+		{"CPU, not a number", parseCPU, "1 (a) S 1 1 1 0 -1 0 0 0 0 0 x 50 0", 0, "CPU time"},
 	} {
-		got, err := parseRSS(tc.status)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || got != tc.want {
-			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
-		}
-	}
-}
-
-func TestParseCPU(t *testing.T) {
-	for _, tc := range []struct {
-		name, stat string
-		want       float64
-		err        string
-	}{
-		{"parentheses in the name", stat, 3, ""},
-		{"no name", "4242 S 1", 0, "no ')'"},
-		{"short", "1 (a) S 1 2 3", 0, "fields"},
-		{"not a number", "1 (a) S 1 1 1 0 -1 0 0 0 0 0 x 50 0", 0, "CPU time"},
-	} {
-		got, err := parseCPU(tc.stat)
+		got, err := tc.parse(tc.text)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)

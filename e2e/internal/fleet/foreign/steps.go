@@ -107,10 +107,7 @@ func (p *phase) start(ctx context.Context) error {
 	if p.res.Up, err = p.read(ctx); err != nil {
 		return err
 	}
-	if err := p.settle(ctx, "idle"); err != nil {
-		return err
-	}
-	p.res.Idle, err = p.read(ctx)
+	p.res.Idle, err = p.settledRead(ctx, "idle")
 	return err
 }
 
@@ -135,10 +132,7 @@ func (p *phase) fill(ctx context.Context) error {
 	if p.res.Annotated, err = p.read(ctx); err != nil {
 		return err
 	}
-	if err := p.settle(ctx, "claims"); err != nil {
-		return err
-	}
-	p.res.WithClaims, err = p.read(ctx)
+	p.res.WithClaims, err = p.settledRead(ctx, "claims")
 	return err
 }
 
@@ -167,10 +161,7 @@ func (p *phase) empty(ctx context.Context) error {
 	if err := p.kube.StorageV1().StorageClasses().Delete(ctx, ClassName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete StorageClass %s: %w", ClassName, err)
 	}
-	if err := p.settle(ctx, "deleted"); err != nil {
-		return err
-	}
-	p.res.Deleted, err = p.read(ctx)
+	p.res.Deleted, err = p.settledRead(ctx, "deleted")
 	return err
 }
 
@@ -297,18 +288,17 @@ func (p *phase) poll(ctx context.Context, what string, cond func(context.Context
 	return nil
 }
 
-// settle waits Settle before the named reading.
-func (p *phase) settle(ctx context.Context, reading string) error {
-	if p.o.Settle <= 0 {
-		return nil
+// settledRead waits Settle, then takes the named reading (see read).
+func (p *phase) settledRead(ctx context.Context, reading string) (Reading, error) {
+	if p.o.Settle > 0 {
+		p.o.logf("Settling %v before the %s reading", p.o.Settle, reading)
+		select {
+		case <-time.After(p.o.Settle):
+		case <-ctx.Done():
+			return Reading{}, ctx.Err()
+		}
 	}
-	p.o.logf("Settling %v before the %s reading", p.o.Settle, reading)
-	select {
-	case <-time.After(p.o.Settle):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return p.read(ctx)
 }
 
 // read reads every fleet provisioner's usage (an error if one cannot be

@@ -126,7 +126,7 @@ func TestFlags(t *testing.T) {
 			t.Errorf("%s: Validate = %v, want %q", tc.name, err, tc.err)
 		}
 	}
-	f = runFlags{provisionerArgs: "nope"}
+	f = runFlags{fleet: fleet.Flags{ProvisionerArgs: "nope"}}
 	if err := f.Complete(); err == nil {
 		t.Error("Complete took provisioner arguments that are not JSON")
 	}
