@@ -534,7 +534,9 @@ func TestRunReportsListenErrors(t *testing.T) {
 func TestCompleteNeedsValidatedOptions(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	o := testOptions(t, true)
-	o.ListenAddress = "127.0.0.1:0"
+	// Loopback ports of its own: a process that holds the default health
+	// port (a manager of the local cluster's fleet) must not decide.
+	o.ListenAddress, o.HealthAddress = "127.0.0.1:0", "127.0.0.1:0"
 	if _, err := o.Complete(ctx); err == nil || !strings.Contains(err.Error(), "validated") {
 		t.Errorf("Complete before Validate: %v", err)
 	}
