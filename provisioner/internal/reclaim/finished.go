@@ -41,7 +41,9 @@ type finishedEntry struct {
 // policy (still Delete) and location (pool, directory, node, listed nodes)
 // are those it had: a PV that changed in any of them, or that this
 // process did not reclaim (a restart, another instance), goes through the
-// full path. It lives in memory only; nothing is written.
+// full path. It lives in memory only; nothing is written. It is not
+// apimachinery's cache.Expiring (which the provisioner used before for a
+// memory of deleted PVs): that one has no bound on its size.
 type finishedSet struct {
 	mu      sync.Mutex
 	clock   clock.PassiveClock

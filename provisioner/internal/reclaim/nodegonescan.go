@@ -83,6 +83,9 @@ func (c *Controller) scanGoneNodes(ctx context.Context) error {
 	var (
 		marked int
 		first  error
+		// gone holds the answer for each Node asked about in this scan:
+		// a deleted Node's PVs come many to a page.
+		gone = map[string]bool{}
 	)
 	list := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
 		return c.cfg.Client.CoreV1().PersistentVolumes().List(ctx, opts)
@@ -93,7 +96,7 @@ func (c *Controller) scanGoneNodes(ctx context.Context) error {
 		if !ok {
 			return nil
 		}
-		done, err := c.markUncached(ctx, pv)
+		done, err := c.markUncached(ctx, pv, gone)
 		if done {
 			marked++
 		}
@@ -113,10 +116,10 @@ func (c *Controller) scanGoneNodes(ctx context.Context) error {
 
 // markUncached marks pv, listed from the API server, when it is a Bound,
 // unmarked node-mode PV of this provisioner that the cache does not hold
-// and whose Node is gone; it reports whether it marked it. A PV that
-// changed since the list (a conflict) is left to the caches that take it
-// in, or to the next scan.
-func (c *Controller) markUncached(ctx context.Context, pv *v1.PersistentVolume) (bool, error) {
+// and whose Node is gone (nodeGone, answers kept in gone); it reports
+// whether it marked it. A PV that changed since the list (a conflict) is
+// left to the caches that take it in, or to the next scan.
+func (c *Controller) markUncached(ctx context.Context, pv *v1.PersistentVolume, gone map[string]bool) (bool, error) {
 	loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
 	if !ok || loc.Multihost || loc.Node == "" || pv.DeletionTimestamp != nil || pv.Status.Phase != v1.VolumeBound {
 		return false, nil
@@ -127,20 +130,19 @@ func (c *Controller) markUncached(ctx context.Context, pv *v1.PersistentVolume) 
 	if _, err := c.volumes.Get(pv.Name); err == nil {
 		return false, nil // cached: the steps above look after it
 	}
-	if exists, err := c.nodeExists(loc.Node); exists || err != nil {
-		return false, err
+	isGone, asked := gone[loc.Node]
+	if !asked {
+		var err error
+		if isGone, err = c.nodeGone(ctx, loc.Node); err != nil {
+			return false, err
+		}
+		gone[loc.Node] = isGone
 	}
-	// The cache can lag behind a Node that came back: only the API
-	// server's NotFound makes it gone.
-	_, err := c.cfg.Client.CoreV1().Nodes().Get(ctx, loc.Node, metav1.GetOptions{})
-	switch {
-	case err == nil:
+	if !isGone {
 		return false, nil
-	case !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("get Node %q: %w", loc.Node, err)
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pv", klog.KObj(pv))
-	err = c.markNodeGone(klog.NewContext(ctx, logger), pv, loc.at(loc.Node), c.clock.Now())
+	err := c.markNodeGone(klog.NewContext(ctx, logger), pv, loc.at(loc.Node), c.clock.Now())
 	switch {
 	case err == nil:
 		return true, nil
@@ -148,4 +150,21 @@ func (c *Controller) markUncached(ctx context.Context, pv *v1.PersistentVolume) 
 		return false, nil
 	}
 	return false, err
+}
+
+// nodeGone reports whether node is gone: missing from the cache and, as
+// the cache can lag behind a Node that came back, NotFound on the API
+// server.
+func (c *Controller) nodeGone(ctx context.Context, node string) (bool, error) {
+	if exists, err := c.nodeExists(node); exists || err != nil {
+		return false, err
+	}
+	_, err := c.cfg.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return false, nil
+	case apierrors.IsNotFound(err):
+		return true, nil
+	}
+	return false, fmt.Errorf("get Node %q: %w", node, err)
 }
