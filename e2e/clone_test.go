@@ -22,6 +22,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"hostpath.dev/e2e/internal/localcluster"
 	"hostpath.dev/manager/pkg/client"
@@ -174,7 +175,8 @@ func finishedMethod(t *testing.T, ev corev1.Event) (string, float64) {
 // owners, modes, an xattr, a hard link, symlinks (one to /, not followed),
 // a sparse file still sparse. A pod placed by the scheduler reads it on
 // that node; writes to the clone leave the source alone. A source in
-// another namespace, of another class, or larger than the clone is
+// another namespace, of another class (hostpath's or another
+// provisioner's, which no instance caches), or larger than the clone is
 // refused with a CloneSourceInvalid event and no volume.
 func TestClone(t *testing.T) {
 	ctx := t.Context()
@@ -225,12 +227,24 @@ func TestClone(t *testing.T) {
 		otherClass := e.storageClass(ctx, t, "clone-class", storagev1.VolumeBindingImmediate, nil)
 		wrongClass := e.cloneClaim(ctx, t, "other-class", otherClass, "64Mi", corev1.ReadWriteOnce, src.Name)
 		small := e.cloneClaim(ctx, t, "small", classImmediate, "32Mi", corev1.ReadWriteOnce, src.Name)
+		// A source of another provisioner's class: no instance caches
+		// it, so the refusal names its class only if the instance reads
+		// it from the API server.
+		foreignClass := e.createStorageClass(ctx, t, &storagev1.StorageClass{
+			ObjectMeta:        metav1.ObjectMeta{Name: "e2e-foreign-" + e.ns},
+			Provisioner:       "foreign.e2e.example",
+			VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+		})
+		foreignSrc := e.claim(ctx, t, "foreign-source", foreignClass, "64Mi", corev1.ReadWriteOnce, nil)
+		fromForeign := e.cloneClaim(ctx, t, "from-foreign", classImmediate, "64Mi", corev1.ReadWriteOnce, foreignSrc.Name)
 		other.waitEvent(ctx, t, elsewhere.Name, corev1.EventTypeWarning, reasonCloneSourceInvalid, "source claim "+other.ns+"/"+src.Name+" does not exist")
 		e.waitEvent(ctx, t, wrongClass.Name, corev1.EventTypeWarning, reasonCloneSourceInvalid, "is of StorageClass \""+classImmediate+"\"")
 		e.waitEvent(ctx, t, small.Name, corev1.EventTypeWarning, reasonCloneSourceInvalid, "requests 32Mi, less than the 64Mi")
+		e.waitEvent(ctx, t, fromForeign.Name, corev1.EventTypeWarning, reasonCloneSourceInvalid, "is of StorageClass \""+foreignClass+"\"")
 		other.checkNoVolume(ctx, t, elsewhere)
 		e.checkNoVolume(ctx, t, wrongClass)
 		e.checkNoVolume(ctx, t, small)
+		e.checkNoVolume(ctx, t, fromForeign)
 	})
 }
 
