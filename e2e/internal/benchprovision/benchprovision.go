@@ -152,6 +152,18 @@ type Result struct {
 	// DirsGoneSeconds: from the namespace delete until no volume directory
 	// was left (at Options.Poll resolution; 0 without NodesDir).
 	DirsGoneSeconds float64 `json:"dirsGoneSeconds"`
+	// ReleasedSeconds: from the namespace delete until the last PV was seen
+	// Released (kube-controller-manager's part of the deletion).
+	ReleasedSeconds float64 `json:"releasedSeconds,omitempty"`
+	// GoneP50Seconds, GoneP95Seconds, GoneMaxSeconds: from a PV seen
+	// Released until it was gone (the provisioner's part; nearest rank).
+	GoneP50Seconds float64 `json:"goneP50Seconds,omitempty"`
+	GoneP95Seconds float64 `json:"goneP95Seconds,omitempty"`
+	GoneMaxSeconds float64 `json:"goneMaxSeconds,omitempty"`
+	// ReleasedTimes and GoneTimes are when each PV was seen Released and
+	// gone, from the namespace delete, ascending (for the plots).
+	ReleasedTimes []float64 `json:"releasedTimes,omitempty"`
+	GoneTimes     []float64 `json:"goneTimes,omitempty"`
 	// DeletesPerSecond is Count / the larger of PVsGoneSeconds and DirsGoneSeconds.
 	DeletesPerSecond float64 `json:"deletesPerSecond"`
 	// APIRequests are the API server's requests, by every client, from

@@ -121,7 +121,7 @@ func TestReportCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantPlots := "plot: " + filepath.Join(plots, "cdf-200-400.svg") + "\nplot: " + filepath.Join(plots, "timeline-200-400.svg") +
-		"\nplot: " + filepath.Join(plots, "cdf-default.svg") + "\nplot: " + filepath.Join(plots, "timeline-default.svg") + "\n"
+		"\nplot: " + filepath.Join(plots, "deletion-200-400.svg") + "\nplot: " + filepath.Join(plots, "cdf-default.svg") + "\nplot: " + filepath.Join(plots, "timeline-default.svg") + "\n"
 	if got := out.String(); got != wantReport+wantPlots {
 		t.Errorf("report printed\n%s\nwant\n%s", got, wantReport+wantPlots)
 	}

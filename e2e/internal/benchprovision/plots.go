@@ -65,12 +65,14 @@ func slug(setting string) string {
 	return s
 }
 
-// WritePlots writes two SVG files into dir (created if needed) for each
+// WritePlots writes SVG files into dir (created if needed) for each
 // kube-controller-manager setting of the results, every run of the setting
 // on the same axes: cdf-SETTING.svg, the CDF of the claims' create->Bound
-// latency, and timeline-SETTING.svg, the PVs created and claims Bound over
-// time since the first claim. It returns the files written, in order. The
-// output depends on the results alone.
+// latency; timeline-SETTING.svg, the PVs created and claims Bound over
+// time since the first claim; and, when the runs recorded it,
+// deletion-SETTING.svg, the PVs Released and gone over time since the
+// namespace delete. It returns the files written, in order. The output
+// depends on the results alone.
 func WritePlots(dir string, results []Result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -86,8 +88,13 @@ func WritePlots(dir string, results []Result) ([]string, error) {
 	}
 	var files []string
 	for _, s := range settings {
-		var cdf, progress []series
+		var cdf, progress, deletion []series
 		for i, r := range bySetting[s] {
+			if r.GoneTimes != nil {
+				deletion = append(deletion,
+					series{name: r.Label + " Released", points: countPoints(r.ReleasedTimes), run: i, dashed: true},
+					series{name: r.Label + " gone", points: countPoints(r.GoneTimes), run: i})
+			}
 			cdf = append(cdf, series{name: r.Label, points: cdfPoints(r.BoundLatencies), run: i})
 			progress = append(progress,
 				series{name: r.Label + " PVs", points: countPoints(r.PVTimes), run: i, dashed: true},
@@ -100,7 +107,11 @@ func WritePlots(dir string, results []Result) ([]string, error) {
 		}{
 			{"cdf-" + slug(s) + ".svg", "Claim create to Bound, " + where, "latency (s)", "fraction of claims", cdf},
 			{"timeline-" + slug(s) + ".svg", "PVs and Bound claims over time, " + where, "time since the first claim (s)", "count", progress},
+			{"deletion-" + slug(s) + ".svg", "PVs Released and gone over time, " + where, "time since the namespace delete (s)", "count", deletion},
 		} {
+			if len(p.lines) == 0 {
+				continue
+			}
 			file := filepath.Join(dir, p.file)
 			if err := writePlot(file, p.title, p.x, p.y, p.lines); err != nil {
 				return files, err

@@ -27,6 +27,8 @@ func fixedResults() []Result {
 			BoundP50Seconds: 1.3, BoundP95Seconds: 2.35, BoundMaxSeconds: 2.35,
 			PVTimes: []float64{0.3, 0.65, 0.9, 1.2}, BoundTimes: []float64{0.8, 1.35, 1.9, 2.4}, BoundLatencies: []float64{0.75, 1.3, 1.85, 2.35},
 			Dirs: 4, PVsGoneSeconds: 1.5, DirsGoneSeconds: 1.6, DeletesPerSecond: 2.5,
+			ReleasedSeconds: 0.9, GoneP50Seconds: 0.4, GoneP95Seconds: 0.6, GoneMaxSeconds: 0.6,
+			ReleasedTimes: []float64{0.3, 0.5, 0.7, 0.9}, GoneTimes: []float64{0.7, 1, 1.2, 1.5},
 			APIRequests: []RequestCount{
 				{Verb: "PUT", Resource: "persistentvolumeclaims", Count: 12},
 				{Verb: "POST", Resource: "persistentvolumeclaims", Count: 4},
@@ -45,6 +47,8 @@ func fixedResults() []Result {
 			BoundP50Seconds: 0.9, BoundP95Seconds: 1.58, BoundMaxSeconds: 1.58,
 			PVTimes: []float64{0.1, 0.2, 0.3, 0.4}, BoundTimes: []float64{0.5, 0.9, 1.2, 1.6}, BoundLatencies: []float64{0.48, 0.88, 1.18, 1.58},
 			PVsGoneSeconds: 0.8, DeletesPerSecond: 5,
+			ReleasedSeconds: 0.7, GoneP50Seconds: 0.1, GoneP95Seconds: 0.2, GoneMaxSeconds: 0.2,
+			ReleasedTimes: []float64{0.2, 0.4, 0.5, 0.7}, GoneTimes: []float64{0.3, 0.5, 0.6, 0.8},
 			APIRequests: []RequestCount{
 				{Verb: "PUT", Resource: "persistentvolumeclaims", Count: 8},
 				{Verb: "POST", Resource: "persistentvolumeclaims", Count: 4},
@@ -90,7 +94,11 @@ claim->PV max (s)                   1.15          0.38          3.03
 claim->Bound p50 (s)                1.30          0.90          1.44
 claim->Bound p95 (s)                2.35          1.58          1.49
 claim->Bound max (s)                2.35          1.58          1.49
+all PVs Released (s)                0.90          0.70          1.29
 all PVs deleted (s)                 1.50          0.80          1.88
+Released->gone p50 (s)              0.40          0.10          4.00
+Released->gone p95 (s)              0.60          0.20          3.00
+Released->gone max (s)              0.60          0.20          3.00
 all directories gone (s)            1.60          -             -
 deletes/s                           2.5           5.0           0.50
 API requests, all clients           32            20            1.60
@@ -125,7 +133,11 @@ claim->PV max (s)                   1.25          0.48          2.60
 claim->Bound p50 (s)                1.60          1.10          1.45
 claim->Bound p95 (s)                2.95          1.98          1.49
 claim->Bound max (s)                2.95          1.98          1.49
+all PVs Released (s)                -             -             -
 all PVs deleted (s)                 1.60          0.90          1.78
+Released->gone p50 (s)              -             -             -
+Released->gone p95 (s)              -             -             -
+Released->gone max (s)              -             -             -
 all directories gone (s)            1.70          -             -
 deletes/s                           2.4           4.4           0.53
 API requests, all clients           -             -             -
@@ -385,13 +397,15 @@ func TestWritePlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"cdf-200-400.svg", "timeline-200-400.svg", "cdf-default.svg", "timeline-default.svg"}
+	// The default setting's runs recorded no deletion timeline: no plot.
+	names := []string{"cdf-200-400.svg", "timeline-200-400.svg", "deletion-200-400.svg", "cdf-default.svg", "timeline-default.svg"}
 	if len(files) != len(names) {
 		t.Fatalf("WritePlots wrote %q, want %q", files, names)
 	}
 	series := map[string][]string{
 		"cdf":      {"ours@200/400", "noop@200/400"},
 		"timeline": {"ours@200/400 PVs", "ours@200/400 Bound", "noop@200/400 PVs", "noop@200/400 Bound"},
+		"deletion": {"ours@200/400 Released", "ours@200/400 gone", "noop@200/400 Released", "noop@200/400 gone"},
 	}
 	for i, f := range files {
 		if f != filepath.Join(dir, names[i]) {

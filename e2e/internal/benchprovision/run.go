@@ -360,13 +360,22 @@ func (b *bench) deleteAll(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	var lastGone time.Time
+	var lastGone, lastReleased time.Time
+	var released, gone, latencies []time.Duration
 	b.t.locked(func() {
 		for _, pv := range b.pvs {
-			lastGone = maxTime(lastGone, b.t.pvGone[pv.Name])
+			g, r := b.t.pvGone[pv.Name], b.t.released[pv.Name]
+			lastGone, lastReleased = maxTime(lastGone, g), maxTime(lastReleased, r)
+			gone, released = append(gone, g.Sub(delStart)), append(released, r.Sub(delStart))
+			latencies = append(latencies, g.Sub(r))
 		}
 	})
 	b.res.PVsGoneSeconds = seconds(lastGone.Sub(delStart))
+	b.res.ReleasedSeconds = seconds(lastReleased.Sub(delStart))
+	b.res.GoneTimes, b.res.ReleasedTimes = timeline(gone), timeline(released)
+	b.res.GoneP50Seconds = seconds(Percentile(latencies, 50))
+	b.res.GoneP95Seconds = seconds(Percentile(latencies, 95))
+	b.res.GoneMaxSeconds = seconds(Percentile(latencies, 100))
 	if len(b.dirs) > 0 {
 		b.res.DirsGoneSeconds = seconds(dirsGone.Sub(delStart))
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // tracker records when the watches first saw each claim's PV, each claim
-// Bound and each PV deleted.
+// Bound, each PV Released and each PV deleted.
 type tracker struct {
 	mu     sync.Mutex
 	ns     string
@@ -24,15 +24,20 @@ type tracker struct {
 	pvs    map[types.UID]*corev1.PersistentVolume
 	bound  map[types.UID]time.Time // claim UID -> first seen Bound
 	pvGone map[string]time.Time    // PV name -> deletion seen
+	// released: PV name -> first seen Released (or under deletion, or
+	// deleted, whichever came first): kube-controller-manager's part of a
+	// deletion ends there, the provisioner's begins.
+	released map[string]time.Time
 }
 
 func newTracker(ns string, now func() time.Time) *tracker {
 	return &tracker{
 		ns: ns, now: now,
-		pvSeen: map[types.UID]time.Time{},
-		pvs:    map[types.UID]*corev1.PersistentVolume{},
-		bound:  map[types.UID]time.Time{},
-		pvGone: map[string]time.Time{},
+		pvSeen:   map[types.UID]time.Time{},
+		pvs:      map[types.UID]*corev1.PersistentVolume{},
+		bound:    map[types.UID]time.Time{},
+		pvGone:   map[string]time.Time{},
+		released: map[string]time.Time{},
 	}
 }
 
@@ -86,7 +91,13 @@ func (t *tracker) onPV(obj any) {
 		return
 	}
 	uid, now := pv.Spec.ClaimRef.UID, t.now()
-	t.locked(func() { firstSeen(t.pvSeen, uid, now); t.pvs[uid] = pv })
+	t.locked(func() {
+		firstSeen(t.pvSeen, uid, now)
+		t.pvs[uid] = pv
+		if pv.Status.Phase == corev1.VolumeReleased || pv.DeletionTimestamp != nil {
+			firstSeen(t.released, pv.Name, now)
+		}
+	})
 }
 
 func (t *tracker) onPVDelete(obj any) {
@@ -95,7 +106,7 @@ func (t *tracker) onPVDelete(obj any) {
 	}
 	if pv, ok := obj.(*corev1.PersistentVolume); ok && t.ours(pv) {
 		now := t.now()
-		t.locked(func() { firstSeen(t.pvGone, pv.Name, now) })
+		t.locked(func() { firstSeen(t.pvGone, pv.Name, now); firstSeen(t.released, pv.Name, now) })
 	}
 }
 
