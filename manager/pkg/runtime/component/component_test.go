@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 )
 
 func TestPodServing(t *testing.T) {
@@ -104,5 +105,40 @@ func TestRESTConfig(t *testing.T) {
 	}
 	if _, err := RESTConfig(filepath.Join(t.TempDir(), "missing"), 1, 1, "a"); err == nil {
 		t.Error("RESTConfig with a missing kubeconfig succeeded")
+	}
+}
+
+// TestRESTConfigAsksNoCompression: the clients of RESTConfig do not send
+// Accept-Encoding: gzip, so the API server sends their lists and watches
+// uncompressed. Over TLS, as to an API server: client-go gives a plain-HTTP
+// config Go's default transport, which always asks for gzip.
+func TestRESTConfigAsksNoCompression(t *testing.T) {
+	encodings := make(chan []string, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		encodings <- r.Header.Values("Accept-Encoding")
+		_, _ = w.Write([]byte("{}"))
+	}))
+	defer srv.Close()
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	data := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: " + srv.URL + ", insecure-skip-tls-verify: true}}]\n" +
+		"users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+	if err := os.WriteFile(kc, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := RESTConfig(kc, 7, 9, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(srv.URL + "/api/v1/persistentvolumes?watch=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if got := <-encodings; len(got) != 0 {
+		t.Errorf("the request asked for Accept-Encoding %q, want none", got)
 	}
 }
