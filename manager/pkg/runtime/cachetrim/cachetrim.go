@@ -3,8 +3,9 @@
 // its informer factories (informers.WithTransform), which changes each
 // object before it is cached or handed to an event handler.
 //
-// This package is the mechanism, and two rules that both programs choose
-// (NodeStatus, PodContainers). What a program drops is its trim list, in
+// This package is the mechanism, and two rules (NodeStatus, PodContainers)
+// that the host definer chooses; the provisioner, which keeps less of a
+// Node and a Pod, caches stubs of its own. What a program drops is its trim list, in
 // its own internal/app, beside the code that reads the objects: the
 // provisioner's in provisioner/internal/app/cachetrim, the host definer's
 // in hostdefiner/internal/app (cachetrim.go). A program that starts
@@ -75,7 +76,7 @@ func Transform(rules ...Rule) cache.TransformFunc {
 
 // NodeStatus is the Rule of a program that reads a Node's name, labels
 // and spec.taints only (node affinity matches labels and metadata.name)
-// and never writes a Node, as the provisioner and the host definer: it
+// and never writes a Node, as the host definer: it
 // drops all of the Node's status (images, conditions, addresses,
 // capacity, allocatable, nodeInfo, volumesInUse, volumesAttached, ...).
 // Metadata and spec are kept whole.
@@ -86,9 +87,9 @@ var NodeStatus = For(func(n *v1.Node) *v1.Node {
 
 // PodContainers is the Rule of a program that reads a Pod's metadata,
 // spec.nodeName, spec.serviceAccountName, status.phase, status.conditions
-// and status.podIP, and never writes a Pod, as the provisioner and the
-// host definer: it drops the containers (init and ephemeral too), their
-// statuses and the volumes. The rest of spec and status is small and kept.
+// and status.podIP, and never writes a Pod, as the host definer: it drops
+// the containers (init and ephemeral too), their statuses and the volumes.
+// The rest of spec and status is small and kept.
 var PodContainers = For(func(p *v1.Pod) *v1.Pod {
 	p.Spec.Containers, p.Spec.InitContainers, p.Spec.EphemeralContainers, p.Spec.Volumes = nil, nil, nil, nil
 	p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses = nil, nil, nil

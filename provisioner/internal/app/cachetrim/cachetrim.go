@@ -4,18 +4,19 @@
 // provisioner's alone: the host definer keeps its own
 // (hostdefiner/internal/app, cachetrim.go), and the mechanism,
 // hostpath.dev/manager/pkg/runtime/cachetrim, holds only managedFields
-// and the two rules both programs choose (Node status, Pod containers), so
+// and two rules the host definer chooses (Node status, Pod containers), so
 // a change of what the provisioner reads changes this package only.
 //
-// New drops every object's managedFields (the mechanism's), a Node's
-// status (shared.NodeStatus: the provisioner and the library read a Node's
-// name, labels and spec.taints, and never write one) and a Pod's
-// containers and volumes (shared.PodContainers: the provisioner reads a
-// pod's metadata, spec.nodeName, status.phase, status.conditions and
-// status.podIP, a manager's URL), then replaces each PersistentVolume of
-// another provisioner that is cached at all by a stub: a new object with
-// the few fields of the original that the provisioner library and this
-// program read to skip it.
+// New drops every object's managedFields (the mechanism's), replaces each
+// Node and each Pod by a stub (nodeStub, podStub: a new object with only
+// the fields this program and the library read of it; every instance
+// keeps every Node and the pods of every instance and manager, so these
+// are the part of an instance's memory that grows with the number of
+// nodes), then replaces each PersistentVolume of another provisioner that
+// is cached at all by a stub: a new object with the few fields of the
+// original that the provisioner library and this program read to skip it.
+// The provisioner never writes a Node or a Pod, so a stub is never sent
+// back to the API server.
 //
 // # What is never cached
 //
@@ -164,12 +165,12 @@
 //     node's own, the multihost ones, the pending and passing ones, and
 //     stubs of PVs that name a directory), every StorageClass and Node in
 //     the cluster (the library's informers
-//     are these): managedFields dropped, a Node's status dropped, the PVs
+//     are these): managedFields dropped, Nodes as stubs (nodeStub), the PVs
 //     of other provisioners that name a directory as stubs (above).
 //   - Pods of --namespace matching --instance-selector (the provisioner
-//     instances): managedFields and the Pod fields of shared.PodContainers dropped.
+//     instances), as stubs (podStub).
 //   - Unless --manager-url is set: Pods of --manager-namespace matching
-//     --manager-selector (the managers), trimmed the same way; every
+//     --manager-selector (the managers), as stubs the same way; every
 //     HostDefinition, managedFields dropped; and the ConfigMap
 //     client.CABundleConfigMap of --manager-namespace (one object,
 //     manager/pkg/client/trust's informer), kept whole.
@@ -214,7 +215,7 @@ var volumeAnnotations = []string{
 // of names (see the package doc). It never fails, and is idempotent, as
 // client-go asks. It may run on several informers at once.
 func New(names hostpathv1.ProvisionerNames) cache.TransformFunc {
-	return shared.Transform(shared.NodeStatus, shared.PodContainers, shared.For(func(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	return shared.Transform(shared.For(nodeStub), shared.For(podStub), shared.For(func(pv *v1.PersistentVolume) *v1.PersistentVolume {
 		if ForeignVolume(pv, names) {
 			return volumeStub(pv)
 		}
@@ -278,4 +279,48 @@ func volumeStub(pv *v1.PersistentVolume) *v1.PersistentVolume {
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: pv.Name, UID: pv.UID, ResourceVersion: pv.ResourceVersion, Annotations: annotations},
 	}
+}
+
+// nodeStub is the Node an instance caches: its name, UID,
+// resourceVersion, labels, deletionTimestamp and spec.taints. The
+// provisioner reads a Node's name and UID (the owner of its
+// CSIStorageCapacities), its labels (kubernetes.io/hostname for the PV's
+// node affinity, the control-plane role) and its taints (the control-plane
+// taint); the library looks the selected node up by name and hands it to
+// Provision; Keep and the reclaim controller ask only whether a Node is
+// there. Dropped: annotations, owner references, finalizers, the rest of
+// spec (pod CIDRs, provider ID) and the whole status (images, conditions,
+// addresses), which is most of a Node.
+func nodeStub(n *v1.Node) *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
+			Labels: n.Labels, DeletionTimestamp: n.DeletionTimestamp},
+		Spec: v1.NodeSpec{Taints: n.Spec.Taints},
+	}
+}
+
+// podStub is the Pod an instance caches of a provisioner instance or a
+// manager: its name, namespace, UID, resourceVersion, labels,
+// deletionTimestamp, spec.nodeName, spec.serviceAccountName,
+// status.phase, status.podIP and its Ready condition (type and status
+// only). The election (package ownership) reads the node, the deletion
+// and readiness (component.PodServing) of the instances' pods; the
+// managers' resolver the same of the managers' pods, their labels
+// (the selector) and pod IP (the URL). Dropped: annotations, owner
+// references, containers, volumes, tolerations, affinity, the other
+// conditions and the container statuses.
+func podStub(p *v1.Pod) *v1.Pod {
+	s := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
+		Spec:   v1.PodSpec{NodeName: p.Spec.NodeName, ServiceAccountName: p.Spec.ServiceAccountName},
+		Status: v1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP},
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			s.Status.Conditions = []v1.PodCondition{{Type: c.Type, Status: c.Status}}
+			break
+		}
+	}
+	return s
 }

@@ -239,3 +239,72 @@ func decode(b *testing.B, data []byte, obj any) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkNodeAndPodCache reports what a Node and a Pod cost an instance:
+// every instance caches every Node and the pods of every instance and
+// manager, the part of its memory that grows with the number of nodes. For
+// a worker Node with 30 images and a manager pod (testdata, as the API
+// server sends them) it reports the live heap of one object (after a GC,
+// over 500 decoded copies) kept whole but for managedFields
+// ("heap-B/whole"), trimmed by the rules the host definer uses
+// (shared.NodeStatus, shared.PodContainers; the provisioner used them until
+// 2026-11-27: "heap-B/trimmed"), and as the provisioner caches it now (New:
+// nodeStub, podStub; "heap-B/stub"). The loop times New on one decoded
+// object:
+//
+//	go test -run '^$' -bench BenchmarkNodeAndPodCache ./internal/app/cachetrim/
+func BenchmarkNodeAndPodCache(b *testing.B) {
+	stub := New(hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName))
+	for _, tc := range []struct {
+		name, file string
+		newObj     func() any
+	}{
+		{"node", "node.json", func() any { return &v1.Node{} }},
+		{"pod", "pod.json", func() any { return &v1.Pod{} }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			data := readFile(b, tc.file)
+			metrics := map[string]float64{}
+			for unit, transform := range map[string]cache.TransformFunc{
+				"heap-B/whole":   shared.Transform(),
+				"heap-B/trimmed": shared.Transform(shared.NodeStatus, shared.PodContainers),
+				"heap-B/stub":    stub,
+			} {
+				metrics[unit] = cachedHeap(b, data, tc.newObj, transform)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				obj := tc.newObj()
+				decode(b, data, obj)
+				if _, err := stub(obj); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for unit, v := range metrics {
+				b.ReportMetric(v, unit)
+			}
+		})
+	}
+}
+
+// cachedHeap is the live heap one object decoded from data and passed
+// through transform takes, over 500 copies.
+func cachedHeap(b *testing.B, data []byte, newObj func() any, transform cache.TransformFunc) float64 {
+	const n = 500
+	objs := make([]any, n)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range objs {
+		obj := newObj()
+		decode(b, data, obj)
+		var err error
+		if objs[i], err = transform(obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(objs)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -179,6 +180,48 @@ func TestStubFields(t *testing.T) {
 	}
 }
 
+// TestNodeAndPodStubFields checks that a Node and a Pod (a worker Node
+// with 30 images, a manager pod: testdata, as the API server sends them)
+// are cached with exactly the fields nodeStub and podStub name, with their
+// values, and that a stub made again is the same stub.
+func TestNodeAndPodStubFields(t *testing.T) {
+	transform := New(configured)
+	node := load[v1.Node](t, "node.json")
+	node.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+	labels := func(m map[string]string) []string {
+		var out []string
+		for k := range m {
+			out = append(out, "metadata.labels["+k+"]")
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		obj  any
+		want []string
+	}{
+		{"node", node, append(labels(node.Labels),
+			"metadata.deletionTimestamp", "metadata.name", "metadata.resourceVersion", "metadata.uid", "spec.taints")},
+		{"pod", load[v1.Pod](t, "pod.json"), append(labels(load[v1.Pod](t, "pod.json").Labels),
+			"metadata.name", "metadata.namespace", "metadata.resourceVersion", "metadata.uid",
+			"spec.nodeName", "spec.serviceAccountName", "status.conditions", "status.phase", "status.podIP")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stub, err := transform(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Sorted(slices.Values(tc.want))
+			if got := setFields(stub); !slices.Equal(got, want) {
+				t.Errorf("stub fields = %q, want %q", got, want)
+			}
+			if again, _ := transform(stub); !equality.Semantic.DeepEqual(again, stub) {
+				t.Errorf("the stub of a stub differs:\n%s", diff.Diff(stub, again))
+			}
+		})
+	}
+}
+
 // setFields lists, sorted, the JSON paths of the fields of obj that are set:
 // a map's keys each, a slice or a struct of another package (a time) as
 // one field.
@@ -222,28 +265,38 @@ func setFields(obj any) []string {
 	return out
 }
 
-// TestTransformNodesAndPods checks the provisioner's trims of the other
-// kinds it caches whole: a Node without its status, a Pod without its
-// containers and volumes, everything it reads of them kept.
+// TestTransformNodesAndPods checks the provisioner's stubs of the other
+// kinds it caches: a Node and a Pod keep what it reads of them, with
+// their values, and nothing else.
 func TestTransformNodesAndPods(t *testing.T) {
 	transform := New(configured)
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"}},
-		Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: "t", Effect: v1.TaintEffectNoSchedule}}}, Status: v1.NodeStatus{Phase: v1.NodeRunning}}
-	got, err := transform(node.DeepCopy())
-	if want := (&v1.Node{ObjectMeta: node.ObjectMeta, Spec: node.Spec}); err != nil || !equality.Semantic.DeepEqual(got, want) {
-		t.Errorf("Transform(Node) = %#v, %v; want %#v (no status)", got, err, want)
+	gone := metav1.Now()
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "un", ResourceVersion: "3", Labels: map[string]string{"a": "b"},
+		Annotations: map[string]string{"big": "x"}, DeletionTimestamp: &gone},
+		Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: "t", Effect: v1.TaintEffectNoSchedule}}, PodCIDR: "10.0.0.0/24"}, Status: v1.NodeStatus{Phase: v1.NodeRunning}}
+	wantNode := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "un", ResourceVersion: "3", Labels: map[string]string{"a": "b"}, DeletionTimestamp: &gone},
+		Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: "t", Effect: v1.TaintEffectNoSchedule}}}}
+	if got, err := transform(node.DeepCopy()); err != nil || !equality.Semantic.DeepEqual(got, wantNode) {
+		t.Errorf("Transform(Node) (-want +got):\n%s", diff.Diff(wantNode, got))
 	}
 	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", Labels: map[string]string{"app": "x"}},
-		Spec: v1.PodSpec{NodeName: "n", ServiceAccountName: "sa",
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", ResourceVersion: "7", Labels: map[string]string{"app": "x"},
+			Annotations: map[string]string{"a": "b"}, DeletionTimestamp: &gone},
+		Spec: v1.PodSpec{NodeName: "n", ServiceAccountName: "sa", Tolerations: []v1.Toleration{{Key: "k"}},
 			Containers: []v1.Container{{Name: "c"}}, InitContainers: []v1.Container{{Name: "i"}}, Volumes: []v1.Volume{{Name: "v"}}},
-		Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.0.0.1", Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
+		Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "198.18.1.9", Conditions: []v1.PodCondition{
+			{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+			{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: gone}},
 			ContainerStatuses: []v1.ContainerStatus{{Name: "c", Ready: true}}},
 	}
-	want := pod.DeepCopy()
-	want.Spec.Containers, want.Spec.InitContainers, want.Spec.Volumes, want.Status.ContainerStatuses = nil, nil, nil, nil
-	if got, err := transform(pod); err != nil || !equality.Semantic.DeepEqual(got, want) {
-		t.Errorf("Transform(Pod) (-want +got):\n%s", diff.Diff(want, got))
+	wantPod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", ResourceVersion: "7", Labels: map[string]string{"app": "x"}, DeletionTimestamp: &gone},
+		Spec:       v1.PodSpec{NodeName: "n", ServiceAccountName: "sa"},
+		Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "198.18.1.9",
+			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}},
+	}
+	if got, err := transform(pod); err != nil || !equality.Semantic.DeepEqual(got, wantPod) {
+		t.Errorf("Transform(Pod) (-want +got):\n%s", diff.Diff(wantPod, got))
 	}
 	for _, obj := range []any{nil, "text"} {
 		if got, err := transform(obj); err != nil || !reflect.DeepEqual(got, obj) {
