@@ -8,11 +8,12 @@
 // a change of what the provisioner reads changes this package only.
 //
 // New drops every object's managedFields (the mechanism's), replaces each
-// Node and each Pod by a stub (nodeStub, podStub: a new object with only
-// the fields this program and the library read of it; every instance
-// keeps every Node and the pods of every instance and manager, so these
-// are the part of an instance's memory that grows with the number of
-// nodes), then replaces each PersistentVolume of another provisioner that
+// Node, Pod and HostDefinition by a stub (nodeStub, podStub,
+// definitionStub: a new object with only the fields this program and the
+// library read of it; every instance keeps every Node, every
+// HostDefinition and the pods of every instance and manager, so these are
+// the part of an instance's memory that grows with the number of nodes),
+// then replaces each PersistentVolume of another provisioner that
 // is cached at all by a stub: a new object with the few fields of the
 // original that the provisioner library and this program read to skip it.
 // The provisioner never writes a Node or a Pod, so a stub is never sent
@@ -171,7 +172,7 @@
 //     instances), as stubs (podStub).
 //   - Unless --manager-url is set: Pods of --manager-namespace matching
 //     --manager-selector (the managers), as stubs the same way; every
-//     HostDefinition, managedFields dropped; and the ConfigMap
+//     HostDefinition, as a stub (definitionStub); and the ConfigMap
 //     client.CABundleConfigMap of --manager-namespace (one object,
 //     manager/pkg/client/trust's informer), kept whole.
 //   - Unless --capacity-interval is 0: the CSIStorageCapacities of
@@ -215,7 +216,7 @@ var volumeAnnotations = []string{
 // of names (see the package doc). It never fails, and is idempotent, as
 // client-go asks. It may run on several informers at once.
 func New(names hostpathv1.ProvisionerNames) cache.TransformFunc {
-	return shared.Transform(shared.For(nodeStub), shared.For(podStub), shared.For(func(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	return shared.Transform(shared.For(nodeStub), shared.For(podStub), shared.For(definitionStub), shared.For(func(pv *v1.PersistentVolume) *v1.PersistentVolume {
 		if ForeignVolume(pv, names) {
 			return volumeStub(pv)
 		}
@@ -323,4 +324,18 @@ func podStub(p *v1.Pod) *v1.Pod {
 		}
 	}
 	return s
+}
+
+// definitionStub is the HostDefinition an instance caches: its name, UID,
+// resourceVersion, deletionTimestamp, spec (node and pool) and
+// status.phase, what the managers' resolver reads to send a multihost
+// volume to the nodes that define its pool (managers.Resolver.Targets).
+// Dropped: the rest of the status (conditions, tries, times, the manager
+// pod, host and boot IDs, sizes), which the host definer writes and reads.
+func definitionStub(d *hostpathv1.HostDefinition) *hostpathv1.HostDefinition {
+	return &hostpathv1.HostDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: d.Name, UID: d.UID, ResourceVersion: d.ResourceVersion, DeletionTimestamp: d.DeletionTimestamp},
+		Spec:       d.Spec,
+		Status:     hostpathv1.HostDefinitionStatus{Phase: d.Status.Phase},
+	}
 }

@@ -240,20 +240,22 @@ func decode(b *testing.B, data []byte, obj any) {
 	}
 }
 
-// BenchmarkNodeAndPodCache reports what a Node and a Pod cost an instance:
-// every instance caches every Node and the pods of every instance and
-// manager, the part of its memory that grows with the number of nodes. For
-// a worker Node with 30 images and a manager pod (testdata, as the API
-// server sends them) it reports the live heap of one object (after a GC,
+// BenchmarkPerNodeCache reports what a Node, a Pod and a HostDefinition
+// cost an instance: every instance caches every Node, every HostDefinition
+// (one per node and pool) and the pods of every instance and manager, the
+// part of its memory that grows with the number of nodes. For a worker
+// Node with 30 images, a manager pod and a Ready HostDefinition (testdata,
+// as the API server sends them) it reports the live heap of one object (after a GC,
 // over 500 decoded copies) kept whole but for managedFields
 // ("heap-B/whole"), trimmed by the rules the host definer uses
 // (shared.NodeStatus, shared.PodContainers; the provisioner used them until
-// 2026-11-27: "heap-B/trimmed"), and as the provisioner caches it now (New:
-// nodeStub, podStub; "heap-B/stub"). The loop times New on one decoded
+// 2026-11-27; they leave a HostDefinition whole: "heap-B/trimmed"), and as
+// the provisioner caches it now (New: nodeStub, podStub, definitionStub;
+// "heap-B/stub"). The loop times New on one decoded
 // object:
 //
-//	go test -run '^$' -bench BenchmarkNodeAndPodCache ./internal/app/cachetrim/
-func BenchmarkNodeAndPodCache(b *testing.B) {
+//	go test -run '^$' -bench BenchmarkPerNodeCache ./internal/app/cachetrim/
+func BenchmarkPerNodeCache(b *testing.B) {
 	stub := New(hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName))
 	for _, tc := range []struct {
 		name, file string
@@ -261,6 +263,7 @@ func BenchmarkNodeAndPodCache(b *testing.B) {
 	}{
 		{"node", "node.json", func() any { return &v1.Node{} }},
 		{"pod", "pod.json", func() any { return &v1.Pod{} }},
+		{"hostdefinition", "hostdefinition.json", func() any { return &hostpathv1.HostDefinition{} }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			data := readFile(b, tc.file)

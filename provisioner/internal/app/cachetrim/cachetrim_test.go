@@ -180,11 +180,12 @@ func TestStubFields(t *testing.T) {
 	}
 }
 
-// TestNodeAndPodStubFields checks that a Node and a Pod (a worker Node
-// with 30 images, a manager pod: testdata, as the API server sends them)
-// are cached with exactly the fields nodeStub and podStub name, with their
-// values, and that a stub made again is the same stub.
-func TestNodeAndPodStubFields(t *testing.T) {
+// TestPerNodeStubFields checks that a Node, a Pod and a HostDefinition (a
+// worker Node with 30 images, a manager pod, a Ready definition: testdata,
+// as the API server sends them) are cached with exactly the fields
+// nodeStub, podStub and definitionStub name, and that a stub made again is
+// the same stub.
+func TestPerNodeStubFields(t *testing.T) {
 	transform := New(configured)
 	node := load[v1.Node](t, "node.json")
 	node.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
@@ -205,6 +206,8 @@ func TestNodeAndPodStubFields(t *testing.T) {
 		{"pod", load[v1.Pod](t, "pod.json"), append(labels(load[v1.Pod](t, "pod.json").Labels),
 			"metadata.name", "metadata.namespace", "metadata.resourceVersion", "metadata.uid",
 			"spec.nodeName", "spec.serviceAccountName", "status.conditions", "status.phase", "status.podIP")},
+		{"hostdefinition", load[hostpathv1.HostDefinition](t, "hostdefinition.json"), []string{
+			"metadata.name", "metadata.resourceVersion", "metadata.uid", "spec.nodeName", "spec.pool", "status.phase"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stub, err := transform(tc.obj)
@@ -239,7 +242,8 @@ func setFields(obj any) []string {
 				out = append(out, fmt.Sprintf("%s[%v]", path, k))
 			}
 		case reflect.Struct:
-			if !strings.HasPrefix(v.Type().PkgPath(), "k8s.io/api") && !strings.HasPrefix(v.Type().PkgPath(), "k8s.io/apimachinery/pkg/apis") {
+			if pkg := v.Type().PkgPath(); !strings.HasPrefix(pkg, "k8s.io/api") && !strings.HasPrefix(pkg, "k8s.io/apimachinery/pkg/apis") &&
+				!strings.HasPrefix(pkg, "hostpath.dev/hostdefiner/pkg/apis") {
 				if !v.IsZero() {
 					out = append(out, path)
 				}
