@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+
+	"hostpath.dev/manager/pkg/runtime/cachetrim/cachetrimtest"
 )
 
 // sizeCases are the big objects of the caches: a worker Node with 30
@@ -91,21 +92,13 @@ func jsonSize(b *testing.B, obj any) int {
 }
 
 // heapPerObject returns the live heap bytes that one decoded object takes,
-// trimmed or not: the growth of the heap, after a GC, once n are kept.
+// trimmed or not, over 500 kept.
 func heapPerObject(b *testing.B, data []byte, newObj func() k8sruntime.Object, trim bool) float64 {
-	const n = 500
-	objs := make([]any, n)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i := range objs {
-		objs[i] = decode(b, data, newObj)
+	return cachetrimtest.HeapPerObject(500, func() any {
+		obj := any(decode(b, data, newObj))
 		if trim {
-			objs[i], _ = cacheTrim(objs[i])
+			obj, _ = cacheTrim(obj)
 		}
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(objs)
-	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+		return obj
+	})
 }

@@ -18,6 +18,7 @@ import (
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 	shared "hostpath.dev/manager/pkg/runtime/cachetrim"
+	"hostpath.dev/manager/pkg/runtime/cachetrim/cachetrimtest"
 )
 
 // foreignObjects is how many objects of another provisioner
@@ -293,21 +294,13 @@ func BenchmarkPerNodeCache(b *testing.B) {
 // cachedHeap is the live heap one object decoded from data and passed
 // through transform takes, over 500 copies.
 func cachedHeap(b *testing.B, data []byte, newObj func() any, transform cache.TransformFunc) float64 {
-	const n = 500
-	objs := make([]any, n)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i := range objs {
+	return cachetrimtest.HeapPerObject(500, func() any {
 		obj := newObj()
 		decode(b, data, obj)
-		var err error
-		if objs[i], err = transform(obj); err != nil {
+		trimmed, err := transform(obj)
+		if err != nil {
 			b.Fatal(err)
 		}
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(objs)
-	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+		return trimmed
+	})
 }
