@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -528,6 +529,11 @@ func TestHostDefinerNodeJoins(t *testing.T) {
 		t.Errorf("File written by a pod on %s: %q, %v", node, b, err)
 	}
 
+	// A node-mode volume on the new node, Bound: the other instances do
+	// not cache its PV, nor does any instance watch the Node.
+	pinned := e.claim(ctx, t, "pinned-new-node", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	_, pinnedPV := e.waitBound(ctx, t, pinned.Name)
+
 	// The new node's provisioner publishes its room for the capacity-aware
 	// class; when the node goes, the garbage collector removes the object
 	// (its owner is the Node), as nothing runs there to delete it.
@@ -536,6 +542,15 @@ func TestHostDefinerNodeJoins(t *testing.T) {
 		t.Fatalf("scripts/node-remove.sh %s: %v", node, err)
 	}
 	e.waitNoCapacity(ctx, t, labelCapacityNode+"="+node)
+	// The instances learn that the node is gone from its instance's pod,
+	// deleted with the Node, and the volume's PV is marked at once.
+	e.waitPV(ctx, t, pinnedPV.Name, "marked as of a gone node", func(pv *corev1.PersistentVolume) error {
+		if _, ok := pv.Annotations[annNodeGoneSince]; !ok {
+			return errors.New("not marked")
+		}
+		return nil
+	})
+	e.waitPVEvent(ctx, t, pinnedPV.Name, corev1.EventTypeWarning, "NodeGone", "the PersistentVolume is deleted once its claim is")
 }
 
 // addNode starts one more real node (scripts/node-add.sh) and removes it

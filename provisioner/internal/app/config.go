@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -34,6 +35,7 @@ import (
 	"hostpath.dev/provisioner/internal/capacity"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
+	"hostpath.dev/provisioner/internal/nodes"
 	"hostpath.dev/provisioner/internal/ownership"
 	"hostpath.dev/provisioner/internal/usage"
 )
@@ -101,8 +103,8 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create the HostDefinition API client: %w", err)
 	}
-	c := &Config{Options: *o, Kube: kube, HostDefiner: definer, Informers: o.newInformers(kube, definer)}
-	c.Instances = ownership.NewInstances(c.Informers.PeerPods.Lister().Pods(o.Namespace), instanceSelector, o.NodeName)
+	c := &Config{Options: *o, Kube: kube, HostDefiner: definer, Informers: o.newInformers(kube, definer, instanceSelector)}
+	c.Instances = c.Informers.Instances
 	if c.Resolver, err = o.newResolver(c.Informers); err != nil {
 		return nil, err
 	}
@@ -201,22 +203,32 @@ func eventClient(cfg *rest.Config, qps float32, burst int) (*typedcorev1.CoreV1C
 }
 
 // Informers are the shared informers of one instance: cluster-wide caches,
-// shared with the library (so it starts none of its own), one pod cache
-// per namespace of peers and of managers, the host definer's
-// HostDefinitions, the CA bundle of the managers' certificates, and this
-// node's CSIStorageCapacity objects. Every factory trims what it caches
-// with the transform of package cachetrim (whose package doc says what each
-// cache holds), and the claims and PVs of other provisioners are not
-// cached at all (cachetrim.Keep).
+// shared with the library (so it starts none of its own), the cache of
+// this instance's own Node, one pod cache per namespace of peers and of
+// managers, the host definer's HostDefinitions, the CA bundle of the
+// managers' certificates, and this node's CSIStorageCapacity objects.
+// Every factory trims what it caches with the transform of package
+// cachetrim (whose package doc says what each cache holds), and the claims
+// and PVs of other provisioners are not cached at all (cachetrim.Keep).
+// No instance watches every Node: the others are looked up on demand
+// (package nodes).
 type Informers struct {
 	// Claims and Volumes are those of the cluster that cachetrim.Keep
-	// accepts; Classes and Nodes are cluster-wide.
+	// accepts; Classes are cluster-wide.
 	Claims  coreinformers.PersistentVolumeClaimInformer
 	Volumes coreinformers.PersistentVolumeInformer
 	Classes storageinformers.StorageClassInformer
-	Nodes   coreinformers.NodeInformer
-	// PeerPods are the provisioner pods.
-	PeerPods coreinformers.PodInformer
+	// OwnNode is the cache of this instance's Node alone (by field
+	// selector).
+	OwnNode coreinformers.NodeInformer
+	// Nodes answers for every Node: this instance's from OwnNode, an
+	// instance's node from PeerPods, another from the API server, kept
+	// for a while.
+	Nodes *nodes.Lookup
+	// PeerPods are the provisioner pods, and Instances the instances they
+	// are, by node.
+	PeerPods  coreinformers.PodInformer
+	Instances *ownership.Instances
 	// ManagerPods are the manager pods; nil with a fixed manager URL.
 	ManagerPods coreinformers.PodInformer
 	// Definitions are the HostDefinitions (cluster-scoped), which say
@@ -247,24 +259,28 @@ type factory interface {
 }
 
 // newInformers makes the informers of the Options and registers every one
-// of them with its factory, so that starting the factories starts them all.
-func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Interface) *Informers {
+// of them with its factory, so that starting the factories starts them all;
+// instances is the selector of the provisioner pods.
+func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Interface, instances labels.Selector) *Informers {
 	names := hostpathv1.NewProvisionerNames(o.ProvisionerName)
 	trim := cachetrim.New(names)
+	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector, trim)
+	i := &Informers{PeerPods: peers.Core().V1().Pods()}
+	i.Instances = ownership.NewInstances(i.PeerPods.Lister().Pods(o.Namespace), instances, o.NodeName)
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTransform(trim))
 	// The claim and PV informers cache only what cachetrim.Keep accepts.
-	cachetrim.Register(cluster, names, o.NodeName)
-	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector, trim)
-	i := &Informers{
-		Claims:    cluster.Core().V1().PersistentVolumeClaims(),
-		Volumes:   cluster.Core().V1().PersistentVolumes(),
-		Classes:   cluster.Storage().V1().StorageClasses(),
-		Nodes:     cluster.Core().V1().Nodes(),
-		PeerPods:  peers.Core().V1().Pods(),
-		factories: []factory{cluster, peers},
-	}
+	cachetrim.Register(cluster, names, o.NodeName, i.Instances, i.PeerPods.Informer().HasSynced)
+	own := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, o.NodeName).String()
+		}),
+		informers.WithTransform(trim))
+	i.Claims, i.Volumes = cluster.Core().V1().PersistentVolumeClaims(), cluster.Core().V1().PersistentVolumes()
+	i.Classes, i.OwnNode = cluster.Storage().V1().StorageClasses(), own.Core().V1().Nodes()
+	i.Nodes = nodes.New(nodes.Config{Node: o.NodeName, Own: i.OwnNode.Lister(), API: kube.CoreV1(), Peers: i.Instances, Transform: trim})
+	i.factories = []factory{cluster, own, peers}
 	i.synced = []cache.InformerSynced{i.Claims.Informer().HasSynced, i.Volumes.Informer().HasSynced,
-		i.Classes.Informer().HasSynced, i.Nodes.Informer().HasSynced, i.PeerPods.Informer().HasSynced}
+		i.Classes.Informer().HasSynced, i.OwnNode.Informer().HasSynced, i.PeerPods.Informer().HasSynced}
 	if o.ManagerURL == "" {
 		managerFactory := podFactory(kube, o.ResyncPeriod, o.ManagerNamespace, o.ManagerSelector, trim)
 		i.ManagerPods = managerFactory.Core().V1().Pods()

@@ -17,12 +17,16 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
@@ -68,7 +72,7 @@ func TestInformersFeedTheResolver(t *testing.T) {
 		def("n2", "default", hostpathv1.PhasePendingForCreation),
 		def("n3", "default", hostpathv1.PhaseError),
 	)
-	inf := o.newInformers(kube, definer)
+	inf := o.newInformers(kube, definer, labels.Everything())
 	r, err := o.newResolver(inf)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +95,7 @@ func TestInformersFeedTheResolver(t *testing.T) {
 
 	// A fixed manager URL watches neither manager pods nor HostDefinitions.
 	o.ManagerURL = "http://127.0.0.1:8080"
-	inf = o.newInformers(kube, definer)
+	inf = o.newInformers(kube, definer, labels.Everything())
 	if inf.ManagerPods != nil || inf.Definitions != nil || inf.CABundle != nil {
 		t.Errorf("informers with --%s: manager pods %v, definitions %v, CA bundle %v; want none", FlagManagerURL, inf.ManagerPods, inf.Definitions, inf.CABundle)
 	}
@@ -100,6 +104,60 @@ func TestInformersFeedTheResolver(t *testing.T) {
 	}
 	if _, _, err := r.Targets("default"); !errors.Is(err, managers.ErrNoTargets) {
 		t.Errorf("Targets with --%s: %v, want ErrNoTargets", FlagManagerURL, err)
+	}
+}
+
+// TestOwnNodeOnly: the instance lists and watches its own Node alone (by
+// field selector), reads it from that cache, and gets another Node from
+// the API server only when no instance runs on it.
+func TestOwnNodeOnly(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	o := NewOptions()
+	o.NodeName, o.Namespace, o.ManagerURL = "n1", "ns", "http://127.0.0.1:8080"
+	peerLabels, err := labels.ConvertSelectorToLabelsMap(o.InstanceSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	instance := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p2", Labels: peerLabels}, Spec: v1.PodSpec{NodeName: "n2"}}
+	node := func(name string) *v1.Node { return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	kube := fake.NewClientset(node("n1"), node("n2"), node("n3"), instance)
+	var selectors, gets []string
+	kube.PrependReactor("list", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		selectors = append(selectors, a.(k8stesting.ListAction).GetListRestrictions().Fields.String())
+		return false, nil, nil
+	})
+	kube.PrependReactor("get", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		gets = append(gets, a.(k8stesting.GetAction).GetName())
+		return false, nil, nil
+	})
+	kube.PrependWatchReactor("nodes", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		selectors = append(selectors, a.(k8stesting.WatchAction).GetWatchRestrictions().Fields.String())
+		return false, nil, nil
+	})
+	inf := o.newInformers(kube, hdfake.NewSimpleClientset(), labels.Everything())
+	stop, err := inf.start(ctx)
+	defer stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range selectors {
+		if s != "metadata.name=n1" {
+			t.Errorf("a list or watch of Nodes with field selector %q, want metadata.name=n1", s)
+		}
+	}
+	if len(selectors) == 0 {
+		t.Error("no list or watch of Nodes")
+	}
+	for _, tc := range []struct {
+		node string
+		want bool
+	}{{"n1", true}, {"n2", true}, {"n3", true}, {"n4", false}} {
+		if got, err := inf.Nodes.Exists(tc.node); err != nil || got != tc.want {
+			t.Errorf("Exists(%s) = %v, %v; want %v", tc.node, got, err, tc.want)
+		}
+	}
+	if !slices.Equal(gets, []string{"n3", "n4"}) {
+		t.Errorf("GETs of Nodes %q, want [n3 n4]: not the own Node, not one with an instance", gets)
 	}
 }
 

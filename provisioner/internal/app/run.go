@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -61,6 +62,9 @@ func (c *Config) Run(ctx context.Context) error {
 	p := c.wire(logger)
 	// Registered before the informers start, like the other handlers.
 	if err := c.onManagerReady(p); err != nil {
+		return err
+	}
+	if err := c.onInstancesMoved(p); err != nil {
 		return err
 	}
 	if err := c.watchCapacity(p); err != nil {
@@ -141,6 +145,59 @@ func (c *Config) onManagerReady(p *parts) error {
 	return nil
 }
 
+// onInstancesMoved tells the reclaim controller of the instances that come
+// to a node and leave one, from the peer cache: no instance watches every
+// Node (package nodes), and an instance's pod is deleted with its Node
+// (by kube-controller-manager's pod garbage collector, or by the
+// DaemonSet controller while the pod was not scheduled yet) and made when
+// a Node comes. The node of a pod not scheduled yet is the one its
+// DaemonSet's node affinity names.
+func (c *Config) onInstancesMoved(p *parts) error {
+	_, err := c.Informers.PeerPods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if node := podNode(obj); node != "" {
+				p.reclaimer.NodeJoined(node)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if node := podNode(obj); node != "" {
+				p.reclaimer.NodeLeft(node)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch the provisioner pods: %w", err)
+	}
+	return nil
+}
+
+// podNode returns the node of a pod of a DaemonSet (a tombstone's too):
+// the one it is scheduled to, else the one its node affinity requires by
+// name, as the DaemonSet controller sets it.
+func podNode(obj any) string {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return ""
+	}
+	if pod.Spec.NodeName != "" {
+		return pod.Spec.NodeName
+	}
+	if pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil || pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == metav1.ObjectNameField && f.Operator == v1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
 // watchCapacity registers the capacity publisher's event handlers, unless
 // publishing is off.
 func (c *Config) watchCapacity(p *parts) error {
@@ -149,7 +206,7 @@ func (c *Config) watchCapacity(p *parts) error {
 		return nil
 	}
 	return p.publisher.AddEventHandlers(capacity.Sources{
-		Classes: inf.Classes.Informer(), Nodes: inf.Nodes.Informer(), Volumes: inf.Volumes.Informer(), Capacities: inf.Capacities.Informer(),
+		Classes: inf.Classes.Informer(), Nodes: inf.OwnNode.Informer(), Volumes: inf.Volumes.Informer(), Capacities: inf.Capacities.Informer(),
 	})
 }
 
@@ -171,7 +228,7 @@ func (c *Config) wire(logger klog.Logger) *parts {
 	})
 	p.prov = provisioner.New(provisioner.Config{
 		Names: names, Node: c.NodeName, Client: c.Kube,
-		Classes: inf.Classes.Lister(), Nodes: inf.Nodes.Lister(), Volumes: inf.Volumes.Lister(), Claims: inf.Claims.Lister(),
+		Classes: inf.Classes.Lister(), Nodes: inf.Nodes, Volumes: inf.Volumes.Lister(), Claims: inf.Claims.Lister(),
 		Instances: c.Instances, Managers: volumeManagers, Targets: c.Resolver,
 		CreateFanout:  fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.FanoutNodeTimeout, Attempts: c.FanoutAttempts},
 		Reclaim:       p.reclaimer.Reclaim,
@@ -207,7 +264,7 @@ func (c *Config) wire(logger klog.Logger) *parts {
 		controller.ClaimsInformer(inf.Claims.Informer()),
 		controller.VolumesInformer(inf.Volumes.Informer()),
 		controller.ClassesInformer(inf.Classes.Informer()),
-		controller.NodesLister(inf.Nodes.Lister()),
+		controller.NodesLister(inf.Nodes),
 		controller.MetricsInstance(c.Metrics),
 		// Keep trying to save a PV rather than deleting a directory that
 		// was created.
@@ -222,14 +279,14 @@ func (c *Config) newPublisher(names hostpathv1.ProvisionerNames) *capacity.Publi
 	inf := c.Informers
 	cfg := capacity.Config{
 		ProvisionerNames: names, Node: c.NodeName, Namespace: c.Namespace, FieldManager: provisioner.FieldManager,
-		Client: c.Kube, Classes: inf.Classes.Lister(), Nodes: inf.Nodes.Lister(),
+		Client: c.Kube, Classes: inf.Classes.Lister(), Nodes: inf.Nodes,
 		Managers: managersAs(c.Resolver, func(m *client.Client) capacity.Manager { return m }),
 		Interval: c.CapacityInterval,
 	}
 	if inf.Capacities != nil {
 		cfg.Capacities = inf.Capacities.Lister()
 		// Not the PV cache: the publisher takes only PV events, as triggers.
-		cfg.Synced = []cache.InformerSynced{inf.Classes.Informer().HasSynced, inf.Nodes.Informer().HasSynced,
+		cfg.Synced = []cache.InformerSynced{inf.Classes.Informer().HasSynced, inf.OwnNode.Informer().HasSynced,
 			inf.Capacities.Informer().HasSynced}
 	}
 	return capacity.New(cfg)

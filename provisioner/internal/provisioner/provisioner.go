@@ -74,7 +74,8 @@ type Config struct {
 	Classes storagelisters.StorageClassLister
 	// Claims reads claims from the informer cache: the sources of clones.
 	Claims corelisters.PersistentVolumeClaimLister
-	// Nodes reads Nodes from the informer cache.
+	// Nodes reads Nodes: this instance's from the cache of its own Node,
+	// another on demand (nodes.Lookup).
 	Nodes corelisters.NodeLister
 	// Volumes reads PersistentVolumes from the informer cache: which
 	// volumes name a directory (reuse, adoption, conflict messages).

@@ -185,21 +185,22 @@ func (p *Provisioner) decideElsewhere(claim *v1.PersistentVolumeClaim, d decisio
 	return d, nil
 }
 
-// nodeGone says why no instance serves node, from the caches:
-// ReasonNodeNotFound when the Node does not exist, ReasonNoInstance when no
-// provisioner pod is on it (and whether it is a control-plane node), no
-// reason when one is.
+// nodeGone says why no instance serves node: no reason when a
+// provisioner pod is on it (the peer cache says so, without a question
+// to the API server); else ReasonNodeNotFound when the Node does not
+// exist, ReasonNoInstance when it does (and whether it is a control-plane
+// node), from Config.Nodes.
 func (p *Provisioner) nodeGone(node string) (absence, error) {
+	running, err := p.cfg.Instances.OnNode(node)
+	if err != nil || running {
+		return absence{}, err
+	}
 	n, err := p.cfg.Nodes.Get(node)
 	switch {
 	case apierrors.IsNotFound(err):
 		return absence{reason: ReasonNodeNotFound}, nil
 	case err != nil:
-		return absence{}, fmt.Errorf("get node %q from the cache: %w", node, err)
-	}
-	running, err := p.cfg.Instances.OnNode(node)
-	if err != nil || running {
-		return absence{}, err
+		return absence{}, fmt.Errorf("look Node %q up: %w", node, err)
 	}
 	return absence{reason: ReasonNoInstance, controlPlane: isControlPlane(n)}, nil
 }

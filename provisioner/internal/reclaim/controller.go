@@ -2,8 +2,8 @@ package reclaim
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -36,9 +36,11 @@ type Config struct {
 	// Volumes is the shared PersistentVolume informer that drives the
 	// controller; it is read only through its lister.
 	Volumes coreinformers.PersistentVolumeInformer
-	// Nodes is the shared Node informer: a PV whose node is not in its
-	// lister belongs to a node that is gone.
-	Nodes coreinformers.NodeInformer
+	// Nodes says whether a PV's node exists (nodes.Lookup): a PV whose
+	// node does not belongs to a node that is gone. The app tells the
+	// controller of the instances that come and go (NodeJoined,
+	// NodeLeft), as no instance watches every Node.
+	Nodes Nodes
 	// Instances elects the instance that releases the PVs of a node that
 	// is gone.
 	Instances Instances
@@ -64,6 +66,16 @@ type Config struct {
 	Clock clock.PassiveClock
 }
 
+// Nodes is what the controller needs to know of the Nodes.
+type Nodes interface {
+	// Exists reports whether the Node name exists; a NotFound is not an
+	// error.
+	Exists(name string) (bool, error)
+	// Forget drops what is known of the Node name, so that the next
+	// Exists asks again.
+	Forget(name string)
+}
+
 // Controller removes or retains the directories of node-mode and multihost
 // PVs under deletion and then removes their finalizer
 // (hostpathv1.FinalizerDirectoryProtection), without a second fan-out for a
@@ -76,7 +88,7 @@ type Controller struct {
 	cfg     Config
 	clock   clock.PassiveClock
 	volumes corelisters.PersistentVolumeLister
-	nodes   corelisters.NodeLister
+	nodes   Nodes
 	synced  []cache.InformerSynced
 	queue   *worker.Queue[string]
 	// finished remembers the PVs whose directory Reclaim took to its
@@ -84,23 +96,26 @@ type Controller struct {
 	// DELETE removes the finalizer without a second fan-out.
 	finished *finishedSet
 	// scan asks for a scan of the API server for the PVs of deleted
-	// Nodes (nodegonescan.go).
-	scan chan struct{}
+	// Nodes (nodegonescan.go); suspects are the nodes an instance left
+	// since the last scan.
+	scan     chan struct{}
+	mu       sync.Mutex
+	suspects []string
 	// watchErr is the failure to register the event handlers, returned
 	// by Run.
 	watchErr error
 }
 
 // NewController returns the Controller of the instance on cfg.Node and
-// registers its event handlers with cfg.Volumes and cfg.Nodes; start the
-// informers after it.
+// registers its event handlers with cfg.Volumes; start the informers after
+// it.
 func NewController(cfg Config) *Controller {
 	c := &Controller{
 		cfg:     cfg,
 		clock:   cfg.Clock,
 		volumes: cfg.Volumes.Lister(),
-		nodes:   cfg.Nodes.Lister(),
-		synced:  []cache.InformerSynced{cfg.Volumes.Informer().HasSynced, cfg.Nodes.Informer().HasSynced},
+		nodes:   cfg.Nodes,
+		synced:  []cache.InformerSynced{cfg.Volumes.Informer().HasSynced},
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -108,15 +123,10 @@ func NewController(cfg Config) *Controller {
 	c.finished = newFinishedSet(c.clock)
 	c.scan = make(chan struct{}, 1)
 	c.queue = worker.NewQueue("reclaim", c.sync)
-	_, errVolumes := cfg.Volumes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, c.watchErr = cfg.Volumes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.volumeChanged,
 		UpdateFunc: func(_, obj any) { c.volumeChanged(obj) },
 	})
-	_, errNodes := cfg.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.nodeAdded,
-		DeleteFunc: c.nodeDeleted,
-	})
-	c.watchErr = errors.Join(errVolumes, errNodes)
 	return c
 }
 
@@ -125,7 +135,7 @@ func NewController(cfg Config) *Controller {
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	if c.watchErr != nil {
 		c.queue.ShutDown()
-		return fmt.Errorf("watch PersistentVolumes and Nodes: %w", c.watchErr)
+		return fmt.Errorf("watch PersistentVolumes: %w", c.watchErr)
 	}
 	klog.FromContext(ctx).Info("Starting the reclaim controller", "finalizer", hostpathv1.FinalizerDirectoryProtection)
 	go c.runGoneScans(ctx)
@@ -186,15 +196,16 @@ func (c *Controller) nodeGoneWork(pv *v1.PersistentVolume, dir directory) bool {
 	if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked {
 		return true
 	}
-	_, err := c.nodes.Get(dir.node)
-	return apierrors.IsNotFound(err)
+	exists, err := c.nodes.Exists(dir.node)
+	return err == nil && !exists
 }
 
-// nodeAdded queues the PVs marked as of a gone node when a Node of that name
-// (re)appears, to remove the mark.
-func (c *Controller) nodeAdded(obj any) {
-	node, ok := obj.(*v1.Node)
-	if !ok || c.cfg.NodeGoneGrace <= 0 {
+// NodeJoined is told that an instance came to node (its pod was added):
+// the Node may be back. It queues the PVs marked as of a gone node of that
+// name, to remove the mark.
+func (c *Controller) NodeJoined(node string) {
+	c.nodes.Forget(node)
+	if c.cfg.NodeGoneGrace <= 0 {
 		return
 	}
 	pvs, err := c.volumes.List(labels.Everything())
@@ -202,31 +213,29 @@ func (c *Controller) nodeAdded(obj any) {
 		return
 	}
 	for _, pv := range pvs {
-		if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked && pv.Annotations[hostpathv1.AnnotationNode] == node.Name {
+		if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked && pv.Annotations[hostpathv1.AnnotationNode] == node {
 			c.queue.Add(pv.Name)
 		}
 	}
 }
 
-// nodeDeleted queues the cached PVs of a node that went away, so the
-// elected instance releases those under deletion at once and marks the
-// others, and asks for a scan of the API server for those no cache holds
-// (nodegonescan.go).
-func (c *Controller) nodeDeleted(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	node, ok := obj.(*v1.Node)
-	if !ok {
-		return
-	}
+// NodeLeft is told that an instance left node (its pod was deleted, as it
+// is when its Node is): the Node may be gone. It queues the cached PVs of
+// that node, so the elected instance releases those under deletion at
+// once and marks the others, and asks for a scan of the API server for
+// those no cache holds (nodegonescan.go), which runs if the Node is gone.
+func (c *Controller) NodeLeft(node string) {
+	c.nodes.Forget(node)
+	c.mu.Lock()
+	c.suspects = append(c.suspects, node)
+	c.mu.Unlock()
 	c.triggerGoneScan()
 	pvs, err := c.volumes.List(labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, pv := range pvs {
-		if loc, ok := locationOf(pv, c.cfg.ProvisionerNames); ok && (loc.Node == node.Name || loc.Multihost && loc.Listed(node.Name)) {
+		if loc, ok := locationOf(pv, c.cfg.ProvisionerNames); ok && (loc.Node == node || loc.Multihost && loc.Listed(node)) {
 			c.volumeChanged(pv)
 		}
 	}

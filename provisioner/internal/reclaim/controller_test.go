@@ -52,11 +52,6 @@ func newControllerFixture(t *testing.T, inst fakeInstances, mgr *fakeManager, ma
 			t.Fatal(err)
 		}
 	}
-	for _, n := range nodes {
-		if err := factory.Core().V1().Nodes().Informer().GetIndexer().Add(newNode(n)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	f := &controllerFixture{kube: kube, manager: mgr, recorder: record.NewFakeRecorder(10),
 		pvCache: factory.Core().V1().PersistentVolumes().Informer().GetIndexer()}
 	f.ctrl = NewController(Config{
@@ -65,7 +60,7 @@ func newControllerFixture(t *testing.T, inst fakeInstances, mgr *fakeManager, ma
 		FieldManager:     testFieldManager,
 		Client:           kube,
 		Volumes:          factory.Core().V1().PersistentVolumes(),
-		Nodes:            factory.Core().V1().Nodes(),
+		Nodes:            newFakeNodes(kube, nodes...),
 		Instances:        inst,
 		Managers: func(node string) (Manager, error) {
 			f.asked = append(f.asked, node)
@@ -476,7 +471,7 @@ func TestEventHandlers(t *testing.T) {
 	for _, pv := range pvs {
 		f.ctrl.volumeChanged(pv)
 	}
-	f.ctrl.nodeDeleted(newNode(goneNode))
+	f.ctrl.NodeLeft(goneNode)
 	var got []string
 	for f.ctrl.queue.Len() > 0 {
 		name, _ := f.ctrl.queue.Get()

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
@@ -159,16 +158,21 @@ func (c *Controller) holders(loc location) ([]holder, error) {
 	return out, nil
 }
 
-// nodeExists reports whether the Node object of node is in the cache.
+// nodeExists reports whether the Node of node exists (Config.Nodes). A
+// Node said missing is asked about again, afresh: what Config.Nodes keeps
+// may date from before the Node came back, and every step that writes
+// because a Node is gone (a mark, a PV deleted, a finalizer removed
+// without the directory's removal) acts on this answer.
 func (c *Controller) nodeExists(node string) (bool, error) {
-	_, err := c.nodes.Get(node)
-	switch {
-	case err == nil:
-		return true, nil
-	case apierrors.IsNotFound(err):
-		return false, nil
+	exists, err := c.nodes.Exists(node)
+	if err == nil && !exists {
+		c.nodes.Forget(node)
+		exists, err = c.nodes.Exists(node)
 	}
-	return false, fmt.Errorf("get node %q from the cache: %w", node, err)
+	if err != nil {
+		return false, fmt.Errorf("look Node %q up: %w", node, err)
+	}
+	return exists, nil
 }
 
 // nodeState is where one holder stands after its call.

@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -39,6 +41,46 @@ var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 type fakeInstances struct{ elected bool }
 
 func (f fakeInstances) IsOwner(string) (bool, error) { return f.elected, nil }
+
+// fakeNodes answers for Config.Nodes as nodes.Lookup does: from the
+// answers it keeps (exist), else from the API server (api, nil: every
+// Node is missing), kept then; Forget drops an answer, and is recorded.
+type fakeNodes struct {
+	mu        sync.Mutex
+	api       kubernetes.Interface
+	exist     map[string]bool
+	forgotten []string
+}
+
+// newFakeNodes keeps that the nodes named exist.
+func newFakeNodes(api kubernetes.Interface, names ...string) *fakeNodes {
+	f := &fakeNodes{api: api, exist: map[string]bool{}}
+	for _, n := range names {
+		f.exist[n] = true
+	}
+	return f
+}
+
+func (f *fakeNodes) Exists(name string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if exists, ok := f.exist[name]; ok || f.api == nil {
+		return exists, nil
+	}
+	_, err := f.api.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	f.exist[name] = err == nil
+	return err == nil, nil
+}
+
+func (f *fakeNodes) Forget(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.exist, name)
+	f.forgotten = append(f.forgotten, name)
+}
 
 // fakeManager records calls and answers with the configured errors.
 type fakeManager struct {

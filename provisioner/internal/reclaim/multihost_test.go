@@ -46,16 +46,11 @@ func newMultihostFixture(t *testing.T, elected bool, managers map[string]*fakeMa
 	if err := factory.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(pv); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range nodes {
-		if err := factory.Core().V1().Nodes().Informer().GetIndexer().Add(newNode(n)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	f := &controllerFixture{kube: kube, recorder: record.NewFakeRecorder(10),
 		pvCache: factory.Core().V1().PersistentVolumes().Informer().GetIndexer()}
 	f.ctrl = NewController(Config{
 		ProvisionerNames: testNames, Node: selfNode, FieldManager: testFieldManager, Client: kube,
-		Volumes: factory.Core().V1().PersistentVolumes(), Nodes: factory.Core().V1().Nodes(),
+		Volumes: factory.Core().V1().PersistentVolumes(), Nodes: newFakeNodes(kube, nodes...),
 		Instances: fakeInstances{elected: elected},
 		Managers: func(node string) (Manager, error) {
 			f.asked = append(f.asked, node)

@@ -53,15 +53,14 @@ const (
 // else is to be done with the PV by this controller).
 func (c *Controller) syncNodeGone(ctx context.Context, pv *v1.PersistentVolume, dir directory) (bool, error) {
 	since, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]
-	_, err := c.nodes.Get(dir.node)
+	exists, err := c.nodeExists(dir.node)
 	switch {
-	case err == nil:
-		if marked {
-			return false, c.unmarkNodeGone(ctx, pv, dir)
-		}
+	case err != nil:
+		return false, err
+	case exists && marked:
+		return false, c.unmarkNodeGone(ctx, pv, dir)
+	case exists:
 		return false, nil
-	case !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("get node %q from the cache: %w", dir.node, err)
 	}
 	elected, err := c.cfg.Instances.IsOwner(string(pv.UID))
 	if err != nil {

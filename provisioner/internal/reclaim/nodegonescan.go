@@ -26,11 +26,13 @@ import (
 // would never come. So one instance, elected for goneScanKey, lists the PVs
 // on the API server, page by page, and marks (markNodeGone) each Bound,
 // unmarked node-mode PV of this provisioner that its own cache does not
-// hold and whose Node the cache and then the API server say is gone. The
+// hold and whose Node Config.Nodes and then the API server say is gone. The
 // mark changes the PV, and every instance's cache takes it in at that
-// update: from then on the steps above go as for any PV. It scans when a
-// Node is deleted, once its caches have synced, and every goneScanPeriod
-// (a Node deleted while no instance watched), only with a grace period.
+// update: from then on the steps above go as for any PV. It scans once its
+// caches have synced, when an instance leaves a node whose Node is gone
+// (NodeLeft: the pods of a deleted Node are deleted with it), and every
+// goneScanPeriod (a Node deleted with no instance on it, or while no
+// instance ran), only with a grace period.
 
 // goneScanKey is the key the scanning instance is elected for.
 const goneScanKey = "node-gone-scan"
@@ -51,7 +53,8 @@ func (c *Controller) triggerGoneScan() {
 }
 
 // runGoneScans scans once the caches synced, then every goneScanPeriod and
-// when triggered, until ctx is done; it does nothing without a grace
+// when triggered by an instance leaving a node whose Node is gone
+// (suspectGone), until ctx is done; it does nothing without a grace
 // period.
 func (c *Controller) runGoneScans(ctx context.Context) {
 	if c.cfg.NodeGoneGrace <= 0 || !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
@@ -59,17 +62,41 @@ func (c *Controller) runGoneScans(ctx context.Context) {
 	}
 	ticker := time.NewTicker(goneScanPeriod)
 	defer ticker.Stop()
-	for {
-		if err := c.scanGoneNodes(ctx); err != nil {
-			utilruntime.HandleErrorWithContext(ctx, err, "Failed to scan for the PersistentVolumes of deleted Nodes")
+	for scan := true; ; {
+		if scan {
+			if err := c.scanGoneNodes(ctx); err != nil {
+				utilruntime.HandleErrorWithContext(ctx, err, "Failed to scan for the PersistentVolumes of deleted Nodes")
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+			scan = true
 		case <-c.scan:
+			scan = c.suspectGone()
 		}
 	}
+}
+
+// suspectGone takes the nodes that instances left since it was last
+// called and, on the instance elected to scan, reports whether one of
+// their Nodes is gone (or cannot be looked up): an instance's pod also
+// goes in a rollout, and a scan lists every PV.
+func (c *Controller) suspectGone() bool {
+	c.mu.Lock()
+	suspects := c.suspects
+	c.suspects = nil
+	c.mu.Unlock()
+	if elected, err := c.cfg.Instances.IsOwner(goneScanKey); err != nil || !elected {
+		return err != nil
+	}
+	for _, node := range suspects {
+		if exists, err := c.nodes.Exists(node); err != nil || !exists {
+			return true
+		}
+	}
+	return false
 }
 
 // scanGoneNodes is one scan, on the elected instance only: it marks the
@@ -133,7 +160,7 @@ func (c *Controller) markUncached(ctx context.Context, pv *v1.PersistentVolume, 
 	isGone, asked := gone[loc.Node]
 	if !asked {
 		var err error
-		if isGone, err = c.nodeGone(ctx, loc.Node); err != nil {
+		if isGone, err = c.nodeGone(loc.Node); err != nil {
 			return false, err
 		}
 		gone[loc.Node] = isGone
@@ -152,19 +179,9 @@ func (c *Controller) markUncached(ctx context.Context, pv *v1.PersistentVolume, 
 	return false, err
 }
 
-// nodeGone reports whether node is gone: missing from the cache and, as
-// the cache can lag behind a Node that came back, NotFound on the API
-// server.
-func (c *Controller) nodeGone(ctx context.Context, node string) (bool, error) {
-	if exists, err := c.nodeExists(node); exists || err != nil {
-		return false, err
-	}
-	_, err := c.cfg.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		return false, nil
-	case apierrors.IsNotFound(err):
-		return true, nil
-	}
-	return false, fmt.Errorf("get Node %q: %w", node, err)
+// nodeGone reports whether node is gone (nodeExists, which asks afresh
+// before it says so).
+func (c *Controller) nodeGone(node string) (bool, error) {
+	exists, err := c.nodeExists(node)
+	return !exists && err == nil, err
 }

@@ -54,10 +54,12 @@ func TestGoneScan(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// A Node that came back: on the API server, not in the cache yet.
+			// A Node that came back: on the API server, kept as missing
+			// by Config.Nodes.
 			if _, err := f.kube.CoreV1().Nodes().Create(ctx, newNode(back), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			f.ctrl.nodes.(*fakeNodes).exist[back] = false
 			if err := f.ctrl.scanGoneNodes(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -87,15 +89,75 @@ func TestGoneScan(t *testing.T) {
 	}
 }
 
-// TestGoneScanOff: without a grace period there is no scan, and a deleted
-// Node asks for one without blocking.
+// TestGoneScanOff: without a grace period there is no scan, and an
+// instance leaving a node asks for one without blocking.
 func TestGoneScanOff(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newControllerFixture(t, fakeInstances{elected: true}, &fakeManager{}, nil, nil, selfNode)
-	f.ctrl.nodeDeleted(newNode(otherNode))
-	f.ctrl.nodeDeleted(newNode(otherNode))
+	f.ctrl.NodeLeft(otherNode)
+	f.ctrl.NodeLeft(otherNode)
 	f.ctrl.runGoneScans(ctx) // returns at once: no grace period
 	if got := writes(f.kube); len(got) > 0 {
 		t.Errorf("writes %v, want none", got)
+	}
+}
+
+// TestSuspectGone: an instance leaving a node asks for a scan, which the
+// elected instance runs only when a Node left is gone (an instance's pod
+// also goes in a rollout); every node left is forgotten, so that the
+// next question about it asks the API server.
+func TestSuspectGone(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		elected bool
+		left    []string
+		want    bool
+	}{
+		{"a Node left is gone", true, []string{otherNode, goneNode}, true},
+		{"the Nodes left exist (a rollout)", true, []string{otherNode, otherNode}, false},
+		{"not elected", false, []string{goneNode}, false},
+		{"nothing left", true, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newControllerFixture(t, fakeInstances{elected: tc.elected}, &fakeManager{}, nil, nil, selfNode, otherNode)
+			for _, n := range tc.left {
+				f.ctrl.NodeLeft(n)
+			}
+			if got := f.ctrl.suspectGone(); got != tc.want {
+				t.Errorf("suspectGone() = %v, want %v", got, tc.want)
+			}
+			if got := f.ctrl.suspectGone(); got {
+				t.Error("suspectGone() again = true, want false: the suspects were taken")
+			}
+			if got := f.ctrl.nodes.(*fakeNodes).forgotten; !slices.Equal(got, tc.left) {
+				t.Errorf("forgotten %q, want %q", got, tc.left)
+			}
+		})
+	}
+}
+
+// TestNodeJoined: an instance coming to a node forgets it and queues the
+// PVs marked as of a gone node of that name, only those.
+func TestNodeJoined(t *testing.T) {
+	marked := withAnnotation(hostpathv1.AnnotationNodeGoneSince, "2026-11-27T11:00:00Z")
+	pvs := []*v1.PersistentVolume{
+		newPV("marked-back", notDeleting, onNode(goneNode), marked),
+		newPV("marked-elsewhere", notDeleting, onNode(otherNode), marked),
+		newPV("unmarked-back", notDeleting, onNode(goneNode)),
+	}
+	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
+	f.ctrl.cfg.NodeGoneGrace = time.Hour
+	f.ctrl.NodeJoined(goneNode)
+	var got []string
+	for f.ctrl.queue.Len() > 0 {
+		name, _ := f.ctrl.queue.Get()
+		got = append(got, name)
+		f.ctrl.queue.Done(name)
+	}
+	if !slices.Equal(got, []string{"marked-back"}) {
+		t.Errorf("queued %q, want [marked-back]", got)
+	}
+	if got := f.ctrl.nodes.(*fakeNodes).forgotten; !slices.Equal(got, []string{goneNode}) {
+		t.Errorf("forgotten %q, want [%s]", got, goneNode)
 	}
 }

@@ -10,9 +10,10 @@
 // New drops every object's managedFields (the mechanism's), replaces each
 // Node, Pod and HostDefinition by a stub (nodeStub, podStub,
 // definitionStub: a new object with only the fields this program and the
-// library read of it; every instance keeps every Node, every
-// HostDefinition and the pods of every instance and manager, so these are
-// the part of an instance's memory that grows with the number of nodes),
+// library read of it; every instance keeps every HostDefinition and the
+// pods of every instance and manager, so these are the part of an
+// instance's memory that grows with the number of nodes; of the Nodes, it
+// keeps its own and, for a while, those it looked up: package nodes),
 // then replaces each PersistentVolume of another provisioner that
 // is cached at all by a stub: a new object with the few fields of the
 // original that the provisioner library and this program read to skip it.
@@ -72,16 +73,17 @@
 //     is cached as a stub (below): it protects that directory.
 //   - Nor is a node-mode PV of the instance's names cached that is settled
 //     on another node (Keep.settledElsewhere): Bound, not under deletion,
-//     not marked hostpath.dev/node-gone-since, its Node in the cache. Only
-//     that node's instance acts for it. Any other state of such a PV may
-//     need another instance (Released or under deletion on a Node that is
-//     gone: the instance elected for it releases it), so it is cached. A
-//     Bound PV whose Node is deleted is found by the reclaim controller's
-//     scan of the API server (reclaim's nodegonescan.go) and marked, which
-//     brings it into every cache. The PV informer lists and watches once
-//     the Node cache has synced. So an instance caches the PVs of its node,
-//     the multihost ones and those in passing states, not every PV of the
-//     cluster.
+//     not marked hostpath.dev/node-gone-since, an instance running on its
+//     node (in the peer cache). Only that node's instance acts for it. Any
+//     other state of such a PV may need another instance (Released or
+//     under deletion on a Node that is gone: the instance elected for it
+//     releases it), and so may a PV of a node that runs no instance, so it
+//     is cached. A Bound PV whose Node is deleted is found by the reclaim
+//     controller's scan of the API server (reclaim's nodegonescan.go) and
+//     marked, which brings it into every cache. The PV informer lists and
+//     watches once the peer cache has synced. So an instance caches the
+//     PVs of its node, the multihost ones and those in passing states, not
+//     every PV of the cluster.
 //
 // Each version of an object is decided anew: an object that Keep comes to
 // accept is cached at that update; one it no longer accepts leaves the
@@ -282,14 +284,14 @@ func volumeStub(pv *v1.PersistentVolume) *v1.PersistentVolume {
 	}
 }
 
-// nodeStub is the Node an instance caches: its name, UID,
-// resourceVersion, labels, deletionTimestamp and spec.taints. The
-// provisioner reads a Node's name and UID (the owner of its
-// CSIStorageCapacities), its labels (kubernetes.io/hostname for the PV's
-// node affinity, the control-plane role) and its taints (the control-plane
-// taint); the library looks the selected node up by name and hands it to
-// Provision; Keep and the reclaim controller ask only whether a Node is
-// there. Dropped: annotations, owner references, finalizers, the rest of
+// nodeStub is the Node an instance caches (its own, and the others it
+// looks up: package nodes): its name, UID, resourceVersion, labels,
+// deletionTimestamp and spec.taints. The provisioner reads a Node's name
+// and UID (the owner of its CSIStorageCapacities), its labels
+// (kubernetes.io/hostname for the PV's node affinity, the control-plane
+// role) and its taints (the control-plane taint); the library looks the
+// selected node up by name and hands it to Provision; the reclaim
+// controller asks only whether a Node is there. Dropped: annotations, owner references, finalizers, the rest of
 // spec (pod CIDRs, provider ID) and the whole status (images, conditions,
 // addresses), which is most of a Node.
 func nodeStub(n *v1.Node) *v1.Node {
@@ -303,18 +305,22 @@ func nodeStub(n *v1.Node) *v1.Node {
 // podStub is the Pod an instance caches of a provisioner instance or a
 // manager: its name, namespace, UID, resourceVersion, labels,
 // deletionTimestamp, spec.nodeName, spec.serviceAccountName,
-// status.phase, status.podIP and its Ready condition (type and status
-// only). The election (package ownership) reads the node, the deletion
-// and readiness (component.PodServing) of the instances' pods; the
-// managers' resolver the same of the managers' pods, their labels
-// (the selector) and pod IP (the URL). Dropped: annotations, owner
-// references, containers, volumes, tolerations, affinity, the other
-// conditions and the container statuses.
+// status.phase, status.podIP, its Ready condition (type and status
+// only), and of its affinity only the required node selector terms'
+// matchFields on metadata.name (daemonAffinity). The election (package
+// ownership) reads the node, the deletion and readiness
+// (component.PodServing) of the instances' pods, and the app the node of
+// an instance's pod that comes or goes (for a pod not scheduled yet, the
+// node its DaemonSet's affinity names); the managers' resolver the same of
+// the managers' pods, their labels (the selector) and pod IP (the URL).
+// Dropped: annotations, owner references, containers, volumes,
+// tolerations, the rest of the affinity, the other conditions and the
+// container statuses.
 func podStub(p *v1.Pod) *v1.Pod {
 	s := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
 			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
-		Spec:   v1.PodSpec{NodeName: p.Spec.NodeName, ServiceAccountName: p.Spec.ServiceAccountName},
+		Spec:   v1.PodSpec{NodeName: p.Spec.NodeName, ServiceAccountName: p.Spec.ServiceAccountName, Affinity: daemonAffinity(p)},
 		Status: v1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP},
 	}
 	for _, c := range p.Status.Conditions {
@@ -324,6 +330,34 @@ func podStub(p *v1.Pod) *v1.Pod {
 		}
 	}
 	return s
+}
+
+// daemonAffinity is the part of p's affinity that names its node as the
+// DaemonSet controller does: the matchFields on metadata.name of its
+// required node selector terms, each term with those alone; nil when
+// there is none.
+func daemonAffinity(p *v1.Pod) *v1.Affinity {
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	var terms []v1.NodeSelectorTerm
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		var fields []v1.NodeSelectorRequirement
+		for _, f := range t.MatchFields {
+			if f.Key == metav1.ObjectNameField {
+				fields = append(fields, f)
+			}
+		}
+		if fields != nil {
+			terms = append(terms, v1.NodeSelectorTerm{MatchFields: fields})
+		}
+	}
+	if terms == nil {
+		return nil
+	}
+	return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: terms}}}
 }
 
 // definitionStub is the HostDefinition an instance caches: its name, UID,

@@ -205,6 +205,7 @@ func TestPerNodeStubFields(t *testing.T) {
 			"metadata.deletionTimestamp", "metadata.name", "metadata.resourceVersion", "metadata.uid", "spec.taints")},
 		{"pod", load[v1.Pod](t, "pod.json"), append(labels(load[v1.Pod](t, "pod.json").Labels),
 			"metadata.name", "metadata.namespace", "metadata.resourceVersion", "metadata.uid",
+			"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
 			"spec.nodeName", "spec.serviceAccountName", "status.conditions", "status.phase", "status.podIP")},
 		{"hostdefinition", load[hostpathv1.HostDefinition](t, "hostdefinition.json"), []string{
 			"metadata.name", "metadata.resourceVersion", "metadata.uid", "spec.nodeName", "spec.pool", "status.phase"}},

@@ -28,16 +28,22 @@ type Keep struct {
 	node    string
 	classes storagelisters.StorageClassLister
 	volumes corelisters.PersistentVolumeLister
-	nodes   corelisters.NodeLister
+	peers   Peers
+}
+
+// Peers says whether an instance of the provisioner runs on a node
+// (ownership.Instances).
+type Peers interface {
+	OnNode(node string) (bool, error)
 }
 
 // NewKeep returns the decisions of the instance of names on node, which
 // looks a claim's StorageClass up in classes and its PV in volumes (nil:
-// no claim is taken as bound elsewhere), and a PV's Node in nodes (nil:
-// every PV of hostpath is cached).
+// no claim is taken as bound elsewhere), and the instance of a PV's node
+// in peers (nil: every PV of hostpath is cached).
 func NewKeep(names hostpathv1.ProvisionerNames, node string, classes storagelisters.StorageClassLister, volumes corelisters.PersistentVolumeLister,
-	nodes corelisters.NodeLister) *Keep {
-	return &Keep{names: names, node: node, classes: classes, volumes: volumes, nodes: nodes}
+	peers Peers) *Keep {
+	return &Keep{names: names, node: node, classes: classes, volumes: volumes, peers: peers}
 }
 
 // Claim reports whether the instance caches claim: not when its
@@ -110,15 +116,16 @@ func (k *Keep) Volume(pv *v1.PersistentVolume) bool {
 // settledElsewhere reports whether pv, a PV of hostpath, is a node-mode PV
 // of one of the instance's names on another node that needs nothing of
 // this instance: Bound, not under deletion, not marked with
-// hostpath.dev/node-gone-since, and its Node in the cache. Only its
-// node's instance acts for such a PV. Any other state may need another
-// instance: a PV under deletion or Released of a Node that is gone (the
-// instance elected for it releases it), one marked gone. A Bound PV whose
-// Node goes is marked by the reclaim controller's scan of the API server
+// hostpath.dev/node-gone-since, and an instance running on its node (in
+// the peer cache). Only its node's instance acts for such a PV. Any other
+// state may need another instance: a PV under deletion or Released of a
+// Node that is gone (the instance elected for it releases it), one marked
+// gone, one of a node that runs no instance. A Bound PV whose Node goes is
+// marked by the reclaim controller's scan of the API server
 // (reclaim.Controller, node-gone handling), and the mark brings it back
 // into every cache.
 func (k *Keep) settledElsewhere(pv *v1.PersistentVolume) bool {
-	if k.nodes == nil || pv.DeletionTimestamp != nil || pv.Status.Phase != v1.VolumeBound {
+	if k.peers == nil || pv.DeletionTimestamp != nil || pv.Status.Phase != v1.VolumeBound {
 		return false
 	}
 	if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked {
@@ -128,8 +135,8 @@ func (k *Keep) settledElsewhere(pv *v1.PersistentVolume) bool {
 	if !ok || d.Multihost || d.Node == "" || d.Node == k.node {
 		return false
 	}
-	_, err := k.nodes.Get(d.Node)
-	return err == nil
+	running, err := k.peers.OnNode(d.Node)
+	return err == nil && running
 }
 
 // namesDirectory reports whether pv carries one of the annotations that
@@ -146,12 +153,14 @@ func namesDirectory(pv *v1.PersistentVolume) bool {
 // Register makes the claim and PersistentVolume informers of factory those
 // of ClaimInformer and VolumeInformer, deciding by Keep for the instance
 // of names on node with the factory's StorageClass and PV caches (the
-// claim informer waits for both). Call it before anything asks factory
-// for them: the first informer of a kind is the factory's.
-func Register(factory informers.SharedInformerFactory, names hostpathv1.ProvisionerNames, node string) {
-	classes, nodes := factory.Storage().V1().StorageClasses(), factory.Core().V1().Nodes()
-	keep := NewKeep(names, node, classes.Lister(), nil, nodes.Lister())
-	volumes := factory.InformerFor(&v1.PersistentVolume{}, VolumeInformer(keep.Volume, nodes.Informer().HasSynced))
+// claim informer waits for both) and peers (the PV informer waits until
+// peersSynced; nil peers: every PV of hostpath is cached). Call it before
+// anything asks factory for them: the first informer of a kind is the
+// factory's.
+func Register(factory informers.SharedInformerFactory, names hostpathv1.ProvisionerNames, node string, peers Peers, peersSynced cache.InformerSynced) {
+	classes := factory.Storage().V1().StorageClasses()
+	keep := NewKeep(names, node, classes.Lister(), nil, peers)
+	volumes := factory.InformerFor(&v1.PersistentVolume{}, VolumeInformer(keep.Volume, peersSynced))
 	keep.volumes = corelisters.NewPersistentVolumeLister(volumes.GetIndexer())
 	synced := func() bool { return classes.Informer().HasSynced() && volumes.HasSynced() }
 	factory.InformerFor(&v1.PersistentVolumeClaim{}, ClaimInformer(keep.Claim, synced))
@@ -171,7 +180,7 @@ func ClaimInformer(keep func(*v1.PersistentVolumeClaim) bool, ready cache.Inform
 
 // VolumeInformer returns the constructor of the PersistentVolume informer
 // for an informer factory: every PV of the cluster that keep accepts. Its
-// lists and watches wait until ready (the Node cache keep reads) says
+// lists and watches wait until ready (the peer cache keep reads) says
 // yes.
 func VolumeInformer(keep func(*v1.PersistentVolume) bool, ready cache.InformerSynced) internalinterfaces.NewInformerFunc {
 	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {

@@ -23,27 +23,33 @@ import (
 )
 
 // keepWith returns the Keep of the configured names on node-a with a
-// StorageClass cache and a PV cache that hold objects.
+// StorageClass cache and a PV cache that hold objects, and an instance on
+// each Node of objects.
 func keepWith(t *testing.T, objects ...any) *Keep {
 	t.Helper()
 	classes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	volumes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	running := peers{}
 	for _, obj := range objects {
 		indexer := classes
-		switch obj.(type) {
+		switch obj := obj.(type) {
 		case *v1.PersistentVolume:
 			indexer = volumes
 		case *v1.Node:
-			indexer = nodes
+			running[obj.Name] = true
+			continue
 		}
 		if err := indexer.Add(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return NewKeep(configured, "node-a", storagelisters.NewStorageClassLister(classes), corelisters.NewPersistentVolumeLister(volumes),
-		corelisters.NewNodeLister(nodes))
+	return NewKeep(configured, "node-a", storagelisters.NewStorageClassLister(classes), corelisters.NewPersistentVolumeLister(volumes), running)
 }
+
+// peers runs an instance on the nodes set true.
+type peers map[string]bool
+
+func (p peers) OnNode(node string) (bool, error) { return p[node], nil }
 
 // hostpathPV is a PV of the configured name named name, in mode node on
 // node (multihost when node is "").
@@ -149,7 +155,7 @@ func TestKeep(t *testing.T) {
 		{"made by hand, no annotation", volumeWith(t, storagehelpers.AnnDynamicallyProvisioned), false},
 		{"hostpath's, node mode, Bound, this node", boundPV("a", "node-a", same), true},
 		{"hostpath's, node mode, Bound, another node", boundPV("b", "node-b", same), false},
-		{"hostpath's, node mode, Bound, a node not in the cache (gone)", boundPV("c", "node-c", same), true},
+		{"hostpath's, node mode, Bound, a node that runs no instance (gone)", boundPV("c", "node-c", same), true},
 		{"hostpath's, node mode, Released, another node", boundPV("b", "node-b", func(pv *v1.PersistentVolume) { pv.Status.Phase = v1.VolumeReleased }), true},
 		{"hostpath's, node mode, Bound, another node, marked gone", boundPV("b", "node-b", func(pv *v1.PersistentVolume) {
 			pv.Annotations[hostpathv1.AnnotationNodeGoneSince] = "2026-11-27T00:00:00Z"
@@ -195,7 +201,7 @@ func TestClaimInformer(t *testing.T) {
 		hostpathPV("pv-there", "node-b"),
 	)
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(New(configured)))
-	Register(factory, configured, "node-a")
+	Register(factory, configured, "node-a", nil, nil)
 	claims := factory.Core().V1().PersistentVolumeClaims().Informer()
 	events := make(chan string, 100)
 	if _, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{

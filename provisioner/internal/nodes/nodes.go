@@ -1,0 +1,195 @@
+// Package nodes is how an instance knows the Nodes of the cluster without
+// watching them all. Every Node's status is rewritten every few minutes by
+// its kubelet, so a watch of every Node in every instance grows as the
+// square of the cluster: at 1,000 nodes, each instance would take a few
+// Node updates a second and the API server would send a million an
+// hour. So an instance watches only its own Node (by field selector, as
+// the kubelet does), and learns of the others on demand:
+//
+//   - whether a Node exists (Lookup.Exists): yes when an instance of the
+//     provisioner runs on it (its pod, which the instance's peer cache
+//     holds; a DaemonSet pod is deleted with its Node), else what the API
+//     server says, kept for a short while;
+//   - a Node itself (Lookup.Get, for the library's selected node and the
+//     labels of a node that runs no instance): from the API server, kept
+//     for a short while.
+//
+// The API server is asked only about a Node that runs no instance: one
+// deleted, one without a kubelet, or a control-plane node. A Node that is
+// deleted takes its instance's pod with it, and the instances are told by
+// their peer cache (package app calls Forget then); the periodic scan for
+// the PVs of deleted Nodes (package reclaim) covers a Node that had none.
+//
+// The answers kept expire after a TTL (client-go's expiration store, cache.TTLPolicy), so
+// a Node that comes back without an instance is seen again within it.
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// DefaultTTL is how long a Lookup keeps an answer of the API server.
+const DefaultTTL = 30 * time.Second
+
+// getTimeout bounds one GET of a Node: the callers (listers' Get) have no
+// context.
+const getTimeout = 10 * time.Second
+
+// Peers says whether an instance of the provisioner runs on a node
+// (ownership.Instances).
+type Peers interface {
+	OnNode(node string) (bool, error)
+}
+
+// Config is what a Lookup reads.
+type Config struct {
+	// Node is this instance's node, found in Own.
+	Node string
+	// Own is the cache of this instance's own Node (a watch of that one
+	// Node).
+	Own corelisters.NodeLister
+	// API gets the other Nodes from the API server.
+	API typedcorev1.NodesGetter
+	// Peers are the instances, by node.
+	Peers Peers
+	// Transform is applied to a Node got from the API server before it is
+	// kept (the stub of the Node cache); nil keeps it whole.
+	Transform cache.TransformFunc
+	// TTL is how long an answer of the API server is kept; 0 means
+	// DefaultTTL.
+	TTL time.Duration
+	// Clock times the answers kept; nil means the real clock.
+	Clock clock.Clock
+}
+
+// Lookup answers for the Nodes of the cluster as described in the package
+// doc. It is a corelisters.NodeLister, so the library and the parts that
+// read a Node take it as they took the cache of every Node.
+type Lookup struct {
+	cfg   Config
+	found cache.Store
+}
+
+var _ corelisters.NodeLister = (*Lookup)(nil)
+
+// answer is what the API server said of one Node: node is nil when it was
+// NotFound.
+type answer struct {
+	name string
+	node *v1.Node
+}
+
+// New returns the Lookup of cfg.
+func New(cfg Config) *Lookup {
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	key := func(obj any) (string, error) { return obj.(*answer).name, nil }
+	return &Lookup{cfg: cfg, found: cache.NewExpirationStore(key, &cache.TTLPolicy{TTL: cfg.TTL, Clock: cfg.Clock})}
+}
+
+// Get returns the Node name: this instance's from its cache, another's
+// from the answers kept, else from the API server (the answer kept, a
+// NotFound too). A Node that does not exist is a NotFound error, as from a
+// lister.
+func (l *Lookup) Get(name string) (*v1.Node, error) {
+	if name == l.cfg.Node {
+		return l.cfg.Own.Get(name)
+	}
+	if a, ok := l.kept(name); ok {
+		return a.result()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), getTimeout)
+	defer cancel()
+	node, err := l.cfg.API.Nodes().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		node = nil
+	case err != nil:
+		return nil, fmt.Errorf("get Node %q: %w", name, err)
+	case l.cfg.Transform != nil:
+		obj, err := l.cfg.Transform(node)
+		if err != nil {
+			return nil, fmt.Errorf("trim Node %q: %w", name, err)
+		}
+		node = obj.(*v1.Node)
+	}
+	a := &answer{name: name, node: node}
+	if err := l.found.Add(a); err != nil {
+		return nil, fmt.Errorf("keep Node %q: %w", name, err)
+	}
+	return a.result()
+}
+
+// Exists reports whether the Node name exists: this instance's from its
+// cache; another when an instance runs on it, else from the answers kept
+// or the API server (Get).
+func (l *Lookup) Exists(name string) (bool, error) {
+	if name != l.cfg.Node {
+		if running, err := l.cfg.Peers.OnNode(name); err != nil || running {
+			return running, err
+		}
+	}
+	_, err := l.Get(name)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, err
+}
+
+// Forget drops the answer kept for name, so that the next question asks
+// the API server again: package app calls it when an instance's pod comes
+// or goes on that node.
+func (l *Lookup) Forget(name string) {
+	_ = l.found.Delete(&answer{name: name})
+}
+
+// List returns the Nodes known now that match selector: this instance's
+// and those the API server's answers kept hold. It is not every Node of
+// the cluster.
+func (l *Lookup) List(selector labels.Selector) ([]*v1.Node, error) {
+	out, err := l.cfg.Own.List(selector)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range l.found.List() {
+		if n := obj.(*answer).node; n != nil && n.Name != l.cfg.Node && selector.Matches(labels.Set(n.Labels)) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// kept returns the unexpired answer kept for name.
+func (l *Lookup) kept(name string) (*answer, bool) {
+	obj, ok, err := l.found.GetByKey(name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	return obj.(*answer), true
+}
+
+// result is the answer as a lister's Get gives it.
+func (a *answer) result() (*v1.Node, error) {
+	if a.node == nil {
+		return nil, apierrors.NewNotFound(v1.Resource("node"), a.name)
+	}
+	return a.node, nil
+}
