@@ -242,9 +242,10 @@ func decode(b *testing.B, data []byte, obj any) {
 }
 
 // BenchmarkPerNodeCache reports what a Node, a Pod and a HostDefinition
-// cost an instance: every instance caches every Node, every HostDefinition
-// (one per node and pool) and the pods of every instance and manager, the
-// part of its memory that grows with the number of nodes. For a worker
+// cost an instance: every instance caches every HostDefinition (one per
+// node and pool) and the pods of every instance and manager, the part of
+// its memory that grows with the number of nodes, and its own Node (and
+// for a while those it looks up: package nodes). For a worker
 // Node with 30 images, a manager pod and a Ready HostDefinition (testdata,
 // as the API server sends them) it reports the live heap of one object (after a GC,
 // over 500 decoded copies) kept whole but for managedFields
