@@ -17,7 +17,8 @@
 #     kube-controller-manager) and after their deletion, each memory reading
 #     BENCH_FOREIGN_SETTLE seconds (default 30) after its step, and the real
 #     nodes' provisioners' RSS before and with the fleet: the per-node and
-#     the per-foreign-claim costs of each instance.
+#     the per-foreign-claim costs of each instance; and the API server's
+#     Node watch events per Node status update (each fleet Node's once).
 # An empty BENCH_INSTANCES or BENCH_ENDPOINTS, or BENCH_BACKFILL=0, leaves
 # that step out; with all three, only the foreign phase runs:
 #

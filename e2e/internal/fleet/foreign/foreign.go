@@ -8,8 +8,8 @@
 //
 //   - before: the real nodes' provisioners, before the fleet starts;
 //   - up: once the K members run, each with a Ready HostDefinition of the
-//     pool (so every instance caches K more Nodes, 2K more pods and K more
-//     HostDefinitions);
+//     pool (so every instance caches 2K more pods and K more
+//     HostDefinitions; Nodes, only its own);
 //   - idle: Settle later. The real nodes' growth from before, over K, is
 //     the per-node cost in every instance's caches; the CPU time from up
 //     is each instance's idle rate;
@@ -20,7 +20,13 @@
 //     receiving their watch events cost;
 //   - claims: Settle later: the memory the claims cost;
 //   - deleted: the namespace deleted and its claims gone, the class
-//     deleted, Settle later.
+//     deleted, Settle later;
+//   - then every fleet Node's status updated once, as a kubelet reports
+//     it (the Ready condition's heartbeat), and the API server's watch
+//     events for Nodes counted until they stop growing: per update, how
+//     many watchers get a Node's updates (an instance watching every Node
+//     is one; one watching only its own Node, not). Last, so that its
+//     CPU time is in no figure above.
 //
 // The provisioner caches no claim of another provisioner
 // (provisioner/internal/app/cachetrim filters its lists and watches), but
@@ -123,6 +129,12 @@ type Result struct {
 	CreateSeconds   float64 `json:"createSeconds"`
 	AnnotateSeconds float64 `json:"annotateSeconds"`
 	DeleteSeconds   float64 `json:"deleteSeconds"`
+	// NodeUpdates is how many Node status updates the heartbeats step made
+	// (one per fleet Node); NodeWatch the API server's watch events for
+	// Nodes from before them until those stopped growing, nil when not
+	// read.
+	NodeUpdates int          `json:"nodeUpdates"`
+	NodeWatch   *WatchCounts `json:"nodeWatch,omitempty"`
 	// The readings of the steps, in order (the package says when).
 	Before     Reading `json:"before"`
 	Up         Reading `json:"up"`
@@ -185,7 +197,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Inter
 		o.logf("Closing the fleet of %d nodes", len(p.fleet.Nodes()))
 		err = errors.Join(err, p.fleet.Close(ctx))
 	}()
-	for _, step := range []func(context.Context) error{p.start, p.fill, p.empty} {
+	for _, step := range []func(context.Context) error{p.start, p.fill, p.empty, p.heartbeats} {
 		if err := step(ctx); err != nil {
 			return res, err
 		}

@@ -3,6 +3,7 @@ package foreign
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -13,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
@@ -109,6 +112,70 @@ func (p *phase) start(ctx context.Context) error {
 	}
 	p.res.Idle, err = p.settledRead(ctx, "idle")
 	return err
+}
+
+// heartbeats updates the status of every fleet member's Node once (see
+// heartbeat), Workers at a time, waits until the API server's watch events
+// for Nodes have grown by at least one per update and then stayed the same
+// over two polls, and records the updates and those events in NodeUpdates
+// and NodeWatch. Without the API server's watch counters it updates
+// nothing: NodeWatch stays nil.
+func (p *phase) heartbeats(ctx context.Context) error {
+	before, err := p.watchCounts(ctx, "nodes")
+	if err != nil {
+		p.o.logf("The API server's watch counters not read, the Node status updates left out: %v", err)
+		return nil
+	}
+	nodes := p.fleet.Nodes()
+	now := time.Now()
+	errs := make([]error, len(nodes))
+	workqueue.ParallelizeUntil(ctx, p.o.Workers, len(nodes), func(i int) {
+		errs[i] = heartbeat(ctx, p.kube, nodes[i], now)
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := firstError(errs); err != nil {
+		return fmt.Errorf("update the status of the %d fleet Nodes: %w", len(nodes), err)
+	}
+	p.res.NodeUpdates = len(nodes)
+	var last *WatchCounts
+	err = p.poll(ctx, fmt.Sprintf("the API server's watch events for Nodes to follow %d Node status updates", len(nodes)), func(ctx context.Context) (bool, string, error) {
+		w, err := p.watchCounts(ctx, "nodes")
+		if err != nil {
+			return false, "", err
+		}
+		grown := w.Sub(before)
+		still := last != nil && *w == *last
+		last = w
+		return grown.Events >= float64(len(nodes)) && still, fmt.Sprintf("%.0f events since the updates", grown.Events), nil
+	})
+	if err != nil {
+		return err
+	}
+	after, err := p.watchCounts(ctx, "nodes")
+	if err != nil {
+		p.o.logf("The API server's watch counters not read after the Node status updates: %v", err)
+	}
+	p.res.NodeWatch = after.Sub(before)
+	return nil
+}
+
+// heartbeat updates the status of node as a kubelet's status report does:
+// a strategic merge patch of the status subresource that sets the Ready
+// condition's lastHeartbeatTime to now. The conditions merge by type, so
+// the rest of the Ready condition and of the status stays as it is.
+func heartbeat(ctx context.Context, kube kubernetes.Interface, node string, now time.Time) error {
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []any{map[string]any{
+		"type": corev1.NodeReady, "lastHeartbeatTime": metav1.NewTime(now),
+	}}}})
+	if err != nil {
+		return fmt.Errorf("encode the status patch of Node %s: %w", node, err)
+	}
+	if _, err := kube.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("update the status of Node %s: %w", node, err)
+	}
+	return nil
 }
 
 // fill creates the N claims, waits until all are annotated, reads
@@ -332,15 +399,23 @@ func (p *phase) read(ctx context.Context) (Reading, error) {
 		}
 		r.Real = append(r.Real, NodeUsage{Node: node, Usage: u})
 	}
-	raw, err := p.metrics(ctx)
-	if err == nil {
-		var w WatchCounts
-		if w, err = ParseWatchCounts(bytes.NewReader(raw), "", "persistentvolumeclaims"); err == nil {
-			r.Watch = &w
-		}
-	}
+	r.Watch, err = p.watchCounts(ctx, "persistentvolumeclaims")
 	if err != nil {
 		p.o.logf("The API server's watch counters not read: %v", err)
 	}
 	return r, nil
+}
+
+// watchCounts reads the API server's watch counters of resource of the
+// core API.
+func (p *phase) watchCounts(ctx context.Context, resource string) (*WatchCounts, error) {
+	raw, err := p.metrics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the API server's metrics: %w", err)
+	}
+	w, err := ParseWatchCounts(bytes.NewReader(raw), "", resource)
+	if err != nil {
+		return nil, fmt.Errorf("parse the API server's watch counters of %s: %w", resource, err)
+	}
+	return &w, nil
 }

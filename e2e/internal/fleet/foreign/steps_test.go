@@ -1,6 +1,7 @@
 package foreign
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"io"
@@ -9,7 +10,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
 
@@ -129,5 +134,56 @@ func TestFlags(t *testing.T) {
 	f = runFlags{fleet: fleet.Flags{ProvisionerArgs: "nope"}}
 	if err := f.Complete(); err == nil {
 		t.Error("Complete took provisioner arguments that are not JSON")
+	}
+}
+
+// TestHeartbeat checks that heartbeat moves the Ready condition's
+// lastHeartbeatTime of its Node, and only that.
+func TestHeartbeat(t *testing.T) {
+	then := metav1.NewTime(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	now := then.Add(90 * time.Minute)
+	node := func(name string) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"k": "v"}}}
+		n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}
+		n.Status.Conditions = []corev1.NodeCondition{
+			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "Fine", LastHeartbeatTime: then, LastTransitionTime: then},
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "FakeNodeReady", Message: "fake", LastHeartbeatTime: then, LastTransitionTime: then},
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name, node string
+		notFound   bool
+	}{
+		{"first node", "f1", false},
+		{"second node", "f2", false},
+		{"missing", "f9", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kube := fake.NewClientset(node("f1"), node("f2"))
+			err := heartbeat(context.Background(), kube, tc.node, now)
+			if tc.notFound {
+				if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "Node f9") {
+					t.Fatalf("heartbeat of a missing Node = %v, want a not found error naming it", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"f1", "f2"} {
+				got, err := kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := node(name)
+				if name == tc.node {
+					want.Status.Conditions[1].LastHeartbeatTime = metav1.NewTime(now)
+				}
+				if !equality.Semantic.DeepEqual(got.Status, want.Status) || !equality.Semantic.DeepEqual(got.Labels, want.Labels) {
+					t.Errorf("Node %s status %+v, want %+v", name, got.Status, want.Status)
+				}
+			}
+		})
 	}
 }

@@ -74,6 +74,10 @@ type Summary struct {
 	// annotated, DeleteWatch from claims to deleted; nil when not read.
 	CreateWatch *WatchCounts `json:"createWatch,omitempty"`
 	DeleteWatch *WatchCounts `json:"deleteWatch,omitempty"`
+	// NodeWatchPerUpdate is the Result's NodeWatch over its NodeUpdates:
+	// the API server's watch events for Nodes, and their bytes, per Node
+	// status update; nil when not read.
+	NodeWatchPerUpdate *WatchCounts `json:"nodeWatchPerUpdate,omitempty"`
 	// Notes say what was left out, and why.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -120,6 +124,10 @@ func Summarize(res Result) Summary {
 	s.PerNodeMiBPer100 = spreadOf(perNode)
 	s.CreateWatch = res.Annotated.Watch.Sub(res.Idle.Watch)
 	s.DeleteWatch = res.Deleted.Watch.Sub(res.WithClaims.Watch)
+	if res.NodeWatch != nil && res.NodeUpdates > 0 {
+		n := float64(res.NodeUpdates)
+		s.NodeWatchPerUpdate = &WatchCounts{Events: res.NodeWatch.Events / n, Bytes: res.NodeWatch.Bytes / n}
+	}
 	return s
 }
 
@@ -177,7 +185,7 @@ func seconds(a, b time.Time) float64 {
 }
 
 // Report prints the figures of res: the fleet's provisioners (min, median,
-// max), the real nodes', the watch events, and a line of the per-instance
+// max), the real nodes', the watch events of claims and of Nodes, and a line of the per-instance
 // costs a scale model takes.
 func Report(w io.Writer, res Result) error {
 	s := Summarize(res)
@@ -209,6 +217,7 @@ func Report(w io.Writer, res Result) error {
 	}
 	fmt.Fprintf(bw, "API server watch events for claims: %s while created and annotated; %s while deleted\n",
 		watchText(s.CreateWatch, res.Claims), watchText(s.DeleteWatch, res.Claims))
+	fmt.Fprintf(bw, "Node watch events per Node status update: %s, %d updates\n", perUpdateText(s.NodeWatchPerUpdate), res.NodeUpdates)
 	fmt.Fprintf(bw, "per instance: %s MiB per 100 nodes (median of %d real nodes); %s MiB of RSS and %s CPU-s per 1,000 claims of another provisioner (medians of %d instances)\n",
 		medianText(s.PerNodeMiBPer100, f2), s.PerNodeMiBPer100.N, medianText(s.GrowthMiBPer1000, f3), medianText(s.NetCPUSecondsPer1000, f3), s.GrowthMiBPer1000.N)
 	for _, n := range s.Notes {
@@ -245,6 +254,15 @@ func watchText(w *WatchCounts, claims int) string {
 		per = f1(w.Events / float64(claims))
 	}
 	return fmt.Sprintf("%s events (%s per claim, %s MiB)", strconv.FormatFloat(w.Events, 'f', 0, 64), per, f1(w.Bytes/(1<<20)))
+}
+
+// perUpdateText is "E (B KiB)", the events and bytes of one update, or
+// "not read".
+func perUpdateText(w *WatchCounts) string {
+	if w == nil {
+		return "not read"
+	}
+	return fmt.Sprintf("%s (%s KiB)", f1(w.Events), f1(w.Bytes/(1<<10)))
 }
 
 func medianText(sp Spread, f func(float64) string) string {

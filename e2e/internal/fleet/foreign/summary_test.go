@@ -30,6 +30,7 @@ func fixture() Result {
 	return Result{
 		Date: t0, Provisioner: Provisioner, Claims: 10000, Instances: 4, SettleSeconds: 30,
 		RealNodes: []string{"r1", "r2"}, CreateSeconds: 80, AnnotateSeconds: 99.5, DeleteSeconds: 60,
+		NodeUpdates: 4, NodeWatch: &WatchCounts{Events: 18, Bytes: 6 << 10},
 		Before: Reading{At: t0.Add(-time.Minute), Real: usages("r1", 100, 40.0, 1.0, "r2", 200, 50.0, 2.0)},
 		Up: Reading{At: t0, Real: usages("r1", 100, 43.0, 1.5),
 			Fleet: usages("f1", 11, 29.0, 10.0, "f2", 12, 30.0, 10.0, "f3", 13, 31.0, 10.0, "f4", 14, 32.0, 10.0)},
@@ -170,12 +171,14 @@ func TestReport(t *testing.T) {
 			"r1                                   100  40.0              44.0           44.2             -               100.00",
 			"r2                                   200  50.0              52.0           -                -               50.00",
 			"API server watch events for claims: 2000000 events (200.0 per claim, 2000.0 MiB) while created and annotated; 1000000 events (100.0 per claim, 500.0 MiB) while deleted",
+			"Node watch events per Node status update: 4.5 (1.5 KiB), 4 updates",
 			"per instance: 75.00 MiB per 100 nodes (median of 2 real nodes); 0.038 MiB of RSS and 0.400 CPU-s per 1,000 claims of another provisioner (medians of 4 instances)",
 			"note: r2: its provisioner is PID 201 at the deleted reading, 200 before (restarted): left out",
 		}},
 		{"failed at once", Result{Provisioner: Provisioner, Claims: 50000, Instances: 100}, []string{
 			"RSS with the 50000 claims (MiB)                -    -       -",
 			"API server watch events for claims: not read while created and annotated; not read while deleted",
+			"Node watch events per Node status update: not read, 0 updates",
 			"per instance: - MiB per 100 nodes (median of 0 real nodes); - MiB of RSS and - CPU-s per 1,000 claims",
 		}},
 	} {
@@ -200,7 +203,7 @@ func TestResultJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"withClaims":{`, `"rssMiB":30.5`, `"pid":11`, `"perNodeMiBPer100":{"n":2`, `"createWatch":{"events":2000000`} {
+	for _, key := range []string{`"withClaims":{`, `"rssMiB":30.5`, `"pid":11`, `"perNodeMiBPer100":{"n":2`, `"createWatch":{"events":2000000`, `"nodeUpdates":4`, `"nodeWatch":{"events":18`, `"nodeWatchPerUpdate":{"events":4.5`} {
 		if !bytes.Contains(b, []byte(key)) {
 			t.Errorf("JSON lacks %s: %s", key, b)
 		}
@@ -218,5 +221,40 @@ func TestResultJSON(t *testing.T) {
 	}
 	if got.String() != want.String() {
 		t.Errorf("report of the JSON:\n%s\nwant:\n%s", got.String(), want.String())
+	}
+}
+
+// TestNodeWatchPerUpdate checks the figure and the report line of the Node
+// status updates, read or not.
+func TestNodeWatchPerUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		updates int
+		watch   *WatchCounts
+		want    *WatchCounts
+		line    string
+	}{
+		{"read", 100, &WatchCounts{Events: 400, Bytes: 100 * 1229}, &WatchCounts{Events: 4, Bytes: 1229},
+			"Node watch events per Node status update: 4.0 (1.2 KiB), 100 updates"},
+		{"only the cluster-wide watchers", 100, &WatchCounts{Events: 300, Bytes: 300 << 10}, &WatchCounts{Events: 3, Bytes: 3 << 10},
+			"Node watch events per Node status update: 3.0 (3.0 KiB), 100 updates"},
+		{"counters not read after", 100, nil, nil, "Node watch events per Node status update: not read, 100 updates"},
+		{"not updated", 0, nil, nil, "Node watch events per Node status update: not read, 0 updates"},
+		{"no update but counts", 0, &WatchCounts{Events: 5}, nil, "Node watch events per Node status update: not read, 0 updates"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Result{Provisioner: Provisioner, Claims: 1000, Instances: 100, NodeUpdates: tc.updates, NodeWatch: tc.watch}
+			got := Summarize(res).NodeWatchPerUpdate
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Errorf("NodeWatchPerUpdate = %+v, want %+v", got, tc.want)
+			}
+			var buf bytes.Buffer
+			if err := Report(&buf, res); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(buf.String(), tc.line+"\n") {
+				t.Errorf("report lacks %q:\n%s", tc.line, buf.String())
+			}
+		})
 	}
 }
