@@ -472,13 +472,7 @@ func TestEventHandlers(t *testing.T) {
 		f.ctrl.volumeChanged(pv)
 	}
 	f.ctrl.NodeLeft(goneNode)
-	var got []string
-	for f.ctrl.queue.Len() > 0 {
-		name, _ := f.ctrl.queue.Get()
-		got = append(got, name)
-		f.ctrl.queue.Done(name)
-	}
-	slices.Sort(got)
+	got := f.queued()
 	want := []string{"deleting-gone", "deleting-here", "deleting-there", "legacy-here", "multihost", "policy-changed"}
 	if !slices.Equal(got, want) {
 		t.Errorf("queued %q, want %q", got, want)
@@ -556,13 +550,7 @@ func TestManagerReady(t *testing.T) {
 	}
 	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
 	f.ctrl.ManagerReady(otherNode)
-	var got []string
-	for f.ctrl.queue.Len() > 0 {
-		name, _ := f.ctrl.queue.Get()
-		got = append(got, name)
-		f.ctrl.queue.Done(name)
-	}
-	slices.Sort(got)
+	got := f.queued()
 	if want := []string{"deleting-there", "multihost", "policy-there"}; !slices.Equal(got, want) {
 		t.Errorf("queued %q, want %q", got, want)
 	}

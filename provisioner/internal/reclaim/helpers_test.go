@@ -42,6 +42,18 @@ type fakeInstances struct{ elected bool }
 
 func (f fakeInstances) IsOwner(string) (bool, error) { return f.elected, nil }
 
+// queued takes every PV name out of the controller's queue, sorted.
+func (f *controllerFixture) queued() []string {
+	var got []string
+	for f.ctrl.queue.Len() > 0 {
+		name, _ := f.ctrl.queue.Get()
+		got = append(got, name)
+		f.ctrl.queue.Done(name)
+	}
+	slices.Sort(got)
+	return got
+}
+
 // fakeNodes answers for Config.Nodes as nodes.Lookup does: from the
 // answers it keeps (exist), else from the API server (api, nil: every
 // Node is missing), kept then; Forget drops an answer, and is recorded.

@@ -148,12 +148,7 @@ func TestNodeJoined(t *testing.T) {
 	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
 	f.ctrl.cfg.NodeGoneGrace = time.Hour
 	f.ctrl.NodeJoined(goneNode)
-	var got []string
-	for f.ctrl.queue.Len() > 0 {
-		name, _ := f.ctrl.queue.Get()
-		got = append(got, name)
-		f.ctrl.queue.Done(name)
-	}
+	got := f.queued()
 	if !slices.Equal(got, []string{"marked-back"}) {
 		t.Errorf("queued %q, want [marked-back]", got)
 	}
