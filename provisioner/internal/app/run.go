@@ -153,9 +153,11 @@ func (c *Config) onManagerReady(p *parts) error {
 // a Node comes. The node of a pod not scheduled yet is the one its
 // DaemonSet's node affinity names.
 func (c *Config) onInstancesMoved(p *parts) error {
-	_, err := c.Informers.PeerPods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if node := podNode(obj); node != "" {
+	_, err := c.Informers.PeerPods.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		// The pods of the first list are no news: the reclaim controller
+		// looks at every cached PV when its caches sync.
+		AddFunc: func(obj any, initial bool) {
+			if node := podNode(obj); node != "" && !initial {
 				p.reclaimer.NodeJoined(node)
 			}
 		},
