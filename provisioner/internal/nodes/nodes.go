@@ -17,8 +17,9 @@
 // The API server is asked only about a Node that runs no instance: one
 // deleted, one without a kubelet, or a control-plane node. A Node that is
 // deleted takes its instance's pod with it, and the instances are told by
-// their peer cache (package app calls Forget then); the periodic scan for
-// the PVs of deleted Nodes (package reclaim) covers a Node that had none.
+// their peer cache (package app tells package reclaim, which calls Forget
+// then); of a Node that runs no instance, the instance elected for each of
+// its PVs asks afresh every few seconds (package reclaim).
 //
 // The answers kept expire after a TTL (client-go's expiration store, cache.TTLPolicy), so
 // a Node that comes back without an instance is seen again within it.
@@ -31,6 +32,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -105,13 +107,16 @@ func New(cfg Config) *Lookup {
 // Get returns the Node name: this instance's from its cache, another's
 // from the answers kept, else from the API server (the answer kept, a
 // NotFound too). A Node that does not exist is a NotFound error, as from a
-// lister.
+// lister; so is a name no Node can have, without a question.
 func (l *Lookup) Get(name string) (*v1.Node, error) {
 	if name == l.cfg.Node {
 		return l.cfg.Own.Get(name)
 	}
 	if a, ok := l.kept(name); ok {
 		return a.result()
+	}
+	if !validName(name) {
+		return (&answer{name: name}).result()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), getTimeout)
 	defer cancel()
@@ -139,6 +144,9 @@ func (l *Lookup) Get(name string) (*v1.Node, error) {
 // cache; another when an instance runs on it, else from the answers kept
 // or the API server (Get).
 func (l *Lookup) Exists(name string) (bool, error) {
+	if !validName(name) {
+		return false, nil
+	}
 	if name != l.cfg.Node {
 		if running, err := l.cfg.Peers.OnNode(name); err != nil || running {
 			return running, err
@@ -175,6 +183,13 @@ func (l *Lookup) List(selector labels.Selector) ([]*v1.Node, error) {
 		}
 	}
 	return out, nil
+}
+
+// validName reports whether a Node may have name: a claim's annotation
+// may say anything ("../x", ""), and the API server is not asked about a
+// name no Node can have.
+func validName(name string) bool {
+	return len(validation.NameIsDNSSubdomain(name, false)) == 0
 }
 
 // kept returns the unexpired answer kept for name.

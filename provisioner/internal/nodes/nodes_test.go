@@ -119,6 +119,19 @@ func TestGet(t *testing.T) {
 	if _, err := f.lookup.Get("node-gone"); !apierrors.IsNotFound(err) {
 		t.Errorf("Get(node-gone) error = %v, want NotFound", err)
 	}
+	// A name no Node can have (a claim's annotation says anything) is
+	// NotFound, and the API server is not asked.
+	for _, name := range []string{"../../x", "/etc/passwd", "Node_A", ""} {
+		if _, err := f.lookup.Get(name); !apierrors.IsNotFound(err) {
+			t.Errorf("Get(%q) error = %v, want NotFound", name, err)
+		}
+		if ok, err := f.lookup.Exists(name); ok || err != nil {
+			t.Errorf("Exists(%q) = %v, %v; want false, nil", name, ok, err)
+		}
+		if f.gets[name] != 0 {
+			t.Errorf("GETs of Node %q = %d, want 0", name, f.gets[name])
+		}
+	}
 	boom := errors.New("connection refused")
 	f.kube.PrependReactor("get", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		f.gets[a.(k8stesting.GetAction).GetName()]++

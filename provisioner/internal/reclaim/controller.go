@@ -139,6 +139,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	klog.FromContext(ctx).Info("Starting the reclaim controller", "finalizer", hostpathv1.FinalizerDirectoryProtection)
 	go c.runGoneScans(ctx)
+	go c.runNodeChecks(ctx)
 	return c.queue.Run(ctx, workers, c.synced...)
 }
 

@@ -8,8 +8,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/klog/v2"
@@ -97,6 +99,55 @@ func (c *Controller) suspectGone() bool {
 		}
 	}
 	return false
+}
+
+// nodeCheckPeriod is the time between two checks of the nodes that run no
+// instance (checkNodesWithoutInstance).
+const nodeCheckPeriod = 15 * time.Second
+
+// runNodeChecks checks the nodes that run no instance every
+// nodeCheckPeriod once the caches synced, until ctx is done; it does
+// nothing without a grace period.
+func (c *Controller) runNodeChecks(ctx context.Context) {
+	if c.cfg.NodeGoneGrace <= 0 || !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	wait.UntilWithContext(ctx, func(context.Context) { c.checkNodesWithoutInstance() }, nodeCheckPeriod)
+}
+
+// checkNodesWithoutInstance queues the cached node-mode PVs, not under
+// deletion, of the other nodes that run no instance and for which this
+// instance is elected, once it has forgotten what it knew of those nodes.
+// The deletion of a Node that runs an instance is told by its pod's
+// (NodeLeft); of one that runs none (a control-plane node, a node the
+// DaemonSet leaves out, a Node without a kubelet) nothing tells, and no
+// instance watches every Node. So the instance elected for each such PV
+// asks the API server about its node every nodeCheckPeriod (the sync, one
+// GET per node a round), and marks the PV once the Node is gone. Every
+// instance caches these PVs: they are not settled (cachetrim.Keep).
+func (c *Controller) checkNodesWithoutInstance() {
+	pvs, err := c.volumes.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	forgotten := map[string]bool{}
+	for _, pv := range pvs {
+		loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
+		if !ok || loc.Multihost || loc.Node == "" || loc.Node == c.cfg.Node || pv.DeletionTimestamp != nil {
+			continue
+		}
+		if running, err := c.cfg.Instances.OnNode(loc.Node); err != nil || running {
+			continue
+		}
+		if elected, err := c.cfg.Instances.IsOwner(string(pv.UID)); err != nil || !elected {
+			continue
+		}
+		if !forgotten[loc.Node] {
+			c.nodes.Forget(loc.Node)
+			forgotten[loc.Node] = true
+		}
+		c.queue.Add(pv.Name)
+	}
 }
 
 // scanGoneNodes is one scan, on the elected instance only: it marks the

@@ -156,3 +156,40 @@ func TestNodeJoined(t *testing.T) {
 		t.Errorf("forgotten %q, want [%s]", got, goneNode)
 	}
 }
+
+// TestCheckNodesWithoutInstance: the instance elected for a cached
+// node-mode PV of a node that runs no instance queues it, once it has
+// forgotten that node (once a round); not a PV of a node with an
+// instance, of its own node, under deletion, or multihost, nor any PV on
+// an instance not elected.
+func TestCheckNodesWithoutInstance(t *testing.T) {
+	pvs := []*v1.PersistentVolume{
+		newPV("gone-1", notDeleting, onNode(goneNode)),
+		newPV("gone-2", notDeleting, onNode(goneNode), withPhase(v1.VolumeBound)),
+		newPV("gone-deleting", onNode(goneNode)),
+		newPV("there", notDeleting, onNode(otherNode)),
+		newPV("here", notDeleting),
+		multihostPV("shared", goneNode, "", notDeleting),
+	}
+	for _, tc := range []struct {
+		name       string
+		elected    bool
+		want       []string
+		wantForgot []string
+	}{
+		{"elected", true, []string{"gone-1", "gone-2"}, []string{goneNode}},
+		{"not elected", false, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inst := fakeInstances{elected: tc.elected, on: map[string]bool{selfNode: true, otherNode: true}}
+			f := newControllerFixture(t, inst, &fakeManager{}, nil, pvs, selfNode, otherNode)
+			f.ctrl.checkNodesWithoutInstance()
+			if got := f.queued(); !slices.Equal(got, tc.want) {
+				t.Errorf("queued %q, want %q", got, tc.want)
+			}
+			if got := f.ctrl.nodes.(*fakeNodes).forgotten; !slices.Equal(got, tc.wantForgot) {
+				t.Errorf("forgotten %q, want %q", got, tc.wantForgot)
+			}
+		})
+	}
+}

@@ -127,6 +127,8 @@ type Instances interface {
 	// IsOwner reports whether this instance is the one elected for key
 	// among the live instances.
 	IsOwner(key string) (bool, error)
+	// OnNode reports whether an instance runs on node.
+	OnNode(node string) (bool, error)
 }
 
 // directory is one volume directory on one node.
