@@ -97,10 +97,11 @@ type Controller struct {
 	finished *finishedSet
 	// scan asks for a scan of the API server for the PVs of deleted
 	// Nodes (nodegonescan.go); suspects are the nodes an instance left
-	// since the last scan.
+	// since the last scan (only with a grace period: without one, no
+	// scan takes them).
 	scan     chan struct{}
 	mu       sync.Mutex
-	suspects []string
+	suspects map[string]bool
 	// watchErr is the failure to register the event handlers, returned
 	// by Run.
 	watchErr error
@@ -121,7 +122,7 @@ func NewController(cfg Config) *Controller {
 		c.clock = clock.RealClock{}
 	}
 	c.finished = newFinishedSet(c.clock)
-	c.scan = make(chan struct{}, 1)
+	c.scan, c.suspects = make(chan struct{}, 1), map[string]bool{}
 	c.queue = worker.NewQueue("reclaim", c.sync)
 	_, c.watchErr = cfg.Volumes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.volumeChanged,
@@ -227,10 +228,12 @@ func (c *Controller) NodeJoined(node string) {
 // those no cache holds (nodegonescan.go), which runs if the Node is gone.
 func (c *Controller) NodeLeft(node string) {
 	c.nodes.Forget(node)
-	c.mu.Lock()
-	c.suspects = append(c.suspects, node)
-	c.mu.Unlock()
-	c.triggerGoneScan()
+	if c.cfg.NodeGoneGrace > 0 {
+		c.mu.Lock()
+		c.suspects[node] = true
+		c.mu.Unlock()
+		c.triggerGoneScan()
+	}
 	pvs, err := c.volumes.List(labels.Everything())
 	if err != nil {
 		return

@@ -88,12 +88,12 @@ func (c *Controller) runGoneScans(ctx context.Context) {
 func (c *Controller) suspectGone() bool {
 	c.mu.Lock()
 	suspects := c.suspects
-	c.suspects = nil
+	c.suspects = map[string]bool{}
 	c.mu.Unlock()
 	if elected, err := c.cfg.Instances.IsOwner(goneScanKey); err != nil || !elected {
 		return err != nil
 	}
-	for _, node := range suspects {
+	for node := range suspects {
 		if exists, err := c.nodes.Exists(node); err != nil || !exists {
 			return true
 		}

@@ -90,12 +90,15 @@ func TestGoneScan(t *testing.T) {
 }
 
 // TestGoneScanOff: without a grace period there is no scan, and an
-// instance leaving a node asks for one without blocking.
+// instance leaving a node neither blocks nor is remembered.
 func TestGoneScanOff(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newControllerFixture(t, fakeInstances{elected: true}, &fakeManager{}, nil, nil, selfNode)
 	f.ctrl.NodeLeft(otherNode)
 	f.ctrl.NodeLeft(otherNode)
+	if n := len(f.ctrl.suspects); n != 0 {
+		t.Errorf("%d suspects kept, want none: no scan would take them", n)
+	}
 	f.ctrl.runGoneScans(ctx) // returns at once: no grace period
 	if got := writes(f.kube); len(got) > 0 {
 		t.Errorf("writes %v, want none", got)
@@ -120,6 +123,7 @@ func TestSuspectGone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newControllerFixture(t, fakeInstances{elected: tc.elected}, &fakeManager{}, nil, nil, selfNode, otherNode)
+			f.ctrl.cfg.NodeGoneGrace = time.Hour
 			for _, n := range tc.left {
 				f.ctrl.NodeLeft(n)
 			}
