@@ -1,10 +1,10 @@
 // Package nodes is how an instance knows the Nodes of the cluster without
-// watching them all. Every Node's status is rewritten every few minutes by
-// its kubelet, so a watch of every Node in every instance grows as the
-// square of the cluster: at 1,000 nodes, each instance would take a few
-// Node updates a second and the API server would send a million an
-// hour. So an instance watches only its own Node (by field selector, as
-// the kubelet does), and learns of the others on demand:
+// watching them all. Every Node's status is rewritten at least every 5
+// minutes by its kubelet, so a watch of every Node in every instance grows
+// as the square of the cluster: at 1,000 nodes, each instance would take
+// over 3 Node updates a second and the API server would send about 12
+// million an hour. So an instance watches only its own Node (by field
+// selector, as the kubelet does), and learns of the others on demand:
 //
 //   - whether a Node exists (Lookup.Exists): yes when an instance of the
 //     provisioner runs on it (its pod, which the instance's peer cache
@@ -14,15 +14,16 @@
 //     labels of a node that runs no instance): from the API server, kept
 //     for a short while.
 //
-// The API server is asked only about a Node that runs no instance: one
-// deleted, one without a kubelet, or a control-plane node. A Node that is
-// deleted takes its instance's pod with it, and the instances are told by
-// their peer cache (package app tells package reclaim, which calls Forget
-// then); of a Node that runs no instance, the instance elected for each of
-// its PVs asks afresh every few seconds (package reclaim).
+// So Exists asks the API server only about a Node that runs no instance:
+// one deleted, one without a kubelet, or a control-plane node. A Node that
+// is deleted takes its instance's pod with it, and the instances are told
+// by their peer cache (package app tells package reclaim, which calls
+// Forget then); of a Node that runs no instance, the instance elected for
+// each of its PVs asks afresh every few seconds (package reclaim).
 //
-// The answers kept expire after a TTL (client-go's expiration store, cache.TTLPolicy), so
-// a Node that comes back without an instance is seen again within it.
+// The answers kept expire after a TTL (client-go's expiration store,
+// cache.TTLPolicy), so a Node that comes back without an instance is seen
+// again within it.
 package nodes
 
 import (
