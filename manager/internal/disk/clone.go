@@ -261,6 +261,11 @@ func (s *Store) hold(key string) {
 func (s *Store) release(key string) {
 	s.clones.mu.Lock()
 	defer s.clones.mu.Unlock()
+	s.releaseLocked(key)
+}
+
+// releaseLocked is release with s.clones.mu held.
+func (s *Store) releaseLocked(key string) {
 	if s.clones.busy[key]--; s.clones.busy[key] <= 0 {
 		delete(s.clones.busy, key)
 	}
@@ -382,11 +387,11 @@ func (s *Store) removeStaging(ctx context.Context, root *os.Root, p *pool) error
 
 // runClone waits for a slot, copies, and then, under the target's lock,
 // either puts the copy in place or undoes it (the staging directory, its
-// quota, the owner record); the job ends with the outcome.
+// quota, the owner record); the job ends with the outcome, and source and
+// target stop being busy at that same moment: a caller that sees the
+// clone done may delete its source at once.
 func (s *Store) runClone(ctx context.Context, j *cloneJob, p, sp *pool, name string, req client.CloneVolumeRequest, rec record, mode fs.FileMode) {
 	logger := klog.FromContext(ctx)
-	defer s.release(sp.key(req.SourceName))
-	defer s.release(p.key(name))
 	s.clones.slots <- struct{}{}
 	defer func() { <-s.clones.slots }()
 	s.clones.mu.Lock()
@@ -398,6 +403,8 @@ func (s *Store) runClone(ctx context.Context, j *cloneJob, p, sp *pool, name str
 	logger.Info("Cloning volume")
 	err := s.copyClone(ctx, j, p, sp, name, req, rec, mode)
 	s.clones.mu.Lock()
+	s.releaseLocked(p.key(name))
+	s.releaseLocked(sp.key(req.SourceName))
 	j.ended, j.err, j.seconds = true, err, s.clock.Since(j.started).Seconds()
 	if err == nil {
 		j.state = client.CloneDone
