@@ -9,7 +9,8 @@
 //   - whether a Node exists (Lookup.Exists): yes when an instance of the
 //     provisioner runs on it (its pod, which the instance's peer cache
 //     holds; a DaemonSet pod is deleted with its Node), else what the API
-//     server says, kept for a short while;
+//     server says, a Node found kept for a short while (a missing one is
+//     asked about each time);
 //   - a Node itself (Lookup.Get, for the library's selected node and the
 //     labels of a node that runs no instance): from the API server, kept
 //     for a short while.
@@ -142,8 +143,12 @@ func (l *Lookup) Get(name string) (*v1.Node, error) {
 }
 
 // Exists reports whether the Node name exists: this instance's from its
-// cache; another when an instance runs on it, else from the answers kept
-// or the API server (Get).
+// cache; another when an instance runs on it, else from a Node kept or
+// the API server (Get). It says a Node is missing only on the API
+// server's answer of now, never on one kept: a Node may have come back
+// since, and the writes that act on a Node being gone (package reclaim:
+// a mark, a PV deleted, a finalizer removed without the directory's
+// removal) read Exists.
 func (l *Lookup) Exists(name string) (bool, error) {
 	if !validName(name) {
 		return false, nil
@@ -151,6 +156,9 @@ func (l *Lookup) Exists(name string) (bool, error) {
 	if name != l.cfg.Node {
 		if running, err := l.cfg.Peers.OnNode(name); err != nil || running {
 			return running, err
+		}
+		if a, ok := l.kept(name); ok && a.node == nil {
+			l.Forget(name)
 		}
 	}
 	_, err := l.Get(name)

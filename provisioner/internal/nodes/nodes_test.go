@@ -64,8 +64,9 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // TestExists: a Node with an instance, and this instance's own, exist
-// without a question to the API server; of another, the API server's
-// answer is kept for the TTL, NotFound too, until Forget.
+// without a question to the API server; of another, a Node found is kept
+// for the TTL, until Forget; a missing one is asked about afresh each
+// time.
 func TestExists(t *testing.T) {
 	f := newFixture(t)
 	for _, tc := range []struct {
@@ -81,8 +82,8 @@ func TestExists(t *testing.T) {
 		{"a node without one, asked", "node-c", 0, false, true, 1},
 		{"again, kept", "node-c", 0, false, true, 1},
 		{"a deleted node, asked", "node-gone", 0, false, false, 1},
-		{"again, NotFound kept", "node-gone", 0, false, false, 1},
-		{"after Forget, asked again", "node-gone", 0, true, false, 2},
+		{"again, asked afresh", "node-gone", 0, false, false, 2},
+		{"after Forget, asked again", "node-gone", 0, true, false, 3},
 		{"within the TTL, kept", "node-c", 59 * time.Second, false, true, 1},
 		{"after the TTL, asked again", "node-c", 2 * time.Second, false, true, 2},
 	} {
@@ -116,8 +117,13 @@ func TestGet(t *testing.T) {
 	if err != nil || n.Name != "node-b" || n.Annotations != nil || f.gets["node-b"] != 1 {
 		t.Errorf("Get(node-b) = %v, %v after %d GETs; want it trimmed, one GET", n, err, f.gets["node-b"])
 	}
-	if _, err := f.lookup.Get("node-gone"); !apierrors.IsNotFound(err) {
-		t.Errorf("Get(node-gone) error = %v, want NotFound", err)
+	for range 2 {
+		if _, err := f.lookup.Get("node-gone"); !apierrors.IsNotFound(err) {
+			t.Errorf("Get(node-gone) error = %v, want NotFound", err)
+		}
+	}
+	if f.gets["node-gone"] != 1 {
+		t.Errorf("GETs of node-gone = %d, want 1: Get keeps a NotFound", f.gets["node-gone"])
 	}
 	// A name no Node can have (a claim's annotation says anything) is
 	// NotFound, and the API server is not asked.

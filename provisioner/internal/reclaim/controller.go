@@ -69,7 +69,8 @@ type Config struct {
 // Nodes is what the controller needs to know of the Nodes.
 type Nodes interface {
 	// Exists reports whether the Node name exists; a NotFound is not an
-	// error.
+	// error, and a Node is said missing only on the API server's answer
+	// of now.
 	Exists(name string) (bool, error)
 	// Forget drops what is known of the Node name, so that the next
 	// Exists asks again.

@@ -158,17 +158,12 @@ func (c *Controller) holders(loc location) ([]holder, error) {
 	return out, nil
 }
 
-// nodeExists reports whether the Node of node exists (Config.Nodes). A
-// Node said missing is asked about again, afresh: what Config.Nodes keeps
-// may date from before the Node came back, and every step that writes
-// because a Node is gone (a mark, a PV deleted, a finalizer removed
-// without the directory's removal) acts on this answer.
+// nodeExists reports whether the Node of node exists (Config.Nodes, which
+// says missing only on the API server's answer of now: every step that
+// writes because a Node is gone, a mark, a PV deleted, a finalizer
+// removed without the directory's removal, acts on this answer).
 func (c *Controller) nodeExists(node string) (bool, error) {
 	exists, err := c.nodes.Exists(node)
-	if err == nil && !exists {
-		c.nodes.Forget(node)
-		exists, err = c.nodes.Exists(node)
-	}
 	if err != nil {
 		return false, fmt.Errorf("look Node %q up: %w", node, err)
 	}

@@ -60,9 +60,11 @@ func (f *controllerFixture) queued() []string {
 	return got
 }
 
-// fakeNodes answers for Config.Nodes as nodes.Lookup does: from the
-// answers it keeps (exist), else from the API server (api, nil: every
-// Node is missing), kept then; Forget drops an answer, and is recorded.
+// fakeNodes answers for Config.Nodes as nodes.Lookup does: a Node it
+// keeps as existing (exist) exists; of another it asks the API server
+// (api, nil: every Node is missing) and keeps the answer, but a Node kept
+// as missing is asked about again; Forget drops an answer, and is
+// recorded.
 type fakeNodes struct {
 	mu        sync.Mutex
 	api       kubernetes.Interface
@@ -82,8 +84,8 @@ func newFakeNodes(api kubernetes.Interface, names ...string) *fakeNodes {
 func (f *fakeNodes) Exists(name string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if exists, ok := f.exist[name]; ok || f.api == nil {
-		return exists, nil
+	if f.exist[name] || f.api == nil {
+		return f.exist[name], nil
 	}
 	_, err := f.api.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {

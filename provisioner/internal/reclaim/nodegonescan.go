@@ -28,7 +28,7 @@ import (
 // would never come. So one instance, elected for goneScanKey, lists the PVs
 // on the API server, page by page, and marks (markNodeGone) each Bound,
 // unmarked node-mode PV of this provisioner that its own cache does not
-// hold and whose Node Config.Nodes and then the API server say is gone. The
+// hold and whose Node the API server says is gone (Config.Nodes). The
 // mark changes the PV, and every instance's cache takes it in at that
 // update: from then on the steps above go as for any PV. It scans once its
 // caches have synced, when an instance leaves a node whose Node is gone
@@ -230,8 +230,7 @@ func (c *Controller) markUncached(ctx context.Context, pv *v1.PersistentVolume, 
 	return false, err
 }
 
-// nodeGone reports whether node is gone (nodeExists, which asks afresh
-// before it says so).
+// nodeGone reports whether node is gone (nodeExists).
 func (c *Controller) nodeGone(node string) (bool, error) {
 	exists, err := c.nodeExists(node)
 	return !exists && err == nil, err

@@ -54,8 +54,8 @@ func TestGoneScan(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// A Node that came back: on the API server, kept as missing
-			// by Config.Nodes.
+			// A Node that came back: on the API server, once kept as
+			// missing by Config.Nodes.
 			if _, err := f.kube.CoreV1().Nodes().Create(ctx, newNode(back), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
