@@ -39,7 +39,7 @@ func TestNodeGone(t *testing.T) {
 	}
 	del := e.staticPV(ctx, t, "del-"+suffix, gone, corev1.PersistentVolumeReclaimDelete)
 	ret := e.staticPV(ctx, t, "ret-"+suffix, gone, corev1.PersistentVolumeReclaimRetain)
-	bound := e.staticPV(ctx, t, "bound-"+suffix, gone, corev1.PersistentVolumeReclaimDelete)
+	bound := e.staticPV(ctx, t, "bound-"+suffix, gone, corev1.PersistentVolumeReclaimDelete, "bound")
 	onBack := e.staticPV(ctx, t, "back-"+suffix, back, corev1.PersistentVolumeReclaimDelete)
 	onSick := e.staticPV(ctx, t, "sick-"+suffix, sick, corev1.PersistentVolumeReclaimDelete)
 	claim := e.claimOf(ctx, t, "bound", bound)
@@ -120,8 +120,16 @@ func (e *provEnv) apiNode(ctx context.Context, t *testing.T, name string, cordon
 // staticPV creates a node-mode PV of the provisioner on node, as the
 // provisioner would have made it (annotations, hostPath, node affinity),
 // without a directory; it is deleted when the test ends if still there.
-func (e *provEnv) staticPV(ctx context.Context, t *testing.T, name, node string, policy corev1.PersistentVolumeReclaimPolicy) string {
+// It is kept for the claim of the test's namespace named claim[0] (by
+// default one that never exists): kube-controller-manager binds an
+// Available PV to any pending claim that fits, and other tests' claims
+// of the same class are pending at the same time.
+func (e *provEnv) staticPV(ctx context.Context, t *testing.T, name, node string, policy corev1.PersistentVolumeReclaimPolicy, claim ...string) string {
 	t.Helper()
+	keptFor := "no-claim-" + name
+	if len(claim) > 0 {
+		keptFor = claim[0]
+	}
 	dir := e.ns + "-" + name
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
@@ -133,6 +141,7 @@ func (e *provEnv) staticPV(ctx context.Context, t *testing.T, name, node string,
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeReclaimPolicy: policy,
 			StorageClassName:              classImmediate,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: e.ns, Name: keptFor},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
 				Path: "/var/hpvolumes/" + dir,
 			}},
