@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -30,15 +31,39 @@ func StaticToken(token string) TokenSource {
 	return func() (string, error) { return token, nil }
 }
 
-// FileToken returns a TokenSource that reads the token from path at every
-// call, so rotated projected service account tokens are picked up.
-func FileToken(path string) TokenSource {
+// TokenMaxAge is how long a FileToken keeps the token it read before it
+// reads the file again. The kubelet rewrites a projected service account
+// token when 80% of its lifetime (10 minutes at least) is gone, so a token
+// kept this long is still valid; client-go's file token source keeps one as
+// long. Reading the file at every call was 1.6% of a provisioner's CPU in a
+// burst of 1,000 claims (docs/bench/2026-11-27.md).
+const TokenMaxAge = time.Minute
+
+// FileToken returns a TokenSource that reads the token from path and keeps
+// it for TokenMaxAge, so a rotated projected service account token is
+// picked up within a minute. A file it cannot read is an error each time,
+// and is read again at the next call.
+func FileToken(path string) TokenSource { return fileToken(path, time.Now) }
+
+// fileToken is FileToken with the clock now.
+func fileToken(path string, now func() time.Time) TokenSource {
+	var (
+		mu     sync.Mutex
+		token  string
+		readAt time.Time
+	)
 	return func() (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if token != "" && now().Sub(readAt) < TokenMaxAge {
+			return token, nil
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return "", fmt.Errorf("read token file: %w", err)
 		}
-		return strings.TrimSpace(string(b)), nil
+		token, readAt = strings.TrimSpace(string(b)), now()
+		return token, nil
 	}
 }
 
@@ -186,7 +211,7 @@ func verifyServer(chain []*x509.Certificate, roots *x509.CertPool, name string) 
 }
 
 // CallerOptions are the options of a program that calls the managers: a
-// bearer token read from tokenFile at every call (none when it is empty),
+// bearer token read from tokenFile (FileToken; none when it is empty),
 // and the time limits of a call and of a delete (WithTimeouts; zero keeps
 // the default).
 func CallerOptions(tokenFile string, callTimeout, deleteTimeout time.Duration) []Option {

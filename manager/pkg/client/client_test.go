@@ -322,7 +322,7 @@ func TestTokenSources(t *testing.T) {
 	if _, err := c.Host(ctx); err == nil {
 		t.Error("Host succeeded without a token file")
 	}
-	for i := 1; i <= 2; i++ { // rotated tokens are picked up
+	for i := 1; i <= 2; i++ { // a rotated token is kept for TokenMaxAge (TestFileToken)
 		if err := os.WriteFile(path, []byte(fmt.Sprintf(" tok%d\n", i)), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -330,7 +330,7 @@ func TestTokenSources(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if strings.Join(seen, ",") != "Bearer tok1,Bearer tok2" {
+	if strings.Join(seen, ",") != "Bearer tok1,Bearer tok1" {
 		t.Errorf("Authorization headers = %v", seen)
 	}
 	if tok, err := client.StaticToken("s")(); tok != "s" || err != nil {
