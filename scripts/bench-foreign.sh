@@ -18,7 +18,10 @@
 #      is Available;
 #   4. deleted: claims, PVs and class deleted, once all are gone.
 # Then the growth per 1,000 claims (2 - 1), per 1,000 PVs (3 - 2) and per
-# 1,000 objects (3 - 1 over 2 x COUNT), per instance, and the peak (VmHWM).
+# 1,000 objects (3 - 1 over 2 x COUNT), per instance, and the peak (VmHWM);
+# and the idle memory of each provisioner and manager three ways (VmRSS,
+# its anonymous part, the container's working set: see footprint.sh)
+# against the targets, 30 and 20 MiB.
 # kube-controller-manager runs with the client limits BENCH_KCM (QPS/BURST
 # or default; default 1000/2000, scripts/kcm.sh) meanwhile, so that it
 # annotates COUNT claims in seconds rather than minutes. Always (also on
@@ -37,7 +40,7 @@ N=${N:-10000}
 while [ $# -gt 0 ]; do
   case $1 in
   -n | --count) N=${2:?-n needs a number}; shift 2 ;;
-  *) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "the number of claims and PVs must be a positive integer, got '$N'"
@@ -188,6 +191,7 @@ kc -n "$NS_SYSTEM" rollout status "ds/$PROV_DS" --timeout="${ROLLOUT_TIMEOUT}s" 
   die "DaemonSet $PROV_DS did not roll out within ${ROLLOUT_TIMEOUT}s"
 log "Provisioner pods restarted in $(since "$t0")s"
 reading idle
+"$FOOTPRINT" | awk '$1 == "provisioner" || $1 == "manager" {print $1, $2, $4, $9, $10}' | sort > "$WORK/idle-detail"
 
 kc apply -f - > /dev/null << EOF
 apiVersion: v1
@@ -243,3 +247,8 @@ join "$WORK/idle" "$WORK/claims" | join - "$WORK/pvs" | join - "$WORK/deleted" |
     sum += o; k++
   }
   END { if (k) printf "foreign objects: %.2f MiB of RSS per 1,000 per instance (mean of %d; target 0.50)\n", sum / k, k }'
+echo
+echo "idle, before the objects (MiB): VmRSS, of which anonymous, and the container's working set"
+awk '
+  BEGIN { target["provisioner"] = 30; target["manager"] = 20; printf "%-12s %-18s %8s %8s %8s %8s\n", "PROGRAM", "NODE", "RSS", "ANON", "POD", "TARGET" }
+  { printf "%-12s %-18s %8.1f %8.1f %8s %8d\n", $1, $2, $3, $4, $5, target[$1] }' "$WORK/idle-detail"
