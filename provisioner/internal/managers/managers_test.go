@@ -149,9 +149,11 @@ func TestResolverTLS(t *testing.T) {
 }
 
 // TestClientOptions checks, through a Resolver, that manager clients made
-// with client.CallerOptions send the token file's current content and give
-// up after the configured time limits, closing the connection (the handler
-// sees its request canceled).
+// with client.CallerOptions send the token file's content, kept for
+// client.TokenMaxAge (a token rotated since is sent once that has passed:
+// the client package's TestFileToken), and give up after the configured
+// time limits, closing the connection (the handler sees its request
+// canceled).
 func TestClientOptions(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/slow") {
@@ -181,8 +183,8 @@ func TestClientOptions(t *testing.T) {
 	defer cancel()
 	for _, tok := range []string{"first", "rotated"} {
 		writeToken(tok)
-		if v, err := c.GetVolume(ctx, "default", "fast"); err != nil || v.Name != tok {
-			t.Errorf("GetVolume sent token %v (err %v), want %q", v, err, tok)
+		if v, err := c.GetVolume(ctx, "default", "fast"); err != nil || v.Name != "first" {
+			t.Errorf("GetVolume after the token file became %q sent %v (err %v), want the token kept, %q", tok, v, err, "first")
 		}
 	}
 	if _, err := c.GetVolume(ctx, "default", "slow"); !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
