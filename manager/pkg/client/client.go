@@ -43,6 +43,12 @@ const TokenMaxAge = time.Minute
 // it for TokenMaxAge, so a rotated projected service account token is
 // picked up within a minute. A file it cannot read is an error each time,
 // and is read again at the next call.
+//
+// Not client-go's transport.NewCachedFileTokenSource: when the file cannot
+// be read it keeps sending the last token, however old, and only logs
+// (here a missing file is the caller's error, as before); it takes no
+// clock, so its expiry cannot be tested without waiting; and this package
+// depends on the standard library only, not on client-go and oauth2.
 func FileToken(path string) TokenSource { return fileToken(path, time.Now) }
 
 // fileToken is FileToken with the clock now.
