@@ -47,8 +47,27 @@
 // no point-in-time copy (a btrfs snapshot does).
 //
 // Contents walks the tree with an explicit stack, holding one descriptor
-// per directory level of the source (and a few more), so MaxDepth bounds
-// both the stack and the descriptors; deeper trees fail with ErrTooDeep.
+// per directory level of the source (and a few more). Each level keeps
+// only its own name and a link to its parent's, never its path: a path is
+// built only for a message or a hard link, so what a walk holds grows
+// with the depth and the entries, not with the depth times the length of
+// the path. The directory entries read and not handled yet are at most
+// one small getdents buffer (4 KiB) per level.
+//
+// # Limits
+//
+// A volume is written by its pods, so its tree is not trusted to be
+// reasonable. Contents and Size refuse a tree beyond the Limits of their
+// Options, with an error that wraps ErrLimit and one of ErrTooDeep,
+// ErrTooManyEntries or ErrTooManyLinks, and says which limit and where:
+// directories nested deeper than MaxDepth (default DefaultMaxDepth,
+// 1024), more than MaxEntries entries (default DefaultMaxEntries, 10
+// million), or more than MaxLinks files with several links whose other
+// links were not met yet (default DefaultMaxLinks, 100,000: each is
+// remembered, with its name, until all its links are copied). With the
+// defaults, a walk holds at most some 6 MiB for its levels and some 40
+// MiB for its hard links, whatever the tree.
+//
 // It checks its context between entries and between chunks of a file
 // (8 MiB) and then returns the context's error wrapped; a single FICLONE
 // is not interrupted. On failure the destination holds a partial copy:
@@ -75,10 +94,51 @@ const (
 	MethodCopy Method = "copy"
 )
 
-// MaxDepth is how deep directories may nest below the source directory
-// (its entries are at depth 1); Contents and Size fail with ErrTooDeep
-// beyond it.
-const MaxDepth = 4096
+// Default limits of a walk (see Limits).
+const (
+	// DefaultMaxDepth is how deep directories may nest below the source
+	// directory (its entries are at depth 1) unless Limits.MaxDepth says
+	// otherwise. A level holds a descriptor and at most some 6 KiB.
+	DefaultMaxDepth = 1024
+	// DefaultMaxEntries is how many entries (of every type, directories
+	// included) a walk handles unless Limits.MaxEntries says otherwise.
+	DefaultMaxEntries = 10_000_000
+	// DefaultMaxLinks is how many files with several links a walk
+	// remembers at once unless Limits.MaxLinks says otherwise: a file is
+	// remembered, by name, from its first link met until its last, so a
+	// tree whose files are all linked from within it holds few at a time.
+	DefaultMaxLinks = 100_000
+)
+
+// Limits bound what a walk (Contents, Size) takes on; a zero field means
+// its default. Beyond a limit the walk fails with an error wrapping
+// ErrLimit and the limit's own error.
+type Limits struct {
+	// MaxDepth is how deep directories may nest below the source
+	// directory (its entries are at depth 1); deeper is ErrTooDeep.
+	MaxDepth int
+	// MaxEntries is how many entries the walk may meet; more is
+	// ErrTooManyEntries.
+	MaxEntries int
+	// MaxLinks is how many files with several links, met through one
+	// link and not through all of them yet, the walk may remember at
+	// once; more is ErrTooManyLinks.
+	MaxLinks int
+}
+
+// withDefaults returns l with its zero fields set to the defaults.
+func (l Limits) withDefaults() Limits {
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = DefaultMaxEntries
+	}
+	if l.MaxLinks <= 0 {
+		l.MaxLinks = DefaultMaxLinks
+	}
+	return l
+}
 
 // Progress is how far a copy is.
 type Progress struct {
@@ -104,11 +164,24 @@ type Options struct {
 	// copy_file_range, which clones extents itself on btrfs and xfs (for
 	// tests and benchmarks).
 	NoReflink bool
+	// Limits bound the tree Contents copies (and measures, when it calls
+	// Size).
+	Limits Limits
 }
 
 var (
-	// ErrTooDeep is returned when directories nest deeper than MaxDepth.
+	// ErrLimit is wrapped by the errors of a walk that went beyond one of
+	// its Limits: a tree the caller should refuse, not retry.
+	ErrLimit = errors.New("beyond the limits of a clone by copy")
+	// ErrTooDeep is returned when directories nest deeper than
+	// Limits.MaxDepth.
 	ErrTooDeep = errors.New("directories nest too deep")
+	// ErrTooManyEntries is returned when the tree holds more entries than
+	// Limits.MaxEntries.
+	ErrTooManyEntries = errors.New("too many entries")
+	// ErrTooManyLinks is returned when more files with several links than
+	// Limits.MaxLinks are remembered at once.
+	ErrTooManyLinks = errors.New("too many files with several links")
 	// ErrChanged is returned when an entry of the source changed twice
 	// between being looked at and being opened.
 	ErrChanged = errors.New("changed while being copied")

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -499,8 +500,8 @@ func TestSwapped(t *testing.T) {
 			writeFile(t, filepath.Join(src, "d/f"), "original", 0o644)
 			writeFile(t, filepath.Join(src, "d/e/g"), "inner", 0o644)
 			swaps := 0
-			beforeOpen = func(rel string) {
-				if rel == tc.at && (tc.always || swaps == 0) {
+			beforeOpen = func(at node) {
+				if at.path() == tc.at && (tc.always || swaps == 0) {
 					swaps++
 					tc.swap(t, src, outside)
 				}
@@ -554,6 +555,9 @@ func nest(t *testing.T, dir string, depth int) {
 	must(t, unix.Close(fd))
 }
 
+// TestDepth: a tree as deep as Limits.MaxDepth is copied; a deeper one
+// is refused by Contents and Size with a short error that wraps
+// ErrTooDeep and ErrLimit.
 func TestDepth(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
@@ -562,23 +566,24 @@ func TestDepth(t *testing.T) {
 	}{
 		{"at a lowered limit", 8, 8, false},
 		{"beyond a lowered limit", 8, 9, true},
-		{"beyond MaxDepth", MaxDepth, MaxDepth + 1, true},
+		{"beyond DefaultMaxDepth", 0, DefaultMaxDepth + 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.depth > 100 && testing.Short() {
 				t.Skip("a deep tree takes seconds to make")
 			}
 			_, ctx := ktesting.NewTestContext(t)
-			maxDepth = tc.limit
-			t.Cleanup(func() { maxDepth = MaxDepth })
+			lim := Limits{MaxDepth: tc.limit}
 			src, dst, _ := newDirs(t)
 			nest(t, src, tc.depth)
 			sr, dr := roots(t, src, dst)
-			_, err := Contents(ctx, sr, dr, Options{})
-			_, serr := Size(ctx, sr)
+			_, err := Contents(ctx, sr, dr, Options{Limits: lim})
+			_, serr := Size(ctx, sr, lim)
 			if tc.wantErr {
-				if !errors.Is(err, ErrTooDeep) || !errors.Is(serr, ErrTooDeep) {
-					t.Fatalf("Contents: %v; Size: %v; want ErrTooDeep", err, serr)
+				for _, e := range []error{err, serr} {
+					if !errors.Is(e, ErrTooDeep) || !errors.Is(e, ErrLimit) {
+						t.Fatalf("Contents: %v; Size: %v; want ErrTooDeep and ErrLimit", err, serr)
+					}
 				}
 				if len(err.Error()) > 600 {
 					t.Errorf("the error is %d bytes long", len(err.Error()))
@@ -592,6 +597,60 @@ func TestDepth(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dst, strings.Repeat("d/", tc.depth))); err != nil {
 				t.Errorf("the deepest directory was not copied: %v", err)
 			}
+		})
+	}
+}
+
+// TestEntryAndLinkLimits: Contents and Size refuse a tree of more entries
+// than Limits.MaxEntries, or with more files of several links remembered
+// at once than Limits.MaxLinks; a file whose links were all met is
+// forgotten, so that many such files in turn stay within MaxLinks.
+func TestEntryAndLinkLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// pairs files get a second link each: with apart, the files
+		// are in "a" and their links in "b", so all are remembered at
+		// once; else each file and its link are in a directory of
+		// their own, met one after the other (a directory's entries
+		// are all handled before its next sibling).
+		pairs   int
+		apart   bool
+		lim     Limits
+		wantErr error
+	}{
+		{name: "entries at the limit", pairs: 2, lim: Limits{MaxEntries: 6}},
+		{name: "entries beyond the limit", pairs: 2, lim: Limits{MaxEntries: 5}, wantErr: ErrTooManyEntries},
+		{name: "links met in turn", pairs: 20, lim: Limits{MaxLinks: 1}},
+		{name: "links beyond the limit", pairs: 3, apart: true, lim: Limits{MaxLinks: 2}, wantErr: ErrTooManyLinks},
+		{name: "links at the limit", pairs: 3, apart: true, lim: Limits{MaxLinks: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			src, dst, _ := newDirs(t)
+			for i := range tc.pairs {
+				first, second := filepath.Join(src, fmt.Sprintf("d%d", i), "f"), filepath.Join(src, fmt.Sprintf("d%d", i), "l")
+				if tc.apart {
+					first, second = filepath.Join(src, "a", fmt.Sprintf("f%d", i)), filepath.Join(src, "b", fmt.Sprintf("l%d", i))
+				}
+				must(t, os.MkdirAll(filepath.Dir(first), 0o755))
+				must(t, os.MkdirAll(filepath.Dir(second), 0o755))
+				writeFile(t, first, "x", 0o644)
+				must(t, os.Link(first, second))
+			}
+			sr, dr := roots(t, src, dst)
+			_, err := Contents(ctx, sr, dr, Options{Limits: tc.lim})
+			_, serr := Size(ctx, sr, tc.lim)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) || !errors.Is(err, ErrLimit) || !errors.Is(serr, tc.wantErr) {
+					t.Fatalf("Contents: %v; Size: %v; want %v", err, serr, tc.wantErr)
+				}
+				t.Logf("Contents: %v", err)
+				return
+			}
+			if err != nil || serr != nil {
+				t.Fatalf("Contents: %v; Size: %v", err, serr)
+			}
+			compareTrees(t, scan(t, src), scan(t, dst))
 		})
 	}
 }
@@ -623,8 +682,8 @@ func TestCancel(t *testing.T) {
 			if tc.at == "" {
 				cancel()
 			}
-			beforeOpen = func(rel string) {
-				if rel == tc.at {
+			beforeOpen = func(at node) {
+				if at.path() == tc.at {
 					cancel()
 				}
 			}
@@ -664,13 +723,13 @@ func TestSize(t *testing.T) {
 	sr, err := os.OpenRoot(src)
 	must(t, err)
 	defer sr.Close()
-	got, err := Size(ctx, sr)
+	got, err := Size(ctx, sr, Limits{})
 	if want := int64(5 + 3 + 1<<30); err != nil || got != want {
 		t.Errorf("Size = %d, %v; want %d", got, err, want)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := Size(ctx, sr); !errors.Is(err, context.Canceled) {
+	if _, err := Size(ctx, sr, Limits{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Size with a cancelled context: %v", err)
 	}
 }
@@ -750,7 +809,7 @@ func TestMountPoint(t *testing.T) {
 	if err != nil || len(entries) != 0 {
 		t.Errorf("the copy of a mount point: %v, %v; want an empty directory", entries, err)
 	}
-	if n, err := Size(ctx, sr); err != nil || n != 0 {
+	if n, err := Size(ctx, sr, Limits{}); err != nil || n != 0 {
 		t.Errorf("Size = %d, %v; want 0: the mount is not the source's", n, err)
 	}
 }

@@ -17,4 +17,4 @@ func Contents(context.Context, *os.Root, *os.Root, Options) (Method, error) {
 }
 
 // Size fails: volume clones are implemented on Linux only.
-func Size(context.Context, *os.Root) (int64, error) { return 0, errNotLinux }
+func Size(context.Context, *os.Root, Limits) (int64, error) { return 0, errNotLinux }

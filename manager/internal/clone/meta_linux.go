@@ -23,14 +23,14 @@ const procFD = "/proc/self/fd"
 // metaFD gives the open copy dst the owner, mode, extended attributes and
 // times st describes, src being the open original. The owner goes first
 // (chown clears setuid and setgid bits), the times last.
-func (c *copier) metaFD(src, dst int, rel string, st stat) error {
+func (c *copier) metaFD(src, dst int, at node, st stat) error {
 	if err := unix.Fchown(dst, st.uid, st.gid); err != nil {
 		return fmt.Errorf("set the owner of the copy: %w", err)
 	}
 	if err := unix.Fchmod(dst, st.perm()); err != nil {
 		return fmt.Errorf("set the mode of the copy: %w", err)
 	}
-	if err := c.copyXattrs(fdXattrs(src), fdXattrs(dst), rel); err != nil {
+	if err := c.copyXattrs(fdXattrs(src), fdXattrs(dst), at); err != nil {
 		return err
 	}
 	ts := [2]unix.Timespec{st.atime, st.mtime}
@@ -42,11 +42,12 @@ func (c *copier) metaFD(src, dst int, rel string, st stat) error {
 	return nil
 }
 
-// metaAt gives the copy of the entry name of parent (a symlink, special
+// metaAt gives the copy of the entry at of parent (a symlink, special
 // file or mount point, which are not opened) its owner, its mode if
 // withMode, its extended attributes if withXattrs, and its times, never
 // following it.
-func (c *copier) metaAt(parent *frame, name, rel string, st stat, withMode, withXattrs bool) error {
+func (c *copier) metaAt(parent *frame, at node, st stat, withMode, withXattrs bool) error {
+	name := at.name
 	if err := unix.Fchownat(parent.dst, name, st.uid, st.gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("set the owner of the copy: %w", err)
 	}
@@ -58,9 +59,9 @@ func (c *copier) metaAt(parent *frame, name, rel string, st stat, withMode, with
 		}
 	}
 	if withXattrs && c.noProc {
-		c.notes.add(noteNoProc, rel)
+		c.notes.add(noteNoProc, at)
 	} else if withXattrs {
-		if err := c.copyXattrs(procXattrs(parent.src, name), procXattrs(parent.dst, name), rel); err != nil {
+		if err := c.copyXattrs(procXattrs(parent.src, name), procXattrs(parent.dst, name), at); err != nil {
 			return err
 		}
 	}
@@ -110,7 +111,7 @@ func (p pathXattrs) set(attr string, value []byte) error {
 // copyXattrs copies the extended attributes of src to dst. Attributes the
 // destination refuses are noted and left out; a source without extended
 // attributes (EOPNOTSUPP), or one removed meanwhile, has none to copy.
-func (c *copier) copyXattrs(src, dst xattrs, rel string) error {
+func (c *copier) copyXattrs(src, dst xattrs, at node) error {
 	list, err := readSized(src.list, &c.xbuf)
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOENT) {
 		return nil
@@ -131,7 +132,7 @@ func (c *copier) copyXattrs(src, dst xattrs, rel string) error {
 		}
 		if err := dst.set(attr, value); err != nil {
 			if refused(attr, err) {
-				c.notes.add(noteXattr+attr+" ("+err.Error()+")", rel)
+				c.notes.add(noteXattr+attr+" ("+err.Error()+")", at)
 				continue
 			}
 			return fmt.Errorf("set extended attribute %s: %w", attr, err)
@@ -187,24 +188,33 @@ const (
 	noteDestination = "the destination directory itself, inside the source: not copied into itself"
 	noteNoProc      = "extended attributes of a symlink or special file: not copied, as /proc/self/fd is missing"
 	noteXattr       = "extended attribute refused by the destination: "
+	noteOther       = "other reasons (too many to tell apart)"
 )
 
+// maxNotes bounds the reasons notes tells apart (an attribute name is
+// part of a reason); more are counted under noteOther.
+const maxNotes = 32
+
 // notes counts what was left out of a copy, by reason, with the first
-// path of each.
+// path of each: at most maxNotes reasons, so at most as many paths.
 type notes struct {
 	reasons []string
 	count   map[string]int
 	example map[string]string
 }
 
-// add notes that rel was left out for reason.
-func (n *notes) add(reason, rel string) {
+// add notes that at was left out for reason; the path of at is built
+// only for the first of a reason.
+func (n *notes) add(reason string, at node) {
 	if n.count == nil {
 		n.count, n.example = map[string]int{}, map[string]string{}
 	}
+	if n.count[reason] == 0 && len(n.reasons) >= maxNotes {
+		reason = noteOther
+	}
 	if n.count[reason] == 0 {
 		n.reasons = append(n.reasons, reason)
-		n.example[reason] = rel
+		n.example[reason] = shorten(at.path())
 	}
 	n.count[reason]++
 }

@@ -15,14 +15,16 @@ import (
 // sizes of its regular files (holes included, each file with several links
 // once), walking src as Contents does, without following symlinks or
 // entering mount points. Entries removed or replaced meanwhile are not
-// counted. It fails with ErrTooDeep as Contents does.
-func Size(ctx context.Context, src *os.Root) (int64, error) {
+// counted. It fails beyond lim (zero fields: the defaults) as Contents
+// does.
+func Size(ctx context.Context, src *os.Root, lim Limits) (int64, error) {
+	lim = lim.withDefaults()
 	root, err := rootFrame(src)
 	if err != nil {
 		return 0, fmt.Errorf("measure %s: %w", src.Name(), err)
 	}
-	s := &sizer{seen: map[fileID]bool{}}
-	if err := walk(ctx, root, s); err != nil {
+	s := &sizer{lim: lim, seen: map[fileID]uint32{}}
+	if err := walk(ctx, root, s, lim); err != nil {
 		return 0, fmt.Errorf("measure %s: %w", src.Name(), err)
 	}
 	return s.total, nil
@@ -30,41 +32,54 @@ func Size(ctx context.Context, src *os.Root) (int64, error) {
 
 // sizer is the visitor of Size.
 type sizer struct {
+	lim   Limits
 	total int64
-	// seen holds the inodes with several links counted already.
-	seen map[fileID]bool
+	// seen maps the inodes with several links counted already, and whose
+	// other links were not all met yet, to how many are left; at most
+	// lim.MaxLinks.
+	seen map[fileID]uint32
 }
 
-// enter counts the entry name of parent if it is a regular file, and
+// enter counts the entry at of parent if it is a regular file, and
 // returns the frame of a directory.
-func (s *sizer) enter(parent *frame, name string, depth int) (*frame, error) {
-	rel := join(parent.rel, name)
-	st, err := statAt(parent.src, name)
+func (s *sizer) enter(parent *frame, at node, depth int) (*frame, error) {
+	st, err := statAt(parent.src, at.name)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: stat: %w", show(rel), err)
+		return nil, fmt.Errorf("%s: stat: %w", at.show(), err)
 	}
 	switch st.typ() {
 	case unix.S_IFREG:
 		if st.nlink > 1 {
-			if s.seen[st.id] {
+			if left, ok := s.seen[st.id]; ok {
+				if left <= 1 {
+					delete(s.seen, st.id)
+				} else {
+					s.seen[st.id] = left - 1
+				}
 				return nil, nil
 			}
-			s.seen[st.id] = true
+			if len(s.seen) >= s.lim.MaxLinks {
+				return nil, limitErr(at, ErrTooManyLinks, "more than %d whose other links are not copied yet", s.lim.MaxLinks)
+			}
+			s.seen[st.id] = st.nlink - 1
 		}
 		s.total += st.size
 	case unix.S_IFDIR:
 		if st.mountRoot {
 			return nil, nil
 		}
-		f, err := openDir(parent, name, rel, st, depth)
+		f, err := openDir(parent, at, st, depth, s.lim.MaxDepth)
 		if errors.Is(err, errVanished) || errors.Is(err, ErrChanged) {
 			return nil, nil
 		}
+		if errors.Is(err, ErrLimit) {
+			return nil, err
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", show(rel), err)
+			return nil, fmt.Errorf("%s: %w", at.show(), err)
 		}
 		return f, nil
 	}

@@ -11,12 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxDepth is MaxDepth, lowered by tests.
-var maxDepth = MaxDepth
+// beforeOpen, when a test sets it, is called with each directory and
+// regular file right before it is opened.
+var beforeOpen func(at node)
 
-// beforeOpen, when a test sets it, is called with the path (relative to the
-// source) of each directory and regular file right before it is opened.
-var beforeOpen func(rel string)
+// direntBytes is the size of the buffer of getdents: what a level of the
+// walk holds of the names read and not handled yet (a few dozen short
+// names, or 15 of 255 bytes).
+const direntBytes = 4 << 10
 
 // errVanished says that an entry was removed before it could be copied.
 var errVanished = errors.New("removed during the copy")
@@ -106,15 +108,53 @@ func openSource(dirfd int, name string, flags int, want stat) (int, stat, error)
 	return fd, got, nil
 }
 
+// node names an entry of the walk: its name and the directory it is in
+// (nil for the source directory itself). A path is built from it only for
+// a message or a hard link; a directory's node is shared by the nodes of
+// its entries.
+type node struct {
+	parent *node
+	name   string
+}
+
+// child returns the node of the entry name of the directory n.
+func (n *node) child(name string) node { return node{parent: n, name: name} }
+
+// path returns the path of n relative to the source, "." for the source.
+func (n node) path() string {
+	if n.parent == nil {
+		return "."
+	}
+	size := 0
+	for m := &n; m.parent != nil; m = m.parent {
+		size += len(m.name) + 1
+	}
+	b := make([]byte, size-1)
+	end := len(b)
+	for m := &n; m.parent != nil; m = m.parent {
+		end -= copy(b[end-len(m.name):end], m.name)
+		if end > 0 {
+			end--
+			b[end] = '/'
+		}
+	}
+	return string(b)
+}
+
+// show quotes the path of n for a message, shortened in the middle if it
+// is long.
+func (n node) show() string { return show(n.path()) }
+
 // frame is a directory being walked: its descriptor in the source, the
 // names read from it and not handled yet, and, in Contents, its copy.
 type frame struct {
 	src int
 	// dst is the descriptor of the copy, -1 while a subdirectory is being
 	// copied (it is opened again through the subdirectory's "..").
-	dst     int
-	dstID   fileID
-	rel     string
+	dst   int
+	dstID fileID
+	// at names the directory; its path is not kept.
+	at      *node
 	st      stat
 	pending []string
 	eof     bool
@@ -129,7 +169,7 @@ func (f *frame) next(buf []byte) (string, error) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("read directory %s: %w", show(f.rel), err)
+			return "", fmt.Errorf("read directory %s: %w", f.at.show(), err)
 		}
 		if n == 0 {
 			f.eof = true
@@ -159,26 +199,28 @@ func (f *frame) close() {
 
 // visitor is what walk does with the tree.
 type visitor interface {
-	// enter handles the entry name of parent, at depth (1 for the entries
-	// of the root), and returns the frame of a directory to walk next, or
-	// nil.
-	enter(parent *frame, name string, depth int) (*frame, error)
+	// enter handles the entry at of the directory parent, at depth (1 for
+	// the entries of the root), and returns the frame of a directory to
+	// walk next, or nil.
+	enter(parent *frame, at node, depth int) (*frame, error)
 	// leave is called once all entries of f are handled, before it is
 	// closed; parent is nil for the root.
 	leave(f, parent *frame) error
 }
 
 // walk walks the tree of the frame root depth first with an explicit
-// stack, checking ctx between entries. It closes every frame, root
+// stack, checking ctx between entries and counting them against
+// lim.MaxEntries (lim has its defaults set). It closes every frame, root
 // included, also on failure.
-func walk(ctx context.Context, root *frame, v visitor) error {
+func walk(ctx context.Context, root *frame, v visitor, lim Limits) error {
 	stack := []*frame{root}
 	defer func() {
 		for _, f := range stack {
 			f.close()
 		}
 	}()
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, direntBytes)
+	entries := 0
 	for len(stack) > 0 {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("stopped: %w", err)
@@ -189,7 +231,11 @@ func walk(ctx context.Context, root *frame, v visitor) error {
 			return err
 		}
 		if name != "" {
-			child, err := v.enter(top, name, len(stack))
+			at := top.at.child(name)
+			if entries++; entries > lim.MaxEntries {
+				return limitErr(at, ErrTooManyEntries, "more than %d", lim.MaxEntries)
+			}
+			child, err := v.enter(top, at, len(stack))
 			if err != nil {
 				return err
 			}
@@ -211,20 +257,27 @@ func walk(ctx context.Context, root *frame, v visitor) error {
 	return nil
 }
 
-// openDir opens the subdirectory name of parent in the source, once it
-// checked the depth and that it is not a mount point.
-func openDir(parent *frame, name, rel string, st stat, depth int) (*frame, error) {
+// limitErr is the error of a walk that met at a tree beyond one of its
+// limits: which, err (ErrTooDeep, ...), is wrapped with ErrLimit, after
+// the path and before what format says of the limit.
+func limitErr(at node, which error, format string, args ...any) error {
+	return fmt.Errorf("%s: %w: %s (%w)", at.show(), which, fmt.Sprintf(format, args...), ErrLimit)
+}
+
+// openDir opens the subdirectory at of parent in the source, once it
+// checked its depth against maxDepth.
+func openDir(parent *frame, at node, st stat, depth, maxDepth int) (*frame, error) {
 	if depth > maxDepth {
-		return nil, fmt.Errorf("%w: more than %d levels", ErrTooDeep, maxDepth)
+		return nil, limitErr(at, ErrTooDeep, "more than %d levels", maxDepth)
 	}
 	if beforeOpen != nil {
-		beforeOpen(rel)
+		beforeOpen(at)
 	}
-	fd, got, err := openSource(parent.src, name, unix.O_RDONLY|unix.O_DIRECTORY, st)
+	fd, got, err := openSource(parent.src, at.name, unix.O_RDONLY|unix.O_DIRECTORY, st)
 	if err != nil {
 		return nil, err
 	}
-	return &frame{src: fd, dst: -1, rel: rel, st: got}, nil
+	return &frame{src: fd, dst: -1, at: &at, st: got}, nil
 }
 
 // rootFrame opens the directory of root as the root frame.
@@ -238,7 +291,7 @@ func rootFrame(root *os.Root) (*frame, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("stat %s: %w", root.Name(), err)
 	}
-	return &frame{src: fd, dst: -1, rel: ".", st: st}, nil
+	return &frame{src: fd, dst: -1, at: &node{name: "."}, st: st}, nil
 }
 
 // openRoot returns a descriptor of its own on the directory of root.
@@ -265,20 +318,15 @@ func openRoot(root *os.Root) (int, error) {
 	return fd, nil
 }
 
-// join returns the path of name in the directory rel.
-func join(rel, name string) string {
-	if rel == "." {
-		return name
-	}
-	return rel + "/" + name
-}
+// show quotes a path for a message, shortened as shorten does.
+func show(rel string) string { return fmt.Sprintf("%q", shorten(rel)) }
 
-// show quotes a path for a message, shortened in the middle if it is long
-// (a path at MaxDepth can be a megabyte).
-func show(rel string) string {
+// shorten shortens a long path in the middle (a path at DefaultMaxDepth
+// can be a quarter of a megabyte).
+func shorten(rel string) string {
 	const keep = 120
 	if len(rel) > 2*keep+16 {
 		rel = rel[:keep] + "..." + rel[len(rel)-keep:]
 	}
-	return fmt.Sprintf("%q", rel)
+	return rel
 }
