@@ -58,7 +58,7 @@
 //
 // A volume is written by its pods, so its tree is not trusted to be
 // reasonable. Contents and Size refuse a tree beyond the Limits of their
-// Options, with an error that wraps ErrLimit and one of ErrTooDeep,
+// Options, with a *LimitError that wraps ErrLimit and one of ErrTooDeep,
 // ErrTooManyEntries or ErrTooManyLinks, and says which limit and where:
 // directories nested deeper than MaxDepth (default DefaultMaxDepth,
 // 1024), more than MaxEntries entries (default DefaultMaxEntries, 10
@@ -74,7 +74,10 @@
 // removing it is the caller's job.
 package clone
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Method says how a clone's content was made (reported by the API and in
 // events).
@@ -188,3 +191,37 @@ var (
 	// ErrNotEmpty is returned when the destination is not empty.
 	ErrNotEmpty = errors.New("destination directory is not empty")
 )
+
+// LimitError is the error of a walk that met a tree beyond one of its
+// Limits; it wraps ErrLimit and Which.
+type LimitError struct {
+	// Path is where the walk was, relative to the source (shortened in
+	// the middle if long).
+	Path string
+	// Which is the limit passed: ErrTooDeep, ErrTooManyEntries or
+	// ErrTooManyLinks.
+	Which error
+	// Detail says the limit, e.g. "more than 1024 levels".
+	Detail string
+}
+
+// Error says where, which limit, and that it is one.
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s: %v: %s (%v)", show(e.Path), e.Which, e.Detail, ErrLimit)
+}
+
+// Unwrap returns Which and ErrLimit.
+func (e *LimitError) Unwrap() []error { return []error{e.Which, ErrLimit} }
+
+// show quotes a path for a message, shortened as shorten does.
+func show(rel string) string { return fmt.Sprintf("%q", shorten(rel)) }
+
+// shorten shortens a long path in the middle (a path at DefaultMaxDepth
+// can be a quarter of a megabyte).
+func shorten(rel string) string {
+	const keep = 120
+	if len(rel) > 2*keep+16 {
+		rel = rel[:keep] + "..." + rel[len(rel)-keep:]
+	}
+	return rel
+}

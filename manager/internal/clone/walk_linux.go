@@ -257,11 +257,10 @@ func walk(ctx context.Context, root *frame, v visitor, lim Limits) error {
 	return nil
 }
 
-// limitErr is the error of a walk that met at a tree beyond one of its
-// limits: which, err (ErrTooDeep, ...), is wrapped with ErrLimit, after
-// the path and before what format says of the limit.
+// limitErr is the *LimitError of a walk that met at, in a tree beyond
+// one of its limits: which (ErrTooDeep, ...), and what format says of it.
 func limitErr(at node, which error, format string, args ...any) error {
-	return fmt.Errorf("%s: %w: %s (%w)", at.show(), which, fmt.Sprintf(format, args...), ErrLimit)
+	return &LimitError{Path: shorten(at.path()), Which: which, Detail: fmt.Sprintf(format, args...)}
 }
 
 // openDir opens the subdirectory at of parent in the source, once it
@@ -316,17 +315,4 @@ func openRoot(root *os.Root) (int, error) {
 		return -1, fmt.Errorf("duplicate the descriptor of %s: %w", root.Name(), derr)
 	}
 	return fd, nil
-}
-
-// show quotes a path for a message, shortened as shorten does.
-func show(rel string) string { return fmt.Sprintf("%q", shorten(rel)) }
-
-// shorten shortens a long path in the middle (a path at DefaultMaxDepth
-// can be a quarter of a megabyte).
-func shorten(rel string) string {
-	const keep = 120
-	if len(rel) > 2*keep+16 {
-		rel = rel[:keep] + "..." + rel[len(rel)-keep:]
-	}
-	return rel
 }

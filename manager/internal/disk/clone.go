@@ -73,6 +73,9 @@ type clones struct {
 	slots chan struct{}
 	// beforeCopy, when set (tests), runs when a copy has its slot.
 	beforeCopy func()
+	// limits bound the trees that clones by copy take on (zero fields:
+	// clone's defaults); tests lower them.
+	limits clone.Limits
 }
 
 // cloneJob is one clone: its progress, then its outcome.
@@ -505,16 +508,30 @@ func (s *Store) copyContents(ctx context.Context, j *cloneJob, root *os.Root, sp
 		return "", fmt.Errorf("open the staging directory of the clone: %w", err)
 	}
 	defer dst.Close()
-	total, err := clone.Size(ctx, src)
+	total, err := clone.Size(ctx, src, s.clones.limits)
 	if err != nil {
-		return "", fmt.Errorf("size source volume %q in pool %q: %w", source, sp.name, err)
+		return "", cloneError(sp, source, fmt.Errorf("size source volume %q in pool %q: %w", source, sp.name, err))
 	}
 	j.total.Store(total)
-	method, err := clone.Contents(ctx, src, dst, clone.Options{Progress: func(pr clone.Progress) { j.copied.Store(pr.CopiedBytes) }})
+	method, err := clone.Contents(ctx, src, dst, clone.Options{Progress: func(pr clone.Progress) { j.copied.Store(pr.CopiedBytes) }, TotalBytes: total, Limits: s.clones.limits})
 	if err != nil {
-		return "", fmt.Errorf("copy source volume %q of pool %q: %w", source, sp.name, err)
+		return "", cloneError(sp, source, fmt.Errorf("copy source volume %q of pool %q: %w", source, sp.name, err))
 	}
 	return string(method), nil
+}
+
+// cloneError makes the error of a copy beyond clone's limits (a source
+// tree too deep, of too many entries or hard links) a Conflict that says
+// which limit and where: a refusal that the claim's events show and that
+// retrying does not change, not an internal error. Other errors are
+// returned as they are.
+func cloneError(sp *pool, source string, err error) error {
+	var le *clone.LimitError
+	if !errors.As(err, &le) {
+		return err
+	}
+	return client.Errorf(client.ReasonConflict, "source volume %q of pool %q cannot be cloned by copy: %v at %q: %s; see \"Limits\" in docs/clones.md",
+		source, sp.name, le.Which, le.Path, le.Detail)
 }
 
 // placeClone records the clone's quota and method in its owner record,

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 
+	"hostpath.dev/manager/internal/clone"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -222,5 +223,60 @@ func TestCloneAfterRestart(t *testing.T) {
 	}
 	if s := stagingEntries(t, e.pool); len(s) != 0 {
 		t.Errorf("staging directories: %v", s)
+	}
+}
+
+// TestCloneLimits: a source beyond the limits of a clone by copy is
+// refused with a Conflict that says which limit, once the copy found out,
+// leaving no record, staging directory or volume; the Store goes on, and
+// clones within the limits work.
+func TestCloneLimits(t *testing.T) {
+	for _, tc := range []struct {
+		desc   string
+		limits clone.Limits
+		want   string
+	}{
+		{"too deep", clone.Limits{MaxDepth: 2}, `cannot be cloned by copy: directories nest too deep at "a/b/c": more than 2 levels`},
+		{"too many entries", clone.Limits{MaxEntries: 2}, `cannot be cloned by copy: too many entries at "a/b/c": more than 2`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			e := newTestEnv(t)
+			if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
+				t.Fatal(err)
+			}
+			mustMkdir(t, filepath.Join(e.pool, "src", "a", "b", "c"))
+			e.store.clones.limits = tc.limits
+			var err error
+			werr := wait.PollUntilContextTimeout(ctx, time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				var cl *client.Clone
+				cl, _, err = e.store.CloneVolume(ctx, "default", "copy", cloneReq("src", 0), 0o750, "")
+				if err == nil && cl.Volume != nil {
+					t.Fatalf("the clone was made: %+v", cl)
+				}
+				return err != nil, nil
+			})
+			if werr != nil {
+				t.Fatal(werr)
+			}
+			checkErr(t, "clone", err, client.ReasonConflict, "")
+			if msg := err.Error(); !strings.Contains(msg, tc.want) || !strings.Contains(msg, "docs/clones.md") {
+				t.Errorf("error %q does not say %q and where the limits are documented", msg, tc.want)
+			}
+			t.Logf("clone: %v", err)
+			if _, err := os.Lstat(filepath.Join(e.pool, "copy")); err == nil {
+				t.Error("the refused clone's directory exists")
+			}
+			if rec := e.record(t, "copy"); rec != nil {
+				t.Errorf("the refused clone has a record: %+v", rec)
+			}
+			if s := stagingEntries(t, e.pool); len(s) != 0 {
+				t.Errorf("staging directories: %v", s)
+			}
+			e.store.clones.limits = clone.Limits{}
+			if cl, _ := waitClone(ctx, t, e.store, "copy", cloneReq("src", 0)); cl.Volume.Owner != "pv-b" {
+				t.Errorf("clone within the limits = %+v", cl.Volume)
+			}
+		})
 	}
 }
