@@ -535,11 +535,16 @@ func cloneError(sp *pool, source string, err error) error {
 }
 
 // placeClone records the clone's quota and method in its owner record,
-// renames the staging directory to the volume's name, and gives it mode
-// and its SELinux context. The record comes first: a crash in between
-// leaves a record without a directory, which the next call starts over
-// from.
+// dated now, renames the staging directory to the volume's name, and
+// gives it mode and its SELinux context. The record comes first: a crash
+// in between leaves a record without a directory, which the next call
+// starts over from. The record is dated when the copy is put in place,
+// not when it started: an orphan sweeper removes a directory whose record
+// is older than its grace period and whose PersistentVolume does not
+// exist, and the PersistentVolume of a clone is made only once the copy
+// is in place, however long the copy took.
 func (s *Store) placeClone(root *os.Root, p *pool, name, staging string, rec record, mode fs.FileMode) error {
+	rec.OwnedSince = s.now()
 	if err := writeRecord(root, name, rec); err != nil {
 		return fmt.Errorf("record the clone of volume %q in pool %q: %w", name, p.name, err)
 	}

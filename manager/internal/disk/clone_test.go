@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"hostpath.dev/manager/internal/clone"
 	"hostpath.dev/manager/pkg/client"
@@ -223,6 +224,33 @@ func TestCloneAfterRestart(t *testing.T) {
 	}
 	if s := stagingEntries(t, e.pool); len(s) != 0 {
 		t.Errorf("staging directories: %v", s)
+	}
+}
+
+// TestCloneDatedWhenPlaced: a clone's owner record is dated when the copy
+// is put in place, not when it started, so that an orphan sweeper's grace
+// period runs from when the directory appears, however long the copy
+// took.
+func TestCloneDatedWhenPlaced(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	e := newTestEnv(t)
+	if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
+		t.Fatal(err)
+	}
+	clock := e.store.clock.(*testingclock.FakePassiveClock)
+	placed := t1.Add(3 * time.Hour)
+	e.store.clones.beforeCopy = func() {
+		if rec := e.record(t, "copy"); rec == nil || !rec.OwnedSince.Equal(t1) {
+			t.Errorf("record while copying = %+v, want it dated %v", rec, t1)
+		}
+		clock.SetTime(placed) // the copy takes three hours
+	}
+	cl, _ := waitClone(ctx, t, e.store, "copy", cloneReq("src", 0))
+	if rec := e.record(t, "copy"); rec == nil || !rec.OwnedSince.Equal(placed) {
+		t.Errorf("record = %+v, want it dated %v, when the copy was put in place", rec, placed)
+	}
+	if cl.Volume.OwnedSince == nil || !cl.Volume.OwnedSince.Equal(placed) {
+		t.Errorf("volume's ownedSince = %v, want %v", cl.Volume.OwnedSince, placed)
 	}
 }
 
