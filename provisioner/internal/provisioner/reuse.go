@@ -22,8 +22,9 @@ import (
 // (its name, reclaim policy and claim namespace), for a claim with
 // hostpathv1.AnnotationReuseDirectory. It refuses, with the state Finished and a
 // message for the claim's event, and without changing anything on disk, a
-// directory that does not exist, that may not be reused from the claim's
-// namespace, that another PV names, or whose owner PV still exists;
+// directory that does not exist or may not be reused from the claim's
+// namespace (one message for both: notReusable), that is not marked
+// retained, that another PV names, or whose owner PV still exists;
 // otherwise it sets the owner record to pvName (compare-and-swap on the old
 // owner), keeping the claim's namespace in it. A nil error means the
 // directory is pvName's.
@@ -31,7 +32,10 @@ func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, poo
 	where, pvName, namespace := p.where(pool, dir), pv.Name, hostpathv1.ClaimNamespaceOf(pv)
 	vol, err := mgr.GetVolume(ctx, pool, dir)
 	if client.Classify(err) == client.AnswerVolumeMissing {
-		return controller.ProvisioningFinished, fmt.Errorf("the claim annotation %s names %s, which does not exist: name an existing directory, or remove the annotation (%w)", hostpathv1.AnnotationReuseDirectory, where, err)
+		// The same answer as for a directory of another namespace
+		// (checkReusable), so that a claim cannot tell them apart.
+		klog.FromContext(ctx).V(2).Info("The directory to reuse does not exist", "pool", pool, "directory", dir, "err", err)
+		return controller.ProvisioningFinished, notReusable(where, namespace)
 	}
 	if err != nil {
 		return provisioningState(fmt.Errorf("read %s to reuse it: %w", where, err), false)
@@ -57,13 +61,21 @@ func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, poo
 
 // checkReusable refuses a directory that may not be reused from namespace
 // (checkNamespace), that any PV other than pvName names in its
-// annotations, or whose owner PV still exists (in the cache or, to be sure,
-// on the API server). The namespace comes first, so that a claim of another
-// namespace learns nothing about the directory's volumes.
+// annotations, whose owner record is not marked retained, or whose owner
+// PV still exists (in the cache or, to be sure, on the API server). The namespace
+// comes first, so that a claim of another namespace learns nothing about
+// the directory, not even that it exists.
+//
+// Only a retained record is reused: that of a volume deleted with reclaim
+// policy Retain, or one an administrator handed over (the manager's owner
+// call with "retained": true, docs/operations.md). A record that is not
+// retained is a live volume's, or that of a directory the manager has just
+// made for another claim whose PV is not saved yet: its owner PV does not
+// exist yet, and the directory must not be taken before it is.
 func (p *Provisioner) checkReusable(ctx context.Context, vol *client.Volume, pool, pvName, namespace string) (controller.ProvisioningState, error) {
 	where := p.where(pool, vol.Name)
-	if err := checkNamespace(where, vol.ClaimNamespace, namespace); err != nil {
-		return controller.ProvisioningFinished, err
+	if !checkNamespace(vol.ClaimNamespace, namespace) {
+		return controller.ProvisioningFinished, notReusable(where, namespace)
 	}
 	names, err := p.volumesNaming(pool, vol.Name)
 	if err != nil {
@@ -72,6 +84,10 @@ func (p *Provisioner) checkReusable(ctx context.Context, vol *client.Volume, poo
 	names = slices.DeleteFunc(names, func(n string) bool { return n == pvName })
 	if len(names) > 0 {
 		return controller.ProvisioningFinished, fmt.Errorf("cannot reuse %s: the PersistentVolumes %s use it; only the directory of a deleted volume can be reused (delete the released volume first)", where, quoteAll(names))
+	}
+	if !vol.Retained {
+		return controller.ProvisioningFinished, fmt.Errorf("cannot reuse %s: its owner record, of %s, is not marked retained: the directory is in use, or is being made for another claim; "+
+			"only the directory of a volume deleted with reclaim policy Retain, or one an administrator handed over as retained, can be reused", where, ownerText(vol.Owner))
 	}
 	if vol.Owner == "" {
 		return controller.ProvisioningFinished, nil
@@ -86,24 +102,28 @@ func (p *Provisioner) checkReusable(ctx context.Context, vol *client.Volume, poo
 	return controller.ProvisioningFinished, nil
 }
 
-// checkNamespace refuses to reuse the directory where from namespace
-// unless its owner record names that namespace (recorded names the
-// record's): the claim namespace of the volume it was made for, or the one
-// an administrator handed it over to with the manager's owner call. A
-// record without a namespace (written by an older version, or a directory
-// without an owner record) is refused too, until it is handed over: the
-// data may be another namespace's.
-func checkNamespace(where, recorded, namespace string) error {
-	const handOver = "an administrator can hand it over to namespace %q with the manager's owner call (claimNamespace; see \"Reusing a retained directory\" in docs/volumes.md)"
-	switch {
-	case recorded != "" && recorded == namespace:
-		return nil
-	case recorded == "":
-		return fmt.Errorf("cannot reuse %s: its owner record names no namespace (it was made by an older version, or has no owner record), and a directory is reused only from the namespace it was made or handed over for; "+handOver,
-			where, namespace)
-	}
-	return fmt.Errorf("cannot reuse %s: it belongs to another namespace, and a directory is reused only from the namespace it was made or handed over for; "+handOver,
-		where, namespace)
+// checkNamespace reports whether a directory whose owner record names the
+// namespace recorded may be reused from namespace: only when they are the
+// same. The recorded namespace is the claim namespace of the volume the
+// directory was made for, or the one an administrator handed it over to
+// with the manager's owner call. A record without a namespace (written by
+// an older version, or a directory without an owner record) is refused
+// too, until it is handed over: the data may be another namespace's.
+func checkNamespace(recorded, namespace string) bool {
+	return recorded != "" && recorded == namespace
+}
+
+// notReusable is the refusal of a directory where that does not exist or
+// may not be reused from namespace (checkNamespace): one message for all,
+// so that a claim learns nothing of the directories of other namespaces,
+// not even whether they exist (directory names are no secret: they show
+// in metrics).
+func notReusable(where, namespace string) error {
+	return fmt.Errorf("cannot reuse %s from namespace %q: it does not exist, or its owner record does not name this namespace "+
+		"(a directory is reused only from the namespace it was made or handed over for; records of older versions, and directories without one, name none): "+
+		"name the %s of a retained volume of this namespace, or remove the annotation %s; "+
+		"an administrator can hand a directory over to namespace %q with the manager's owner call (claimNamespace; see \"Reusing a retained directory\" in docs/volumes.md)",
+		where, namespace, hostpathv1.AnnotationDirectory, hostpathv1.AnnotationReuseDirectory, namespace)
 }
 
 // volumeExists reports whether the PV name exists: in the informer cache,

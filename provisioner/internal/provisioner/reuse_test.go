@@ -36,8 +36,12 @@ func foreignStub(pv *v1.PersistentVolume) *v1.PersistentVolume {
 }
 
 // ownerRecord is an owner record of the fake manager: the owner ("" for a
-// directory without one) and the claim namespace it names.
-type ownerRecord struct{ owner, namespace string }
+// directory without one), the claim namespace it names, and whether it is
+// marked retained.
+type ownerRecord struct {
+	owner, namespace string
+	retained         bool
+}
 
 // The claim of every case is ns/data; "ns" is its namespace.
 func TestProvisionReuse(t *testing.T) {
@@ -60,61 +64,82 @@ func TestProvisionReuse(t *testing.T) {
 	}{
 		{
 			name: "retained in the claim's namespace", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns", true}},
 			wantState: controller.ProvisioningFinished, wantSetOwners: "default/keep pvc-old->" + testPVName, wantCreate: true,
 		},
 		{
 			name: "retained in another namespace is refused", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {"pvc-old", "team-a"}},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "team-a", true}},
 			volumes:   []any{volume("pvc-released", selfNode, "default", "keep", "old")},
 			wantState: controller.ProvisioningFinished,
-			wantErr: `cannot reuse directory "keep" in pool "default" on node "node-a": it belongs to another namespace, and a directory is reused only from the namespace it was made or handed over for; ` +
-				`an administrator can hand it over to namespace "ns" with the manager's owner call`,
-			hidden: []string{"team-a", "pvc-released", "pvc-old"},
+			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a" from namespace "ns": it does not exist, or its owner record does not name this namespace`,
+			hidden:    []string{"team-a", "pvc-released", "pvc-old"},
 		},
 		{
 			name: "no namespace recorded (an older version's record) is refused", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {"pvc-old", ""}},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "", true}},
 			wantState: controller.ProvisioningFinished,
-			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": its owner record names no namespace (it was made by an older version, or has no owner record)`,
+			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a" from namespace "ns": it does not exist, or its owner record does not name this namespace`,
 		},
 		{
 			name: "directory without owner record is refused", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {"", ""}},
-			wantState: controller.ProvisioningFinished, wantErr: `its owner record names no namespace`,
+			existing:  map[string]ownerRecord{"keep": {"", "", false}},
+			wantState: controller.ProvisioningFinished, wantErr: `cannot reuse directory "keep" in pool "default" on node "node-a" from namespace "ns": it does not exist, or its owner record does not name this namespace`,
 		},
 		{
 			name: "handed over to the claim's namespace by an administrator", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {"pvc-of-team-a", "ns"}},
+			existing:  map[string]ownerRecord{"keep": {"pvc-of-team-a", "ns", true}},
 			wantState: controller.ProvisioningFinished, wantSetOwners: "default/keep pvc-of-team-a->" + testPVName, wantCreate: true,
 		},
 		{
+			// The manager made it for another claim of the namespace, whose
+			// PV is not saved yet: its owner PV does not exist yet.
+			name: "a fresh directory of another claim is refused", dir: "keep",
+			existing:  map[string]ownerRecord{"keep": {"pvc-fresh", "ns", false}},
+			wantState: controller.ProvisioningFinished,
+			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": its owner record, of PersistentVolume "pvc-fresh", is not marked retained`,
+		},
+		{
+			name: "a live directory of the namespace names the PVs that use it", dir: "keep",
+			existing:  map[string]ownerRecord{"keep": {"pvc-live", "ns", false}},
+			volumes:   []any{volume("pvc-live", selfNode, "default", "keep", "live")},
+			wantState: controller.ProvisioningFinished,
+			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": the PersistentVolumes "pvc-live" use it`,
+		},
+		{
+			name: "a fresh directory of another namespace reads as missing", dir: "keep",
+			existing:  map[string]ownerRecord{"keep": {"pvc-fresh", "team-a", false}},
+			wantState: controller.ProvisioningFinished,
+			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a" from namespace "ns": it does not exist, or its owner record does not name this namespace`,
+			hidden:    []string{"team-a", "pvc-fresh", "not marked retained"},
+		},
+		{
 			name: "handed over by an earlier attempt", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {testPVName, "ns"}},
+			existing:  map[string]ownerRecord{"keep": {testPVName, "ns", false}},
 			wantState: controller.ProvisioningFinished, wantCreate: true,
 		},
 		{
 			name: "owner volume still in the cache", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns", true}},
 			volumes:   []any{volume("pvc-old", otherNode, "default", "elsewhere", "old")},
 			wantState: controller.ProvisioningFinished,
 			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": it belongs to PersistentVolume "pvc-old", which still exists`,
 		},
 		{
 			name: "owner volume on the API server, not yet in the cache", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns", true}},
 			apiOnly:   []*v1.PersistentVolume{volume("pvc-old", selfNode, "default", "keep", "old")},
 			wantState: controller.ProvisioningFinished, wantErr: `PersistentVolume "pvc-old", which still exists`,
 		},
 		{
 			name: "API server unavailable is retried", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns", true}},
 			apiErr:    errors.New("connection refused"),
 			wantState: controller.ProvisioningInBackground, wantErr: "will retry",
 		},
 		{
 			name: "another volume names the directory", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns", true}},
 			volumes:   []any{volume("pvc-released", selfNode, "default", "keep", "old")},
 			wantState: controller.ProvisioningFinished,
 			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": the PersistentVolumes "pvc-released" use it`,
@@ -123,28 +148,28 @@ func TestProvisionReuse(t *testing.T) {
 			// The informers keep a PV made by hand as a stub (package
 			// cachetrim), with the annotations that name its directory.
 			name: "a volume made by hand names the directory (a stub in the cache)", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns", true}},
 			volumes:   []any{foreignStub(volume("by-hand", selfNode, "default", "keep", "old"))},
 			wantState: controller.ProvisioningFinished,
 			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": the PersistentVolumes "by-hand" use it`,
 		},
 		{
 			name: "the owner is another provisioner's volume that still exists (a stub in the cache)", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {"pv-theirs", "ns"}},
+			existing:  map[string]ownerRecord{"keep": {"pv-theirs", "ns", true}},
 			volumes:   []any{foreignStub(&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-theirs", Annotations: map[string]string{storagehelpers.AnnDynamicallyProvisioned: "example.com/other"}}})},
 			wantState: controller.ProvisioningFinished,
 			wantErr:   `cannot reuse directory "keep" in pool "default" on node "node-a": it belongs to PersistentVolume "pv-theirs", which still exists`,
 		},
 		{
 			name: "same directory name on another node does not count", dir: "keep",
-			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns", true}},
 			volumes:   []any{volume("pvc-b", otherNode, "default", "keep", "b")},
 			wantState: controller.ProvisioningFinished, wantSetOwners: "default/keep pvc-old->" + testPVName, wantCreate: true,
 		},
 		{
 			name: "directory that does not exist", dir: "nothing",
 			wantState: controller.ProvisioningFinished,
-			wantErr:   `the claim annotation hostpath.dev/reuse-directory names directory "nothing" in pool "default" on node "node-a", which does not exist`,
+			wantErr:   `cannot reuse directory "nothing" in pool "default" on node "node-a" from namespace "ns": it does not exist, or its owner record does not name this namespace`,
 		},
 		{
 			name: "name outside the pool", dir: "../etc",
@@ -152,7 +177,7 @@ func TestProvisionReuse(t *testing.T) {
 		},
 		{
 			name: "another volume took it first", dir: "keep",
-			existing:    map[string]ownerRecord{"keep": {"pvc-old", "ns"}},
+			existing:    map[string]ownerRecord{"keep": {"pvc-old", "ns", true}},
 			setOwnerErr: ownerConflict("pvc-fast"),
 			wantState:   controller.ProvisioningFinished, wantSetOwners: "default/keep pvc-old->" + testPVName,
 			wantErr: `belongs to PersistentVolume "pvc-fast"`,
@@ -164,6 +189,7 @@ func TestProvisionReuse(t *testing.T) {
 			f := newFixture(t, fakeInstances{}, append(testNodes(), tc.volumes...)...)
 			for dir, r := range tc.existing {
 				f.manager.haveIn("default", dir, r.owner, r.namespace)
+				f.manager.volumes["default/"+dir].Retained = r.retained
 			}
 			f.manager.setOwnerErr = tc.setOwnerErr
 			for _, pv := range tc.apiOnly {
@@ -209,6 +235,47 @@ func TestProvisionReuse(t *testing.T) {
 			}
 			if want := wantPV(retain, claim("retain"), tc.dir); !equality.Semantic.DeepEqual(pv, want) {
 				t.Errorf("pv =\n%#v\nwant\n%#v", pv, want)
+			}
+		})
+	}
+}
+
+// TestReuseRefusalsAlike checks that a claim cannot tell a directory that
+// does not exist from one it may not reuse because of its namespace: the
+// refusals are the same, word for word.
+func TestReuseRefusalsAlike(t *testing.T) {
+	retain := class("retain", storagev1.VolumeBindingImmediate, nil)
+	tests := []struct {
+		name     string
+		existing *ownerRecord // the record of directory "keep"; nil: no directory
+	}{
+		{name: "no directory"},
+		{name: "retained, of another namespace", existing: &ownerRecord{"pvc-old", "team-a", true}},
+		{name: "in use, of another namespace", existing: &ownerRecord{"pvc-live", "team-a", false}},
+		{name: "no namespace recorded", existing: &ownerRecord{"pvc-old", "", true}},
+		{name: "no owner record", existing: &ownerRecord{}},
+	}
+	var first string
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t, fakeInstances{}, testNodes()...)
+			if r := tc.existing; r != nil {
+				f.manager.haveIn("default", "keep", r.owner, r.namespace)
+				f.manager.volumes["default/keep"].Retained = r.retained
+			}
+			c := claim("retain", hostpathv1.AnnotationProvisionOnNode+"="+selfNode, hostpathv1.AnnotationReuseDirectory+"=keep")
+			_, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: retain, PVName: testPVName, PVC: c})
+			if err == nil || state != controller.ProvisioningFinished {
+				t.Fatalf("Provision = %s, %v; want Finished and an error", state, err)
+			}
+			if i == 0 {
+				first = err.Error()
+			} else if err.Error() != first {
+				t.Errorf("err =\n%v\nwant the answer for no directory:\n%s", err, first)
+			}
+			if len(f.manager.setOwners) != 0 || len(f.manager.creates) != 0 {
+				t.Errorf("owner changes %q, creates %q; want none", f.manager.setOwners, f.manager.creates)
 			}
 		})
 	}
