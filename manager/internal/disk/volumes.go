@@ -19,12 +19,28 @@ import (
 )
 
 // ListVolumes returns the volume directories of a pool with their owners,
-// sorted by name. Entries that are not directories or whose names are not
-// valid volume names (the metadata directory among them) are not volumes
-// and are left out, and so are owner records without a directory. A record
+// sorted by name: with opts (at most one), the page of those whose names
+// sort after opts.Continue, at most opts.Limit of them (0: all), with
+// Continue set to the last one's name when more may follow; without, all
+// of them. Entries that are not directories or whose names are not valid
+// volume names (the metadata directory among them) are not volumes and
+// are left out, and so are owner records without a directory. A record
 // that cannot be read fails the whole listing rather than show its
-// directory as unowned.
-func (s *Store) ListVolumes(ctx context.Context, poolName string) (*client.VolumeList, error) {
+// directory as unowned. Only the page's volumes are looked at (lstat,
+// owner record, usage), so a page costs its size plus reading the pool's
+// names.
+func (s *Store) ListVolumes(ctx context.Context, poolName string, opts ...client.ListOptions) (*client.VolumeList, error) {
+	var page client.ListOptions
+	switch len(opts) {
+	case 0:
+	case 1:
+		page = opts[0]
+	default:
+		return nil, fmt.Errorf("list pool %q: %d list options, want at most one", poolName, len(opts))
+	}
+	if page.Limit < 0 {
+		return nil, badRequestf("limit %d is negative", page.Limit)
+	}
 	p, err := s.pool(poolName)
 	if err != nil {
 		return nil, err
@@ -43,31 +59,40 @@ func (s *Store) ListVolumes(ctx context.Context, poolName string) (*client.Volum
 	if err != nil {
 		return nil, fmt.Errorf("read pool %q: %w", p.name, err)
 	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() > page.Continue && ValidateVolumeName(e.Name()) == nil {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
 	list := &client.VolumeList{Items: []client.Volume{}}
 	enf := s.sizes.detect(root)
-	for _, e := range entries {
-		if !e.IsDir() || ValidateVolumeName(e.Name()) != nil {
-			continue
+	for _, name := range names {
+		if page.Limit > 0 && len(list.Items) == page.Limit {
+			// More may follow: those left may all be gone by the
+			// next call, which then answers an empty last page.
+			list.Continue = list.Items[len(list.Items)-1].Name
+			break
 		}
-		fi, err := root.Lstat(e.Name())
+		fi, err := root.Lstat(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed while listing
 		}
 		if err != nil {
-			return nil, fmt.Errorf("stat volume %q in pool %q: %w", e.Name(), p.name, err)
+			return nil, fmt.Errorf("stat volume %q in pool %q: %w", name, p.name, err)
 		}
 		if !fi.IsDir() {
 			continue
 		}
-		rec, err := p.record(root, e.Name())
+		rec, err := p.record(root, name)
 		if err != nil {
 			return nil, err
 		}
-		v := p.volume(e.Name(), fi, rec)
-		usage(&v, enf, root, e.Name(), rec)
+		v := p.volume(name, fi, rec)
+		usage(&v, enf, root, name, rec)
 		list.Items = append(list.Items, v)
 	}
-	slices.SortFunc(list.Items, func(a, b client.Volume) int { return strings.Compare(a.Name, b.Name) })
 	return list, nil
 }
 

@@ -8,7 +8,11 @@
 //   - ConfigMaps(namespace) List and Watch, for the CA bundle
 //     (trust.WatchConfigMaps; v1);
 //   - Pods(namespace) Get, for the auth package: is the pod a caller's
-//     token is bound to still there, on its node (v1).
+//     token is bound to still there, on its node (v1);
+//   - PersistentVolumes() Get and PersistentVolumeClaims(namespace) Get,
+//     for the disk package through Owners: before a caller bound to
+//     another node removes or re-owns a multihost copy, is its PV gone,
+//     and before it creates one, is its claim there (v1).
 //
 // Each call is what a clientset's typed client sends: the same paths and
 // query parameters (a field selector stays in the URL, so that RBAC can
@@ -22,7 +26,7 @@
 // informers and csr packages, which take one: the clientset links a typed
 // client for every API group, and its scheme package registers every type
 // of every group when the program starts, memory held for life, while the
-// manager uses five resources. Here the scheme holds only their types, and
+// manager uses seven resources. Here the scheme holds only their types, and
 // the manager's go list -deps has no k8s.io/client-go/kubernetes. What that
 // saves in binary size and resident memory, and how it was measured, is in
 // docs/benchmarks.md, "The manager's own API client".
@@ -55,13 +59,15 @@ var (
 )
 
 // newScheme registers the authentication, authorization and certificates
-// groups (a few types each), and of the core group ConfigMap and Pod alone.
+// groups (a few types each), and of the core group ConfigMap, Pod,
+// PersistentVolume and PersistentVolumeClaim alone.
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(authnv1.AddToScheme(s))
 	utilruntime.Must(authzv1.AddToScheme(s))
 	utilruntime.Must(certificatesv1.AddToScheme(s))
-	s.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.ConfigMap{}, &corev1.ConfigMapList{}, &corev1.Pod{})
+	s.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.ConfigMap{}, &corev1.ConfigMapList{}, &corev1.Pod{},
+		&corev1.PersistentVolume{}, &corev1.PersistentVolumeClaim{})
 	metav1.AddToGroupVersion(s, corev1.SchemeGroupVersion)
 	return s
 }
@@ -141,6 +147,16 @@ func (c *Client) Pods(namespace string) Pods {
 	return Pods{resource{client: c.core, name: "pods", namespace: namespace}}
 }
 
+// PersistentVolumes gets PersistentVolumes.
+func (c *Client) PersistentVolumes() PersistentVolumes {
+	return PersistentVolumes{resource{client: c.core, name: "persistentvolumes"}}
+}
+
+// PersistentVolumeClaims gets the PersistentVolumeClaims of namespace.
+func (c *Client) PersistentVolumeClaims(namespace string) PersistentVolumeClaims {
+	return PersistentVolumeClaims{resource{client: c.core, name: "persistentvolumeclaims", namespace: namespace}}
+}
+
 // TokenReviews is the tokenreviews resource.
 type TokenReviews struct{ r resource }
 
@@ -199,4 +215,21 @@ type Pods struct{ r resource }
 // Get returns the pod name.
 func (p Pods) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Pod, error) {
 	return get[corev1.Pod](ctx, p.r, name, opts)
+}
+
+// PersistentVolumes is the persistentvolumes resource.
+type PersistentVolumes struct{ r resource }
+
+// Get returns the PersistentVolume name.
+func (p PersistentVolumes) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.PersistentVolume, error) {
+	return get[corev1.PersistentVolume](ctx, p.r, name, opts)
+}
+
+// PersistentVolumeClaims is the persistentvolumeclaims resource of one
+// namespace.
+type PersistentVolumeClaims struct{ r resource }
+
+// Get returns the PersistentVolumeClaim name.
+func (p PersistentVolumeClaims) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.PersistentVolumeClaim, error) {
+	return get[corev1.PersistentVolumeClaim](ctx, p.r, name, opts)
 }

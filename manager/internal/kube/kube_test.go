@@ -290,6 +290,33 @@ func TestPods(t *testing.T) {
 	}
 }
 
+// TestPersistentVolumes gets a PV and a claim as the disk package does
+// (through Owners), before a caller bound to another node changes a
+// multihost copy.
+func TestPersistentVolumes(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	c, api := newClient(t)
+	api.answer = &corev1.PersistentVolume{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"},
+		ObjectMeta: metav1.ObjectMeta{Name: "pvc-1"},
+		Status:     corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound},
+	}
+	pv, err := c.PersistentVolumes().Get(ctx, "pvc-1", metav1.GetOptions{})
+	api.check(t, "GET", "/api/v1/persistentvolumes/pvc-1", nil)
+	if err != nil || pv.Name != "pvc-1" || pv.Status.Phase != corev1.VolumeBound {
+		t.Errorf("Get = %+v, %v", pv, err)
+	}
+	api.answer = &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: types.UID("1")},
+	}
+	claim, err := c.PersistentVolumeClaims("ns").Get(ctx, "data", metav1.GetOptions{})
+	api.check(t, "GET", "/api/v1/namespaces/ns/persistentvolumeclaims/data", nil)
+	if err != nil || claim.UID != "1" {
+		t.Errorf("Get = %+v, %v", claim, err)
+	}
+}
+
 // watchAll starts a watch and returns its events until the server ends it.
 func watchAll(t *testing.T, ctx context.Context, start func() (watch.Interface, error)) []watch.Event {
 	t.Helper()
@@ -396,6 +423,8 @@ type calls struct {
 	pods interface {
 		Get(context.Context, string, metav1.GetOptions) (*corev1.Pod, error)
 	}
+	pvs    PVGetter
+	claims ClaimGetter
 }
 
 // TestSameRequestsAsClientset makes each call with the Client and with a
@@ -415,8 +444,9 @@ func TestSameRequestsAsClientset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours := calls{c.TokenReviews(), c.SubjectAccessReviews(), c.CertificateSigningRequests(), c.ConfigMaps("ns"), c.Pods("ns")}
-	theirs := calls{cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), cs.CertificatesV1().CertificateSigningRequests(), cs.CoreV1().ConfigMaps("ns"), cs.CoreV1().Pods("ns")}
+	ours := calls{c.TokenReviews(), c.SubjectAccessReviews(), c.CertificateSigningRequests(), c.ConfigMaps("ns"), c.Pods("ns"), c.PersistentVolumes(), c.PersistentVolumeClaims("ns")}
+	theirs := calls{cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), cs.CertificatesV1().CertificateSigningRequests(), cs.CoreV1().ConfigMaps("ns"), cs.CoreV1().Pods("ns"),
+		cs.CoreV1().PersistentVolumes(), cs.CoreV1().PersistentVolumeClaims("ns")}
 
 	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: "t", Audiences: []string{"hostpath.dev/manager"}}}
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: "alice", Groups: []string{"g"}, Extra: map[string]authzv1.ExtraValue{"k": {"v"}},
@@ -464,6 +494,14 @@ func TestSameRequestsAsClientset(t *testing.T) {
 		{"ConfigMap watch", nil, func(c calls) error { return stop(c.configMaps.Watch(ctx, sel)) }},
 		{"Pod get", &corev1.Pod{}, func(c calls) error {
 			_, err := c.pods.Get(ctx, "p", metav1.GetOptions{})
+			return err
+		}},
+		{"PersistentVolume get", &corev1.PersistentVolume{}, func(c calls) error {
+			_, err := c.pvs.Get(ctx, "pvc-1", metav1.GetOptions{})
+			return err
+		}},
+		{"PersistentVolumeClaim get", &corev1.PersistentVolumeClaim{}, func(c calls) error {
+			_, err := c.claims.Get(ctx, "data", metav1.GetOptions{})
 			return err
 		}},
 	} {

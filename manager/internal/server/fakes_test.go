@@ -97,7 +97,7 @@ func (f *fakeBackend) PreparePool(_ context.Context, pool string) (*client.Pool,
 	return &client.Pool{Name: pool, Path: "/pools/" + pool}, nil
 }
 
-func (f *fakeBackend) ListVolumes(_ context.Context, pool string) (*client.VolumeList, error) {
+func (f *fakeBackend) ListVolumes(_ context.Context, pool string, _ ...client.ListOptions) (*client.VolumeList, error) {
 	if err := f.record("ListVolumes %s", pool); err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func (s *Server) preparePool(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request, c *call) {
-	l, err := s.cfg.Backend.ListVolumes(r.Context(), c.pool)
+	l, err := s.cfg.Backend.ListVolumes(r.Context(), c.pool, c.list)
 	s.answer(w, r, l, err)
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"hostpath.dev/manager/pkg/client"
@@ -38,6 +39,8 @@ type call struct {
 	setSize client.SetSizeRequest
 	// del is the query of DELETE .../volumes/{name}.
 	del client.DeleteOptions
+	// list is the query of GET .../volumes, its Limit set.
+	list client.ListOptions
 }
 
 // parser checks a route's request. A nil query means the route takes no
@@ -112,6 +115,36 @@ func parseDelete(q url.Values, c *call) error {
 		c.del.IfEmpty = true
 	default:
 		return fmt.Errorf("query parameter ifEmpty is %q, want true or false", v[0])
+	}
+	return nil
+}
+
+// parseList reads GET .../volumes's query: limit (a decimal number from 1
+// to client.MaxListLimit; client.DefaultListLimit when not given) and
+// continue (a volume name, the continue of the previous page), each at
+// most once; anything else is 400.
+func parseList(q url.Values, c *call) error {
+	for key, values := range q {
+		if key != "limit" && key != "continue" {
+			return fmt.Errorf("unknown query parameter %q: GET .../volumes takes limit and continue", key)
+		}
+		if len(values) != 1 {
+			return fmt.Errorf("query parameter %q is given %d times", key, len(values))
+		}
+	}
+	c.list.Limit = client.DefaultListLimit
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 1 || n > client.MaxListLimit || strconv.Itoa(n) != v[0] {
+			return fmt.Errorf("query parameter limit is %q, want a number from 1 to %d", v[0], client.MaxListLimit)
+		}
+		c.list.Limit = n
+	}
+	if v, ok := q["continue"]; ok {
+		if err := client.ValidateVolumeName(v[0]); err != nil {
+			return fmt.Errorf("query parameter continue is %q, want the continue of the previous page (a volume name): %w", v[0], err)
+		}
+		c.list.Continue = v[0]
 	}
 	return nil
 }

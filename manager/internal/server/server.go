@@ -56,8 +56,10 @@ type Backend interface {
 	Host(ctx context.Context) (*client.Host, error)
 	// PreparePool creates the pool's directory if missing.
 	PreparePool(ctx context.Context, pool string) (*client.Pool, error)
-	// ListVolumes lists a pool's volume directories.
-	ListVolumes(ctx context.Context, pool string) (*client.VolumeList, error)
+	// ListVolumes lists a pool's volume directories: all of them, or
+	// with opts (at most one) the page it asks for (see
+	// client.ListOptions; Limit 0 is no limit).
+	ListVolumes(ctx context.Context, pool string, opts ...client.ListOptions) (*client.VolumeList, error)
 	// GetVolume describes one volume directory.
 	GetVolume(ctx context.Context, pool, name string) (*client.Volume, error)
 	// CreateVolume makes the directory for owner, or checks that an
@@ -169,7 +171,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.route("GET /v1/host", parser{}, s.getHost, hostAttributes)
 	s.route("PUT /v1/pools/{pool}", parser{}, s.preparePool, poolAttributes)
-	s.route("GET /v1/pools/{pool}/volumes", parser{}, s.listVolumes, volumeAttributes("list"))
+	s.route("GET /v1/pools/{pool}/volumes", parser{query: parseList}, s.listVolumes, volumeAttributes("list"))
 	s.route("GET /v1/pools/{pool}/volumes/{name}", parser{}, s.getVolume, volumeAttributes("get"))
 	s.route("PUT /v1/pools/{pool}/volumes/{name}", parser{body: parseCreate}, s.createVolume, volumeAttributes("create"))
 	s.route("PUT /v1/pools/{pool}/volumes/{name}/clone", parser{body: parseClone}, s.cloneVolume, volumeAttributes("create"), sourceAttributes)

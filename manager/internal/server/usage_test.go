@@ -74,7 +74,7 @@ func (u *usageBackend) Host(context.Context) (*client.Host, error) {
 	return &client.Host{NodeName: "node-a", Pools: s.pools}, nil
 }
 
-func (u *usageBackend) ListVolumes(_ context.Context, pool string) (*client.VolumeList, error) {
+func (u *usageBackend) ListVolumes(_ context.Context, pool string, _ ...client.ListOptions) (*client.VolumeList, error) {
 	_ = u.record("ListVolumes %s", pool)
 	s := u.current()
 	if err := s.listErr[pool]; err != nil {

@@ -257,11 +257,46 @@ const (
 	EnforcementExt4 = "ext4"
 )
 
-// VolumeList is the body of GET /v1/pools/{pool}/volumes.
+// VolumeList is the body of GET /v1/pools/{pool}/volumes: one page of
+// the pool's volumes (see ListOptions).
 type VolumeList struct {
-	// Items are the pool's volumes, sorted by name.
+	// Items are the pool's volumes, sorted by name: those after the
+	// page's ListOptions.Continue, at most its ListOptions.Limit.
 	Items []Volume `json:"items"`
+	// Continue, when not empty, says that more volumes follow: the next
+	// page is the same call with query continue=<Continue>. It is empty
+	// on the last page (and in the answers of managers older than
+	// paging, which list every volume at once). It is the name of the
+	// page's last volume; callers pass it on as it is.
+	Continue string `json:"continue,omitempty"`
 }
+
+// ListOptions are the query parameters of GET /v1/pools/{pool}/volumes,
+// paged as the Kubernetes API's lists are: a page holds the volumes whose
+// names sort after Continue, at most Limit, and says with
+// VolumeList.Continue where the next one starts. A volume that exists
+// during the whole paging is listed exactly once; one created or removed
+// meanwhile may be listed or not.
+type ListOptions struct {
+	// Limit (query "limit", 1 to MaxListLimit) is the most volumes a page
+	// holds; without it a page holds DefaultListLimit.
+	Limit int
+	// Continue (query "continue") is the VolumeList.Continue of the
+	// previous page; without it the page starts at the first volume.
+	Continue string
+}
+
+// Page sizes of GET /v1/pools/{pool}/volumes.
+const (
+	// DefaultListLimit is the size of a page when the query gives no
+	// limit. A caller that does not follow VolumeList.Continue sees only
+	// the first DefaultListLimit volumes: Client.ListVolumes follows it.
+	DefaultListLimit = 500
+	// MaxListLimit is the largest limit a query may give: a page of
+	// MaxListLimit volumes with the longest names, owners and paths
+	// (4 KiB) stays under the 4 MiB a Client reads of an answer.
+	MaxListLimit = 500
+)
 
 // CreateVolumeRequest is the body of PUT /v1/pools/{pool}/volumes/{name}.
 type CreateVolumeRequest struct {
@@ -293,6 +328,15 @@ type CreateVolumeRequest struct {
 	// whose token is bound to another node than the manager's may create
 	// only with Multihost, and only where no node-mode record exists.
 	Multihost bool `json:"multihost,omitempty"`
+	// ClaimName is the name of the claim the owner is made for, in
+	// ClaimNamespace (a DNS subdomain name, else 400); optional for this
+	// node's callers and admins, required (with ClaimNamespace; else 400)
+	// from a caller whose token is bound to another node: the manager
+	// then checks with the API server that the claim exists, is not being
+	// deleted and is Owner's (Owner is "pvc-<the claim's UID>", or a
+	// PersistentVolume bound to it), else 409 Conflict. It is not kept in
+	// the owner record.
+	ClaimName string `json:"claimName,omitempty"`
 }
 
 // CloneVolumeRequest is the body of PUT
