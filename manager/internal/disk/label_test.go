@@ -109,7 +109,7 @@ func TestCreateVolumeLabels(t *testing.T) {
 		t.Fatalf("CreateVolume = %t, %v", created, err)
 	}
 	l.check(t, "CreateVolume", filepath.Join(e.pool, "v1"))
-	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o755, ""); err != nil || created {
+	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete}, 0o755, ""); err != nil || created {
 		t.Fatalf("second CreateVolume = %t, %v", created, err)
 	}
 	l.check(t, "CreateVolume of an existing volume")

@@ -1,6 +1,12 @@
 package disk
 
-import "hostpath.dev/manager/pkg/client"
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"hostpath.dev/manager/pkg/client"
+)
 
 // The name and owner rules are the API's (manager/pkg/client), so that
 // callers check exactly what the Store enforces. These wrappers turn the
@@ -19,4 +25,16 @@ func badRequest(err error) error {
 		return nil
 	}
 	return badRequestf("%s", err)
+}
+
+// validateClaimName checks a create's claimName: "" (none) or a claim
+// name (a DNS subdomain, at most 253 characters), else BadRequest.
+func validateClaimName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return badRequestf("claimName %q is not a PersistentVolumeClaim name: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
 }

@@ -1,10 +1,18 @@
 package disk
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
 
 	"hostpath.dev/manager/pkg/client"
@@ -14,8 +22,10 @@ import (
 // Store is node-a's) changes only multihost volumes: every write on a
 // node-mode record, a node-mode create and the adoption of a directory
 // without a record in node mode are Forbidden, name both nodes and change
-// nothing on disk; on a multihost record each write works. This node's
-// callers (remote "") keep every write, and may mark a record multihost.
+// nothing on disk; on a multihost record each write works (the creates
+// name claim ns/claim-a, bound to pv-a; the delete's pv-a is gone). This
+// node's callers (remote "") keep every write, and may mark a record
+// multihost.
 func TestRemoteCaller(t *testing.T) {
 	const remote = "node-b"
 	nodeMode := func(t *testing.T, e *testEnv) {
@@ -24,7 +34,7 @@ func TestRemoteCaller(t *testing.T) {
 	}
 	multihost := func(t *testing.T, e *testEnv) {
 		e.volume(t, "v1")
-		e.writeMultihostRecord(t, "v1", "pv-a")
+		e.writeRecordFields(t, "v1", map[string]any{"owner": "pv-a", "ownedSince": t0.Format(time.RFC3339), "multihost": true, "claimNamespace": "ns"})
 	}
 	unrecorded := func(t *testing.T, e *testEnv) { e.volume(t, "v1") }
 	for _, tc := range []struct {
@@ -66,7 +76,9 @@ func TestRemoteCaller(t *testing.T) {
 			var err error
 			switch tc.op {
 			case "create", "create-multihost":
-				req := client.CreateVolumeRequest{Owner: "pv-a", Multihost: tc.op == "create-multihost"}
+				e.owners.addClaim(claim("ns", "claim-a", "uid-a"))
+				e.owners.addPV(volume("pv-a", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "ns/claim-a"))
+				req := client.CreateVolumeRequest{Owner: "pv-a", Multihost: tc.op == "create-multihost", ClaimNamespace: "ns", ClaimName: "claim-a"}
 				_, _, err = e.store.CreateVolume(ctx, "default", "v1", req, 0o755, tc.remote)
 			case "set", "set-multihost":
 				previous := "pv-a"
@@ -131,4 +143,390 @@ func TestMultihostListed(t *testing.T) {
 func (e *testEnv) writeMultihostRecord(t testing.TB, name, owner string) {
 	t.Helper()
 	e.writeRecordFields(t, name, map[string]any{"owner": owner, "ownedSince": t0.Format(time.RFC3339), "multihost": true})
+}
+
+// fakeOwners is the API server as Owners sees it: the PVs and claims a
+// test adds, and an error for every lookup when err is set. It records
+// the PV lookups, with whether they asked for a fresh answer.
+type fakeOwners struct {
+	mu     sync.Mutex
+	pvs    map[string]*corev1.PersistentVolume
+	claims map[string]*corev1.PersistentVolumeClaim
+	err    error
+	// lookups are "pv NAME fresh|cached" and "claim NS/NAME".
+	lookups []string
+}
+
+var _ Owners = &fakeOwners{}
+
+// addPV adds pv, replacing one of its name.
+func (f *fakeOwners) addPV(pv *corev1.PersistentVolume) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pvs == nil {
+		f.pvs = map[string]*corev1.PersistentVolume{}
+	}
+	f.pvs[pv.Name] = pv
+}
+
+// addClaim adds claim, replacing one of its name.
+func (f *fakeOwners) addClaim(claim *corev1.PersistentVolumeClaim) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.claims == nil {
+		f.claims = map[string]*corev1.PersistentVolumeClaim{}
+	}
+	f.claims[claim.Namespace+"/"+claim.Name] = claim
+}
+
+// PersistentVolume implements Owners.
+func (f *fakeOwners) PersistentVolume(_ context.Context, name string, fresh bool) (*corev1.PersistentVolume, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	how := "cached"
+	if fresh {
+		how = "fresh"
+	}
+	f.lookups = append(f.lookups, "pv "+name+" "+how)
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.pvs[name], nil
+}
+
+// Claim implements Owners.
+func (f *fakeOwners) Claim(_ context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lookups = append(f.lookups, "claim "+namespace+"/"+name)
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.claims[namespace+"/"+name], nil
+}
+
+// volume is a PV of the provisioner: phase, reclaim policy, the pool and
+// directory its annotations name, and claimRef "ns/name" ("" for none).
+func volume(name string, phase corev1.PersistentVolumePhase, policy corev1.PersistentVolumeReclaimPolicy, pool, dir, claimRef string) *corev1.PersistentVolume {
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{annotationPool: pool, annotationDirectory: dir}},
+		Spec:       corev1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: policy},
+		Status:     corev1.PersistentVolumeStatus{Phase: phase},
+	}
+	if ns, n, ok := strings.Cut(claimRef, "/"); ok {
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: n}
+	}
+	return pv
+}
+
+// deleting marks pv as being deleted.
+func deleting(pv *corev1.PersistentVolume) *corev1.PersistentVolume {
+	now := metav1.NewTime(t1)
+	pv.DeletionTimestamp = &now
+	return pv
+}
+
+// claim is a claim with a UID.
+func claim(namespace, name, uid string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(uid)}}
+}
+
+// TestRemoteDelete: a caller bound to another node deletes a multihost
+// copy only when its PV (owner pvc-1) lets it go: gone (unless the
+// record says retained or Retain), or naming this pool and directory
+// with reclaim policy Delete and being deleted, Released or Failed.
+// Anything else is Conflict naming the PV and its phase, with the
+// directory and its record untouched (attack (b) of issue 40: node-1's
+// token deleted node-2's copy of a Bound volume). This node's callers
+// are not checked, and ask nothing of the API server.
+func TestRemoteDelete(t *testing.T) {
+	const owner = "pvc-1"
+	del, retain := corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRetain
+	for _, tc := range []struct {
+		desc   string
+		pv     *corev1.PersistentVolume // nil: gone
+		record map[string]any           // extra fields of the multihost record
+		remote string
+		err    error
+		// wantReason is the error's ("" for success); wantInMsg parts of
+		// its message.
+		wantReason client.Reason
+		wantInMsg  []string
+	}{
+		{desc: "Bound PV (attack b)", pv: volume(owner, corev1.VolumeBound, del, "default", "v1", "ns/c"), remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: []string{`"pvc-1" is Bound (reclaim policy Delete)`, `"node-b"`, `"node-a"`}},
+		{desc: "Released PV with reclaim policy Delete", pv: volume(owner, corev1.VolumeReleased, del, "default", "v1", "ns/c"), remote: "node-b"},
+		{desc: "Failed PV with reclaim policy Delete", pv: volume(owner, corev1.VolumeFailed, del, "default", "v1", "ns/c"), remote: "node-b"},
+		{desc: "PV being deleted with reclaim policy Delete", pv: deleting(volume(owner, corev1.VolumeBound, del, "default", "v1", "ns/c")), remote: "node-b"},
+		{desc: "PV gone", remote: "node-b"},
+		{desc: "Released PV with reclaim policy Retain", pv: volume(owner, corev1.VolumeReleased, retain, "default", "v1", "ns/c"), remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: []string{"Released (reclaim policy Retain)"}},
+		{desc: "PV being deleted with reclaim policy Retain", pv: deleting(volume(owner, corev1.VolumeReleased, retain, "default", "v1", "ns/c")), remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: []string{"Released and being deleted (reclaim policy Retain)"}},
+		{desc: "Available PV", pv: volume(owner, corev1.VolumeAvailable, del, "default", "v1", ""), remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: []string{"is Available"}},
+		{desc: "Released PV of another directory", pv: volume(owner, corev1.VolumeReleased, del, "default", "v2", "ns/c"), remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: []string{`names directory "v2" of pool "default"`}},
+		{desc: "Released PV of another pool", pv: volume(owner, corev1.VolumeReleased, del, "fast", "v1", "ns/c"), remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: []string{`of pool "fast"`}},
+		{desc: "PV gone, directory retained", record: map[string]any{"retained": true, "reclaimPolicy": "Retain"}, remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: []string{"no longer exists, but the directory was retained"}},
+		{desc: "the API server cannot be asked", err: errors.New("connection refused"), remote: "node-b",
+			wantInMsg: []string{`check PersistentVolume "pvc-1"`, "connection refused"}},
+		{desc: "this node's caller deletes a Bound volume's directory", pv: volume(owner, corev1.VolumeBound, del, "default", "v1", "ns/c")},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			e := newTestEnv(t)
+			e.volume(t, "v1")
+			mustWrite(t, filepath.Join(e.pool, "v1", "data"), "data")
+			fields := map[string]any{"owner": owner, "ownedSince": t0.Format(time.RFC3339), "multihost": true}
+			for k, v := range tc.record {
+				fields[k] = v
+			}
+			e.writeRecordFields(t, "v1", fields)
+			if tc.pv != nil {
+				e.owners.addPV(tc.pv)
+			}
+			e.owners.err = tc.err
+			before := snapshot(t, e.base)
+			deleted, err := e.store.DeleteVolume(ctx, "default", "v1", owner, false, tc.remote)
+			if tc.wantReason == "" && tc.err == nil {
+				if err != nil || !deleted {
+					t.Fatalf("DeleteVolume = %v, %v; want deleted", deleted, err)
+				}
+				if _, err := os.Lstat(filepath.Join(e.pool, "v1")); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the directory is still there: %v", err)
+				}
+				if tc.remote == "" && len(e.owners.lookups) > 0 {
+					t.Errorf("a local delete asked the API server: %v", e.owners.lookups)
+				}
+				return
+			}
+			if tc.err != nil {
+				if err == nil || client.ReasonOf(err) != "" {
+					t.Fatalf("DeleteVolume error = %v, want an internal error", err)
+				}
+			} else {
+				checkErr(t, "DeleteVolume", err, tc.wantReason, "")
+			}
+			for _, want := range tc.wantInMsg {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("message %q does not say %s", err, want)
+				}
+			}
+			if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
+				t.Errorf("a refused delete changed the disk: %v", d)
+			}
+		})
+	}
+}
+
+// TestRemoteDeleteLookup: the delete's PV lookup may be
+// answered from memory (only a Bound PV is remembered, and that refuses);
+// it is asked for the record's owner.
+func TestRemoteDeleteLookup(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	e := newTestEnv(t)
+	e.volume(t, "v1")
+	e.writeMultihostRecord(t, "v1", "pvc-1")
+	if _, err := e.store.DeleteVolume(ctx, "default", "v1", "pvc-1", false, "node-b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(e.owners.lookups, ", "); got != "pv pvc-1 cached" {
+		t.Errorf("lookups %q, want the owner's PV, cached answer allowed", got)
+	}
+}
+
+// TestRemoteCreateClaim: a caller bound to another node creates a
+// multihost copy only for a claim it names that exists, is not being
+// deleted and is the owner's (owner pvc-<UID>, or a PV bound to it);
+// anything else changes nothing on disk (attack (a) of issue 40: node-1's
+// token created a record, with another claim namespace and size 1, for
+// the PV a pending claim was going to get).
+func TestRemoteCreateClaim(t *testing.T) {
+	const uid = "0b1c"
+	for _, tc := range []struct {
+		desc       string
+		req        client.CreateVolumeRequest
+		claims     []*corev1.PersistentVolumeClaim
+		pvs        []*corev1.PersistentVolume
+		noOwners   bool
+		remote     string
+		wantReason client.Reason
+		wantInMsg  string
+	}{
+		{desc: "the claim's PV", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
+			claims: []*corev1.PersistentVolumeClaim{claim("default", "data", uid)}},
+		{desc: "a PV bound to the claim", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pv-static", ClaimNamespace: "default", ClaimName: "data"},
+			claims: []*corev1.PersistentVolumeClaim{claim("default", "data", uid)},
+			pvs:    []*corev1.PersistentVolume{volume("pv-static", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "default/data")}},
+		{desc: "no claim named", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default"},
+			wantReason: client.ReasonBadRequest, wantInMsg: "claimNamespace and claimName are required"},
+		{desc: "no claim namespace", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimName: "data"},
+			wantReason: client.ReasonBadRequest, wantInMsg: "claimNamespace and claimName are required"},
+		{desc: "invalid claim name", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "Data_1"},
+			wantReason: client.ReasonBadRequest, wantInMsg: "claimName"},
+		{desc: "the claim in another namespace (attack a)", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "evil", ClaimName: "data", RequiredBytes: 1},
+			claims: []*corev1.PersistentVolumeClaim{claim("default", "data", uid)}, wantReason: client.ReasonConflict, wantInMsg: "claim evil/data does not exist"},
+		{desc: "a claim being deleted", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
+			claims: []*corev1.PersistentVolumeClaim{func() *corev1.PersistentVolumeClaim {
+				c := claim("default", "data", uid)
+				now := metav1.NewTime(t1)
+				c.DeletionTimestamp = &now
+				return c
+			}()},
+			wantReason: client.ReasonConflict, wantInMsg: "is being deleted"},
+		{desc: "another claim's PV", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-other", ClaimNamespace: "default", ClaimName: "data"},
+			claims: []*corev1.PersistentVolumeClaim{claim("default", "data", uid)}, wantReason: client.ReasonConflict, wantInMsg: `its PersistentVolume would be "pvc-0b1c"`},
+		{desc: "a PV bound to another claim", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pv-static", ClaimNamespace: "default", ClaimName: "data"},
+			claims:     []*corev1.PersistentVolumeClaim{claim("default", "data", uid)},
+			pvs:        []*corev1.PersistentVolume{volume("pv-static", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "default/other")},
+			wantReason: client.ReasonConflict, wantInMsg: "is bound to claim default/other"},
+		{desc: "no API client", noOwners: true, remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
+			wantReason: client.ReasonForbidden, wantInMsg: "no API client"},
+		{desc: "this node's caller names no claim", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			e := newTestEnv(t)
+			for _, c := range tc.claims {
+				e.owners.addClaim(c)
+			}
+			for _, pv := range tc.pvs {
+				e.owners.addPV(pv)
+			}
+			if tc.noOwners {
+				e.store.owners = nil
+			}
+			tc.req.Multihost = tc.remote != ""
+			before := snapshot(t, e.base)
+			_, created, err := e.store.CreateVolume(ctx, "default", "v1", tc.req, 0o755, tc.remote)
+			checkErr(t, "CreateVolume", err, tc.wantReason, "")
+			if tc.wantReason == "" {
+				if !created {
+					t.Error("created = false, want true")
+				}
+				return
+			}
+			if !strings.Contains(err.Error(), tc.wantInMsg) {
+				t.Errorf("message %q does not say %q", err, tc.wantInMsg)
+			}
+			if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
+				t.Errorf("a refused create changed the disk: %v", d)
+			}
+		})
+	}
+}
+
+// TestPlantedRecord: a record planted for a node-mode claim's PV (by
+// hand here: multihost, claim namespace evil, size 1, as attack (a) of
+// issue 40 left it) is never adopted by the claim's own create: Conflict
+// saying what differs, the record untouched; a create that matches it
+// (the retry of the create that made it) confirms it.
+func TestPlantedRecord(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	e := newTestEnv(t)
+	e.volume(t, "v1")
+	e.writeRecordFields(t, "v1", map[string]any{"owner": "pvc-1", "ownedSince": t0.Format(time.RFC3339), "multihost": true, "claimNamespace": "evil", "sizeBytes": 1})
+	before := snapshot(t, e.base)
+	req := client.CreateVolumeRequest{Owner: "pvc-1", ClaimNamespace: "default", ReclaimPolicy: client.ReclaimDelete, RequiredBytes: 1 << 30}
+	_, _, err := e.store.CreateVolume(ctx, "default", "v1", req, 0o777, "")
+	checkErr(t, "CreateVolume", err, client.ReasonConflict, "")
+	for _, want := range []string{"multihost true, not false", `claim namespace "evil", not "default"`, `reclaim policy "", not "Delete"`, "size 1, less than the 1Gi requested"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q does not say %s", err, want)
+		}
+	}
+	if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
+		t.Errorf("a refused create changed the disk: %v", d)
+	}
+	same := client.CreateVolumeRequest{Owner: "pvc-1", ClaimNamespace: "evil", RequiredBytes: 1, Multihost: true}
+	if _, created, err := e.store.CreateVolume(ctx, "default", "v1", same, 0o777, ""); err != nil || created {
+		t.Errorf("CreateVolume of the same request = %v, %v; want the record confirmed", created, err)
+	}
+}
+
+// TestRemoteSetOwner: a caller bound to another node adopts a directory
+// without a record, or updates the record of the same owner; it never
+// hands a record to another owner (attack (c) of issue 40: the host
+// definer's token made "ghost" the owner of a Bound volume's copy) nor
+// changes its claim namespace (Forbidden), and it records reclaim policy
+// Delete only as the PV has it, and clears the retained mark only of a
+// Bound PV's record, both read fresh (else Conflict).
+func TestRemoteSetOwner(t *testing.T) {
+	const owner = "pvc-1"
+	bound := volume(owner, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "ns/c")
+	boundRetain := volume(owner, corev1.VolumeBound, corev1.PersistentVolumeReclaimRetain, "default", "v1", "ns/c")
+	released := volume(owner, corev1.VolumeReleased, corev1.PersistentVolumeReclaimDelete, "default", "v1", "ns/c")
+	for _, tc := range []struct {
+		desc       string
+		record     map[string]any // nil: a directory without a record
+		req        client.SetOwnerRequest
+		pv         *corev1.PersistentVolume
+		remote     string
+		wantReason client.Reason
+		wantInMsg  string
+		// wantLookup is the PV lookup made ("" for none).
+		wantLookup string
+	}{
+		{desc: "re-own to ghost (attack c)", record: map[string]any{"claimNamespace": "ns"}, pv: bound, remote: "node-b",
+			req:        client.SetOwnerRequest{Owner: "ghost", Previous: owner, Multihost: true},
+			wantReason: client.ReasonForbidden, wantInMsg: `from PersistentVolume "pvc-1" to "ghost"`},
+		{desc: "re-own to ghost when the PV is gone", record: map[string]any{"claimNamespace": "ns"}, remote: "node-b",
+			req:        client.SetOwnerRequest{Owner: "ghost", Previous: owner},
+			wantReason: client.ReasonForbidden, wantInMsg: "may only adopt a directory without an owner record"},
+		{desc: "change of claim namespace", record: map[string]any{"claimNamespace": "ns"}, pv: bound, remote: "node-b",
+			req:        client.SetOwnerRequest{Owner: owner, Previous: owner, ClaimNamespace: "evil"},
+			wantReason: client.ReasonForbidden, wantInMsg: `from "ns" to "evil"`},
+		{desc: "adoption", remote: "node-b", req: client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ReclaimPolicy: client.ReclaimDelete, Multihost: true}},
+		{desc: "retained as the PV is Released (reclaim fan-out)", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Retain"}, remote: "node-b",
+			req: client.SetOwnerRequest{Owner: owner, Previous: owner, Retained: true, ReclaimPolicy: client.ReclaimRetain}},
+		{desc: "policy Delete recorded as the PV has it", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Retain"}, pv: bound, remote: "node-b",
+			req: client.SetOwnerRequest{Owner: owner, Previous: owner, ReclaimPolicy: client.ReclaimDelete}, wantLookup: "pv pvc-1 fresh"},
+		{desc: "policy Delete the PV does not have", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Retain"}, pv: boundRetain, remote: "node-b",
+			req:        client.SetOwnerRequest{Owner: owner, Previous: owner, ReclaimPolicy: client.ReclaimDelete},
+			wantReason: client.ReasonConflict, wantInMsg: `"pvc-1" is Bound (reclaim policy Retain)`, wantLookup: "pv pvc-1 fresh"},
+		{desc: "policy Delete when the PV is gone", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Retain", "retained": true}, remote: "node-b",
+			req:        client.SetOwnerRequest{Owner: owner, Previous: owner, ReclaimPolicy: client.ReclaimDelete},
+			wantReason: client.ReasonConflict, wantInMsg: "no longer exists", wantLookup: "pv pvc-1 fresh"},
+		{desc: "retained mark cleared for a Released PV", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Delete", "retained": true}, pv: released, remote: "node-b",
+			req:        client.SetOwnerRequest{Owner: owner, Previous: owner},
+			wantReason: client.ReasonConflict, wantInMsg: "only the record of a Bound PersistentVolume loses its retained mark", wantLookup: "pv pvc-1 fresh"},
+		{desc: "retained mark cleared for a Bound PV", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Delete", "retained": true}, pv: bound, remote: "node-b",
+			req: client.SetOwnerRequest{Owner: owner, Previous: owner}, wantLookup: "pv pvc-1 fresh"},
+		{desc: "this node's caller re-owns", record: map[string]any{"claimNamespace": "ns"}, pv: bound,
+			req: client.SetOwnerRequest{Owner: "pvc-2", Previous: owner, ClaimNamespace: "other"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			e := newTestEnv(t)
+			e.volume(t, "v1")
+			if tc.record != nil {
+				fields := map[string]any{"owner": owner, "ownedSince": t0.Format(time.RFC3339), "multihost": true}
+				for k, v := range tc.record {
+					fields[k] = v
+				}
+				e.writeRecordFields(t, "v1", fields)
+			}
+			if tc.pv != nil {
+				e.owners.addPV(tc.pv)
+			}
+			before := snapshot(t, e.base)
+			_, err := e.store.SetOwner(ctx, "default", "v1", tc.req, tc.remote)
+			checkErr(t, "SetOwner", err, tc.wantReason, "")
+			if got := strings.Join(e.owners.lookups, ", "); got != tc.wantLookup {
+				t.Errorf("lookups %q, want %q", got, tc.wantLookup)
+			}
+			if tc.wantReason == "" {
+				return
+			}
+			if !strings.Contains(err.Error(), tc.wantInMsg) {
+				t.Errorf("message %q does not say %q", err, tc.wantInMsg)
+			}
+			if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
+				t.Errorf("a refused owner change changed the disk: %v", d)
+			}
+		})
+	}
 }

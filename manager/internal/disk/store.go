@@ -92,6 +92,12 @@ type Config struct {
 	// CloneConcurrency is how many clones copy at once (CloneVolume);
 	// more wait in line. 0 means DefaultCloneConcurrency.
 	CloneConcurrency int
+	// Owners asks the API server about the PersistentVolumes and claims
+	// of the volumes, before a caller bound to another node deletes or
+	// creates a multihost copy, or lets one be removed later (see
+	// checkRemoteRemoval, checkRemoteClaim, checkRemoteOwner); nil
+	// refuses those calls (403), and only those.
+	Owners Owners
 }
 
 // lockShards is the number of mutexes volume keys are hashed to: calls on
@@ -113,6 +119,7 @@ type Store struct {
 	labeler   selinux.Labeler
 	sizes     sizes
 	clones    clones
+	owners    Owners
 }
 
 // New validates cfg and returns a Store. Pool directories and the pool root
@@ -133,6 +140,7 @@ func New(cfg Config) (*Store, error) {
 		mountInfo: cfg.MountInfoFile,
 		clock:     cfg.Clock,
 		labeler:   cfg.Labeler,
+		owners:    cfg.Owners,
 		sizes:     sizes{detect: cfg.Quotas, overcommit: cfg.Overcommit},
 	}
 	if cfg.CloneConcurrency <= 0 {

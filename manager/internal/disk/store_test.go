@@ -33,6 +33,9 @@ type testEnv struct {
 	base, pool, mountInfo string
 	identity              *identity.Identity
 	store                 *Store
+	// owners is what the Store learns of PVs and claims; it knows none
+	// until a test adds them.
+	owners *fakeOwners
 }
 
 // caseOwner is the owner a test case names: "pv-a" when it names none,
@@ -85,12 +88,14 @@ func newTestEnv(t testing.TB, extraMounts ...string) *testEnv {
 		BootIDFile:    filepath.Join(base, "boot_id"),
 		MachineIDFile: filepath.Join(base, "machine-id"),
 	})
+	e.owners = &fakeOwners{}
 	s, err := New(Config{
 		NodeName:      "node-a",
 		Pools:         map[string]string{"default": e.pool},
 		Identity:      e.identity,
 		MountInfoFile: e.mountInfo,
 		Clock:         testingclock.NewFakePassiveClock(t1),
+		Owners:        e.owners,
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -334,20 +339,29 @@ func TestCreateVolume(t *testing.T) {
 			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: client.ReclaimDelete}},
 		{desc: "new directory records policy Retain", name: "v1", mode: 0o777, policy: client.ReclaimRetain,
 			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: client.ReclaimRetain}},
-		{desc: "existing record keeps its reclaim policy", name: "v1", mode: 0o777, policy: client.ReclaimDelete,
+		{desc: "existing record of the same policy is confirmed", name: "v1", mode: 0o777, policy: client.ReclaimRetain,
 			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ReclaimPolicy: client.ReclaimRetain},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimRetain)
 			}},
-		{desc: "existing record without a policy gets none", name: "v1", mode: 0o777, policy: client.ReclaimDelete,
-			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
+		{desc: "existing record of another policy is never rewritten", name: "v1", mode: 0o777, policy: client.ReclaimDelete,
+			wantReason: client.ReasonConflict, wantMessage: `reclaim policy "Retain", not "Delete"`,
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimRetain)
+			}},
+		{desc: "existing record without a policy does not take one", name: "v1", mode: 0o777, policy: client.ReclaimDelete,
+			wantReason: client.ReasonConflict, wantMessage: `reclaim policy "", not "Delete"`,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
-		{desc: "record without directory keeps its reclaim policy", name: "v1", mode: 0o777, policy: client.ReclaimRetain,
+		{desc: "record without directory of the same policy gets its directory", name: "v1", mode: 0o777, policy: client.ReclaimDelete,
 			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ReclaimPolicy: client.ReclaimDelete},
+			setup: func(t *testing.T, e *testEnv) { e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimDelete) }},
+		{desc: "record without directory of another policy is left alone", name: "v1", mode: 0o777, policy: client.ReclaimRetain,
+			wantReason: client.ReasonConflict, wantMessage: `reclaim policy "Delete", not "Retain"`,
 			setup: func(t *testing.T, e *testEnv) { e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimDelete) }},
 		{desc: "invalid reclaim policy", name: "v1", mode: 0o777, policy: "Recycle", wantReason: client.ReasonBadRequest,
 			wantMessage: "reclaimPolicy"},
@@ -355,14 +369,20 @@ func TestCreateVolume(t *testing.T) {
 			setup: func(t *testing.T, e *testEnv) { e.writeRecordPolicy(t, "v1", "pv-a", false, "delete") }},
 		{desc: "new directory records the claim namespace", name: "v1", mode: 0o777, policy: client.ReclaimRetain, namespace: "team-a",
 			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: client.ReclaimRetain, ClaimNamespace: "team-a"}},
-		{desc: "existing record keeps its claim namespace", name: "v1", mode: 0o777, namespace: "team-b",
+		{desc: "existing record of the same claim namespace is confirmed", name: "v1", mode: 0o777, namespace: "team-a",
 			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ClaimNamespace: "team-a"},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecordNamespace(t, "v1", "pv-a", false, "", "team-a")
 			}},
-		{desc: "existing record without a claim namespace (older version) gets none", name: "v1", mode: 0o777, namespace: "team-a",
-			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
+		{desc: "existing record of another claim namespace is never rewritten", name: "v1", mode: 0o777, namespace: "team-b",
+			wantReason: client.ReasonConflict, wantMessage: `claim namespace "team-a", not "team-b"`,
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeRecordNamespace(t, "v1", "pv-a", false, "", "team-a")
+			}},
+		{desc: "existing record without a claim namespace (older version) does not take one", name: "v1", mode: 0o777, namespace: "team-a",
+			wantReason: client.ReasonConflict, wantMessage: `claim namespace "", not "team-a"`,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-a", false)
@@ -430,13 +450,31 @@ func TestCreateVolume(t *testing.T) {
 		{desc: "not enough space writes nothing", name: "v1", mode: 0o777, required: 1 << 62,
 			wantReason: client.ReasonInsufficientStorage},
 		{desc: "an own record is finished without a new space check (promised when it was written)", name: "v1", mode: 0o777, required: 1 << 62,
-			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
-			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
+			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, SizeBytes: 1 << 62},
+			setup: func(t *testing.T, e *testEnv) { e.writeSizedRecord(t, "v1", "pv-a", 1<<62) }},
 		{desc: "space is not checked for an existing directory", name: "v1", mode: 0o777, required: 1 << 62,
-			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
+			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, SizeBytes: 1 << 62},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecord(t, "v1", "pv-a", false)
+				e.writeSizedRecord(t, "v1", "pv-a", 1<<62)
+			}},
+		{desc: "a record grown by an expansion confirms the size it was made with", name: "v1", mode: 0o777, required: 1 << 20,
+			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, SizeBytes: 2 << 20},
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeSizedRecord(t, "v1", "pv-a", 2<<20)
+			}},
+		{desc: "a record smaller than the request is never grown by a create", name: "v1", mode: 0o777, required: 2 << 20,
+			wantReason: client.ReasonConflict, wantMessage: "less than the 2Mi requested",
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeSizedRecord(t, "v1", "pv-a", 1)
+			}},
+		{desc: "a multihost record is no node-mode volume's", name: "v1", mode: 0o777,
+			wantReason: client.ReasonConflict, wantMessage: "multihost true, not false",
+			setup: func(t *testing.T, e *testEnv) {
+				e.volume(t, "v1")
+				e.writeMultihostRecord(t, "v1", "pv-a")
 			}},
 		{desc: "enough space", name: "v1", mode: 0o700, required: 1,
 			wantCreated: true, wantMode: "0700", wantRecord: &record{Owner: "pv-a", OwnedSince: t1}},
@@ -1025,4 +1063,11 @@ func TestConcurrentOwners(t *testing.T) {
 	if winners != 1 {
 		t.Errorf("%d owners got the directory, want 1", winners)
 	}
+}
+
+// writeSizedRecord writes the owner record of a volume of size bytes by
+// hand, dated t0.
+func (e *testEnv) writeSizedRecord(t testing.TB, name, owner string, size int64) {
+	t.Helper()
+	e.writeRecordFields(t, name, map[string]any{"owner": owner, "ownedSince": t0.Format(time.RFC3339), "sizeBytes": size})
 }

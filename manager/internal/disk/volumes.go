@@ -188,29 +188,38 @@ func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeB
 // made the directory. req.ReclaimPolicy (client.ReclaimDelete,
 // client.ReclaimRetain or ""), req.ClaimNamespace (a DNS label or "") and
 // req.RequiredBytes are the owner's reclaim policy, its claim's namespace
-// and the volume's size, all kept in the owner record of a new directory;
-// an existing record keeps the policy, namespace and size it has.
+// and the volume's size, all kept in the owner record of a new directory.
+// A create never rewrites an existing record: it only confirms one that
+// says what it asks (see checkSameRecord).
 //
 //   - No owner record and no directory: the size must fit in what the pool
 //     has available (see sizes), else InsufficientStorage; where the pool
 //     cannot enforce sizes, req.EnforceSize fails with NotEnforced. Then
 //     the record naming the owner is written, and the directory is made:
 //     with a quota limiting it to its size where the pool enforces sizes.
-//   - A record naming owner: the directory is made if missing (a crash
-//     between record and directory) and gets mode.
+//   - A record naming owner: unless it has the mode, claim namespace and
+//     reclaim policy asked, and at least the size asked, Conflict saying
+//     what differs (checkSameRecord), nothing changed; else the directory
+//     is made if missing (a crash between record and directory) and gets
+//     mode.
 //   - A record naming another PersistentVolume: OwnerConflict naming it.
 //   - A directory without a record: OwnerConflict with no owner; the
 //     directory must be adopted with SetOwner first.
 //   - Anything but a directory with that name (a file, a symlink): Conflict.
 //
-// A new record says multihost when req.Multihost does; an existing record
-// keeps its mode. A remote caller (see checkRemote) may create only with
-// req.Multihost, and may not touch a directory whose record is node mode:
-// both are Forbidden.
+// A new record says multihost when req.Multihost does. A remote caller
+// (see checkRemote) may create only with req.Multihost, and may not touch
+// a directory whose record is node mode: both are Forbidden; it must name
+// the claim (req.ClaimNamespace and req.ClaimName), which the API server
+// must know as the owner's (checkRemoteClaim), before anything is read or
+// written.
 func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req client.CreateVolumeRequest, mode fs.FileMode, remote string) (*client.Volume, bool, error) {
 	owner := req.Owner
 	p, err := s.checkCreate(poolName, name, req, mode, remote)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := s.checkRemoteClaim(ctx, remote, p, name, req); err != nil {
 		return nil, false, err
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
@@ -239,6 +248,10 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req cli
 		return nil, false, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q", name, p.name, rec.Owner)
 	case rec == nil && exists:
 		return nil, false, ownerConflictf("", "directory %q in pool %q exists without an owner record; it must be adopted with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name)
+	case rec != nil:
+		if err := p.checkSameRecord(name, rec, req); err != nil {
+			return nil, false, err
+		}
 	}
 	if !exists {
 		newRec := record{Owner: owner, ReclaimPolicy: req.ReclaimPolicy, ClaimNamespace: req.ClaimNamespace, SizeBytes: req.RequiredBytes, Multihost: req.Multihost}
@@ -274,6 +287,9 @@ func (s *Store) checkCreate(poolName, name string, req client.CreateVolumeReques
 	}
 	if err := client.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
 		return nil, badRequestf("%s", err)
+	}
+	if err := validateClaimName(req.ClaimName); err != nil {
+		return nil, err
 	}
 	if mode&^(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 {
 		return nil, badRequestf("mode %v has bits other than permissions, setuid, setgid and sticky", mode)
@@ -446,7 +462,9 @@ func (p *pool) setMode(root *os.Root, name string, fi fs.FileInfo, mode fs.FileM
 // when its owner, retained flag, reclaim policy, claim namespace or mode
 // changes. A remote caller (see checkRemote) may change only a record that
 // says multihost, or adopt a directory without a record with
-// req.Multihost.
+// req.Multihost; it never hands a record to another owner nor changes its
+// claim namespace, and lets a directory be removed later only as its PV
+// does (see checkRemoteOwner).
 func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.SetOwnerRequest, remote string) (*client.Volume, error) {
 	owner, previous := req.Owner, req.Previous
 	p, err := s.ownedVolumePool(poolName, name, owner)
@@ -507,6 +525,9 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 	if req.ClaimNamespace != "" {
 		next.ClaimNamespace = req.ClaimNamespace
 	}
+	if err := s.checkRemoteOwner(ctx, remote, p, name, rec, next); err != nil {
+		return nil, err
+	}
 	if rec == nil || rec.Owner != next.Owner || rec.Retained != next.Retained || rec.ReclaimPolicy != next.ReclaimPolicy ||
 		rec.ClaimNamespace != next.ClaimNamespace || rec.Multihost != next.Multihost {
 		if err := writeRecord(root, name, next); err != nil {
@@ -545,7 +566,8 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 // are removed with a bounded number of open files. When ctx ends, the
 // removal stops (wrapping ctx.Err()) with the record still in place, so a
 // later call finishes it. A remote caller (see checkRemote) may delete
-// only a multihost volume.
+// only a multihost volume, and only once its PersistentVolume lets it go
+// (see checkRemoteRemoval: Conflict otherwise, nothing removed).
 func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, ifEmpty bool, remote string) (bool, error) {
 	p, err := s.ownedVolumePool(poolName, name, owner)
 	if err != nil {
@@ -579,7 +601,11 @@ func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, 
 		return false, ownerConflictf("", "directory %q in pool %q has no owner record: adopt it first with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name)
 	case rec.Owner != owner:
 		return false, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, rec.Owner, owner)
-	case !exists:
+	}
+	if err := s.checkRemoteRemoval(ctx, remote, p, name, rec); err != nil {
+		return false, err
+	}
+	if !exists {
 		if err := s.forget(root, p, name, rec, s.sizes.detect(root), rec.QuotaID); err != nil {
 			return false, err
 		}

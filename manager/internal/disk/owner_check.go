@@ -1,0 +1,262 @@
+package disk
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"hostpath.dev/manager/pkg/client"
+)
+
+// Owners is what the Store asks the API server before a caller bound to
+// another node (a remote caller, see checkRemote) changes a multihost
+// copy: kube.Owners implements it, tests give a fake. Both return nil,
+// nil for an object that does not exist; another error when they cannot
+// tell.
+type Owners interface {
+	// PersistentVolume returns the PersistentVolume name. Unless fresh,
+	// a PV found Bound (and not being deleted) a few seconds ago may be
+	// answered from memory; any other answer must be read fresh.
+	PersistentVolume(ctx context.Context, name string, fresh bool) (*corev1.PersistentVolume, error)
+	// Claim returns the PersistentVolumeClaim name of namespace, read
+	// fresh.
+	Claim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
+}
+
+// The annotations by which the provisioner's PVs name their directory:
+// hostpathv1.AnnotationPool and hostpathv1.AnnotationDirectory of
+// hostdefiner/pkg/apis/hostpath.dev/v1 (well_known.go), copied here
+// because the manager module imports no program's module. Keep them
+// equal.
+const (
+	annotationPool      = "hostpath.dev/pool"
+	annotationDirectory = "hostpath.dev/directory"
+)
+
+// claimVolumePrefix is what the provisioner library names a claim's PV:
+// "pvc-" and the claim's UID.
+const claimVolumePrefix = "pvc-"
+
+// checkRemoteRemoval refuses a remote caller's removal of the multihost
+// copy name (its owner record rec, naming the owner the caller named)
+// unless the owner PV lets it go: it no longer exists (and the record
+// neither says retained nor reclaim policy Retain), or it names this
+// pool and directory, has reclaim policy Delete and is being deleted,
+// Released or Failed. Anything else is Conflict naming the PV and its
+// phase: a node removes another node's copy of a volume only once the
+// volume is done with, as the API server says (a Bound PV may be answered
+// from a few seconds' memory; an answer that allows is always fresh).
+// This node's callers and admins (remote "") are not checked.
+func (s *Store) checkRemoteRemoval(ctx context.Context, remote string, p *pool, name string, rec *record) error {
+	if remote == "" {
+		return nil
+	}
+	refuse := func(why string, args ...any) error {
+		return conflictf("a caller bound to node %q cannot delete volume %q in pool %q on node %q: %s; another node may remove a multihost copy only once its PersistentVolume is gone, being deleted, Released or Failed, with reclaim policy Delete",
+			remote, name, p.name, s.nodeName, fmt.Sprintf(why, args...))
+	}
+	pv, err := s.ownerVolume(ctx, remote, "delete", p, name, rec.Owner, false)
+	if err != nil {
+		return err
+	}
+	if pv == nil {
+		if rec.Retained || rec.ReclaimPolicy == client.ReclaimRetain {
+			return refuse("its PersistentVolume %q no longer exists, but the directory was retained (its owner record says reclaim policy %q, retained %v), so only node %q's own callers or an admin may remove it",
+				rec.Owner, rec.ReclaimPolicy, rec.Retained, s.nodeName)
+		}
+		return nil
+	}
+	if err := checkNames(pv, p, name); err != "" {
+		return refuse("%s", err)
+	}
+	done := pv.DeletionTimestamp != nil || pv.Status.Phase == corev1.VolumeReleased || pv.Status.Phase == corev1.VolumeFailed
+	if !done || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+		return refuse("its PersistentVolume %q is %s", pv.Name, describeVolume(pv))
+	}
+	return nil
+}
+
+// checkRemoteOwner refuses a remote caller's SetOwner that would rewrite
+// the owner record rec of name as next, beyond what fan-outs and backfill
+// need: another node adopts a directory without a record (in multihost
+// mode; checkRemote and SetOwner check that) or updates the record of the
+// same owner, never hands a directory to another owner nor changes its
+// claim namespace (Forbidden). A change that lets the directory be
+// removed later (the reclaim policy to Delete, or the retained mark
+// cleared) needs the owner PV, read fresh, to name this pool and
+// directory, and to have reclaim policy Delete, or to be Bound and not
+// being deleted, respectively (else Conflict naming the PV and its
+// phase). This node's callers and admins (remote "") are not checked.
+func (s *Store) checkRemoteOwner(ctx context.Context, remote string, p *pool, name string, rec *record, next record) error {
+	if remote == "" || rec == nil {
+		return nil
+	}
+	const what = "change the owner record of"
+	switch {
+	case rec.Owner != next.Owner:
+		return forbiddenf("a caller bound to node %q cannot hand volume %q in pool %q on node %q over from PersistentVolume %q to %q: another node may only adopt a directory without an owner record, or update the record of the same owner; only node %q's own callers (or an admin) re-own a directory",
+			remote, name, p.name, s.nodeName, rec.Owner, next.Owner, s.nodeName)
+	case rec.ClaimNamespace != next.ClaimNamespace:
+		return forbiddenf("a caller bound to node %q cannot change the claim namespace of volume %q in pool %q on node %q from %q to %q: only node %q's own callers (or an admin) hand a directory over to another namespace",
+			remote, name, p.name, s.nodeName, rec.ClaimNamespace, next.ClaimNamespace, s.nodeName)
+	}
+	toDelete := next.ReclaimPolicy == client.ReclaimDelete && rec.ReclaimPolicy != client.ReclaimDelete
+	unretain := rec.Retained && !next.Retained
+	if !toDelete && !unretain {
+		return nil
+	}
+	pv, err := s.ownerVolume(ctx, remote, what, p, name, rec.Owner, true)
+	if err != nil {
+		return err
+	}
+	refuse := func(why string, args ...any) error {
+		return conflictf("a caller bound to node %q cannot %s volume %q in pool %q on node %q to let it be removed (reclaim policy %q, retained %v): %s",
+			remote, what, name, p.name, s.nodeName, next.ReclaimPolicy, next.Retained, fmt.Sprintf(why, args...))
+	}
+	if pv == nil {
+		return refuse("its PersistentVolume %q no longer exists", rec.Owner)
+	}
+	if err := checkNames(pv, p, name); err != "" {
+		return refuse("%s", err)
+	}
+	if toDelete && pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+		return refuse("its PersistentVolume %q is %s, and only a PersistentVolume's own reclaim policy Delete is recorded so", pv.Name, describeVolume(pv))
+	}
+	if unretain && (pv.Status.Phase != corev1.VolumeBound || pv.DeletionTimestamp != nil) {
+		return refuse("its PersistentVolume %q is %s, and only the record of a Bound PersistentVolume loses its retained mark", pv.Name, describeVolume(pv))
+	}
+	return nil
+}
+
+// checkRemoteClaim refuses a remote caller's create of the volume name
+// for req unless req names, by ClaimNamespace and ClaimName (both
+// required: BadRequest), a claim that exists, is not being deleted and
+// is the owner's: the owner is "pvc-<the claim's UID>", as the
+// provisioner library names PVs, or a PV whose claimRef is that claim.
+// Anything else is Conflict: another node makes a directory only for a
+// multihost claim that exists, so that it cannot plant owner records for
+// volumes to come. This node's callers and admins (remote "") are not
+// checked.
+func (s *Store) checkRemoteClaim(ctx context.Context, remote string, p *pool, name string, req client.CreateVolumeRequest) error {
+	if remote == "" {
+		return nil
+	}
+	if req.ClaimName == "" || req.ClaimNamespace == "" {
+		return badRequestf("a caller bound to node %q creates volume %q in pool %q on node %q only for a claim it names: claimNamespace and claimName are required (got %q and %q)",
+			remote, name, p.name, s.nodeName, req.ClaimNamespace, req.ClaimName)
+	}
+	if s.owners == nil {
+		return forbiddenf("a caller bound to node %q cannot create volume %q in pool %q on node %q: this manager has no API client to check claim %s/%s",
+			remote, name, p.name, s.nodeName, req.ClaimNamespace, req.ClaimName)
+	}
+	claim, err := s.owners.Claim(ctx, req.ClaimNamespace, req.ClaimName)
+	if err != nil {
+		return fmt.Errorf("check the claim of volume %q in pool %q for a caller bound to node %q: %w", name, p.name, remote, err)
+	}
+	refuse := func(why string, args ...any) error {
+		return conflictf("a caller bound to node %q cannot create volume %q in pool %q on node %q for PersistentVolume %q: %s; another node creates a multihost copy only for a claim that exists and is the PersistentVolume's",
+			remote, name, p.name, s.nodeName, req.Owner, fmt.Sprintf(why, args...))
+	}
+	switch {
+	case claim == nil:
+		return refuse("claim %s/%s does not exist", req.ClaimNamespace, req.ClaimName)
+	case claim.DeletionTimestamp != nil:
+		return refuse("claim %s/%s is being deleted", req.ClaimNamespace, req.ClaimName)
+	case req.Owner == claimVolumePrefix+string(claim.UID):
+		return nil
+	}
+	pv, err := s.owners.PersistentVolume(ctx, req.Owner, false)
+	if err != nil {
+		return fmt.Errorf("check the owner of volume %q in pool %q for a caller bound to node %q: %w", name, p.name, remote, err)
+	}
+	if pv != nil && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == claim.Namespace && pv.Spec.ClaimRef.Name == claim.Name &&
+		(pv.Spec.ClaimRef.UID == "" || pv.Spec.ClaimRef.UID == claim.UID) {
+		return nil
+	}
+	return refuse("claim %s/%s (UID %s) is not the PersistentVolume's: its PersistentVolume would be %q, and PersistentVolume %q %s",
+		req.ClaimNamespace, req.ClaimName, claim.UID, claimVolumePrefix+string(claim.UID), req.Owner, describeClaimRef(pv))
+}
+
+// ownerVolume asks the API server for the owner PV of the volume name of
+// p before a remote caller's call what: Forbidden when the Store has no
+// Owners (it cannot tell), an error when the API server cannot be asked.
+func (s *Store) ownerVolume(ctx context.Context, remote, what string, p *pool, name, owner string, fresh bool) (*corev1.PersistentVolume, error) {
+	if s.owners == nil {
+		return nil, forbiddenf("a caller bound to node %q cannot %s volume %q in pool %q on node %q: this manager has no API client to check its PersistentVolume %q",
+			remote, what, name, p.name, s.nodeName, owner)
+	}
+	pv, err := s.owners.PersistentVolume(ctx, owner, fresh)
+	if err != nil {
+		return nil, fmt.Errorf("check PersistentVolume %q, the owner of volume %q in pool %q, before a caller bound to node %q may %s it: %w", owner, name, p.name, remote, what, err)
+	}
+	return pv, nil
+}
+
+// checkNames says how pv's annotations name another directory than the
+// volume name of p; "" when they name it.
+func checkNames(pv *corev1.PersistentVolume, p *pool, name string) string {
+	pool, dir := pv.Annotations[annotationPool], pv.Annotations[annotationDirectory]
+	if pool == p.name && dir == name {
+		return ""
+	}
+	return fmt.Sprintf("its PersistentVolume %q names directory %q of pool %q (annotations %s and %s), not this one", pv.Name, dir, pool, annotationPool, annotationDirectory)
+}
+
+// describeVolume says in what state pv is: its phase, whether it is being
+// deleted, and its reclaim policy.
+func describeVolume(pv *corev1.PersistentVolume) string {
+	phase := string(pv.Status.Phase)
+	if phase == "" {
+		phase = "without a phase"
+	}
+	var b strings.Builder
+	b.WriteString(phase)
+	if pv.DeletionTimestamp != nil {
+		b.WriteString(" and being deleted")
+	}
+	fmt.Fprintf(&b, " (reclaim policy %s)", pv.Spec.PersistentVolumeReclaimPolicy)
+	return b.String()
+}
+
+// describeClaimRef says whose pv is, for a refusal: that it does not
+// exist, or its claimRef.
+func describeClaimRef(pv *corev1.PersistentVolume) string {
+	switch {
+	case pv == nil:
+		return "does not exist"
+	case pv.Spec.ClaimRef == nil:
+		return "is bound to no claim"
+	}
+	return fmt.Sprintf("is bound to claim %s/%s (UID %s)", pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name, pv.Spec.ClaimRef.UID)
+}
+
+// checkSameRecord refuses a create that meets rec, the owner record of
+// the same owner, unless rec says what req asks: the same mode
+// (multihost or not), claim namespace and reclaim policy, and a size at
+// least the one requested: equal, or larger once an expansion grew the
+// volume (volumes only grow, so a record below the request was never
+// made by this request). A create confirms a record, it never rewrites
+// one: a record planted by another node, or left by an older version,
+// is Conflict with what differs, and stays as it is.
+func (p *pool) checkSameRecord(name string, rec *record, req client.CreateVolumeRequest) error {
+	var diffs []string
+	if rec.Multihost != req.Multihost {
+		diffs = append(diffs, fmt.Sprintf("multihost %v, not %v", rec.Multihost, req.Multihost))
+	}
+	if rec.ClaimNamespace != req.ClaimNamespace {
+		diffs = append(diffs, fmt.Sprintf("claim namespace %q, not %q", rec.ClaimNamespace, req.ClaimNamespace))
+	}
+	if rec.ReclaimPolicy != req.ReclaimPolicy {
+		diffs = append(diffs, fmt.Sprintf("reclaim policy %q, not %q", rec.ReclaimPolicy, req.ReclaimPolicy))
+	}
+	if req.RequiredBytes > rec.SizeBytes {
+		diffs = append(diffs, fmt.Sprintf("size %s, less than the %s requested", formatBytes(rec.SizeBytes), formatBytes(req.RequiredBytes)))
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	return conflictf("volume %q in pool %q has an owner record for PersistentVolume %q that does not match the request: it says %s; a create never rewrites an owner record (an admin can check the directory and remove it)",
+		name, p.name, rec.Owner, strings.Join(diffs, ", "))
+}
