@@ -4,18 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -65,17 +69,30 @@ type SweeperConfig struct {
 // marked retained, never; with none recorded, only when empty (those with
 // data are reported). A directory whose PV exists is never removed, even
 // when the PV refers to another pool or name (a pool renamed, moved or
-// swapped): the PV gets a Warning DirectoryMisplaced instead.
+// swapped): the PV gets a Warning DirectoryMisplaced instead. Nor is a
+// directory removed that any PV names in its annotations (pool and
+// directory; node too in node mode), whatever the owner record says:
+// a record rewritten to name a PV that does not exist must not cost a live
+// volume its data. Before a removal the sweeper looks for such PVs in the
+// cache (an index by directory, directoryIndex) and, as the cache may lag,
+// on the API server (one paginated LIST per sweep, made only when a sweep
+// has a directory to remove); each gets a Warning DirectoryOwnerMismatch.
 // It creates nothing: the multihost directories a node lacks are the host
 // definer's to make, when it defines the node for a pool.
 type Sweeper struct {
 	cfg     SweeperConfig
 	volumes corelisters.PersistentVolumeLister
-	synced  []cache.InformerSynced
+	// byDirectory is the PV cache, indexed by directoryIndex.
+	byDirectory cache.Indexer
+	// indexErr is why the index could not be added to the PV informer:
+	// then every sweep fails, and removes nothing.
+	indexErr error
+	synced   []cache.InformerSynced
 
 	// reported holds the pool/directory of the non-empty orphans and
-	// ("misplaced/" first) of the misplaced directories already reported
-	// by this process.
+	// ("misplaced/" first) of the misplaced directories, and ("named/"
+	// first, then the PV) the directories kept because a PV names them,
+	// already reported by this process.
 	mu       sync.Mutex
 	reported map[string]bool
 	// trigger asks Run for a sweep now (Trigger).
@@ -83,7 +100,8 @@ type Sweeper struct {
 }
 
 // NewSweeper returns the Sweeper of cfg.Node, with defaults for the zero
-// Period, Grace and Clock.
+// Period, Grace and Clock. It adds directoryIndex to the PV informer,
+// unless it has it already.
 func NewSweeper(cfg SweeperConfig) *Sweeper {
 	if cfg.Period <= 0 {
 		cfg.Period = DefaultSweepPeriod
@@ -101,6 +119,13 @@ func NewSweeper(cfg SweeperConfig) *Sweeper {
 		reported: map[string]bool{},
 		trigger:  make(chan struct{}, 1),
 	}
+	informer := cfg.Volumes.Informer()
+	if _, ok := informer.GetIndexer().GetIndexers()[directoryIndex]; !ok {
+		if err := informer.AddIndexers(cache.Indexers{directoryIndex: directoryKeys(cfg.ProvisionerNames)}); err != nil {
+			s.indexErr = fmt.Errorf("index PersistentVolumes by directory: %w", err)
+		}
+	}
+	s.byDirectory = informer.GetIndexer()
 	return s
 }
 
@@ -149,9 +174,14 @@ func (s *Sweeper) Trigger() {
 	}
 }
 
-// sweepCounts is what one sweep did.
-type sweepCounts struct {
+// sweepPass is what one sweep did, and what it learnt from the API server.
+type sweepPass struct {
 	removed, kept int
+	// live holds, by directoryIndex key, the PVs of the API server that
+	// name a directory of this node (or of any node): listed once per
+	// sweep, at its first removal (listed).
+	live   map[string][]*v1.PersistentVolume
+	listed bool
 }
 
 // Sweep looks once at every volume of every pool of the node's manager,
@@ -160,6 +190,9 @@ type sweepCounts struct {
 // kept orphans.
 func (s *Sweeper) Sweep(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	if s.indexErr != nil {
+		return fmt.Errorf("sweep node %q: %w", s.cfg.Node, s.indexErr)
+	}
 	mgr, err := s.cfg.Managers(s.cfg.Node)
 	if err != nil {
 		return fmt.Errorf("sweep node %q: find the manager: %w", s.cfg.Node, err)
@@ -169,7 +202,7 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 		return fmt.Errorf("sweep node %q: describe the host: %w", s.cfg.Node, err)
 	}
 	var (
-		counts sweepCounts
+		counts sweepPass
 		errs   []error
 	)
 	for _, pool := range host.Pools {
@@ -232,7 +265,8 @@ const (
 
 // sweepDecision is the sweeper's rule for a directory whose owner record
 // is old enough and not marked retained, by what became of its owner PV
-// and the reclaim policy the record keeps. A directory is removed only
+// and the reclaim policy the record keeps (a directory it would remove is
+// still kept when any PV names it: volumesNaming). A directory is removed only
 // when its PV is confirmed gone: with policy Delete whatever it holds (the
 // PV went while this node's manager was away, say), with none recorded
 // (records of older managers) only when empty, with Retain never. A PV
@@ -253,7 +287,7 @@ func sweepDecision(owner ownerState, policy string) sweepAction {
 }
 
 // sweepVolume applies sweepDecision to one volume of pool.
-func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol client.Volume, counts *sweepCounts) error {
+func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol client.Volume, counts *sweepPass) error {
 	owner := vol.Owner
 	if owner == "" || vol.Retained || vol.ReclaimPolicy == client.ReclaimRetain ||
 		vol.OwnedSince == nil || s.cfg.Clock.Since(*vol.OwnedSince) < s.cfg.Grace {
@@ -274,6 +308,14 @@ func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol
 		return nil
 	case sweepReportMisplaced:
 		s.reportMisplaced(logger, dir, pv)
+		return nil
+	}
+	named, err := s.volumesNaming(ctx, dir, counts)
+	if err != nil {
+		return fmt.Errorf("keep %s: %w", dir, err)
+	}
+	if len(named) > 0 {
+		s.reportNamed(logger, dir, owner, named)
 		return nil
 	}
 	ifEmpty := action == sweepRemoveIfEmpty
@@ -321,6 +363,150 @@ func (s *Sweeper) ownerState(ctx context.Context, owner string, dir directory) (
 		return ownerUses, pv, nil
 	}
 	return ownerElsewhere, pv, nil
+}
+
+// ReasonDirectoryOwnerMismatch (Warning, on the PV): a node holds the
+// directory this PV names, but its owner record names another PV, which
+// does not exist (the record was changed by something other than the
+// provisioner): the sweeper keeps it, never removes it.
+const ReasonDirectoryOwnerMismatch = "DirectoryOwnerMismatch"
+
+// directoryIndex is the name of the PV informer's index by the directory
+// a PV names (directoryKeys).
+const directoryIndex = "hostpath.dev/directory"
+
+// directoryKey is the directoryIndex key of directory name of pool on
+// node; node "" stands for any node (a multihost PV, or one that names no
+// node). A "/" inside a part (annotations are not validated) can only make
+// two keys alike, which keeps more directories, never fewer.
+func directoryKey(node, pool, name string) string {
+	return node + "/" + pool + "/" + name
+}
+
+// directoryKeys returns the index function of directoryIndex for the
+// provisioner names: the key of the directory a PV names in its
+// annotations, whoever made it. A PV of the provisioner gives that of
+// hostpathv1.VolumeDirectoryOf: its node, pool and directory in node mode,
+// its pool and directory on any node in multihost mode. Any other PV that
+// names a pool and a directory (one made by hand, another provisioner's:
+// cached as a stub that keeps these annotations, package cachetrim) gives
+// those with its hostpath.dev/node, or on any node when it names none.
+func directoryKeys(names hostpathv1.ProvisionerNames) cache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		pv, ok := obj.(*v1.PersistentVolume)
+		if !ok {
+			return nil, nil
+		}
+		if key, ok := directoryKeyOf(pv, names); ok {
+			return []string{key}, nil
+		}
+		return nil, nil
+	}
+}
+
+// directoryKeyOf returns the directoryIndex key of the directory pv names
+// (directoryKeys), and false when it names none.
+func directoryKeyOf(pv *v1.PersistentVolume, names hostpathv1.ProvisionerNames) (string, bool) {
+	d, ok := hostpathv1.VolumeDirectoryOf(pv, names)
+	if !ok {
+		a := pv.Annotations
+		d = hostpathv1.VolumeDirectory{Pool: a[hostpathv1.AnnotationPool], Directory: a[hostpathv1.AnnotationDirectory], Node: a[hostpathv1.AnnotationNode]}
+	}
+	if d.Pool == "" || d.Directory == "" {
+		return "", false
+	}
+	if d.Multihost {
+		return directoryKey("", d.Pool, d.Directory), true
+	}
+	return directoryKey(d.Node, d.Pool, d.Directory), true
+}
+
+// volumesNaming returns the PVs that name dir, a directory of this node,
+// in their annotations (directoryKeys), sorted by name: those of the
+// cache, else those of the API server. The PV cache holds every PV that
+// names a directory of this node or of any node (package cachetrim keeps
+// the PVs of this node, the multihost ones and stubs of the others that
+// name a directory), but it may lag behind a PV just made or changed, so
+// when it holds none the API server is asked too, once per sweep (pass):
+// a paginated LIST of every PV, of which only those that name a directory
+// of this node or of any node are kept. It is made only by a sweep that
+// has a directory to remove, which the grace period and the policy rule
+// make rare; an error keeps the directory.
+func (s *Sweeper) volumesNaming(ctx context.Context, dir directory, pass *sweepPass) ([]*v1.PersistentVolume, error) {
+	keys := []string{directoryKey(dir.node, dir.pool, dir.name), directoryKey("", dir.pool, dir.name)}
+	var named []*v1.PersistentVolume
+	for _, key := range keys {
+		objs, err := s.byDirectory.ByIndex(directoryIndex, key)
+		if err != nil {
+			return nil, fmt.Errorf("find the PersistentVolumes that name it in the cache: %w", err)
+		}
+		for _, obj := range objs {
+			if pv, ok := obj.(*v1.PersistentVolume); ok {
+				named = append(named, pv)
+			}
+		}
+	}
+	if len(named) == 0 {
+		if !pass.listed {
+			live, err := s.listNaming(ctx)
+			if err != nil {
+				return nil, err
+			}
+			pass.live, pass.listed = live, true
+		}
+		for _, key := range keys {
+			named = append(named, pass.live[key]...)
+		}
+	}
+	slices.SortFunc(named, func(a, b *v1.PersistentVolume) int { return strings.Compare(a.Name, b.Name) })
+	return named, nil
+}
+
+// listNaming lists every PV from the API server and returns, by
+// directoryIndex key, those that name a directory of this node or of any
+// node.
+func (s *Sweeper) listNaming(ctx context.Context) (map[string][]*v1.PersistentVolume, error) {
+	live := map[string][]*v1.PersistentVolume{}
+	list := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+		return s.cfg.Client.CoreV1().PersistentVolumes().List(ctx, opts)
+	}))
+	list.PageSize = goneScanPageSize
+	err := list.EachListItemWithAlloc(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		pv, ok := obj.(*v1.PersistentVolume)
+		if !ok {
+			return nil
+		}
+		key, ok := directoryKeyOf(pv, s.cfg.ProvisionerNames)
+		if ok && (strings.HasPrefix(key, "/") || strings.HasPrefix(key, s.cfg.Node+"/")) {
+			live[key] = append(live[key], pv)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the PersistentVolumes that could name it: %w", err)
+	}
+	return live, nil
+}
+
+// reportNamed logs a directory that the sweeper would have removed, as its
+// owner record names PV owner, which does not exist, but that the PVs
+// named name, and emits a Warning event on each of them, once per
+// directory, PV and process.
+func (s *Sweeper) reportNamed(logger klog.Logger, dir directory, owner string, named []*v1.PersistentVolume) {
+	names := make([]string, len(named))
+	for i, pv := range named {
+		names[i] = pv.Name
+	}
+	logger.V(2).Info("Kept a directory that a PersistentVolume names, whose owner record names one that does not exist", "namedBy", names)
+	for _, pv := range named {
+		if !s.firstReport("named/" + dir.pool + "/" + dir.name + "/" + pv.Name) {
+			continue
+		}
+		logger.Info("Kept a directory that a PersistentVolume names, whose owner record names one that does not exist", "namedBy", pv.Name)
+		s.cfg.Recorder.Eventf(pv, v1.EventTypeWarning, ReasonDirectoryOwnerMismatch,
+			"The %s, which this PersistentVolume names, is recorded as PersistentVolume %q's, which does not exist: it is kept, never removed by the sweeper; "+
+				"its owner record was changed by something other than this provisioner: check the node, and give the directory back to this PersistentVolume with the manager's owner call", dir, owner)
+	}
 }
 
 // reportMisplaced logs a directory whose owner PV refers to another place,

@@ -64,12 +64,15 @@ func TestSweep(t *testing.T) {
 		deleteErrs   map[string]error
 		listErrs     map[string]error
 		getErr       error
+		listErr      error
 		managersErr  error
 		sweeps       int
 
-		wantErr    string
-		wantCalls  []string
-		wantGets   int
+		wantErr   string
+		wantCalls []string
+		wantGets  int
+		// wantLists is how many live LISTs of PVs the sweeps made.
+		wantLists  int
 		wantEvents []string
 	}{
 		{
@@ -123,7 +126,7 @@ func TestSweep(t *testing.T) {
 			name:      "empty orphan is deleted if empty, as its owner",
 			volumes:   map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
 			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true"},
-			wantGets:  1,
+			wantGets:  1, wantLists: 1,
 		},
 		{
 			name:       "owner PV refers to another node: kept, never removed, a warning on the PV",
@@ -168,7 +171,7 @@ func TestSweep(t *testing.T) {
 				"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true",
 				"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true",
 			},
-			wantGets:   2,
+			wantGets: 2, wantLists: 2,
 			wantEvents: []string{`Warning OrphanedDirectory The directory "orphan-dir" in pool "default" on node "node-a" belongs to PersistentVolume "pv-gone", which does not exist, but holds data`},
 		},
 		{
@@ -176,7 +179,7 @@ func TestSweep(t *testing.T) {
 			volumes:    map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
 			deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(client.ReasonOwnerConflict, "pv-new")},
 			wantCalls:  []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true"},
-			wantGets:   1,
+			wantGets:   1, wantLists: 1,
 		},
 		{
 			name: "failures are counted and the other volumes swept",
@@ -197,7 +200,8 @@ func TestSweep(t *testing.T) {
 				"delete default/a-dir owner=pv-a ifEmpty=true",
 				"delete default/b-dir owner=pv-b ifEmpty=true",
 				"delete default/c-dir owner=pv-c ifEmpty=true"},
-			wantGets:   3,
+			// One LIST for the three removals.
+			wantGets: 3, wantLists: 1,
 			wantEvents: []string{"Warning OrphanedDirectory"},
 			wantErr:    `(1 orphans removed, 1 kept because not empty): list volumes of pool "broken"`,
 		},
@@ -205,7 +209,7 @@ func TestSweep(t *testing.T) {
 			name:      "orphan with policy Delete is removed even if not empty",
 			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=false"},
-			wantGets:  1,
+			wantGets:  1, wantLists: 1,
 		},
 		{
 			name:      "orphan with policy Delete within the grace period is kept",
@@ -249,8 +253,123 @@ func TestSweep(t *testing.T) {
 			volumes:   map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}, "broken": nil},
 			listErrs:  map[string]error{"broken": managerError(client.ReasonInternal, "")},
 			wantCalls: []string{"host", "list broken", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true"},
-			wantGets:  1,
-			wantErr:   `list volumes of pool "broken"`,
+			wantGets:  1, wantLists: 1,
+			wantErr: `list volumes of pool "broken"`,
+		},
+		// Whatever the owner record says, a directory that a PV names is
+		// never removed: a record rewritten to name a PV that does not
+		// exist ("pv-ghost") must not cost a live volume its data.
+		{
+			name:       "a PV of this node names the directory (in the cache): kept, a warning on that PV",
+			cached:     []*v1.PersistentVolume{newPV("pv-live", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			volumes:    map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			wantCalls:  []string{"host", "list default"},
+			wantGets:   1,
+			wantEvents: []string{`Warning DirectoryOwnerMismatch The directory "victim-dir" in pool "default" on node "node-a", which this PersistentVolume names, is recorded as PersistentVolume "pv-ghost"'s, which does not exist: it is kept, never removed by the sweeper`},
+		},
+		{
+			name:       "with no policy recorded too",
+			cached:     []*v1.PersistentVolume{newPV("pv-live", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			volumes:    map[string][]client.Volume{testPool: {ownedVolume("victim-dir", "pv-ghost", old)}},
+			wantCalls:  []string{"host", "list default"},
+			wantGets:   1,
+			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
+		},
+		{
+			name:       "reported once over two sweeps",
+			cached:     []*v1.PersistentVolume{newPV("pv-live", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			volumes:    map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			sweeps:     2,
+			wantCalls:  []string{"host", "list default", "host", "list default"},
+			wantGets:   2,
+			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
+		},
+		{
+			name: "a multihost PV names the directory, without this node: kept",
+			cached: []*v1.PersistentVolume{multihostPV("shared", "node-b", "", notDeleting,
+				withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			volumes:    map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			wantCalls:  []string{"host", "list default"},
+			wantGets:   1,
+			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
+		},
+		{
+			name: "a PV made by hand names the directory (a stub in the cache): kept",
+			cached: []*v1.PersistentVolume{foreignStub(newPV("by-hand", notDeleting, withAnnotation(storagehelpers.AnnDynamicallyProvisioned, ""),
+				withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir")))},
+			volumes:    map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			wantCalls:  []string{"host", "list default"},
+			wantGets:   1,
+			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
+		},
+		{
+			name: "another provisioner's PV names the pool and directory but no node: kept",
+			cached: []*v1.PersistentVolume{foreignStub(newPV("theirs", notDeleting, withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other"),
+				withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"), func(pv *v1.PersistentVolume) { delete(pv.Annotations, hostpathv1.AnnotationNode) }))},
+			volumes:    map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			wantCalls:  []string{"host", "list default"},
+			wantGets:   1,
+			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
+		},
+		{
+			name:       "a PV of an unknown mode names the directory: kept",
+			cached:     []*v1.PersistentVolume{newPV("odd", notDeleting, withAnnotation(hostpathv1.AnnotationMode, "future"), withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			volumes:    map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			wantCalls:  []string{"host", "list default"},
+			wantGets:   1,
+			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
+		},
+		{
+			name:      "a node-mode PV of another node with the same directory does not keep it",
+			cached:    []*v1.PersistentVolume{newPV("pv-b", notDeleting, onNode(otherNode), withAnnotation(hostpathv1.AnnotationDirectory, "orphan-dir"))},
+			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete)}},
+			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=false"},
+			wantGets:  1, wantLists: 1,
+		},
+		{
+			name:      "a PV of another pool with the same directory does not keep it",
+			cached:    []*v1.PersistentVolume{newPV("pv-p", notDeleting, withAnnotation(hostpathv1.AnnotationPool, "other-pool"), withAnnotation(hostpathv1.AnnotationDirectory, "orphan-dir"))},
+			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete)}},
+			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=false"},
+			wantGets:  1, wantLists: 1,
+		},
+		{
+			// The cache lags behind a PV just made, or filters it out:
+			// the live LIST finds it.
+			name:      "a PV that names the directory only on the API server: kept",
+			live:      []*v1.PersistentVolume{newPV("pv-new", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			wantCalls: []string{"host", "list default"},
+			wantGets:  1, wantLists: 1,
+			wantEvents: []string{`Warning DirectoryOwnerMismatch The directory "victim-dir" in pool "default" on node "node-a", which this PersistentVolume names`},
+		},
+		{
+			name: "a multihost PV only on the API server: kept",
+			live: []*v1.PersistentVolume{multihostPV("shared", "node-b", "", notDeleting,
+				withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			wantCalls: []string{"host", "list default"},
+			wantGets:  1, wantLists: 1,
+			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
+		},
+		{
+			name:      "the live LIST fails: kept, error",
+			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete)}},
+			listErr:   apierrors.NewServiceUnavailable("try later"),
+			wantCalls: []string{"host", "list default"},
+			wantGets:  1, wantLists: 1,
+			wantErr: `keep directory "orphan-dir" in pool "default" on node "node-a": list the PersistentVolumes that could name it`,
+		},
+		{
+			name: "one live LIST per sweep: the named directory kept, the orphan removed",
+			live: []*v1.PersistentVolume{newPV("pv-new", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			volumes: map[string][]client.Volume{testPool: {
+				withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete),
+				withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete),
+			}},
+			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=false"},
+			wantGets:  2, wantLists: 1,
+			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
 		},
 		{
 			name:        "no manager",
@@ -269,6 +388,11 @@ func TestSweep(t *testing.T) {
 			if tt.getErr != nil {
 				kube.PrependReactor("get", "persistentvolumes", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, tt.getErr
+				})
+			}
+			if tt.listErr != nil {
+				kube.PrependReactor("list", "persistentvolumes", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, tt.listErr
 				})
 			}
 			factory := informers.NewSharedInformerFactory(kube, 0)
@@ -311,14 +435,20 @@ func TestSweep(t *testing.T) {
 			if w := writes(kube); len(w) > 0 {
 				t.Errorf("API writes = %v, want none", w)
 			}
-			gets := 0
+			gets, lists := 0, 0
 			for _, a := range kube.Actions() {
-				if a.GetVerb() == "get" {
+				switch a.GetVerb() {
+				case "get":
 					gets++
+				case "list":
+					lists++
 				}
 			}
 			if gets != tt.wantGets {
 				t.Errorf("live GETs = %d, want %d", gets, tt.wantGets)
+			}
+			if lists != tt.wantLists {
+				t.Errorf("live LISTs = %d, want %d", lists, tt.wantLists)
 			}
 			checkEvents(t, events(recorder), tt.wantEvents)
 		})
