@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/auth/authtest"
 	"hostpath.dev/manager/pkg/client"
 )
@@ -17,16 +16,14 @@ import (
 // naming both nodes, the directory untouched), and a multihost one only
 // with pools/multihostvolumes; the host definer cannot delete; a token
 // bound to no pod reads, and writes only as an admin; a pod that is gone
-// writes nothing.
+// writes nothing. The multihost claims default/claim-m and default/claim-m3
+// exist, and their PVs (pvc-m, pvc-m3) do not yet or no longer.
 func TestNodeScopedAuthority(t *testing.T) {
 	d := newDiskDirs(t)
 	api := authtest.NewCallers()
 	cs := api.Clientset()
-	opts := auth.DefaultOptions()
-	opts.NodeName = authtest.ThisNode
-	reviewer := auth.NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(),
-		func(ns string) auth.PodGetter { return cs.CoreV1().Pods(ns) }, opts)
-	e := &env{srv: d.newServer(t, "", reviewer)}
+	addObjects(t, cs, claimOf("default", "claim-m", "m"), claimOf("default", "claim-m3", "m3"))
+	e := &env{srv: d.newServerOwners(t, "", newReviewer(cs), ownersOf(cs, nil))}
 	bothNodes := mentions(`"node-a"`, `"node-b"`)
 	n1 := filepath.Join(d.def, "n1")
 	d.run(t, e, []diskStep{
@@ -41,17 +38,19 @@ func TestNodeScopedAuthority(t *testing.T) {
 			wantCode: 403, wantReason: client.ReasonForbidden, check: bothNodes},
 		{desc: "cross-node create in node mode", token: "prov-b", method: "PUT", path: "/v1/pools/default/volumes/n2", body: `{"owner":"pv-n2"}`,
 			wantCode: 403, wantReason: client.ReasonForbidden, check: all(bothNodes, absent(filepath.Join(d.def, "n2")))},
-		{desc: "cross-node multihost create", token: "prov-b", method: "PUT", path: "/v1/pools/default/volumes/m1", body: `{"owner":"pv-m","multihost":true}`, wantCode: 201},
-		{desc: "cross-node multihost resize", token: "prov-b", method: "PUT", path: "/v1/pools/default/volumes/m1/size", body: `{"owner":"pv-m","sizeBytes":1048576}`, wantCode: 200},
-		{desc: "cross-node multihost create without the multihost permission", token: "client-b", method: "PUT", path: "/v1/pools/default/volumes/m2", body: `{"owner":"pv-m2","multihost":true}`,
+		{desc: "cross-node multihost create", token: "prov-b", method: "PUT", path: "/v1/pools/default/volumes/m1",
+			body: `{"owner":"pvc-m","multihost":true,"claimNamespace":"default","claimName":"claim-m"}`, wantCode: 201},
+		{desc: "cross-node multihost resize", token: "prov-b", method: "PUT", path: "/v1/pools/default/volumes/m1/size", body: `{"owner":"pvc-m","sizeBytes":1048576}`, wantCode: 200},
+		{desc: "cross-node multihost create without the multihost permission", token: "client-b", method: "PUT", path: "/v1/pools/default/volumes/m2", body: `{"owner":"pvc-m2","multihost":true,"claimNamespace":"default","claimName":"claim-m2"}`,
 			wantCode: 403, wantReason: client.ReasonForbidden, check: all(bothNodes, absent(filepath.Join(d.def, "m2")))},
-		{desc: "host definer backfills a multihost volume", token: "definer-b", method: "PUT", path: "/v1/pools/default/volumes/m3", body: `{"owner":"pv-m3","multihost":true}`, wantCode: 201},
+		{desc: "host definer backfills a multihost volume", token: "definer-b", method: "PUT", path: "/v1/pools/default/volumes/m3",
+			body: `{"owner":"pvc-m3","multihost":true,"claimNamespace":"default","claimName":"claim-m3"}`, wantCode: 201},
 		{desc: "host definer prepares the pool", token: "definer-b", method: "PUT", path: "/v1/pools/default", wantCode: 200},
-		{desc: "host definer cannot delete", token: "definer-b", method: "DELETE", path: "/v1/pools/default/volumes/m3?owner=pv-m3",
+		{desc: "host definer cannot delete", token: "definer-b", method: "DELETE", path: "/v1/pools/default/volumes/m3?owner=pvc-m3",
 			wantCode: 403, wantReason: client.ReasonForbidden, wantInMsg: "cannot delete pools/volumes", check: exists(filepath.Join(d.def, "m3"))},
 		{desc: "the listing says which volumes are multihost", token: "prov-b", method: "GET", path: "/v1/pools/default/volumes", wantCode: 200,
-			check: checkList("m1 pv-m multihost,m3 pv-m3 multihost,n1 pv-n")},
-		{desc: "cross-node multihost delete", token: "prov-b", method: "DELETE", path: "/v1/pools/default/volumes/m1?owner=pv-m", wantCode: 204,
+			check: checkList("m1 pvc-m multihost,m3 pvc-m3 multihost,n1 pv-n")},
+		{desc: "cross-node multihost delete", token: "prov-b", method: "DELETE", path: "/v1/pools/default/volumes/m1?owner=pvc-m", wantCode: 204,
 			check: absent(filepath.Join(d.def, "m1"))},
 		{desc: "unbound reader lists", token: "reader-unbound", method: "GET", path: "/v1/pools/default/volumes", wantCode: 200},
 		{desc: "unbound reader cannot create", token: "reader-unbound", method: "PUT", path: "/v1/pools/default/volumes/r1", body: `{"owner":"pv-r"}`,
@@ -61,7 +60,7 @@ func TestNodeScopedAuthority(t *testing.T) {
 			wantCode: 403, wantReason: client.ReasonForbidden, wantInMsg: client.AdminClusterRole, check: exists(n1)},
 		{desc: "a gone pod's token cannot write", token: "prov-gone", method: "DELETE", path: "/v1/pools/default/volumes/n1?owner=pv-n",
 			wantCode: 403, wantReason: client.ReasonForbidden, wantInMsg: "no longer exists", check: exists(n1)},
-		{desc: "same-node delete of a multihost volume", token: "prov-a", method: "DELETE", path: "/v1/pools/default/volumes/m3?owner=pv-m3", wantCode: 204},
+		{desc: "same-node delete of a multihost volume", token: "prov-a", method: "DELETE", path: "/v1/pools/default/volumes/m3?owner=pvc-m3", wantCode: 204},
 		{desc: "unbound admin deletes", token: "admin-unbound", method: "DELETE", path: "/v1/pools/default/volumes/n1?owner=pv-n", wantCode: 204,
 			check: absent(n1)},
 	})

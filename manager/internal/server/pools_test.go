@@ -60,12 +60,20 @@ func (d diskDirs) serverWithRoot(t *testing.T, poolRoot string) *env {
 }
 
 // newServer is a Server of node-a on a new disk.Store of d with pool root
-// poolRoot, authorised by authz.
+// poolRoot, authorised by authz, that asks no API server about PVs and
+// claims.
 func (d diskDirs) newServer(t *testing.T, poolRoot string, authz auth.Authorizer) *Server {
+	t.Helper()
+	return d.newServerOwners(t, poolRoot, authz, nil)
+}
+
+// newServerOwners is newServer whose Store asks owners about PVs and
+// claims.
+func (d diskDirs) newServerOwners(t *testing.T, poolRoot string, authz auth.Authorizer, owners disk.Owners) *Server {
 	t.Helper()
 	store, err := disk.New(disk.Config{
 		NodeName: "node-a", Pools: map[string]string{"default": d.def}, PoolRoot: poolRoot,
-		Identity: fakeIdentity{}, MountInfoFile: filepath.Join(d.base, "mountinfo"),
+		Identity: fakeIdentity{}, MountInfoFile: filepath.Join(d.base, "mountinfo"), Owners: owners,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +105,8 @@ type diskStep struct {
 	wantReason client.Reason
 	wantInMsg  string
 	check      func(t *testing.T, d diskDirs, body []byte)
+	// before, when set, runs before the call.
+	before func(t *testing.T)
 }
 
 // run makes the calls of steps in order on e.
@@ -104,6 +114,9 @@ func (d diskDirs) run(t *testing.T, e *env, steps []diskStep) {
 	t.Helper()
 	for _, s := range steps {
 		t.Run(s.desc, func(t *testing.T) {
+			if s.before != nil {
+				s.before(t)
+			}
 			token := s.token
 			if token == "" {
 				token = "admin"

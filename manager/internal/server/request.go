@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"hostpath.dev/manager/pkg/client"
 	"hostpath.dev/manager/pkg/runtime/review"
 )
@@ -150,7 +152,8 @@ func parseList(q url.Values, c *call) error {
 }
 
 // parseCreate reads PUT .../volumes/{name}'s body: owner is required,
-// reclaimPolicy is "", Delete or Retain, claimNamespace "" or a DNS label.
+// reclaimPolicy is "", Delete or Retain, claimNamespace "" or a DNS label,
+// claimName "" or a DNS subdomain.
 func parseCreate(data []byte, c *call) error {
 	if err := decodeStrict(data, &c.create); err != nil {
 		return err
@@ -200,6 +203,11 @@ func checkCreate(c *call) error {
 	}
 	if err := client.ValidateClaimNamespace(c.create.ClaimNamespace); err != nil {
 		return err
+	}
+	if name := c.create.ClaimName; name != "" {
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return fmt.Errorf("claimName %q is not a PersistentVolumeClaim name: %s", name, strings.Join(errs, "; "))
+		}
 	}
 	if c.create.RequiredBytes < 0 {
 		return errors.New("requiredBytes must not be negative")

@@ -16,7 +16,8 @@
 // JSON (413, 400); TokenReview and SubjectAccessReview (401, 403, 429),
 // and for a write the authority of what the token is bound to (403; see
 // the auth package); then the Backend, which holds a caller bound to
-// another node to multihost volumes (403).
+// another node to multihost volumes (403), and to what the API server says
+// of their PersistentVolumes and claims (409; see disk.Owners).
 package server
 
 import (
@@ -50,7 +51,12 @@ import (
 // node's callers and admins. A remote caller may change only multihost
 // volumes; the Backend checks it, under the volume's lock, against the
 // owner record it acts on, and refuses anything else with
-// client.ReasonForbidden naming both nodes.
+// client.ReasonForbidden naming both nodes. It also asks the API server
+// (409 client.ReasonConflict when the answer refuses): a remote delete
+// needs the owner PV gone, being deleted, Released or Failed with reclaim
+// policy Delete; a remote create needs req.ClaimName to name a claim that
+// is the owner's; a remote owner change never re-owns nor changes the
+// claim namespace (403).
 type Backend interface {
 	// Host describes the node and its pools.
 	Host(ctx context.Context) (*client.Host, error)

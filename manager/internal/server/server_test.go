@@ -364,6 +364,8 @@ func TestBadInputCostsNoReview(t *testing.T) {
 		{"create unknown field", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","path":"/etc"}`}, 400, client.ReasonBadRequest, `"path"`},
 		{"create bad reclaim policy", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","reclaimPolicy":"Recycle"}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},
 		{"create reclaim policy in lower case", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","reclaimPolicy":"delete"}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},
+		{"create bad claim name", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","claimNamespace":"ns","claimName":"Data_1"}`}, 400, client.ReasonBadRequest, "claimName"},
+		{"create claim name longer than a name", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","claimNamespace":"ns","claimName":"` + strings.Repeat("c", 254) + `"}`}, 400, client.ReasonBadRequest, "claimName"},
 		{"create reclaim policy key in other case", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","ReclaimPolicy":"Delete"}`}, 400, client.ReasonBadRequest, "case-sensitive"},
 		{"create key in other case", httpCall{method: "PUT", path: vol, body: `{"Owner":"pv-1"}`}, 400, client.ReasonBadRequest, "case-sensitive"},
 		{"create key in upper case", httpCall{method: "PUT", path: vol, body: `{"owner":"pv-1","MODE":"0700"}`}, 400, client.ReasonBadRequest, "case-sensitive"},
