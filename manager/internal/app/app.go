@@ -54,6 +54,10 @@ type kubeAPI struct {
 	pods       auth.Pods
 	csrs       certs.CSRs
 	configMaps trust.ConfigMaps // of Options.Namespace
+	// pvs and claims are what the Store asks (kube.Owners) before a
+	// caller bound to another node changes a multihost copy.
+	pvs    kube.PVGetter
+	claims kube.Claims
 }
 
 // Config is the manager that Complete built from valid Options, ready to
@@ -122,6 +126,9 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 // completeOn builds the manager that serves /v1 on ln and the probes on
 // healthLn: the host identity, the disk Store on the pools Validate parsed,
 // the API client, the authorizer, the certificate Manager and the servers.
+// The Store asks the API server about the PVs and claims of its volumes
+// through kube.Owners (none with --insecure-skip-auth, where no caller is
+// ever bound to another node).
 func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*Config, error) {
 	if o.pools == nil {
 		return nil, errors.New("the options have not been validated")
@@ -130,14 +137,18 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 	if err != nil {
 		return nil, fmt.Errorf("load the host identity: %w", err)
 	}
-	labeler := o.selinuxLabeler(klog.FromContext(ctx))
-	store, err := disk.New(disk.Config{NodeName: o.NodeName, Pools: o.pools, PoolRoot: o.PoolRoot, Overcommit: o.overcommit, Identity: id, Labeler: labeler, CloneConcurrency: o.CloneConcurrency})
-	if err != nil {
-		return nil, fmt.Errorf("set up storage: %w", err)
-	}
 	api, err := o.kubeAPI(ctx)
 	if err != nil {
 		return nil, err
+	}
+	labeler := o.selinuxLabeler(klog.FromContext(ctx))
+	dcfg := disk.Config{NodeName: o.NodeName, Pools: o.pools, PoolRoot: o.PoolRoot, Overcommit: o.overcommit, Identity: id, Labeler: labeler, CloneConcurrency: o.CloneConcurrency}
+	if api != nil {
+		dcfg.Owners = kube.NewOwners(api.pvs, api.claims, kube.OwnersOptions{})
+	}
+	store, err := disk.New(dcfg)
+	if err != nil {
+		return nil, fmt.Errorf("set up storage: %w", err)
 	}
 	lo := o.Limits
 	lo.OwnNamespace = o.Namespace
@@ -197,9 +208,9 @@ func (o *Options) httpServer(handler http.Handler) *http.Server {
 	}
 }
 
-// kubeAPI is the API client, for the reviews, the CSRs and the CA bundle;
-// nil with --insecure-skip-auth, which needs none of them (logged as an
-// error).
+// kubeAPI is the API client, for the reviews, the CSRs, the CA bundle and
+// the owners of volumes; nil with --insecure-skip-auth, which needs none
+// of them (logged as an error).
 func (o *Options) kubeAPI(ctx context.Context) (*kubeAPI, error) {
 	if o.InsecureSkipAuth {
 		klog.FromContext(ctx).Error(nil, "WARNING: authentication, authorisation and TLS are OFF (--"+FlagInsecureSkipAuth+"): /v1 is served in plain HTTP, and anyone who reaches the port can create and delete directories in the pools")
@@ -217,7 +228,9 @@ func (o *Options) kubeAPI(ctx context.Context) (*kubeAPI, error) {
 		return nil, err
 	}
 	pods := func(ns string) auth.PodGetter { return c.Pods(ns) }
-	return &kubeAPI{tokens: c.TokenReviews(), sars: c.SubjectAccessReviews(), pods: pods, csrs: c.CertificateSigningRequests(), configMaps: c.ConfigMaps(o.Namespace)}, nil
+	claims := func(ns string) kube.ClaimGetter { return c.PersistentVolumeClaims(ns) }
+	return &kubeAPI{tokens: c.TokenReviews(), sars: c.SubjectAccessReviews(), pods: pods, csrs: c.CertificateSigningRequests(), configMaps: c.ConfigMaps(o.Namespace),
+		pvs: c.PersistentVolumes(), claims: claims}, nil
 }
 
 // readiness is the server's Ready: an error saying what is awaited while

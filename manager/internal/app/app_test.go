@@ -31,6 +31,7 @@ import (
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/certs"
 	"hostpath.dev/manager/internal/certs/certstest"
+	"hostpath.dev/manager/internal/kube"
 	"hostpath.dev/manager/internal/selinux"
 	"hostpath.dev/manager/pkg/client"
 )
@@ -142,6 +143,8 @@ func clientsetAPI(signer *certstest.Signer, namespace string) *kubeAPI {
 		pods:       func(ns string) auth.PodGetter { return cs.CoreV1().Pods(ns) },
 		csrs:       signer.CSRs(),
 		configMaps: fakeConfigMaps{cs.CoreV1().ConfigMaps(namespace)},
+		pvs:        cs.CoreV1().PersistentVolumes(),
+		claims:     func(ns string) kube.ClaimGetter { return cs.CoreV1().PersistentVolumeClaims(ns) },
 	}
 }
 
