@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -307,11 +308,56 @@ func (c *Client) PreparePool(ctx context.Context, pool string) (*Pool, error) {
 	return &p, nil
 }
 
-// ListVolumes calls GET /v1/pools/{pool}/volumes.
+// ListVolumes returns every volume of the pool, sorted by name: it calls
+// GET /v1/pools/{pool}/volumes page after page (ListVolumesPage),
+// following VolumeList.Continue until the last page, so that no answer
+// comes near the size a Client reads (see MaxListLimit). The first call
+// has no query, so that a manager older than paging, which takes none,
+// answers every volume at once. A volume created or removed while the
+// pages are read may be listed or not; every other one is listed once.
+// The answer's Continue is empty.
 func (c *Client) ListVolumes(ctx context.Context, pool string) (*VolumeList, error) {
+	all := &VolumeList{Items: []Volume{}}
+	var opts ListOptions
+	for {
+		page, err := c.ListVolumesPage(ctx, pool, opts)
+		if err != nil {
+			return nil, err
+		}
+		all.Items = append(all.Items, page.Items...)
+		if page.Continue == "" {
+			return all, nil
+		}
+		if page.Continue == opts.Continue {
+			return nil, fmt.Errorf("GET %s: the manager answered continue %q again", volumesPath(pool, ""), page.Continue)
+		}
+		opts.Continue = page.Continue
+	}
+}
+
+// ListVolumesPage calls GET /v1/pools/{pool}/volumes once, with query
+// limit (when opts.Limit is not 0) and continue (when opts.Continue is
+// not empty): one page of the pool's volumes, sorted by name, whose
+// Continue says where the next starts (empty on the last page). Without
+// a limit the manager answers DefaultListLimit volumes.
+func (c *Client) ListVolumesPage(ctx context.Context, pool string, opts ListOptions) (*VolumeList, error) {
+	q := url.Values{}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Continue != "" {
+		q.Set("continue", opts.Continue)
+	}
+	path := volumesPath(pool, "")
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
 	var l VolumeList
-	if err := c.do(ctx, http.MethodGet, volumesPath(pool, ""), nil, &l); err != nil {
+	if err := c.do(ctx, http.MethodGet, path, nil, &l); err != nil {
 		return nil, err
+	}
+	if l.Items == nil {
+		l.Items = []Volume{}
 	}
 	return &l, nil
 }
@@ -430,9 +476,12 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		return fmt.Errorf("%s %s: read response: %w", method, path, err)
+	}
+	if len(data) > maxResponseBytes {
+		return fmt.Errorf("%s %s: the answer is larger than the %d MiB a client reads", method, path, maxResponseBytes>>20)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		e := &Error{StatusCode: resp.StatusCode}
