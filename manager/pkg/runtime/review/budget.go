@@ -45,6 +45,7 @@ const (
 	limitAddress   = "address"
 	limitUser      = "user"
 	limitStrangers = "strangers"
+	limitOwnTokens = "own-tokens"
 )
 
 // LimitOptions bound what callers may cost (see the package doc).
@@ -64,6 +65,17 @@ type LimitOptions struct {
 	// burst, whose remainder is the own callers' reserve.
 	StrangersQPS   float64
 	StrangersBurst int
+	// OwnTokensQPS and OwnTokensBurst bound the TokenReviews of tokens
+	// that claim to be an own caller, not verified yet, from all
+	// addresses together (but those vouched for: VouchFor): the claim is
+	// read unchecked, so forged claims from many addresses take from this
+	// bucket, not from the own callers' reserve.
+	OwnTokensQPS   float64
+	OwnTokensBurst int
+	// VouchFor is how long an address that sent a token of an own caller
+	// that TokenReview accepted has its next ones (a rotated token)
+	// reviewed without taking from the OwnTokens bucket.
+	VouchFor time.Duration
 	// OwnNamespace is the namespace whose service accounts are the
 	// program's own callers; "" makes every caller a stranger.
 	OwnNamespace string
@@ -79,14 +91,20 @@ type LimitOptions struct {
 
 // DefaultLimitOptions are the flag defaults. The strangers' 5 reviews a
 // second (burst 20) leave at least 15 of the manager's default API client
-// QPS (20, burst 40) to its own callers.
+// QPS (20, burst 40) to its own callers, and the 5 a second (burst 40) of
+// tokens that claim to be an own caller from addresses not vouched for
+// leave at least 10 whatever claims are forged. The burst of claimed own
+// tokens is above an address's (20), so that one address's claims cannot
+// empty it alone before its first rejection demotes it.
 func DefaultLimitOptions() LimitOptions {
 	return LimitOptions{
 		MaxInFlight:   32,
 		PerAddressQPS: 5, PerAddressBurst: 20,
 		PerUserQPS: 5, PerUserBurst: 20,
 		StrangersQPS: 5, StrangersBurst: 20,
+		OwnTokensQPS: 5, OwnTokensBurst: 40,
 		DemoteFor:  10 * time.Minute,
+		VouchFor:   time.Hour,
 		MaxEntries: 4096,
 	}
 }
@@ -101,7 +119,9 @@ type Budget struct {
 	addresses *cache.LRUExpireCache // netip.Addr -> *rate.Limiter
 	users     *cache.LRUExpireCache // user name -> *rate.Limiter
 	demoted   *cache.LRUExpireCache // netip.Addr -> struct{}
+	vouched   *cache.LRUExpireCache // netip.Addr -> struct{}
 	strangers *rate.Limiter
+	ownTokens *rate.Limiter
 
 	reviews  *prometheus.CounterVec
 	refusals *prometheus.CounterVec
@@ -123,8 +143,14 @@ func NewBudget(opts LimitOptions) *Budget {
 	if opts.StrangersQPS <= 0 || opts.StrangersBurst <= 0 {
 		opts.StrangersQPS, opts.StrangersBurst = def.StrangersQPS, def.StrangersBurst
 	}
+	if opts.OwnTokensQPS <= 0 || opts.OwnTokensBurst <= 0 {
+		opts.OwnTokensQPS, opts.OwnTokensBurst = def.OwnTokensQPS, def.OwnTokensBurst
+	}
 	if opts.DemoteFor <= 0 {
 		opts.DemoteFor = def.DemoteFor
+	}
+	if opts.VouchFor <= 0 {
+		opts.VouchFor = def.VouchFor
 	}
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = def.MaxEntries
@@ -138,14 +164,16 @@ func NewBudget(opts LimitOptions) *Budget {
 		addresses: cache.NewLRUExpireCacheWithClock(opts.MaxEntries, opts.Clock),
 		users:     cache.NewLRUExpireCacheWithClock(opts.MaxEntries, opts.Clock),
 		demoted:   cache.NewLRUExpireCacheWithClock(opts.MaxEntries, opts.Clock),
+		vouched:   cache.NewLRUExpireCacheWithClock(opts.MaxEntries, opts.Clock),
 		strangers: rate.NewLimiter(rate.Limit(opts.StrangersQPS), opts.StrangersBurst),
+		ownTokens: rate.NewLimiter(rate.Limit(opts.OwnTokensQPS), opts.OwnTokensBurst),
 		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hostpath_reviews_total",
 			Help: "TokenReviews (kind token) and SubjectAccessReviews (kind access) sent to the API server, by the lane whose budget they took (own: the program's own service accounts; stranger: everyone else).",
 		}, []string{"kind", "lane"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hostpath_review_refusals_total",
-			Help: "Calls answered 429 by the limit they were over: in-flight (requests of one address), address (reviews of one address), user (reviews of one stranger), strangers (reviews of all strangers).",
+			Help: "Calls answered 429 by the limit they were over: in-flight (requests of one address), address (reviews of one address), user (reviews of one stranger), strangers (reviews of all strangers), own-tokens (reviews of tokens that claim to be an own caller, from all addresses not vouched for).",
 		}, []string{"limit"}),
 	}
 }
@@ -217,6 +245,9 @@ func (b *Budget) describe(limit string, addr netip.Addr, user string) string {
 		return fmt.Sprintf("address %s (%g reviews per second, burst %d)", addrString(addr), b.opts.PerAddressQPS, b.opts.PerAddressBurst)
 	case limitUser:
 		return fmt.Sprintf("user %q (%g access reviews per second, burst %d)", user, b.opts.PerUserQPS, b.opts.PerUserBurst)
+	case limitOwnTokens:
+		return fmt.Sprintf("new tokens that claim to be a service account of namespace %q, from all addresses together (%g reviews per second, burst %d)",
+			b.opts.OwnNamespace, b.opts.OwnTokensQPS, b.opts.OwnTokensBurst)
 	}
 	return fmt.Sprintf("callers from outside namespace %q together (%g reviews per second, burst %d)", b.opts.OwnNamespace, b.opts.StrangersQPS, b.opts.StrangersBurst)
 }
@@ -224,7 +255,9 @@ func (b *Budget) describe(limit string, addr netip.Addr, user string) string {
 // admit takes what one review of kind, for user (claimed, for a
 // TokenReview), from addr costs, and returns its lane; or an *Error with
 // reason TooManyRequests saying which limit it is over and when to come
-// back, taking nothing.
+// back, taking nothing. A TokenReview in the own lane also takes from the
+// bucket all addresses share for claimed own tokens, unless addr is
+// vouched for (accepted): its claim is not verified yet.
 func (b *Budget) admit(kind Kind, addr netip.Addr, user string) (Lane, *Error) {
 	if b == nil {
 		return LaneStranger, nil
@@ -238,6 +271,11 @@ func (b *Budget) admit(kind Kind, addr netip.Addr, user string) (Lane, *Error) {
 			buckets = append(buckets, bucket{b.limiter(b.users, user, b.opts.PerUserQPS, b.opts.PerUserBurst), limitUser})
 		}
 		buckets = append(buckets, bucket{b.strangers, limitStrangers})
+	}
+	if lane == LaneOwn && kind == KindToken {
+		if _, vouched := b.vouched.Get(addr); !vouched {
+			buckets = append(buckets, bucket{b.ownTokens, limitOwnTokens})
+		}
 	}
 	now := b.opts.Clock.Now()
 	for _, bk := range buckets {
@@ -273,14 +311,34 @@ func (b *Budget) limiter(table *cache.LRUExpireCache, key any, qps float64, burs
 }
 
 // rejected notes that the token addr sent in lane was rejected: when it
-// claimed to be an own caller, addr is a stranger's for DemoteFor.
+// claimed to be an own caller, addr is a stranger's for DemoteFor, and no
+// longer vouched for.
 func (b *Budget) rejected(addr netip.Addr, lane Lane) {
 	if b == nil || lane != LaneOwn {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.vouched.Remove(addr)
 	b.demoted.Add(addr, struct{}{}, b.opts.DemoteFor)
+}
+
+// accepted notes that TokenReview accepted, as user, the token addr sent
+// in lane: when it claimed to be an own caller and is one, addr is vouched
+// for, for VouchFor, and its next own tokens (the same caller's, rotated)
+// do not take from the bucket of claimed own tokens. Only a real token of
+// an own caller vouches for an address, so forged claims from many
+// addresses cannot.
+func (b *Budget) accepted(addr netip.Addr, lane Lane, user string) {
+	if b == nil || lane != LaneOwn {
+		return
+	}
+	if ns, _, ok := ServiceAccountOf(user); !ok || ns != b.opts.OwnNamespace {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.vouched.Add(addr, struct{}{}, b.opts.VouchFor)
 }
 
 // maxClaimedToken bounds the tokens whose claims are read: a service

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,3 +198,104 @@ func TestNilBudgetLimitsNothing(t *testing.T) {
 	}
 	b.rejected(netip.Addr{}, LaneOwn)
 }
+
+// TestForgedClaimsFromManyAddresses: tokens that claim to be an own caller
+// from many addresses, each address's first claim (so none is demoted
+// yet), cost at most the bucket of claimed own tokens all addresses share;
+// the rest get 429 naming that limit. A real own caller keeps working:
+// its cached token costs no review, and its rotated token, from an address
+// vouched for by the first, is reviewed whatever the bucket holds. A new
+// address of a real own caller waits for the bucket, as a forger does;
+// strangers keep their own budget.
+func TestForgedClaimsFromManyAddresses(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	clock := clocktesting.NewFakeClock(time.Now())
+	budget := NewBudget(LimitOptions{OwnTokensQPS: 1, OwnTokensBurst: 3, OwnNamespace: authtest.Namespace, Clock: clock})
+	api := newAPI()
+	provisioner := authtest.ServiceAccount("hostpath-provisioner")
+	for _, tok := range []string{"real-1", "real-2", "other-node"} {
+		api.AddToken(authtest.JWT(provisioner, tok), provisioner, nil)
+	}
+	r := newReviewerOf(api, Options{Audience: client.TokenAudience, Budget: budget, Clock: clock})
+	node, otherNode, stranger := netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("192.0.2.11"), netip.MustParseAddr("198.51.100.1")
+	attacker := func(i int) netip.Addr {
+		return netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(i >> 8), 15: byte(i)})
+	}
+	const forgers = 100
+
+	steps := []struct {
+		desc string
+		// do authenticates once; forgers sends one forged claim from each
+		// of forgers addresses instead.
+		do        func() error
+		forgers   bool
+		advance   time.Duration
+		wantErr   string // "" means accepted; else a part of the *Error
+		wantCalls int    // TokenReviews the step sends
+	}{
+		{desc: "the real provisioner, before the flood (vouches for its address)",
+			do: func() error {
+				return authErr(r.Authenticate(ctx, Caller{Token: authtest.JWT(provisioner, "real-1"), Address: node}))
+			}, wantCalls: 1},
+		{desc: "forged claims from many addresses", forgers: true,
+			wantErr: "new tokens that claim to be a service account of namespace", wantCalls: 2}, // the burst left: 3 - 1
+		{desc: "the real provisioner's cached token",
+			do: func() error {
+				return authErr(r.Authenticate(ctx, Caller{Token: authtest.JWT(provisioner, "real-1"), Address: node}))
+			}},
+		{desc: "its rotated token, from its vouched address",
+			do: func() error {
+				return authErr(r.Authenticate(ctx, Caller{Token: authtest.JWT(provisioner, "real-2"), Address: node}))
+			}, wantCalls: 1},
+		{desc: "a stranger's junk: the strangers' budget",
+			do: func() error { return authErr(r.Authenticate(ctx, Caller{Token: "junk", Address: stranger})) }, wantErr: "rejected by TokenReview", wantCalls: 1},
+		{desc: "a real own caller from a new address waits for the bucket",
+			do: func() error {
+				return authErr(r.Authenticate(ctx, Caller{Token: authtest.JWT(provisioner, "other-node"), Address: otherNode}))
+			}, wantErr: "from all addresses together (1 reviews per second, burst 3)"},
+		{desc: "and gets in once it refills", advance: time.Second,
+			do: func() error {
+				return authErr(r.Authenticate(ctx, Caller{Token: authtest.JWT(provisioner, "other-node"), Address: otherNode}))
+			}, wantCalls: 1},
+	}
+	for _, s := range steps {
+		clock.Step(s.advance)
+		before := api.TokenCalls
+		refusedBefore := testutil.ToFloat64(budget.refusals.WithLabelValues(limitOwnTokens))
+		if s.forgers {
+			refused := 0
+			for i := range forgers {
+				_, err := r.Authenticate(ctx, Caller{Token: authtest.JWT(provisioner, fmt.Sprintf("forged-%d", i)), Address: attacker(i)})
+				var e *Error
+				switch {
+				case !errors.As(err, &e):
+					t.Fatalf("%s: forged claim %d: %v, want an *Error", s.desc, i, err)
+				case e.Reason == client.ReasonTooManyRequests:
+					refused++
+					if !strings.Contains(e.Message, s.wantErr) || e.RetryAfter <= 0 || e.RetryAfter > time.Second {
+						t.Errorf("%s: refusal %q, Retry-After %v; want it to name %q, within a second", s.desc, e.Message, e.RetryAfter, s.wantErr)
+					}
+				case e.Reason != client.ReasonUnauthorized:
+					t.Errorf("%s: forged claim %d: %v, want Unauthorized or TooManyRequests", s.desc, i, err)
+				}
+			}
+			if want := forgers - s.wantCalls; refused != want {
+				t.Errorf("%s: %d refused, want %d", s.desc, refused, want)
+			}
+			if after := testutil.ToFloat64(budget.refusals.WithLabelValues(limitOwnTokens)); after-refusedBefore != float64(refused) {
+				t.Errorf("%s: refusals{limit=%q} went up by %v, want %d", s.desc, limitOwnTokens, after-refusedBefore, refused)
+			}
+		} else {
+			err := s.do()
+			if s.wantErr == "" && err != nil || s.wantErr != "" && (err == nil || !strings.Contains(err.Error(), s.wantErr)) {
+				t.Errorf("%s: %v, want %q", s.desc, err, s.wantErr)
+			}
+		}
+		if got := api.TokenCalls - before; got != s.wantCalls {
+			t.Errorf("%s: %d TokenReviews, want %d", s.desc, got, s.wantCalls)
+		}
+	}
+}
+
+// authErr drops Authenticate's user.
+func authErr(_ *User, err error) error { return err }

@@ -34,7 +34,14 @@
 //     chosen by the user it claims (a service account token is a JWT whose
 //     unverified "sub" claim names it). A forged claim costs one review:
 //     an address whose token claimed to be an own caller and was rejected
-//     is a stranger for DemoteFor, whatever it claims next.
+//     is a stranger for DemoteFor, whatever it claims next. Claims from
+//     many addresses cost at most the bucket all addresses share for
+//     claimed own tokens (OwnTokensQPS): a TokenReview in the own lane
+//     takes from it, unless its address is vouched for, having sent an own
+//     caller's token that TokenReview accepted in the last VouchFor (a
+//     real caller's rotated token). So forged claims cannot spend the own
+//     callers' reserve, and a real caller, whose decisions are cached
+//     after the first review, keeps working.
 //
 // Why not k8s.io/apiserver's delegating authenticator and authorizer
 // (authenticatorfactory.DelegatingAuthenticatorConfig,
@@ -269,6 +276,7 @@ func (r *Reviewer) Authenticate(ctx context.Context, caller Caller) (*User, erro
 	}
 	u := userOf(review.Status.User)
 	r.accepted.Add(key, u, r.opts.AuthenticatedTTL)
+	r.opts.Budget.accepted(caller.Address, lane, u.Name)
 	return u, nil
 }
 
