@@ -160,6 +160,7 @@ func (f *fakeManager) CreateVolume(_ context.Context, pool, name string, req cli
 	}
 	if _, ok := f.owner(pool, name); !ok {
 		f.haveIn(pool, name, req.Owner, req.ClaimNamespace)
+		f.volumes[pool+"/"+name].Multihost = req.Multihost
 	}
 	c := *f.volumes[pool+"/"+name]
 	c.Mode = req.Mode
@@ -184,6 +185,7 @@ func (f *fakeManager) CloneVolume(_ context.Context, pool, name string, req clie
 	}
 	if _, ok := f.owner(pool, name); !ok {
 		f.haveIn(pool, name, req.Owner, req.ClaimNamespace)
+		f.volumes[pool+"/"+name].Multihost = req.Multihost
 	}
 	v := *f.volumes[pool+"/"+name]
 	cl.State, cl.CopiedBytes, cl.Volume = client.CloneDone, 100, &v

@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,7 +75,12 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 	var mu sync.Mutex
 	paths := map[string]string{}
 	var enforcements []string
-	results := p.fanOut(ctx, fanout.OperationCreate, ready, p.cfg.CreateFanout, func(ctx context.Context, node string) error {
+	createOpts := p.cfg.CreateFanout
+	createOpts.Retryable = func(err error) bool {
+		mismatch := (*volumeMismatch)(nil)
+		return !errors.As(err, &mismatch) && client.Retryable(err)
+	}
+	results := p.fanOut(ctx, fanout.OperationCreate, ready, createOpts, func(ctx context.Context, node string) error {
 		vol, err := makeOn(ctx, node)
 		if err != nil {
 			return err
@@ -105,19 +111,28 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 }
 
 // multihostMaker returns what makes pv's directory on one node: a new
-// directory, or for a clone (src not nil) a copy of the node's directory
-// of the source, followed with events on the claim (a copy that runs on
+// directory (the request names the claim, which another node's manager
+// checks), or for a clone (src not nil) a copy of the node's directory of
+// the source, followed with events on the claim (a copy that runs on
 // after Config.CloneWait fails with errCloneRunning); and what reports,
-// once every node made it, that the clone is finished.
+// once every node made it, that the clone is finished. A volume that is
+// not the one asked for (see checkCreated) is a *volumeMismatch.
 func (p *Provisioner) multihostMaker(claim *v1.PersistentVolumeClaim, src *source, pv *v1.PersistentVolume, params Parameters, dir string) (makeOn func(ctx context.Context, node string) (*client.Volume, error), finished func()) {
 	if src == nil {
 		req := hostpathv1.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize)
+		// Another node's manager makes a directory only for a claim it
+		// can check, by name, at the API server.
+		req.ClaimName = claim.Name
 		return func(ctx context.Context, node string) (*client.Volume, error) {
 			mgr, err := p.cfg.Managers(node)
 			if err != nil {
 				return nil, err
 			}
-			return mgr.CreateVolume(ctx, params.Pool, dir, req)
+			vol, err := mgr.CreateVolume(ctx, params.Pool, dir, req)
+			if err != nil {
+				return nil, err
+			}
+			return vol, checkCreated(node, params.Pool, dir, req, vol)
 		}, func() {}
 	}
 	f := p.newCloneFollower(claim, src)
@@ -127,20 +142,35 @@ func (p *Provisioner) multihostMaker(claim *v1.PersistentVolumeClaim, src *sourc
 		if err != nil {
 			return nil, err
 		}
-		return p.follow(ctx, f, node, mgr, params.Pool, dir, req)
+		vol, err := p.follow(ctx, f, node, mgr, params.Pool, dir, req)
+		if err != nil {
+			return vol, err
+		}
+		return vol, checkCreated(node, params.Pool, dir, req.CreateVolumeRequest, vol)
 	}, f.finished
 }
 
 // createState maps the results of a multihost create to the library's
 // state: finished when every node succeeded; finished with an error naming
-// the nodes when the directory belongs to another volume (or to none) on
-// any node, as two claims never share a directory; otherwise in background
-// with an error saying how many nodes are ready and why each other failed.
-// what says what was done, pending are the nodes not called.
+// the nodes when a node answered with a volume that is not the one asked
+// for (a *volumeMismatch), or when the directory belongs to another volume
+// (or to none) on any node, as two claims never share a directory;
+// otherwise in background with an error saying how many nodes are ready
+// and why each other failed. what says what was done, pending are the
+// nodes not called.
 func createState(r fanout.Results, what string, pending []string) (controller.ProvisioningState, error) {
 	failed := r.Failed()
 	if len(failed) == 0 {
 		return controller.ProvisioningFinished, nil
+	}
+	var mismatches []error
+	for _, f := range failed {
+		if mismatch := (*volumeMismatch)(nil); errors.As(f.Err, &mismatch) {
+			mismatches = append(mismatches, mismatch)
+		}
+	}
+	if len(mismatches) > 0 {
+		return controller.ProvisioningFinished, fmt.Errorf("%s: %w", what, errors.Join(mismatches...))
 	}
 	var conflicts, reasons []string
 	for _, f := range failed {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -135,6 +136,23 @@ func TestProvisionMultihost(t *testing.T) {
 			wantErr: `on node "node-c" it belongs to PersistentVolume "pvc-other"; two claims cannot share a directory`,
 		},
 		{
+			// An older manager confirmed a record another node planted
+			// (issue 40): a retry cannot make it this claim's.
+			name: "a node answering with another claim namespace's volume is final", class: shared, claim: claim("shared"), targets: all,
+			setup: func(m map[string]*fakeManager) {
+				m[otherNode].haveIn("default", "data", testPVName, "evil")
+				m[otherNode].volumes["default/data"].Multihost = true
+			},
+			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
+			wantErr: `the manager of node "node-b" answered the create of directory "data" in pool "default" with a volume that is not the one asked for: claim namespace "evil", not "ns"`,
+		},
+		{
+			name: "a node answering with a node-mode volume is final", class: shared, claim: claim("shared"), targets: all,
+			setup:     func(m map[string]*fakeManager) { m[idleNode].haveIn("default", "data", testPVName, "ns") },
+			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
+			wantErr: `the manager of node "node-c" answered the create of directory "data" in pool "default" with a volume that is not the one asked for: multihost false, not true`,
+		},
+		{
 			name: "only pending nodes", class: shared, claim: claim("shared"), targets: fakeTargets{pending: []string{selfNode}},
 			wantState: controller.ProvisioningInBackground,
 			wantErr:   `create directory "data" in pool "default": 0/1 nodes ready (pending: "node-a", HostDefinition of the pool PendingForCreation or manager not Ready); will retry`,
@@ -199,9 +217,11 @@ func TestProvisionMultihost(t *testing.T) {
 					continue
 				}
 				created = append(created, n)
-				if got := mgrs[n].lastCreate; got.Owner != testPVName || got.ReclaimPolicy != string(reclaimPolicy(tc.class)) || got.Mode != "0777" || !got.Multihost {
-					t.Errorf("create on %s = %+v", n, got)
+				if got := mgrs[n].lastCreate; got.Owner != testPVName || got.ReclaimPolicy != string(reclaimPolicy(tc.class)) || got.Mode != "0777" || !got.Multihost ||
+					got.ClaimNamespace != tc.claim.Namespace || got.ClaimName != tc.claim.Name {
+					t.Errorf("create on %s = %+v, want it for claim %s/%s", n, got, tc.claim.Namespace, tc.claim.Name)
 				}
+
 			}
 			if strings.Join(created, ",") != strings.Join(tc.wantCreate, ",") {
 				t.Errorf("creates on %v, want %v", created, tc.wantCreate)
@@ -211,6 +231,29 @@ func TestProvisionMultihost(t *testing.T) {
 			}
 			checkPendingEvent(t, f.recorder, tc.targets.pending)
 		})
+	}
+}
+
+// TestMultihostMismatchNotRetried: a node's answer that is not the volume
+// asked for is not retried by the fan-out (it would answer the same),
+// while an unavailable manager is.
+func TestMultihostMismatchNotRetried(t *testing.T) {
+	shared := class("shared", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}"})
+	unavailable := &client.Error{StatusCode: 503, Status: client.Status{Reason: client.ReasonInternal, Message: "disk on fire"}}
+	_, ctx := ktesting.NewTestContext(t)
+	f, mgrs := multihostFixture(t, fakeTargets{ready: []string{selfNode, otherNode}})
+	f.prov.cfg.CreateFanout = fanout.Options{Attempts: 2, Backoff: time.Millisecond}
+	mgrs[selfNode].haveIn("default", "data", testPVName, "evil")
+	mgrs[selfNode].volumes["default/data"].Multihost = true
+	mgrs[otherNode].err = unavailable
+	if _, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: shared, PVName: testPVName, PVC: claim("shared")}); state != controller.ProvisioningFinished || err == nil {
+		t.Fatalf("Provision = %s, %v; want finished with an error", state, err)
+	}
+	if n := len(mgrs[selfNode].creates); n != 1 {
+		t.Errorf("%d creates on the node answering another volume, want 1", n)
+	}
+	if n := len(mgrs[otherNode].creates); n != 2 {
+		t.Errorf("%d creates on the unavailable node, want 2", n)
 	}
 }
 

@@ -101,6 +101,9 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 	if errors.Is(err, errCloneRunning) {
 		return nil, controller.ProvisioningInBackground, err
 	}
+	if mismatch := (*volumeMismatch)(nil); errors.As(err, &mismatch) {
+		return nil, controller.ProvisioningFinished, err
+	}
 	if err != nil {
 		state, err := provisioningState(p.createError(err, params.Pool, dir), reschedulable)
 		return nil, state, err
@@ -113,17 +116,69 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 
 // makeDirectory has this node's manager make the directory of pv: a new
 // one, or for a clone (src not nil) a copy of the source's, followed with
-// events on the claim.
+// events on the claim. A volume that is not the one asked for (see
+// checkCreated) is a *volumeMismatch.
 func (p *Provisioner) makeDirectory(ctx context.Context, mgr VolumeManager, claim *v1.PersistentVolumeClaim, src *source, params Parameters, dir string, pv *v1.PersistentVolume) (*client.Volume, error) {
 	if src == nil {
-		return mgr.CreateVolume(ctx, params.Pool, dir, hostpathv1.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize))
+		req := hostpathv1.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize)
+		vol, err := mgr.CreateVolume(ctx, params.Pool, dir, req)
+		if err != nil {
+			return nil, err
+		}
+		return vol, checkCreated(p.cfg.Node, params.Pool, dir, req, vol)
 	}
 	f := p.newCloneFollower(claim, src)
-	vol, err := p.follow(ctx, f, p.cfg.Node, mgr, params.Pool, dir, cloneRequest(pv, src, params.DirMode, params.EnforceSize))
-	if err == nil {
-		f.finished()
+	req := cloneRequest(pv, src, params.DirMode, params.EnforceSize)
+	vol, err := p.follow(ctx, f, p.cfg.Node, mgr, params.Pool, dir, req)
+	if err != nil {
+		return vol, err
 	}
-	return vol, err
+	if err := checkCreated(p.cfg.Node, params.Pool, dir, req.CreateVolumeRequest, vol); err != nil {
+		return nil, err
+	}
+	f.finished()
+	return vol, nil
+}
+
+// volumeMismatch is a manager's answer to a create that is not the volume
+// asked for: another owner, mode or claim namespace. A current manager
+// never answers so (a create that meets another record is 409), an older
+// one may: it confirmed an owner record it found instead of refusing it,
+// one another node may have planted. The provisioning fails for good:
+// the directory is not this claim's.
+type volumeMismatch struct {
+	node, pool, dir string
+	// diffs say what differs, "owner "x", not "y"" and alike.
+	diffs []string
+}
+
+// Error says where and what differs.
+func (e *volumeMismatch) Error() string {
+	return fmt.Sprintf("the manager of node %q answered the create of directory %q in pool %q with a volume that is not the one asked for: %s; its owner record was not made for this claim (planted by another node, or left by an older version): check it, and remove it by hand if nothing uses it",
+		e.node, e.dir, e.pool, strings.Join(e.diffs, ", "))
+}
+
+// checkCreated returns a *volumeMismatch when vol, a manager's answer to
+// the create req of directory dir of pool on node, has another owner, mode
+// (multihost or not) or claim namespace than req asked for.
+func checkCreated(node, pool, dir string, req client.CreateVolumeRequest, vol *client.Volume) error {
+	if vol == nil {
+		return &volumeMismatch{node: node, pool: pool, dir: dir, diffs: []string{"no volume at all"}}
+	}
+	var diffs []string
+	if vol.Owner != req.Owner {
+		diffs = append(diffs, fmt.Sprintf("owner %q, not %q", vol.Owner, req.Owner))
+	}
+	if vol.Multihost != req.Multihost {
+		diffs = append(diffs, fmt.Sprintf("multihost %v, not %v", vol.Multihost, req.Multihost))
+	}
+	if vol.ClaimNamespace != req.ClaimNamespace {
+		diffs = append(diffs, fmt.Sprintf("claim namespace %q, not %q", vol.ClaimNamespace, req.ClaimNamespace))
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	return &volumeMismatch{node: node, pool: pool, dir: dir, diffs: diffs}
 }
 
 // provisionElsewhere answers Provision for a claim of another node: it

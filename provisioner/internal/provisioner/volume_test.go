@@ -262,7 +262,7 @@ func TestProvision(t *testing.T) {
 			f := newFixture(t, fakeInstances{}, append(testNodes(), tc.volumes...)...)
 			f.manager.err = tc.managerErr
 			for dir, owner := range tc.existing {
-				f.manager.have("default", dir, owner)
+				f.manager.haveIn("default", dir, owner, tc.claim.Namespace)
 			}
 			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: tc.class, PVName: testPVName, PVC: tc.claim})
 			if state != tc.wantState {
@@ -520,5 +520,67 @@ func TestEnforcementOf(t *testing.T) {
 		if got := enforcementOf(tc.kinds...); got != tc.want {
 			t.Errorf("enforcementOf(%q) = %q, want %q", tc.kinds, got, tc.want)
 		}
+	}
+}
+
+// TestProvisionChecksCreated: a manager (an older one, which confirmed a
+// record it found) answering the create with a volume that is not the one
+// asked for (another claim namespace or mode; the fake answers another
+// owner with 409, TestCheckCreated covers it) fails the provisioning for
+// good, with no PV.
+func TestProvisionChecksCreated(t *testing.T) {
+	shared := class("shared", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamPathPattern: "${pvc.metadata.name}"})
+	for _, tc := range []struct {
+		desc    string
+		answer  func(v *client.Volume)
+		wantErr string
+	}{
+		{desc: "another claim namespace", answer: func(v *client.Volume) { v.ClaimNamespace = "evil" }, wantErr: `claim namespace "evil", not "ns"`},
+		{desc: "multihost", answer: func(v *client.Volume) { v.Multihost = true }, wantErr: "multihost true, not false"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t, fakeInstances{}, testNodes()...)
+			f.manager.haveIn("default", "data", testPVName, "ns")
+			tc.answer(f.manager.volumes["default/data"])
+			c := claim("shared", storagehelpers.AnnSelectedNode+"="+selfNode)
+			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: shared, PVName: testPVName, PVC: c})
+			if state != controller.ProvisioningFinished || pv != nil {
+				t.Errorf("Provision = %v, %s; want no PV, finished", pv, state)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "not the one asked for") {
+				t.Errorf("err = %v, want one saying %s", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestCheckCreated: a create's answer is the volume asked for when its
+// owner, mode and claim namespace are the request's.
+func TestCheckCreated(t *testing.T) {
+	req := client.CreateVolumeRequest{Owner: "pvc-1", ClaimNamespace: "ns", Multihost: true, RequiredBytes: 1 << 20}
+	for _, tc := range []struct {
+		desc    string
+		vol     *client.Volume
+		wantErr string
+	}{
+		{desc: "the volume asked for", vol: &client.Volume{Owner: "pvc-1", ClaimNamespace: "ns", Multihost: true, SizeBytes: 2 << 20}},
+		{desc: "no volume", wantErr: "no volume at all"},
+		{desc: "everything else", vol: &client.Volume{Owner: "ghost", ClaimNamespace: "evil"},
+			wantErr: `owner "ghost", not "pvc-1", multihost false, not true, claim namespace "evil", not "ns"`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			err := checkCreated("node-b", "default", "dir", req, tc.vol)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Errorf("checkCreated = %v", err)
+				}
+				return
+			}
+			var mismatch *volumeMismatch
+			if !errors.As(err, &mismatch) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), `node "node-b"`) {
+				t.Errorf("checkCreated = %v, want a mismatch saying %s", err, tc.wantErr)
+			}
+		})
 	}
 }
