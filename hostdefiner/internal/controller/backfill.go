@@ -24,7 +24,11 @@ import (
 // a pod on another node, create and adopt nothing else. A directory of that
 // name without an owner record is recorded as the PV's; one owned by
 // another PV is a failure: pods of the volume would share someone else's
-// data. It fills st's counts.
+// data. Each create names the PV's claim (claimNameOf), which a manager
+// checks at the API server before it lets a caller bound to another node
+// (the host definer, unless it runs on the node) make a directory; and
+// sends the PV's capacity now, which a grown owner record has too. It
+// fills st's counts.
 func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinition, mgr Manager, st *hostpathv1.HostDefinitionStatus) error {
 	node, pool := def.Spec.NodeName, def.Spec.Pool
 	vols, err := c.multihostVolumes(pool)
@@ -63,6 +67,7 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 	workqueue.ParallelizeUntil(ctx, max(c.cfg.BackfillWorkers, 1), len(missing), func(j int) {
 		m := vols[missing[j]]
 		req := hostpathv1.NewCreateVolumeRequest(m.pv, c.dirMode(m.pv), c.enforceSize(m.pv))
+		req.ClaimName = claimNameOf(m.pv)
 		if _, err := mgr.CreateVolume(ctx, pool, m.directory, req); err != nil {
 			errs[missing[j]] = fmt.Errorf("create directory %q of PersistentVolume %s: %w", m.directory, m.pv.Name, err)
 			return
@@ -89,6 +94,19 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 			"%d of the %d multihost volumes of pool %q have no directory on node %q: %v", n, len(vols), pool, node, failed)}
 	}
 	return nil
+}
+
+// claimNameOf is the name of the claim pv was made for: its
+// hostpathv1.AnnotationClaimName, else its claimRef's; "" when it names
+// none.
+func claimNameOf(pv *v1.PersistentVolume) string {
+	if name := pv.Annotations[hostpathv1.AnnotationClaimName]; name != "" {
+		return name
+	}
+	if pv.Spec.ClaimRef != nil {
+		return pv.Spec.ClaimRef.Name
+	}
+	return ""
 }
 
 // enforceSize says whether a PV's StorageClass asks for enforced sizes.

@@ -662,10 +662,17 @@ func TestBackfill(t *testing.T) {
 	released := multihostPV("pv-released", "standard", "default", []string{"node-0"}, nil, v1.PersistentVolumeReclaimDelete)
 	released.Status.Phase = v1.VolumeReleased
 	f.volumes = append(f.volumes, nodeMode, noMode, otherProv, released)
-	// pv-a has a size: its new directory gets it (and the class's enforceSize).
+	// pv-a has a size: its new directory gets it (and the class's
+	// enforceSize). Each create names the PV's claim: pv-a's by its
+	// annotations, pv-b's by its claimRef.
 	for _, pv := range f.volumes {
-		if pv.Name == "pv-a" {
+		switch pv.Name {
+		case "pv-a":
 			pv.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: resource.MustParse("16Mi")}
+			pv.Annotations[hostpathv1.AnnotationClaimNamespace] = "team-a"
+			pv.Annotations[hostpathv1.AnnotationClaimName] = "data-a"
+		case "pv-b":
+			pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "team-b", Name: "data-b"}
 		}
 	}
 	m := f.managers["node-1"]
@@ -687,8 +694,9 @@ func TestBackfill(t *testing.T) {
 	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default",
 		"CreateVolume default/dir-pv-a", "CreateVolume default/dir-pv-b")
 	wantCreates := []createCall{
-		{pool: "default", name: "dir-pv-a", req: client.CreateVolumeRequest{Owner: "pv-a", Mode: "02775", ReclaimPolicy: "Delete", RequiredBytes: 16 << 20, EnforceSize: true, Multihost: true}},
-		{pool: "default", name: "dir-pv-b", req: client.CreateVolumeRequest{Owner: "pv-b", Mode: "0777", ReclaimPolicy: "Retain", Multihost: true}},
+		{pool: "default", name: "dir-pv-a", req: client.CreateVolumeRequest{Owner: "pv-a", Mode: "02775", ReclaimPolicy: "Delete", RequiredBytes: 16 << 20, EnforceSize: true, Multihost: true,
+			ClaimNamespace: "team-a", ClaimName: "data-a"}},
+		{pool: "default", name: "dir-pv-b", req: client.CreateVolumeRequest{Owner: "pv-b", Mode: "0777", ReclaimPolicy: "Retain", Multihost: true, ClaimName: "data-b"}},
 	}
 	if got := m.takeCreates(); !slices.Equal(got, wantCreates) {
 		t.Errorf("CreateVolume calls:\n  got  %+v\n  want %+v", got, wantCreates)
@@ -1454,6 +1462,32 @@ func TestErrorEndsWhenManagerServes(t *testing.T) {
 			got := f.mustDefinition(def1)
 			if ready := got.Status.Phase == hostpathv1.PhaseReady; ready != tc.ready {
 				t.Errorf("phase %q after a manager pod serves, want Ready=%v", got.Status.Phase, tc.ready)
+			}
+		})
+	}
+}
+
+// TestClaimNameOf: a backfill names the PV's claim by its annotation, else
+// by its claimRef.
+func TestClaimNameOf(t *testing.T) {
+	for _, tc := range []struct {
+		desc       string
+		annotation string
+		claimRef   *v1.ObjectReference
+		want       string
+	}{
+		{desc: "annotation", annotation: "data", claimRef: &v1.ObjectReference{Name: "other"}, want: "data"},
+		{desc: "claimRef", claimRef: &v1.ObjectReference{Namespace: "ns", Name: "data"}, want: "data"},
+		{desc: "neither"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			pv := multihostPV("pv-a", "standard", "default", nil, nil, v1.PersistentVolumeReclaimDelete)
+			if tc.annotation != "" {
+				pv.Annotations[hostpathv1.AnnotationClaimName] = tc.annotation
+			}
+			pv.Spec.ClaimRef = tc.claimRef
+			if got := claimNameOf(pv); got != tc.want {
+				t.Errorf("claimNameOf = %q, want %q", got, tc.want)
 			}
 		})
 	}
