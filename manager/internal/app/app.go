@@ -169,7 +169,7 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 	}
 	cfg := &Config{
 		listener: ln, healthListener: healthLn,
-		server: o.httpServer(handler), health: &http.Server{Handler: handler.HealthHandler(), ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout},
+		server: o.httpServer(handler), health: component.NewServer(handler.HealthHandler(), o.timeouts()),
 		certs: cm, bundle: bundle, namespace: o.Namespace, shutdownTimeout: o.ShutdownTimeout, refreshUsage: handler.RunUsageRefresher,
 		nodeName: o.NodeName, poolNames: store.PoolNames(), poolRoot: o.PoolRoot, hostID: id.HostID(),
 	}
@@ -198,14 +198,13 @@ func (o *Options) certManager(ctx context.Context, csrs certs.CSRs) (*certs.Mana
 
 // httpServer is the /v1 server of handler, with the timeouts of o.
 func (o *Options) httpServer(handler http.Handler) *http.Server {
-	return &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: o.ReadHeaderTimeout,
-		ReadTimeout:       o.ReadTimeout,
-		WriteTimeout:      o.WriteTimeout,
-		IdleTimeout:       o.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-	}
+	return component.NewServer(handler, o.timeouts())
+}
+
+// timeouts are the timeouts of o, for both of the manager's servers (the
+// health server's answers do not stream: the manager has no profiling).
+func (o *Options) timeouts() component.Timeouts {
+	return component.Timeouts{ReadHeader: o.ReadHeaderTimeout, Read: o.ReadTimeout, Write: o.WriteTimeout, Idle: o.IdleTimeout}
 }
 
 // kubeAPI is the API client, for the reviews, the CSRs, the CA bundle and

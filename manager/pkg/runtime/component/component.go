@@ -155,8 +155,86 @@ type Health struct {
 	// get on the path (nonResourceURLs) are served; nil serves them to
 	// anyone (tests).
 	Guard func(http.Handler) http.Handler
-	// Extra add handlers, such as profiling.Handlers, behind Guard.
+	// Extra add handlers, such as profiling.Handlers, behind Guard. Their
+	// responses may stream (a CPU profile or a trace takes the seconds it
+	// is asked for), so they get no write timeout.
 	Extra []func(*http.ServeMux)
+	// Timeouts of the server; zero fields take DefaultTimeouts'.
+	Timeouts Timeouts
+}
+
+// Timeouts bound how long an HTTP server of the programs waits for a
+// client (http.Server's fields of the same names): a client that sends its
+// headers or body slowly, or reads its answer slowly, or keeps an idle
+// connection open, holds a connection and a goroutine no longer than they
+// say. A zero field takes DefaultTimeouts'; a negative Write means none,
+// for a server whose answers stream.
+type Timeouts struct {
+	// ReadHeader is the time allowed to read a request's headers.
+	ReadHeader time.Duration
+	// Read is the time allowed to read a whole request, body included.
+	Read time.Duration
+	// Write is the time allowed from the end of the request's headers to
+	// the end of the answer.
+	Write time.Duration
+	// Idle is how long an idle keep-alive connection is kept open.
+	Idle time.Duration
+}
+
+// DefaultTimeouts are the timeouts of the health and metrics servers:
+// their requests are small GETs, their answers small but for a /metrics
+// whose caller's token is reviewed first (an API server call, within the
+// client's rate limit).
+func DefaultTimeouts() Timeouts {
+	return Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: time.Minute, Idle: 2 * time.Minute}
+}
+
+// withDefaults returns t with DefaultTimeouts' in its zero fields, and
+// none (0, as http.Server takes it) for a negative Write.
+func (t Timeouts) withDefaults() Timeouts {
+	def := DefaultTimeouts()
+	for _, f := range []struct{ v, def *time.Duration }{
+		{&t.ReadHeader, &def.ReadHeader}, {&t.Read, &def.Read}, {&t.Write, &def.Write}, {&t.Idle, &def.Idle},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	if t.Write < 0 {
+		t.Write = 0
+	}
+	return t
+}
+
+// MaxHeaderBytes bounds the request headers every server of the programs
+// reads (a service account token is about 1 KB).
+const MaxHeaderBytes = 64 << 10
+
+// NewServer returns the http.Server of handler with the timeouts t
+// (Timeouts: zero fields take the defaults) and MaxHeaderBytes: every
+// HTTP server of the three programs is made here, so none is left without
+// read, write and idle timeouts.
+func NewServer(handler http.Handler, t Timeouts) *http.Server {
+	t = t.withDefaults()
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: t.ReadHeader,
+		ReadTimeout:       t.Read,
+		WriteTimeout:      t.Write,
+		IdleTimeout:       t.Idle,
+		MaxHeaderBytes:    MaxHeaderBytes,
+	}
+}
+
+// withWriteDeadline is h with a write deadline d from when it starts, for
+// a server without a write timeout (that of Health with Extra handlers).
+func withWriteDeadline(d time.Duration, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// An error means the writer cannot take a deadline (a test's
+		// recorder): then there is none to set.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d))
+		h.ServeHTTP(w, r)
+	})
 }
 
 // ServeHealth serves h until ctx is done, then shuts the server down. It
@@ -167,16 +245,7 @@ func ServeHealth(ctx context.Context, h Health) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s for health and metrics: %w", h.Address, err)
 	}
-	mux := http.NewServeMux()
-	HealthHandlers(mux, h.Registry, h.Ready, h.Guard)
-	if len(h.Extra) > 0 {
-		extra := http.NewServeMux()
-		for _, add := range h.Extra {
-			add(extra)
-		}
-		mux.Handle("/", Guarded(h.Guard, extra))
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := healthServer(h)
 	logger := klog.FromContext(ctx)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -191,6 +260,35 @@ func ServeHealth(ctx context.Context, h Health) error {
 	}()
 	logger.Info("Serving health and metrics", "address", ln.Addr().String(), "metricsGuarded", h.Guard != nil)
 	return nil
+}
+
+// healthServer is the server of h (NewServer). With Extra handlers, whose
+// answers may stream for as long as they are asked (net/http/pprof
+// refuses a profile longer than the server's write timeout), the server
+// has no write timeout, and the health and metrics handlers set their own
+// write deadline instead.
+func healthServer(h Health) *http.Server {
+	t := h.Timeouts.withDefaults()
+	mux := http.NewServeMux()
+	HealthHandlers(mux, h.Registry, h.Ready, h.Guard)
+	if len(h.Extra) == 0 {
+		return NewServer(mux, t)
+	}
+	extra := http.NewServeMux()
+	for _, add := range h.Extra {
+		add(extra)
+	}
+	top := http.NewServeMux()
+	top.Handle("/", Guarded(h.Guard, extra))
+	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+		if t.Write > 0 {
+			top.Handle(p, withWriteDeadline(t.Write, mux))
+		} else {
+			top.Handle(p, mux)
+		}
+	}
+	t.Write = -1
+	return NewServer(top, t)
 }
 
 // PodServing reports whether a pod counts as serving: scheduled, not
