@@ -179,9 +179,11 @@ type sweepPass struct {
 	removed, kept int
 	// live holds, by directoryIndex key, the PVs of the API server that
 	// name a directory of this node (or of any node): listed once per
-	// sweep, at its first removal (listed).
-	live   map[string][]*v1.PersistentVolume
-	listed bool
+	// sweep, at its first removal (listed); listErr is why that LIST
+	// failed, which keeps every directory of the sweep without another.
+	live    map[string][]*v1.PersistentVolume
+	listed  bool
+	listErr error
 }
 
 // Sweep looks once at every volume of every pool of the node's manager,
@@ -448,11 +450,11 @@ func (s *Sweeper) volumesNaming(ctx context.Context, dir directory, pass *sweepP
 	}
 	if len(named) == 0 {
 		if !pass.listed {
-			live, err := s.listNaming(ctx)
-			if err != nil {
-				return nil, err
-			}
-			pass.live, pass.listed = live, true
+			pass.live, pass.listErr = s.listNaming(ctx)
+			pass.listed = true
+		}
+		if pass.listErr != nil {
+			return nil, pass.listErr
 		}
 		for _, key := range keys {
 			named = append(named, pass.live[key]...)

@@ -353,11 +353,14 @@ func TestSweep(t *testing.T) {
 			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
 		},
 		{
-			name:      "the live LIST fails: kept, error",
-			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete)}},
+			name: "the live LIST fails: kept, error, once for the sweep",
+			volumes: map[string][]client.Volume{testPool: {
+				withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete),
+				withReclaimPolicy(ownedVolume("second-dir", "pv-gone-too", old), client.ReclaimDelete),
+			}},
 			listErr:   apierrors.NewServiceUnavailable("try later"),
 			wantCalls: []string{"host", "list default"},
-			wantGets:  1, wantLists: 1,
+			wantGets:  2, wantLists: 1,
 			wantErr: `keep directory "orphan-dir" in pool "default" on node "node-a": list the PersistentVolumes that could name it`,
 		},
 		{
@@ -536,5 +539,33 @@ func TestSweepDecision(t *testing.T) {
 		if got := sweepDecision(tt.owner, tt.policy); got != tt.want {
 			t.Errorf("sweepDecision(%d, %q) = %d, want %d", tt.owner, tt.policy, got, tt.want)
 		}
+	}
+}
+
+// TestNewSweeperSharesTheIndex: a second Sweeper on the same informer (a
+// restart of the sweeper in one process, a test) finds the directory
+// index there and sweeps.
+func TestNewSweeperSharesTheIndex(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	kube := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	live := newPV("pv-live", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))
+	if err := factory.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(live); err != nil {
+		t.Fatal(err)
+	}
+	mgr := &fakeManager{volumes: map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", DefaultSweepGrace+time.Minute), client.ReclaimDelete)}}}
+	cfg := SweeperConfig{
+		ProvisionerNames: testNames, Node: selfNode, Client: kube,
+		Volumes:  factory.Core().V1().PersistentVolumes(),
+		Managers: func(string) (Manager, error) { return mgr, nil },
+		Recorder: record.NewFakeRecorder(10),
+		Clock:    clocktesting.NewFakePassiveClock(sweepNow),
+	}
+	_ = NewSweeper(cfg)
+	if err := NewSweeper(cfg).Sweep(ctx); err != nil {
+		t.Fatalf("Sweep of the second sweeper: %v", err)
+	}
+	if got := mgr.Calls(); !slices.Equal(got, []string{"host", "list default"}) {
+		t.Errorf("manager calls = %q, want the named directory kept", got)
 	}
 }
