@@ -54,10 +54,11 @@ type kubeAPI struct {
 	pods       auth.Pods
 	csrs       certs.CSRs
 	configMaps trust.ConfigMaps // of Options.Namespace
-	// pvs and claims are what the Store asks (kube.Owners) before a
-	// caller bound to another node changes a multihost copy.
-	pvs    kube.PVGetter
-	claims kube.Claims
+	// pvs, claims and classes are what the Store asks (kube.Owners)
+	// before a caller bound to another node changes a multihost copy.
+	pvs     kube.PVGetter
+	claims  kube.Claims
+	classes kube.ClassGetter
 }
 
 // Config is the manager that Complete built from valid Options, ready to
@@ -144,7 +145,7 @@ func (o *Options) completeOn(ctx context.Context, ln, healthLn net.Listener) (*C
 	labeler := o.selinuxLabeler(klog.FromContext(ctx))
 	dcfg := disk.Config{NodeName: o.NodeName, Pools: o.pools, PoolRoot: o.PoolRoot, Overcommit: o.overcommit, Identity: id, Labeler: labeler, CloneConcurrency: o.CloneConcurrency}
 	if api != nil {
-		dcfg.Owners = kube.NewOwners(api.pvs, api.claims, kube.OwnersOptions{})
+		dcfg.Owners = kube.NewOwners(api.pvs, api.claims, api.classes, kube.OwnersOptions{})
 	}
 	store, err := disk.New(dcfg)
 	if err != nil {
@@ -229,7 +230,7 @@ func (o *Options) kubeAPI(ctx context.Context) (*kubeAPI, error) {
 	pods := func(ns string) auth.PodGetter { return c.Pods(ns) }
 	claims := func(ns string) kube.ClaimGetter { return c.PersistentVolumeClaims(ns) }
 	return &kubeAPI{tokens: c.TokenReviews(), sars: c.SubjectAccessReviews(), pods: pods, csrs: c.CertificateSigningRequests(), configMaps: c.ConfigMaps(o.Namespace),
-		pvs: c.PersistentVolumes(), claims: claims}, nil
+		pvs: c.PersistentVolumes(), claims: claims, classes: c.StorageClasses()}, nil
 }
 
 // readiness is the server's Ready: an error saying what is awaited while

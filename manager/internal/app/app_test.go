@@ -145,6 +145,7 @@ func clientsetAPI(signer *certstest.Signer, namespace string) *kubeAPI {
 		configMaps: fakeConfigMaps{cs.CoreV1().ConfigMaps(namespace)},
 		pvs:        cs.CoreV1().PersistentVolumes(),
 		claims:     func(ns string) kube.ClaimGetter { return cs.CoreV1().PersistentVolumeClaims(ns) },
+		classes:    cs.StorageV1().StorageClasses(),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"hostpath.dev/manager/pkg/client"
 )
@@ -23,6 +24,8 @@ type Owners interface {
 	// Claim returns the PersistentVolumeClaim name of namespace, read
 	// fresh.
 	Claim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
+	// StorageClass returns the StorageClass name, read fresh.
+	StorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error)
 }
 
 // The annotations by which the provisioner's PVs name their directory:
@@ -33,6 +36,15 @@ type Owners interface {
 const (
 	annotationPool      = "hostpath.dev/pool"
 	annotationDirectory = "hostpath.dev/directory"
+)
+
+// The StorageClass parameter that says how a class makes volumes, and its
+// value for multihost volumes: hostpathv1.ParamMode and
+// hostpathv1.ModeMultihost of hostdefiner/pkg/apis/hostpath.dev/v1
+// (well_known.go), copied for the same reason. Keep them equal.
+const (
+	paramMode     = "mode"
+	modeMultihost = "multihost"
 )
 
 // claimVolumePrefix is what the provisioner library names a claim's PV:
@@ -132,9 +144,10 @@ func (s *Store) checkRemoteOwner(ctx context.Context, remote string, p *pool, na
 
 // checkRemoteClaim refuses a remote caller's create of the volume name
 // for req unless req names, by ClaimNamespace and ClaimName (both
-// required: BadRequest), a claim that exists, is not being deleted and
-// is the owner's: the owner is "pvc-<the claim's UID>", as the
-// provisioner library names PVs, or a PV whose claimRef is that claim.
+// required: BadRequest), a multihost claim that exists, is not being
+// deleted and is the owner's: the owner is "pvc-<the claim's UID>", as
+// the provisioner library names PVs, or a PV whose claimRef is that
+// claim; and the claim's StorageClass has parameter mode multihost.
 // Anything else is Conflict: another node makes a directory only for a
 // multihost claim that exists, so that it cannot plant owner records for
 // volumes to come. This node's callers and admins (remote "") are not
@@ -164,19 +177,37 @@ func (s *Store) checkRemoteClaim(ctx context.Context, remote string, p *pool, na
 		return refuse("claim %s/%s does not exist", req.ClaimNamespace, req.ClaimName)
 	case claim.DeletionTimestamp != nil:
 		return refuse("claim %s/%s is being deleted", req.ClaimNamespace, req.ClaimName)
-	case req.Owner == claimVolumePrefix+string(claim.UID):
-		return nil
 	}
-	pv, err := s.owners.PersistentVolume(ctx, req.Owner, false)
+	if req.Owner != claimVolumePrefix+string(claim.UID) {
+		pv, err := s.owners.PersistentVolume(ctx, req.Owner, false)
+		if err != nil {
+			return fmt.Errorf("check the owner of volume %q in pool %q for a caller bound to node %q: %w", name, p.name, remote, err)
+		}
+		if pv == nil || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != claim.Namespace || pv.Spec.ClaimRef.Name != claim.Name ||
+			(pv.Spec.ClaimRef.UID != "" && pv.Spec.ClaimRef.UID != claim.UID) {
+			return refuse("claim %s/%s (UID %s) is not the PersistentVolume's: its PersistentVolume would be %q, and PersistentVolume %q %s",
+				req.ClaimNamespace, req.ClaimName, claim.UID, claimVolumePrefix+string(claim.UID), req.Owner, describeClaimRef(pv))
+		}
+	}
+	className := ""
+	if claim.Spec.StorageClassName != nil {
+		className = *claim.Spec.StorageClassName
+	}
+	if className == "" {
+		return refuse("claim %s/%s names no StorageClass, so it is no multihost claim", req.ClaimNamespace, req.ClaimName)
+	}
+	class, err := s.owners.StorageClass(ctx, className)
 	if err != nil {
-		return fmt.Errorf("check the owner of volume %q in pool %q for a caller bound to node %q: %w", name, p.name, remote, err)
+		return fmt.Errorf("check the class of claim %s/%s for a caller bound to node %q: %w", req.ClaimNamespace, req.ClaimName, remote, err)
 	}
-	if pv != nil && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == claim.Namespace && pv.Spec.ClaimRef.Name == claim.Name &&
-		(pv.Spec.ClaimRef.UID == "" || pv.Spec.ClaimRef.UID == claim.UID) {
-		return nil
+	switch {
+	case class == nil:
+		return refuse("StorageClass %q of claim %s/%s does not exist", className, req.ClaimNamespace, req.ClaimName)
+	case class.Parameters[paramMode] != modeMultihost:
+		return refuse("claim %s/%s is of StorageClass %q, whose parameter %s is %q, not %q: only the claim's own node makes its directory",
+			req.ClaimNamespace, req.ClaimName, className, paramMode, class.Parameters[paramMode], modeMultihost)
 	}
-	return refuse("claim %s/%s (UID %s) is not the PersistentVolume's: its PersistentVolume would be %q, and PersistentVolume %q %s",
-		req.ClaimNamespace, req.ClaimName, claim.UID, claimVolumePrefix+string(claim.UID), req.Owner, describeClaimRef(pv))
+	return nil
 }
 
 // ownerVolume asks the API server for the owner PV of the volume name of

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	"hostpath.dev/manager/pkg/client"
 )
@@ -77,6 +79,7 @@ func TestRemoteCaller(t *testing.T) {
 			switch tc.op {
 			case "create", "create-multihost":
 				e.owners.addClaim(claim("ns", "claim-a", "uid-a"))
+				e.owners.addClass("shared", "multihost")
 				e.owners.addPV(volume("pv-a", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "ns/claim-a"))
 				req := client.CreateVolumeRequest{Owner: "pv-a", Multihost: tc.op == "create-multihost", ClaimNamespace: "ns", ClaimName: "claim-a"}
 				_, _, err = e.store.CreateVolume(ctx, "default", "v1", req, 0o755, tc.remote)
@@ -149,11 +152,13 @@ func (e *testEnv) writeMultihostRecord(t testing.TB, name, owner string) {
 // test adds, and an error for every lookup when err is set. It records
 // the PV lookups, with whether they asked for a fresh answer.
 type fakeOwners struct {
-	mu     sync.Mutex
-	pvs    map[string]*corev1.PersistentVolume
-	claims map[string]*corev1.PersistentVolumeClaim
-	err    error
-	// lookups are "pv NAME fresh|cached" and "claim NS/NAME".
+	mu      sync.Mutex
+	pvs     map[string]*corev1.PersistentVolume
+	claims  map[string]*corev1.PersistentVolumeClaim
+	classes map[string]*storagev1.StorageClass
+	err     error
+	// lookups are "pv NAME fresh|cached", "claim NS/NAME" and "class
+	// NAME".
 	lookups []string
 }
 
@@ -177,6 +182,27 @@ func (f *fakeOwners) addClaim(claim *corev1.PersistentVolumeClaim) {
 		f.claims = map[string]*corev1.PersistentVolumeClaim{}
 	}
 	f.claims[claim.Namespace+"/"+claim.Name] = claim
+}
+
+// addClass adds a StorageClass of mode, replacing one of its name.
+func (f *fakeOwners) addClass(name, mode string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.classes == nil {
+		f.classes = map[string]*storagev1.StorageClass{}
+	}
+	f.classes[name] = &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "hostpath.dev/provisioner", Parameters: map[string]string{paramMode: mode}}
+}
+
+// StorageClass implements Owners.
+func (f *fakeOwners) StorageClass(_ context.Context, name string) (*storagev1.StorageClass, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lookups = append(f.lookups, "class "+name)
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.classes[name], nil
 }
 
 // PersistentVolume implements Owners.
@@ -226,9 +252,16 @@ func deleting(pv *corev1.PersistentVolume) *corev1.PersistentVolume {
 	return pv
 }
 
-// claim is a claim with a UID.
+// claim is a claim of StorageClass "shared" with a UID.
 func claim(namespace, name, uid string) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(uid)}}
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(uid)},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("shared")}}
+}
+
+// withClass is claim c of StorageClass class ("" for none).
+func withClass(c *corev1.PersistentVolumeClaim, class string) *corev1.PersistentVolumeClaim {
+	c.Spec.StorageClassName = &class
+	return c
 }
 
 // TestRemoteDelete: a caller bound to another node deletes a multihost
@@ -341,9 +374,11 @@ func TestRemoteDeleteLookup(t *testing.T) {
 // TestRemoteCreateClaim: a caller bound to another node creates a
 // multihost copy only for a claim it names that exists, is not being
 // deleted and is the owner's (owner pvc-<UID>, or a PV bound to it);
-// anything else changes nothing on disk (attack (a) of issue 40: node-1's
-// token created a record, with another claim namespace and size 1, for
-// the PV a pending claim was going to get).
+// and whose StorageClass is of mode multihost (the claims here are of
+// class "shared", of mode multihost, unless said otherwise); anything else
+// changes nothing on disk (attack (a) of issue 40: node-1's token created
+// a record, with another claim namespace and size 1, for the PV a pending
+// node-mode claim was going to get).
 func TestRemoteCreateClaim(t *testing.T) {
 	const uid = "0b1c"
 	for _, tc := range []struct {
@@ -383,6 +418,15 @@ func TestRemoteCreateClaim(t *testing.T) {
 			claims:     []*corev1.PersistentVolumeClaim{claim("default", "data", uid)},
 			pvs:        []*corev1.PersistentVolume{volume("pv-static", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "default/other")},
 			wantReason: client.ReasonConflict, wantInMsg: "is bound to claim default/other"},
+		{desc: "a node-mode claim (attack a, in the right namespace)", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data", RequiredBytes: 1},
+			claims:     []*corev1.PersistentVolumeClaim{withClass(claim("default", "data", uid), "standard")},
+			wantReason: client.ReasonConflict, wantInMsg: `claim default/data is of StorageClass "standard", whose parameter mode is "node", not "multihost"`},
+		{desc: "a claim of a class that is gone", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
+			claims:     []*corev1.PersistentVolumeClaim{withClass(claim("default", "data", uid), "gone")},
+			wantReason: client.ReasonConflict, wantInMsg: `StorageClass "gone" of claim default/data does not exist`},
+		{desc: "a claim of no class", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
+			claims:     []*corev1.PersistentVolumeClaim{withClass(claim("default", "data", uid), "")},
+			wantReason: client.ReasonConflict, wantInMsg: "names no StorageClass"},
 		{desc: "no API client", noOwners: true, remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
 			wantReason: client.ReasonForbidden, wantInMsg: "no API client"},
 		{desc: "this node's caller names no claim", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default"}},
@@ -390,6 +434,8 @@ func TestRemoteCreateClaim(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			e := newTestEnv(t)
+			e.owners.addClass("shared", "multihost")
+			e.owners.addClass("standard", "node")
 			for _, c := range tc.claims {
 				e.owners.addClaim(c)
 			}

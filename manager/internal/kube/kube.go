@@ -12,7 +12,9 @@
 //   - PersistentVolumes() Get and PersistentVolumeClaims(namespace) Get,
 //     for the disk package through Owners: before a caller bound to
 //     another node removes or re-owns a multihost copy, is its PV gone,
-//     and before it creates one, is its claim there (v1).
+//     and before it creates one, is its claim there (v1);
+//   - StorageClasses() Get, for the same creates: is the claim's class
+//     of mode multihost (storage.k8s.io/v1).
 //
 // Each call is what a clientset's typed client sends: the same paths and
 // query parameters (a field selector stays in the URL, so that RBAC can
@@ -26,7 +28,7 @@
 // informers and csr packages, which take one: the clientset links a typed
 // client for every API group, and its scheme package registers every type
 // of every group when the program starts, memory held for life, while the
-// manager uses seven resources. Here the scheme holds only their types, and
+// manager uses eight resources. Here the scheme holds only their types, and
 // the manager's go list -deps has no k8s.io/client-go/kubernetes. What that
 // saves in binary size and resident memory, and how it was measured, is in
 // docs/benchmarks.md, "The manager's own API client".
@@ -40,6 +42,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -59,8 +62,9 @@ var (
 )
 
 // newScheme registers the authentication, authorization and certificates
-// groups (a few types each), and of the core group ConfigMap, Pod,
-// PersistentVolume and PersistentVolumeClaim alone.
+// groups (a few types each), of the core group ConfigMap, Pod,
+// PersistentVolume and PersistentVolumeClaim alone, and of the storage
+// group StorageClass alone.
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(authnv1.AddToScheme(s))
@@ -69,13 +73,15 @@ func newScheme() *runtime.Scheme {
 	s.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.ConfigMap{}, &corev1.ConfigMapList{}, &corev1.Pod{},
 		&corev1.PersistentVolume{}, &corev1.PersistentVolumeClaim{})
 	metav1.AddToGroupVersion(s, corev1.SchemeGroupVersion)
+	s.AddKnownTypes(storagev1.SchemeGroupVersion, &storagev1.StorageClass{})
+	metav1.AddToGroupVersion(s, storagev1.SchemeGroupVersion)
 	return s
 }
 
 // Client makes the manager's API calls. Its methods return values that
 // are cheap to copy; all are safe for concurrent use.
 type Client struct {
-	authn, authz, certificates, core rest.Interface
+	authn, authz, certificates, core, storage rest.Interface
 }
 
 // New returns a Client configured by cfg (component.RESTConfig's): its
@@ -105,6 +111,7 @@ func New(cfg *rest.Config) (*Client, error) {
 		{&c.authz, authzv1.SchemeGroupVersion},
 		{&c.certificates, certificatesv1.SchemeGroupVersion},
 		{&c.core, corev1.SchemeGroupVersion},
+		{&c.storage, storagev1.SchemeGroupVersion},
 	} {
 		gcfg := shared
 		gcfg.GroupVersion, gcfg.APIPath = &gv.version, "/apis"
@@ -155,6 +162,11 @@ func (c *Client) PersistentVolumes() PersistentVolumes {
 // PersistentVolumeClaims gets the PersistentVolumeClaims of namespace.
 func (c *Client) PersistentVolumeClaims(namespace string) PersistentVolumeClaims {
 	return PersistentVolumeClaims{resource{client: c.core, name: "persistentvolumeclaims", namespace: namespace}}
+}
+
+// StorageClasses gets StorageClasses.
+func (c *Client) StorageClasses() StorageClasses {
+	return StorageClasses{resource{client: c.storage, name: "storageclasses"}}
 }
 
 // TokenReviews is the tokenreviews resource.
@@ -232,4 +244,12 @@ type PersistentVolumeClaims struct{ r resource }
 // Get returns the PersistentVolumeClaim name.
 func (p PersistentVolumeClaims) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.PersistentVolumeClaim, error) {
 	return get[corev1.PersistentVolumeClaim](ctx, p.r, name, opts)
+}
+
+// StorageClasses is the storageclasses resource.
+type StorageClasses struct{ r resource }
+
+// Get returns the StorageClass name.
+func (c StorageClasses) Get(ctx context.Context, name string, opts metav1.GetOptions) (*storagev1.StorageClass, error) {
+	return get[storagev1.StorageClass](ctx, c.r, name, opts)
 }

@@ -16,6 +16,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -290,7 +291,7 @@ func TestPods(t *testing.T) {
 	}
 }
 
-// TestPersistentVolumes gets a PV and a claim as the disk package does
+// TestPersistentVolumes gets a PV, a claim and a class as the disk package does
 // (through Owners), before a caller bound to another node changes a
 // multihost copy.
 func TestPersistentVolumes(t *testing.T) {
@@ -314,6 +315,15 @@ func TestPersistentVolumes(t *testing.T) {
 	api.check(t, "GET", "/api/v1/namespaces/ns/persistentvolumeclaims/data", nil)
 	if err != nil || claim.UID != "1" {
 		t.Errorf("Get = %+v, %v", claim, err)
+	}
+	api.answer = &storagev1.StorageClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Parameters: map[string]string{"mode": "multihost"},
+	}
+	class, err := c.StorageClasses().Get(ctx, "shared", metav1.GetOptions{})
+	api.check(t, "GET", "/apis/storage.k8s.io/v1/storageclasses/shared", nil)
+	if err != nil || class.Parameters["mode"] != "multihost" {
+		t.Errorf("Get = %+v, %v", class, err)
 	}
 }
 
@@ -423,8 +433,9 @@ type calls struct {
 	pods interface {
 		Get(context.Context, string, metav1.GetOptions) (*corev1.Pod, error)
 	}
-	pvs    PVGetter
-	claims ClaimGetter
+	pvs     PVGetter
+	claims  ClaimGetter
+	classes ClassGetter
 }
 
 // TestSameRequestsAsClientset makes each call with the Client and with a
@@ -444,9 +455,9 @@ func TestSameRequestsAsClientset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours := calls{c.TokenReviews(), c.SubjectAccessReviews(), c.CertificateSigningRequests(), c.ConfigMaps("ns"), c.Pods("ns"), c.PersistentVolumes(), c.PersistentVolumeClaims("ns")}
+	ours := calls{c.TokenReviews(), c.SubjectAccessReviews(), c.CertificateSigningRequests(), c.ConfigMaps("ns"), c.Pods("ns"), c.PersistentVolumes(), c.PersistentVolumeClaims("ns"), c.StorageClasses()}
 	theirs := calls{cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), cs.CertificatesV1().CertificateSigningRequests(), cs.CoreV1().ConfigMaps("ns"), cs.CoreV1().Pods("ns"),
-		cs.CoreV1().PersistentVolumes(), cs.CoreV1().PersistentVolumeClaims("ns")}
+		cs.CoreV1().PersistentVolumes(), cs.CoreV1().PersistentVolumeClaims("ns"), cs.StorageV1().StorageClasses()}
 
 	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: "t", Audiences: []string{"hostpath.dev/manager"}}}
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: "alice", Groups: []string{"g"}, Extra: map[string]authzv1.ExtraValue{"k": {"v"}},
@@ -502,6 +513,10 @@ func TestSameRequestsAsClientset(t *testing.T) {
 		}},
 		{"PersistentVolumeClaim get", &corev1.PersistentVolumeClaim{}, func(c calls) error {
 			_, err := c.claims.Get(ctx, "data", metav1.GetOptions{})
+			return err
+		}},
+		{"StorageClass get", &storagev1.StorageClass{}, func(c calls) error {
+			_, err := c.classes.Get(ctx, "shared", metav1.GetOptions{})
 			return err
 		}},
 	} {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
@@ -27,6 +28,12 @@ type ClaimGetter interface {
 
 // Claims returns the ClaimGetter of a namespace.
 type Claims func(namespace string) ClaimGetter
+
+// ClassGetter gets StorageClasses: what Client's StorageClasses returns,
+// or a clientset's StorageV1().StorageClasses().
+type ClassGetter interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*storagev1.StorageClass, error)
+}
 
 // The defaults of OwnersOptions.
 const (
@@ -60,25 +67,28 @@ type OwnersOptions struct {
 }
 
 // Owners answers the disk package's questions about the PersistentVolumes
-// that own its directories and the claims they are made for (disk.Owners),
-// from the API server: a PV is read fresh unless it was found Bound a few
-// seconds ago (an answer that only ever refuses a caller bound to another
-// node), a claim is always read fresh. At most MaxInFlight lookups run at
+// that own its directories, the claims they are made for and the claims'
+// classes (disk.Owners), from the API server: a PV is read fresh unless it
+// was found Bound a few seconds ago (an answer that only ever refuses a
+// caller bound to another node), a claim and a class are always read
+// fresh. At most MaxInFlight lookups run at
 // once, each within Timeout; the API client's QPS bounds them too. It is
 // safe for concurrent use.
 type Owners struct {
-	pvs    PVGetter
-	claims Claims
-	opts   OwnersOptions
+	pvs     PVGetter
+	claims  Claims
+	classes ClassGetter
+	opts    OwnersOptions
 	// bound remembers the PVs found Bound and not being deleted, by
 	// name.
 	bound *cache.LRUExpireCache // -> *corev1.PersistentVolume
 	slots chan struct{}
 }
 
-// NewOwners returns the Owners that gets PVs with pvs and claims with
-// claims (the manager's service account needs get on both).
-func NewOwners(pvs PVGetter, claims Claims, opts OwnersOptions) *Owners {
+// NewOwners returns the Owners that gets PVs with pvs, claims with claims
+// and StorageClasses with classes (the manager's service account needs get
+// on the three).
+func NewOwners(pvs PVGetter, claims Claims, classes ClassGetter, opts OwnersOptions) *Owners {
 	if opts.BoundTTL <= 0 {
 		opts.BoundTTL = DefaultBoundTTL
 	}
@@ -95,7 +105,7 @@ func NewOwners(pvs PVGetter, claims Claims, opts OwnersOptions) *Owners {
 		opts.Clock = clock.RealClock{}
 	}
 	return &Owners{
-		pvs: pvs, claims: claims, opts: opts,
+		pvs: pvs, claims: claims, classes: classes, opts: opts,
 		bound: cache.NewLRUExpireCacheWithClock(opts.CacheSize, opts.Clock),
 		slots: make(chan struct{}, opts.MaxInFlight),
 	}
@@ -149,6 +159,23 @@ func (o *Owners) Claim(ctx context.Context, namespace, name string) (*corev1.Per
 		return nil, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", namespace, name, err)
 	}
 	return claim, nil
+}
+
+// StorageClass returns the StorageClass name, read from the API server,
+// nil when it does not exist.
+func (o *Owners) StorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {
+	var class *storagev1.StorageClass
+	err := o.lookup(ctx, func(ctx context.Context) (err error) {
+		class, err = o.classes.Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get StorageClass %q: %w", name, err)
+	}
+	return class, nil
 }
 
 // lookup runs get in a slot, within Timeout.

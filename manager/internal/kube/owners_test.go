@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,7 +36,7 @@ func newOwners(t *testing.T, objs ...runtime.Object) (*Owners, *fake.Clientset, 
 	t.Helper()
 	cs := fake.NewClientset(objs...)
 	clk := testingclock.NewFakeClock(time.Now())
-	o := NewOwners(cs.CoreV1().PersistentVolumes(), func(ns string) ClaimGetter { return cs.CoreV1().PersistentVolumeClaims(ns) }, OwnersOptions{Clock: clk})
+	o := NewOwners(cs.CoreV1().PersistentVolumes(), func(ns string) ClaimGetter { return cs.CoreV1().PersistentVolumeClaims(ns) }, cs.StorageV1().StorageClasses(), OwnersOptions{Clock: clk})
 	gets := func() int {
 		n := 0
 		for _, a := range cs.Actions() {
@@ -133,6 +134,25 @@ func TestOwnersClaim(t *testing.T) {
 	}
 }
 
+// TestOwnersStorageClass: a class is read every time; a missing one is
+// nil.
+func TestOwnersStorageClass(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Provisioner: "hostpath.dev/provisioner", Parameters: map[string]string{"mode": "multihost"}}
+	o, cs, _, _ := newOwners(t, class)
+	for range 2 {
+		if got, err := o.StorageClass(ctx, "shared"); err != nil || got == nil || got.Parameters["mode"] != "multihost" {
+			t.Fatalf("StorageClass = %+v, %v", got, err)
+		}
+	}
+	if got, err := o.StorageClass(ctx, "other"); err != nil || got != nil {
+		t.Errorf("StorageClass of another name = %+v, %v; want none", got, err)
+	}
+	if n := len(cs.Actions()); n != 3 {
+		t.Errorf("%d API calls, want 3", n)
+	}
+}
+
 // TestOwnersErrors: an API error other than NotFound is an error naming
 // the object, never taken for "gone".
 func TestOwnersErrors(t *testing.T) {
@@ -146,6 +166,9 @@ func TestOwnersErrors(t *testing.T) {
 	}
 	if c, err := o.Claim(ctx, "ns", "data"); err == nil || c != nil || !strings.Contains(err.Error(), "get PersistentVolumeClaim ns/data") {
 		t.Errorf("Claim = %+v, %v; want the error", c, err)
+	}
+	if c, err := o.StorageClass(ctx, "shared"); err == nil || c != nil || !strings.Contains(err.Error(), `get StorageClass "shared"`) {
+		t.Errorf("StorageClass = %+v, %v; want the error", c, err)
 	}
 }
 
@@ -171,7 +194,7 @@ func (b *blockingPVs) Get(ctx context.Context, name string, _ metav1.GetOptions)
 func TestOwnersConcurrency(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	b := &blockingPVs{entered: make(chan struct{}, 3), release: make(chan struct{})}
-	o := NewOwners(b, nil, OwnersOptions{MaxInFlight: 2})
+	o := NewOwners(b, nil, nil, OwnersOptions{MaxInFlight: 2})
 	done := make(chan error, 2)
 	for range 2 {
 		go func() {

@@ -17,12 +17,13 @@ import (
 // with pools/multihostvolumes; the host definer cannot delete; a token
 // bound to no pod reads, and writes only as an admin; a pod that is gone
 // writes nothing. The multihost claims default/claim-m and default/claim-m3
-// exist, and their PVs (pvc-m, pvc-m3) do not yet or no longer.
+// (of class shared, mode multihost) exist, and their PVs (pvc-m, pvc-m3)
+// do not yet or no longer.
 func TestNodeScopedAuthority(t *testing.T) {
 	d := newDiskDirs(t)
 	api := authtest.NewCallers()
 	cs := api.Clientset()
-	addObjects(t, cs, claimOf("default", "claim-m", "m"), claimOf("default", "claim-m3", "m3"))
+	addObjects(t, cs, classOf("shared", "multihost"), claimOf("default", "claim-m", "m", "shared"), claimOf("default", "claim-m3", "m3", "shared"))
 	e := &env{srv: d.newServerOwners(t, "", newReviewer(cs), ownersOf(cs, nil))}
 	bothNodes := mentions(`"node-a"`, `"node-b"`)
 	n1 := filepath.Join(d.def, "n1")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,10 +36,10 @@ func ownersOf(cs *fake.Clientset, clk *testingclock.FakeClock) *kube.Owners {
 	if clk != nil {
 		opts.Clock = clk
 	}
-	return kube.NewOwners(cs.CoreV1().PersistentVolumes(), func(ns string) kube.ClaimGetter { return cs.CoreV1().PersistentVolumeClaims(ns) }, opts)
+	return kube.NewOwners(cs.CoreV1().PersistentVolumes(), func(ns string) kube.ClaimGetter { return cs.CoreV1().PersistentVolumeClaims(ns) }, cs.StorageV1().StorageClasses(), opts)
 }
 
-// addObjects adds PVs and claims to cs.
+// addObjects adds PVs, claims and classes to cs.
 func addObjects(t *testing.T, cs *fake.Clientset, objs ...runtime.Object) {
 	t.Helper()
 	for _, o := range objs {
@@ -48,9 +49,15 @@ func addObjects(t *testing.T, cs *fake.Clientset, objs ...runtime.Object) {
 	}
 }
 
-// claimOf is a claim with a UID.
-func claimOf(namespace, name, uid string) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(uid)}}
+// claimOf is a claim of StorageClass class with a UID.
+func claimOf(namespace, name, uid, class string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(uid)},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class}}
+}
+
+// classOf is a StorageClass of the provisioner of mode.
+func classOf(name, mode string) *storagev1.StorageClass {
+	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "hostpath.dev/provisioner", Parameters: map[string]string{"mode": mode}}
 }
 
 // pvOf is a PV of directory dir of pool default, in phase, with reclaim
@@ -71,9 +78,10 @@ func pvOf(name, dir, claim string, phase corev1.PersistentVolumePhase) *corev1.P
 //
 //	(a) node-b's provisioner creates a multihost record, claim namespace
 //	    "evil" and 1 byte, for the PV a pending node-mode claim will get
-//	    (pvc-a1, claim default/data): 409 (or 400 without a claim name);
-//	    a record planted so anyway is never adopted by the claim's own
-//	    create (409);
+//	    (pvc-a1, claim default/data of class standard): 409 (or 400
+//	    without a claim name), in the claim's namespace too (its class
+//	    is not multihost); a record planted so anyway is never adopted by
+//	    the claim's own create (409);
 //	(b) node-b's provisioner deletes node-a's copy of a Bound multihost
 //	    volume: 409 naming the PV and its phase; once the PV is Released
 //	    with reclaim policy Delete (read fresh: a Bound answer is
@@ -85,7 +93,8 @@ func TestRemoteAttacks(t *testing.T) {
 	api := authtest.NewCallers()
 	cs := api.Clientset()
 	clk := testingclock.NewFakeClock(time.Now())
-	addObjects(t, cs, claimOf("default", "data", "a1"), claimOf("default", "shared", "b1"), pvOf("pvc-b1", "dir-b", "shared", corev1.VolumeBound))
+	addObjects(t, cs, classOf("standard", "node"), classOf("shared", "multihost"),
+		claimOf("default", "data", "a1", "standard"), claimOf("default", "shared", "b1", "shared"), pvOf("pvc-b1", "dir-b", "shared", corev1.VolumeBound))
 	e := &env{srv: d.newServerOwners(t, "", newReviewer(cs), ownersOf(cs, clk))}
 	dirA, dirB := filepath.Join(d.def, "dir-a"), filepath.Join(d.def, "dir-b")
 	plant := func(t *testing.T) {
@@ -105,6 +114,9 @@ func TestRemoteAttacks(t *testing.T) {
 		{desc: "(a) remote create for a pending claim's PV, in another namespace", token: "prov-b", method: "PUT", path: "/v1/pools/default/volumes/dir-a",
 			body:     `{"owner":"pvc-a1","multihost":true,"claimNamespace":"evil","claimName":"data","requiredBytes":1}`,
 			wantCode: 409, wantReason: client.ReasonConflict, wantInMsg: "claim evil/data does not exist", check: absent(dirA)},
+		{desc: "(a) remote create for a pending node-mode claim's PV, in its namespace", token: "prov-b", method: "PUT", path: "/v1/pools/default/volumes/dir-a",
+			body:     `{"owner":"pvc-a1","multihost":true,"claimNamespace":"default","claimName":"data","requiredBytes":1}`,
+			wantCode: 409, wantReason: client.ReasonConflict, wantInMsg: `claim default/data is of StorageClass "standard", whose parameter mode is "node", not "multihost"`, check: absent(dirA)},
 		{desc: "(a) a planted record is not adopted by the claim's own create", token: "prov-a", method: "PUT", path: "/v1/pools/default/volumes/dir-a",
 			before:   plant,
 			body:     `{"owner":"pvc-a1","claimNamespace":"default","claimName":"data","reclaimPolicy":"Delete","requiredBytes":1048576}`,
