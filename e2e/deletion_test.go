@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,8 +38,9 @@ const (
 	// provisionerDaemonSet and managerDaemonSet are the node agents.
 	provisionerDaemonSet = "hostpath-provisioner"
 	managerDaemonSet     = "hostpath-manager"
-	// defaultPoolArg is the manager's argument that names the default pool.
-	defaultPoolArg = "--pool=default=" + localcluster.PoolPath
+	// poolsConfigArg is the manager's argument that names its pools: the
+	// mounted ConfigMap hostpath-pools (pool.default, poolRoot).
+	poolsConfigArg = "--pools-config=/etc/hostpath/pools"
 )
 
 // sweepOften makes every provisioner sweep its node every 5 seconds, with
@@ -204,8 +206,9 @@ func (e *provEnv) readOwnerRecord(t *testing.T, node, poolPath, dir string) owne
 }
 
 // TestDeletionPoolRenamed: a pool renamed under a Bound multihost claim and
-// a Bound node-mode claim, both in use (the manager's --pool=default=PATH
-// becomes --pool=renamed=PATH, same path), with the provisioners sweeping
+// a Bound node-mode claim, both in use (the manager's pools, from the
+// ConfigMap as --pools-config, become --pool=renamed=PATH, same path, and
+// the same --pool-root), with the provisioners sweeping
 // every 5 s: every file stays on every node, each PV gets a Warning
 // DirectoryMisplaced per node naming the directory, kubectl hostpath
 // orphans lists the directories as misplaced, and renaming the pool back
@@ -240,7 +243,10 @@ func TestDeletionPoolRenamed(t *testing.T) {
 	}
 
 	e.sweepOften(ctx, t)
-	e.f.SetArgs(ctx, t, framework.DaemonSet(managerDaemonSet), "manager", framework.ReplaceArg(t, defaultPoolArg, "--pool=renamed="+localcluster.PoolPath), provisionTimeout)
+	renamed := []string{"--pool=renamed=" + localcluster.PoolPath, "--pool-root=" + localcluster.PoolRootPath}
+	e.f.SetArgs(ctx, t, framework.DaemonSet(managerDaemonSet), "manager", func(args []string) []string {
+		return slices.Concat(slices.DeleteFunc(args, func(a string) bool { return a == poolsConfigArg }), renamed)
+	}, provisionTimeout)
 	t.Cleanup(func() {
 		// What the host definer prepared as pool "default" under the pool
 		// root while "default" was not configured.
@@ -268,7 +274,9 @@ func TestDeletionPoolRenamed(t *testing.T) {
 	checkFinding(t, r, orphansFinding{Node: node, Pool: "renamed", Directory: localPV.Annotations[annPVDirectory], Finding: "misplaced", Owner: localPV.Name})
 
 	// Renamed back: nothing is reported about these directories any more.
-	if err := e.f.UpdateArgs(ctx, framework.DaemonSet(managerDaemonSet), "manager", framework.ReplaceArg(t, "--pool=renamed="+localcluster.PoolPath, defaultPoolArg), provisionTimeout); err != nil {
+	if err := e.f.UpdateArgs(ctx, framework.DaemonSet(managerDaemonSet), "manager", func(args []string) []string {
+		return append(slices.DeleteFunc(args, func(a string) bool { return slices.Contains(renamed, a) }), poolsConfigArg)
+	}, provisionTimeout); err != nil {
 		t.Fatal(err)
 	}
 	framework.WaitFor(ctx, t, provisionTimeout, "kubectl hostpath orphans to report nothing of the claims", func(ctx context.Context) (bool, error) {

@@ -37,6 +37,10 @@ const (
 	provisionerName  = "hostpath-provisioner"
 	hostdefinerName  = "hostpath-hostdefiner"
 	managerContainer = "manager"
+	// poolsConfigMap holds the pools; the manager reads its mount at
+	// poolsMount.
+	poolsConfigMap = "hostpath-pools"
+	poolsMount     = "/etc/hostpath/pools"
 	// debugLabel opens the manager's ports to a pod of any namespace.
 	debugLabel = "hostpath.dev/manager-client"
 	// monitoringLabel opens the health port to every pod of a namespace.
@@ -125,12 +129,12 @@ func TestBaseNodeAgentsPriority(t *testing.T) {
 	}
 }
 
-// TestBasePools checks the base's one pool: given explicitly (a component's
-// --pool would otherwise replace the built-in default), mounted, and the one
-// every example class names.
+// TestBasePools checks the base's one pool: in the ConfigMap the manager
+// and the admission policy read, mounted, and the one every example class
+// names.
 func TestBasePools(t *testing.T) {
 	m := render(t, "")
-	pools := checkPools(t, m.daemonSet(t, managerName))
+	pools := checkPools(t, m)
 	if want := map[string]string{"default": "/var/hpvolumes"}; !maps.Equal(pools, want) {
 		t.Errorf("manager pools %v, want %v", pools, want)
 	}
@@ -139,12 +143,12 @@ func TestBasePools(t *testing.T) {
 
 // TestPoolFastComponent renders an overlay of the base with the component
 // pool-fast, as docs/operations.md's "Adding a pool" shows, and checks that it adds
-// the pool fast to the manager (argument, volume, mount) and the class
+// the pool fast to the manager (ConfigMap key, volume, mount) and the class
 // hostpath-fast, and changes nothing else.
 func TestPoolFastComponent(t *testing.T) {
 	base := render(t, "")
 	m := render(t, poolFast)
-	pools := checkPools(t, m.daemonSet(t, managerName))
+	pools := checkPools(t, m)
 	if want := map[string]string{"default": "/var/hpvolumes", "fast": "/mnt/nvme/hostpath"}; !maps.Equal(pools, want) {
 		t.Errorf("manager pools %v, want %v", pools, want)
 	}
@@ -165,7 +169,7 @@ func TestPoolFastComponent(t *testing.T) {
 
 	// Nothing else changes: the same objects plus the class, the same
 	// content but the manager DaemonSet's.
-	checkOnlyChanged(t, base, m, []key{{"DaemonSet", namespace, managerName}}, key{"StorageClass", "", "hostpath-fast"})
+	checkOnlyChanged(t, base, m, []key{{"DaemonSet", namespace, managerName}, {"ConfigMap", namespace, poolsConfigMap}}, key{"StorageClass", "", "hostpath-fast"})
 }
 
 // TestBaseNodeAgentsOffControlPlane checks that the base's node agents
@@ -242,28 +246,48 @@ func checkOnlyChanged(t *testing.T, base, m *manifests, changed []key, added ...
 	}
 }
 
-// checkPools checks every --pool of the manager container against its
-// volumes: one mount of PATH, with HostToContainer propagation, of a
-// DirectoryOrCreate hostPath volume of the same PATH (the manager reports
-// paths as it sees them, and PVs use them on the host). It returns the
-// pools, name to path.
-func checkPools(t *testing.T, ds *appsv1.DaemonSet) map[string]string {
+// checkPools checks the pools of the ConfigMap hostpath-pools, which the
+// manager reads (--pools-config, a read-only mount of that ConfigMap) and
+// the admission policy takes as parameters, against the manager's volumes:
+// each pool.NAME of PATH has one mount of PATH, with HostToContainer
+// propagation, of a DirectoryOrCreate hostPath volume of the same PATH
+// (the manager reports paths as it sees them, and PVs use them on the
+// host). It returns the pools, name to path.
+func checkPools(t *testing.T, m *manifests) map[string]string {
 	t.Helper()
-	spec := ds.Spec.Template.Spec
+	spec := m.daemonSet(t, managerName).Spec.Template.Spec
 	c := container(t, spec, managerContainer)
-	pools := map[string]string{}
+	if !slices.Contains(c.Args, "--pools-config="+poolsMount) {
+		t.Errorf("manager args %q: no --pools-config=%s", c.Args, poolsMount)
+	}
 	for _, arg := range c.Args {
-		value, ok := strings.CutPrefix(arg, "--pool=")
-		if !ok {
+		if strings.HasPrefix(arg, "--pool=") || strings.HasPrefix(arg, "--pool-root=") {
+			t.Errorf("manager arg %q: pools come from the ConfigMap %s only", arg, poolsConfigMap)
+		}
+	}
+	cmMounts := 0
+	for _, vm := range c.VolumeMounts {
+		if vm.MountPath != poolsMount {
 			continue
 		}
-		name, path, ok := strings.Cut(value, "=")
-		if !ok {
-			t.Errorf("manager arg %q: want --pool=NAME=PATH", arg)
-			continue
+		cmMounts++
+		if v := volume(spec, vm.Name); v == nil || v.ConfigMap == nil || v.ConfigMap.Name != poolsConfigMap || !vm.ReadOnly {
+			t.Errorf("mount %s at %s: want a read-only mount of ConfigMap %s, got volume %+v", vm.Name, poolsMount, poolsConfigMap, v)
 		}
-		if _, dup := pools[name]; dup {
-			t.Errorf("manager: pool %q given twice", name)
+	}
+	if cmMounts != 1 {
+		t.Errorf("%d mounts at %s, want 1", cmMounts, poolsMount)
+	}
+	cm := &corev1.ConfigMap{}
+	m.decode(t, key{"ConfigMap", namespace, poolsConfigMap}, cm)
+	pools := map[string]string{}
+	for k, path := range cm.Data {
+		name, ok := strings.CutPrefix(k, "pool.")
+		if !ok {
+			if k != "poolRoot" {
+				t.Errorf("ConfigMap %s: key %q is neither pool.NAME nor poolRoot", poolsConfigMap, k)
+			}
+			continue
 		}
 		pools[name] = path
 		mounts := 0
@@ -294,8 +318,8 @@ func checkPools(t *testing.T, ds *appsv1.DaemonSet) map[string]string {
 			t.Errorf("pool %s: %d mounts at %s, want 1", name, mounts, path)
 		}
 	}
-	if _, ok := pools["default"]; !ok {
-		t.Errorf("manager args %q: no explicit --pool=default=...: a component's --pool would replace the built-in default", c.Args)
+	if root := cm.Data["poolRoot"]; root != "" && volume(spec, "pool-root") == nil {
+		t.Errorf("ConfigMap %s: poolRoot %s is not mounted", poolsConfigMap, root)
 	}
 	return pools
 }

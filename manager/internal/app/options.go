@@ -37,6 +37,7 @@ const (
 	EnvPodNamespace            = "POD_NAMESPACE"
 	FlagPool                   = "pool"
 	FlagPoolRoot               = "pool-root"
+	FlagPoolsConfig            = "pools-config"
 	FlagPoolOvercommit         = "pool-overcommit"
 	FlagStateDir               = "state-dir"
 	FlagMachineIDFile          = "machine-id-file"
@@ -96,6 +97,12 @@ type Options struct {
 	// /v1/pools/NAME of a name Pools lacks makes PoolRoot/NAME); empty for
 	// none.
 	PoolRoot string
+	// PoolsConfig is the directory of the mounted ConfigMap hostpath-pools
+	// (see readPoolsConfig); when set, it alone says the pools and the
+	// pool root, and Pools and PoolRoot are ignored. The API server's
+	// admission policy reads the same ConfigMap, so a PV can only name a
+	// directory below a pool a manager serves.
+	PoolsConfig string
 	// PoolOvercommit are NAME=RATIO pairs: how many times its capacity a
 	// pool may promise to volumes (1 for a pool not named).
 	PoolOvercommit []string
@@ -194,6 +201,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Namespace, FlagNamespace, o.Namespace, "Namespace of the CA bundle ConfigMap "+client.CABundleConfigMap+" (the product's): a serving certificate that no longer chains to that bundle is renewed at once. Defaults to $"+EnvPodNamespace+"; empty for no such check.")
 	fs.StringArrayVar(&o.Pools, FlagPool, o.Pools, "Storage pool as NAME=PATH, with NAME a DNS label and PATH an absolute directory on the host; repeat the flag for more pools (giving it replaces the default).")
 	fs.StringArrayVar(&o.PoolOvercommit, FlagPoolOvercommit, o.PoolOvercommit, "How many times its capacity a pool may promise to volumes, as NAME=RATIO (a pool configured by --"+FlagPool+" or named on the fly); repeat for more pools. Pools not named have ratio 1: the sizes of their volumes never add up to more than the filesystem's capacity.")
+	fs.StringVar(&o.PoolsConfig, FlagPoolsConfig, o.PoolsConfig, "Directory of the mounted ConfigMap hostpath-pools: its key pool.NAME holds the path of pool NAME, its key poolRoot the --"+FlagPoolRoot+". When set, it is the only source of the pools (--"+FlagPool+" and --"+FlagPoolRoot+" are ignored), the one the API server's admission policy reads too; empty to take --"+FlagPool+" and --"+FlagPoolRoot+".")
 	fs.StringVar(&o.PoolRoot, FlagPoolRoot, o.PoolRoot, "Absolute directory on the host for pools named on the fly: PUT /v1/pools/NAME of a pool that --"+FlagPool+" does not name creates PATH/NAME, served as a pool from then on. It must not overlap a --"+FlagPool+" path; empty for none.")
 	fs.StringVar(&o.StateDir, FlagStateDir, o.StateDir, "Directory that keeps the host ID (and by default the TLS directory), created if missing.")
 	fs.StringVar(&o.MachineIDFile, FlagMachineIDFile, o.MachineIDFile, "File holding the machine ID reported by /v1/host; empty to report none.")
@@ -245,6 +253,13 @@ func (o *Options) Validate() error {
 	}
 	if msgs := validation.IsDNS1123Label(o.Namespace); o.Namespace != "" && len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--%s %q: not a namespace name: %s", FlagNamespace, o.Namespace, strings.Join(msgs, "; ")))
+	}
+	if o.PoolsConfig != "" {
+		pools, root, err := readPoolsConfig(o.PoolsConfig)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		o.Pools, o.PoolRoot = pools, root
 	}
 	pools, err := parsePools(o.Pools)
 	if err != nil {
