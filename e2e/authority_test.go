@@ -154,7 +154,8 @@ func TestAuthorityCrossNode(t *testing.T) {
 		{method: "PUT", path: volume + "/size", body: `{"owner":"` + pv.Name + `","sizeBytes":2097152}`, wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: both},
 		{method: "PUT", path: volume + "/owner", body: `{"owner":"pv-e2e-thief","previous":"` + pv.Name + `"}`, wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: both},
 		{method: "PUT", path: volume + "/owner", body: `{"owner":"` + pv.Name + `","previous":"` + pv.Name + `","multihost":true}`, wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: both},
-		{method: "PUT", path: volume, body: `{"owner":"` + pv.Name + `","multihost":true,"mode":"0700"}`, wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: both},
+		{method: "PUT", path: volume, body: `{"owner":"` + pv.Name + `","multihost":true,"mode":"0700"}`, wantCode: http.StatusBadRequest, wantReason: "BadRequest",
+			wantInMsg: append(both, "only for a claim it names")},
 		{method: "PUT", path: stray, body: `{"owner":"pv-e2e-authz"}`, wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: append(both, "only multihost volumes")},
 	})
 	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
@@ -165,10 +166,13 @@ func TestAuthorityCrossNode(t *testing.T) {
 		t.Errorf("The data of %s on %s = %q, %v", dir, there, data, err)
 	}
 
-	// The one exception, at the manager: a multihost volume.
+	// Not even a multihost volume without a claim: another node creates a
+	// copy only for a multihost claim it names, which exists.
 	authorityCalls(ctx, t, urls[there], token, []authorityCall{
-		{method: "PUT", path: stray, body: `{"owner":"pv-e2e-authz","multihost":true}`, wantCode: http.StatusCreated},
-		{method: "DELETE", path: stray + "?owner=pv-e2e-authz", wantCode: http.StatusNoContent},
+		{method: "PUT", path: stray, body: `{"owner":"pv-e2e-authz","multihost":true}`, wantCode: http.StatusBadRequest, wantReason: "BadRequest",
+			wantInMsg: []string{"only for a claim it names: claimNamespace and claimName are required"}},
+		{method: "PUT", path: stray, body: `{"owner":"pv-e2e-authz","multihost":true,"claimNamespace":"` + e.ns + `","claimName":"nobody"}`, wantCode: http.StatusConflict, wantReason: "Conflict",
+			wantInMsg: []string{"claim " + e.ns + "/nobody does not exist"}},
 	})
 	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
 

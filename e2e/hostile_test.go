@@ -615,7 +615,9 @@ func TestHostileClaims(t *testing.T) {
 		fmt.Sprintf("claim annotation %s: volume name is %d bytes long, the limit is %d", annReuseDirectory, hostileMaxName+1, hostileMaxName))
 	missing := "missing-" + framework.RandomSuffix() + "-"
 	missing += strings.Repeat("m", hostileMaxName-len(missing))
-	reuse("reuse-missing", missing, fmt.Sprintf("names directory %q in pool %q on node %q, which does not exist", missing, "default", node))
+	// A missing directory reads as one of another namespace (the claim
+	// learns nothing of other namespaces' directories).
+	reuse("reuse-missing", missing, fmt.Sprintf("cannot reuse directory %q in pool %q on node %q from namespace %q: it does not exist, or its owner record does not name this namespace", missing, "default", node, e.ns))
 	reuse("reuse-live", victimDir, fmt.Sprintf("the PersistentVolumes %q use it", victimPV.Name))
 
 	e.hostileCheckRefusals(ctx, t, refusals)

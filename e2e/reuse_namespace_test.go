@@ -51,7 +51,7 @@ func TestProvisionerReuseStaysInNamespace(t *testing.T) {
 	b.ns = a.f.Namespace(ctx, t)
 	steal := b.claim(ctx, t, "steal", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node, annReuseDirectory: dir})
 	ev := b.waitEvent(ctx, t, "steal", corev1.EventTypeWarning, eventProvisioningFail,
-		fmt.Sprintf("cannot reuse directory %q in pool %q on node %q: it belongs to another namespace", dir, "default", node))
+		fmt.Sprintf("cannot reuse directory %q in pool %q on node %q from namespace %q: it does not exist, or its owner record does not name this namespace", dir, "default", node, b.ns))
 	t.Logf("Event: %s", ev.Message)
 	b.checkOneSource(ctx, t, "steal", node)
 	// B named the directory (whose default name holds A's namespace and PV
