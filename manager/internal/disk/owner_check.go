@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"hostpath.dev/manager/pkg/client"
 )
@@ -142,51 +143,74 @@ func (s *Store) checkRemoteOwner(ctx context.Context, remote string, p *pool, na
 	return nil
 }
 
-// checkRemoteClaim refuses a remote caller's create of the volume name
-// for req unless req names, by ClaimNamespace and ClaimName (both
-// required: BadRequest), a multihost claim that exists, is not being
-// deleted and is the owner's: the owner is "pvc-<the claim's UID>", as
-// the provisioner library names PVs, or a PV whose claimRef is that
-// claim; and the claim's StorageClass has parameter mode multihost.
-// Anything else is Conflict: another node makes a directory only for a
-// multihost claim that exists, so that it cannot plant owner records for
-// volumes to come. This node's callers and admins (remote "") are not
-// checked.
-func (s *Store) checkRemoteClaim(ctx context.Context, remote string, p *pool, name string, req client.CreateVolumeRequest) error {
+// forClaim is whom a remote caller's create, clone or adoption of a
+// volume is for: the owner PV and the claim the request names.
+type forClaim struct {
+	owner, namespace, name string
+}
+
+// claimOfCreate is whom a create (or a clone) req is for.
+func claimOfCreate(req client.CreateVolumeRequest) forClaim {
+	return forClaim{owner: req.Owner, namespace: req.ClaimNamespace, name: req.ClaimName}
+}
+
+// requireClaim refuses a remote caller's call what ("create", "clone
+// into", "adopt") of the volume name for c unless c names the claim, by
+// namespace and name (BadRequest): the cheap half of checkRemoteClaim,
+// which a call makes before it reads anything. This node's callers and
+// admins (remote "") are not checked.
+func (s *Store) requireClaim(remote, what string, p *pool, name string, c forClaim) error {
+	if remote == "" || (c.name != "" && c.namespace != "") {
+		return nil
+	}
+	return badRequestf("a caller bound to node %q may %s volume %q in pool %q on node %q only for a claim it names: claimNamespace and claimName are required (got %q and %q)",
+		remote, what, name, p.name, s.nodeName, c.namespace, c.name)
+}
+
+// checkRemoteClaim refuses a remote caller's call what ("create", "clone
+// into", "adopt") of the volume name for c unless c names, by namespace
+// and name (both required: BadRequest, see requireClaim), a multihost
+// claim that exists, is not being deleted and is the owner's: the owner
+// is "pvc-<the claim's UID>", as the provisioner library names PVs, or a
+// PV whose claimRef is that claim; and the claim's StorageClass has
+// parameter mode multihost. Anything else is Conflict: another node makes
+// or adopts a directory only for a multihost claim that exists, so that
+// it cannot plant owner records for volumes to come. This node's callers
+// and admins (remote "") are not checked.
+func (s *Store) checkRemoteClaim(ctx context.Context, remote, what string, p *pool, name string, c forClaim) error {
 	if remote == "" {
 		return nil
 	}
-	if req.ClaimName == "" || req.ClaimNamespace == "" {
-		return badRequestf("a caller bound to node %q creates volume %q in pool %q on node %q only for a claim it names: claimNamespace and claimName are required (got %q and %q)",
-			remote, name, p.name, s.nodeName, req.ClaimNamespace, req.ClaimName)
+	if err := s.requireClaim(remote, what, p, name, c); err != nil {
+		return err
 	}
 	if s.owners == nil {
-		return forbiddenf("a caller bound to node %q cannot create volume %q in pool %q on node %q: this manager has no API client to check claim %s/%s",
-			remote, name, p.name, s.nodeName, req.ClaimNamespace, req.ClaimName)
+		return forbiddenf("a caller bound to node %q cannot %s volume %q in pool %q on node %q: this manager has no API client to check claim %s/%s",
+			remote, what, name, p.name, s.nodeName, c.namespace, c.name)
 	}
-	claim, err := s.owners.Claim(ctx, req.ClaimNamespace, req.ClaimName)
+	claim, err := s.owners.Claim(ctx, c.namespace, c.name)
 	if err != nil {
 		return fmt.Errorf("check the claim of volume %q in pool %q for a caller bound to node %q: %w", name, p.name, remote, err)
 	}
 	refuse := func(why string, args ...any) error {
-		return conflictf("a caller bound to node %q cannot create volume %q in pool %q on node %q for PersistentVolume %q: %s; another node creates a multihost copy only for a claim that exists and is the PersistentVolume's",
-			remote, name, p.name, s.nodeName, req.Owner, fmt.Sprintf(why, args...))
+		return conflictf("a caller bound to node %q cannot %s volume %q in pool %q on node %q for PersistentVolume %q: %s; another node creates, clones or adopts a multihost copy only for a claim that exists and is the PersistentVolume's",
+			remote, what, name, p.name, s.nodeName, c.owner, fmt.Sprintf(why, args...))
 	}
 	switch {
 	case claim == nil:
-		return refuse("claim %s/%s does not exist", req.ClaimNamespace, req.ClaimName)
+		return refuse("claim %s/%s does not exist", c.namespace, c.name)
 	case claim.DeletionTimestamp != nil:
-		return refuse("claim %s/%s is being deleted", req.ClaimNamespace, req.ClaimName)
+		return refuse("claim %s/%s is being deleted", c.namespace, c.name)
 	}
-	if req.Owner != claimVolumePrefix+string(claim.UID) {
-		pv, err := s.owners.PersistentVolume(ctx, req.Owner, false)
+	if c.owner != claimVolumePrefix+string(claim.UID) {
+		pv, err := s.owners.PersistentVolume(ctx, c.owner, false)
 		if err != nil {
 			return fmt.Errorf("check the owner of volume %q in pool %q for a caller bound to node %q: %w", name, p.name, remote, err)
 		}
 		if pv == nil || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != claim.Namespace || pv.Spec.ClaimRef.Name != claim.Name ||
 			(pv.Spec.ClaimRef.UID != "" && pv.Spec.ClaimRef.UID != claim.UID) {
 			return refuse("claim %s/%s (UID %s) is not the PersistentVolume's: its PersistentVolume would be %q, and PersistentVolume %q %s",
-				req.ClaimNamespace, req.ClaimName, claim.UID, claimVolumePrefix+string(claim.UID), req.Owner, describeClaimRef(pv))
+				c.namespace, c.name, claim.UID, claimVolumePrefix+string(claim.UID), c.owner, describeClaimRef(pv))
 		}
 	}
 	className := ""
@@ -194,20 +218,89 @@ func (s *Store) checkRemoteClaim(ctx context.Context, remote string, p *pool, na
 		className = *claim.Spec.StorageClassName
 	}
 	if className == "" {
-		return refuse("claim %s/%s names no StorageClass, so it is no multihost claim", req.ClaimNamespace, req.ClaimName)
+		return refuse("claim %s/%s names no StorageClass, so it is no multihost claim", c.namespace, c.name)
 	}
 	class, err := s.owners.StorageClass(ctx, className)
 	if err != nil {
-		return fmt.Errorf("check the class of claim %s/%s for a caller bound to node %q: %w", req.ClaimNamespace, req.ClaimName, remote, err)
+		return fmt.Errorf("check the class of claim %s/%s for a caller bound to node %q: %w", c.namespace, c.name, remote, err)
 	}
 	switch {
 	case class == nil:
-		return refuse("StorageClass %q of claim %s/%s does not exist", className, req.ClaimNamespace, req.ClaimName)
+		return refuse("StorageClass %q of claim %s/%s does not exist", className, c.namespace, c.name)
 	case class.Parameters[paramMode] != modeMultihost:
 		return refuse("claim %s/%s is of StorageClass %q, whose parameter %s is %q, not %q: only the claim's own node makes its directory",
-			req.ClaimNamespace, req.ClaimName, className, paramMode, class.Parameters[paramMode], modeMultihost)
+			c.namespace, c.name, className, paramMode, class.Parameters[paramMode], modeMultihost)
 	}
 	return nil
+}
+
+// checkRemoteGrowth refuses a remote caller's growth of the multihost
+// copy name (its owner record rec) to sizeBytes unless the owner PV, read
+// fresh, exists, names this pool and directory, and allows the size: its
+// spec capacity is at least sizeBytes, or, while the PV is being expanded
+// (the resizer grows every copy before the PV's capacity), the claim its
+// claimRef names is bound to it and requests at least sizeBytes. Anything
+// else is Conflict naming the PV: another node grows a copy only as far
+// as the API server says the volume goes, so that it cannot take a
+// node's pool space for a size nobody asked for. This node's callers and
+// admins (remote "") are not checked, and neither is a call that does not
+// grow the volume.
+func (s *Store) checkRemoteGrowth(ctx context.Context, remote string, p *pool, name string, rec *record, sizeBytes int64) error {
+	if remote == "" || sizeBytes <= rec.SizeBytes {
+		return nil
+	}
+	refuse := func(why string, args ...any) error {
+		return conflictf("a caller bound to node %q cannot grow volume %q in pool %q on node %q from %s to %s: %s; another node grows a multihost copy only up to its PersistentVolume's capacity, or the request of the PersistentVolume's claim while it is expanded",
+			remote, name, p.name, s.nodeName, formatBytes(rec.SizeBytes), formatBytes(sizeBytes), fmt.Sprintf(why, args...))
+	}
+	// Fresh: a Bound PV allows, and a remembered one may have a
+	// capacity or claim of a few seconds ago.
+	pv, err := s.ownerVolume(ctx, remote, "grow", p, name, rec.Owner, true)
+	if err != nil {
+		return err
+	}
+	if pv == nil {
+		return refuse("its PersistentVolume %q does not exist", rec.Owner)
+	}
+	if err := checkNames(pv, p, name); err != "" {
+		return refuse("%s", err)
+	}
+	capacity, ok := pv.Spec.Capacity[corev1.ResourceStorage]
+	if ok && capacity.CmpInt64(sizeBytes) >= 0 {
+		return nil
+	}
+	have := "no capacity"
+	if ok {
+		have = "capacity " + capacity.String()
+	}
+	ref := pv.Spec.ClaimRef
+	if ref == nil || ref.Namespace == "" || ref.Name == "" {
+		return refuse("its PersistentVolume %q has %s and is bound to no claim", pv.Name, have)
+	}
+	claim, err := s.owners.Claim(ctx, ref.Namespace, ref.Name)
+	if err != nil {
+		return fmt.Errorf("check claim %s/%s of PersistentVolume %q before a caller bound to node %q may grow volume %q in pool %q: %w",
+			ref.Namespace, ref.Name, pv.Name, remote, name, p.name, err)
+	}
+	switch {
+	case claim == nil:
+		return refuse("its PersistentVolume %q has %s, and its claim %s/%s does not exist", pv.Name, have, ref.Namespace, ref.Name)
+	case (ref.UID != "" && claim.UID != ref.UID) || claim.Spec.VolumeName != pv.Name:
+		return refuse("its PersistentVolume %q has %s, and claim %s/%s (UID %s, volume %q) is not bound to it", pv.Name, have, ref.Namespace, ref.Name, claim.UID, claim.Spec.VolumeName)
+	}
+	request, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	if !ok || request.CmpInt64(sizeBytes) < 0 {
+		return refuse("its PersistentVolume %q has %s, and its claim %s/%s requests %s", pv.Name, have, ref.Namespace, ref.Name, describeRequest(request, ok))
+	}
+	return nil
+}
+
+// describeRequest says what a claim's storage request is, for a refusal.
+func describeRequest(q resource.Quantity, ok bool) string {
+	if !ok {
+		return "no storage"
+	}
+	return q.String()
 }
 
 // ownerVolume asks the API server for the owner PV of the volume name of

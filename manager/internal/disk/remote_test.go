@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
@@ -25,9 +26,9 @@ import (
 // node-mode record, a node-mode create and the adoption of a directory
 // without a record in node mode are Forbidden, name both nodes and change
 // nothing on disk; on a multihost record each write works (the creates
-// name claim ns/claim-a, bound to pv-a; the delete's pv-a is gone). This
-// node's callers (remote "") keep every write, and may mark a record
-// multihost.
+// and adoptions name claim ns/claim-a, bound to pv-a; the resize's pv-a
+// has capacity 1Mi; the delete's pv-a is gone). This node's callers
+// (remote "") keep every write, and may mark a record multihost.
 func TestRemoteCaller(t *testing.T) {
 	const remote = "node-b"
 	nodeMode := func(t *testing.T, e *testEnv) {
@@ -84,13 +85,17 @@ func TestRemoteCaller(t *testing.T) {
 				req := client.CreateVolumeRequest{Owner: "pv-a", Multihost: tc.op == "create-multihost", ClaimNamespace: "ns", ClaimName: "claim-a"}
 				_, _, err = e.store.CreateVolume(ctx, "default", "v1", req, 0o755, tc.remote)
 			case "set", "set-multihost":
+				e.owners.addClaim(claim("ns", "claim-a", "uid-a"))
+				e.owners.addClass("shared", "multihost")
+				e.owners.addPV(volume("pv-a", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "ns/claim-a"))
 				previous := "pv-a"
 				if e.record(t, "v1") == nil {
 					previous = ""
 				}
-				req := client.SetOwnerRequest{Owner: "pv-a", Previous: previous, Multihost: tc.op == "set-multihost"}
+				req := client.SetOwnerRequest{Owner: "pv-a", Previous: previous, Multihost: tc.op == "set-multihost", ClaimNamespace: "ns", ClaimName: "claim-a"}
 				_, err = e.store.SetOwner(ctx, "default", "v1", req, tc.remote)
 			case "size":
+				e.owners.addPV(withCapacity(volume("pv-a", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "ns/claim-a"), "1Mi"))
 				_, err = e.store.SetSize(ctx, "default", "v1", "pv-a", 1<<20, tc.remote)
 			case "delete":
 				_, err = e.store.DeleteVolume(ctx, "default", "v1", "pv-a", false, tc.remote)
@@ -242,6 +247,12 @@ func volume(name string, phase corev1.PersistentVolumePhase, policy corev1.Persi
 	if ns, n, ok := strings.Cut(claimRef, "/"); ok {
 		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: n}
 	}
+	return pv
+}
+
+// withCapacity gives pv the storage capacity q.
+func withCapacity(pv *corev1.PersistentVolume, q string) *corev1.PersistentVolume {
+	pv.Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(q)}
 	return pv
 }
 
@@ -494,12 +505,16 @@ func TestPlantedRecord(t *testing.T) {
 }
 
 // TestRemoteSetOwner: a caller bound to another node adopts a directory
-// without a record, or updates the record of the same owner; it never
-// hands a record to another owner (attack (c) of issue 40: the host
-// definer's token made "ghost" the owner of a Bound volume's copy) nor
-// changes its claim namespace (Forbidden), and it records reclaim policy
-// Delete only as the PV has it, and clears the retained mark only of a
-// Bound PV's record, both read fresh (else Conflict).
+// without a record only for a claim it names (claimNamespace and
+// claimName, else BadRequest) that exists, is of a multihost class and
+// is the owner's (else Conflict, as for a create: the claims here are of
+// class "shared", of mode multihost, unless said otherwise), or updates
+// the record of the same owner; it never hands a record to another owner
+// (attack (c) of issue 40: the host definer's token made "ghost" the
+// owner of a Bound volume's copy) nor changes its claim namespace
+// (Forbidden), and it records reclaim policy Delete only as the PV has
+// it, and clears the retained mark only of a Bound PV's record, both read
+// fresh (else Conflict).
 func TestRemoteSetOwner(t *testing.T) {
 	const owner = "pvc-1"
 	bound := volume(owner, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "ns/c")
@@ -510,6 +525,7 @@ func TestRemoteSetOwner(t *testing.T) {
 		record     map[string]any // nil: a directory without a record
 		req        client.SetOwnerRequest
 		pv         *corev1.PersistentVolume
+		claim      *corev1.PersistentVolumeClaim
 		remote     string
 		wantReason client.Reason
 		wantInMsg  string
@@ -525,7 +541,44 @@ func TestRemoteSetOwner(t *testing.T) {
 		{desc: "change of claim namespace", record: map[string]any{"claimNamespace": "ns"}, pv: bound, remote: "node-b",
 			req:        client.SetOwnerRequest{Owner: owner, Previous: owner, ClaimNamespace: "evil"},
 			wantReason: client.ReasonForbidden, wantInMsg: `from "ns" to "evil"`},
-		{desc: "adoption", remote: "node-b", req: client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ReclaimPolicy: client.ReclaimDelete, Multihost: true}},
+		{desc: "adoption", remote: "node-b", claim: claim("ns", "c", "1"),
+			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "c", ReclaimPolicy: client.ReclaimDelete, Multihost: true},
+			wantLookup: "claim ns/c, class shared"},
+		{desc: "adoption for a PV bound to the claim", remote: "node-b", claim: claim("ns", "c", "other-uid"), pv: bound,
+			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "c", Multihost: true},
+			wantLookup: "claim ns/c, pv pvc-1 cached, class shared"},
+		{desc: "adoption naming no claim", remote: "node-b",
+			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", Multihost: true},
+			wantReason: client.ReasonBadRequest, wantInMsg: `may adopt volume "v1" in pool "default" on node "node-a" only for a claim it names: claimNamespace and claimName are required`},
+		{desc: "adoption naming no claim namespace", remote: "node-b",
+			req:        client.SetOwnerRequest{Owner: owner, ClaimName: "c", Multihost: true},
+			wantReason: client.ReasonBadRequest, wantInMsg: "claimNamespace and claimName are required"},
+		{desc: "adoption naming an invalid claim", remote: "node-b",
+			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "C_1", Multihost: true},
+			wantReason: client.ReasonBadRequest, wantInMsg: `claimName "C_1" is not a PersistentVolumeClaim name`},
+		{desc: "adoption for a claim that does not exist", remote: "node-b",
+			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "evil", ClaimName: "c", Multihost: true},
+			wantReason: client.ReasonConflict, wantInMsg: `cannot adopt volume "v1" in pool "default" on node "node-a" for PersistentVolume "pvc-1": claim evil/c does not exist`,
+			wantLookup: "claim evil/c"},
+		{desc: "adoption for a claim being deleted", remote: "node-b", claim: func() *corev1.PersistentVolumeClaim {
+			c := claim("ns", "c", "1")
+			now := metav1.NewTime(t1)
+			c.DeletionTimestamp = &now
+			return c
+		}(),
+			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "c", Multihost: true},
+			wantReason: client.ReasonConflict, wantInMsg: "claim ns/c is being deleted", wantLookup: "claim ns/c"},
+		{desc: "adoption for a node-mode claim", remote: "node-b", claim: withClass(claim("ns", "c", "1"), "standard"),
+			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "c", Multihost: true},
+			wantReason: client.ReasonConflict, wantInMsg: `claim ns/c is of StorageClass "standard", whose parameter mode is "node", not "multihost"`,
+			wantLookup: "claim ns/c, class standard"},
+		{desc: "adoption for another claim's PV", remote: "node-b", claim: claim("ns", "other", "2"), pv: bound,
+			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "other", Multihost: true},
+			wantReason: client.ReasonConflict, wantInMsg: `PersistentVolume "pvc-1" is bound to claim ns/c`,
+			wantLookup: "claim ns/other, pv pvc-1 cached"},
+		{desc: "an update names no claim", record: map[string]any{"claimNamespace": "ns"}, remote: "node-b",
+			req: client.SetOwnerRequest{Owner: owner, Previous: owner, Multihost: true}},
+		{desc: "this node's caller adopts naming no claim", req: client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns"}},
 		{desc: "retained as the PV is Released (reclaim fan-out)", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Retain"}, remote: "node-b",
 			req: client.SetOwnerRequest{Owner: owner, Previous: owner, Retained: true, ReclaimPolicy: client.ReclaimRetain}},
 		{desc: "policy Delete recorded as the PV has it", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Retain"}, pv: bound, remote: "node-b",
@@ -558,6 +611,11 @@ func TestRemoteSetOwner(t *testing.T) {
 			if tc.pv != nil {
 				e.owners.addPV(tc.pv)
 			}
+			if tc.claim != nil {
+				e.owners.addClaim(tc.claim)
+			}
+			e.owners.addClass("shared", "multihost")
+			e.owners.addClass("standard", "node")
 			before := snapshot(t, e.base)
 			_, err := e.store.SetOwner(ctx, "default", "v1", tc.req, tc.remote)
 			checkErr(t, "SetOwner", err, tc.wantReason, "")
@@ -572,6 +630,119 @@ func TestRemoteSetOwner(t *testing.T) {
 			}
 			if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
 				t.Errorf("a refused owner change changed the disk: %v", d)
+			}
+		})
+	}
+}
+
+// TestRemoteGrow: a caller bound to another node grows a multihost copy
+// (owner pvc-1, 1Mi, to 2Mi here) only as far as the owner PV, read fresh,
+// says: it must exist and name this pool and directory, and its capacity
+// must be at least the size; or, while it is expanded (the resizer grows
+// every copy before the PV), the claim its claimRef names must be bound
+// to it and request at least the size. Anything else is Conflict naming
+// the PV, with the record untouched. A call that does not grow, and this
+// node's callers, ask the API server nothing.
+func TestRemoteGrow(t *testing.T) {
+	const owner = "pvc-1"
+	pv := func(capacity, dir, claimRef string) *corev1.PersistentVolume {
+		p := volume(owner, corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", dir, claimRef)
+		if capacity != "" {
+			withCapacity(p, capacity)
+		}
+		return p
+	}
+	requesting := func(size, volumeName string) *corev1.PersistentVolumeClaim {
+		c := claim("ns", "c", "uid-c")
+		c.Spec.VolumeName = volumeName
+		if size != "" {
+			c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		desc     string
+		pv       *corev1.PersistentVolume
+		claim    *corev1.PersistentVolumeClaim
+		size     int64
+		remote   string
+		err      error
+		noOwners bool
+		// wantReason is the error's ("" for success); wantInMsg a part
+		// of its message; wantLookup the lookups made.
+		wantReason client.Reason
+		wantInMsg  string
+		wantLookup string
+	}{
+		{desc: "the PV's capacity", pv: pv("2Mi", "v1", "ns/c"), size: 2 << 20, remote: "node-b", wantLookup: "pv pvc-1 fresh"},
+		{desc: "less than the PV's capacity", pv: pv("4Mi", "v1", "ns/c"), size: 2 << 20, remote: "node-b", wantLookup: "pv pvc-1 fresh"},
+		{desc: "the request of the PV's claim, while it is expanded", pv: pv("1Mi", "v1", "ns/c"), claim: requesting("2Mi", owner), size: 2 << 20, remote: "node-b",
+			wantLookup: "pv pvc-1 fresh, claim ns/c"},
+		{desc: "beyond the PV's capacity and its claim's request", pv: pv("1Mi", "v1", "ns/c"), claim: requesting("1Mi", owner), size: 2 << 20, remote: "node-b",
+			wantReason: client.ReasonConflict, wantLookup: "pv pvc-1 fresh, claim ns/c",
+			wantInMsg: `a caller bound to node "node-b" cannot grow volume "v1" in pool "default" on node "node-a" from 1Mi to 2Mi: its PersistentVolume "pvc-1" has capacity 1Mi, and its claim ns/c requests 1Mi`},
+		{desc: "a claim that requests nothing", pv: pv("1Mi", "v1", "ns/c"), claim: requesting("", owner), size: 2 << 20, remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: "its claim ns/c requests no storage", wantLookup: "pv pvc-1 fresh, claim ns/c"},
+		{desc: "a claim bound to another PV", pv: pv("1Mi", "v1", "ns/c"), claim: requesting("2Mi", "pvc-2"), size: 2 << 20, remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: `claim ns/c (UID uid-c, volume "pvc-2") is not bound to it`, wantLookup: "pv pvc-1 fresh, claim ns/c"},
+		{desc: "a claim that is gone", pv: pv("1Mi", "v1", "ns/c"), size: 2 << 20, remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: "its claim ns/c does not exist", wantLookup: "pv pvc-1 fresh, claim ns/c"},
+		{desc: "a PV bound to no claim", pv: pv("1Mi", "v1", ""), size: 2 << 20, remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: `its PersistentVolume "pvc-1" has capacity 1Mi and is bound to no claim`, wantLookup: "pv pvc-1 fresh"},
+		{desc: "a PV without a capacity", pv: pv("", "v1", ""), size: 2 << 20, remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: `its PersistentVolume "pvc-1" has no capacity`, wantLookup: "pv pvc-1 fresh"},
+		{desc: "a PV that is gone", size: 2 << 20, remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: `its PersistentVolume "pvc-1" does not exist`, wantLookup: "pv pvc-1 fresh"},
+		{desc: "a PV of another directory", pv: pv("4Mi", "v2", "ns/c"), size: 2 << 20, remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: `names directory "v2" of pool "default"`, wantLookup: "pv pvc-1 fresh"},
+		{desc: "the API server cannot be asked", err: errors.New("connection refused"), size: 2 << 20, remote: "node-b",
+			wantInMsg: "connection refused", wantLookup: "pv pvc-1 fresh"},
+		{desc: "no API client", noOwners: true, size: 2 << 20, remote: "node-b",
+			wantReason: client.ReasonForbidden, wantInMsg: "no API client"},
+		{desc: "the same size", size: 1 << 20, remote: "node-b"},
+		{desc: "this node's caller grows beyond the PV", pv: pv("1Mi", "v1", "ns/c"), size: 2 << 20},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			e := newTestEnv(t)
+			e.volume(t, "v1")
+			e.writeRecordFields(t, "v1", map[string]any{"owner": owner, "ownedSince": t0.Format(time.RFC3339), "multihost": true, "claimNamespace": "ns", "sizeBytes": 1 << 20})
+			if tc.pv != nil {
+				e.owners.addPV(tc.pv)
+			}
+			if tc.claim != nil {
+				e.owners.addClaim(tc.claim)
+			}
+			e.owners.err = tc.err
+			if tc.noOwners {
+				e.store.owners = nil
+			}
+			before := snapshot(t, e.base)
+			v, err := e.store.SetSize(ctx, "default", "v1", owner, tc.size, tc.remote)
+			if got := strings.Join(e.owners.lookups, ", "); got != tc.wantLookup {
+				t.Errorf("lookups %q, want %q", got, tc.wantLookup)
+			}
+			if tc.wantReason == "" && tc.err == nil {
+				if err != nil {
+					t.Fatalf("SetSize: %v", err)
+				}
+				if rec := e.record(t, "v1"); v.SizeBytes != tc.size || rec.SizeBytes != tc.size {
+					t.Errorf("size %d, recorded %d; want %d", v.SizeBytes, rec.SizeBytes, tc.size)
+				}
+				return
+			}
+			if tc.err != nil {
+				if err == nil || client.ReasonOf(err) != "" {
+					t.Fatalf("SetSize error = %v, want an internal error", err)
+				}
+			} else {
+				checkErr(t, "SetSize", err, tc.wantReason, "")
+			}
+			if !strings.Contains(err.Error(), tc.wantInMsg) {
+				t.Errorf("message %q does not say %q", err, tc.wantInMsg)
+			}
+			if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
+				t.Errorf("a refused resize changed the disk: %v", d)
 			}
 		})
 	}

@@ -122,7 +122,9 @@ func (s *Store) GetVolume(ctx context.Context, poolName, name string) (*client.V
 // then the owner record. A smaller size than the recorded one is Conflict
 // (volumes never shrink); the same size changes nothing. A volume made
 // without a size gets one (all of it is growth). A remote caller (see
-// checkRemote) may grow only a multihost volume.
+// checkRemote) may grow only a multihost volume, and only as far as its
+// PersistentVolume goes, read fresh from the API server (see
+// checkRemoteGrowth: Conflict otherwise, nothing changed).
 func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeBytes int64, remote string) (*client.Volume, error) {
 	p, err := s.ownedVolumePool(poolName, name, owner)
 	if err != nil {
@@ -154,6 +156,9 @@ func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeB
 		return nil, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, rec.Owner, owner)
 	case sizeBytes < rec.SizeBytes:
 		return nil, conflictf("volume %q in pool %q has size %s; it cannot shrink to %s", name, p.name, formatBytes(rec.SizeBytes), formatBytes(sizeBytes))
+	}
+	if err := s.checkRemoteGrowth(ctx, remote, p, name, rec, sizeBytes); err != nil {
+		return nil, err
 	}
 	enf := s.sizes.detect(root)
 	if sizeBytes > rec.SizeBytes {
@@ -219,7 +224,7 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req cli
 	if err != nil {
 		return nil, false, err
 	}
-	if err := s.checkRemoteClaim(ctx, remote, p, name, req); err != nil {
+	if err := s.checkRemoteClaim(ctx, remote, "create", p, name, claimOfCreate(req)); err != nil {
 		return nil, false, err
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
@@ -460,11 +465,14 @@ func (p *pool) setMode(root *os.Root, name string, fi fs.FileInfo, mode fs.FileM
 // and none for a new owner. The record says multihost when it did or
 // req.Multihost does (a mode that never goes back). It is rewritten only
 // when its owner, retained flag, reclaim policy, claim namespace or mode
-// changes. A remote caller (see checkRemote) may change only a record that
-// says multihost, or adopt a directory without a record with
-// req.Multihost; it never hands a record to another owner nor changes its
-// claim namespace, and lets a directory be removed later only as its PV
-// does (see checkRemoteOwner).
+// changes. req.ClaimName (a DNS subdomain or "", else BadRequest) is not
+// recorded. A remote caller (see checkRemote) may change only a record
+// that says multihost, or adopt a directory without a record with
+// req.Multihost, and then only for the claim req names (req.ClaimNamespace
+// and req.ClaimName, required), which the API server must know as the
+// owner's, of a multihost class (see checkRemoteClaim); it never hands a
+// record to another owner nor changes its claim namespace, and lets a
+// directory be removed later only as its PV does (see checkRemoteOwner).
 func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.SetOwnerRequest, remote string) (*client.Volume, error) {
 	owner, previous := req.Owner, req.Previous
 	p, err := s.ownedVolumePool(poolName, name, owner)
@@ -481,6 +489,9 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 	}
 	if err := client.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
 		return nil, badRequestf("%s", err)
+	}
+	if err := validateClaimName(req.ClaimName); err != nil {
+		return nil, err
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
 	root, release, err := s.openLocked(p, name)
@@ -509,6 +520,12 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 			return nil, ownerConflictf("", "directory %q in pool %q has no owner record, not one naming %q; adopt it with previous owner \"\"", name, p.name, previous)
 		}
 		return nil, ownerConflictf(current, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, current, previous)
+	}
+	if rec == nil {
+		adopt := forClaim{owner: owner, namespace: req.ClaimNamespace, name: req.ClaimName}
+		if err := s.checkRemoteClaim(ctx, remote, "adopt", p, name, adopt); err != nil {
+			return nil, err
+		}
 	}
 	next := record{Owner: owner, OwnedSince: s.now(), Retained: req.Retained, Multihost: req.Multihost}
 	if rec != nil {

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"hostpath.dev/manager/internal/auth/authtest"
 	"hostpath.dev/manager/pkg/client"
 )
@@ -17,13 +20,16 @@ import (
 // with pools/multihostvolumes; the host definer cannot delete; a token
 // bound to no pod reads, and writes only as an admin; a pod that is gone
 // writes nothing. The multihost claims default/claim-m and default/claim-m3
-// (of class shared, mode multihost) exist, and their PVs (pvc-m, pvc-m3)
-// do not yet or no longer.
+// (of class shared, mode multihost) exist; pvc-m3 does not exist yet, and
+// pvc-m, of capacity 1Mi (the size a remote resize may grow m1 to), is
+// Released with reclaim policy Delete (so a remote delete may remove m1).
 func TestNodeScopedAuthority(t *testing.T) {
 	d := newDiskDirs(t)
 	api := authtest.NewCallers()
 	cs := api.Clientset()
-	addObjects(t, cs, classOf("shared", "multihost"), claimOf("default", "claim-m", "m", "shared"), claimOf("default", "claim-m3", "m3", "shared"))
+	pvM := pvOf("pvc-m", "m1", "claim-m", corev1.VolumeReleased)
+	pvM.Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}
+	addObjects(t, cs, classOf("shared", "multihost"), claimOf("default", "claim-m", "m", "shared"), claimOf("default", "claim-m3", "m3", "shared"), pvM)
 	e := &env{srv: d.newServerOwners(t, "", newReviewer(cs), ownersOf(cs, nil))}
 	bothNodes := mentions(`"node-a"`, `"node-b"`)
 	n1 := filepath.Join(d.def, "n1")

@@ -87,7 +87,13 @@ func pvOf(name, dir, claim string, phase corev1.PersistentVolumePhase) *corev1.P
 //	    with reclaim policy Delete (read fresh: a Bound answer is
 //	    remembered a few seconds only), the same delete is 204;
 //	(c) node-b's host definer makes "ghost" the owner of node-a's copy of
-//	    a Bound multihost volume: 403.
+//	    a Bound multihost volume: 403;
+//	(d) node-b's host definer adopts, for the pending node-mode claim's
+//	    PV, a directory without an owner record: 400 without a claim
+//	    name, 409 with one (its class is not multihost), no record
+//	    written;
+//	(e) node-b's provisioner grows node-a's copy of the Bound multihost
+//	    volume beyond what its PV and claim say: 409 naming the PV.
 func TestRemoteAttacks(t *testing.T) {
 	d := newDiskDirs(t)
 	api := authtest.NewCallers()
@@ -96,7 +102,8 @@ func TestRemoteAttacks(t *testing.T) {
 	addObjects(t, cs, classOf("standard", "node"), classOf("shared", "multihost"),
 		claimOf("default", "data", "a1", "standard"), claimOf("default", "shared", "b1", "shared"), pvOf("pvc-b1", "dir-b", "shared", corev1.VolumeBound))
 	e := &env{srv: d.newServerOwners(t, "", newReviewer(cs), ownersOf(cs, clk))}
-	dirA, dirB := filepath.Join(d.def, "dir-a"), filepath.Join(d.def, "dir-b")
+	dirA, dirB, dirD := filepath.Join(d.def, "dir-a"), filepath.Join(d.def, "dir-b"), filepath.Join(d.def, "dir-d")
+	recordD := filepath.Join(d.def, ".hostpath", "owners", "dir-d")
 	plant := func(t *testing.T) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Join(d.def, ".hostpath", "owners"), 0o700); err != nil {
@@ -133,6 +140,21 @@ func TestRemoteAttacks(t *testing.T) {
 		{desc: "(c) remote change of the claim namespace", token: "definer-b", method: "PUT", path: "/v1/pools/default/volumes/dir-b/owner",
 			body:     `{"owner":"pvc-b1","previous":"pvc-b1","claimNamespace":"evil","multihost":true}`,
 			wantCode: 403, wantReason: client.ReasonForbidden, wantInMsg: `cannot change the claim namespace`},
+		{desc: "(d) remote adoption for a pending claim's PV, no claim named", token: "definer-b", method: "PUT", path: "/v1/pools/default/volumes/dir-d/owner",
+			before: func(t *testing.T) {
+				if err := os.MkdirAll(dirD, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			},
+			body:     `{"owner":"pvc-a1","previous":"","claimNamespace":"default","multihost":true}`,
+			wantCode: 400, wantReason: client.ReasonBadRequest, wantInMsg: "only for a claim it names: claimNamespace and claimName are required", check: absent(recordD)},
+		{desc: "(d) remote adoption for a pending node-mode claim's PV, naming it", token: "definer-b", method: "PUT", path: "/v1/pools/default/volumes/dir-d/owner",
+			body:     `{"owner":"pvc-a1","previous":"","claimNamespace":"default","claimName":"data","multihost":true}`,
+			wantCode: 409, wantReason: client.ReasonConflict, wantInMsg: `cannot adopt volume "dir-d" in pool "default" on node "node-a" for PersistentVolume "pvc-a1": claim default/data is of StorageClass "standard"`,
+			check: absent(recordD)},
+		{desc: "(e) remote growth of the Bound volume's copy beyond its PV", token: "prov-b", method: "PUT", path: "/v1/pools/default/volumes/dir-b/size",
+			body:     `{"owner":"pvc-b1","sizeBytes":1073741824}`,
+			wantCode: 409, wantReason: client.ReasonConflict, wantInMsg: `cannot grow volume "dir-b" in pool "default" on node "node-a" from 1Mi to 1Gi: its PersistentVolume "pvc-b1" has no capacity`},
 		{desc: "(b) the Released volume's copy, once the remembered Bound answer expired", token: "prov-b", method: "DELETE", path: "/v1/pools/default/volumes/dir-b?owner=pvc-b1",
 			before: func(t *testing.T) {
 				_, ctx := ktesting.NewTestContext(t)

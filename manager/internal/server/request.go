@@ -204,10 +204,8 @@ func checkCreate(c *call) error {
 	if err := client.ValidateClaimNamespace(c.create.ClaimNamespace); err != nil {
 		return err
 	}
-	if name := c.create.ClaimName; name != "" {
-		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			return fmt.Errorf("claimName %q is not a PersistentVolumeClaim name: %s", name, strings.Join(errs, "; "))
-		}
+	if err := checkClaimName(c.create.ClaimName); err != nil {
+		return err
 	}
 	if c.create.RequiredBytes < 0 {
 		return errors.New("requiredBytes must not be negative")
@@ -215,9 +213,22 @@ func checkCreate(c *call) error {
 	return nil
 }
 
+// checkClaimName checks a body's claimName: "" or a DNS subdomain, as
+// PersistentVolumeClaim names are.
+func checkClaimName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("claimName %q is not a PersistentVolumeClaim name: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // parseSetOwner reads PUT .../volumes/{name}/owner's body: owner is
 // required, previous is empty or a valid owner, reclaimPolicy is "",
-// Delete or Retain, claimNamespace "" or a DNS label.
+// Delete or Retain, claimNamespace "" or a DNS label, claimName "" or a
+// DNS subdomain.
 func parseSetOwner(data []byte, c *call) error {
 	if err := decodeStrict(data, &c.setOwner); err != nil {
 		return err
@@ -233,7 +244,10 @@ func parseSetOwner(data []byte, c *call) error {
 	if err := client.ValidateReclaimPolicy(c.setOwner.ReclaimPolicy); err != nil {
 		return err
 	}
-	return client.ValidateClaimNamespace(c.setOwner.ClaimNamespace)
+	if err := client.ValidateClaimNamespace(c.setOwner.ClaimNamespace); err != nil {
+		return err
+	}
+	return checkClaimName(c.setOwner.ClaimName)
 }
 
 // parseSetSize reads PUT .../volumes/{name}/size's body.

@@ -389,6 +389,11 @@ func TestBadInputCostsNoReview(t *testing.T) {
 		{"set owner bad reclaim policy", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","previous":"pv-1","reclaimPolicy":"Recycle"}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},
 		{"set owner reclaim policy in lower case", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","reclaimPolicy":"retain"}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},
 		{"set owner reclaim policy not a string", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","reclaimPolicy":true}`}, 400, client.ReasonBadRequest, "reclaimPolicy"},
+		{"set owner bad claim name", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","claimNamespace":"ns","claimName":"Data_1"}`}, 400, client.ReasonBadRequest, `claimName "Data_1" is not a PersistentVolumeClaim name`},
+		{"set owner claim name longer than a name", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","claimNamespace":"ns","claimName":"` + strings.Repeat("c", 254) + `"}`}, 400, client.ReasonBadRequest, "claimName"},
+		{"set owner claim name not a string", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","claimNamespace":"ns","claimName":["data"]}`}, 400, client.ReasonBadRequest, "claimName"},
+		{"set owner claim name key in other case", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","claimname":"data"}`}, 400, client.ReasonBadRequest, "case-sensitive"},
+		{"set owner duplicate claim name", httpCall{method: "PUT", path: vol + "/owner", body: `{"owner":"pv-1","claimName":"a","claimName":"b"}`}, 400, client.ReasonBadRequest, "twice"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			e := newEnv(t, nil, nil)

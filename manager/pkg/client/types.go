@@ -452,6 +452,16 @@ type SetOwnerRequest struct {
 	// directory without a record only with Multihost, and may not mark a
 	// node-mode record.
 	Multihost bool `json:"multihost,omitempty"`
+	// ClaimName is the name of the claim Owner is made for, in
+	// ClaimNamespace (a DNS subdomain name, else 400); optional, except
+	// for the adoption of a directory without a record (Previous "") by a
+	// caller whose token is bound to another node, which needs it and
+	// ClaimNamespace (else 400): the manager then checks with the API
+	// server, as for CreateVolumeRequest.ClaimName, that the claim
+	// exists, is not being deleted, is Owner's and is of a multihost
+	// StorageClass, else 409 Conflict. It is not kept in the owner
+	// record.
+	ClaimName string `json:"claimName,omitempty"`
 }
 
 // DeleteOptions are the query parameters of DELETE
