@@ -127,11 +127,22 @@ func (s *Store) notCloning(p *pool, name string) error {
 // record and starts the copy; calls made while it runs answer its
 // progress; the first call after it ended answers its outcome (created:
 // true, or the copy's error, after which the next call starts over); later
-// calls answer the volume. See the comment on stagingPrefix for what a
-// restart leaves.
+// calls answer the volume. As a create, a clone never rewrites an owner
+// record: one of the same owner must say what req asks (checkSameRecord,
+// else Conflict). A remote caller must name the claim (req.ClaimNamespace
+// and req.ClaimName, else BadRequest before anything is read), which the
+// API server must know as the owner's, of a multihost class
+// (checkRemoteClaim, Conflict otherwise), before a copy starts, that is
+// before a record is written; the calls that follow a copy, or find it
+// made, change nothing and ask the API server nothing. See the comment on
+// stagingPrefix for what a restart leaves.
 func (s *Store) CloneVolume(ctx context.Context, poolName, name string, req client.CloneVolumeRequest, mode fs.FileMode, remote string) (*client.Clone, bool, error) {
 	p, err := s.checkCreate(poolName, name, req.CreateVolumeRequest, mode, remote)
 	if err != nil {
+		return nil, false, err
+	}
+	target := claimOfCreate(req.CreateVolumeRequest)
+	if err := s.requireClaim(remote, "clone into", p, name, target); err != nil {
 		return nil, false, err
 	}
 	sp, err := s.ownedVolumePool(req.SourcePool, req.SourceName, req.SourceOwner)
@@ -140,6 +151,11 @@ func (s *Store) CloneVolume(ctx context.Context, poolName, name string, req clie
 	}
 	if cl, created, err, done := s.cloneState(p, name, req, remote); done {
 		return cl, created, err
+	}
+	// A copy has to start: checked outside the start lock, as the API
+	// server may take a while, and before anything is written.
+	if err := s.checkRemoteClaim(ctx, remote, "clone into", p, name, target); err != nil {
+		return nil, false, err
 	}
 	s.clones.start.Lock()
 	defer s.clones.start.Unlock()
@@ -167,7 +183,10 @@ func (s *Store) CloneVolume(ctx context.Context, poolName, name string, req clie
 // copy has to start. Under the target's lock: a running job answers its
 // progress; an ended one its outcome, once; an existing volume of the
 // same owner is the clone (a volume of another owner, or a directory
-// without a record, is OwnerConflict).
+// without a record, is OwnerConflict). An owner record of the same owner,
+// that of a running copy, of a copy that a restart interrupted or of a
+// volume in place, must say what req asks (checkSameRecord: Conflict,
+// nothing changed), as for a create.
 func (s *Store) cloneState(p *pool, name string, req client.CloneVolumeRequest, remote string) (cl *client.Clone, created bool, err error, done bool) {
 	root, release, err := s.openLocked(p, name)
 	if err != nil {
@@ -175,19 +194,24 @@ func (s *Store) cloneState(p *pool, name string, req client.CloneVolumeRequest, 
 	}
 	defer release()
 	key := p.key(name)
+	// What the job was when looked at, once: it may end meanwhile, and
+	// is then answered by the next call.
+	var running bool
+	var jobErr error
 	s.clones.mu.Lock()
 	j := s.clones.jobs[key]
 	if j != nil && j.ended {
 		delete(s.clones.jobs, key)
 	}
+	if j != nil {
+		running, jobErr = !j.ended, j.err
+	}
 	s.clones.mu.Unlock()
 	switch {
 	case j != nil && j.owner != req.Owner:
 		return nil, false, ownerConflictf(j.owner, "volume %q in pool %q is being cloned for PersistentVolume %q", name, p.name, j.owner), true
-	case j != nil && !j.ended:
-		return s.clones.status(j), false, nil, true
-	case j != nil && j.err != nil:
-		return nil, false, j.err, true
+	case j != nil && !running && jobErr != nil:
+		return nil, false, jobErr, true
 	}
 	fi, exists, err := p.lstat(root, name)
 	if err != nil {
@@ -205,6 +229,15 @@ func (s *Store) cloneState(p *pool, name string, req client.CloneVolumeRequest, 
 		return nil, false, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q", name, p.name, rec.Owner), true
 	case rec == nil && exists:
 		return nil, false, ownerConflictf("", "directory %q in pool %q exists without an owner record; it must be adopted with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name), true
+	case rec != nil:
+		if err := p.checkSameRecord(name, rec, req.CreateVolumeRequest); err != nil {
+			return nil, false, err, true
+		}
+	}
+	switch {
+	case running:
+		// The copy is in its staging directory: the volume is not.
+		return s.clones.status(j), false, nil, true
 	case !exists:
 		return nil, false, nil, false
 	}

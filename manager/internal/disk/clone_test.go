@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
@@ -29,11 +30,18 @@ func cloneReq(src string, bytes int64) client.CloneVolumeRequest {
 // the last answer and whether that call said created.
 func waitClone(ctx context.Context, t *testing.T, s *Store, name string, req client.CloneVolumeRequest) (*client.Clone, bool) {
 	t.Helper()
+	return waitCloneAs(ctx, t, s, name, req, "")
+}
+
+// waitCloneAs is waitClone for a caller bound to node remote ("": this
+// node's).
+func waitCloneAs(ctx context.Context, t *testing.T, s *Store, name string, req client.CloneVolumeRequest, remote string) (*client.Clone, bool) {
+	t.Helper()
 	var cl *client.Clone
 	var created bool
 	err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
-		cl, created, err = s.CloneVolume(ctx, "default", name, req, 0o750, "")
+		cl, created, err = s.CloneVolume(ctx, "default", name, req, 0o750, remote)
 		return err == nil && cl.Volume != nil, err
 	})
 	if err != nil {
@@ -114,7 +122,7 @@ func TestCloneRefusals(t *testing.T) {
 		{desc: "source of another owner", mutate: func(r *client.CloneVolumeRequest) { r.SourceOwner = "pv-z" }, want: client.ReasonOwnerConflict, owner: "pv-a"},
 		{desc: "source of another namespace", mutate: func(r *client.CloneVolumeRequest) { r.ClaimNamespace = "other" }, want: client.ReasonForbidden},
 		{desc: "source larger", mutate: func(r *client.CloneVolumeRequest) { r.RequiredBytes = 1 }, want: client.ReasonConflict},
-		{desc: "remote caller, node mode", remote: "node-b", mutate: func(r *client.CloneVolumeRequest) { r.Multihost = true }, want: client.ReasonForbidden},
+		{desc: "remote caller, node mode", remote: "node-b", mutate: func(r *client.CloneVolumeRequest) { r.Multihost, r.ClaimName = true, "claim-b" }, want: client.ReasonForbidden},
 		{desc: "remote caller asks for node mode", remote: "node-b", want: client.ReasonForbidden},
 		{desc: "retained source", setup: func(t *testing.T, e *testEnv) {
 			e.writeRecordFields(t, "src", map[string]any{"owner": "pv-a", "ownedSince": t0.Format(time.RFC3339), "retained": true, "claimNamespace": "ns", "sizeBytes": 1 << 20})
@@ -127,6 +135,10 @@ func TestCloneRefusals(t *testing.T) {
 			if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns", RequiredBytes: 1 << 20}, 0o700, ""); err != nil {
 				t.Fatal(err)
 			}
+			// The claim of pv-b, for remote callers.
+			e.owners.addClaim(claim("ns", "claim-b", "uid-b"))
+			e.owners.addClass("shared", "multihost")
+			e.owners.addPV(volume("pv-b", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "copy", "ns/claim-b"))
 			if tc.setup != nil {
 				tc.setup(t, e)
 			}
@@ -151,7 +163,8 @@ func TestCloneRefusals(t *testing.T) {
 
 // TestCloneBusy: while a clone copies, its source cannot be deleted and
 // its target cannot be written by other calls; calls on the clone answer
-// its progress, and another owner's clone into the same name is refused.
+// its progress, and another owner's clone into the same name is refused,
+// and so is one of the same owner that asks for another record.
 func TestCloneBusy(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
@@ -177,6 +190,10 @@ func TestCloneBusy(t *testing.T) {
 	checkErr(t, "delete the target", err, client.ReasonConflict, "")
 	_, _, err = e.store.CreateVolume(ctx, "default", "copy", client.CreateVolumeRequest{Owner: "pv-b"}, 0o700, "")
 	checkErr(t, "create the target", err, client.ReasonConflict, "")
+	differs := cloneReq("src", 0)
+	differs.ReclaimPolicy = client.ReclaimRetain
+	_, _, err = e.store.CloneVolume(ctx, "default", "copy", differs, 0o750, "")
+	checkErr(t, "the same owner's clone that asks for something else", err, client.ReasonConflict, "")
 	other := cloneReq("src", 0)
 	other.Owner = "pv-c"
 	_, _, err = e.store.CloneVolume(ctx, "default", "copy", other, 0o750, "")
@@ -202,7 +219,7 @@ func TestCloneAfterRestart(t *testing.T) {
 	}
 	mustWrite(t, filepath.Join(e.pool, "src", "f"), "whole")
 	// What a crash mid-copy leaves.
-	e.writeRecordFields(t, "copy", map[string]any{"owner": "pv-b", "ownedSince": t0.Format(time.RFC3339), "claimNamespace": "ns", "cloneOf": "default/src"})
+	e.writeRecordFields(t, "copy", map[string]any{"owner": "pv-b", "ownedSince": t0.Format(time.RFC3339), "claimNamespace": "ns", "reclaimPolicy": "Delete", "cloneOf": "default/src"})
 	half := filepath.Join(e.pool, stagingName("copy"))
 	mustMkdir(t, half)
 	mustWrite(t, filepath.Join(half, "f"), "wh")
@@ -304,6 +321,101 @@ func TestCloneLimits(t *testing.T) {
 			e.store.clones.limits = clone.Limits{}
 			if cl, _ := waitClone(ctx, t, e.store, "copy", cloneReq("src", 0)); cl.Volume.Owner != "pv-b" {
 				t.Errorf("clone within the limits = %+v", cl.Volume)
+			}
+		})
+	}
+}
+
+// TestRemoteClone: a caller bound to another node clones a multihost
+// source into a multihost volume only as it creates one: for a claim it
+// names (else BadRequest, before anything is read), that exists, is of a
+// multihost class and is the owner's (else Conflict), checked once, when
+// the copy starts (the calls that follow it ask the API server nothing);
+// and, as for anyone, a clone that meets an owner record of the same
+// owner that says something else is Conflict, the record untouched (a
+// record planted for the clone's PV is never adopted).
+func TestRemoteClone(t *testing.T) {
+	const owner = "pvc-b1"
+	planted := func(t *testing.T, e *testEnv) {
+		e.writeRecordFields(t, "copy", map[string]any{"owner": owner, "ownedSince": t0.Format(time.RFC3339), "multihost": true, "claimNamespace": "ns", "reclaimPolicy": "Retain", "sizeBytes": 1})
+	}
+	for _, tc := range []struct {
+		desc   string
+		mutate func(*client.CloneVolumeRequest)
+		claim  *corev1.PersistentVolumeClaim
+		setup  func(t *testing.T, e *testEnv)
+		remote string
+		// wantReason is the error's ("" for a clone made); wantInMsg a
+		// part of its message; wantLookup the lookups made.
+		wantReason client.Reason
+		wantInMsg  string
+		wantLookup string
+	}{
+		{desc: "for the claim's PV", claim: claim("ns", "claim-b", "b1"), remote: "node-b", wantLookup: "claim ns/claim-b, class shared"},
+		{desc: "naming no claim", mutate: func(r *client.CloneVolumeRequest) { r.ClaimName = "" }, remote: "node-b",
+			wantReason: client.ReasonBadRequest, wantInMsg: `may clone into volume "copy" in pool "default" on node "node-a" only for a claim it names: claimNamespace and claimName are required`},
+		{desc: "for a claim that does not exist", remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: `cannot clone into volume "copy" in pool "default" on node "node-a" for PersistentVolume "pvc-b1": claim ns/claim-b does not exist`,
+			wantLookup: "claim ns/claim-b"},
+		{desc: "for a node-mode claim", claim: withClass(claim("ns", "claim-b", "b1"), "standard"), remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: `claim ns/claim-b is of StorageClass "standard", whose parameter mode is "node", not "multihost"`,
+			wantLookup: "claim ns/claim-b, class standard"},
+		{desc: "for another claim's PV", claim: claim("ns", "claim-b", "other"), remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: `its PersistentVolume would be "pvc-other"`, wantLookup: "claim ns/claim-b, pv pvc-b1 cached"},
+		{desc: "over a different record of the same owner", claim: claim("ns", "claim-b", "b1"), setup: planted, remote: "node-b",
+			wantReason: client.ReasonConflict, wantInMsg: `it says reclaim policy "Retain", not "Delete", size 1, less than the 1Mi requested`},
+		{desc: "this node's caller over a different record of the same owner", setup: planted,
+			wantReason: client.ReasonConflict, wantInMsg: "a create never rewrites an owner record"},
+		{desc: "this node's caller names no claim", mutate: func(r *client.CloneVolumeRequest) { r.ClaimName = "" }},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			e := newTestEnv(t)
+			src := client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns", RequiredBytes: 1 << 20, Multihost: true}
+			if _, _, err := e.store.CreateVolume(ctx, "default", "src", src, 0o700, ""); err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, filepath.Join(e.pool, "src", "f"), "content")
+			e.owners.addClass("shared", "multihost")
+			e.owners.addClass("standard", "node")
+			if tc.claim != nil {
+				e.owners.addClaim(tc.claim)
+			}
+			if tc.setup != nil {
+				tc.setup(t, e)
+			}
+			req := cloneReq("src", 1<<20)
+			req.Owner, req.Multihost, req.ClaimName = owner, true, "claim-b"
+			if tc.mutate != nil {
+				tc.mutate(&req)
+			}
+			if tc.wantReason == "" {
+				cl, _ := waitCloneAs(ctx, t, e.store, "copy", req, tc.remote)
+				if cl.Volume.Owner != owner || !cl.Volume.Multihost {
+					t.Errorf("clone = %+v, want a multihost volume of %s", cl.Volume, owner)
+				}
+				if b, err := os.ReadFile(filepath.Join(e.pool, "copy", "f")); err != nil || string(b) != "content" {
+					t.Errorf("clone's f = %q, %v", b, err)
+				}
+				if got := strings.Join(e.owners.lookups, ", "); got != tc.wantLookup {
+					t.Errorf("lookups %q, want %q (once, when the copy started)", got, tc.wantLookup)
+				}
+				return
+			}
+			before := snapshot(t, e.base)
+			_, _, err := e.store.CloneVolume(ctx, "default", "copy", req, 0o750, tc.remote)
+			checkErr(t, "clone", err, tc.wantReason, "")
+			if !strings.Contains(err.Error(), tc.wantInMsg) {
+				t.Errorf("message %q does not say %q", err, tc.wantInMsg)
+			}
+			if got := strings.Join(e.owners.lookups, ", "); got != tc.wantLookup {
+				t.Errorf("lookups %q, want %q", got, tc.wantLookup)
+			}
+			if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
+				t.Errorf("a refused clone changed the disk: %v", d)
+			}
+			if s := stagingEntries(t, e.pool); len(s) != 0 {
+				t.Errorf("staging directories: %v", s)
 			}
 		})
 	}
