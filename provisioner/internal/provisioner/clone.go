@@ -158,14 +158,21 @@ func (p *Provisioner) cloneSource(ctx context.Context, claim *v1.PersistentVolum
 	return &source{claim: src, pv: pv, dir: dir}, nil
 }
 
-// cloneRequest is what a manager is asked for a clone of src as pv.
+// cloneRequest is what a manager is asked for a clone of src as pv. It
+// names the clone's claim (pv's hostpathv1.AnnotationClaimName, which
+// buildPV sets from the claim), as a multihost create does: the manager of
+// another node than this instance's (a multihost clone is copied on every
+// node) starts a copy only for a claim it can check, by name, at the API
+// server; this node's manager does not need it.
 func cloneRequest(pv *v1.PersistentVolume, src *source, dirMode string, enforceSize bool) client.CloneVolumeRequest {
-	return client.CloneVolumeRequest{
+	req := client.CloneVolumeRequest{
 		CreateVolumeRequest: hostpathv1.NewCreateVolumeRequest(pv, dirMode, enforceSize),
 		SourcePool:          src.dir.Pool,
 		SourceName:          src.dir.Directory,
 		SourceOwner:         src.pv.Name,
 	}
+	req.ClaimName = pv.Annotations[hostpathv1.AnnotationClaimName]
+	return req
 }
 
 // cloneFollower follows the copies of one clone (one per node) with

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	"hostpath.dev/manager/pkg/client"
 )
 
 // sourceClaim is claim ns/src of className, Bound to PV pv-src.
@@ -210,5 +211,38 @@ func TestClonesWaitForTheirSource(t *testing.T) {
 	}
 	if got.Annotations[storagehelpers.AnnSelectedNode] != selfNode {
 		t.Errorf("clone's selected-node = %q, want %q", got.Annotations[storagehelpers.AnnSelectedNode], selfNode)
+	}
+}
+
+// TestCloneRequest: a clone's request names the clone's claim (not its
+// source's) and its namespace, in node mode as in multihost mode, where
+// the managers of other nodes check the claim before they copy; it names
+// the source's directory and owner.
+func TestCloneRequest(t *testing.T) {
+	src := &source{claim: sourceClaim("wffc"), pv: sourcePV(selfNode, "1Gi"), dir: hostpathv1.VolumeDirectory{Pool: "default", Directory: "src-dir", Node: selfNode}}
+	for _, tc := range []struct {
+		desc      string
+		multihost bool
+	}{
+		{desc: "node mode"},
+		{desc: "multihost", multihost: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			clone := cloneOf("wffc", "src")
+			in := pvInput{name: testPVName, class: class("wffc", storagev1.VolumeBindingImmediate, nil), claim: clone, pool: "default", dir: "ns-data",
+				size: resource.MustParse("1Gi"), node: selfNode, hostname: selfNode, multihost: tc.multihost}
+			if tc.multihost {
+				in.node, in.hostname, in.nodes = "", "", []string{selfNode, otherNode}
+			}
+			req := cloneRequest(buildPV(in), src, "0750", false)
+			want := client.CloneVolumeRequest{
+				CreateVolumeRequest: client.CreateVolumeRequest{Owner: testPVName, Mode: "0750", ReclaimPolicy: client.ReclaimDelete, ClaimNamespace: clone.Namespace,
+					ClaimName: clone.Name, RequiredBytes: 1 << 30, Multihost: tc.multihost},
+				SourcePool: "default", SourceName: "src-dir", SourceOwner: "pv-src",
+			}
+			if req != want {
+				t.Errorf("cloneRequest = %+v, want %+v", req, want)
+			}
+		})
 	}
 }
