@@ -24,11 +24,11 @@ import (
 // a pod on another node, create and adopt nothing else. A directory of that
 // name without an owner record is recorded as the PV's; one owned by
 // another PV is a failure: pods of the volume would share someone else's
-// data. Each create names the PV's claim (claimNameOf), which a manager
-// checks at the API server before it lets a caller bound to another node
-// (the host definer, unless it runs on the node) make a directory; and
-// sends the PV's capacity now, which a grown owner record has too. It
-// fills st's counts.
+// data. Each create and each adoption names the PV's claim (claimNameOf),
+// which a manager checks at the API server before it lets a caller bound
+// to another node (the host definer, unless it runs on the node) make or
+// adopt a directory; a create sends the PV's capacity now, which a grown
+// owner record has too. It fills st's counts.
 func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinition, mgr Manager, st *hostpathv1.HostDefinitionStatus) error {
 	node, pool := def.Spec.NodeName, def.Spec.Pool
 	vols, err := c.multihostVolumes(pool)
@@ -55,8 +55,11 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 			// PV's; recorded (with its policy and claim namespace, as a
 			// create would), as multihost (the only kind the host definer
 			// may adopt on a node other than its own), so that its reclaim
-			// removes it.
-			req := client.SetOwnerRequest{Owner: m.pv.Name, ReclaimPolicy: hostpathv1.RecordedReclaimPolicy(m.pv), ClaimNamespace: hostpathv1.ClaimNamespaceOf(m.pv), Multihost: true}
+			// removes it. It names the claim, as a create does: another
+			// node's manager checks it before it lets the host definer
+			// adopt a directory.
+			req := client.SetOwnerRequest{Owner: m.pv.Name, ReclaimPolicy: hostpathv1.RecordedReclaimPolicy(m.pv), ClaimNamespace: hostpathv1.ClaimNamespaceOf(m.pv),
+				ClaimName: claimNameOf(m.pv), Multihost: true}
 			if _, err := mgr.SetOwner(ctx, pool, m.directory, req); err != nil {
 				errs[i] = fmt.Errorf("record PersistentVolume %s as the owner of directory %q: %w", m.pv.Name, m.directory, err)
 			}

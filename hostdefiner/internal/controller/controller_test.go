@@ -760,11 +760,13 @@ func TestBackfillOwnerConflict(t *testing.T) {
 
 // A directory of a multihost volume's name without an owner record (made
 // before owner records) is recorded as the volume's, with its claim's
-// namespace, marked multihost, not created again.
+// namespace, marked multihost, not created again; the adoption names the
+// claim (claimName), which a manager of another node checks.
 func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 	f := newStandardFixture(t)
 	pv := multihostPV("pv-a", "standard", "default", []string{"node-0"}, []string{"node-1"}, v1.PersistentVolumeReclaimDelete)
 	pv.Annotations[hostpathv1.AnnotationClaimNamespace] = "team-a"
+	pv.Annotations[hostpathv1.AnnotationClaimName] = "data-a"
 	f.volumes = append(f.volumes, pv)
 	m := f.managers["node-1"]
 	m.volumes["default"] = []client.Volume{{Name: "dir-pv-a", Pool: "default"}}
@@ -775,6 +777,10 @@ func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default", "SetOwner default/dir-pv-a pv-a multihost")
 	if got := m.volumes["default"][0].ClaimNamespace; got != "team-a" {
 		t.Errorf("the owner record names claim namespace %q, want team-a", got)
+	}
+	want := client.SetOwnerRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete, ClaimNamespace: "team-a", ClaimName: "data-a", Multihost: true}
+	if len(m.setOwners) != 1 || m.setOwners[0] != want {
+		t.Errorf("SetOwner requests %+v, want one of %+v", m.setOwners, want)
 	}
 	def := f.mustDefinition(def1)
 	expectPhase(t, def, hostpathv1.PhaseReady, 0)

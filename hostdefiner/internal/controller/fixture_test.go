@@ -712,6 +712,8 @@ type fakeManager struct {
 
 	calls   []string
 	creates []createCall
+	// setOwners are the SetOwner requests, in order.
+	setOwners []client.SetOwnerRequest
 }
 
 // createCall is one CreateVolume call.
@@ -825,6 +827,7 @@ func (m *fakeManager) SetOwner(_ context.Context, pool, name string, req client.
 	m.record(call)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.setOwners = append(m.setOwners, req)
 	for i, v := range m.volumes[pool] {
 		if v.Name == name {
 			if v.Owner != req.Previous {
