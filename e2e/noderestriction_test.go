@@ -26,6 +26,8 @@ package e2e
 //     a Bound multihost volume, and the host definer's re-own of it, are
 //     refused and the copy kept; deleting the claim still removes every
 //     copy.
+//   - TestNodeRestrictionCapacity: node-1's token cannot publish, change or
+//     delete node-2's CSIStorageCapacities.
 
 import (
 	"context"
@@ -38,6 +40,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -424,4 +427,40 @@ func TestNodeRestrictionMultihostCopy(t *testing.T) {
 	}
 	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
 	e.waitGoneEverywhere(ctx, t, pv)
+}
+
+// TestNodeRestrictionCapacity: node-1's provisioner token cannot publish,
+// change or delete the storage capacity of node-2 (capacity-aware
+// scheduling would send claims to a node without room, or away from one
+// with it); the object stays as node-2's instance wrote it.
+func TestNodeRestrictionCapacity(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	here, there := e.nodes[0], e.nodes[1]
+	var theirs *storagev1.CSIStorageCapacity
+	framework.WaitFor(ctx, t, provisionTimeout, "a CSIStorageCapacity of "+there, func(ctx context.Context) (bool, error) {
+		list, err := e.f.Client.StorageV1().CSIStorageCapacities(framework.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "hostpath.dev/node=" + there})
+		if err != nil || len(list.Items) == 0 {
+			return false, err
+		}
+		theirs = &list.Items[0]
+		return true, nil
+	})
+	caps := e.provisionerAPI(ctx, t, here).StorageV1().CSIStorageCapacities(framework.SystemNamespace)
+	const text = "node %s may only publish or delete the storage capacity of itself"
+	emptied := theirs.DeepCopy()
+	emptied.Capacity = ptr.To(resource.MustParse("0"))
+	_, err := caps.Update(ctx, emptied, metav1.UpdateOptions{})
+	wantPolicyDenied(t, "empty the capacity of the other node", err, "hostpath-provisioner-capacities", fmt.Sprintf(text, here))
+	err = caps.Delete(ctx, theirs.Name, metav1.DeleteOptions{})
+	wantPolicyDenied(t, "delete the capacity of the other node", err, "hostpath-provisioner-capacities", fmt.Sprintf(text, here))
+	fake := theirs.DeepCopy()
+	fake.ObjectMeta = metav1.ObjectMeta{Name: "e2e-fake-" + framework.RandomSuffix(), Namespace: framework.SystemNamespace, Labels: theirs.Labels}
+	fake.Capacity = ptr.To(resource.MustParse("1Ei"))
+	_, err = caps.Create(ctx, fake, metav1.CreateOptions{})
+	wantPolicyDenied(t, "publish room on the other node", err, "hostpath-provisioner-capacities", fmt.Sprintf(text, here))
+	got, err := e.f.Client.StorageV1().CSIStorageCapacities(framework.SystemNamespace).Get(ctx, theirs.Name, metav1.GetOptions{})
+	if err != nil || got.Capacity.Cmp(*theirs.Capacity) != 0 {
+		t.Errorf("CSIStorageCapacity %s of %s after the refusals: %v, %v; want capacity %v", theirs.Name, there, got, err, theirs.Capacity)
+	}
 }
