@@ -28,6 +28,8 @@ package e2e
 //     copy.
 //   - TestNodeRestrictionCapacity: node-1's token cannot publish, change or
 //     delete node-2's CSIStorageCapacities.
+//   - TestNodeRestrictionKubelet: node-1's kubelet credentials create no PV
+//     and neither read nor delete node-2's (Kubernetes's Node authorizer).
 
 import (
 	"context"
@@ -47,6 +49,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"hostpath.dev/e2e/framework"
@@ -463,4 +466,39 @@ func TestNodeRestrictionCapacity(t *testing.T) {
 	if err != nil || got.Capacity.Cmp(*theirs.Capacity) != 0 {
 		t.Errorf("CSIStorageCapacity %s of %s after the refusals: %v, %v; want capacity %v", theirs.Name, there, got, err, theirs.Capacity)
 	}
+}
+
+// TestNodeRestrictionKubelet: the third credential root on node-1 holds,
+// its kubelet's, is the Kubernetes API server's own concern (the Node
+// authorizer and NodeRestriction, both on in the local cluster): it
+// creates no PV, and neither deletes nor reads node-2's.
+func TestNodeRestrictionKubelet(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	here, there := e.nodes[0], e.nodes[1]
+	pvc := e.claim(ctx, t, "theirs", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: there})
+	_, pv := e.waitBound(ctx, t, pvc.Name)
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", path.Join(e.f.ClusterDir, "pki", "kubelet-"+here+".kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubelet, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvs := kubelet.CoreV1().PersistentVolumes()
+	etc := attackPV("e2e-nr-kubelet-"+framework.RandomSuffix(), there, "etc", "/etc", nil)
+	if _, err := pvs.Create(ctx, etc, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("Create a PV of %s's /etc with %s's kubelet credentials: %v, want Forbidden", there, here, err)
+		_ = e.f.Client.CoreV1().PersistentVolumes().Delete(context.Background(), etc.Name, metav1.DeleteOptions{})
+	}
+	if err := pvs.Delete(ctx, pv.Name, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("Delete %s's PV %s with %s's kubelet credentials: %v, want Forbidden", there, pv.Name, here, err)
+	}
+	if _, err := pvs.Get(ctx, pv.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("Get %s's PV %s, used by no pod of %s, with its kubelet credentials: %v, want Forbidden", there, pv.Name, here, err)
+	}
+	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
+	e.waitGoneEverywhere(ctx, t, pv)
 }
