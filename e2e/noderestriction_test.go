@@ -28,6 +28,8 @@ package e2e
 //     copy.
 //   - TestNodeRestrictionCapacity: node-1's token cannot publish, change or
 //     delete node-2's CSIStorageCapacities.
+//   - TestNodeRestrictionMultihostGrow: a multihost expansion still grows
+//     every copy; node-1's token cannot grow node-2's copy past it.
 //   - TestNodeRestrictionKubelet: node-1's kubelet credentials create no PV
 //     and neither read nor delete node-2's (Kubernetes's Node authorizer).
 
@@ -498,6 +500,55 @@ func TestNodeRestrictionKubelet(t *testing.T) {
 	}
 	if _, err := pvs.Get(ctx, pv.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("Get %s's PV %s, used by no pod of %s, with its kubelet credentials: %v, want Forbidden", there, pv.Name, here, err)
+	}
+	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
+	e.waitGoneEverywhere(ctx, t, pv)
+}
+
+// TestNodeRestrictionMultihostGrow: expanding a multihost claim grows its
+// copy on every node, the remote ones through the elected instance (whose
+// calls another node's manager checks against the claim's request); node-1's
+// token cannot grow node-2's copy past what the PV and its claim ask
+// (409 naming the PV), and the record keeps the expanded size.
+func TestNodeRestrictionMultihostGrow(t *testing.T) {
+	ctx := t.Context()
+	e := setupMultihost(ctx, t)
+	here, there := e.nodes[0], e.nodes[1]
+	urls := managerPods(ctx, t, e.f, e.nodes)
+	pvc := e.claim(ctx, t, "grown", classShared, "1Mi", corev1.ReadWriteMany, nil)
+	_, pv := e.waitBound(ctx, t, pvc.Name)
+	dir := pv.Annotations[annPVDirectory]
+	for _, node := range e.nodes {
+		waitMultihostRecord(ctx, t, e.f, node, dir)
+	}
+	resize(ctx, t, e.provEnv, pvc.Name, "2Mi")
+	framework.WaitFor(ctx, t, provisionTimeout, "PV "+pv.Name+" to have 2Mi and every copy's record 2 MiB", func(ctx context.Context) (bool, error) {
+		got, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if c := got.Spec.Capacity[corev1.ResourceStorage]; c.Cmp(resource.MustParse("2Mi")) != 0 {
+			return false, fmt.Errorf("capacity %s", c.String())
+		}
+		for _, node := range e.nodes {
+			if rec, ok := ownerRecordOf(t, e.f, node, dir); !ok || rec.SizeBytes != 2<<20 {
+				return false, fmt.Errorf("record on %s: %+v (exists %v)", node, rec, ok)
+			}
+		}
+		return true, nil
+	})
+
+	provisioner := e.f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, provisionerSelector, []string{here}, provisionTimeout)[here]
+	token := podToken(ctx, t, e.f, provisioner)
+	waitAllowed(ctx, t, urls[there], token, "the provisioner of "+here+" to read on "+there)
+	volume := "/v1/pools/default/volumes/" + dir
+	code, resp := callManager(ctx, t, "PUT", urls[there], volume+"/size", token, `{"owner":"`+pv.Name+`","sizeBytes":1073741824}`)
+	st := wantStatus(t, "PUT "+volume+"/size of 1 GiB with "+here+"'s token", code, resp, http.StatusConflict, "Conflict")
+	if !strings.Contains(st.Message, pv.Name) {
+		t.Errorf("The refusal %q does not name PV %s", st.Message, pv.Name)
+	}
+	if rec, _ := ownerRecordOf(t, e.f, there, dir); rec.SizeBytes != 2<<20 {
+		t.Errorf("Record of %s on %s after the refused growth: %+v, want 2 MiB", dir, there, rec)
 	}
 	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
 	e.waitGoneEverywhere(ctx, t, pv)
