@@ -172,7 +172,7 @@ func (r *Refresher) warningMessage(pv *v1.PersistentVolume, ps *poolState, vol c
 	where := r.where(pv, ps, vol)
 	switch condition {
 	case hostpathv1.HealthPoolMissing:
-		return fmt.Sprintf("Volume %s cannot be reached on %s: the pool is missing (%v); restore the pool's directory, or its --pool configuration of the manager",
+		return fmt.Sprintf("Volume %s cannot be reached on %s: the pool is missing (%v); restore the pool's directory, or its key pool.NAME in the ConfigMap hostpath-pools of the managers",
 			pv.Name, where, ps.missing)
 	case hostpathv1.HealthDirectoryMissing:
 		return fmt.Sprintf("Volume %s has no directory on %s: pods using it there cannot start; find what removed it, restore the data, or delete the claim",
