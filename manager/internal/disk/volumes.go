@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -479,18 +480,7 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 	if err != nil {
 		return nil, err
 	}
-	if previous != "" {
-		if err := client.ValidateOwner(previous); err != nil {
-			return nil, badRequestf("previous owner: %s", err)
-		}
-	}
-	if err := client.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
-		return nil, badRequestf("%s", err)
-	}
-	if err := client.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
-		return nil, badRequestf("%s", err)
-	}
-	if err := validateClaimName(req.ClaimName); err != nil {
+	if err := checkSetOwner(req); err != nil {
 		return nil, err
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
@@ -527,21 +517,7 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 			return nil, err
 		}
 	}
-	next := record{Owner: owner, OwnedSince: s.now(), Retained: req.Retained, Multihost: req.Multihost}
-	if rec != nil {
-		// The size, quota and mode are the directory's, whoever owns it.
-		next.SizeBytes, next.Enforcement, next.QuotaID = rec.SizeBytes, rec.Enforcement, rec.QuotaID
-		next.Multihost = next.Multihost || rec.Multihost
-		if rec.Owner == owner {
-			next.OwnedSince, next.ReclaimPolicy, next.ClaimNamespace = rec.OwnedSince, rec.ReclaimPolicy, rec.ClaimNamespace
-		}
-	}
-	if req.ReclaimPolicy != "" {
-		next.ReclaimPolicy = req.ReclaimPolicy
-	}
-	if req.ClaimNamespace != "" {
-		next.ClaimNamespace = req.ClaimNamespace
-	}
+	next := nextOwnerRecord(rec, req, s.now())
 	if err := s.checkRemoteOwner(ctx, remote, p, name, rec, next); err != nil {
 		return nil, err
 	}
@@ -558,6 +534,44 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 	}
 	v := p.volume(name, fi, &next)
 	return &v, nil
+}
+
+// checkSetOwner checks what SetOwner takes besides the owner: the previous
+// owner, the reclaim policy, the claim namespace and the claim name.
+func checkSetOwner(req client.SetOwnerRequest) error {
+	if req.Previous != "" {
+		if err := client.ValidateOwner(req.Previous); err != nil {
+			return badRequestf("previous owner: %s", err)
+		}
+	}
+	if err := client.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
+		return badRequestf("%s", err)
+	}
+	if err := client.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
+		return badRequestf("%s", err)
+	}
+	return validateClaimName(req.ClaimName)
+}
+
+// nextOwnerRecord is the record SetOwner writes over rec (nil for none)
+// for req at now: see SetOwner for what it keeps of rec.
+func nextOwnerRecord(rec *record, req client.SetOwnerRequest, now time.Time) record {
+	next := record{Owner: req.Owner, OwnedSince: now, Retained: req.Retained, Multihost: req.Multihost}
+	if rec != nil {
+		// The size, quota and mode are the directory's, whoever owns it.
+		next.SizeBytes, next.Enforcement, next.QuotaID = rec.SizeBytes, rec.Enforcement, rec.QuotaID
+		next.Multihost = next.Multihost || rec.Multihost
+		if rec.Owner == req.Owner {
+			next.OwnedSince, next.ReclaimPolicy, next.ClaimNamespace = rec.OwnedSince, rec.ReclaimPolicy, rec.ClaimNamespace
+		}
+	}
+	if req.ReclaimPolicy != "" {
+		next.ReclaimPolicy = req.ReclaimPolicy
+	}
+	if req.ClaimNamespace != "" {
+		next.ClaimNamespace = req.ClaimNamespace
+	}
+	return next
 }
 
 // DeleteVolume removes the directory name, everything in it and its owner

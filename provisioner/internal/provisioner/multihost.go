@@ -53,17 +53,13 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 	if err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
-	where := fmt.Sprintf("directory %q in pool %q", dir, params.Pool)
-	ready, pending, err := p.cfg.Targets.Targets(params.Pool)
-	if err != nil {
-		return nil, controller.ProvisioningInBackground, fmt.Errorf("list the nodes for %s: %w; will retry", where, err)
+	if err := checkMultihostDirectory(dir, claim); err != nil {
+		return nil, controller.ProvisioningFinished, err
 	}
-	switch {
-	case len(ready) == 0 && len(pending) == 0:
-		return nil, controller.ProvisioningInBackground, fmt.Errorf("create %s: no node has a Ready or defining (PendingForCreation) HostDefinition of pool %q: "+
-			"the host definer defines the pool on the nodes that run a manager (see kubectl get hostdefinitions); will retry", where, params.Pool)
-	case len(ready) == 0:
-		return nil, controller.ProvisioningInBackground, fmt.Errorf("create %s: 0/%d nodes ready%s; will retry", where, len(pending), pendingText(pending))
+	where := fmt.Sprintf("directory %q in pool %q", dir, params.Pool)
+	ready, pending, err := p.multihostTargets(params.Pool, where)
+	if err != nil {
+		return nil, controller.ProvisioningInBackground, err
 	}
 	pv := buildPV(pvInput{
 		name: opts.PVName, class: opts.StorageClass, claim: claim,
@@ -108,6 +104,39 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 	setPath(pv, path)
 	pv.Annotations[hostpathv1.AnnotationSizeEnforcement] = enforcementOf(enforcements...)
 	return pv, controller.ProvisioningFinished, nil
+}
+
+// checkMultihostDirectory refuses a multihost directory name that does not
+// carry the claim's UID. Any instance makes multihost PVs, so the API
+// server's admission policy (manifests/base/policies) lets one name only a
+// directory made for its own claim, which it tells by the UID in the name
+// (the PV is named pvc-<UID>): a pathPattern without ${pv.metadata.name},
+// or a name so long that shortening it cut the UID off, is refused here,
+// before any directory is made, with what to change.
+func checkMultihostDirectory(dir string, claim *v1.PersistentVolumeClaim) error {
+	if claim.UID == "" || strings.Contains(dir, string(claim.UID)) {
+		return nil
+	}
+	return &ParameterError{Parameter: ParamPathPattern, Problem: fmt.Sprintf(
+		"the directory %q of a multihost volume must contain the claim's UID %s: use a pattern with %s, and shorter names if it is cut (a name is at most %d bytes)",
+		dir, claim.UID, "${pv.metadata.name}", client.MaxVolumeNameLength)}
+}
+
+// multihostTargets returns the nodes a multihost volume of pool goes to
+// now (ready) and later (pending), or an error saying why there is none
+// to call yet (where names the directory); the caller retries.
+func (p *Provisioner) multihostTargets(pool, where string) (ready, pending []string, err error) {
+	ready, pending, err = p.cfg.Targets.Targets(pool)
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("list the nodes for %s: %w; will retry", where, err)
+	case len(ready) == 0 && len(pending) == 0:
+		return nil, nil, fmt.Errorf("create %s: no node has a Ready or defining (PendingForCreation) HostDefinition of pool %q: "+
+			"the host definer defines the pool on the nodes that run a manager (see kubectl get hostdefinitions); will retry", where, pool)
+	case len(ready) == 0:
+		return nil, nil, fmt.Errorf("create %s: 0/%d nodes ready%s; will retry", where, len(pending), pendingText(pending))
+	}
+	return ready, pending, nil
 }
 
 // multihostMaker returns what makes pv's directory on one node: a new

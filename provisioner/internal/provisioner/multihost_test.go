@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -81,13 +82,13 @@ func wantMultihostPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim,
 }
 
 func TestProvisionMultihost(t *testing.T) {
-	shared := class("shared", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}"})
+	shared := class("shared", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: mhPattern})
 	shared.ReclaimPolicy = ptr.To(v1.PersistentVolumeReclaimRetain)
-	wffc := class("shared-wffc", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}"})
+	wffc := class("shared-wffc", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: mhPattern})
 	rwx := func(c *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
 		return withAccessModes(c, v1.ReadWriteMany)
 	}
-	fast := class("fast", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", hostpathv1.ParamPool: "fast", ParamPathPattern: "${pvc.metadata.name}"})
+	fast := class("fast", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", hostpathv1.ParamPool: "fast", ParamPathPattern: mhPattern})
 	all := fakeTargets{ready: []string{selfNode, otherNode, idleNode}}
 	unavailable := fmt.Errorf("PUT: %w", &client.Error{StatusCode: 503, Status: client.Status{Reason: client.ReasonInternal, Message: "disk on fire"}})
 	tests := []struct {
@@ -104,34 +105,34 @@ func TestProvisionMultihost(t *testing.T) {
 		{
 			name: "every node ready", class: shared, claim: rwx(claim("shared")), targets: all,
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
-			wantPV: wantMultihostPV(shared, rwx(claim("shared")), "data", "node-a,node-b,node-c", ""),
+			wantPV: wantMultihostPV(shared, rwx(claim("shared")), mhDir, "node-a,node-b,node-c", ""),
 		},
 		{
 			name: "a pending node is recorded, not called", class: shared, claim: claim("shared"),
 			targets:   fakeTargets{ready: []string{selfNode, otherNode}, pending: []string{idleNode}, serving: []string{idleNode}},
 			wantState: controller.ProvisioningFinished, wantCreate: []string{selfNode, otherNode},
-			wantPV: wantMultihostPV(shared, claim("shared"), "data", "node-a,node-b", "node-c"),
+			wantPV: wantMultihostPV(shared, claim("shared"), mhDir, "node-a,node-b", "node-c"),
 		},
 		{
 			name: "the targets are those of the class's pool", class: fast, claim: claim("fast"), targets: all,
 			wantState: controller.ProvisioningInBackground,
-			wantErr:   `create directory "data" in pool "fast": no node has a Ready or defining (PendingForCreation) HostDefinition of pool "fast": the host definer defines the pool on the nodes that run a manager (see kubectl get hostdefinitions); will retry`,
+			wantErr:   `create directory "data-pvc-0000-uid" in pool "fast": no node has a Ready or defining (PendingForCreation) HostDefinition of pool "fast": the host definer defines the pool on the nodes that run a manager (see kubectl get hostdefinitions); will retry`,
 		},
 		{
 			name: "the scheduler's selected node does not restrict the volume", class: wffc,
 			claim: claim("shared-wffc", storagehelpers.AnnSelectedNode+"="+otherNode), targets: all,
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
-			wantPV: wantMultihostPV(wffc, claim("shared-wffc"), "data", "node-a,node-b,node-c", ""),
+			wantPV: wantMultihostPV(wffc, claim("shared-wffc"), mhDir, "node-a,node-b,node-c", ""),
 		},
 		{
 			name: "one node failing leaves the claim in background", class: shared, claim: claim("shared"), targets: all,
 			setup:     func(m map[string]*fakeManager) { m[otherNode].err = unavailable },
 			wantState: controller.ProvisioningInBackground, wantCreate: all.ready,
-			wantErr: `create directory "data" in pool "default": 2/3 nodes ready; failed on node "node-b": PUT: manager answered 503 Internal: disk on fire; will retry`,
+			wantErr: `create directory "data-pvc-0000-uid" in pool "default": 2/3 nodes ready; failed on node "node-b": PUT: manager answered 503 Internal: disk on fire; will retry`,
 		},
 		{
 			name: "a directory of another volume on one node is final", class: shared, claim: claim("shared"), targets: all,
-			setup:     func(m map[string]*fakeManager) { m[idleNode].have("default", "data", "pvc-other") },
+			setup:     func(m map[string]*fakeManager) { m[idleNode].have("default", mhDir, "pvc-other") },
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
 			wantErr: `on node "node-c" it belongs to PersistentVolume "pvc-other"; two claims cannot share a directory`,
 		},
@@ -140,22 +141,22 @@ func TestProvisionMultihost(t *testing.T) {
 			// (issue 40): a retry cannot make it this claim's.
 			name: "a node answering with another claim namespace's volume is final", class: shared, claim: claim("shared"), targets: all,
 			setup: func(m map[string]*fakeManager) {
-				m[otherNode].haveIn("default", "data", testPVName, "evil")
-				m[otherNode].volumes["default/data"].Multihost = true
+				m[otherNode].haveIn("default", mhDir, testPVName, "evil")
+				m[otherNode].volumes["default/"+mhDir].Multihost = true
 			},
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
-			wantErr: `the manager of node "node-b" answered the create of directory "data" in pool "default" with a volume that is not the one asked for: claim namespace "evil", not "ns"`,
+			wantErr: `the manager of node "node-b" answered the create of directory "data-pvc-0000-uid" in pool "default" with a volume that is not the one asked for: claim namespace "evil", not "ns"`,
 		},
 		{
 			name: "a node answering with a node-mode volume is final", class: shared, claim: claim("shared"), targets: all,
-			setup:     func(m map[string]*fakeManager) { m[idleNode].haveIn("default", "data", testPVName, "ns") },
+			setup:     func(m map[string]*fakeManager) { m[idleNode].haveIn("default", mhDir, testPVName, "ns") },
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
-			wantErr: `the manager of node "node-c" answered the create of directory "data" in pool "default" with a volume that is not the one asked for: multihost false, not true`,
+			wantErr: `the manager of node "node-c" answered the create of directory "data-pvc-0000-uid" in pool "default" with a volume that is not the one asked for: multihost false, not true`,
 		},
 		{
 			name: "only pending nodes", class: shared, claim: claim("shared"), targets: fakeTargets{pending: []string{selfNode}},
 			wantState: controller.ProvisioningInBackground,
-			wantErr:   `create directory "data" in pool "default": 0/1 nodes ready (pending: "node-a", HostDefinition of the pool PendingForCreation or manager not Ready); will retry`,
+			wantErr:   `create directory "data-pvc-0000-uid" in pool "default": 0/1 nodes ready (pending: "node-a", HostDefinition of the pool PendingForCreation or manager not Ready); will retry`,
 		},
 		{
 			name: "no node defined", class: shared, claim: claim("shared"), targets: fakeTargets{serving: []string{selfNode}},
@@ -165,7 +166,7 @@ func TestProvisionMultihost(t *testing.T) {
 			name: "managers that disagree on the pool's path", class: shared, claim: claim("shared"), targets: all,
 			setup:     func(m map[string]*fakeManager) { m[otherNode].root = "/srv/pool" },
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
-			wantErr: `"/srv/pool/data" on node "node-b"`,
+			wantErr: `"/srv/pool/data-pvc-0000-uid" on node "node-b"`,
 		},
 		{
 			name: "reusing a directory is refused", class: shared, claim: claim("shared", hostpathv1.AnnotationReuseDirectory+"=old"), targets: all,
@@ -179,11 +180,11 @@ func TestProvisionMultihost(t *testing.T) {
 			// The PV's affinity names no node, so nodes that join later
 			// match it: that of the manager DaemonSet.
 			name:  "volumeType local: a local PV on the nodes that run a manager",
-			class: class("shared-local", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}", ParamVolumeType: "local"}),
+			class: class("shared-local", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: mhPattern, ParamVolumeType: "local"}),
 			claim: rwx(claim("shared-local", storagehelpers.AnnSelectedNode+"="+otherNode)), targets: all,
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
 			wantPV: func() *v1.PersistentVolume {
-				pv := wantMultihostPV(class("shared-local", storagev1.VolumeBindingWaitForFirstConsumer, nil), rwx(claim("shared-local")), "data", "node-a,node-b,node-c", "")
+				pv := wantMultihostPV(class("shared-local", storagev1.VolumeBindingWaitForFirstConsumer, nil), rwx(claim("shared-local")), mhDir, "node-a,node-b,node-c", "")
 				pv.Spec.PersistentVolumeSource = v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: pv.Spec.HostPath.Path}}
 				pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
 					MatchExpressions: []v1.NodeSelectorRequirement{{Key: "hostpath.dev/manager", Operator: v1.NodeSelectorOpNotIn, Values: []string{"false"}}},
@@ -193,10 +194,10 @@ func TestProvisionMultihost(t *testing.T) {
 		},
 		{
 			name:  "volumeType hostPath is the default's PV",
-			class: class("shared-hostpath", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}", ParamVolumeType: "hostPath"}),
+			class: class("shared-hostpath", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: mhPattern, ParamVolumeType: "hostPath"}),
 			claim: claim("shared-hostpath"), targets: all,
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
-			wantPV: wantMultihostPV(class("shared-hostpath", storagev1.VolumeBindingImmediate, nil), claim("shared-hostpath"), "data", "node-a,node-b,node-c", ""),
+			wantPV: wantMultihostPV(class("shared-hostpath", storagev1.VolumeBindingImmediate, nil), claim("shared-hostpath"), mhDir, "node-a,node-b,node-c", ""),
 		},
 	}
 	for _, tc := range tests {
@@ -238,13 +239,13 @@ func TestProvisionMultihost(t *testing.T) {
 // asked for is not retried by the fan-out (it would answer the same),
 // while an unavailable manager is.
 func TestMultihostMismatchNotRetried(t *testing.T) {
-	shared := class("shared", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: "${pvc.metadata.name}"})
+	shared := class("shared", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: mhPattern})
 	unavailable := &client.Error{StatusCode: 503, Status: client.Status{Reason: client.ReasonInternal, Message: "disk on fire"}}
 	_, ctx := ktesting.NewTestContext(t)
 	f, mgrs := multihostFixture(t, fakeTargets{ready: []string{selfNode, otherNode}})
 	f.prov.cfg.CreateFanout = fanout.Options{Attempts: 2, Backoff: time.Millisecond}
-	mgrs[selfNode].haveIn("default", "data", testPVName, "evil")
-	mgrs[selfNode].volumes["default/data"].Multihost = true
+	mgrs[selfNode].haveIn("default", mhDir, testPVName, "evil")
+	mgrs[selfNode].volumes["default/"+mhDir].Multihost = true
 	mgrs[otherNode].err = unavailable
 	if _, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: shared, PVName: testPVName, PVC: claim("shared")}); state != controller.ProvisioningFinished || err == nil {
 		t.Fatalf("Provision = %s, %v; want finished with an error", state, err)
@@ -353,5 +354,55 @@ func TestMultihostOwnerAgreement(t *testing.T) {
 		if owned[n] == 0 {
 			t.Errorf("instance %s owns no claim of 60: %v", n, owned)
 		}
+	}
+}
+
+// mhPattern is the pathPattern of the multihost classes of these tests,
+// and mhDir what it gives for claim("…") and testPVName: a multihost
+// directory carries the PV's name (checkMultihostDirectory).
+const (
+	mhPattern = "${pvc.metadata.name}-${pv.metadata.name}"
+	mhDir     = "data-" + testPVName
+)
+
+// TestCheckMultihostDirectory: a multihost directory must carry its
+// claim's UID, which the API server's admission policy checks; a pattern
+// without ${pv.metadata.name}, or a name shortened past the UID, is a
+// parameter error before any directory is made.
+func TestCheckMultihostDirectory(t *testing.T) {
+	const uid = "0b7d4f4e-5d7a-4a57-9d2e-9f6f2b3c1a11"
+	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "data", UID: uid}}
+	long := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: strings.Repeat("n", 250), UID: uid}}
+	for _, tc := range []struct {
+		name, pattern string
+		claim         *v1.PersistentVolumeClaim
+		wantErr       string
+	}{
+		{name: "the default pattern", pattern: DefaultPathPattern, claim: claim},
+		{name: "the PV name alone", pattern: "${pv.metadata.name}", claim: claim},
+		{name: "no PV name", pattern: "${pvc.metadata.namespace}-${pvc.metadata.name}", claim: claim, wantErr: "must contain the claim's UID " + uid},
+		{name: "the UID cut off a long name", pattern: DefaultPathPattern, claim: long, wantErr: "shorter names if it is cut"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			params, err := ParseParameters(map[string]string{"mode": "multihost", ParamPathPattern: tc.pattern})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir, err := params.Directory(tc.claim.Namespace, tc.claim.Name, "pvc-"+uid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = checkMultihostDirectory(dir, tc.claim)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("checkMultihostDirectory(%q) = %v, want nil", dir, err)
+				}
+				return
+			}
+			var pe *ParameterError
+			if !errors.As(err, &pe) || pe.Parameter != ParamPathPattern || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("checkMultihostDirectory(%q) = %v, want a pathPattern error containing %q", dir, err, tc.wantErr)
+			}
+		})
 	}
 }
