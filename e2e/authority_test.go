@@ -123,6 +123,17 @@ func podToken(ctx context.Context, t *testing.T, f *framework.Framework, pod *co
 	return token
 }
 
+// provisionerTokenOn returns the manager token of the provisioner pod of
+// node here, once the manager of node there (at urls[there]) reads with
+// it.
+func provisionerTokenOn(ctx context.Context, t *testing.T, f *framework.Framework, urls map[string]string, here, there string) string {
+	t.Helper()
+	provisioner := f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, provisionerSelector, []string{here}, provisionTimeout)[here]
+	token := podToken(ctx, t, f, provisioner)
+	waitAllowed(ctx, t, urls[there], token, "the provisioner of "+here+" to read on "+there)
+	return token
+}
+
 // TestAuthorityCrossNode: the cross-node delete, and every other
 // write of a node-mode volume, with the provisioner's token of one node on
 // the other node's manager.
@@ -140,9 +151,7 @@ func TestAuthorityCrossNode(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	provisioner := e.f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, provisionerSelector, []string{here}, provisionTimeout)[here]
-	token := podToken(ctx, t, e.f, provisioner)
-	waitAllowed(ctx, t, urls[there], token, "the provisioner of "+here+" to read on "+there)
+	token := provisionerTokenOn(ctx, t, e.f, urls, here, there)
 
 	before := hostileSnapshot(t, e.f, e.nodes)
 	record := readRecord(t, e.f, there, dir)

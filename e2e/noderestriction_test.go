@@ -332,9 +332,7 @@ func TestNodeRestrictionPlantedRecord(t *testing.T) {
 	e := setupProvisioner(ctx, t)
 	here, there := e.nodes[0], e.nodes[1]
 	urls := managerPods(ctx, t, e.f, e.nodes)
-	provisioner := e.f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, provisionerSelector, []string{here}, provisionTimeout)[here]
-	token := podToken(ctx, t, e.f, provisioner)
-	waitAllowed(ctx, t, urls[there], token, "the provisioner of "+here+" to read on "+there)
+	token := provisionerTokenOn(ctx, t, e.f, urls, here, there)
 
 	// A pending claim: the name of its directory is known from the watch.
 	pvc := e.claim(ctx, t, "victim", classWaitForConsumer, "1Mi", corev1.ReadWriteOnce, nil)
@@ -410,9 +408,7 @@ func TestNodeRestrictionMultihostCopy(t *testing.T) {
 	record := readRecord(t, e.f, there, dir)
 	volume := "/v1/pools/default/volumes/" + dir
 
-	provisioner := e.f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, provisionerSelector, []string{here}, provisionTimeout)[here]
-	token := podToken(ctx, t, e.f, provisioner)
-	waitAllowed(ctx, t, urls[there], token, "the provisioner of "+here+" to read on "+there)
+	token := provisionerTokenOn(ctx, t, e.f, urls, here, there)
 	code, resp := callManager(ctx, t, "DELETE", urls[there], volume+"?owner="+pv.Name, token, "")
 	if code == http.StatusNoContent || code == http.StatusOK || !strings.Contains(string(resp), pv.Name) {
 		t.Errorf("DELETE %s on %s with %s's token: %d %s; want it refused naming PV %s", volume, there, here, code, resp, pv.Name)
@@ -538,9 +534,7 @@ func TestNodeRestrictionMultihostGrow(t *testing.T) {
 		return true, nil
 	})
 
-	provisioner := e.f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, provisionerSelector, []string{here}, provisionTimeout)[here]
-	token := podToken(ctx, t, e.f, provisioner)
-	waitAllowed(ctx, t, urls[there], token, "the provisioner of "+here+" to read on "+there)
+	token := provisionerTokenOn(ctx, t, e.f, urls, here, there)
 	volume := "/v1/pools/default/volumes/" + dir
 	code, resp := callManager(ctx, t, "PUT", urls[there], volume+"/size", token, `{"owner":"`+pv.Name+`","sizeBytes":1073741824}`)
 	st := wantStatus(t, "PUT "+volume+"/size of 1 GiB with "+here+"'s token", code, resp, http.StatusConflict, "Conflict")

@@ -40,11 +40,11 @@ func (tokenAuthorizer) Authorize(_ context.Context, caller review.Caller, _ auth
 	return &auth.Decision{User: &review.User{Name: "tester"}}, nil
 }
 
-// TestAgainstServer drives the real server through the client.
-func TestAgainstServer(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
+// realHandler is the manager's real server on a disk.Store of node-a with
+// the pool default at pool, which callers reach with the token "t".
+func realHandler(ctx context.Context, t *testing.T, pool string) http.Handler {
+	t.Helper()
 	dir := t.TempDir()
-	pool := filepath.Join(dir, "pool")
 	if err := os.WriteFile(filepath.Join(dir, "boot_id"), []byte("b\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,15 @@ func TestAgainstServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(handler)
+	return handler
+}
+
+// TestAgainstServer drives the real server through the client.
+func TestAgainstServer(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	dir := t.TempDir()
+	pool := filepath.Join(dir, "pool")
+	srv := httptest.NewServer(realHandler(ctx, t, pool))
 	defer srv.Close()
 	c, err := client.New(srv.URL, client.WithToken(client.StaticToken("t")))
 	if err != nil {

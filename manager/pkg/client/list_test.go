@@ -17,9 +17,6 @@ import (
 
 	"k8s.io/klog/v2/ktesting"
 
-	"hostpath.dev/manager/internal/disk"
-	"hostpath.dev/manager/internal/identity"
-	"hostpath.dev/manager/internal/server"
 	"hostpath.dev/manager/pkg/client"
 )
 
@@ -57,21 +54,7 @@ func TestListVolumesFollowsPages(t *testing.T) {
 		}
 		want = append(want, name)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "boot_id"), []byte("b\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	id, err := identity.Load(ctx, identity.Config{StateDir: filepath.Join(dir, "state"), BootIDFile: filepath.Join(dir, "boot_id")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := disk.New(disk.Config{NodeName: "node-a", Pools: map[string]string{"default": pool}, Identity: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	handler, err := server.New(server.Config{NodeName: "node-a", Backend: store, Authorizer: tokenAuthorizer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	handler := realHandler(ctx, t, pool)
 	var q queries
 	srv := httptest.NewServer(q.wrap(handler))
 	defer srv.Close()
