@@ -99,6 +99,16 @@ func (e *hdEnv) checkNothingLeft(ctx context.Context, t *testing.T) {
 			left = append(left, "ClusterRoleBinding "+o.Name)
 		}
 	}
+	if l, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, list); err == nil {
+		for _, o := range l.Items {
+			left = append(left, "ValidatingAdmissionPolicy "+o.Name)
+		}
+	}
+	if l, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, list); err == nil {
+		for _, o := range l.Items {
+			left = append(left, "ValidatingAdmissionPolicyBinding "+o.Name)
+		}
+	}
 	if l, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, list); err == nil {
 		for _, o := range l.Items {
 			left = append(left, "Pod "+o.Namespace+"/"+o.Name)
