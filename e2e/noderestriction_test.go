@@ -16,8 +16,9 @@ package e2e
 //   - TestNodeRestrictionBoundPV: the same token cannot strip the finalizer
 //     of the other node's Bound PV, delete it, or change its spec or the
 //     annotations that say where its directory is; nor change a claim
-//     beyond selected-node; the host definer's token changes only the node
-//     annotations of multihost PVs.
+//     beyond selected-node, nor the status of another provisioner's claim;
+//     the host definer's token changes only the node annotations of
+//     multihost PVs.
 //   - TestNodeRestrictionPlantedRecord: node-1's manager token cannot plant a
 //     multihost record on node-2 under the directory name a pending claim
 //     is going to get; the claim binds with its own record, and node-1's
@@ -282,6 +283,11 @@ func TestNodeRestrictionBoundPV(t *testing.T) {
 		_, err := claims.Patch(ctx, pvc.Name, types.MergePatchType, []byte(tc.patch), metav1.PatchOptions{})
 		wantPolicyDenied(t, tc.what, err, policyClaims, tc.text)
 	}
+
+	// The status of a claim that is not this product's.
+	foreign := e.claim(ctx, t, "foreign", "e2e-no-such-class", "1Mi", corev1.ReadWriteOnce, nil)
+	_, err = claims.Patch(ctx, foreign.Name, types.MergePatchType, []byte(`{"status":{"allocatedResources":{"storage":"1Gi"}}}`), metav1.PatchOptions{}, "status")
+	wantPolicyDenied(t, "change the status of another provisioner's claim", err, "hostpath-provisioner-claim-status", "may change the status only of claims of hostpath")
 
 	// The host definer's token: the node annotations of multihost PVs
 	// only.
