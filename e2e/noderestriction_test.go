@@ -14,7 +14,8 @@ package e2e
 //     directory that is not its claim's; a PV of its own node inside a
 //     pool is created.
 //   - TestNodeRestrictionBoundPV: the same token cannot strip the finalizer
-//     of the other node's Bound PV, delete it, or change its spec or the
+//     of the other node's Bound PV, delete it (or a retained Released
+//     one), or change its spec or the
 //     annotations that say where its directory is; nor change a claim
 //     beyond selected-node, nor the status of another provisioner's claim;
 //     the host definer's token changes only the node annotations of
@@ -283,6 +284,18 @@ func TestNodeRestrictionBoundPV(t *testing.T) {
 		_, err := claims.Patch(ctx, pvc.Name, types.MergePatchType, []byte(tc.patch), metav1.PatchOptions{})
 		wantPolicyDenied(t, tc.what, err, policyClaims, tc.text)
 	}
+
+	// A retained PV, Released: it stays, the record of its directory.
+	kept := e.claim(ctx, t, "kept", classRetain, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: there})
+	_, keptPV := e.waitBound(ctx, t, kept.Name)
+	t.Cleanup(func() {
+		_ = e.f.Client.CoreV1().PersistentVolumes().Delete(context.Background(), keptPV.Name, metav1.DeleteOptions{})
+		_ = os.RemoveAll(e.nodePath(t, there, keptPV))
+	})
+	e.deleteAndWaitGone(ctx, t, "", kept.Name)
+	e.waitReleased(ctx, t, keptPV)
+	err = pvs.Delete(ctx, keptPV.Name, metav1.DeleteOptions{})
+	wantPolicyDenied(t, "delete a retained Released PV", err, policyVolumes, "with reclaim policy Delete", "this one is Released, reclaim policy Retain")
 
 	// The status of a claim that is not this product's.
 	foreign := e.claim(ctx, t, "foreign", "e2e-no-such-class", "1Mi", corev1.ReadWriteOnce, nil)
