@@ -358,15 +358,14 @@ func TestNodeRestrictionPlantedRecord(t *testing.T) {
 	pvName := "pvc-" + string(pvc.UID)
 	dir := e.ns + "-" + pvc.Name + "-" + pvName
 	volume := "/v1/pools/default/volumes/" + dir
-	for _, body := range []string{
-		`{"owner":"` + pvName + `","multihost":true,"claimNamespace":"evil","requiredBytes":1}`,
-		`{"owner":"` + pvName + `","multihost":true,"claimNamespace":"` + e.ns + `","claimName":"` + pvc.Name + `","requiredBytes":1}`,
-	} {
-		code, resp := callManager(ctx, t, "PUT", urls[there], volume, token, body)
-		if code == http.StatusCreated || code == http.StatusOK {
-			t.Errorf("PUT %s %s on %s with %s's token: %d %s, want it refused", volume, body, there, here, code, resp)
-		}
-	}
+	authorityCalls(ctx, t, urls[there], token, []authorityCall{
+		// The issue's request: no claim named.
+		{method: "PUT", path: volume, body: `{"owner":"` + pvName + `","multihost":true,"claimNamespace":"evil","requiredBytes":1}`,
+			wantCode: http.StatusBadRequest, wantReason: "BadRequest", wantInMsg: []string{"only for a claim it names"}},
+		// The victim's claim named: it is not of a multihost class.
+		{method: "PUT", path: volume, body: `{"owner":"` + pvName + `","multihost":true,"claimNamespace":"` + e.ns + `","claimName":"` + pvc.Name + `","requiredBytes":1}`,
+			wantCode: http.StatusConflict, wantReason: "Conflict", wantInMsg: []string{`whose parameter mode is "node", not "multihost"`}},
+	})
 	if rec, ok := ownerRecordOf(t, e.f, there, dir); ok {
 		t.Errorf("A record was planted on %s for %s: %+v", there, dir, rec)
 	}
@@ -428,17 +427,17 @@ func TestNodeRestrictionMultihostCopy(t *testing.T) {
 	volume := "/v1/pools/default/volumes/" + dir
 
 	token := provisionerTokenOn(ctx, t, e.f, urls, here, there)
-	code, resp := callManager(ctx, t, "DELETE", urls[there], volume+"?owner="+pv.Name, token, "")
-	if code == http.StatusNoContent || code == http.StatusOK || !strings.Contains(string(resp), pv.Name) {
-		t.Errorf("DELETE %s on %s with %s's token: %d %s; want it refused naming PV %s", volume, there, here, code, resp, pv.Name)
-	}
+	authorityCalls(ctx, t, urls[there], token, []authorityCall{
+		{method: "DELETE", path: volume + "?owner=" + pv.Name, wantCode: http.StatusConflict, wantReason: "Conflict",
+			wantInMsg: []string{`its PersistentVolume "` + pv.Name + `" is Bound`}},
+	})
 
 	hd := podToken(ctx, t, e.f, hdPod)
 	waitAllowed(ctx, t, urls[there], hd, "the host definer to read on "+there)
-	code, resp = callManager(ctx, t, "PUT", urls[there], volume+"/owner", hd, `{"owner":"ghost","previous":"`+pv.Name+`","multihost":true}`)
-	if code == http.StatusOK || code == http.StatusCreated {
-		t.Errorf("PUT %s/owner on %s with the host definer's token: %d %s; want it refused", volume, there, code, resp)
-	}
+	authorityCalls(ctx, t, urls[there], hd, []authorityCall{
+		{method: "PUT", path: volume + "/owner", body: `{"owner":"ghost","previous":"` + pv.Name + `","multihost":true}`,
+			wantCode: http.StatusForbidden, wantReason: "Forbidden", wantInMsg: []string{`over from PersistentVolume "` + pv.Name + `" to "ghost"`}},
+	})
 	if got := readRecord(t, e.f, there, dir); got != record {
 		t.Errorf("The owner record of %s on %s changed:\n%s\nwant\n%s", dir, there, got, record)
 	}
