@@ -124,21 +124,15 @@ func (o *Owners) PersistentVolume(ctx context.Context, name string, fresh bool) 
 			return v.(*corev1.PersistentVolume), nil
 		}
 	}
-	var pv *corev1.PersistentVolume
-	err := o.lookup(ctx, func(ctx context.Context) (err error) {
-		pv, err = o.pvs.Get(ctx, name, metav1.GetOptions{})
-		return err
+	pv, err := lookupObject(ctx, o, fmt.Sprintf("PersistentVolume %q", name), func(ctx context.Context) (*corev1.PersistentVolume, error) {
+		return o.pvs.Get(ctx, name, metav1.GetOptions{})
 	})
 	switch {
-	case apierrors.IsNotFound(err):
-		o.bound.Remove(name)
-		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("get PersistentVolume %q: %w", name, err)
-	}
-	if pv.Status.Phase == corev1.VolumeBound && pv.DeletionTimestamp == nil {
+		return nil, err
+	case pv != nil && pv.Status.Phase == corev1.VolumeBound && pv.DeletionTimestamp == nil:
 		o.bound.Add(name, pv, o.opts.BoundTTL)
-	} else {
+	default:
 		o.bound.Remove(name)
 	}
 	return pv, nil
@@ -147,35 +141,34 @@ func (o *Owners) PersistentVolume(ctx context.Context, name string, fresh bool) 
 // Claim returns the PersistentVolumeClaim name of namespace, read from
 // the API server, nil when it does not exist.
 func (o *Owners) Claim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
-	var claim *corev1.PersistentVolumeClaim
-	err := o.lookup(ctx, func(ctx context.Context) (err error) {
-		claim, err = o.claims(namespace).Get(ctx, name, metav1.GetOptions{})
-		return err
+	return lookupObject(ctx, o, fmt.Sprintf("PersistentVolumeClaim %s/%s", namespace, name), func(ctx context.Context) (*corev1.PersistentVolumeClaim, error) {
+		return o.claims(namespace).Get(ctx, name, metav1.GetOptions{})
 	})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", namespace, name, err)
-	}
-	return claim, nil
 }
 
 // StorageClass returns the StorageClass name, read from the API server,
 // nil when it does not exist.
 func (o *Owners) StorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {
-	var class *storagev1.StorageClass
+	return lookupObject(ctx, o, fmt.Sprintf("StorageClass %q", name), func(ctx context.Context) (*storagev1.StorageClass, error) {
+		return o.classes.Get(ctx, name, metav1.GetOptions{})
+	})
+}
+
+// lookupObject gets one object (what names it in errors) with get in one
+// of o's slots: nil, nil when the API server says NotFound.
+func lookupObject[T any](ctx context.Context, o *Owners, what string, get func(context.Context) (*T, error)) (*T, error) {
+	var obj *T
 	err := o.lookup(ctx, func(ctx context.Context) (err error) {
-		class, err = o.classes.Get(ctx, name, metav1.GetOptions{})
+		obj, err = get(ctx)
 		return err
 	})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("get StorageClass %q: %w", name, err)
+		return nil, fmt.Errorf("get %s: %w", what, err)
 	}
-	return class, nil
+	return obj, nil
 }
 
 // lookup runs get in a slot, within Timeout.
