@@ -365,13 +365,7 @@ func describeClaimRef(pv *corev1.PersistentVolume) string {
 // one: a record planted by another node, or left by an older version,
 // is Conflict with what differs, and stays as it is.
 func (p *pool) checkSameRecord(name string, rec *record, req client.CreateVolumeRequest) error {
-	var diffs []string
-	if rec.Multihost != req.Multihost {
-		diffs = append(diffs, fmt.Sprintf("multihost %v, not %v", rec.Multihost, req.Multihost))
-	}
-	if rec.ClaimNamespace != req.ClaimNamespace {
-		diffs = append(diffs, fmt.Sprintf("claim namespace %q, not %q", rec.ClaimNamespace, req.ClaimNamespace))
-	}
+	diffs := req.Differences(rec.Owner, rec.Multihost, rec.ClaimNamespace)
 	if rec.ReclaimPolicy != req.ReclaimPolicy {
 		diffs = append(diffs, fmt.Sprintf("reclaim policy %q, not %q", rec.ReclaimPolicy, req.ReclaimPolicy))
 	}

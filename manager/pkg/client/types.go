@@ -7,6 +7,7 @@
 package client
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -564,4 +565,24 @@ type Status struct {
 	// Owner is the directory's current owner, with reason OwnerConflict
 	// ("" when it has none).
 	Owner string `json:"owner,omitempty"`
+}
+
+// Differences says how a volume's owner record differs from what the
+// create req asked, in the three things a create never changes and both
+// ends check (the manager when a create meets a record, the provisioner
+// when it reads the answer): the owner, the mode (multihost or not) and
+// the claim namespace, as "owner "x", not "y"" and alike; none when the
+// record is the one asked for.
+func (req CreateVolumeRequest) Differences(owner string, multihost bool, claimNamespace string) []string {
+	var diffs []string
+	if owner != req.Owner {
+		diffs = append(diffs, fmt.Sprintf("owner %q, not %q", owner, req.Owner))
+	}
+	if multihost != req.Multihost {
+		diffs = append(diffs, fmt.Sprintf("multihost %v, not %v", multihost, req.Multihost))
+	}
+	if claimNamespace != req.ClaimNamespace {
+		diffs = append(diffs, fmt.Sprintf("claim namespace %q, not %q", claimNamespace, req.ClaimNamespace))
+	}
+	return diffs
 }

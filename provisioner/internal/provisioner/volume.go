@@ -165,16 +165,7 @@ func checkCreated(node, pool, dir string, req client.CreateVolumeRequest, vol *c
 	if vol == nil {
 		return &volumeMismatch{node: node, pool: pool, dir: dir, diffs: []string{"no volume at all"}}
 	}
-	var diffs []string
-	if vol.Owner != req.Owner {
-		diffs = append(diffs, fmt.Sprintf("owner %q, not %q", vol.Owner, req.Owner))
-	}
-	if vol.Multihost != req.Multihost {
-		diffs = append(diffs, fmt.Sprintf("multihost %v, not %v", vol.Multihost, req.Multihost))
-	}
-	if vol.ClaimNamespace != req.ClaimNamespace {
-		diffs = append(diffs, fmt.Sprintf("claim namespace %q, not %q", vol.ClaimNamespace, req.ClaimNamespace))
-	}
+	diffs := req.Differences(vol.Owner, vol.Multihost, vol.ClaimNamespace)
 	if len(diffs) == 0 {
 		return nil
 	}
