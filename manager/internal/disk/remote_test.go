@@ -466,12 +466,7 @@ func TestRemoteCreateClaim(t *testing.T) {
 				}
 				return
 			}
-			if !strings.Contains(err.Error(), tc.wantInMsg) {
-				t.Errorf("message %q does not say %q", err, tc.wantInMsg)
-			}
-			if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
-				t.Errorf("a refused create changed the disk: %v", d)
-			}
+			checkRefused(t, err, tc.wantInMsg, "create", before, snapshot(t, e.base))
 		})
 	}
 }
@@ -625,12 +620,7 @@ func TestRemoteSetOwner(t *testing.T) {
 			if tc.wantReason == "" {
 				return
 			}
-			if !strings.Contains(err.Error(), tc.wantInMsg) {
-				t.Errorf("message %q does not say %q", err, tc.wantInMsg)
-			}
-			if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
-				t.Errorf("a refused owner change changed the disk: %v", d)
-			}
+			checkRefused(t, err, tc.wantInMsg, "owner change", before, snapshot(t, e.base))
 		})
 	}
 }
@@ -738,12 +728,20 @@ func TestRemoteGrow(t *testing.T) {
 			} else {
 				checkErr(t, "SetSize", err, tc.wantReason, "")
 			}
-			if !strings.Contains(err.Error(), tc.wantInMsg) {
-				t.Errorf("message %q does not say %q", err, tc.wantInMsg)
-			}
-			if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
-				t.Errorf("a refused resize changed the disk: %v", d)
-			}
+			checkRefused(t, err, tc.wantInMsg, "resize", before, snapshot(t, e.base))
 		})
+	}
+}
+
+// checkRefused fails the test unless err, the refusal of a call what
+// ("delete", "create"…), says wantInMsg and the disk (after) is as it was
+// (before).
+func checkRefused(t *testing.T, err error, wantInMsg, what string, before, after map[string]string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), wantInMsg) {
+		t.Errorf("message %q does not say %q", err, wantInMsg)
+	}
+	if d := diff(before, after); len(d) > 0 {
+		t.Errorf("a refused %s changed the disk: %v", what, d)
 	}
 }
