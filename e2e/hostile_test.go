@@ -504,6 +504,12 @@ func TestHostileStorageClasses(t *testing.T) {
 		name: "multihost-pattern", params: map[string]string{"mode": "multihost", "pathPattern": "../${pv.metadata.name}"},
 		text: fmt.Sprintf("StorageClass parameter %q: pattern %q", "pathPattern", "../${pv.metadata.name}"), detail: dotDot, anyNode: true,
 	})
+	// A multihost directory must carry its claim's UID (the admission
+	// policy lets a PV name no other claim's directory).
+	cases = append(cases, classCase{
+		name: "multihost-no-uid", params: map[string]string{"mode": "multihost", "pathPattern": "${pvc.metadata.namespace}-${pvc.metadata.name}"},
+		text: fmt.Sprintf("StorageClass parameter %q: the directory", "pathPattern"), detail: "of a multihost volume must contain the claim's UID", anyNode: true,
+	})
 	for i, v := range []string{"0800", "-1", "777777", "rwxrwxrwx", "", "0x1ff", "+0777", " 0777", "0777\n", "10000", "\uff10\uff17\uff17\uff17"} {
 		cases = append(cases, classCase{name: fmt.Sprintf("dirmode-%d", i), params: map[string]string{"dirMode": v},
 			text: fmt.Sprintf("StorageClass parameter %q: %q is not an octal mode from 0 to 07777", "dirMode", v)})

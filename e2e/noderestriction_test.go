@@ -32,6 +32,9 @@ package e2e
 //     delete node-2's CSIStorageCapacities.
 //   - TestNodeRestrictionMultihostGrow: a multihost expansion still grows
 //     every copy; node-1's token cannot grow node-2's copy past it.
+//   - TestNodeRestrictionSweeperKeepsNamed: a live volume's record
+//     rewritten to name a PV that does not exist is kept by the sweeper,
+//     with a Warning DirectoryOwnerMismatch on the PV.
 //   - TestNodeRestrictionKubelet: node-1's kubelet credentials create no PV
 //     and neither read nor delete node-2's (Kubernetes's Node authorizer).
 
@@ -561,6 +564,54 @@ func TestNodeRestrictionMultihostGrow(t *testing.T) {
 	}
 	if rec, _ := ownerRecordOf(t, e.f, there, dir); rec.SizeBytes != 2<<20 {
 		t.Errorf("Record of %s on %s after the refused growth: %+v, want 2 MiB", dir, there, rec)
+	}
+	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
+	e.waitGoneEverywhere(ctx, t, pv)
+}
+
+// TestNodeRestrictionSweeperKeepsNamed: the issue's last step of the
+// re-own attack, waited for. A live volume's owner record rewritten by
+// root on its node to name a PV that does not exist ("ghost", dated long
+// ago) is an orphan by the record alone; the sweeper, sweeping every 5 s
+// with a grace of 1 s, keeps the directory because the PV names it, and
+// says so with a Warning DirectoryOwnerMismatch on the PV. The data stays.
+func TestNodeRestrictionSweeperKeepsNamed(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	node := e.nodes[0]
+	pvc := e.claim(ctx, t, "named", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	_, pv := e.waitBound(ctx, t, pvc.Name)
+	dir := pv.Annotations[annPVDirectory]
+	if err := os.WriteFile(e.nodePath(t, node, pv, "data"), []byte("live\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := ownerRecordFile(t, e.f, node, localcluster.PoolPath, dir)
+	original, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(original, &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec["owner"], rec["ownedSince"] = "ghost", "2026-01-01T00:00:00Z"
+	forged, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, forged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(file, original, 0o644) })
+
+	e.sweepOften(ctx, t)
+	e.waitPVEvent(ctx, t, pv.Name, corev1.EventTypeWarning, "DirectoryOwnerMismatch", fmt.Sprintf("%q", dir), `"ghost"`, "never removed by the sweeper")
+	e.waitSweeps(ctx, t, node, 2)
+	if data, err := os.ReadFile(e.nodePath(t, node, pv, "data")); err != nil || string(data) != "live\n" {
+		t.Errorf("The data of %s on %s after the sweeps = %q, %v; want it kept", dir, node, data, err)
+	}
+	if err := os.WriteFile(file, original, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
 	e.waitGoneEverywhere(ctx, t, pv)
