@@ -102,9 +102,15 @@ cluster-down: ## Stop the local cluster and remove its state.
 deploy: ## Install the product on the local cluster (kubectl apply -k manifests/).
 	scripts/deploy.sh
 
+# E2E_PARALLEL: how many of the e2e tests that call t.Parallel (those that
+# touch only their own namespaces and objects) run at once, after the
+# serial ones (docs/development.md, "Tests").
+E2E_PARALLEL ?= 4
+
 .PHONY: e2e
-e2e: ## Run the e2e suite against the running local cluster, but the fault tests (TestFault*: make e2e-faults).
-	cd e2e && $(GO) test -count=1 -timeout 30m -v -skip '^TestFault' ./...
+e2e: ## Run the e2e suite against the running local cluster, but the fault tests (TestFault*: make e2e-faults), E2E_PARALLEL at a time of those that may run side by side; then the manifests' checks, which need the cluster's kubectl.
+	cd e2e && $(GO) test -count=1 -timeout 30m -v -parallel $(E2E_PARALLEL) -skip '^TestFault' .
+	cd e2e && $(GO) test -count=1 -v ./internal/manifests
 
 .PHONY: e2e-faults
 e2e-faults: ## Run the fault tests (TestFault*: crashes, outages, reboots, failovers) against the running local cluster.
@@ -118,7 +124,7 @@ COMPAT_TESTS := ^(TestSmoke|TestProvisionerWaitForFirstConsumer|TestProvisionerP
 
 .PHONY: e2e-compat
 e2e-compat: ## Run the compatibility part of the e2e suite (COMPAT_TESTS: smoke, both modes, host definer Ready, TLS, sizes, local volumes, capacity, node restriction) against the running local cluster.
-	cd e2e && $(GO) test -count=1 -timeout 20m -v -run '$(COMPAT_TESTS)' .
+	cd e2e && $(GO) test -count=1 -timeout 20m -v -parallel $(E2E_PARALLEL) -run '$(COMPAT_TESTS)' .
 
 .PHONY: e2e-storage
 e2e-storage: ## Run the upstream Kubernetes External Storage suite against the running local cluster, once per e2e/storage/*.yaml test driver.
@@ -147,11 +153,11 @@ demo: ## The README's first command: cluster up if needed, images, install, a no
 	scripts/demo.sh
 
 .PHONY: test
-test: ## What CI runs first: verify, unit, cluster up, e2e (but the fault tests), cluster down (also on failure).
+test: ## What CI runs first: verify, unit, cluster up, e2e (but the fault tests), cluster down (also on failure; KEEP_CLUSTER=1 keeps it); prints each phase's time and test counts.
 	scripts/test.sh
 
 .PHONY: test-faults
-test-faults: ## The fault tests on a fresh cluster of their own: cluster up, images, e2e-faults, cluster down (CI runs it after make test).
+test-faults: ## The fault tests: cluster up (or reuse a healthy one), images, e2e-faults, cluster down (CI runs it last of the three on one cluster).
 	scripts/test.sh faults
 
 .PHONY: test-compat
@@ -159,5 +165,5 @@ test-compat: ## The compatibility tests (e2e-compat) on a fresh cluster of the o
 	scripts/test.sh compat
 
 .PHONY: test-storage
-test-storage: ## The upstream External Storage suite on a fresh cluster of its own: suite build, cluster up, images, e2e-storage, cluster down (CI runs it after make test-faults).
+test-storage: ## The upstream External Storage suite: suite build, cluster up (or reuse a healthy one), images, e2e-storage, cluster down (CI runs it after make test, on its cluster).
 	scripts/test.sh storage

@@ -174,6 +174,7 @@ func TestCapacityAwareScheduling(t *testing.T) {
 // node, owned by its Node (so the garbage collector removes it with the
 // node); deleting the class removes them.
 func TestCapacityFollowsClasses(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	binding := storagev1.VolumeBindingWaitForFirstConsumer

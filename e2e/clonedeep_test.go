@@ -99,6 +99,7 @@ func (e *provEnv) managerRestarts(ctx context.Context, t *testing.T, node string
 // left of it in the pool, and the node's manager never restarts; a chain
 // within the limit, as long in names, is cloned whole.
 func TestCloneDeepTree(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	node := e.nodes[0]

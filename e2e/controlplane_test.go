@@ -36,6 +36,7 @@ const (
 // are opt-in and naming the component, and no volume: it stays Pending,
 // and no real node's pool gets a directory for it.
 func TestProvisionerControlPlaneNodeOptIn(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	name := "e2e-control-plane-" + framework.RandomSuffix()
@@ -45,7 +46,10 @@ func TestProvisionerControlPlaneNodeOptIn(t *testing.T) {
 			corev1.LabelHostname:       name,
 			controlPlaneRole:           "",
 		}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: controlPlaneRole, Effect: corev1.TaintEffectNoSchedule}}},
+		// Unschedulable: no pod of the tests running alongside lands on it
+		// (the host definer tolerates the control-plane taint); the
+		// DaemonSets ignore it, so it changes nothing for them.
+		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: controlPlaneRole, Effect: corev1.TaintEffectNoSchedule}}},
 	})
 
 	pvc := e.claim(ctx, t, "pinned", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: name})

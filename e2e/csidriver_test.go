@@ -28,6 +28,7 @@ import (
 // volume_manager_total_volumes, and registers no driver hostpath.dev in
 // the node's CSINode.
 func TestCSIDriverChangesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	driver, err := e.f.Client.StorageV1().CSIDrivers().Get(ctx, hostpathv1.CapacityProvisionerName, metav1.GetOptions{})

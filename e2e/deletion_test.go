@@ -393,6 +393,7 @@ func TestDeletionRetainAfterCreation(t *testing.T) {
 // nothing is removed; once the pool is back (the documented recovery), the
 // directory and the PV go.
 func TestDeletionPoolMissing(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupHostDefiner(ctx, t)
 	node := e.nodes[0]

@@ -27,6 +27,7 @@ const (
 // refreshes every 5s); putting the directory back gets VolumeHealthy; the
 // claim's deletion then removes it as usual.
 func TestVolumeHealthDirectoryRemoved(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	node := e.nodes[0]

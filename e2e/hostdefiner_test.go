@@ -174,6 +174,7 @@ func (e *hdEnv) labelNode(ctx context.Context, t *testing.T, node, key, value st
 // default pool, with the host's identity and the pool's space recorded, and
 // `kubectl get hostdefinitions` prints the columns of the design.
 func TestHostDefinerReady(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupHostDefiner(ctx, t)
 	hostIDs := map[string]string{}
@@ -210,6 +211,7 @@ func TestHostDefinerReady(t *testing.T) {
 // definition on every node and the pool's directory on each; deleting the
 // class undefines the pool and keeps the directories.
 func TestHostDefinerNewPool(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupHostDefiner(ctx, t)
 	pool := e.newPoolClass(ctx, t)

@@ -28,6 +28,7 @@ const classLocal = "hostpath-local"
 // named, so nodes that join later match), which pods on every node mount
 // at once; deleting the claim removes the directory from every node.
 func TestLocalVolumes(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	pvc := e.claim(ctx, t, "local", classLocal, "8Mi", corev1.ReadWriteOnce, nil)

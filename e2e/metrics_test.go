@@ -121,6 +121,7 @@ const ownReviews = `hostpath_reviews_total{kind="token",lane="own"}`
 // series of its program to the token the PodMonitors send; /healthz and
 // /readyz stay open.
 func TestMetricsNeedToken(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	f := framework.Cluster()
 	nodes := f.TwoRealNodes(ctx, t)

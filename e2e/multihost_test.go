@@ -85,6 +85,7 @@ func (e *provEnv) checkMultihostPV(t *testing.T, pvc *corev1.PersistentVolumeCla
 // each writes into its own node's copy of the directory and sees only its
 // node's files; deleting the claim removes the directory on every node.
 func TestMultihostDaemonSet(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupMultihost(ctx, t)
 	pvc := e.claim(ctx, t, "shared", classShared, "1Mi", corev1.ReadWriteMany, nil)
@@ -151,6 +152,7 @@ func (e *provEnv) waitGoneEverywhere(ctx context.Context, t *testing.T, pv *core
 // TestMultihostRetain: with reclaim policy Retain every node's copy stays,
 // with its data, and the PV is Released.
 func TestMultihostRetain(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupMultihost(ctx, t)
 	class := e.storageClassWithPolicy(ctx, t, "shared-retain", storagev1.VolumeBindingImmediate, corev1.PersistentVolumeReclaimRetain, map[string]string{"mode": "multihost"})

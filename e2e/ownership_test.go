@@ -30,6 +30,7 @@ const annReuseDirectory = "hostpath.dev/reuse-directory"
 // second claim gets a clear ProvisioningFailed event naming the first's PV,
 // stays Pending, and deleting it leaves the first claim's data alone.
 func TestProvisionerSharedDirectoryRefused(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	a := setupProvisioner(ctx, t)
 	b := *a
@@ -80,6 +81,7 @@ func TestProvisionerSharedDirectoryRefused(t *testing.T) {
 // hold: Delete removes the directory, Retain keeps it with its data. Without
 // the finalizer the directory of a Delete PV would stay forever.
 func TestProvisionerPVDeletedByHand(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	node := e.nodes[1]
@@ -143,6 +145,7 @@ func TestProvisionerPVDeletedByHand(t *testing.T) {
 // volume goes to a new claim only on purpose (hostpath.dev/reuse-directory),
 // and only once its old PV is gone; the new claim then sees the old data.
 func TestProvisionerReuseRetainedDirectory(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	node := e.nodes[0]

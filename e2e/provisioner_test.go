@@ -417,6 +417,7 @@ func (e *provEnv) deleteAndWaitGone(ctx context.Context, t *testing.T, pod, clai
 // the pod's node, the file is in that node's pool and nowhere else, and
 // deleting pod and claim removes the directory.
 func TestProvisionerWaitForFirstConsumer(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	pvc := e.claim(ctx, t, "test-claim", classWaitForConsumer, "10Mi", corev1.ReadWriteOnce, nil)
@@ -460,6 +461,7 @@ func TestProvisionerWaitForFirstConsumer(t *testing.T) {
 // any pod, with each annotation key, in an Immediate class and in a
 // WaitForFirstConsumer one; only that node's instance acts for them.
 func TestProvisionerPinnedClaims(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	tests := []struct {
@@ -512,6 +514,7 @@ func TestProvisionerPinnedClaims(t *testing.T) {
 // TestProvisionerRetain: with reclaimPolicy Retain the directory and its
 // file stay after the claim is deleted, and the PV is Released.
 func TestProvisionerRetain(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	node := e.nodes[0]
@@ -540,6 +543,7 @@ func TestProvisionerRetain(t *testing.T) {
 // TestProvisionerFailures: claims that cannot be provisioned stay Pending
 // with a Warning event that says why, and no directory is created.
 func TestProvisionerFailures(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	node := e.nodes[0]

@@ -19,6 +19,7 @@ import (
 // the volume there. A claim pinned by annotation to such a node keeps its
 // node and its event.
 func TestProvisionerSelectedNodeGone(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	idle := e.nodeWithoutProvisioner(ctx, t)

@@ -27,6 +27,7 @@ import (
 // hands the directory over to a third namespace with the owner call's
 // claimNamespace, and a claim there gets A's data.
 func TestProvisionerReuseStaysInNamespace(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	a := setupProvisioner(ctx, t)
 	node := a.nodes[0]

@@ -25,6 +25,7 @@ const podTimeout = 2 * time.Minute
 // /var/hpvolumes, pods reach pods on other nodes directly and through a
 // Service, and pods reach the API server through the kubernetes Service.
 func TestSmoke(t *testing.T) {
+	t.Parallel()
 	f := framework.Cluster()
 	ctx := t.Context()
 	nodes := f.TwoRealNodes(ctx, t)

@@ -102,6 +102,7 @@ func approvedBy(t *testing.T, csr *certificatesv1.CertificateSigningRequest) {
 // HTTP gets no /v1 answer; a client that trusts the bundle but reaches
 // another node's manager, or a pod that is no manager, fails verification.
 func TestManagerTLS(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	f := framework.Cluster()
 	nodes := f.TwoRealNodes(ctx, t)
