@@ -57,6 +57,8 @@ leftovers() {
 }
 
 if [ -d "$RUN_DIR" ] && [ -x "$KUBECTL" ] && cluster_healthy; then
+  running=$(kc get --raw /version 2>/dev/null | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p')
+  [ "$running" = "$K8S_VERSION" ] || die "A local cluster of Kubernetes ${running:-(unknown)} is up; this run wants $K8S_VERSION: make cluster-down first"
   log "The local cluster is already up ($(node_numbers | wc -w) nodes Ready); nothing to do"
   log "kube-controller-manager runs with client limits $(cat "$RUN_DIR/kcm-limits" 2>/dev/null || echo default) (scripts/kcm.sh set changes them)"
   log "KUBECONFIG=$CLUSTER_KUBECONFIG; stop it with: make cluster-down"

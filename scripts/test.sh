@@ -4,21 +4,30 @@
 # fresh local cluster, the images, the e2e suite, and the cluster teardown,
 # which always runs (also after a failure or Ctrl-C). Prints the wall time of
 # every phase; exits non-zero if any phase failed.
-# KEEP_CLUSTER=1 leaves the cluster up at the end.
+# KEEP_CLUSTER=1 leaves the cluster up at the end; the next run reuses it
+# when it is healthy and of the same Kubernetes version (cluster-up.sh), as
+# .ci/run does for make test, test-storage and test-faults.
+#
+# Each phase's output also goes to .cache/test-logs/<target>/<phase>.log. The
+# summary at the end has, beside each phase's wall time, what its tests
+# did: "N passed, N failed, N skipped" (top-level go test -v tests, or the
+# Ginkgo specs of the upstream suite) or "N packages ok, N failed" (go test
+# without -v). A test phase in which no test passed fails, so that a run
+# that executed nothing cannot pass. The summary is also written to
+# .cache/test-logs/<target>/summary, which .ci/run prints at its end.
 #
 # test.sh compat (make test-compat): the compatibility part of the suite
 # (make e2e-compat) on a fresh cluster of the oldest supported Kubernetes
 # release (K8S_OLDEST in lib.sh), built into its own cache.
 #
-# test.sh faults (make test-faults): the fault tests (make e2e-faults) on a
-# fresh cluster of their own, after the packages and the Kubernetes build:
-# they break things on purpose (kill -9, API server outage, node reboot), so
-# they run apart from the rest of the suite, which stays under 20 minutes.
+# test.sh faults (make test-faults): the fault tests (make e2e-faults),
+# after the packages and the Kubernetes build: they break things on purpose
+# (kill -9, API server outage, node reboot), so they run apart from the rest
+# of the suite, last on the cluster .ci/run keeps.
 #
 # test.sh storage (make test-storage): the upstream Kubernetes External
-# Storage suite (make e2e-storage, scripts/storage-suite.sh) on a fresh
-# cluster of its own, after the packages, the Kubernetes build and the
-# suite's build.
+# Storage suite (make e2e-storage, scripts/storage-suite.sh), after the
+# packages, the Kubernetes build and the suite's build.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster-lib.sh"
@@ -40,17 +49,53 @@ esac
 T0=$(now)
 results=()
 failed=""
+TEST_LOGS=$CACHE_DIR/test-logs/$TARGET
+rm -rf "$TEST_LOGS"
+mkdir -p "$TEST_LOGS" || exit 1
 
-# phase NAME COMMAND...: run one phase unless an earlier one failed.
+# tally LOG: what the tests in a phase's output did, on one line; empty if
+# it ran no go test or Ginkgo suite. Top-level go test -v results ("--- PASS:
+# TestX") and Ginkgo's "N Passed | N Failed | N Pending | N Skipped" lines
+# count tests (Ginkgo's skipped specs are those its focus left out: not
+# counted); without -v, the package lines count packages.
+tally() {
+  awk '
+    /^--- PASS: /          { p++; v = 1 }
+    /^--- FAIL: /          { f++; v = 1 }
+    /^--- SKIP: /          { s++; v = 1 }
+    /^ok  \t/                { po++ }
+    /^FAIL\t/                { pf++ }
+    /^(SUCCESS|FAIL)! -- [0-9]+ Passed \| [0-9]+ Failed/ {
+      g = 1; gp += $3; gf += $6
+    }
+    END {
+      if (v || g) printf "%d passed, %d failed, %d skipped\n", p + gp, f + gf, s + gs
+      else if (po || pf) printf "%d packages ok, %d failed\n", po, pf
+    }' "$1"
+}
+
+# passed LINE: whether a tally line counts at least one test or package.
+passed() { [[ $1 =~ ^[1-9][0-9]*\ (passed|packages) ]]; }
+
+# phase NAME COMMAND...: run one phase unless an earlier one failed; its
+# output goes to the terminal and to $TEST_LOGS/NAME.log.
 phase() {
-  local name=$1 t rc
+  local name=$1 t rc counts status
   shift
   [ -z "$failed" ] || { results+=("$(printf '%-13s skipped' "$name")"); return 0; }
   log "=== $name: $*"
   t=$(now)
-  "$@"
-  rc=$?
-  results+=("$(printf '%-13s %6ss  %s' "$name" "$(since "$t")" "$([ $rc -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
+  "$@" 2>&1 | tee "$TEST_LOGS/$name.log"
+  rc=${PIPESTATUS[0]}
+  counts=$(tally "$TEST_LOGS/$name.log")
+  status=ok
+  [ $rc -eq 0 ] || status="FAILED (exit $rc)"
+  case $name in
+  unit | e2e*)
+    if [ $rc -eq 0 ] && ! passed "$counts"; then status="FAILED (no test ran)" rc=1; fi
+    ;;
+  esac
+  results+=("$(printf '%-13s %6ss  %-18s %s' "$name" "$(since "$t")" "$status" "$counts")")
   [ $rc -eq 0 ] || failed=$name
 }
 
@@ -68,15 +113,17 @@ finish() {
   else
     log "KEEP_CLUSTER is set: the cluster stays up (make cluster-down stops it)"
   fi
-  log "=== Summary (wall times)"
-  printf '  %s\n' "${results[@]}" >&2
-  printf '  %-13s %6ss\n' total "$(since "$T0")" >&2
-  if [ -n "$failed" ] || [ "$rc" -ne 0 ]; then
-    log "make $TARGET FAILED${failed:+ in phase $failed}"
-    exit 1
-  fi
-  log "make $TARGET passed"
-  exit 0
+  local verdict="make $TARGET passed" code=0
+  if [ -n "$failed" ] || [ "$rc" -ne 0 ]; then verdict="make $TARGET FAILED${failed:+ in phase $failed}" code=1; fi
+  {
+    printf '=== make %s: phases (wall times, tests)\n' "$TARGET"
+    printf '  %s\n' "${results[@]}"
+    printf '  %-13s %6ss\n' total "$(since "$T0")"
+    echo "$verdict"
+  } > "$TEST_LOGS/summary"
+  log "=== Summary"
+  cat "$TEST_LOGS/summary" >&2
+  exit $code
 }
 trap finish EXIT
 trap 'failed=${failed:-interrupted}; exit 130' INT TERM
