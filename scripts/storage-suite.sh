@@ -10,7 +10,8 @@
 # 3. runs, for each driver, the tests named "External Storage [Driver: X]"
 #    but the [Disruptive], [Serial] and [Feature:...] ones and those of SKIP
 #    below (each with the reason), in STORAGE_PROCS (default 3) Ginkgo
-#    processes, with the images named by e2e/storage/repo-list.yaml;
+#    processes, with the images named by e2e/storage/repo-list.yaml; the
+#    drivers side by side, STORAGE_DRIVERS_AT_ONCE (default all) at a time;
 # 4. prints each driver's wall time and result; exits 1 if any failed.
 #
 # STORAGE_FOCUS (a regular expression) narrows the tests further;
@@ -76,10 +77,12 @@ ran() {
 }
 results=()
 failed=()
-for d in "${drivers[@]}"; do
+# suite DRIVER: run the suite for one test-driver file; its output goes to
+# $reports/DRIVER.log, its exit status to $reports/DRIVER.rc, its wall time
+# to $reports/DRIVER.time.
+suite() {
+  local d=$1 t rc=0
   t=$(now)
-  log "=== External Storage with e2e/storage/$d.yaml ($PROCS processes)"
-  rc=0
   rm -f "$reports/$d.xml"
   KUBE_TEST_REPO_LIST=$REPO_ROOT/e2e/storage/repo-list.yaml \
     "$K8S_BIN/ginkgo" --procs="$PROCS" --timeout=60m --silence-skips --no-color \
@@ -87,10 +90,31 @@ for d in "${drivers[@]}"; do
     --junit-report="$reports/$d.xml" \
     "$K8S_BIN/e2e-storage.test" -- \
     --kubeconfig="$CLUSTER_KUBECONFIG" --repo-root="$REPO_ROOT" \
-    --storage.testdriver="$REPO_ROOT/e2e/storage/$d.yaml" || rc=$?
+    --storage.testdriver="$REPO_ROOT/e2e/storage/$d.yaml" > "$reports/$d.log" 2>&1 || rc=$?
+  echo "$rc" > "$reports/$d.rc"
+  since "$t" > "$reports/$d.time"
+}
+# The drivers' runs go side by side (STORAGE_DRIVERS_AT_ONCE=1: one after
+# the other): each test makes its own namespace and claims of its driver's
+# class, and they wait on pods far more than they use the CPU.
+pids=()
+for d in "${drivers[@]}"; do
+  log "=== External Storage with e2e/storage/$d.yaml ($PROCS processes; output in $reports/$d.log)"
+  suite "$d" &
+  pids+=($!)
+  if [ "${STORAGE_DRIVERS_AT_ONCE:-${#drivers[@]}}" -le "${#pids[@]}" ]; then
+    wait "${pids[@]}"
+    pids=()
+  fi
+done
+wait "${pids[@]}"
+for d in "${drivers[@]}"; do
+  log "=== External Storage with e2e/storage/$d.yaml: output"
+  cat "$reports/$d.log" >&2
   [ ! -f "$reports/$d.xml" ] || ran "$reports/$d.xml"
-  results+=("$(printf '%-10s %7ss  %s' "$d" "$(since "$t")" "$([ $rc -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
-  [ $rc -eq 0 ] || failed+=("$d")
+  rc=$(cat "$reports/$d.rc" 2> /dev/null || echo 1)
+  results+=("$(printf '%-10s %7ss  %s' "$d" "$(cat "$reports/$d.time" 2> /dev/null)" "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
+  [ "$rc" -eq 0 ] || failed+=("$d")
 done
 log "=== External Storage summary (wall times; reports in $reports)"
 printf '  %s\n' "${results[@]}" >&2
