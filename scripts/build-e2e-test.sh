@@ -19,6 +19,13 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+# One build of a release at a time: .ci/run builds in the background what
+# the targets it runs build in the foreground; the second waits, then finds
+# the binaries.
+mkdir -p "$K8S_BIN"
+exec 9> "$K8S_BIN/../.build.lock"
+flock 9
+
 BINARIES=(e2e-storage.test ginkgo agnhost)
 stamp=$(sha256sum < "$0" | cut -c1-64)
 missing=()

@@ -8,6 +8,13 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+# One build of a release at a time: .ci/run builds in the background what
+# the targets it runs build in the foreground; the second waits, then finds
+# the binaries.
+mkdir -p "$K8S_BIN"
+exec 9> "$K8S_BIN/../.build.lock"
+flock 9
+
 BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 missing=()
 for b in "${BINARIES[@]}"; do [ -x "$K8S_BIN/$b" ] || missing+=("$b"); done
