@@ -139,12 +139,14 @@ func TestCapacityAwareScheduling(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
+		var seen []string
 		for _, ev := range events.Items {
 			if ev.Reason == "FailedScheduling" && strings.Contains(ev.Message, "did not have enough free storage") {
 				return true, nil
 			}
+			seen = append(seen, ev.Reason+": "+ev.Message)
 		}
-		return false, nil
+		return false, fmt.Errorf("the pod's events so far: %q", seen)
 	})
 	got, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, huge.Name, metav1.GetOptions{})
 	if err != nil {

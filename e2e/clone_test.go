@@ -437,21 +437,25 @@ func fileSum(t *testing.T, path string) [32]byte {
 func waitStaging(ctx context.Context, t *testing.T, pool string) string {
 	t.Helper()
 	var name string
+	var last []string
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, provisionTimeout, true, func(context.Context) (bool, error) {
 		entries, err := os.ReadDir(pool)
 		if err != nil {
 			return false, err
 		}
+		var seen []string
 		for _, en := range entries {
 			if strings.HasPrefix(en.Name(), ".hostpath-clone-") {
 				name = en.Name()
 				return true, nil
 			}
+			seen = append(seen, en.Name())
 		}
+		last = seen
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("no clone staging directory in %s: %v", pool, err)
+		t.Fatalf("no clone staging directory in %s: %v; last seen there: %v", pool, err, last)
 	}
 	return name
 }

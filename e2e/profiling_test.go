@@ -66,14 +66,16 @@ func (e *hdEnv) hostDefinerPod(ctx context.Context, t *testing.T, profiling bool
 		if err != nil {
 			return false, err
 		}
+		var seen []string
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			if component.PodServing(p) && p.Status.PodIP != "" && slices.Contains(p.Spec.Containers[0].Args, "--profiling") == profiling {
 				found = p
 				return true, nil
 			}
+			seen = append(seen, fmt.Sprintf("%s (%s, serving %v, --profiling %v)", p.Name, p.Status.Phase, component.PodServing(p), slices.Contains(p.Spec.Containers[0].Args, "--profiling")))
 		}
-		return false, nil
+		return false, fmt.Errorf("host definer pods: %v", seen)
 	})
 	return found
 }
