@@ -194,10 +194,7 @@ type cloneFollower struct {
 }
 
 func (p *Provisioner) newCloneFollower(claim *v1.PersistentVolumeClaim, src *source) *cloneFollower {
-	clk := p.cfg.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := p.clock()
 	return &cloneFollower{recorder: p.cfg.Recorder, clock: clk, claim: claim, started: clk.Now(),
 		source: fmt.Sprintf("claim %s (volume %s)", src.claim.Name, src.pv.Name), copies: map[string]*client.Clone{}}
 }

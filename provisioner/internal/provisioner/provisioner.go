@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -110,7 +111,11 @@ type Config struct {
 	// ClonePoll is how often a clone's copy is asked how far it is
 	// (DefaultClonePoll when 0).
 	ClonePoll time.Duration
-	// Clock times clones; nil means the real clock.
+	// ClassWait bounds the wait for a claim's StorageClass that is on its
+	// way to the cache (DefaultClassWait when 0; see class).
+	ClassWait time.Duration
+	// Clock times clones and remembers classes waited for in vain; nil
+	// means the real clock.
 	Clock clock.PassiveClock
 }
 
@@ -119,6 +124,10 @@ type Config struct {
 // through the manager; the claim sync (ClaimSync) writes claims and events.
 type Provisioner struct {
 	cfg Config
+	// classMisses holds, by StorageClass name, when class last waited
+	// the class wait for that class in vain: it does not wait again for it
+	// within classMissMemory (a class deleted under its claims).
+	classMisses sync.Map
 }
 
 var (
@@ -127,6 +136,14 @@ var (
 	_ controller.DeletionGuard    = &Provisioner{}
 	_ controller.BlockProvisioner = &Provisioner{}
 )
+
+// clock is cfg.Clock, or the real clock.
+func (p *Provisioner) clock() clock.PassiveClock {
+	if p.cfg.Clock == nil {
+		return clock.RealClock{}
+	}
+	return p.cfg.Clock
+}
 
 // New returns the Provisioner of the instance on cfg.Node.
 func New(cfg Config) *Provisioner {

@@ -1,14 +1,17 @@
 package provisioner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/util"
@@ -120,7 +123,7 @@ func (p *Provisioner) decide(ctx context.Context, claim *v1.PersistentVolumeClai
 	if cachetrim.ForeignClaim(claim, p.cfg.Names) {
 		return decision{verdict: notServed}, nil
 	}
-	class := p.class(claim)
+	class := p.class(ctx, claim)
 	if class == nil {
 		return decision{verdict: notServed}, nil
 	}
@@ -222,17 +225,60 @@ func isControlPlane(node *v1.Node) bool {
 	return slices.ContainsFunc(node.Spec.Taints, func(t v1.Taint) bool { return t.Key == controlPlaneRole })
 }
 
-// class returns the claim's StorageClass if this provisioner serves it.
-func (p *Provisioner) class(claim *v1.PersistentVolumeClaim) *storagev1.StorageClass {
+// DefaultClassWait bounds how long class waits for a StorageClass that the
+// claim's storage-provisioner annotation says is this provisioner's but that
+// this instance's cache does not hold yet. The PV controller set that
+// annotation from the class it read, so the class is on its way: a class
+// made just before its claim reaches the class and claim informers in
+// either order. Without the wait, such a claim was left for the library's
+// next resync (15 minutes; the library requeues a claim only on an error,
+// and an unserved claim is none).
+const DefaultClassWait = 5 * time.Second
+
+// classPoll is how often class looks in the cache meanwhile.
+const classPoll = 20 * time.Millisecond
+
+// classMissMemory is how long class does not wait again for a class it
+// waited for in vain, so that the claims of a deleted class do not each
+// hold a worker for the wait at every resync.
+const classMissMemory = time.Minute
+
+// class returns the claim's StorageClass if this provisioner serves it,
+// waiting up to Config.ClassWait for one that the claim says is on its way.
+func (p *Provisioner) class(ctx context.Context, claim *v1.PersistentVolumeClaim) *storagev1.StorageClass {
 	name := util.GetPersistentVolumeClaimClass(claim)
 	if name == "" {
 		return nil
 	}
 	class, err := p.cfg.Classes.Get(name)
+	if apierrors.IsNotFound(err) && p.namedBy(claim) && !p.missedLately(name) {
+		klog.FromContext(ctx).V(2).Info("Waiting for the claim's StorageClass to reach the cache", "pvc", klog.KObj(claim), "storageClass", name)
+		_ = wait.PollUntilContextTimeout(ctx, classPoll, cmp.Or(p.cfg.ClassWait, DefaultClassWait), false, func(context.Context) (bool, error) {
+			class, err = p.cfg.Classes.Get(name)
+			return err == nil, nil
+		})
+		if err != nil {
+			p.classMisses.Store(name, p.clock().Now())
+		}
+	}
 	if err != nil || !p.cfg.Names.Has(class.Provisioner) {
 		return nil
 	}
 	return class
+}
+
+// missedLately reports whether class waited for the class name in vain
+// within classMissMemory.
+func (p *Provisioner) missedLately(name string) bool {
+	at, ok := p.classMisses.Load(name)
+	return ok && p.clock().Since(at.(time.Time)) < classMissMemory
+}
+
+// namedBy reports whether the claim's storage-provisioner annotation (or
+// its beta twin) names this provisioner.
+func (p *Provisioner) namedBy(claim *v1.PersistentVolumeClaim) bool {
+	return p.cfg.Names.Has(claim.Annotations[storagehelpers.AnnStorageProvisioner]) ||
+		p.cfg.Names.Has(claim.Annotations[storagehelpers.AnnBetaStorageProvisioner])
 }
 
 // elected reports whether this instance is the one that speaks for a claim
