@@ -234,6 +234,19 @@ func healthValue(pv *v1.PersistentVolume, conds map[string]string) string {
 	return strings.Join(entries, ",")
 }
 
+// eventClaim is a reference to the claim of pv, for its condition events:
+// the claim it was provisioned for, also before this instance's cache sees
+// the PV Bound (a pool may go read-only in the first seconds of a volume;
+// its first condition is a change, reported once), but not once the PV is
+// Released or Failed (the claim is gone).
+func eventClaim(pv *v1.PersistentVolume) *v1.ObjectReference {
+	ref := pv.Spec.ClaimRef
+	if pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed || ref == nil || ref.Name == "" || ref.UID == "" {
+		return nil
+	}
+	return &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
+}
+
 // boundClaim is a reference to the claim pv is bound to, for its events;
 // nil unless pv is Bound.
 func boundClaim(pv *v1.PersistentVolume) *v1.ObjectReference {

@@ -191,6 +191,13 @@ func TestHealthEvents(t *testing.T) {
 			},
 		},
 		{
+			name: "a PV this instance's cache does not see Bound yet: the claim hears too",
+			pv:   newPV(pvName, inPhase(v1.VolumePending, v1.PersistentVolumeReclaimDelete)),
+			steps: []step{
+				{states: []state{readOnly}, wantEvents: warn(ReasonPoolReadOnly), wantHealth: hostpathv1.HealthPoolReadOnly},
+			},
+		},
+		{
 			name: "a Released Retain PV: events on the PV only",
 			pv:   newPV(pvName, inPhase(v1.VolumeReleased, v1.PersistentVolumeReclaimRetain)),
 			steps: []step{

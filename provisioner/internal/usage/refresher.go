@@ -386,11 +386,11 @@ func describeSet(set map[string]*string) string {
 	return strings.Join(parts, ", ")
 }
 
-// emit records the event of change on pv and, while it is Bound, on its
-// claim, and logs it.
+// emit records the event of change on pv and, unless it is Released or
+// Failed, on its claim, and logs it.
 func (r *Refresher) emit(ctx context.Context, pv *v1.PersistentVolume, c *healthChange) {
 	r.cfg.Recorder.Event(pv, c.eventType, c.reason, c.message)
-	claim := boundClaim(pv)
+	claim := eventClaim(pv)
 	if claim != nil {
 		r.cfg.Recorder.Event(claim, c.eventType, c.reason, c.message)
 	}
