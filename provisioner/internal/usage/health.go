@@ -240,18 +240,25 @@ func healthValue(pv *v1.PersistentVolume, conds map[string]string) string {
 // its first condition is a change, reported once), but not once the PV is
 // Released or Failed (the claim is gone).
 func eventClaim(pv *v1.PersistentVolume) *v1.ObjectReference {
-	ref := pv.Spec.ClaimRef
-	if pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed || ref == nil || ref.Name == "" || ref.UID == "" {
+	if pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID == "" {
 		return nil
 	}
-	return &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
+	return claimReference(pv)
 }
 
 // boundClaim is a reference to the claim pv is bound to, for its events;
 // nil unless pv is Bound.
 func boundClaim(pv *v1.PersistentVolume) *v1.ObjectReference {
+	if pv.Status.Phase != v1.VolumeBound {
+		return nil
+	}
+	return claimReference(pv)
+}
+
+// claimReference is a reference to the claim pv's claimRef names, or nil.
+func claimReference(pv *v1.PersistentVolume) *v1.ObjectReference {
 	ref := pv.Spec.ClaimRef
-	if pv.Status.Phase != v1.VolumeBound || ref == nil || ref.Name == "" {
+	if ref == nil || ref.Name == "" {
 		return nil
 	}
 	return &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
