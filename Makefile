@@ -39,7 +39,7 @@ fmt: ## Format all Go code.
 	gofmt -w $(MODULES)
 
 .PHONY: verify
-verify: check-releases check-docs ## gofmt, go vet, staticcheck, GOWORK=off builds of every module, size rules, no test helper in a binary, generated code up to date, RELEASES, docs.
+verify: check-releases check-docs check-chart ## gofmt, go vet, staticcheck, GOWORK=off builds of every module, size rules, no test helper in a binary, generated code up to date, RELEASES, docs, the Helm chart.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 	@for m in $(MODULES); do (cd $$m && $(STATICCHECK) $$($(GO) list ./... | grep -v /pkg/generated/)); done
@@ -56,6 +56,15 @@ check-releases: ## RELEASES is well formed (semver, increasing), each commit an 
 .PHONY: check-docs
 check-docs: build ## Every flag of each program's --help is on its docs/ page, relative links of README.md and docs/ lead somewhere, README.md at most 300 lines.
 	@cd e2e && $(GO) run ./cmd/docscheck check -bin $(CURDIR)/$(BIN_DIR) $(addprefix -pending ,$(DOCS_PENDING)) $(CURDIR)
+
+.PHONY: check-chart
+check-chart: ## The Helm chart renders the objects of manifests/ (defaults, ci/ values as OpenShift, components, monitoring; helm v3 and v4 alike), passes helm lint --strict, its files/ copies and docs/install.md's values table are up to date.
+	@helm=$$(scripts/tool.sh helm); helm4=$$(scripts/tool.sh helm4); kustomize=$$(scripts/tool.sh kustomize); \
+	cd e2e && $(GO) run ./cmd/chartcheck check -helm "$$helm" -helm4 "$$helm4" -kustomize "$$kustomize" $(CURDIR)
+
+.PHONY: chart-sync
+chart-sync: ## Rewrite charts/hostpath/files/ from manifests/ and docs/install.md's chart values table from charts/hostpath/values.yaml.
+	@cd e2e && $(GO) run ./cmd/chartcheck sync $(CURDIR)
 
 .PHONY: generate
 generate: ## Generate the HostDefinition deepcopy, clientset, listers, informers and CRD (scripts/codegen.sh).
