@@ -211,15 +211,16 @@ func TestSync(t *testing.T) {
 }
 
 func TestCheckCopiesNone(t *testing.T) {
-	problems, err := CheckCopies(t.TempDir())
-	if err == nil && len(problems) == 0 {
-		t.Error("CheckCopies without files/: nothing, want a problem or an error")
-	}
-	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, FilesDir), 0o755); err != nil {
+	withoutFiles, empty := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(empty, FilesDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if problems, err := CheckCopies(root); err != nil || len(problems) != 1 || !strings.Contains(problems[0], "no copies") {
-		t.Errorf("CheckCopies with an empty files/: %q, %v", problems, err)
+	for _, root := range []string{withoutFiles, empty} {
+		if problems, err := CheckCopies(root); err != nil || len(problems) != 1 || !strings.Contains(problems[0], "no copies") {
+			t.Errorf("CheckCopies without copies: %q, %v; want one problem", problems, err)
+		}
+		if changed, err := SyncCopies(root); err != nil || len(changed) > 0 {
+			t.Errorf("SyncCopies without copies: %q, %v; want nothing", changed, err)
+		}
 	}
 }

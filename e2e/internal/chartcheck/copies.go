@@ -17,10 +17,14 @@ type Copy struct {
 }
 
 // Copies lists the files under root's FilesDir, each with its source: the
-// file of the same path under ManifestsDir. They are sorted.
+// file of the same path under ManifestsDir. They are sorted; without
+// FilesDir there are none.
 func Copies(root string) ([]Copy, error) {
 	var copies []Copy
 	dir := filepath.Join(root, filepath.FromSlash(FilesDir))
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
