@@ -39,10 +39,14 @@ SAVED_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on
   net.bridge.bridge-nf-call-iptables)
 # Host paths that every node sees as its own: each is bind-mounted, inside the
 # node's private mount namespace, from a folder of .cluster/nodes/<node>/.
-# Format: <host path>:<folder under the node dir>.
+# Format: <host path>:<folder under the node dir>. /var/hpextra is a
+# second pool's place, for tests of pools besides the default one (e2e
+# TestHelm): a pool must be a mount that is shared in the node, as on a
+# systemd host, for the manager's HostToContainer propagation.
 NODE_BINDS=(
   /var/hpvolumes:hpvolumes
   /var/hppools:hppools
+  /var/hpextra:hpextra
   /var/lib/hostpath:state
   /var/lib/containerd:containerd
   /run/containerd:run-containerd

@@ -24,6 +24,10 @@ const (
 	FakeNodeLabel = "hostpath.dev/fake-node"
 	// PoolPath is the default pool's path on every node.
 	PoolPath = "/var/hpvolumes"
+	// ExtraPoolPath is where a test may put a pool besides the default
+	// one: a folder of each node's own, shared in the node's mount
+	// namespace like PoolPath (scripts/cluster-lib.sh, NODE_BINDS).
+	ExtraPoolPath = "/var/hpextra"
 	// StatePath is the manager's state directory on a node.
 	StatePath = "/var/lib/hostpath"
 	// PoolRootPath is the managers' --pool-root: pools named only by a
@@ -36,7 +40,7 @@ const (
 
 // nodeFolders maps each host path a node has its own copy of to the folder
 // of .cluster/nodes/<node> that holds it (scripts/cluster-lib.sh, NODE_BINDS).
-var nodeFolders = map[string]string{PoolPath: "hpvolumes", StatePath: "state", PoolRootPath: "hppools", KubeletPath: "kubelet"}
+var nodeFolders = map[string]string{PoolPath: "hpvolumes", ExtraPoolPath: "hpextra", StatePath: "state", PoolRootPath: "hppools", KubeletPath: "kubelet"}
 
 // RealNodes returns the names of the nodes without FakeNodeLabel=true,
 // sorted; none is not an error.
@@ -53,8 +57,8 @@ func RealNodes(ctx context.Context, client kubernetes.Interface) ([]string, erro
 	return names, nil
 }
 
-// NodeDir maps hostPath, a path under PoolPath, StatePath, PoolRootPath or
-// KubeletPath on node, to where that node's copy is on this machine, below
+// NodeDir maps hostPath, a path under PoolPath, ExtraPoolPath, StatePath,
+// PoolRootPath or KubeletPath on node, to where that node's copy is on this machine, below
 // nodesDir (.cluster/nodes): nodesDir/<node>/hpvolumes/..., .../state/...,
 // .../hppools/... or .../kubelet/.... Mounts made inside the node's mount
 // namespace (a pod's volumes) are not seen there.
@@ -68,5 +72,5 @@ func NodeDir(nodesDir, node, hostPath string) (string, error) {
 			return filepath.Join(nodesDir, node, folder, strings.TrimPrefix(clean, base)), nil
 		}
 	}
-	return "", fmt.Errorf("%s is not under %s, %s, %s or %s", hostPath, PoolPath, StatePath, PoolRootPath, KubeletPath)
+	return "", fmt.Errorf("%s is not under %s, %s, %s, %s or %s", hostPath, PoolPath, ExtraPoolPath, StatePath, PoolRootPath, KubeletPath)
 }
