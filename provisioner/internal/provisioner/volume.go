@@ -60,7 +60,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 	if choice.node != p.cfg.Node {
 		return p.provisionElsewhere(ctx, claim)
 	}
-	hostname, state, err := p.hostname()
+	hostname, state, err := p.hostname(opts.StorageClass)
 	if err != nil {
 		return nil, state, err
 	}
@@ -187,9 +187,12 @@ func (p *Provisioner) provisionElsewhere(ctx context.Context, claim *v1.Persiste
 	return nil, controller.ProvisioningFinished, &controller.IgnoredError{Reason: fmt.Sprintf("the claim belongs to node %q", d.choice.node)}
 }
 
-// hostname returns the kubernetes.io/hostname label of this node, which the
-// PV's node affinity names.
-func (p *Provisioner) hostname() (string, controller.ProvisioningState, error) {
+// hostname returns this node's hostname label, which the PV's node
+// affinity names, once the node is in the class's allowedTopologies (a
+// class whose pool is on some nodes only: docs/volumes.md, "Classes of
+// some nodes"). The scheduler keeps WaitForFirstConsumer claims off other
+// nodes; a claim pinned to one by annotation fails here.
+func (p *Provisioner) hostname(class *storagev1.StorageClass) (string, controller.ProvisioningState, error) {
 	node, err := p.cfg.Nodes.Get(p.cfg.Node)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -197,11 +200,48 @@ func (p *Provisioner) hostname() (string, controller.ProvisioningState, error) {
 		}
 		return "", controller.ProvisioningInBackground, fmt.Errorf("read node %q: %w", p.cfg.Node, err)
 	}
+	if !inTopologies(node.Labels, class.AllowedTopologies) {
+		return "", controller.ProvisioningFinished, fmt.Errorf("node %q is not in the allowedTopologies of StorageClass %s (%s): its volumes go only to nodes with those labels; pin the claim to one of them", node.Name, class.Name, topologiesString(class.AllowedTopologies))
+	}
 	hostname := node.Labels[v1.LabelHostname]
 	if hostname == "" {
 		return "", controller.ProvisioningFinished, fmt.Errorf("node %q has no %s label to give the volume node affinity", node.Name, v1.LabelHostname)
 	}
 	return hostname, controller.ProvisioningFinished, nil
+}
+
+// inTopologies reports whether a node with labels is in terms, a
+// StorageClass's allowedTopologies, as the scheduler decides it: no term
+// allows every node; otherwise a node must match every expression of one
+// term (its label present, with one of the values), and a term without
+// expressions matches no node.
+func inTopologies(labels map[string]string, terms []v1.TopologySelectorTerm) bool {
+	if len(terms) == 0 {
+		return true
+	}
+	for _, term := range terms {
+		if len(term.MatchLabelExpressions) > 0 && !slices.ContainsFunc(term.MatchLabelExpressions, func(r v1.TopologySelectorLabelRequirement) bool {
+			v, ok := labels[r.Key]
+			return !ok || !slices.Contains(r.Values, v)
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
+// topologiesString is terms as a user writes them: the terms joined by
+// " or ", each as key in (values) joined by " and ".
+func topologiesString(terms []v1.TopologySelectorTerm) string {
+	var or []string
+	for _, term := range terms {
+		var and []string
+		for _, r := range term.MatchLabelExpressions {
+			and = append(and, fmt.Sprintf("%s in (%s)", r.Key, strings.Join(r.Values, ", ")))
+		}
+		or = append(or, strings.Join(and, " and "))
+	}
+	return strings.Join(or, " or ")
 }
 
 // maxVolumeSize is the largest request the manager can be asked for: its
@@ -236,6 +276,10 @@ func claimDirectory(params Parameters, claim *v1.PersistentVolumeClaim, pvName s
 // refuses to mount a hostPath PV that has mount options (its hostPath plugin
 // supports none), and a PV takes its class's mountOptions.
 func checkClass(class *storagev1.StorageClass, params Parameters) error {
+	if params.Mode == hostpathv1.ModeMultihost && len(class.AllowedTopologies) > 0 {
+		return fmt.Errorf("StorageClass allowedTopologies (%s) are not supported in mode %q: a multihost volume is on every node of its pool; remove them, or use mode %q",
+			topologiesString(class.AllowedTopologies), hostpathv1.ModeMultihost, hostpathv1.ModeNode)
+	}
 	if params.VolumeType == VolumeTypeHostPath && len(class.MountOptions) > 0 {
 		return fmt.Errorf("StorageClass mountOptions %q are not supported with %s %q: the kubelet mounts no hostPath volume with mount options; remove them, or use %s %q",
 			class.MountOptions, ParamVolumeType, VolumeTypeHostPath, ParamVolumeType, VolumeTypeLocal)

@@ -79,6 +79,14 @@ func TestProvision(t *testing.T) {
 	hostPathMount.MountOptions = []string{"noatime"}
 	sharedMount := class("shared-mount", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost"})
 	sharedMount.MountOptions = []string{"noatime"}
+	hostnameIn := func(name string, mode string, hosts ...string) *storagev1.StorageClass {
+		c := class(name, storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: mode})
+		c.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: v1.LabelHostname, Values: hosts}}}}
+		return c
+	}
+	here := hostnameIn("here", hostpathv1.ModeNode, "elsewhere", selfNode+"-host")
+	there := hostnameIn("there", hostpathv1.ModeNode, "elsewhere")
+	sharedThere := hostnameIn("shared-there", hostpathv1.ModeMultihost, "elsewhere")
 
 	shared := class("shared", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamPathPattern: "${pvc.metadata.name}"})
 	longName := strings.Repeat("a", 253)
@@ -160,6 +168,24 @@ func TestProvision(t *testing.T) {
 			name: "mount options on a multihost hostPath class are refused", class: sharedMount,
 			claim:     claim("shared-mount"),
 			wantState: controller.ProvisioningFinished, wantErr: `StorageClass mountOptions ["noatime"] are not supported with volumeType "hostPath"`,
+		},
+		{
+			name: "allowedTopologies that hold this node", class: here,
+			claim:     claim("here", hostpathv1.AnnotationProvisionOnNode+"="+selfNode),
+			wantState: controller.ProvisioningFinished, wantCreate: "default/" + defaultDir + " 0777 1Gi by " + testPVName,
+			wantPV: wantPV(here, claim("here"), defaultDir),
+		},
+		{
+			name: "a claim pinned outside the allowedTopologies is refused", class: there,
+			claim:     claim("there", hostpathv1.AnnotationProvisionOnNode+"="+selfNode),
+			wantState: controller.ProvisioningFinished,
+			wantErr:   `node "` + selfNode + `" is not in the allowedTopologies of StorageClass there (kubernetes.io/hostname in (elsewhere))`,
+		},
+		{
+			name: "allowedTopologies on a multihost class are refused", class: sharedThere,
+			claim:     claim("shared-there"),
+			wantState: controller.ProvisioningFinished,
+			wantErr:   `StorageClass allowedTopologies (kubernetes.io/hostname in (elsewhere)) are not supported in mode "multihost"`,
 		},
 		{
 			name: "bad volumeType", class: class("bad", storagev1.VolumeBindingImmediate, map[string]string{ParamVolumeType: "Local"}),
@@ -580,6 +606,36 @@ func TestCheckCreated(t *testing.T) {
 			var mismatch *volumeMismatch
 			if !errors.As(err, &mismatch) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), `node "node-b"`) {
 				t.Errorf("checkCreated = %v, want a mismatch saying %s", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestInTopologies(t *testing.T) {
+	req := func(key string, values ...string) v1.TopologySelectorLabelRequirement {
+		return v1.TopologySelectorLabelRequirement{Key: key, Values: values}
+	}
+	labels := map[string]string{"disk": "nvme", "zone": "a"}
+	tests := []struct {
+		name  string
+		terms []v1.TopologySelectorTerm
+		want  bool
+	}{
+		{"no term: every node", nil, true},
+		{"one expression that matches", []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{req("disk", "ssd", "nvme")}}}, true},
+		{"a value that differs", []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{req("disk", "ssd")}}}, false},
+		{"a label the node lacks", []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{req("rack", "1")}}}, false},
+		{"every expression of a term must match", []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{req("disk", "nvme"), req("zone", "b")}}}, false},
+		{"a term without expressions matches no node", []v1.TopologySelectorTerm{{}}, false},
+		{"one term of several is enough", []v1.TopologySelectorTerm{
+			{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{req("zone", "b")}},
+			{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{req("disk", "nvme"), req("zone", "a")}},
+		}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := inTopologies(labels, tc.terms); got != tc.want {
+				t.Errorf("inTopologies(%v, %s) = %v, want %v", labels, topologiesString(tc.terms), got, tc.want)
 			}
 		})
 	}
