@@ -3,6 +3,8 @@ module hostpath.dev/e2e
 go 1.26.0
 
 require (
+	github.com/opencontainers/go-digest v1.0.0
+	github.com/opencontainers/image-spec v1.1.1
 	github.com/spf13/pflag v1.0.10
 	golang.org/x/sync v0.22.0
 	gonum.org/v1/plot v0.16.0
