@@ -33,6 +33,17 @@
 # programs are built from, e.g. a worktree of an earlier release (the upgrade
 # e2e test builds the previous release's images this way). Images of another
 # tag are cached as <name>-<tag>.tar next to the dev ones.
+#
+# PLATFORMS (with --product only; default: unset) builds multi-platform
+# images instead: a comma-separated list of OS/ARCH among
+# $MULTIARCH_PLATFORMS (below), e.g. PLATFORMS=linux/amd64,linux/arm64.
+# Each product image is built once per platform (the program
+# cross-compiled with GOOS and GOARCH; the config's architecture and os set
+# with umoci) into the OCI layout .cache/images/oci/<name>-<tag>/, one image
+# per platform named <os>-<arch> (linux-arm64), and an OCI image index of
+# them named <tag> (e2e/cmd/ociindex). No docker-archive tarball is built
+# then: push.sh pushes the index (skopeo copy --all), release.sh packs it
+# into dist/.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster-lib.sh"
@@ -41,6 +52,13 @@ BASE_ONLY=false
 STORAGE_SUITE=false
 PRODUCT_ONLY=false
 IMAGE_TAG=${IMAGE_TAG:-dev}
+PLATFORMS=${PLATFORMS:-}
+# The platforms the product images can be built for: static Go binaries
+# (CGO_ENABLED=0) on an empty base, so those Go cross-compiles the programs
+# to. make test-release runs the arm64 ones under qemu; the other three are
+# built, not tested. No 32-bit platform: the manager does not compile for
+# linux/arm (docs/releasing.md).
+MULTIARCH_PLATFORMS="linux/amd64 linux/arm64 linux/ppc64le linux/s390x linux/riscv64"
 SOURCE_DIR=$(cd "${SOURCE_DIR:-$REPO_ROOT}" && pwd)
 [[ $IMAGE_TAG =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "IMAGE_TAG $IMAGE_TAG is not a valid image tag"
 case ${1:-} in
@@ -50,6 +68,15 @@ case ${1:-} in
 "") ;;
 *) die "usage: images.sh [--base | --storage-suite | --product]" ;;
 esac
+platforms=()
+if [ -n "$PLATFORMS" ]; then
+  $PRODUCT_ONLY || die "PLATFORMS=$PLATFORMS: multi-platform images are built with --product only (make push, make release)"
+  IFS=, read -ra platforms <<< "$PLATFORMS"
+  for p in "${platforms[@]}"; do
+    [[ " $MULTIARCH_PLATFORMS " == *" $p "* ]] || die "PLATFORMS: $p is none of $MULTIARCH_PLATFORMS"
+  done
+  [ "$(printf '%s\n' "${platforms[@]}" | sort -u | wc -l)" -eq ${#platforms[@]} ] || die "PLATFORMS names a platform twice: $PLATFORMS"
+fi
 T0=$(now)
 if $PRODUCT_ONLY; then
   "$(dirname "$0")/ensure-packages.sh" skopeo umoci
@@ -61,10 +88,12 @@ mkdir -p "$IMAGES_DIR/bin"
 exec 9> "$IMAGES_DIR/.lock"
 flock 9
 
-# gobuild SRC DIR PKG NAME: a static binary of SRC/DIR's PKG into
-# $IMAGES_DIR/bin/NAME.
+# gobuild SRC DIR PKG NAME [OS/ARCH]: a static binary of SRC/DIR's PKG into
+# $IMAGES_DIR/bin/NAME, for OS/ARCH (default: this machine's).
 gobuild() {
-  (cd "$1/$2" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$IMAGES_DIR/bin/$4" "$3")
+  local goenv=()
+  [ -z "${5:-}" ] || goenv=(GOOS="${5%/*}" GOARCH="${5#*/}")
+  (cd "$1/$2" && env CGO_ENABLED=0 "${goenv[@]+"${goenv[@]}"}" go build -trimpath -ldflags "-s -w" -o "$IMAGES_DIR/bin/$4" "$3")
 }
 
 # populate_* ROOTFS: fill an image's root filesystem.
@@ -140,16 +169,66 @@ image() {
   fi
   work=$(mktemp -d "$IMAGES_DIR/work-$file.XXXXXX")
   umoci init --layout "$work/oci"
-  umoci new --image "$work/oci:img"
-  umoci unpack --rootless --image "$work/oci:img" "$work/bundle" > /dev/null
-  "$populate" "$work/bundle/rootfs" "$file"
-  umoci repack --image "$work/oci:img" "$work/bundle"
-  umoci config --image "$work/oci:img" --architecture amd64 --os linux "$@"
+  oci_image "$work/oci" img amd64 "$populate" "$file" "$@"
   skopeo copy --quiet "oci:$work/oci:img" "docker-archive:$work/image.tar:$ref"
   mv "$work/image.tar" "$IMAGES_DIR/$file.tar"
   echo "$key" > "$IMAGES_DIR/$file.key"
   rm -rf "$work"
   log "Built $ref ($(du -h "$IMAGES_DIR/$file.tar" | cut -f1))"
+}
+
+# oci_image LAYOUT NAME ARCH POPULATE FILE [umoci config flags...]: a new
+# image NAME for linux/ARCH in the OCI layout LAYOUT, whose root filesystem
+# POPULATE fills (with FILE).
+oci_image() {
+  local layout=$1 name=$2 arch=$3 populate=$4 file=$5 bundle
+  shift 5
+  bundle=$layout.bundle-$name
+  rm -rf "$bundle"
+  umoci new --image "$layout:$name"
+  umoci unpack --rootless --image "$layout:$name" "$bundle" > /dev/null
+  "$populate" "$bundle/rootfs" "$file"
+  umoci repack --image "$layout:$name" "$bundle"
+  umoci config --image "$layout:$name" --architecture "$arch" --os linux "$@"
+  rm -rf "$bundle"
+}
+
+# product_index PROGRAM [umoci config flags...]: PROGRAM for every platform
+# of PLATFORMS into the OCI layout $IMAGES_DIR/oci/PROGRAM-IMAGE_TAG: an
+# image per platform and their index IMAGE_TAG (see the header), unless
+# the binaries, this script and the flags are unchanged since the last
+# build.
+product_index() {
+  local p=$1 layout=$IMAGES_DIR/oci/$1-$IMAGE_TAG plat name key work entries=() bins=()
+  shift
+  for plat in "${platforms[@]}"; do
+    name=${plat//\//-}
+    gobuild "$SOURCE_DIR" "$p" "./cmd/$p" "$p-$IMAGE_TAG-$name" "$plat"
+    bins+=("$IMAGES_DIR/bin/$p-$IMAGE_TAG-$name")
+  done
+  key=$( {
+    for f in "${bins[@]}" "$0"; do sha256sum < "$f"; done
+    echo "$PLATFORMS $*"
+  } | sha256sum | cut -c1-64)
+  built+=("oci/$p-$IMAGE_TAG")
+  if [ -f "$layout/index.json" ] && [ "$(cat "$layout.key" 2>/dev/null)" = "$key" ]; then
+    return 0
+  fi
+  work=$(mktemp -d "$IMAGES_DIR/work-$p.XXXXXX")
+  umoci init --layout "$work/oci"
+  for plat in "${platforms[@]}"; do
+    name=${plat//\//-}
+    oci_image "$work/oci" "$name" "${plat#*/}" populate_program "$p-$IMAGE_TAG-$name" "$@"
+    entries+=("$plat=$name")
+  done
+  umoci gc --layout "$work/oci"
+  "$IMAGES_DIR/bin/ociindex" combine "$work/oci" "$IMAGE_TAG" "${entries[@]}" > "$work/digest"
+  rm -rf "$layout"
+  mkdir -p "$IMAGES_DIR/oci"
+  mv "$work/oci" "$layout"
+  echo "$key" > "$layout.key"
+  log "Built hostpath.dev/$p:$IMAGE_TAG for ${PLATFORMS//,/, } ($(du -sh "$layout" | cut -f1)): index $(cat "$work/digest") in $layout"
+  rm -rf "$work"
 }
 
 if $STORAGE_SUITE; then
@@ -165,18 +244,23 @@ else
   fi
   if ! $BASE_ONLY; then
     [ "$SOURCE_DIR" = "$REPO_ROOT" ] || log "Building the product images $IMAGE_TAG from $SOURCE_DIR"
+    [ ${#platforms[@]} -eq 0 ] || gobuild "$REPO_ROOT" e2e ./cmd/ociindex ociindex
     for p in manager provisioner hostdefiner; do
       if [ ! -f "$SOURCE_DIR/$p/cmd/$p/main.go" ]; then
         log "Skipping hostpath.dev/$p:$IMAGE_TAG: $p/cmd/$p/main.go does not exist in $SOURCE_DIR"
         continue
       fi
+      user=65532:65532
+      [ "$p" = manager ] && user=0:0
+      flags=(--config.entrypoint "/usr/local/bin/$p" --config.user "$user" --config.workingdir /)
+      if [ ${#platforms[@]} -gt 0 ]; then
+        product_index "$p" "${flags[@]}"
+        continue
+      fi
       file=$p
       [ "$IMAGE_TAG" = dev ] || file=$p-$IMAGE_TAG
       gobuild "$SOURCE_DIR" "$p" "./cmd/$p" "$file"
-      user=65532:65532
-      [ "$p" = manager ] && user=0:0
-      image "$file" "hostpath.dev/$p:$IMAGE_TAG" populate_program "$IMAGES_DIR/bin/$file" \
-        --config.entrypoint "/usr/local/bin/$p" --config.user "$user" --config.workingdir /
+      image "$file" "hostpath.dev/$p:$IMAGE_TAG" populate_program "$IMAGES_DIR/bin/$file" "${flags[@]}"
     done
   fi
 fi
