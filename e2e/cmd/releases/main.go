@@ -1,5 +1,5 @@
-// Command releases checks RELEASES, the record of the repository's releases
-// (e2e/internal/releases), for make verify:
+// Command releases reads RELEASES, the record of the repository's releases
+// (e2e/internal/releases), for make verify and make release:
 //
 //	releases check [REPO]
 //	    the record is well formed (semantic versions, increasing, full
@@ -7,12 +7,15 @@
 //	    with the recorded date, and CHANGELOG.md has a section for each
 //	    release; REPO is the repository's root (default: the working
 //	    directory)
+//	releases commit VERSION [REPO]
+//	    the same checks, then prints the commit of release VERSION (fails
+//	    when RELEASES does not record it)
+//	releases set-values FILE KEY.PATH=VALUE...
+//	    sets keys that the YAML file FILE has (a Helm chart's values.yaml)
+//	    to string values, keeping its comments
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"os"
 
 	"hostpath.dev/e2e/internal/cli"
@@ -20,24 +23,5 @@ import (
 )
 
 func main() {
-	cli.Main("releases", "check [REPO]", map[string]cli.Command{"check": check})
-}
-
-func check(ctx context.Context, args []string) error {
-	if len(args) > 1 {
-		return errors.New("usage: releases check [REPO]")
-	}
-	root := "."
-	if len(args) == 1 {
-		root = args[0]
-	}
-	rels, err := releases.Read(root)
-	if err != nil {
-		return err
-	}
-	if err := releases.Check(ctx, root, rels); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stdout, "releases: ok (%d recorded, newest %s)\n", len(rels), rels[len(rels)-1].Version)
-	return nil
+	cli.Main("releases", releases.Usage, releases.Commands(os.Stdout))
 }

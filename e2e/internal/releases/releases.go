@@ -282,3 +282,17 @@ func Describe(ctx context.Context, root string, rels []Release) (string, error) 
 	}
 	return fmt.Sprintf("%s-%s-g%s", last.Version, n, head[:7]), nil
 }
+
+// Find returns the release of version in rels.
+func Find(rels []Release, version string) (Release, error) {
+	for _, r := range rels {
+		if r.Version == version {
+			return r, nil
+		}
+	}
+	var known []string
+	for _, r := range rels {
+		known = append(known, r.Version)
+	}
+	return Release{}, fmt.Errorf("%s records no release %s (it has %s): add its line, and its section to %s", File, version, strings.Join(known, ", "), Changelog)
+}
