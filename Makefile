@@ -18,6 +18,8 @@ BIN_DIR ?= bin
 FUZZTIME ?= 60s
 # REGISTRY is where `make push` sends the images: HOST[:PORT][/PATH].
 REGISTRY ?=
+# VERSION is the release `make release` builds: vX.Y.Z, recorded in RELEASES.
+VERSION ?=
 # DOCS_PENDING: pages that links may name before they exist (written on
 # another branch); docscheck checks them like the others once they do.
 DOCS_PENDING :=
@@ -96,8 +98,12 @@ images: ## Build the OCI image tarballs and import them into every running node.
 	scripts/images.sh
 
 .PHONY: push
-push: ## Build the three product images and push them to REGISTRY (HOST[:PORT]/PATH) with skopeo; IMAGE_TAG, REGISTRY_TLS_VERIFY=false (scripts/push.sh, docs/install.md).
+push: ## Build the three product images and push them to REGISTRY (HOST[:PORT]/PATH) with skopeo; IMAGE_TAG, REGISTRY_TLS_VERIFY=false, PLATFORMS=linux/amd64,linux/arm64 for multi-platform images (scripts/push.sh, docs/install.md).
 	scripts/push.sh "$(REGISTRY)"
+
+.PHONY: release
+release: ## Build release VERSION (vX.Y.Z of RELEASES and CHANGELOG.md) from its commit into dist/: multi-platform image archives, hostpath.yaml, the Helm chart, the kubectl plugin, SHA256SUMS (scripts/release.sh, docs/releasing.md).
+	scripts/release.sh "$(VERSION)"
 
 .PHONY: cluster-up
 cluster-up: k8s ## Start the local cluster (kubeconfig: .cluster/kubeconfig).
