@@ -82,8 +82,8 @@ tidy: ## go work sync and go mod tidy in every module.
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy); done
 
 .PHONY: unit
-unit: ## Unit tests of every module (fuzz seed corpora included; not the e2e suite itself).
-	@for m in $(MODULES); do (cd $$m && $(GO) test -count=1 $$($(GO) list ./... | grep -vx hostpath.dev/e2e)); done
+unit: ## Unit tests of every module (fuzz seed corpora included; not the e2e suite itself, nor the release tests of make test-release).
+	@for m in $(MODULES); do (cd $$m && $(GO) test -count=1 $$($(GO) list ./... | grep -vxE 'hostpath.dev/e2e(/release)?')); done
 
 .PHONY: fuzz
 fuzz: ## Run the manager's fuzz tests for FUZZTIME each.
@@ -182,3 +182,7 @@ test-compat: ## The compatibility tests (e2e-compat) on a fresh cluster of the o
 .PHONY: test-storage
 test-storage: ## The upstream External Storage suite: suite build, cluster up (or reuse a healthy one), images, e2e-storage, cluster down (CI runs it after make test, on its cluster).
 	scripts/test.sh storage
+
+.PHONY: test-release
+test-release: ## A release rehearsed in a throwaway clone (make release), its dist/ checked (images per platform, arm64 binaries under qemu, SHA256SUMS, chart), make push of an index to a local registry, hostpath.yaml on a fresh cluster (CI runs it too).
+	scripts/test.sh release

@@ -240,14 +240,20 @@ start_node() {
 # import_images N NAME...: import the image tarballs $IMAGES_DIR/NAME.tar
 # (images.sh) into node N's containerd, except those the node already has:
 # it keeps the key of every image it imported in nodes/<node>/images/.
+# A NAME PROGRAM-VERSION.oci is a release's OCI archive (images.sh
+# --release): its image index is imported as hostpath.dev/PROGRAM:VERSION
+# and as hostpath.dev/PROGRAM@<index digest>, the name dist/hostpath.yaml
+# pulls by.
 import_images() {
-  local n=$1 f nd imported=()
+  local n=$1 f nd imported=() opts
   shift
   nd=$(node_dir "$n")
   mkdir -p "$nd/images"
   for f in "$@"; do
     [ -f "$IMAGES_DIR/$f.key" ] && cmp -s "$IMAGES_DIR/$f.key" "$nd/images/$f.key" && continue
-    ctr --address "$(node_sock "$n")" -n k8s.io images import "$IMAGES_DIR/$f.tar" > /dev/null ||
+    opts=()
+    case $f in *.oci) opts=(--base-name "hostpath.dev/${f%%-*}" --digests) ;; esac
+    ctr --address "$(node_sock "$n")" -n k8s.io images import "${opts[@]+"${opts[@]}"}" "$IMAGES_DIR/$f.tar" > /dev/null ||
       die "importing $f into $(node_name "$n") failed"
     if [ -f "$IMAGES_DIR/$f.key" ]; then cp "$IMAGES_DIR/$f.key" "$nd/images/$f.key"; fi
     imported+=("$f")

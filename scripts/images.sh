@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# images.sh [--base | --storage-suite | --product]: build the local
+# images.sh [--base | --storage-suite | --product | --release DIST]: build the local
 # cluster's images as OCI image tarballs (static Go binaries, umoci + skopeo
 # from Debian; no Docker engine, no registry), cache them in
 # .cache/images/<name>.tar, and import them into the containerd of every
@@ -25,6 +25,15 @@
 #   hostpath.dev/e2e-test-images/nginx:<tag>              busybox: the suite runs only a shell,
 #   hostpath.dev/e2e-test-images/glibc-dns-testing:<tag>  dd and sha256sum in these two
 #                                                         (jessie-dnsutils before 1.35)
+#
+# With --release DIST nothing is built: the OCI archives of a release's
+# dist/ (make release: DIST/<program>-<version>.oci.tar) are cached as
+# .cache/images/<program>-<version>.oci.tar and imported into every running
+# node as hostpath.dev/<program>@sha256:<index digest> (and
+# hostpath.dev/<program>:<version>): the names DIST/hostpath.yaml pulls when
+# the release was made with the default RELEASE_REGISTRY. Nodes started
+# later import them too (node-start.sh), until they are removed from the
+# cache (make test-release removes them at its end).
 #
 # An image whose content did not change is not rebuilt.
 #
@@ -65,8 +74,9 @@ case ${1:-} in
 --base) BASE_ONLY=true ;;
 --storage-suite) STORAGE_SUITE=true ;;
 --product) PRODUCT_ONLY=true ;;
+--release) RELEASE_DIST=${2:?usage: images.sh --release DIST} ;;
 "") ;;
-*) die "usage: images.sh [--base | --storage-suite | --product]" ;;
+*) die "usage: images.sh [--base | --storage-suite | --product | --release DIST]" ;;
 esac
 platforms=()
 if [ -n "$PLATFORMS" ]; then
@@ -78,7 +88,9 @@ if [ -n "$PLATFORMS" ]; then
   [ "$(printf '%s\n' "${platforms[@]}" | sort -u | wc -l)" -eq ${#platforms[@]} ] || die "PLATFORMS names a platform twice: $PLATFORMS"
 fi
 T0=$(now)
-if $PRODUCT_ONLY; then
+if [ -n "${RELEASE_DIST:-}" ]; then
+  "$(dirname "$0")/ensure-packages.sh" containerd
+elif $PRODUCT_ONLY; then
   "$(dirname "$0")/ensure-packages.sh" skopeo umoci
 else
   "$(dirname "$0")/ensure-packages.sh"
@@ -231,7 +243,16 @@ product_index() {
   rm -rf "$work"
 }
 
-if $STORAGE_SUITE; then
+if [ -n "${RELEASE_DIST:-}" ]; then
+  for f in "$RELEASE_DIST"/*-v*.oci.tar; do
+    [ -f "$f" ] || die "no <program>-<version>.oci.tar in $RELEASE_DIST (make release makes them)"
+    name=$(basename "$f" .tar)
+    cp "$f" "$IMAGES_DIR/$name.tar.new"
+    mv "$IMAGES_DIR/$name.tar.new" "$IMAGES_DIR/$name.tar"
+    sha256sum < "$f" | cut -c1-64 > "$IMAGES_DIR/$name.key"
+    built+=("$name")
+  done
+elif $STORAGE_SUITE; then
   storage_suite_images
 else
   if ! $PRODUCT_ONLY; then

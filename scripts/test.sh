@@ -28,6 +28,17 @@
 # test.sh storage (make test-storage): the upstream Kubernetes External
 # Storage suite (make e2e-storage, scripts/storage-suite.sh), after the
 # packages, the Kubernetes build and the suite's build.
+#
+# test.sh release (make test-release): a release rehearsed in a throwaway
+# clone (scripts/rehearse-release.sh: make release of a new version of
+# HEAD), then the tests of e2e/release on its dist/: the files, each image
+# per platform (arm64 binaries run under qemu-user), the plugin, the
+# SHA256SUMS, hostpath.yaml and the chart (e2e-dist); make push of
+# multi-platform images to a registry of its own on 127.0.0.1 (e2e-push);
+# and, on a fresh cluster (an earlier one is taken down) whose nodes
+# import the release's OCI archives (images.sh --release), `kubectl apply -f
+# dist/hostpath.yaml` and a claim of each mode (e2e-install). At the end the
+# archives leave the image cache.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster-lib.sh"
@@ -44,7 +55,8 @@ compat)
   if [ "$K8S_VERSION" != "$K8S_OLDEST" ]; then K8S_VERSION=$K8S_OLDEST ETCD_VERSION='' exec "$0" "$@"; fi
   ;;
 storage) TARGET=test-storage ;;
-*) die "usage: test.sh [faults|compat|storage]" ;;
+release) TARGET=test-release ;;
+*) die "usage: test.sh [faults|compat|storage|release]" ;;
 esac
 T0=$(now)
 results=()
@@ -102,6 +114,7 @@ phase() {
 finish() {
   local rc=$?
   trap - EXIT INT TERM
+  [ "$MODE" != release ] || forget_release
   if [ -z "${KEEP_CLUSTER:-}" ]; then
     local t
     t=$(now)
@@ -128,7 +141,44 @@ finish() {
 trap finish EXIT
 trap 'failed=${failed:-interrupted}; exit 130' INT TERM
 
+# The release that test.sh release rehearses (rehearse-release.sh).
+REHEARSAL=$CACHE_DIR/release-rehearsal
+rehearsal_version() { cat "$REHEARSAL/version" 2> /dev/null; }
+
+# release_packages: the cluster's packages, qemu-user and file.
+release_packages() {
+  "$REPO_ROOT/scripts/ensure-packages.sh" && "$REPO_ROOT/scripts/ensure-packages.sh" qemu-user-static file
+}
+
+# release_tests REGEXP: the tests of e2e/release that REGEXP names, on the
+# rehearsed release.
+release_tests() {
+  (cd "$REPO_ROOT/e2e" && HOSTPATH_E2E_REQUIRED=true HOSTPATH_RELEASE_DIST=$REHEARSAL/src/dist \
+    HOSTPATH_RELEASE_VERSION=$(rehearsal_version) go test -count=1 -timeout 20m -v -run "$1" ./release)
+}
+
+# fresh_cluster: down, then up.
+fresh_cluster() { "$REPO_ROOT/scripts/cluster-down.sh" && "$REPO_ROOT/scripts/cluster-up.sh"; }
+
+# forget_release: the rehearsed release's archives leave the image cache.
+forget_release() {
+  local v
+  v=$(rehearsal_version) || return 0
+  [ -n "$v" ] && rm -f "$IMAGES_DIR"/*-"$v".oci.tar "$IMAGES_DIR"/*-"$v".oci.key
+}
+
 [ "$(id -u)" -eq 0 ] || die "make $TARGET needs root (it starts a local Kubernetes cluster)"
+if [ "$MODE" = release ]; then
+  phase packages release_packages
+  phase k8s "$REPO_ROOT/scripts/build-k8s.sh"
+  phase release "$REPO_ROOT/scripts/rehearse-release.sh"
+  phase e2e-dist release_tests '^(TestDistFiles|TestImages|TestPlugin|TestHostpathYAML|TestChart)$'
+  phase e2e-push release_tests '^TestPushIndex$'
+  phase cluster-up fresh_cluster
+  phase images "$REPO_ROOT/scripts/images.sh" --release "$REHEARSAL/src/dist"
+  phase e2e-install release_tests '^TestInstall$'
+  exit 0
+fi
 phase packages "$REPO_ROOT/scripts/ensure-packages.sh"
 if [ "$MODE" = all ]; then
   phase verify "$MAKE" --no-print-directory verify

@@ -7,6 +7,8 @@
 #   helm       helm.sh/helm/v3  (HELM_VERSION)
 #   helm4      helm.sh/helm/v4  (HELM4_VERSION): the chart must install with both
 #   kustomize  sigs.k8s.io/kustomize/kustomize/v5 (KUSTOMIZE_VERSION)
+#   registry   github.com/distribution/distribution/v3 (REGISTRY_VERSION):
+#              a local registry, which make test-release pushes to
 #
 # Each is built in a throwaway module of its own (GOWORK=off, `go install
 # MODULE@VERSION`), so its dependencies never meet the project's modules.
@@ -16,12 +18,14 @@ set -euo pipefail
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
 HELM4_VERSION=${HELM4_VERSION:-v4.3.1}
 KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.8.2}
+REGISTRY_VERSION=${REGISTRY_VERSION:-v3.1.2}
 
 case ${1:-} in
 helm) pkg=helm.sh/helm/v3/cmd/helm version=$HELM_VERSION cmd=helm ;;
 helm4) pkg=helm.sh/helm/v4/cmd/helm version=$HELM4_VERSION cmd=helm ;;
 kustomize) pkg=sigs.k8s.io/kustomize/kustomize/v5 version=$KUSTOMIZE_VERSION cmd=kustomize ;;
-*) die "usage: tool.sh helm | helm4 | kustomize" ;;
+registry) pkg=github.com/distribution/distribution/v3/cmd/registry version=$REGISTRY_VERSION cmd=registry ;;
+*) die "usage: tool.sh helm | helm4 | kustomize | registry" ;;
 esac
 dir=$CACHE_DIR/tools/$1-$version
 bin=$dir/$cmd
