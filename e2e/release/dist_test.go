@@ -346,8 +346,10 @@ func checkBinary(ctx context.Context, t *testing.T, bin, platform, want string) 
 			t.Errorf("file %s: %q, want %q", filepath.Base(bin), strings.TrimSpace(out), s)
 		}
 	}
+	says1, _, _ := strings.Cut(strings.TrimSpace(out), ", Go BuildID")
 	goos, arch, _ := strings.Cut(platform, "/")
 	if goos != "linux" {
+		t.Logf("%s: file says %q; not run here", platform, says1)
 		return
 	}
 	cmd := []string{bin, "--help"}
@@ -362,6 +364,5 @@ func checkBinary(ctx context.Context, t *testing.T, bin, platform, want string) 
 	if !strings.Contains(string(help), want) {
 		t.Errorf("%s: no %q in:\n%s", strings.Join(cmd, " "), want, help)
 	}
-	says1, _, _ := strings.Cut(strings.TrimSpace(out), ", Go BuildID")
 	t.Logf("%s: file says %q; %s --help printed %d lines", platform, says1, strings.Join(cmd[:len(cmd)-1], " "), strings.Count(string(help), "\n"))
 }

@@ -56,7 +56,9 @@ func TestInstall(t *testing.T) {
 }
 
 // checkRunningImages checks that every container of the product's pods
-// runs one of want, reported by the node as that very name and digest.
+// runs one of want (its spec's image) and that its node reports that very
+// name and digest as the image it runs (status imageID; the status's image
+// may be a tag of it).
 func checkRunningImages(ctx context.Context, t *testing.T, f *framework.Framework, want []string) {
 	t.Helper()
 	pods, err := f.Client.CoreV1().Pods(framework.SystemNamespace).List(ctx, metav1.ListOptions{})
@@ -65,11 +67,16 @@ func checkRunningImages(ctx context.Context, t *testing.T, f *framework.Framewor
 	}
 	used := map[string]int{}
 	for _, p := range pods.Items {
+		spec := map[string]string{}
+		for _, c := range p.Spec.Containers {
+			spec[c.Name] = c.Image
+		}
 		for _, s := range p.Status.ContainerStatuses {
-			if !slices.Contains(want, s.Image) || s.ImageID != s.Image {
-				t.Errorf("Pod %s container %s: image %q, imageID %q; want the same one of %q", p.Name, s.Name, s.Image, s.ImageID, want)
+			image := spec[s.Name]
+			if !slices.Contains(want, image) || s.ImageID != image {
+				t.Errorf("Pod %s container %s: image %q, imageID %q; want the same one of %q", p.Name, s.Name, image, s.ImageID, want)
 			}
-			used[s.Image]++
+			used[image]++
 			t.Logf("Pod %s on %s, container %s: imageID %s", p.Name, p.Spec.NodeName, s.Name, s.ImageID)
 		}
 	}
