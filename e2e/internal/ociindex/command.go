@@ -22,7 +22,7 @@ func Commands(stdout io.Writer) map[string]cli.Command {
 	return map[string]cli.Command{
 		"combine": func(_ context.Context, args []string) error {
 			if len(args) < 3 {
-				return errors.New("usage: ociindex combine LAYOUT TAG PLATFORM=REF...")
+				return errors.New("usage: ociindex combine LAYOUT TAG PLATFORM=REF [PLATFORM=REF]")
 			}
 			entries, err := ParseEntries(args[2:])
 			if err != nil {

@@ -50,7 +50,7 @@ func Commands(stdout io.Writer) map[string]cli.Command {
 		},
 		"set-values": func(_ context.Context, args []string) error {
 			if len(args) < 2 {
-				return errors.New("usage: releases set-values FILE KEY.PATH=VALUE...")
+				return errors.New("usage: releases set-values FILE KEY.PATH=VALUE [KEY.PATH=VALUE]")
 			}
 			settings, err := ParseSettings(args[1:])
 			if err != nil {
