@@ -57,17 +57,21 @@ func (c *Controller) syncNodeGone(ctx context.Context, pv *v1.PersistentVolume, 
 	switch {
 	case err != nil:
 		return false, err
-	case exists && marked:
-		return false, c.unmarkNodeGone(ctx, pv, dir)
-	case exists:
+	case exists && !marked:
 		return false, nil
 	}
+	// Only the instance elected for the PV marks and unmarks it. Another
+	// may still keep the Node found (nodes.Lookup keeps a found Node for
+	// a while) after the elected one was told it is gone: each would undo
+	// the other's write, over and over, with an event each time.
 	elected, err := c.cfg.Instances.IsOwner(string(pv.UID))
-	if err != nil {
-		return true, fmt.Errorf("elect the instance for the PersistentVolume: %w", err)
-	}
-	if !elected {
-		return true, nil
+	switch {
+	case err != nil:
+		return !exists, fmt.Errorf("elect the instance for the PersistentVolume: %w", err)
+	case !elected:
+		return !exists, nil
+	case exists:
+		return false, c.unmarkNodeGone(ctx, pv, dir)
 	}
 	now := c.clock.Now()
 	if !marked {

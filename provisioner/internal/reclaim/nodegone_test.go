@@ -19,7 +19,8 @@ import (
 // TestNodeGone: with a node-gone grace period, the PVs of a deleted Node are
 // marked, then deleted (policy Delete, not Bound) once the grace period is
 // over, and unmarked if the Node comes back; nothing happens without a
-// grace period, on an instance not elected, or to Bound and Retain PVs.
+// grace period, on an instance not elected (neither mark nor unmark), or
+// to Bound and Retain PVs.
 func TestNodeGone(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	stamp := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339) }
@@ -57,8 +58,14 @@ func TestNodeGone(t *testing.T) {
 			pv: newPV("pv", notDeleting, onNode(gone), withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))), wantMark: stamp(2 * time.Hour)},
 		{name: "a junk mark is made again", grace: time.Hour, elected: true,
 			pv: newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, "yesterday")), wantMark: stamp(0), wantEvent: "Warning NodeGone", wantWrites: 1},
-		{name: "the node is back: unmarked", grace: time.Hour, pv: newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))),
+		{name: "the node is back: unmarked", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))),
 			nodes: []string{gone}, wantMark: "-", wantWrites: 1},
+		// The elected instance, which asked the API server afresh, marked
+		// it; this one may still keep the Node found: it leaves the mark
+		// alone (e2e TestNodeGone saw two instances undo each other).
+		{name: "the node is there to an instance not elected: the mark stays", grace: time.Hour,
+			pv:    newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(time.Minute))),
+			nodes: []string{gone}, wantMark: stamp(time.Minute)},
 		{name: "a node that exists: nothing", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, onNode(otherNode)), nodes: []string{otherNode}, wantMark: "-"},
 	}
 	for _, tc := range tests {
