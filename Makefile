@@ -123,9 +123,19 @@ deploy: ## Install the product on the local cluster (kubectl apply -k manifests/
 E2E_PARALLEL ?= 4
 
 .PHONY: e2e
-e2e: ## Run the e2e suite against the running local cluster, but the fault tests (TestFault*: make e2e-faults), E2E_PARALLEL at a time of those that may run side by side; then the manifests' checks, which need the cluster's kubectl.
-	cd e2e && $(GO) test -count=1 -timeout 30m -v -parallel $(E2E_PARALLEL) -skip '^TestFault' .
+e2e: ## Run the e2e suite against the running local cluster, but the fault tests (TestFault*: make e2e-faults) and the lifecycle tests (LIFECYCLE_TESTS: make e2e-lifecycle), E2E_PARALLEL at a time of those that may run side by side; then the manifests' checks, which need the cluster's kubectl.
+	cd e2e && $(GO) test -count=1 -timeout 30m -v -parallel $(E2E_PARALLEL) -skip '^TestFault|$(LIFECYCLE_TESTS)' .
 	cd e2e && $(GO) test -count=1 -v ./internal/manifests
+
+# LIFECYCLE_TESTS: the tests that replace the install itself (the upgrades
+# from the recorded releases, the chart's install, upgrade and uninstall, the
+# kustomize uninstall): `make test-lifecycle` runs them apart from `make
+# test`, on the cluster .ci/run keeps (docs/development.md, "Time budget").
+LIFECYCLE_TESTS := ^(TestUpgrade|TestHelm|TestUninstall)$$
+
+.PHONY: e2e-lifecycle
+e2e-lifecycle: ## Run the lifecycle tests (LIFECYCLE_TESTS: upgrades from the recorded releases, the Helm chart's install, upgrade and uninstall, the kustomize uninstall) against the running local cluster.
+	cd e2e && $(GO) test -count=1 -timeout 30m -v -run '$(LIFECYCLE_TESTS)' .
 
 .PHONY: e2e-faults
 e2e-faults: ## Run the fault tests (TestFault*: crashes, outages, reboots, failovers) against the running local cluster.
@@ -170,6 +180,10 @@ demo: ## The README's first command: cluster up if needed, images, install, a no
 .PHONY: test
 test: ## What CI runs first: verify, unit, cluster up, e2e (but the fault tests), cluster down (also on failure; KEEP_CLUSTER=1 keeps it); prints each phase's time and test counts.
 	scripts/test.sh
+
+.PHONY: test-lifecycle
+test-lifecycle: ## The lifecycle tests: cluster up (or reuse a healthy one), images, e2e-lifecycle, cluster down (CI runs it after make test-storage, on their cluster).
+	scripts/test.sh lifecycle
 
 .PHONY: test-faults
 test-faults: ## The fault tests: cluster up (or reuse a healthy one), images, e2e-faults, cluster down (CI runs it last of the three on one cluster).

@@ -25,6 +25,10 @@
 # (kill -9, API server outage, node reboot), so they run apart from the rest
 # of the suite, last on the cluster .ci/run keeps.
 #
+# test.sh lifecycle (make test-lifecycle): the tests that replace the
+# install itself (make e2e-lifecycle: upgrades from the recorded releases,
+# the Helm chart, the uninstall), apart from make test for its time.
+#
 # test.sh storage (make test-storage): the upstream Kubernetes External
 # Storage suite (make e2e-storage, scripts/storage-suite.sh), after the
 # packages, the Kubernetes build and the suite's build.
@@ -49,6 +53,7 @@ MODE=${1:-all}
 case $MODE in
 all) TARGET=test ;;
 faults) TARGET=test-faults ;;
+lifecycle) TARGET=test-lifecycle ;;
 compat)
   TARGET=test-compat
   # The oldest supported release, built into a cache of its own.
@@ -56,7 +61,7 @@ compat)
   ;;
 storage) TARGET=test-storage ;;
 release) TARGET=test-release ;;
-*) die "usage: test.sh [faults|compat|storage|release]" ;;
+*) die "usage: test.sh [faults|lifecycle|compat|storage|release]" ;;
 esac
 T0=$(now)
 results=()
@@ -193,6 +198,7 @@ phase images "$REPO_ROOT/scripts/images.sh"
 case $MODE in
 all) phase e2e env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e ;;
 faults) phase e2e-faults env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e-faults ;;
+lifecycle) phase e2e-lifecycle env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e-lifecycle ;;
 compat) phase e2e-compat env HOSTPATH_E2E_REQUIRED=true "$MAKE" --no-print-directory e2e-compat ;;
 storage) phase e2e-storage "$MAKE" --no-print-directory e2e-storage ;;
 esac
