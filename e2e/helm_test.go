@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hostpath.dev/e2e/framework"
@@ -318,28 +317,11 @@ func (e *hdEnv) checkHelmNothingLeft(ctx context.Context, t *testing.T, h *helm)
 	if out, err := e.f.Kubectl(ctx, "delete", "namespace", framework.SystemNamespace, "--timeout=3m"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if _, err := e.f.Client.CoreV1().Namespaces().Get(ctx, framework.SystemNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("Namespace %s after its deletion: %v, want NotFound", framework.SystemNamespace, err)
-	}
-	if left, err := e.labelled(ctx); err != nil || len(left) > 0 {
-		t.Errorf("Objects labelled %s after helm uninstall and the namespace's deletion: %s (%v)", partOf, strings.Join(left, ", "), err)
-	}
+	e.checkNothingLabelled(ctx, t)
 	crd, err := e.f.Kubectl(ctx, "get", "crd", crdName, "-o", "jsonpath={.metadata.annotations.helm\\.sh/resource-policy}")
 	if err != nil || crd != "keep" {
 		t.Errorf("CRD %s after helm uninstall: resource policy %q, %v; want it kept", crdName, crd, err)
 	}
-}
-
-// labelled lists the objects labelled partOf of the kinds the product
-// makes, in every namespace.
-func (e *hdEnv) labelled(ctx context.Context) ([]string, error) {
-	kinds := "storageclasses,clusterroles,clusterrolebindings,validatingadmissionpolicies,validatingadmissionpolicybindings,csidrivers," +
-		"daemonsets,deployments,pods,services,serviceaccounts,configmaps,secrets,roles,rolebindings,networkpolicies"
-	out, err := e.f.Kubectl(ctx, "get", kinds, "--all-namespaces", "-l", partOf, "-o", "name")
-	if err != nil {
-		return nil, err
-	}
-	return strings.Fields(out), nil
 }
 
 // helmCleanup ends TestHelm with the suite's install whatever happened:

@@ -72,49 +72,36 @@ func TestUninstall(t *testing.T) {
 }
 
 // checkNothingLeft fails the test for anything of the product that an
-// uninstall left behind.
+// uninstall left behind: the namespace, labelled objects
+// (checkNothingLabelled) and the hostpath.dev API group (the CRD).
 func (e *hdEnv) checkNothingLeft(ctx context.Context, t *testing.T) {
 	t.Helper()
-	c := e.f.Client
-	if _, err := c.CoreV1().Namespaces().Get(ctx, framework.SystemNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("Namespace %s after the uninstall: %v, want NotFound", framework.SystemNamespace, err)
-	}
-	if _, err := c.Discovery().ServerResourcesForGroupVersion(hostpathv1.SchemeGroupVersion.String()); !apierrors.IsNotFound(err) {
+	e.checkNothingLabelled(ctx, t)
+	if _, err := e.f.Client.Discovery().ServerResourcesForGroupVersion(hostpathv1.SchemeGroupVersion.String()); !apierrors.IsNotFound(err) {
 		t.Errorf("API group %s after the uninstall: %v, want NotFound (the CRD deleted)", hostpathv1.SchemeGroupVersion, err)
 	}
-	list := metav1.ListOptions{LabelSelector: partOf}
-	var left []string
-	if l, err := c.StorageV1().StorageClasses().List(ctx, list); err == nil {
-		for _, o := range l.Items {
-			left = append(left, "StorageClass "+o.Name)
-		}
+}
+
+// checkNothingLabelled fails the test unless the product's namespace is
+// gone and no object labelled partOf is left anywhere (labelled).
+func (e *hdEnv) checkNothingLabelled(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if _, err := e.f.Client.CoreV1().Namespaces().Get(ctx, framework.SystemNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Namespace %s after the uninstall: %v, want NotFound", framework.SystemNamespace, err)
 	}
-	if l, err := c.RbacV1().ClusterRoles().List(ctx, list); err == nil {
-		for _, o := range l.Items {
-			left = append(left, "ClusterRole "+o.Name)
-		}
+	if left, err := e.labelled(ctx); err != nil || len(left) > 0 {
+		t.Errorf("Objects labelled %s after the uninstall: %s (%v)", partOf, strings.Join(left, ", "), err)
 	}
-	if l, err := c.RbacV1().ClusterRoleBindings().List(ctx, list); err == nil {
-		for _, o := range l.Items {
-			left = append(left, "ClusterRoleBinding "+o.Name)
-		}
+}
+
+// labelled lists the objects labelled partOf of the kinds the product
+// makes, in every namespace.
+func (e *hdEnv) labelled(ctx context.Context) ([]string, error) {
+	kinds := "storageclasses,clusterroles,clusterrolebindings,validatingadmissionpolicies,validatingadmissionpolicybindings,csidrivers," +
+		"daemonsets,deployments,pods,services,serviceaccounts,configmaps,secrets,roles,rolebindings,networkpolicies"
+	out, err := e.f.Kubectl(ctx, "get", kinds, "--all-namespaces", "-l", partOf, "-o", "name")
+	if err != nil {
+		return nil, err
 	}
-	if l, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, list); err == nil {
-		for _, o := range l.Items {
-			left = append(left, "ValidatingAdmissionPolicy "+o.Name)
-		}
-	}
-	if l, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, list); err == nil {
-		for _, o := range l.Items {
-			left = append(left, "ValidatingAdmissionPolicyBinding "+o.Name)
-		}
-	}
-	if l, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, list); err == nil {
-		for _, o := range l.Items {
-			left = append(left, "Pod "+o.Namespace+"/"+o.Name)
-		}
-	}
-	if len(left) > 0 {
-		t.Errorf("Objects labelled %s after the uninstall: %s", partOf, strings.Join(left, ", "))
-	}
+	return strings.Fields(out), nil
 }
