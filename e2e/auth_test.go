@@ -16,8 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // junkSource is the address the flood comes from: the API server's address
@@ -55,11 +55,11 @@ func TestManagerTokenAudience(t *testing.T) {
 	}
 	code, body := callManager(ctx, t, "GET", base, "/v1/host", plain, "")
 	st := wantStatus(t, "GET /v1/host with a plain service account token", code, body, http.StatusUnauthorized, "Unauthorized")
-	if !strings.Contains(st.Message, client.TokenAudience) {
-		t.Errorf("401 message %q does not name the audience %s", st.Message, client.TokenAudience)
+	if !strings.Contains(st.Message, managerapi.TokenAudience) {
+		t.Errorf("401 message %q does not name the audience %s", st.Message, managerapi.TokenAudience)
 	}
 
-	scoped, err := e.f.ServiceAccountToken(ctx, e.ns, "caller", client.TokenAudience)
+	scoped, err := e.f.ServiceAccountToken(ctx, e.ns, "caller", managerapi.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestManagerJunkTokenFlood(t *testing.T) {
 	fresh := make([]string, 24)
 	for i := range fresh {
 		var err error
-		if fresh[i], err = f.PodBoundToken(ctx, prov, client.TokenAudience); err != nil {
+		if fresh[i], err = f.PodBoundToken(ctx, prov, managerapi.TokenAudience); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -36,9 +36,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // authorityCall is one manager call of these tests and the answer it must
@@ -116,7 +116,7 @@ func waitMultihostRecord(ctx context.Context, t *testing.T, f *framework.Framewo
 // podToken is a manager token bound to pod.
 func podToken(ctx context.Context, t *testing.T, f *framework.Framework, pod *corev1.Pod) string {
 	t.Helper()
-	token, err := f.PodBoundToken(ctx, pod, client.TokenAudience)
+	token, err := f.PodBoundToken(ctx, pod, managerapi.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,15 +249,15 @@ func TestAuthorityReader(t *testing.T) {
 	_, pv := e.waitBound(ctx, t, pvc.Name)
 	dir := pv.Annotations[annPVDirectory]
 
-	reader := roleToken(ctx, t, e.f, e.ns, "reader", client.ReaderClusterRole)
-	orphans, err := e.f.ServiceAccountToken(ctx, framework.SystemNamespace, client.OrphansServiceAccount, client.TokenAudience)
+	reader := roleToken(ctx, t, e.f, e.ns, "reader", managerapi.ReaderClusterRole)
+	orphans, err := e.f.ServiceAccountToken(ctx, framework.SystemNamespace, managerapi.OrphansServiceAccount, managerapi.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}
 	volume := "/v1/pools/default/volumes/" + dir
 	before := hostileSnapshot(t, e.f, e.nodes)
 	record := readRecord(t, e.f, node, dir)
-	for who, token := range map[string]string{"reader": reader, client.OrphansServiceAccount: orphans} {
+	for who, token := range map[string]string{"reader": reader, managerapi.OrphansServiceAccount: orphans} {
 		waitAllowed(ctx, t, urls[node], token, who+" to read")
 		authorityCalls(ctx, t, urls[node], token, []authorityCall{
 			{method: "GET", path: "/v1/host", wantCode: http.StatusOK},
@@ -288,7 +288,7 @@ func TestAuthorityUnboundToken(t *testing.T) {
 	node := e.nodes[0]
 	urls := managerPods(ctx, t, e.f, e.nodes)
 
-	unbound := roleToken(ctx, t, e.f, e.ns, "client", client.ClientClusterRole)
+	unbound := roleToken(ctx, t, e.f, e.ns, "client", managerapi.ClientClusterRole)
 	waitAllowed(ctx, t, urls[node], unbound, "an unbound token to read")
 	name := "e2e-debug-" + framework.RandomSuffix()
 	volume := "/v1/pools/default/volumes/" + name
@@ -296,12 +296,12 @@ func TestAuthorityUnboundToken(t *testing.T) {
 	authorityCalls(ctx, t, urls[node], unbound, []authorityCall{
 		{method: "GET", path: "/v1/pools/default/volumes", wantCode: http.StatusOK},
 		{method: "PUT", path: volume, body: `{"owner":"demo-pv","mode":"0750"}`, wantCode: http.StatusForbidden, wantReason: "Forbidden",
-			wantInMsg: []string{"bound to no pod", "hosts/admin", client.AdminClusterRole}},
+			wantInMsg: []string{"bound to no pod", "hosts/admin", managerapi.AdminClusterRole}},
 	})
 	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
 
 	managerClient(ctx, t, e.f, e.ns, "admin")
-	admin, err := e.f.ServiceAccountToken(ctx, e.ns, "admin", client.TokenAudience)
+	admin, err := e.f.ServiceAccountToken(ctx, e.ns, "admin", managerapi.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // Clone events (docs/clones.md, "Events on the clone claim").
@@ -329,13 +329,13 @@ func TestCloneMultihost(t *testing.T) {
 // managerVolume is what node's manager answers to GET
 // /v1/pools/{pool}/volumes/{name}, asked with the token of a service
 // account bound to the reader ClusterRole.
-func (e *provEnv) managerVolume(ctx context.Context, t *testing.T, node, pool, name string) client.Volume {
+func (e *provEnv) managerVolume(ctx context.Context, t *testing.T, node, pool, name string) managerapi.Volume {
 	t.Helper()
 	urls := managerPods(ctx, t, e.f, e.nodes)
-	token := roleToken(ctx, t, e.f, e.ns, "reader", client.ReaderClusterRole)
+	token := roleToken(ctx, t, e.f, e.ns, "reader", managerapi.ReaderClusterRole)
 	waitAllowed(ctx, t, urls[node], token, "the reader's token to be allowed")
 	code, body := callManager(ctx, t, "GET", urls[node], "/v1/pools/"+pool+"/volumes/"+name, token, "")
-	var v client.Volume
+	var v managerapi.Volume
 	if code != 200 || json.Unmarshal(body, &v) != nil {
 		t.Fatalf("GET volume %s of pool %s on %s: %d %s", name, pool, node, code, body)
 	}

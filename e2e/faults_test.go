@@ -21,10 +21,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
 )
 
 const (
@@ -628,7 +628,7 @@ func TestFaultManagerRestartWithoutHostDefiner(t *testing.T) {
 
 	urls := managerPods(ctx, t, e.f, []string{node})
 	managerClient(ctx, t, e.f, e.ns, "reader")
-	token, err := e.f.ServiceAccountToken(ctx, e.ns, "reader", client.TokenAudience)
+	token, err := e.f.ServiceAccountToken(ctx, e.ns, "reader", managerapi.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}

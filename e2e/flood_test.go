@@ -20,10 +20,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/benchprovision"
 	"hostpath.dev/e2e/internal/nettool"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // Shape of each flood, as the issue that asked for bounded reviews measured
@@ -96,7 +96,7 @@ func floodPod(ns, name, node, gateURL, url string, kind floodKind) *corev1.Pod {
 	if kind.tokenFile {
 		pod.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
-				Audience: client.TokenAudience, ExpirationSeconds: ptr.To[int64](3600), Path: "token"}}},
+				Audience: managerapi.TokenAudience, ExpirationSeconds: ptr.To[int64](3600), Path: "token"}}},
 		}}}}
 		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/flood", ReadOnly: true}}
 	}
@@ -169,7 +169,7 @@ func TestManagerReviewFloodFromPods(t *testing.T) {
 			fresh := make([]string, 20)
 			for i := range fresh {
 				var err error
-				if fresh[i], err = e.f.PodBoundToken(ctx, prov, client.TokenAudience); err != nil {
+				if fresh[i], err = e.f.PodBoundToken(ctx, prov, managerapi.TokenAudience); err != nil {
 					t.Fatal(err)
 				}
 			}

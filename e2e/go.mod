@@ -8,7 +8,7 @@ require (
 	github.com/spf13/pflag v1.0.10
 	golang.org/x/sync v0.22.0
 	gonum.org/v1/plot v0.16.0
-	hostpath.dev/manager v0.0.0
+	hostpath.dev/api v0.0.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
@@ -75,7 +75,6 @@ require (
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	hostpath.dev/hostdefiner v0.0.0
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
@@ -83,6 +82,4 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-replace hostpath.dev/manager => ../manager
-
-replace hostpath.dev/hostdefiner => ../hostdefiner
+replace hostpath.dev/api => ../api

@@ -17,7 +17,7 @@ import (
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
 	"hostpath.dev/e2e/internal/releases"
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )
 
 const (

@@ -20,8 +20,8 @@ import (
 
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/generated/clientset/versioned"
 )
 
 const (

@@ -83,10 +83,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
 )
 
 const (
@@ -881,7 +881,7 @@ func TestHostileManagerRequests(t *testing.T) {
 	type call struct {
 		method, path, token, body string
 		code                      int
-		reason                    client.Reason
+		reason                    managerapi.Reason
 		text                      string
 	}
 	run := func(t *testing.T, calls []call) {
@@ -900,7 +900,7 @@ func TestHostileManagerRequests(t *testing.T) {
 		freshAbsent(t)
 	}
 	bad := func(method, p, body, text string) call {
-		return call{method: method, path: p, token: allowed, body: body, code: http.StatusBadRequest, reason: client.ReasonBadRequest, text: text}
+		return call{method: method, path: p, token: allowed, body: body, code: http.StatusBadRequest, reason: managerapi.ReasonBadRequest, text: text}
 	}
 
 	t.Run("names", func(t *testing.T) {
@@ -1054,14 +1054,14 @@ func TestHostileManagerRequests(t *testing.T) {
 			code          int
 			// reason is the JSON reason of an answer of the manager's
 			// handler, "" for Go's plain-text answers.
-			reason client.Reason
+			reason managerapi.Reason
 			text   string
 		}{
-			{name: "body over the limit", request: withBody("", big), code: http.StatusRequestEntityTooLarge, reason: client.ReasonRequestTooLarge, text: "over the limit"},
+			{name: "body over the limit", request: withBody("", big), code: http.StatusRequestEntityTooLarge, reason: managerapi.ReasonRequestTooLarge, text: "over the limit"},
 			{name: "chunked body over the limit", request: head + "Transfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(big), big),
-				code: http.StatusRequestEntityTooLarge, reason: client.ReasonRequestTooLarge, text: "over the limit"},
+				code: http.StatusRequestEntityTooLarge, reason: managerapi.ReasonRequestTooLarge, text: "over the limit"},
 			{name: "malformed chunk", request: head + "Transfer-Encoding: chunked\r\n\r\nzz\r\n" + freshBody + "\r\n0\r\n\r\n",
-				code: http.StatusBadRequest, reason: client.ReasonBadRequest, text: "read request body"},
+				code: http.StatusBadRequest, reason: managerapi.ReasonBadRequest, text: "read request body"},
 			{name: "a header of 80 KiB", request: withBody("X-Pad: "+strings.Repeat("a", 80<<10)+"\r\n", freshBody), code: http.StatusRequestHeaderFieldsTooLarge},
 			{name: "3000 headers", request: withBody(strings.Repeat("X-Many: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n", 3000), freshBody), code: http.StatusRequestHeaderFieldsTooLarge},
 			{name: "negative Content-Length", request: head + "Content-Length: -1\r\n\r\n" + freshBody, code: http.StatusBadRequest},
@@ -1078,7 +1078,7 @@ func TestHostileManagerRequests(t *testing.T) {
 			{name: "HTTP/9.9", request: strings.Replace(withBody("", freshBody), "HTTP/1.1", "HTTP/9.9", 1), code: http.StatusHTTPVersionNotSupported},
 			{name: "unsupported transfer coding", request: head + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", code: http.StatusNotImplemented},
 			{name: "CONNECT to another port", request: "CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\nAuthorization: Bearer " + allowed + "\r\n\r\n",
-				code: http.StatusBadRequest, reason: client.ReasonBadRequest, text: "is not clean"},
+				code: http.StatusBadRequest, reason: managerapi.ReasonBadRequest, text: "is not clean"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				code, body := hostileRaw(ctx, t, base, tc.request)
@@ -1133,7 +1133,7 @@ func TestHostileManagerRequests(t *testing.T) {
 				{method: "DELETE", path: "/v1/pools/" + name + "/volumes/" + victim.name + "?owner=" + victimOwner},
 			} {
 				code, body := callManager(ctx, t, c.method, base, c.path, allowed, c.body)
-				st := wantStatus(t, c.method+" "+c.path, code, body, http.StatusConflict, string(client.ReasonConflict))
+				st := wantStatus(t, c.method+" "+c.path, code, body, http.StatusConflict, string(managerapi.ReasonConflict))
 				if !strings.Contains(st.Message, "not a directory") {
 					t.Errorf("%s %s: message %q does not say the pool is not a directory", c.method, c.path, st.Message)
 				}
@@ -1154,12 +1154,12 @@ func TestHostileManagerRequests(t *testing.T) {
 		for _, cred := range []struct {
 			token  string
 			code   int
-			reason client.Reason
+			reason managerapi.Reason
 		}{
-			{"", http.StatusUnauthorized, client.ReasonUnauthorized},                                 // no token
-			{"junk-" + framework.RandomSuffix(), http.StatusUnauthorized, client.ReasonUnauthorized}, // not a token
-			{plain, http.StatusUnauthorized, client.ReasonUnauthorized},                              // the API server's audience
-			{denied, http.StatusForbidden, client.ReasonForbidden},                                   // valid, without the ClusterRole
+			{"", http.StatusUnauthorized, managerapi.ReasonUnauthorized},
+			{"junk-" + framework.RandomSuffix(), http.StatusUnauthorized, managerapi.ReasonUnauthorized},
+			{plain, http.StatusUnauthorized, managerapi.ReasonUnauthorized},
+			{denied, http.StatusForbidden, managerapi.ReasonForbidden},
 		} {
 			for _, c := range []call{
 				{method: "PUT", path: "/v1/pools/default/volumes/" + fresh, body: freshBody},
@@ -1186,7 +1186,7 @@ func TestHostileManagerRequests(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		wantStatus(t, "DELETE with Basic authentication", resp.StatusCode, body, http.StatusUnauthorized, string(client.ReasonUnauthorized))
+		wantStatus(t, "DELETE with Basic authentication", resp.StatusCode, body, http.StatusUnauthorized, string(managerapi.ReasonUnauthorized))
 		victimIntact(t)
 		for _, n := range nodes {
 			p, err := f.NodeDir(n, path.Join(localcluster.PoolRootPath, newPool))
@@ -1215,7 +1215,7 @@ func TestHostileManagerSlowClients(t *testing.T) {
 	ns := f.Namespace(ctx, t)
 	base := managerPods(ctx, t, f, nodes)[nodes[0]]
 	managerClient(ctx, t, f, ns, "caller")
-	token, err := f.ServiceAccountToken(ctx, ns, "caller", client.TokenAudience)
+	token, err := f.ServiceAccountToken(ctx, ns, "caller", managerapi.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}

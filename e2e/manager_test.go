@@ -24,9 +24,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/manager/pkg/client"
 )
 
 const managerTimeout = 2 * time.Minute
@@ -39,14 +39,14 @@ func managerPods(ctx context.Context, t *testing.T, f *framework.Framework, node
 	t.Helper()
 	urls := map[string]string{}
 	for node, p := range f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, managerSelector, nodes, managerTimeout) {
-		base := "https://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(client.ServingPort))
+		base := "https://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(managerapi.ServingPort))
 		cfg, err := f.ManagerTLS(ctx, node)
 		if err != nil {
 			t.Fatal(err)
 		}
 		managerClients.Store(base, &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}})
 		urls[node] = base
-		healthURLs.Store(base, "http://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(client.HealthPort)))
+		healthURLs.Store(base, "http://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(managerapi.HealthPort)))
 	}
 	return urls
 }
@@ -143,9 +143,9 @@ func sendOnce(t *testing.T, c *http.Client, req *http.Request) (*http.Response, 
 }
 
 // wantStatus checks a JSON error answer.
-func wantStatus(t *testing.T, what string, code int, body []byte, wantCode int, wantReason string) client.Status {
+func wantStatus(t *testing.T, what string, code int, body []byte, wantCode int, wantReason string) managerapi.Status {
 	t.Helper()
-	var st client.Status
+	var st managerapi.Status
 	if code != wantCode {
 		t.Fatalf("%s: status %d, want %d; body %s", what, code, wantCode, body)
 	}
@@ -188,7 +188,7 @@ func serviceAccount(ctx context.Context, t *testing.T, f *framework.Framework, n
 func managerClient(ctx context.Context, t *testing.T, f *framework.Framework, ns, sa string) {
 	t.Helper()
 	serviceAccount(ctx, t, f, ns, sa)
-	bindClusterRole(ctx, t, f, ns, sa, client.AdminClusterRole)
+	bindClusterRole(ctx, t, f, ns, sa, managerapi.AdminClusterRole)
 }
 
 // roleToken makes the service account ns/sa, binds it to the ClusterRole
@@ -198,7 +198,7 @@ func roleToken(ctx context.Context, t *testing.T, f *framework.Framework, ns, sa
 	t.Helper()
 	serviceAccount(ctx, t, f, ns, sa)
 	bindClusterRole(ctx, t, f, ns, sa, role)
-	token, err := f.ServiceAccountToken(ctx, ns, sa, client.TokenAudience)
+	token, err := f.ServiceAccountToken(ctx, ns, sa, managerapi.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,11 +233,11 @@ func managerCallers(ctx context.Context, t *testing.T, f *framework.Framework, n
 	t.Helper()
 	managerClient(ctx, t, f, ns, "allowed")
 	serviceAccount(ctx, t, f, ns, "denied")
-	allowed, err := f.ServiceAccountToken(ctx, ns, "allowed", client.TokenAudience)
+	allowed, err := f.ServiceAccountToken(ctx, ns, "allowed", managerapi.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}
-	denied, err = f.ServiceAccountToken(ctx, ns, "denied", client.TokenAudience)
+	denied, err = f.ServiceAccountToken(ctx, ns, "denied", managerapi.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestManager(t *testing.T) {
 	t.Run("authorised token gets the host", func(t *testing.T) {
 		hostIDs := map[string]string{}
 		for _, n := range nodes {
-			var h client.Host
+			var h managerapi.Host
 			code, body := callManager(ctx, t, "GET", urls[n], "/v1/host", allowed, "")
 			if code != http.StatusOK {
 				t.Fatalf("GET /v1/host on %s: status %d: %s", n, code, body)
@@ -375,7 +375,7 @@ func TestManager(t *testing.T) {
 			}
 			// Pools are sorted by name: others (btrfs, of the suite's
 			// install) may come before "default".
-			i := slices.IndexFunc(h.Pools, func(p client.Pool) bool { return p.Name == "default" })
+			i := slices.IndexFunc(h.Pools, func(p managerapi.Pool) bool { return p.Name == "default" })
 			if h.NodeName != n || h.HostID == "" || h.BootID == "" || i < 0 || h.Pools[i].Path != localcluster.PoolPath || h.Pools[i].FreeBytes <= 0 {
 				t.Errorf("GET /v1/host on %s = %+v", n, h)
 			}
@@ -399,7 +399,7 @@ func TestManager(t *testing.T) {
 		if code != http.StatusCreated {
 			t.Fatalf("PUT %s: %d %s", v.name, code, body)
 		}
-		var got client.Volume
+		var got managerapi.Volume
 		if err := json.Unmarshal(body, &got); err != nil || got.Path != v.hostPath || got.Mode != "0750" {
 			t.Errorf("PUT answered %s", body)
 		}

@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // podMonitorCredentials reads manifests/monitoring/podmonitors.yaml and
@@ -135,7 +135,7 @@ func TestMetricsNeedToken(t *testing.T) {
 
 	type target struct{ what, base, series string }
 	var targets []target
-	health := strconv.Itoa(client.HealthPort)
+	health := strconv.Itoa(managerapi.HealthPort)
 	for node, p := range f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, managerSelector, nodes, provisionTimeout) {
 		targets = append(targets, target{"manager on " + node, "http://" + net.JoinHostPort(p.Status.PodIP, health), "hostpath_manager_http_requests_total"})
 	}
@@ -162,7 +162,7 @@ func TestMetricsNeedToken(t *testing.T) {
 		}{
 			{"no token", "/metrics", "", http.StatusUnauthorized, "no bearer token"},
 			{"junk token", "/metrics", "junk-" + framework.RandomSuffix(), http.StatusUnauthorized, "rejected by TokenReview"},
-			{"a token without get /metrics", "/metrics", stranger, http.StatusForbidden, client.MetricsReaderClusterRole},
+			{"a token without get /metrics", "/metrics", stranger, http.StatusForbidden, managerapi.MetricsReaderClusterRole},
 			{"the PodMonitors' token", "/metrics", token, http.StatusOK, tg.series},
 			{"the probe /healthz", "/healthz", "", http.StatusOK, "ok"},
 			{"the probe /readyz", "/readyz", "", http.StatusOK, "ok"},

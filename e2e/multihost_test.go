@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hostpath.dev/e2e/framework"
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )
 
 const (

@@ -19,9 +19,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // orphansReport is what `kubectl hostpath orphans -o json` prints, by the
@@ -99,7 +99,7 @@ func TestOrphansReport(t *testing.T) {
 	bin := buildKubectlHostpath(ctx, t, e.f)
 	// An admin makes the orphan by hand (a token bound to no pod).
 	managerClient(ctx, t, e.f, e.ns, "orphan-maker")
-	token, err := e.f.ServiceAccountToken(ctx, e.ns, "orphan-maker", client.TokenAudience)
+	token, err := e.f.ServiceAccountToken(ctx, e.ns, "orphan-maker", managerapi.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestOrphansReport(t *testing.T) {
 	if exit != 1 {
 		t.Errorf("Exit status %d, want 1 (findings)", exit)
 	}
-	if want := framework.SystemNamespace + "/" + client.OrphansServiceAccount; !strings.Contains(r.Token, want) {
+	if want := framework.SystemNamespace + "/" + managerapi.OrphansServiceAccount; !strings.Contains(r.Token, want) {
 		t.Errorf("Token %q does not name the read-only service account %s", r.Token, want)
 	}
 	checkFinding(t, r, orphansFinding{Node: node, Pool: "default", Directory: orphan, Finding: "orphan", Owner: owner})

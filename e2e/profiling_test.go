@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hostpath.dev/e2e/framework"
-	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/api/runtime/component"
 )
 
 // TestProfiling: the host definer serves Go's profiles on its health port

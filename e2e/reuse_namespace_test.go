@@ -9,8 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // TestProvisionerReuseStaysInNamespace: a retained directory is reused only
@@ -74,7 +74,7 @@ func TestProvisionerReuseStaysInNamespace(t *testing.T) {
 	c := *a
 	c.ns = a.f.Namespace(ctx, t)
 	managerClient(ctx, t, a.f, a.ns, "admin")
-	token, err := a.f.ServiceAccountToken(ctx, a.ns, "admin", client.TokenAudience)
+	token, err := a.f.ServiceAccountToken(ctx, a.ns, "admin", managerapi.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,9 +22,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/btrfs"
-	"hostpath.dev/manager/pkg/client"
 )
 
 const (
@@ -108,8 +108,8 @@ func TestSizesBtrfs(t *testing.T) {
 	_, smallPV := e.waitBound(ctx, t, small.Name)
 	_, otherPV := e.waitBound(ctx, t, other.Name)
 	for _, pv := range []*corev1.PersistentVolume{smallPV, otherPV} {
-		if got := pv.Annotations[annSizeEnforcement]; got != client.EnforcementBtrfs {
-			t.Errorf("PV %s: %s = %q, want %q", pv.Name, annSizeEnforcement, got, client.EnforcementBtrfs)
+		if got := pv.Annotations[annSizeEnforcement]; got != managerapi.EnforcementBtrfs {
+			t.Errorf("PV %s: %s = %q, want %q", pv.Name, annSizeEnforcement, got, managerapi.EnforcementBtrfs)
 		}
 	}
 	// What the disk holds, seen from this machine.
@@ -123,31 +123,31 @@ func TestSizesBtrfs(t *testing.T) {
 	t.Run("the manager reports limit and usage", func(t *testing.T) {
 		urls := managerPods(ctx, t, e.f, []string{node})
 		managerClient(ctx, t, e.f, e.ns, "sizes")
-		token, err := e.f.ServiceAccountToken(ctx, e.ns, "sizes", client.TokenAudience)
+		token, err := e.f.ServiceAccountToken(ctx, e.ns, "sizes", managerapi.TokenAudience)
 		if err != nil {
 			t.Fatal(err)
 		}
 		waitAllowed(ctx, t, urls[node], token, "GET /v1/host to be allowed")
 		code, body := callManager(ctx, t, "GET", urls[node], "/v1/pools/"+poolBtrfs+"/volumes/"+smallPV.Annotations[annPVDirectory], token, "")
-		var v client.Volume
+		var v managerapi.Volume
 		if code != http.StatusOK || json.Unmarshal(body, &v) != nil {
 			t.Fatalf("GET the volume: %d %s", code, body)
 		}
-		if v.SizeBytes != 16<<20 || v.Enforcement != client.EnforcementBtrfs || v.UsedBytes == nil || *v.UsedBytes < 8<<20 {
+		if v.SizeBytes != 16<<20 || v.Enforcement != managerapi.EnforcementBtrfs || v.UsedBytes == nil || *v.UsedBytes < 8<<20 {
 			t.Errorf("Volume = %s; want sizeBytes 16Mi, enforcement btrfs, usedBytes at least 8Mi", body)
 		}
 		code, body = callManager(ctx, t, "GET", urls[node], "/v1/host", token, "")
-		var h client.Host
+		var h managerapi.Host
 		if code != http.StatusOK || json.Unmarshal(body, &h) != nil {
 			t.Fatalf("GET /v1/host: %d %s", code, body)
 		}
-		var pool *client.Pool
+		var pool *managerapi.Pool
 		for i := range h.Pools {
 			if h.Pools[i].Name == poolBtrfs {
 				pool = &h.Pools[i]
 			}
 		}
-		if pool == nil || pool.Enforcement != client.EnforcementBtrfs || pool.PromisedBytes < 32<<20 || pool.AvailableBytes <= 0 {
+		if pool == nil || pool.Enforcement != managerapi.EnforcementBtrfs || pool.PromisedBytes < 32<<20 || pool.AvailableBytes <= 0 {
 			t.Errorf("Pool %s in /v1/host = %+v; want enforcement btrfs, at least 32Mi promised, some available", poolBtrfs, pool)
 		}
 		// The usage figures are refreshed every --usage-metrics-interval

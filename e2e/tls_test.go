@@ -21,9 +21,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // extraNodeName is the CSR extra the API server fills from a pod-bound token.
@@ -39,7 +39,7 @@ func servedCert(ctx context.Context, t *testing.T, f *framework.Framework, ip, n
 		return nil, err
 	}
 	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 10 * time.Second}, Config: cfg}
-	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip, strconv.Itoa(client.ServingPort)))
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip, strconv.Itoa(managerapi.ServingPort)))
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func managerPodOn(ctx context.Context, t *testing.T, f *framework.Framework, nod
 func issuingCSR(ctx context.Context, t *testing.T, f *framework.Framework, node string, cert *x509.Certificate) *certificatesv1.CertificateSigningRequest {
 	t.Helper()
 	list, err := f.Client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
-		FieldSelector: "spec.signerName=" + client.SignerName,
+		FieldSelector: "spec.signerName=" + managerapi.SignerName,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func issuingCSR(ctx context.Context, t *testing.T, f *framework.Framework, node 
 		return c
 	}
 	t.Fatalf("No CSR of signer %s from the manager of %s issued the certificate with serial %s (%d CSRs of the signer)",
-		client.SignerName, node, cert.SerialNumber, len(list.Items))
+		managerapi.SignerName, node, cert.SerialNumber, len(list.Items))
 	return nil
 }
 
@@ -112,8 +112,8 @@ func TestManagerTLS(t *testing.T) {
 		if err != nil {
 			t.Fatalf("TLS to the manager of %s: %v", node, err)
 		}
-		if len(cert.DNSNames) != 1 || cert.DNSNames[0] != client.ServerName(node) || len(cert.IPAddresses) != 0 {
-			t.Errorf("Certificate of %s names %v %v, want only %s", node, cert.DNSNames, cert.IPAddresses, client.ServerName(node))
+		if len(cert.DNSNames) != 1 || cert.DNSNames[0] != managerapi.ServerName(node) || len(cert.IPAddresses) != 0 {
+			t.Errorf("Certificate of %s names %v %v, want only %s", node, cert.DNSNames, cert.IPAddresses, managerapi.ServerName(node))
 		}
 		csr := issuingCSR(ctx, t, f, node, cert)
 		approvedBy(t, csr)
@@ -122,8 +122,8 @@ func TestManagerTLS(t *testing.T) {
 
 	ip := pods[nodes[0]].Status.PodIP
 	for _, url := range []string{
-		"http://" + net.JoinHostPort(ip, strconv.Itoa(client.ServingPort)) + "/v1/host",
-		"http://" + net.JoinHostPort(ip, strconv.Itoa(client.HealthPort)) + "/v1/host",
+		"http://" + net.JoinHostPort(ip, strconv.Itoa(managerapi.ServingPort)) + "/v1/host",
+		"http://" + net.JoinHostPort(ip, strconv.Itoa(managerapi.HealthPort)) + "/v1/host",
 	} {
 		resp, err := http.Get(url)
 		if err != nil {
@@ -140,7 +140,7 @@ func TestManagerTLS(t *testing.T) {
 
 	// Node 0's name at node 1's manager: a real manager, the wrong one.
 	if _, err := servedCert(ctx, t, f, pods[nodes[1]].Status.PodIP, nodes[0]); err == nil || !strings.Contains(err.Error(), "certificate is valid for") {
-		t.Errorf("TLS to %s's manager wanting %s: %v, want a verification error", nodes[1], client.ServerName(nodes[0]), err)
+		t.Errorf("TLS to %s's manager wanting %s: %v, want a verification error", nodes[1], managerapi.ServerName(nodes[0]), err)
 	}
 	// A pod IP that is not a manager's (a provisioner instance, on the port
 	// the managers use): nothing there proves to be the manager.

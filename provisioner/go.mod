@@ -5,8 +5,7 @@ go 1.26.0
 require (
 	github.com/prometheus/client_golang v1.22.0
 	github.com/spf13/pflag v1.0.10
-	hostpath.dev/hostdefiner v0.0.0
-	hostpath.dev/manager v0.0.0
+	hostpath.dev/api v0.0.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
@@ -69,6 +68,4 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace hostpath.dev/manager => ../manager
-
-replace hostpath.dev/hostdefiner => ../hostdefiner
+replace hostpath.dev/api => ../api

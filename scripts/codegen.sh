@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # codegen.sh (make generate): generate, from the HostDefinition types in
-# hostdefiner/pkg/apis/hostpath.dev/v1, their deepcopy functions, the typed
+# api/hostpath/v1, their deepcopy functions, the typed
 # clientset, listers and informers (k8s.io/code-generator's kube_codegen.sh,
 # as kubernetes/sample-controller does) and the CRD with its schema
 # (controller-gen, sigs.k8s.io/controller-tools). Both tools are built from
@@ -13,12 +13,12 @@ set -euo pipefail
 
 CODEGEN_VERSION=${CODEGEN_VERSION:-v0.37.2}
 CONTROLLER_TOOLS_VERSION=${CONTROLLER_TOOLS_VERSION:-v0.19.0}
-MODULE=hostpath.dev/hostdefiner
-MOD_DIR=$REPO_ROOT/hostdefiner
+MODULE=hostpath.dev/api
+MOD_DIR=$REPO_ROOT/api
 # GENERATED lists every path the generators write (relative to REPO_ROOT).
 GENERATED=(
-  hostdefiner/pkg/apis/hostpath.dev/v1/zz_generated.deepcopy.go
-  hostdefiner/pkg/generated
+  api/hostpath/v1/zz_generated.deepcopy.go
+  api/generated
   manifests/base/hostdefiner/crd.yaml
 )
 
@@ -35,12 +35,12 @@ generate() {
   . "$codegen_dir/kube_codegen.sh"
   (
     cd "$MOD_DIR"
-    kube::codegen::gen_helpers --boilerplate "$REPO_ROOT/scripts/boilerplate.go.txt" pkg/apis
+    kube::codegen::gen_helpers --boilerplate "$REPO_ROOT/scripts/boilerplate.go.txt" hostpath
     kube::codegen::gen_client --with-watch \
-      --output-dir pkg/generated --output-pkg "$MODULE/pkg/generated" \
-      --boilerplate "$REPO_ROOT/scripts/boilerplate.go.txt" pkg/apis
+      --output-dir generated --output-pkg "$MODULE/generated" \
+      --boilerplate "$REPO_ROOT/scripts/boilerplate.go.txt" .
     go run "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" \
-      crd paths=./pkg/apis/... output:crd:stdout > "$REPO_ROOT/manifests/base/hostdefiner/crd.yaml.tmp"
+      crd paths=./hostpath/... output:crd:stdout > "$REPO_ROOT/manifests/base/hostdefiner/crd.yaml.tmp"
   ) >&2
   mv "$REPO_ROOT/manifests/base/hostdefiner/crd.yaml.tmp" "$REPO_ROOT/manifests/base/hostdefiner/crd.yaml"
 }

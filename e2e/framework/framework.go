@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/api/runtime/component"
 )
 
 const (

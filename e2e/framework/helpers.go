@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/api/runtime/component"
 )
 
 // PollInterval is how often WaitFor checks its condition.

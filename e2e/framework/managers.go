@@ -8,19 +8,19 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // ManagerCABundle returns the PEM bundle that callers trust for the
 // managers' serving certificates (the ConfigMap the host definer publishes).
 func (f *Framework) ManagerCABundle(ctx context.Context) ([]byte, error) {
-	cm, err := f.Client.CoreV1().ConfigMaps(SystemNamespace).Get(ctx, client.CABundleConfigMap, metav1.GetOptions{})
+	cm, err := f.Client.CoreV1().ConfigMaps(SystemNamespace).Get(ctx, managerapi.CABundleConfigMap, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("get ConfigMap %s/%s: %w", SystemNamespace, client.CABundleConfigMap, err)
+		return nil, fmt.Errorf("get ConfigMap %s/%s: %w", SystemNamespace, managerapi.CABundleConfigMap, err)
 	}
-	pem := cm.Data[client.CABundleKey]
+	pem := cm.Data[managerapi.CABundleKey]
 	if pem == "" {
-		return nil, fmt.Errorf("ConfigMap %s/%s has no %s", SystemNamespace, client.CABundleConfigMap, client.CABundleKey)
+		return nil, fmt.Errorf("ConfigMap %s/%s has no %s", SystemNamespace, managerapi.CABundleConfigMap, managerapi.CABundleKey)
 	}
 	return []byte(pem), nil
 }
@@ -37,5 +37,5 @@ func (f *Framework) ManagerTLS(ctx context.Context, node string) (*tls.Config, e
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("the managers' CA bundle holds no certificate")
 	}
-	return &tls.Config{RootCAs: pool, ServerName: client.ServerName(node), MinVersion: tls.VersionTLS12}, nil
+	return &tls.Config{RootCAs: pool, ServerName: managerapi.ServerName(node), MinVersion: tls.VersionTLS12}, nil
 }

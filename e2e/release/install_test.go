@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hostpath.dev/e2e/framework"
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )
 
 // claimTimeout bounds the waits for a claim to be Bound and its pods.

@@ -13,7 +13,7 @@ import (
 	"os"
 
 	"hostpath.dev/e2e/internal/fakenodes"
-	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/api/runtime/component"
 )
 
 func main() {

@@ -11,7 +11,7 @@ package main
 
 import (
 	"hostpath.dev/e2e/internal/noopprovisioner"
-	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/api/runtime/component"
 )
 
 func main() { component.Main("noopprovisioner", noopprovisioner.NewOptions()) }

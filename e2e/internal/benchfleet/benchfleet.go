@@ -39,10 +39,10 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/workqueue"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	hostpathclient "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
-	hostpathinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
-	hostpathlisters "hostpath.dev/hostdefiner/pkg/generated/listers/hostpath.dev/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	hostpathclient "hostpath.dev/api/generated/clientset/versioned"
+	hostpathinformers "hostpath.dev/api/generated/informers/externalversions"
+	hostpathlisters "hostpath.dev/api/generated/listers/hostpath/v1"
 
 	"hostpath.dev/e2e/internal/benchprovision"
 	"hostpath.dev/e2e/internal/fleet"

@@ -20,7 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"hostpath.dev/e2e/internal/localcluster"
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )
 
 func TestPercentile(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 
 	"hostpath.dev/e2e/internal/cli"
 	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/api/runtime/component"
 )
 
 // Usage is the command line of benchprovision, for cli.Main.

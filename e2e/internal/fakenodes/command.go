@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/api/runtime/component"
 )
 
 // Command is the fakenodes program for component.Main: the fake nodes'

@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	hostpathclient "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
+	hostpathclient "hostpath.dev/api/generated/clientset/versioned"
 
 	"hostpath.dev/e2e/internal/cli"
 )

@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	hostpathclient "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
-	"hostpath.dev/manager/pkg/runtime/component"
+	hostpathclient "hostpath.dev/api/generated/clientset/versioned"
+	"hostpath.dev/api/runtime/component"
 )
 
 // Flags are the command-line flags that the benchmarks over a fleet

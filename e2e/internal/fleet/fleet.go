@@ -54,15 +54,15 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/internal/fakenodes"
 	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // Ports every member's processes serve on, at its own address.
 const (
-	ManagerPort        = client.ServingPort
-	ManagerHealthPort  = client.HealthPort
+	ManagerPort        = managerapi.ServingPort
+	ManagerHealthPort  = managerapi.HealthPort
 	ProvisionerMetrics = 8082
 )
 
@@ -253,7 +253,7 @@ func (f *Fleet) run(ctx context.Context, m *Member, r Role) (*Process, error) {
 		argv = managerArgv(f.o.ManagerBin, m, kc, f.o.Namespace)
 	case RoleProvisioner:
 		managerToken := filepath.Join(dir, "manager-token")
-		if err := f.token(ctx, r, p, []string{client.TokenAudience}, managerToken); err != nil {
+		if err := f.token(ctx, r, p, []string{managerapi.TokenAudience}, managerToken); err != nil {
 			return nil, err
 		}
 		health = fmt.Sprintf("http://%s:%d/readyz", m.Address, ProvisionerMetrics)

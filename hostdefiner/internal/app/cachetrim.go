@@ -1,6 +1,6 @@
 package app
 
-import "hostpath.dev/manager/pkg/runtime/cachetrim"
+import "hostpath.dev/api/runtime/cachetrim"
 
 // The host definer's trim list: what its informers drop from each object
 // they cache (cachetrim.Transform drops every object's managedFields; the
@@ -31,7 +31,7 @@ import "hostpath.dev/manager/pkg/runtime/cachetrim"
 //     client.CASecret and the ConfigMap client.CABundleConfigMap of
 //     --namespace (field selectors); managedFields dropped.
 //   - The ConfigMap client.CABundleConfigMap again (the informer of
-//     manager/pkg/client/trust), kept whole.
+//     api/managerapi/trust), kept whole.
 //
 // What it saves: docs/benchmarks.md, "What trimming the caches saves"
 // (BenchmarkTransform, on testdata).

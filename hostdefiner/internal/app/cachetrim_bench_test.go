@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
-	"hostpath.dev/manager/pkg/runtime/cachetrim/cachetrimtest"
+	"hostpath.dev/api/runtime/cachetrim/cachetrimtest"
 )
 
 // sizeCases are the big objects of the caches: a worker Node with 30

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
 
-	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/api/runtime/component"
 )
 
 // load decodes testdata/name into a new T: a worker Node with 30 images

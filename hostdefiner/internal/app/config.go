@@ -14,15 +14,15 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"hostpath.dev/api/generated/clientset/versioned"
+	hdscheme "hostpath.dev/api/generated/clientset/versioned/scheme"
+	hdinformers "hostpath.dev/api/generated/informers/externalversions"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/trust"
+	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/api/runtime/review"
 	"hostpath.dev/hostdefiner/internal/controller"
 	"hostpath.dev/hostdefiner/internal/csr"
-	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
-	hdscheme "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned/scheme"
-	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/client/trust"
-	"hostpath.dev/manager/pkg/runtime/component"
-	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // userAgent identifies the host definer to the API server, and its events.
@@ -125,9 +125,9 @@ func (c *Config) certificateControllers(pods cache.SharedIndexInformer) ([]facto
 	trim := informers.WithTransform(cacheTrim)
 	csrs := informers.NewSharedInformerFactoryWithOptions(c.Kube, c.ResyncPeriod, informers.WithTweakListOptions(csr.SignerListOptions), trim)
 	secrets := informers.NewSharedInformerFactoryWithOptions(c.Kube, c.ResyncPeriod, informers.WithNamespace(c.Namespace),
-		informers.WithTweakListOptions(csr.NameListOptions(client.CASecret)), trim)
+		informers.WithTweakListOptions(csr.NameListOptions(managerapi.CASecret)), trim)
 	bundles := informers.NewSharedInformerFactoryWithOptions(c.Kube, c.ResyncPeriod, informers.WithNamespace(c.Namespace),
-		informers.WithTweakListOptions(csr.NameListOptions(client.CABundleConfigMap)), trim)
+		informers.WithTweakListOptions(csr.NameListOptions(managerapi.CABundleConfigMap)), trim)
 	inf := csr.Informers{
 		CSRs:       csrs.Certificates().V1().CertificateSigningRequests().Informer(),
 		Pods:       pods,

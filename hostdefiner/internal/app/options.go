@@ -20,11 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/api/runtime/profiling"
 	"hostpath.dev/hostdefiner/internal/csr"
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/component"
-	"hostpath.dev/manager/pkg/runtime/profiling"
 )
 
 // Flag names.
@@ -116,9 +116,9 @@ func NewOptions() *Options {
 		ProvisionerName:  hostpathv1.DefaultProvisionerName,
 		ManagerDaemonSet: "hostpath-manager",
 		ManagerSelector:  "app.kubernetes.io/name=hostpath-manager",
-		ManagerPort:      client.ServingPort,
+		ManagerPort:      managerapi.ServingPort,
 		ManagerTokenFile: DefaultManagerTokenFile,
-		ManagerTimeout:   client.DefaultCallTimeout,
+		ManagerTimeout:   managerapi.DefaultCallTimeout,
 		MinFreeBytes:     0,
 		MaxTries:         5,
 		InitialBackoff:   2 * time.Second,
@@ -152,13 +152,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ManagerDaemonSet, FlagManagerDaemonSet, o.ManagerDaemonSet, "The manager DaemonSet's name: a node is defined where it runs a pod, and leaves when it would no longer run one.")
 	fs.StringVar(&o.ManagerSelector, FlagManagerSelector, o.ManagerSelector, "The label selector of the manager pods.")
 	fs.IntVar(&o.ManagerPort, FlagManagerPort, o.ManagerPort, "The port the managers serve their API on, in HTTPS.")
-	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read again after a minute: a projected service account token of audience "+client.TokenAudience+". Empty sends no token.")
+	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read again after a minute: a projected service account token of audience "+managerapi.TokenAudience+". Empty sends no token.")
 	fs.DurationVar(&o.ManagerTimeout, FlagManagerTimeout, o.ManagerTimeout, "The time limit of each manager call.")
 	fs.StringVar(&o.ManagerServiceAccount, FlagManagerSA, o.ManagerServiceAccount, "The managers' service account, in --"+FlagNamespace+
 		" (a pod's service account is in its namespace): only CertificateSigningRequests it made from a live manager pod, for that pod's node, are approved.")
 	fs.DurationVar(&o.MaxCertificateLifetime, FlagMaxCertLifetime, o.MaxCertificateLifetime, "The longest lifetime of a manager's serving certificate (a CSR's spec.expirationSeconds, 24h when unset, is capped by it).")
 	fs.DurationVar(&o.CAOverlap, FlagCAOverlap, o.CAOverlap, "How long the old CA stays trusted after a rotation of the managers' CA (annotation "+csr.RotateAnnotation+
-		" on the Secret "+client.CASecret+"); more than --"+FlagMaxCertLifetime+", so that every manager renews under the new CA meanwhile.")
+		" on the Secret "+managerapi.CASecret+"); more than --"+FlagMaxCertLifetime+", so that every manager renews under the new CA meanwhile.")
 	fs.Int64Var(&o.MinFreeBytes, FlagMinFreeBytes, o.MinFreeBytes, "The free bytes a pool needs on a node for its definition to be Ready; 0 requires none.")
 	fs.Int32Var(&o.MaxTries, FlagMaxTries, o.MaxTries, "How many tries a round of define (or undefine) makes before the definition goes to Error.")
 	fs.DurationVar(&o.InitialBackoff, FlagInitialBackoff, o.InitialBackoff, "The wait after the first failed try; it doubles after every further one.")

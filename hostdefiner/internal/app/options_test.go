@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/client/trust"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/trust"
 )
 
 func TestValidate(t *testing.T) {
@@ -101,8 +101,8 @@ func TestCSRConfig(t *testing.T) {
 		c.ManagerSelector.String() != "app.kubernetes.io/name=hostpath-manager" {
 		t.Errorf("csrConfig() = %+v", c)
 	}
-	if o.ManagerPort != client.ServingPort {
-		t.Errorf("--manager-port defaults to %d, want %d", o.ManagerPort, client.ServingPort)
+	if o.ManagerPort != managerapi.ServingPort {
+		t.Errorf("--manager-port defaults to %d, want %d", o.ManagerPort, managerapi.ServingPort)
 	}
 }
 
@@ -117,7 +117,7 @@ func TestManagerFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := m.(*client.Client).BaseURL(); got != "https://10.1.2.3:8443" {
+	if got := m.(*managerapi.Client).BaseURL(); got != "https://10.1.2.3:8443" {
 		t.Errorf("BaseURL() = %q, want https://10.1.2.3:8443", got)
 	}
 	if _, err := o.managerFor(trust.NewBundle())(&v1.Pod{}); err == nil {

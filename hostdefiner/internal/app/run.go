@@ -19,13 +19,13 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/trust"
+	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/api/runtime/profiling"
 	"hostpath.dev/hostdefiner/internal/controller"
 	"hostpath.dev/hostdefiner/internal/csr"
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/client/trust"
-	"hostpath.dev/manager/pkg/runtime/component"
-	"hostpath.dev/manager/pkg/runtime/profiling"
 )
 
 // Run runs the host definer until ctx is done: Complete, then Config.Run.
@@ -174,7 +174,7 @@ func (o *Options) csrConfig() csr.Config {
 // and the call timeout, trusting only bundle and only the serving
 // certificate of the pod's node (client.ServerName).
 func (o *Options) managerFor(bundle *trust.Bundle) controller.ManagerFor {
-	opts := client.CallerOptions(o.ManagerTokenFile, o.ManagerTimeout, 0)
+	opts := managerapi.CallerOptions(o.ManagerTokenFile, o.ManagerTimeout, 0)
 	// One client (and so one TLS transport, whose connections are reused)
 	// per manager pod; a new pod, or a new IP, gets a new one.
 	var clients sync.Map // pod UID -> *client.Client
@@ -183,10 +183,10 @@ func (o *Options) managerFor(bundle *trust.Bundle) controller.ManagerFor {
 			return nil, fmt.Errorf("manager pod %s/%s has no node yet", pod.Namespace, pod.Name)
 		}
 		url := "https://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(o.ManagerPort))
-		if c, ok := clients.Load(pod.UID); ok && c.(*client.Client).BaseURL() == url {
-			return c.(*client.Client), nil
+		if c, ok := clients.Load(pod.UID); ok && c.(*managerapi.Client).BaseURL() == url {
+			return c.(*managerapi.Client), nil
 		}
-		c, err := client.New(url, append(slices.Clip(opts), client.WithServerTLS(bundle.Pool, client.ServerName(pod.Spec.NodeName)))...)
+		c, err := managerapi.New(url, append(slices.Clip(opts), managerapi.WithServerTLS(bundle.Pool, managerapi.ServerName(pod.Spec.NodeName)))...)
 		if err != nil {
 			return nil, err
 		}

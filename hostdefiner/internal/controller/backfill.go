@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // backfill gives the node every multihost directory of the pool it lacks,
@@ -58,7 +58,7 @@ func (c *Controller) backfill(ctx context.Context, def *hostpathv1.HostDefinitio
 			// removes it. It names the claim, as a create does: another
 			// node's manager checks it before it lets the host definer
 			// adopt a directory.
-			req := client.SetOwnerRequest{Owner: m.pv.Name, ReclaimPolicy: hostpathv1.RecordedReclaimPolicy(m.pv), ClaimNamespace: hostpathv1.ClaimNamespaceOf(m.pv),
+			req := managerapi.SetOwnerRequest{Owner: m.pv.Name, ReclaimPolicy: hostpathv1.RecordedReclaimPolicy(m.pv), ClaimNamespace: hostpathv1.ClaimNamespaceOf(m.pv),
 				ClaimName: claimNameOf(m.pv), Multihost: true}
 			if _, err := mgr.SetOwner(ctx, pool, m.directory, req); err != nil {
 				errs[i] = fmt.Errorf("record PersistentVolume %s as the owner of directory %q: %w", m.pv.Name, m.directory, err)
@@ -124,11 +124,11 @@ func (c *Controller) dirMode(pv *v1.PersistentVolume) string {
 	if err != nil {
 		return hostpathv1.DefaultDirMode
 	}
-	m, err := client.ParseMode(class.Parameters[hostpathv1.ParamDirMode])
+	m, err := managerapi.ParseMode(class.Parameters[hostpathv1.ParamDirMode])
 	if err != nil {
 		return hostpathv1.DefaultDirMode
 	}
-	return client.FormatMode(m)
+	return managerapi.FormatMode(m)
 }
 
 // recordNode lists node among the nodes of every multihost volume of the

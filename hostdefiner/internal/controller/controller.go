@@ -16,11 +16,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
-	hdlisters "hostpath.dev/hostdefiner/pkg/generated/listers/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/worker"
+	"hostpath.dev/api/generated/clientset/versioned"
+	hdlisters "hostpath.dev/api/generated/listers/hostpath/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/worker"
 )
 
 // FieldManager names the host definer in the managed fields of what it
@@ -40,11 +40,11 @@ func (k Key) String() string { return k.Pool + "/" + k.Node }
 
 // Manager is what a try asks of a node's manager (a *client.Client).
 type Manager interface {
-	Host(ctx context.Context) (*client.Host, error)
-	PreparePool(ctx context.Context, pool string) (*client.Pool, error)
-	ListVolumes(ctx context.Context, pool string) (*client.VolumeList, error)
-	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest) (*client.Volume, error)
-	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error)
+	Host(ctx context.Context) (*managerapi.Host, error)
+	PreparePool(ctx context.Context, pool string) (*managerapi.Pool, error)
+	ListVolumes(ctx context.Context, pool string) (*managerapi.VolumeList, error)
+	CreateVolume(ctx context.Context, pool, name string, req managerapi.CreateVolumeRequest) (*managerapi.Volume, error)
+	SetOwner(ctx context.Context, pool, name string, req managerapi.SetOwnerRequest) (*managerapi.Volume, error)
 }
 
 // ManagerFor returns the Manager served by a manager pod.

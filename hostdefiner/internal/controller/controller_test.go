@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 var (
@@ -182,7 +182,7 @@ func TestDefineFailure(t *testing.T) {
 		{
 			name: "PUT /v1/pools fails",
 			setup: func(f *fixture) {
-				f.managers["node-1"].poolErr = client.Errorf("PoolNotFound", "pool default is not configured")
+				f.managers["node-1"].poolErr = managerapi.Errorf("PoolNotFound", "pool default is not configured")
 			},
 			wantReason:  ReasonPoolNotPrepared,
 			wantMessage: []string{"PUT /v1/pools/default", "pool default is not configured"},
@@ -222,7 +222,7 @@ func TestDefineFailure(t *testing.T) {
 				f.volumes = append(f.volumes,
 					multihostPV("pv-a", "standard", "default", []string{"node-0"}, nil, v1.PersistentVolumeReclaimDelete),
 					multihostPV("pv-b", "standard", "default", []string{"node-0"}, nil, v1.PersistentVolumeReclaimDelete))
-				f.managers["node-1"].createErr["dir-pv-b"] = client.Errorf("InsufficientStorage", "disk full")
+				f.managers["node-1"].createErr["dir-pv-b"] = managerapi.Errorf("InsufficientStorage", "disk full")
 			},
 			wantReason:  ReasonBackfillFailed,
 			wantMessage: []string{`1 of the 2 multihost volumes of pool "default" have no directory on node "node-1"`, "dir-pv-b", "disk full"},
@@ -380,11 +380,11 @@ func TestRetryAnnotationResetsTries(t *testing.T) {
 func TestClonedHost(t *testing.T) {
 	tests := []struct {
 		name  string
-		clone func(h *client.Host)
+		clone func(h *managerapi.Host)
 		what  string
 	}{
-		{name: "host ID", clone: func(h *client.Host) { h.HostID = "host-node-a" }, what: "host ID host-node-a"},
-		{name: "machine ID", clone: func(h *client.Host) { h.MachineID = "machine-node-a" }, what: "machine ID machine-node-a"},
+		{name: "host ID", clone: func(h *managerapi.Host) { h.HostID = "host-node-a" }, what: "host ID host-node-a"},
+		{name: "machine ID", clone: func(h *managerapi.Host) { h.MachineID = "machine-node-a" }, what: "machine ID machine-node-a"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -676,7 +676,7 @@ func TestBackfill(t *testing.T) {
 		}
 	}
 	m := f.managers["node-1"]
-	m.volumes["default"] = []client.Volume{
+	m.volumes["default"] = []managerapi.Volume{
 		{Name: "dir-pv-c", Pool: "default", Owner: "pv-c"},
 		{Name: "dir-pv-d", Pool: "default", Owner: "pv-d"},
 		{Name: "unrelated", Pool: "default", Owner: "pv-gone"},
@@ -694,9 +694,9 @@ func TestBackfill(t *testing.T) {
 	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default",
 		"CreateVolume default/dir-pv-a", "CreateVolume default/dir-pv-b")
 	wantCreates := []createCall{
-		{pool: "default", name: "dir-pv-a", req: client.CreateVolumeRequest{Owner: "pv-a", Mode: "02775", ReclaimPolicy: "Delete", RequiredBytes: 16 << 20, EnforceSize: true, Multihost: true,
+		{pool: "default", name: "dir-pv-a", req: managerapi.CreateVolumeRequest{Owner: "pv-a", Mode: "02775", ReclaimPolicy: "Delete", RequiredBytes: 16 << 20, EnforceSize: true, Multihost: true,
 			ClaimNamespace: "team-a", ClaimName: "data-a"}},
-		{pool: "default", name: "dir-pv-b", req: client.CreateVolumeRequest{Owner: "pv-b", Mode: "0777", ReclaimPolicy: "Retain", Multihost: true, ClaimName: "data-b"}},
+		{pool: "default", name: "dir-pv-b", req: managerapi.CreateVolumeRequest{Owner: "pv-b", Mode: "0777", ReclaimPolicy: "Retain", Multihost: true, ClaimName: "data-b"}},
 	}
 	if got := m.takeCreates(); !slices.Equal(got, wantCreates) {
 		t.Errorf("CreateVolume calls:\n  got  %+v\n  want %+v", got, wantCreates)
@@ -739,7 +739,7 @@ func TestBackfillOwnerConflict(t *testing.T) {
 		multihostPV("pv-a", "standard", "default", []string{"node-0"}, []string{"node-1"}, v1.PersistentVolumeReclaimDelete),
 		multihostPV("pv-b", "standard", "default", []string{"node-0"}, nil, v1.PersistentVolumeReclaimDelete))
 	m := f.managers["node-1"]
-	m.volumes["default"] = []client.Volume{{Name: "dir-pv-a", Pool: "default", Owner: "pv-someone-else"}}
+	m.volumes["default"] = []managerapi.Volume{{Name: "dir-pv-a", Pool: "default", Owner: "pv-someone-else"}}
 
 	r := f.run(key1)
 
@@ -769,7 +769,7 @@ func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 	pv.Annotations[hostpathv1.AnnotationClaimName] = "data-a"
 	f.volumes = append(f.volumes, pv)
 	m := f.managers["node-1"]
-	m.volumes["default"] = []client.Volume{{Name: "dir-pv-a", Pool: "default"}}
+	m.volumes["default"] = []managerapi.Volume{{Name: "dir-pv-a", Pool: "default"}}
 
 	r := f.run(key1)
 
@@ -778,7 +778,7 @@ func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 	if got := m.volumes["default"][0].ClaimNamespace; got != "team-a" {
 		t.Errorf("the owner record names claim namespace %q, want team-a", got)
 	}
-	want := client.SetOwnerRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete, ClaimNamespace: "team-a", ClaimName: "data-a", Multihost: true}
+	want := managerapi.SetOwnerRequest{Owner: "pv-a", ReclaimPolicy: managerapi.ReclaimDelete, ClaimNamespace: "team-a", ClaimName: "data-a", Multihost: true}
 	if len(m.setOwners) != 1 || m.setOwners[0] != want {
 		t.Errorf("SetOwner requests %+v, want one of %+v", m.setOwners, want)
 	}

@@ -3,8 +3,8 @@ package controller
 import (
 	"testing"
 
-	"hostpath.dev/manager/pkg/runtime/component"
-	"hostpath.dev/manager/pkg/runtime/dashboardtest"
+	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/api/runtime/dashboardtest"
 )
 
 // TestDashboardMetrics: every host definer metric that

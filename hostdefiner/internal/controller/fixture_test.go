@@ -27,10 +27,10 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned/fake"
-	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/generated/clientset/versioned/fake"
+	hdinformers "hostpath.dev/api/generated/informers/externalversions"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // The names of the manager's deployment, as in manifests/base/manager.
@@ -699,34 +699,34 @@ func multihostPV(name, class, pool string, nodes, pending []string, reclaim v1.P
 type fakeManager struct {
 	mu sync.Mutex
 
-	host    client.Host
+	host    managerapi.Host
 	hostErr error
 	// pool is what PreparePool answers (its Name and Path are set from the
 	// pool asked for).
-	pool    client.Pool
+	pool    managerapi.Pool
 	poolErr error
 	// volumes are the volume directories, by pool.
-	volumes   map[string][]client.Volume
+	volumes   map[string][]managerapi.Volume
 	listErr   error
 	createErr map[string]error // by directory
 
 	calls   []string
 	creates []createCall
 	// setOwners are the SetOwner requests, in order.
-	setOwners []client.SetOwnerRequest
+	setOwners []managerapi.SetOwnerRequest
 }
 
 // createCall is one CreateVolume call.
 type createCall struct {
 	pool, name string
-	req        client.CreateVolumeRequest
+	req        managerapi.CreateVolumeRequest
 }
 
 func newFakeManager(node string) *fakeManager {
 	return &fakeManager{
-		host:      client.Host{NodeName: node, HostID: "host-" + node, MachineID: "machine-" + node, BootID: "boot-1"},
-		pool:      client.Pool{CapacityBytes: 100 * gib, FreeBytes: 50 * gib},
-		volumes:   map[string][]client.Volume{},
+		host:      managerapi.Host{NodeName: node, HostID: "host-" + node, MachineID: "machine-" + node, BootID: "boot-1"},
+		pool:      managerapi.Pool{CapacityBytes: 100 * gib, FreeBytes: 50 * gib},
+		volumes:   map[string][]managerapi.Volume{},
 		createErr: map[string]error{},
 	}
 }
@@ -772,7 +772,7 @@ func (m *fakeManager) takeCreates() []createCall {
 	return out
 }
 
-func (m *fakeManager) Host(context.Context) (*client.Host, error) {
+func (m *fakeManager) Host(context.Context) (*managerapi.Host, error) {
 	m.record("Host")
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -783,7 +783,7 @@ func (m *fakeManager) Host(context.Context) (*client.Host, error) {
 	return &h, nil
 }
 
-func (m *fakeManager) PreparePool(_ context.Context, pool string) (*client.Pool, error) {
+func (m *fakeManager) PreparePool(_ context.Context, pool string) (*managerapi.Pool, error) {
 	m.record("PreparePool " + pool)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -795,17 +795,17 @@ func (m *fakeManager) PreparePool(_ context.Context, pool string) (*client.Pool,
 	return &p, nil
 }
 
-func (m *fakeManager) ListVolumes(_ context.Context, pool string) (*client.VolumeList, error) {
+func (m *fakeManager) ListVolumes(_ context.Context, pool string) (*managerapi.VolumeList, error) {
 	m.record("ListVolumes " + pool)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.listErr != nil {
 		return nil, m.listErr
 	}
-	return &client.VolumeList{Items: slices.Clone(m.volumes[pool])}, nil
+	return &managerapi.VolumeList{Items: slices.Clone(m.volumes[pool])}, nil
 }
 
-func (m *fakeManager) CreateVolume(_ context.Context, pool, name string, req client.CreateVolumeRequest) (*client.Volume, error) {
+func (m *fakeManager) CreateVolume(_ context.Context, pool, name string, req managerapi.CreateVolumeRequest) (*managerapi.Volume, error) {
 	m.record("CreateVolume " + pool + "/" + name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -813,13 +813,13 @@ func (m *fakeManager) CreateVolume(_ context.Context, pool, name string, req cli
 	if err := m.createErr[name]; err != nil {
 		return nil, err
 	}
-	v := client.Volume{Name: name, Pool: pool, Path: "/var/hostpath/" + pool + "/" + name, Mode: req.Mode,
+	v := managerapi.Volume{Name: name, Pool: pool, Path: "/var/hostpath/" + pool + "/" + name, Mode: req.Mode,
 		Owner: req.Owner, ReclaimPolicy: req.ReclaimPolicy}
 	m.volumes[pool] = append(m.volumes[pool], v)
 	return &v, nil
 }
 
-func (m *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
+func (m *fakeManager) SetOwner(_ context.Context, pool, name string, req managerapi.SetOwnerRequest) (*managerapi.Volume, error) {
 	call := "SetOwner " + pool + "/" + name + " " + req.Owner
 	if req.Multihost {
 		call += " multihost"
@@ -831,14 +831,14 @@ func (m *fakeManager) SetOwner(_ context.Context, pool, name string, req client.
 	for i, v := range m.volumes[pool] {
 		if v.Name == name {
 			if v.Owner != req.Previous {
-				return nil, client.Errorf(client.ReasonOwnerConflict, "owned by %s", v.Owner)
+				return nil, managerapi.Errorf(managerapi.ReasonOwnerConflict, "owned by %s", v.Owner)
 			}
 			m.volumes[pool][i].Owner, m.volumes[pool][i].ClaimNamespace = req.Owner, req.ClaimNamespace
 			v.Owner, v.ClaimNamespace = req.Owner, req.ClaimNamespace
 			return &v, nil
 		}
 	}
-	return nil, client.Errorf(client.ReasonNotFound, "no volume %s", name)
+	return nil, managerapi.Errorf(managerapi.ReasonNotFound, "no volume %s", name)
 }
 
 var _ Manager = (*fakeManager)(nil)

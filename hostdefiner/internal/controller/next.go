@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"hostpath.dev/hostdefiner/internal/placement"
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/runtime/component"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/runtime/component"
 )
 
 // Facts are what the next step for a (node, pool) is decided from, read

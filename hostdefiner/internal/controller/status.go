@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )
 
 // Event reasons on HostDefinitions.

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // Sync brings the definition of key in line with the cluster: it reads
@@ -135,7 +135,7 @@ func poolOf(obj any, provisioner hostpathv1.ProvisionerNames) (string, bool) {
 		return "", false
 	}
 	pool := hostpathv1.ClassPool(sc.Parameters)
-	return pool, client.ValidatePoolName(pool) == nil
+	return pool, managerapi.ValidatePoolName(pool) == nil
 }
 
 // managerPods returns the manager pods on node, in any state.
@@ -202,7 +202,7 @@ func multihostVolumeOf(pv *v1.PersistentVolume, provisioner hostpathv1.Provision
 		return multihostVolume{}, false
 	}
 	m := multihostVolume{pv: pv, pool: d.Pool, directory: d.Directory, nodes: d.Nodes, pending: d.PendingNodes}
-	if client.ValidatePoolName(m.pool) != nil || client.ValidateVolumeName(m.directory) != nil {
+	if managerapi.ValidatePoolName(m.pool) != nil || managerapi.ValidateVolumeName(m.directory) != nil {
 		return multihostVolume{}, false
 	}
 	return m, true

@@ -17,8 +17,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/worker"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/worker"
 )
 
 // PodCacheGrace is how long after a CSR's creation a pod that the pod
@@ -97,10 +97,10 @@ func (a *Approver) review(csr *certv1.CertificateSigningRequest) (string, *refus
 	if want := a.cfg.username(); csr.Spec.Username != want {
 		return "", refuse(ReasonNotManager, "requested by %q, not by the managers' service account %q", csr.Spec.Username, want), 0
 	}
-	podName, podUID, node := extra(csr, client.ExtraPodName), extra(csr, client.ExtraPodUID), extra(csr, client.ExtraNodeName)
+	podName, podUID, node := extra(csr, managerapi.ExtraPodName), extra(csr, managerapi.ExtraPodUID), extra(csr, managerapi.ExtraNodeName)
 	if podName == "" || podUID == "" || node == "" {
 		return "", refuse(ReasonUnknownPod, "spec.extra names no pod (%s, %s, %s): the CSR must be made with the manager pod's own service account token, "+
-			"since every manager shares the service account", client.ExtraPodName, client.ExtraPodUID, client.ExtraNodeName), 0
+			"since every manager shares the service account", managerapi.ExtraPodName, managerapi.ExtraPodUID, managerapi.ExtraNodeName), 0
 	}
 	pod, err := a.pods.Get(podName)
 	if apierrors.IsNotFound(err) {

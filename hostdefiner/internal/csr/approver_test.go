@@ -14,7 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 func TestApprover(t *testing.T) {
@@ -40,23 +40,25 @@ func TestApprover(t *testing.T) {
 		{name: "a user", request: ok, csr: func(c *certv1.CertificateSigningRequest) { c.Spec.Username = "kubernetes-admin"; c.Spec.Extra = nil }, reason: ReasonNotManager},
 		{name: "no pod in extra", request: ok, csr: func(c *certv1.CertificateSigningRequest) { c.Spec.Extra = nil },
 			reason: ReasonUnknownPod, message: "every manager shares the service account"},
-		{name: "no node in extra", request: ok, csr: func(c *certv1.CertificateSigningRequest) { delete(c.Spec.Extra, client.ExtraNodeName) }, reason: ReasonUnknownPod},
+		{name: "no node in extra", request: ok, csr: func(c *certv1.CertificateSigningRequest) { delete(c.Spec.Extra, managerapi.ExtraNodeName) }, reason: ReasonUnknownPod},
 		{name: "a SAN for another node", request: func(t *testing.T) []byte {
 			r := managerRequest(t, node1)
-			r.dns = []string{client.ServerName(node2)}
+			r.dns = []string{managerapi.ServerName(node2)}
 			return r.pem(t)
 		}, reason: ReasonWrongNode, message: `the DNS name "node-2.manager.hostpath.dev" is another node's`},
 		{name: "the request of another node", request: func(t *testing.T) []byte { return managerRequest(t, node2).pem(t) },
 			reason: ReasonWrongNode, message: "names another node"},
 		{name: "extra naming an unknown pod", request: ok, csr: func(c *certv1.CertificateSigningRequest) {
-			c.Spec.Extra[client.ExtraPodName] = []string{"hostpath-manager-zzzzz"}
+			c.Spec.Extra[managerapi.ExtraPodName] = []string{"hostpath-manager-zzzzz"}
 		},
 			reason: ReasonUnknownPod, message: "no pod hostpath-system/hostpath-manager-zzzzz"},
-		{name: "pod UID mismatch", request: ok, csr: func(c *certv1.CertificateSigningRequest) { c.Spec.Extra[client.ExtraPodUID] = []string{"other-uid"} },
+		{name: "pod UID mismatch", request: ok, csr: func(c *certv1.CertificateSigningRequest) {
+			c.Spec.Extra[managerapi.ExtraPodUID] = []string{"other-uid"}
+		},
 			reason: ReasonUnknownPod, message: "not the token's other-uid"},
 		{name: "pod on another node", request: ok, pod: func(p *v1.Pod) { p.Spec.NodeName = node2 },
 			reason: ReasonWrongNode, message: `runs on node "node-2", not on the token's node "node-1"`},
-		{name: "extra naming another node", request: ok, csr: func(c *certv1.CertificateSigningRequest) { c.Spec.Extra[client.ExtraNodeName] = []string{node2} },
+		{name: "extra naming another node", request: ok, csr: func(c *certv1.CertificateSigningRequest) { c.Spec.Extra[managerapi.ExtraNodeName] = []string{node2} },
 			reason: ReasonWrongNode},
 		{name: "terminating pod", request: ok, pod: func(p *v1.Pod) { now := metav1.NewTime(t0); p.DeletionTimestamp = &now },
 			reason: ReasonPodTerminating, message: "terminating or finished"},

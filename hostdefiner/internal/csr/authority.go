@@ -15,8 +15,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/worker"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/worker"
 )
 
 // The names in the CA Secret (client.CASecret), besides tls.crt and
@@ -58,7 +58,7 @@ func NewAuthority(cfg Config, kube kubernetes.Interface, inf Informers, clk cloc
 	for _, h := range []struct {
 		inf  cache.SharedIndexInformer
 		name string
-	}{{inf.Secrets, client.CASecret}, {inf.ConfigMaps, client.CABundleConfigMap}} {
+	}{{inf.Secrets, managerapi.CASecret}, {inf.ConfigMaps, managerapi.CABundleConfigMap}} {
 		name := h.name
 		fn := func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -98,7 +98,7 @@ func (a *Authority) Sync(ctx context.Context, _ string) error {
 func (a *Authority) sync(ctx context.Context) (time.Duration, error) {
 	now := a.clock.Now()
 	var st *caState
-	secret, err := a.secrets.Get(client.CASecret)
+	secret, err := a.secrets.Get(managerapi.CASecret)
 	switch {
 	case apierrors.IsNotFound(err):
 		st, err = a.create(ctx, now)
@@ -125,12 +125,12 @@ func (a *Authority) create(ctx context.Context, now time.Time) (*caState, error)
 	}
 	st := &caState{current: ca}
 	s := &v1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: client.CASecret, Namespace: a.cfg.Namespace, Labels: caLabels()},
+		ObjectMeta: metav1.ObjectMeta{Name: managerapi.CASecret, Namespace: a.cfg.Namespace, Labels: caLabels()},
 		Type:       v1.SecretTypeTLS,
 	}
 	st.write(s)
 	if _, err := a.kube.CoreV1().Secrets(a.cfg.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("create the CA Secret %s/%s: %w", a.cfg.Namespace, client.CASecret, err)
+		return nil, fmt.Errorf("create the CA Secret %s/%s: %w", a.cfg.Namespace, managerapi.CASecret, err)
 	}
 	klog.FromContext(ctx).Info("Created the CA", "secret", klog.KObj(s), "subject", ca.Cert.Subject.CommonName,
 		"notAfter", ca.Cert.NotAfter, "sha256", fingerprint(ca.Cert))
@@ -185,27 +185,27 @@ func (a *Authority) maintain(ctx context.Context, secret *v1.Secret, now time.Ti
 // publish makes the bundle ConfigMap hold bundle.
 func (a *Authority) publish(ctx context.Context, bundle []byte) error {
 	cms := a.kube.CoreV1().ConfigMaps(a.cfg.Namespace)
-	cm, err := a.configMaps.Get(client.CABundleConfigMap)
+	cm, err := a.configMaps.Get(managerapi.CABundleConfigMap)
 	switch {
 	case apierrors.IsNotFound(err):
 		cm = &v1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: client.CABundleConfigMap, Namespace: a.cfg.Namespace, Labels: caLabels()},
-			Data:       map[string]string{client.CABundleKey: string(bundle)},
+			ObjectMeta: metav1.ObjectMeta{Name: managerapi.CABundleConfigMap, Namespace: a.cfg.Namespace, Labels: caLabels()},
+			Data:       map[string]string{managerapi.CABundleKey: string(bundle)},
 		}
 		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 	case err != nil:
-	case cm.Data[client.CABundleKey] == string(bundle):
+	case cm.Data[managerapi.CABundleKey] == string(bundle):
 		return nil
 	default:
 		cm = cm.DeepCopy()
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
-		cm.Data[client.CABundleKey] = string(bundle)
+		cm.Data[managerapi.CABundleKey] = string(bundle)
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("publish the CA bundle in ConfigMap %s/%s: %w", a.cfg.Namespace, client.CABundleConfigMap, err)
+		return fmt.Errorf("publish the CA bundle in ConfigMap %s/%s: %w", a.cfg.Namespace, managerapi.CABundleConfigMap, err)
 	}
 	klog.FromContext(ctx).Info("Published the CA bundle", "configMap", klog.KObj(cm))
 	return nil

@@ -12,7 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // syncCA runs the Authority's sync, refreshes the indexers and returns
@@ -99,7 +99,7 @@ func TestAuthorityCreatesTheCAOnce(t *testing.T) {
 
 // bundleConfigMap returns the bundle ConfigMap of f.
 func bundleConfigMap(f *fixture) *v1.ConfigMap {
-	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, client.CABundleConfigMap, metav1.GetOptions{})
+	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, managerapi.CABundleConfigMap, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -114,13 +114,13 @@ func TestAuthorityRepairsTheBundle(t *testing.T) {
 	}{
 		{name: "edited", damage: func(f *fixture) {
 			cm := bundleConfigMap(f)
-			cm.Data[client.CABundleKey] = "junk"
+			cm.Data[managerapi.CABundleKey] = "junk"
 			if _, err := f.kube.CoreV1().ConfigMaps(testNamespace).Update(f.ctx, cm, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}, want: "update configmaps"},
 		{name: "deleted", damage: func(f *fixture) {
-			if err := f.kube.CoreV1().ConfigMaps(testNamespace).Delete(f.ctx, client.CABundleConfigMap, metav1.DeleteOptions{}); err != nil {
+			if err := f.kube.CoreV1().ConfigMaps(testNamespace).Delete(f.ctx, managerapi.CABundleConfigMap, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}, want: "create configmaps"},

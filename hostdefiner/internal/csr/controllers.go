@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/worker"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/worker"
 )
 
 // DefaultLifetime is a certificate's lifetime when its CSR sets no
@@ -62,7 +62,7 @@ type Informers struct {
 
 // SignerListOptions lists and watches only the CSRs of client.SignerName.
 func SignerListOptions(o *metav1.ListOptions) {
-	o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", client.SignerName).String()
+	o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", managerapi.SignerName).String()
 }
 
 // NameListOptions lists and watches only the object named name, which RBAC
@@ -135,7 +135,7 @@ func ours(obj any) (*certv1.CertificateSigningRequest, bool) {
 		obj = t.Obj
 	}
 	csr, ok := obj.(*certv1.CertificateSigningRequest)
-	return csr, ok && csr.Spec.SignerName == client.SignerName
+	return csr, ok && csr.Spec.SignerName == managerapi.SignerName
 }
 
 // onCSRs registers add and update handlers on inf that call add with the

@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // The three controllers wired to running informers: a manager's CSR is
@@ -98,14 +98,14 @@ func TestControllersRun(t *testing.T) {
 	for cm == nil {
 		select {
 		case ev := <-cmw.ResultChan():
-			if got, ok := ev.Object.(*v1.ConfigMap); ok && got.Name == client.CABundleConfigMap {
+			if got, ok := ev.Object.(*v1.ConfigMap); ok && got.Name == managerapi.CABundleConfigMap {
 				cm = got
 			}
 		case <-ctx.Done():
 			t.Fatalf("no bundle: %v", ctx.Err())
 		}
 	}
-	roots, err := parseCerts([]byte(cm.Data[client.CABundleKey]))
+	roots, err := parseCerts([]byte(cm.Data[managerapi.CABundleKey]))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@
 // client.SignerName for its node, and the host definer's leader approves,
 // signs and keeps the CA. Three controllers, in the shape of Kubernetes'
 // sample-controller (informers feed a typed workqueue of
-// hostpath.dev/manager/pkg/runtime/worker; the syncs read listers only):
+// hostpath.dev/api/runtime/worker; the syncs read listers only):
 //
 //   - The Approver decides every CSR of the signer that has no Approved or
 //     Denied condition yet.

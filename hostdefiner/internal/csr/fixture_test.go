@@ -24,7 +24,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 const (
@@ -149,7 +149,7 @@ func (f *fixture) getCSR(name string) *certv1.CertificateSigningRequest {
 // getSecret returns the CA Secret from the fake clientset.
 func (f *fixture) getSecret() *v1.Secret {
 	f.t.Helper()
-	s, err := f.kube.CoreV1().Secrets(testNamespace).Get(f.ctx, client.CASecret, metav1.GetOptions{})
+	s, err := f.kube.CoreV1().Secrets(testNamespace).Get(f.ctx, managerapi.CASecret, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -159,11 +159,11 @@ func (f *fixture) getSecret() *v1.Secret {
 // bundle returns the certificates of the bundle ConfigMap.
 func (f *fixture) bundle() []*x509.Certificate {
 	f.t.Helper()
-	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, client.CABundleConfigMap, metav1.GetOptions{})
+	cm, err := f.kube.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, managerapi.CABundleConfigMap, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	certs, err := parseCerts([]byte(cm.Data[client.CABundleKey]))
+	certs, err := parseCerts([]byte(cm.Data[managerapi.CABundleKey]))
 	if err != nil {
 		f.t.Fatalf("the bundle: %v", err)
 	}
@@ -207,7 +207,7 @@ type request struct {
 
 // managerRequest is the request of the manager on node, with an ECDSA key.
 func managerRequest(t *testing.T, node string) request {
-	return request{key: ecKey(t), cn: CommonNamePrefix + node, orgs: []string{Organization}, dns: []string{client.ServerName(node)}}
+	return request{key: ecKey(t), cn: CommonNamePrefix + node, orgs: []string{Organization}, dns: []string{managerapi.ServerName(node)}}
 }
 
 // pem encodes r as a signed PEM certificate request.
@@ -239,9 +239,9 @@ func newCSR(name string, req []byte) *certv1.CertificateSigningRequest {
 	return &certv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0)},
 		Spec: certv1.CertificateSigningRequestSpec{
-			SignerName: client.SignerName, Request: req, Usages: serving, Username: testUsername,
+			SignerName: managerapi.SignerName, Request: req, Usages: serving, Username: testUsername,
 			Extra: map[string]certv1.ExtraValue{
-				client.ExtraPodName: {pod1}, client.ExtraPodUID: {uid1}, client.ExtraNodeName: {node1},
+				managerapi.ExtraPodName: {pod1}, managerapi.ExtraPodUID: {uid1}, managerapi.ExtraNodeName: {node1},
 				"authentication.kubernetes.io/credential-id": {"JTI=abc"},
 			},
 		},

@@ -13,7 +13,7 @@ import (
 
 	certv1 "k8s.io/api/certificates/v1"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // The subject of a manager's certificate request.
@@ -89,7 +89,7 @@ func nodeOfRequest(req *x509.CertificateRequest) (string, *refusal) {
 // checkRequest checks that req, with usages, asks for the serving
 // certificate of the manager on node and nothing else.
 func checkRequest(req *x509.CertificateRequest, usages []certv1.KeyUsage, node string) *refusal {
-	want := client.ServerName(node)
+	want := managerapi.ServerName(node)
 	if cn := req.Subject.CommonName; cn != CommonNamePrefix+node {
 		if strings.HasPrefix(cn, CommonNamePrefix) {
 			return refuse(ReasonWrongNode, "the common name %q names another node than the pod's, %q", cn, node)
@@ -104,7 +104,7 @@ func checkRequest(req *x509.CertificateRequest, usages []certv1.KeyUsage, node s
 			req.IPAddresses, req.EmailAddresses, req.URIs, want)
 	}
 	if dns := req.DNSNames; len(dns) != 1 || dns[0] != want {
-		if len(dns) == 1 && strings.HasSuffix(dns[0], client.ServerName("")) {
+		if len(dns) == 1 && strings.HasSuffix(dns[0], managerapi.ServerName("")) {
 			return refuse(ReasonWrongNode, "the DNS name %q is another node's; the manager on node %q is %q", dns[0], node, want)
 		}
 		return refuse(ReasonBadRequest, "the DNS names are %q, want exactly [%q]", dns, want)

@@ -16,8 +16,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/worker"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/worker"
 )
 
 // Signer signs the approved CSRs of client.SignerName with the CA of the
@@ -42,7 +42,7 @@ func NewSigner(cfg Config, kube kubernetes.Interface, inf Informers, clk clock.C
 		return nil, err
 	}
 	onCA := func(obj any) {
-		if sec, ok := obj.(*v1.Secret); ok && sec.Name == client.CASecret {
+		if sec, ok := obj.(*v1.Secret); ok && sec.Name == managerapi.CASecret {
 			s.enqueueWaiting()
 		}
 	}
@@ -90,18 +90,18 @@ func (s *Signer) Sync(ctx context.Context, name string) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx).WithValues("csr", name)
-	secret, err := s.secrets.Get(client.CASecret)
+	secret, err := s.secrets.Get(managerapi.CASecret)
 	if apierrors.IsNotFound(err) {
 		// The Authority creates it; its event queues the waiting CSRs.
-		logger.V(2).Info("Waiting for the CA Secret", "secret", klog.KRef(s.cfg.Namespace, client.CASecret))
+		logger.V(2).Info("Waiting for the CA Secret", "secret", klog.KRef(s.cfg.Namespace, managerapi.CASecret))
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("sign CSR %s: the CA Secret %s/%s: %w", name, s.cfg.Namespace, client.CASecret, err)
+		return fmt.Errorf("sign CSR %s: the CA Secret %s/%s: %w", name, s.cfg.Namespace, managerapi.CASecret, err)
 	}
 	ca, err := ParseCA(secret.Data[v1.TLSCertKey], secret.Data[v1.TLSPrivateKeyKey])
 	if err != nil {
-		return fmt.Errorf("sign CSR %s: the Secret %s/%s: %w", name, s.cfg.Namespace, client.CASecret, err)
+		return fmt.Errorf("sign CSR %s: the Secret %s/%s: %w", name, s.cfg.Namespace, managerapi.CASecret, err)
 	}
 	certPEM, no := s.issue(ca, csr)
 	c := csr.DeepCopy()

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // approved marks csr approved.
@@ -134,8 +134,8 @@ func TestSignerCertificate(t *testing.T) {
 			if cert.IsCA || !cert.BasicConstraintsValid {
 				t.Errorf("IsCA = %v, BasicConstraintsValid = %v, want a leaf", cert.IsCA, cert.BasicConstraintsValid)
 			}
-			if !slices.Equal(cert.DNSNames, []string{client.ServerName(node1)}) || len(cert.IPAddresses)+len(cert.EmailAddresses)+len(cert.URIs) > 0 {
-				t.Errorf("SANs = %q %v %q %v, want [%q]", cert.DNSNames, cert.IPAddresses, cert.EmailAddresses, cert.URIs, client.ServerName(node1))
+			if !slices.Equal(cert.DNSNames, []string{managerapi.ServerName(node1)}) || len(cert.IPAddresses)+len(cert.EmailAddresses)+len(cert.URIs) > 0 {
+				t.Errorf("SANs = %q %v %q %v, want [%q]", cert.DNSNames, cert.IPAddresses, cert.EmailAddresses, cert.URIs, managerapi.ServerName(node1))
 			}
 			if cert.Subject.CommonName != CommonNamePrefix+node1 || !slices.Equal(cert.Subject.Organization, []string{Organization}) {
 				t.Errorf("Subject = %s", cert.Subject)
@@ -149,8 +149,8 @@ func TestSignerCertificate(t *testing.T) {
 			verify(t, cert, []*x509.Certificate{ca.Cert}, f.clock.Now())
 			roots := x509.NewCertPool()
 			roots.AddCert(ca.Cert)
-			if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: client.ServerName(node2), CurrentTime: f.clock.Now()}); err == nil {
-				t.Errorf("the certificate verifies for %q", client.ServerName(node2))
+			if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: managerapi.ServerName(node2), CurrentTime: f.clock.Now()}); err == nil {
+				t.Errorf("the certificate verifies for %q", managerapi.ServerName(node2))
 			}
 			if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "10.0.0.1", CurrentTime: f.clock.Now()}); err == nil {
 				t.Error("the certificate verifies for a pod IP")
@@ -168,7 +168,7 @@ func verify(t *testing.T, cert *x509.Certificate, roots []*x509.Certificate, now
 		pool.AddCert(r)
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{
-		Roots: pool, DNSName: client.ServerName(node1), CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		Roots: pool, DNSName: managerapi.ServerName(node1), CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}); err != nil {
 		t.Errorf("Verify() = %v", err)
 	}
@@ -219,7 +219,7 @@ func TestSignerFails(t *testing.T) {
 		}, reason: ReasonBadRequest, message: "IP addresses"},
 		{name: "approved by hand with a SAN of another node", request: func(t *testing.T) []byte {
 			r := managerRequest(t, node1)
-			r.dns = []string{client.ServerName(node2)}
+			r.dns = []string{managerapi.ServerName(node2)}
 			return r.pem(t)
 		}, reason: ReasonWrongNode},
 		{name: "approved by hand with another common name", request: func(t *testing.T) []byte {

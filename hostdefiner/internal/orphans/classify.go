@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // location is one directory of one pool on one node.
@@ -141,7 +141,7 @@ func unreachable(node, pool string, err error) Finding {
 // when its owner PV exists and refers to another place; retained when its
 // owner record says it was kept on purpose (marked retained, or recorded
 // with policy Retain for an owner that no longer exists); else an orphan.
-func unreferenced(loc location, v client.Volume, owners map[string]*corev1.PersistentVolume, provisioner hostpathv1.ProvisionerNames) Finding {
+func unreferenced(loc location, v managerapi.Volume, owners map[string]*corev1.PersistentVolume, provisioner hostpathv1.ProvisionerNames) Finding {
 	f := Finding{
 		Node: loc.node, Pool: loc.pool, Directory: loc.dir, Kind: KindOrphan,
 		Owner: v.Owner, OwnedSince: v.OwnedSince, Retained: v.Retained, ReclaimPolicy: v.ReclaimPolicy,
@@ -150,7 +150,7 @@ func unreferenced(loc location, v client.Volume, owners map[string]*corev1.Persi
 	switch {
 	case exists && refersElsewhere(owner, provisioner, loc):
 		f.Kind = KindMisplaced
-	case v.Retained || v.Owner != "" && !exists && v.ReclaimPolicy == client.ReclaimRetain:
+	case v.Retained || v.Owner != "" && !exists && v.ReclaimPolicy == managerapi.ReclaimRetain:
 		f.Kind = KindRetained
 	}
 	parts := []string{ownerText(v.Owner, owner, provisioner)}

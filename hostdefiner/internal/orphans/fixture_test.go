@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 const testProvisioner = hostpathv1.DefaultProvisionerName
@@ -53,8 +53,8 @@ func multihostPV(name, pool, dir string, nodes, pending []string) corev1.Persist
 }
 
 // vol is a directory owned by owner ("" for none) since since.
-func vol(name, owner string) client.Volume {
-	v := client.Volume{Name: name, Pool: "default", Mode: "0777", Owner: owner}
+func vol(name, owner string) managerapi.Volume {
+	v := managerapi.Volume{Name: name, Pool: "default", Mode: "0777", Owner: owner}
 	if owner != "" {
 		v.OwnedSince = &since
 	}
@@ -62,7 +62,7 @@ func vol(name, owner string) client.Volume {
 }
 
 // withPolicy returns v with a reclaim policy and retained mark.
-func withPolicy(v client.Volume, policy string, retained bool) client.Volume {
+func withPolicy(v managerapi.Volume, policy string, retained bool) managerapi.Volume {
 	v.ReclaimPolicy, v.Retained = policy, retained
 	return v
 }
@@ -94,7 +94,7 @@ func checkLines(t *testing.T, got []Finding, want []string) {
 // fakeManager is a Manager that answers from memory.
 type fakeManager struct {
 	// pools are the volumes of each pool; a pool not in it is NotFound.
-	pools map[string][]client.Volume
+	pools map[string][]managerapi.Volume
 	// hostPools are the pools GET /v1/host names.
 	hostPools []string
 	// hostErr fails GET /v1/host; poolErr fails the listing of a pool.
@@ -107,21 +107,21 @@ type fakeManager struct {
 	listed []string
 }
 
-func (m *fakeManager) Host(context.Context) (*client.Host, error) {
+func (m *fakeManager) Host(context.Context) (*managerapi.Host, error) {
 	if m.onHost != nil {
 		m.onHost()
 	}
 	if m.hostErr != nil {
 		return nil, m.hostErr
 	}
-	h := &client.Host{}
+	h := &managerapi.Host{}
 	for _, p := range m.hostPools {
-		h.Pools = append(h.Pools, client.Pool{Name: p})
+		h.Pools = append(h.Pools, managerapi.Pool{Name: p})
 	}
 	return h, nil
 }
 
-func (m *fakeManager) ListVolumes(_ context.Context, pool string) (*client.VolumeList, error) {
+func (m *fakeManager) ListVolumes(_ context.Context, pool string) (*managerapi.VolumeList, error) {
 	m.mu.Lock()
 	m.listed = append(m.listed, pool)
 	m.mu.Unlock()
@@ -130,13 +130,13 @@ func (m *fakeManager) ListVolumes(_ context.Context, pool string) (*client.Volum
 	}
 	vols, ok := m.pools[pool]
 	if !ok {
-		return nil, fmt.Errorf("GET /v1/pools/%s/volumes: %w", pool, client.Errorf(client.ReasonNotFound, "pool %q not found", pool))
+		return nil, fmt.Errorf("GET /v1/pools/%s/volumes: %w", pool, managerapi.Errorf(managerapi.ReasonNotFound, "pool %q not found", pool))
 	}
-	return &client.VolumeList{Items: slices.Clone(vols)}, nil
+	return &managerapi.VolumeList{Items: slices.Clone(vols)}, nil
 }
 
 // Errors of managers: a bad token, a refused connection.
 var (
-	errUnauthorized = fmt.Errorf("GET /v1/pools/fast/volumes: %w", client.Errorf(client.ReasonUnauthorized, "token rejected"))
+	errUnauthorized = fmt.Errorf("GET /v1/pools/fast/volumes: %w", managerapi.Errorf(managerapi.ReasonUnauthorized, "token rejected"))
 	errRefused      = errors.New("dial tcp 10.0.0.3:8443: connect: connection refused")
 )

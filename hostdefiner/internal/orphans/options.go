@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/client/trust"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/trust"
 )
 
 // Summary is the command's one-line description.
@@ -52,9 +52,9 @@ must be reachable from where this runs: run it on a node, or in a pod
 labelled hostpath.dev/manager-client=true (the managers' NetworkPolicy admits
 such pods), or port-forward to each manager and pass
 --manager-address NODE=127.0.0.1:PORT. Each manager's certificate is verified
-against the CA bundle ConfigMap ` + client.CABundleConfigMap + ` for the name
-` + client.ServerName("NODE") + `. The bearer token is a TokenRequest for
---service-account (audience ` + client.TokenAudience + `, 10 minutes; by default
+against the CA bundle ConfigMap ` + managerapi.CABundleConfigMap + ` for the name
+` + managerapi.ServerName("NODE") + `. The bearer token is a TokenRequest for
+--service-account (audience ` + managerapi.TokenAudience + `, 10 minutes; by default
 ` + DefaultServiceAccount + `, which may only read), or the content of --token-file.
 
 Exit status: 0 when nothing is found, 1 when something is (any finding,
@@ -90,7 +90,7 @@ const (
 	// DefaultServiceAccount is the read-only service account that
 	// manifests/ installs for this report, bound to the ClusterRole
 	// hostpath-manager-reader, in --namespace.
-	DefaultServiceAccount = client.OrphansServiceAccount
+	DefaultServiceAccount = managerapi.OrphansServiceAccount
 	// DefaultManagerSelector selects the manager pods.
 	DefaultManagerSelector = "app.kubernetes.io/name=hostpath-manager"
 	// TokenLifetime is the lifetime of the TokenRequest's token (the
@@ -129,8 +129,8 @@ func NewOptions() *Options {
 		Namespace:       DefaultNamespace,
 		ProvisionerName: hostpathv1.DefaultProvisionerName,
 		ManagerSelector: DefaultManagerSelector,
-		ManagerPort:     client.ServingPort,
-		ManagerTimeout:  client.DefaultCallTimeout,
+		ManagerPort:     managerapi.ServingPort,
+		ManagerTimeout:  managerapi.DefaultCallTimeout,
 		ServiceAccount:  DefaultServiceAccount,
 		Output:          OutputTable,
 	}
@@ -140,14 +140,14 @@ func NewOptions() *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, FlagKubeconfig, o.Kubeconfig, "The kubeconfig file to reach the API server with. Defaults to $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration.")
 	fs.StringVar(&o.Context, FlagContext, o.Context, "The kubeconfig context to use. Defaults to the current context.")
-	fs.StringVarP(&o.Namespace, FlagNamespace, "n", o.Namespace, "The product's namespace: the manager pods, the CA bundle ConfigMap "+client.CABundleConfigMap+" and, by default, the service account.")
+	fs.StringVarP(&o.Namespace, FlagNamespace, "n", o.Namespace, "The product's namespace: the manager pods, the CA bundle ConfigMap "+managerapi.CABundleConfigMap+" and, by default, the service account.")
 	fs.StringVar(&o.ProvisionerName, FlagProvisionerName, o.ProvisionerName, "The provisioner name of the PersistentVolumes and StorageClasses compared, besides "+hostpathv1.CapacityProvisionerName+" (always compared); others are ignored.")
 	fs.StringVar(&o.ManagerSelector, FlagManagerSelector, o.ManagerSelector, "The label selector of the manager pods in --"+FlagNamespace+".")
 	fs.IntVar(&o.ManagerPort, FlagManagerPort, o.ManagerPort, "The managers' HTTPS port, called on the Ready manager pod's IP.")
 	fs.StringArrayVar(&o.ManagerAddresses, FlagManagerAddress, o.ManagerAddresses, "NODE=HOST:PORT: call the manager of NODE there instead of on its pod IP (a port-forward, say); repeat for more nodes. The certificate must still be NODE's.")
 	fs.DurationVar(&o.ManagerTimeout, FlagManagerTimeout, o.ManagerTimeout, "The time limit of each manager call.")
-	fs.StringVar(&o.TokenFile, FlagTokenFile, o.TokenFile, "A file holding the bearer token sent to the managers (audience "+client.TokenAudience+"). Empty asks for a TokenRequest for --"+FlagServiceAccount+" instead.")
-	fs.StringVar(&o.ServiceAccount, FlagServiceAccount, o.ServiceAccount, "The service account whose token (TokenRequest, audience "+client.TokenAudience+", 10 minutes, bound to no pod) is sent to the managers, as NAME in --"+FlagNamespace+" or NAMESPACE/NAME; it needs get hosts and list pools/volumes, as the ClusterRole "+client.ReaderClusterRole+" grants (the default, "+DefaultServiceAccount+", is bound to it). Not used with --"+FlagTokenFile+".")
+	fs.StringVar(&o.TokenFile, FlagTokenFile, o.TokenFile, "A file holding the bearer token sent to the managers (audience "+managerapi.TokenAudience+"). Empty asks for a TokenRequest for --"+FlagServiceAccount+" instead.")
+	fs.StringVar(&o.ServiceAccount, FlagServiceAccount, o.ServiceAccount, "The service account whose token (TokenRequest, audience "+managerapi.TokenAudience+", 10 minutes, bound to no pod) is sent to the managers, as NAME in --"+FlagNamespace+" or NAMESPACE/NAME; it needs get hosts and list pools/volumes, as the ClusterRole "+managerapi.ReaderClusterRole+" grants (the default, "+DefaultServiceAccount+", is bound to it). Not used with --"+FlagTokenFile+".")
 	fs.StringVarP(&o.Output, FlagOutput, "o", o.Output, "The output format: table or json.")
 	fs.BoolVar(&o.ExitZero, FlagExitZero, o.ExitZero, "Exit 0 even when something is found (errors still exit 2).")
 }
@@ -225,7 +225,7 @@ func (o *Options) Run(ctx context.Context, out io.Writer) (bool, error) {
 
 // run is Run with a clientset.
 func (o *Options) run(ctx context.Context, kube kubernetes.Interface, out io.Writer) (bool, error) {
-	opts := client.CallerOptions(o.TokenFile, o.ManagerTimeout, 0)
+	opts := managerapi.CallerOptions(o.TokenFile, o.ManagerTimeout, 0)
 	tokenText := fmt.Sprintf("the file %s", o.TokenFile)
 	if o.TokenFile == "" {
 		ns, name, err := o.serviceAccount()
@@ -236,8 +236,8 @@ func (o *Options) run(ctx context.Context, kube kubernetes.Interface, out io.Wri
 		if err != nil {
 			return false, err
 		}
-		opts = append(opts, client.WithToken(client.StaticToken(token)))
-		tokenText = fmt.Sprintf("a TokenRequest for service account %s/%s (audience %s, %s)", ns, name, client.TokenAudience, TokenLifetime)
+		opts = append(opts, managerapi.WithToken(managerapi.StaticToken(token)))
+		tokenText = fmt.Sprintf("a TokenRequest for service account %s/%s (audience %s, %s)", ns, name, managerapi.TokenAudience, TokenLifetime)
 	}
 	bundle, err := caBundle(ctx, kube, o.Namespace)
 	if err != nil {
@@ -263,7 +263,7 @@ func (o *Options) run(ctx context.Context, kube kubernetes.Interface, out io.Wri
 // valid for TokenLifetime.
 func requestToken(ctx context.Context, kube kubernetes.Interface, ns, name string) (string, error) {
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		Audiences:         []string{client.TokenAudience},
+		Audiences:         []string{managerapi.TokenAudience},
 		ExpirationSeconds: ptr.To(int64(TokenLifetime / time.Second)),
 	}}
 	res, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, tr, metav1.CreateOptions{})
@@ -276,13 +276,13 @@ func requestToken(ctx context.Context, kube kubernetes.Interface, ns, name strin
 // caBundle returns the CA bundle the managers' certificates are verified
 // with, from its ConfigMap in ns.
 func caBundle(ctx context.Context, kube kubernetes.Interface, ns string) (*trust.Bundle, error) {
-	cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, client.CABundleConfigMap, metav1.GetOptions{})
+	cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, managerapi.CABundleConfigMap, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("get the managers' CA bundle: %w", err)
 	}
 	b := trust.NewBundle()
-	if err := b.Set([]byte(cm.Data[client.CABundleKey])); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s, key %s: %w", ns, client.CABundleConfigMap, client.CABundleKey, err)
+	if err := b.Set([]byte(cm.Data[managerapi.CABundleKey])); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s, key %s: %w", ns, managerapi.CABundleConfigMap, managerapi.CABundleKey, err)
 	}
 	return b, nil
 }
@@ -290,9 +290,9 @@ func caBundle(ctx context.Context, kube kubernetes.Interface, ns string) (*trust
 // ClientDial returns a Dial that calls the managers over HTTPS with a
 // client.Client of opts (the token, the time limits), verifying each
 // manager's certificate for client.ServerName of its node against bundle.
-func ClientDial(bundle *trust.Bundle, opts ...client.Option) Dial {
+func ClientDial(bundle *trust.Bundle, opts ...managerapi.Option) Dial {
 	return func(node, address string) (Manager, error) {
-		o := append(slices.Clip(opts), client.WithServerTLS(bundle.Pool, client.ServerName(node)))
-		return client.New("https://"+address, o...)
+		o := append(slices.Clip(opts), managerapi.WithServerTLS(bundle.Pool, managerapi.ServerName(node)))
+		return managerapi.New("https://"+address, o...)
 	}
 }

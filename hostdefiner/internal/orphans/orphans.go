@@ -33,7 +33,7 @@ import (
 	"context"
 	"time"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // Kind is what a Finding says.
@@ -93,12 +93,12 @@ type Finding struct {
 // is one.
 type Manager interface {
 	// Host is GET /v1/host (the manager's pools among others).
-	Host(ctx context.Context) (*client.Host, error)
+	Host(ctx context.Context) (*managerapi.Host, error)
 	// ListVolumes is GET /v1/pools/{pool}/volumes.
-	ListVolumes(ctx context.Context, pool string) (*client.VolumeList, error)
+	ListVolumes(ctx context.Context, pool string) (*managerapi.VolumeList, error)
 }
 
-var _ Manager = &client.Client{}
+var _ Manager = &managerapi.Client{}
 
 // Dial returns the manager of node, served at address (host:port).
 type Dial func(node, address string) (Manager, error)
@@ -120,7 +120,7 @@ type NodeListing struct {
 // PoolListing is one pool of a node.
 type PoolListing struct {
 	// Volumes are the pool's directories.
-	Volumes []client.Volume
+	Volumes []managerapi.Volume
 	// NotFound says the manager has no such pool (404): it holds no
 	// directory there.
 	NotFound bool

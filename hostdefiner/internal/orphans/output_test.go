@@ -8,8 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // sampleReport is a report with one finding of each kind (the example of
@@ -22,12 +22,12 @@ func sampleReport() *Report {
 	pvs[0].Annotations[hostpathv1.AnnotationClaimNamespace], pvs[0].Annotations[hostpathv1.AnnotationClaimName] = "team-a", "data"
 	pvs[1].Spec.ClaimRef.Namespace, pvs[1].Spec.ClaimRef.Name = "team-a", "cache"
 	listings := []NodeListing{
-		listed("hostpath-node-1", map[string][]client.Volume{"default": {
+		listed("hostpath-node-1", map[string][]managerapi.Volume{"default": {
 			vol("team-a-cache-pvc-b7fb56e2", "pvc-b7fb56e2"),
-			withPolicy(vol("team-b-old-pvc-0f3d9a10", "pvc-0f3d9a10"), client.ReclaimDelete, false),
-			withPolicy(vol("team-c-db-pvc-77aa01c2", "pvc-77aa01c2"), client.ReclaimRetain, true),
+			withPolicy(vol("team-b-old-pvc-0f3d9a10", "pvc-0f3d9a10"), managerapi.ReclaimDelete, false),
+			withPolicy(vol("team-c-db-pvc-77aa01c2", "pvc-77aa01c2"), managerapi.ReclaimRetain, true),
 		}}),
-		listed("hostpath-node-2", map[string][]client.Volume{"default": nil}),
+		listed("hostpath-node-2", map[string][]managerapi.Volume{"default": nil}),
 		{Node: "hostpath-node-3", Err: errRefused},
 	}
 	r := &Report{

@@ -21,13 +21,13 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/client/trust/trusttest"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/trust/trusttest"
 )
 
 // testManager serves, over TLS with a certificate for node signed by ca, a
 // manager whose pool default holds dirs, to callers with one of tokens.
-func testManager(t *testing.T, ca *trusttest.CA, node string, tokens []string, dirs ...client.Volume) (host string, port int) {
+func testManager(t *testing.T, ca *trusttest.CA, node string, tokens []string, dirs ...managerapi.Volume) (host string, port int) {
 	t.Helper()
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, code int, v any) {
@@ -36,13 +36,13 @@ func testManager(t *testing.T, ca *trusttest.CA, node string, tokens []string, d
 		_ = json.NewEncoder(w).Encode(v)
 	}
 	mux.HandleFunc("GET /v1/host", func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, http.StatusOK, client.Host{NodeName: node, Pools: []client.Pool{{Name: "default", Path: "/var/hpvolumes"}}})
+		reply(w, http.StatusOK, managerapi.Host{NodeName: node, Pools: []managerapi.Pool{{Name: "default", Path: "/var/hpvolumes"}}})
 	})
 	mux.HandleFunc("GET /v1/pools/default/volumes", func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, http.StatusOK, client.VolumeList{Items: dirs})
+		reply(w, http.StatusOK, managerapi.VolumeList{Items: dirs})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, http.StatusNotFound, client.Status{Reason: client.ReasonNotFound, Message: r.URL.Path + " not found"})
+		reply(w, http.StatusNotFound, managerapi.Status{Reason: managerapi.ReasonNotFound, Message: r.URL.Path + " not found"})
 	})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, tok := range tokens {
@@ -51,9 +51,9 @@ func testManager(t *testing.T, ca *trusttest.CA, node string, tokens []string, d
 				return
 			}
 		}
-		reply(w, http.StatusUnauthorized, client.Status{Reason: client.ReasonUnauthorized, Message: "token rejected"})
+		reply(w, http.StatusUnauthorized, managerapi.Status{Reason: managerapi.ReasonUnauthorized, Message: "token rejected"})
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.ServerCert(t, client.ServerName(node))}}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.ServerCert(t, managerapi.ServerName(node))}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	h, p, err := net.SplitHostPort(srv.Listener.Addr().String())
@@ -120,12 +120,12 @@ func TestRunTLS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			p := strconv.Itoa(port)
-			bundle := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: client.CABundleConfigMap},
-				Data: map[string]string{client.CABundleKey: string(tc.bundle)}}
+			bundle := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: managerapi.CABundleConfigMap},
+				Data: map[string]string{managerapi.CABundleKey: string(tc.bundle)}}
 			kube := fake.NewClientset(bundle, managerPod("manager-1", node, host, tc.ready), &pv)
 			kube.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				tr, _ := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenRequest)
-				if a.GetSubresource() != "token" || tr == nil || strings.Join(tr.Spec.Audiences, ",") != client.TokenAudience ||
+				if a.GetSubresource() != "token" || tr == nil || strings.Join(tr.Spec.Audiences, ",") != managerapi.TokenAudience ||
 					tr.Spec.ExpirationSeconds == nil || *tr.Spec.ExpirationSeconds != 600 {
 					t.Errorf("Unexpected token request %s %v", a.GetSubresource(), tr)
 				}
@@ -167,8 +167,8 @@ func TestRunTLS(t *testing.T) {
 // a finding.
 func TestRunAPIErrors(t *testing.T) {
 	ca := trusttest.NewCA(t, "hostpath-manager-ca")
-	bundle := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: client.CABundleConfigMap},
-		Data: map[string]string{client.CABundleKey: string(ca.PEM())}}
+	bundle := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: managerapi.CABundleConfigMap},
+		Data: map[string]string{managerapi.CABundleKey: string(ca.PEM())}}
 	tests := []struct {
 		name    string
 		objects []runtime.Object

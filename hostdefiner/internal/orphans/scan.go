@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/component"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/component"
 )
 
 // DefaultWorkers is how many nodes a Scanner lists at once when Workers is
@@ -113,7 +113,7 @@ func (s *Scanner) classPools(ctx context.Context) (sets.Set[string], error) {
 		if !s.Provisioner.Has(sc.Provisioner) {
 			continue
 		}
-		if pool := hostpathv1.ClassPool(sc.Parameters); client.ValidatePoolName(pool) == nil {
+		if pool := hostpathv1.ClassPool(sc.Parameters); managerapi.ValidatePoolName(pool) == nil {
 			pools.Insert(pool)
 		}
 	}
@@ -215,7 +215,7 @@ func (s *Scanner) list(ctx context.Context, t target, pools sets.Set[string]) No
 		switch {
 		case err == nil:
 			l.Pools[pool] = PoolListing{Volumes: list.Items}
-		case client.Classify(err) == client.AnswerPoolMissing, client.Classify(err) == client.AnswerVolumeMissing:
+		case managerapi.Classify(err) == managerapi.AnswerPoolMissing, managerapi.Classify(err) == managerapi.AnswerVolumeMissing:
 			// A pool missing on the node (older managers answered
 			// NotFound for it).
 			l.Pools[pool] = PoolListing{NotFound: true}

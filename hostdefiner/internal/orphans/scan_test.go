@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // managerPod is a manager pod on node with ip, Ready or not.
@@ -75,13 +75,13 @@ func TestScan(t *testing.T) {
 			ptrTo(nodePV("other.dev/provisioner", "pv-other", "n6", "theirs", "dir-o")),
 		},
 		managers: map[string]*fakeManager{
-			"n1": {hostPools: []string{"default", "extra"}, pools: map[string][]client.Volume{
+			"n1": {hostPools: []string{"default", "extra"}, pools: map[string][]managerapi.Volume{
 				"default": {vol("dir-a", "pv-a"), vol("dir-old", "pv-old")},
-				"extra":   {withPolicy(vol("kept", "pv-kept"), client.ReclaimRetain, true)},
+				"extra":   {withPolicy(vol("kept", "pv-kept"), managerapi.ReclaimRetain, true)},
 				"shared":  {vol("dir-s", "pv-s")},
 			}},
-			"n2": {hostPools: []string{"default"}, pools: map[string][]client.Volume{"default": nil, "shared": {vol("dir-s", "pv-s")}}},
-			"n4": {pools: map[string][]client.Volume{"default": nil, "fast": nil, "shared": nil}},
+			"n2": {hostPools: []string{"default"}, pools: map[string][]managerapi.Volume{"default": nil, "shared": {vol("dir-s", "pv-s")}}},
+			"n4": {pools: map[string][]managerapi.Volume{"default": nil, "fast": nil, "shared": nil}},
 		},
 		addresses: map[string]string{"n4": "127.0.0.1:18443"},
 		want: []string{
@@ -106,7 +106,7 @@ func TestScan(t *testing.T) {
 			managerPod("m1", "n1", "10.0.0.1", true), managerPod("m2", "n2", "10.0.0.2", true),
 			ptrTo(nodePV(testProvisioner, "pv-a", "n1", "default", "dir-a")),
 		},
-		managers: map[string]*fakeManager{"n2": {hostErr: fmt.Errorf("GET /v1/host: %w", client.Errorf(client.ReasonUnauthorized, "token rejected"))}},
+		managers: map[string]*fakeManager{"n2": {hostErr: fmt.Errorf("GET /v1/host: %w", managerapi.Errorf(managerapi.ReasonUnauthorized, "token rejected"))}},
 		dialErr:  map[string]error{"n1": errors.New("bad address")},
 		want: []string{
 			"n1 - - unreachable -: manager at 10.0.0.1:8443: bad address",
@@ -119,7 +119,7 @@ func TestScan(t *testing.T) {
 			managerPod("m1", "n1", "10.0.0.1", true),
 			ptrTo(nodePV(testProvisioner, "pv-gone", "n1", "default", "dir-gone")),
 		},
-		managers: map[string]*fakeManager{"n1": {pools: map[string][]client.Volume{"default": {vol("dir-new", "pv-new")}}}},
+		managers: map[string]*fakeManager{"n1": {pools: map[string][]managerapi.Volume{"default": {vol("dir-new", "pv-new")}}}},
 		during: func(kube *fake.Clientset) {
 			// pv-new is made, pv-gone deleted with its directory.
 			pv := nodePV(testProvisioner, "pv-new", "n1", "default", "dir-new")
@@ -142,7 +142,7 @@ func TestScan(t *testing.T) {
 			)
 			s := &Scanner{
 				Kube: kube, Namespace: DefaultNamespace, Provisioner: testNames,
-				ManagerSelector: DefaultManagerSelector, ManagerPort: client.ServingPort, Addresses: tc.addresses,
+				ManagerSelector: DefaultManagerSelector, ManagerPort: managerapi.ServingPort, Addresses: tc.addresses,
 				Dial: func(node, address string) (Manager, error) {
 					mu.Lock()
 					dials = append(dials, node+" "+address)

@@ -7,7 +7,7 @@ package main
 
 import (
 	"hostpath.dev/manager/internal/app"
-	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/api/runtime/component"
 )
 
 func main() { component.Main("manager", app.NewOptions()) }

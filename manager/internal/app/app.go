@@ -28,16 +28,16 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/trust"
+	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/api/runtime/review"
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/certs"
 	"hostpath.dev/manager/internal/disk"
 	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/internal/kube"
 	"hostpath.dev/manager/internal/server"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/client/trust"
-	"hostpath.dev/manager/pkg/runtime/component"
-	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // The disk package's Store is the server's Backend.
@@ -191,7 +191,7 @@ func (o *Options) certManager(ctx context.Context, csrs certs.CSRs) (*certs.Mana
 		cfg.Roots = bundle
 	} else {
 		klog.FromContext(ctx).Info("No --"+FlagNamespace+" (nor $"+EnvPodNamespace+"): the serving certificate is not checked against the CA bundle, so after a reinstall or the removal of its CA it is renewed only at 70% of its life",
-			"configMap", client.CABundleConfigMap)
+			"configMap", managerapi.CABundleConfigMap)
 	}
 	cm, err := certs.New(cfg)
 	return cm, bundle, err
@@ -240,7 +240,7 @@ func readiness(cm *certs.Manager) func() error {
 		if cm.Ready() {
 			return nil
 		}
-		msg := "no valid serving certificate: waiting for a CertificateSigningRequest of signer " + client.SignerName + " to be approved and signed (by the host definer)"
+		msg := "no valid serving certificate: waiting for a CertificateSigningRequest of signer " + managerapi.SignerName + " to be approved and signed (by the host definer)"
 		if st := cm.Status(); st.RenewalError != "" {
 			msg += "; last attempt: " + st.RenewalError
 		}
@@ -338,7 +338,7 @@ func (c *Config) serveAPI() error {
 func (c *Config) logServing(ctx context.Context) {
 	select {
 	case <-c.certs.Obtained():
-		klog.FromContext(ctx).Info("Serving /v1 over HTTPS", "address", c.listener.Addr().String(), "serverName", client.ServerName(c.nodeName))
+		klog.FromContext(ctx).Info("Serving /v1 over HTTPS", "address", c.listener.Addr().String(), "serverName", managerapi.ServerName(c.nodeName))
 	case <-ctx.Done():
 	}
 }
@@ -362,7 +362,7 @@ func (c *Config) watchBundle(ctx context.Context) error {
 		return err
 	}
 	go func() {
-		logger := klog.FromContext(ctx).WithValues("configMap", klog.KRef(c.namespace, client.CABundleConfigMap))
+		logger := klog.FromContext(ctx).WithValues("configMap", klog.KRef(c.namespace, managerapi.CABundleConfigMap))
 		wctx, cancel := context.WithTimeout(ctx, bundleSyncTimeout)
 		defer cancel()
 		switch {

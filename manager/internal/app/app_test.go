@@ -28,12 +28,12 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/certs"
 	"hostpath.dev/manager/internal/certs/certstest"
 	"hostpath.dev/manager/internal/kube"
 	"hostpath.dev/manager/internal/selinux"
-	"hostpath.dev/manager/pkg/client"
 )
 
 func TestAddFlags(t *testing.T) {
@@ -181,7 +181,7 @@ func fakeAPIServer(t *testing.T) string {
 		var tr authnv1.TokenReview
 		decodeReview(t, r, &tr)
 		tr.APIVersion, tr.Kind = "authentication.k8s.io/v1", "TokenReview"
-		issuedFor := map[string]string{"good": client.TokenAudience, "plain": "https://kubernetes.default.svc"}[tr.Spec.Token]
+		issuedFor := map[string]string{"good": managerapi.TokenAudience, "plain": "https://kubernetes.default.svc"}[tr.Spec.Token]
 		switch {
 		case issuedFor == "":
 			tr.Status.Error = "invalid bearer token"
@@ -198,7 +198,7 @@ func fakeAPIServer(t *testing.T) string {
 		decodeReview(t, r, &sar)
 		sar.APIVersion, sar.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
 		ra := sar.Spec.ResourceAttributes
-		sar.Status.Allowed = sar.Spec.User == "alice" && ra.Group == client.APIGroup && ra.Resource == "hosts" && ra.Verb == "get"
+		sar.Status.Allowed = sar.Spec.User == "alice" && ra.Group == managerapi.APIGroup && ra.Resource == "hosts" && ra.Verb == "get"
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(&sar)
 	})
@@ -316,17 +316,17 @@ func startServe(t *testing.T, o *Options) *served {
 // tlsClient is an HTTP client that trusts testCA for the manager of
 // node-a.
 func tlsClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: testCA.Pool(), ServerName: client.ServerName("node-a")}}}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: testCA.Pool(), ServerName: managerapi.ServerName("node-a")}}}
 }
 
 // client returns a manager client of s with token ("" for none).
-func (s *served) client(t *testing.T, token string) *client.Client {
+func (s *served) client(t *testing.T, token string) *managerapi.Client {
 	t.Helper()
-	opts := []client.Option{client.WithHTTPClient(tlsClient())}
+	opts := []managerapi.Option{managerapi.WithHTTPClient(tlsClient())}
 	if token != "" {
-		opts = append(opts, client.WithToken(client.StaticToken(token)))
+		opts = append(opts, managerapi.WithToken(managerapi.StaticToken(token)))
 	}
-	c, err := client.New(s.api, opts...)
+	c, err := managerapi.New(s.api, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,14 +350,14 @@ func TestServe(t *testing.T) {
 		desc      string
 		insecure  bool
 		token     string
-		wantHost  client.Reason // "": GET /v1/host succeeds
+		wantHost  managerapi.Reason // "": GET /v1/host succeeds
 		wantInMsg string
-		wantPut   client.Reason
+		wantPut   managerapi.Reason
 	}{
-		{desc: "authorised for get only", token: "good", wantPut: client.ReasonForbidden},
-		{desc: "no token", token: "", wantHost: client.ReasonUnauthorized, wantPut: client.ReasonUnauthorized},
-		{desc: "rejected token", token: "forged", wantHost: client.ReasonUnauthorized, wantPut: client.ReasonUnauthorized},
-		{desc: "API server token", token: "plain", wantHost: client.ReasonUnauthorized, wantPut: client.ReasonUnauthorized,
+		{desc: "authorised for get only", token: "good", wantPut: managerapi.ReasonForbidden},
+		{desc: "no token", token: "", wantHost: managerapi.ReasonUnauthorized, wantPut: managerapi.ReasonUnauthorized},
+		{desc: "rejected token", token: "forged", wantHost: managerapi.ReasonUnauthorized, wantPut: managerapi.ReasonUnauthorized},
+		{desc: "API server token", token: "plain", wantHost: managerapi.ReasonUnauthorized, wantPut: managerapi.ReasonUnauthorized,
 			wantInMsg: "kubectl create token SA --audience hostpath.dev/manager"},
 		{desc: "insecure skips auth", insecure: true, token: ""},
 	} {
@@ -369,7 +369,7 @@ func TestServe(t *testing.T) {
 			}
 			c := s.client(t, tc.token)
 			h, err := c.Host(ctx)
-			if client.ReasonOf(err) != tc.wantHost {
+			if managerapi.ReasonOf(err) != tc.wantHost {
 				t.Fatalf("Host: %v, want reason %q", err, tc.wantHost)
 			}
 			if err == nil && (h.NodeName != "node-a" || h.HostID == "") {
@@ -381,7 +381,7 @@ func TestServe(t *testing.T) {
 			if err != nil && !strings.Contains(err.Error(), tc.wantInMsg) {
 				t.Errorf("Host error %q does not contain %q", err, tc.wantInMsg)
 			}
-			if _, err := c.PreparePool(ctx, "default"); client.ReasonOf(err) != tc.wantPut {
+			if _, err := c.PreparePool(ctx, "default"); managerapi.ReasonOf(err) != tc.wantPut {
 				t.Errorf("PreparePool error = %v, want reason %q", err, tc.wantPut)
 			}
 		})
@@ -416,9 +416,9 @@ func TestServeTLS(t *testing.T) {
 		desc string
 		cfg  *tls.Config
 	}{
-		{"another node's name", &tls.Config{RootCAs: testCA.Pool(), ServerName: client.ServerName("node-b")}},
-		{"another CA", &tls.Config{ServerName: client.ServerName("node-a")}},
-		{"TLS 1.1", &tls.Config{RootCAs: testCA.Pool(), ServerName: client.ServerName("node-a"), MaxVersion: tls.VersionTLS11}},
+		{"another node's name", &tls.Config{RootCAs: testCA.Pool(), ServerName: managerapi.ServerName("node-b")}},
+		{"another CA", &tls.Config{ServerName: managerapi.ServerName("node-a")}},
+		{"TLS 1.1", &tls.Config{RootCAs: testCA.Pool(), ServerName: managerapi.ServerName("node-a"), MaxVersion: tls.VersionTLS11}},
 	} {
 		if _, _, err := get(t, &http.Client{Transport: &http.Transport{TLSClientConfig: tc.cfg}}, s.api+"/v1/host"); err == nil {
 			t.Errorf("%s: the handshake succeeded", tc.desc)
@@ -483,7 +483,7 @@ func TestServeRenewsUntrustedCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	signer := certstest.NewSigner(ca2, clock.RealClock{})
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "hostpath-system", Name: client.CABundleConfigMap}, Data: map[string]string{client.CABundleKey: string(ca2.PEM)}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "hostpath-system", Name: managerapi.CABundleConfigMap}, Data: map[string]string{managerapi.CABundleKey: string(ca2.PEM)}}
 	if err := signer.Clientset.Tracker().Add(cm); err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +499,7 @@ func TestServeRenewsUntrustedCertificate(t *testing.T) {
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, signedByCA2); err != nil {
 		t.Fatalf("still serving the certificate of %q, %d CSRs: %v", s.cfg.certs.Current().Leaf.Issuer.CommonName, signer.Created(), err)
 	}
-	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca2.Pool(), ServerName: client.ServerName("node-a")}}}
+	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca2.Pool(), ServerName: managerapi.ServerName("node-a")}}}
 	if code, _, err := get(t, trusting, s.api+"/v1/host"); code != http.StatusUnauthorized {
 		t.Errorf("GET /v1/host with the bundle's CA = %d, %v; want 401 (no token)", code, err)
 	}
@@ -516,9 +516,9 @@ func TestServeLimitsTokenReviews(t *testing.T) {
 	o.Limits.PerAddressQPS, o.Limits.PerAddressBurst = 0.001, 1
 	s := startServe(t, o)
 	<-s.cfg.certs.Obtained()
-	for i, want := range []client.Reason{client.ReasonUnauthorized, client.ReasonTooManyRequests} {
+	for i, want := range []managerapi.Reason{managerapi.ReasonUnauthorized, managerapi.ReasonTooManyRequests} {
 		c := s.client(t, fmt.Sprintf("junk-%d", i))
-		if _, err := c.Host(ctx); client.ReasonOf(err) != want {
+		if _, err := c.Host(ctx); managerapi.ReasonOf(err) != want {
 			t.Errorf("new token %d: %v, want reason %s", i, err, want)
 		}
 	}
@@ -553,14 +553,14 @@ func TestServePoolRoot(t *testing.T) {
 	o := testOptions(t, true)
 	o.PoolRoot = filepath.Join(filepath.Dir(o.StateDir), "pools")
 	c := startServe(t, o).client(t, "")
-	if _, err := c.ListVolumes(ctx, "fast"); client.ReasonOf(err) != client.ReasonPoolNotFound {
+	if _, err := c.ListVolumes(ctx, "fast"); managerapi.ReasonOf(err) != managerapi.ReasonPoolNotFound {
 		t.Errorf("ListVolumes before PreparePool: %v, want PoolNotFound", err)
 	}
 	p, err := c.PreparePool(ctx, "fast")
 	if err != nil || p.Path != filepath.Join(o.PoolRoot, "fast") {
 		t.Fatalf("PreparePool = %+v, %v", p, err)
 	}
-	if _, err := c.CreateVolume(ctx, "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a"}); err != nil {
+	if _, err := c.CreateVolume(ctx, "fast", "v1", managerapi.CreateVolumeRequest{Owner: "pv-a"}); err != nil {
 		t.Errorf("CreateVolume: %v", err)
 	}
 }

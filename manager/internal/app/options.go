@@ -15,15 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/api/runtime/review"
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/certs"
 	"hostpath.dev/manager/internal/disk"
 	"hostpath.dev/manager/internal/identity"
 	"hostpath.dev/manager/internal/selinux"
 	"hostpath.dev/manager/internal/server"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/component"
-	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // Options are what component.Main runs.
@@ -174,8 +174,8 @@ func NewOptions() *Options {
 		StateDir:             "/var/lib/hostpath",
 		MachineIDFile:        identity.DefaultMachineIDFile,
 		BootIDFile:           identity.DefaultBootIDFile,
-		ListenAddress:        fmt.Sprintf(":%d", client.ServingPort),
-		HealthAddress:        fmt.Sprintf(":%d", client.HealthPort),
+		ListenAddress:        fmt.Sprintf(":%d", managerapi.ServingPort),
+		HealthAddress:        fmt.Sprintf(":%d", managerapi.HealthPort),
 		CertificateLifetime:  certs.DefaultLifetime,
 		MaxBodyBytes:         server.DefaultMaxBodyBytes,
 		CloneConcurrency:     disk.DefaultCloneConcurrency,
@@ -198,7 +198,7 @@ func NewOptions() *Options {
 // AddFlags binds the options to fs; component.Main adds klog's flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeName, FlagNodeName, o.NodeName, "Name of the Kubernetes node the manager runs on, reported by /v1/host. Defaults to $"+EnvNodeName+"; required.")
-	fs.StringVar(&o.Namespace, FlagNamespace, o.Namespace, "Namespace of the CA bundle ConfigMap "+client.CABundleConfigMap+" (the product's): a serving certificate that no longer chains to that bundle is renewed at once. Defaults to $"+EnvPodNamespace+"; empty for no such check.")
+	fs.StringVar(&o.Namespace, FlagNamespace, o.Namespace, "Namespace of the CA bundle ConfigMap "+managerapi.CABundleConfigMap+" (the product's): a serving certificate that no longer chains to that bundle is renewed at once. Defaults to $"+EnvPodNamespace+"; empty for no such check.")
 	fs.StringArrayVar(&o.Pools, FlagPool, o.Pools, "Storage pool as NAME=PATH, with NAME a DNS label and PATH an absolute directory on the host; repeat the flag for more pools (giving it replaces the default).")
 	fs.StringArrayVar(&o.PoolOvercommit, FlagPoolOvercommit, o.PoolOvercommit, "How many times its capacity a pool may promise to volumes, as NAME=RATIO (a pool configured by --"+FlagPool+" or named on the fly); repeat for more pools. Pools not named have ratio 1: the sizes of their volumes never add up to more than the filesystem's capacity.")
 	fs.StringVar(&o.PoolsConfig, FlagPoolsConfig, o.PoolsConfig, "Directory of the mounted ConfigMap hostpath-pools: its key pool.NAME holds the path of pool NAME, its key poolRoot the --"+FlagPoolRoot+". When set, it is the only source of the pools (--"+FlagPool+" and --"+FlagPoolRoot+" are ignored), the one the API server's admission policy reads too; empty to take --"+FlagPool+" and --"+FlagPoolRoot+".")
@@ -367,7 +367,7 @@ func parsePools(values []string) (map[string]string, error) {
 		if !ok || name == "" || path == "" {
 			return nil, fmt.Errorf("--%s %q: want NAME=PATH", FlagPool, p)
 		}
-		if err := client.ValidatePoolName(name); err != nil {
+		if err := managerapi.ValidatePoolName(name); err != nil {
 			return nil, fmt.Errorf("--%s %q: %w", FlagPool, p, err)
 		}
 		if _, dup := pools[name]; dup {
@@ -387,7 +387,7 @@ func parseOvercommit(values []string) (map[string]float64, error) {
 		if !ok || name == "" || ratio == "" {
 			return nil, fmt.Errorf("--%s %q: want NAME=RATIO", FlagPoolOvercommit, v)
 		}
-		if err := client.ValidatePoolName(name); err != nil {
+		if err := managerapi.ValidatePoolName(name); err != nil {
 			return nil, fmt.Errorf("--%s %q: %w", FlagPoolOvercommit, v, err)
 		}
 		r, err := strconv.ParseFloat(ratio, 64)

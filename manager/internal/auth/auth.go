@@ -93,8 +93,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/klog/v2"
 
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/review"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/review"
 )
 
 // Attributes are what a call does, checked against group hostpath.dev.
@@ -118,7 +118,7 @@ func (a Attributes) write() bool {
 // volumeWrite reports whether the call changes a volume: a write of
 // pools/volumes, the only kind that is node-scoped.
 func (a Attributes) volumeWrite() bool {
-	return a.write() && a.Resource == client.ResourcePools && a.Subresource == client.SubresourceVolumes
+	return a.write() && a.Resource == managerapi.ResourcePools && a.Subresource == managerapi.SubresourceVolumes
 }
 
 // resource is the resource as RBAC rules spell it, e.g. "pools/volumes".
@@ -132,14 +132,14 @@ func (a Attributes) resource() string {
 // access is the SubjectAccessReview of the attributes.
 func (a Attributes) access() review.Access {
 	return review.Access{Resource: &authzv1.ResourceAttributes{
-		Group: client.APIGroup, Resource: a.Resource, Subresource: a.Subresource, Verb: a.Verb, Name: a.Name,
+		Group: managerapi.APIGroup, Resource: a.Resource, Subresource: a.Subresource, Verb: a.Verb, Name: a.Name,
 	}}
 }
 
 // String renders the attributes for messages, e.g. `create pools/volumes
 // in API group "hostpath.dev" (name "fast")`.
 func (a Attributes) String() string {
-	s := fmt.Sprintf("%s %s in API group %q", a.Verb, a.resource(), client.APIGroup)
+	s := fmt.Sprintf("%s %s in API group %q", a.Verb, a.resource(), managerapi.APIGroup)
 	if a.Name != "" {
 		s += fmt.Sprintf(" (name %q)", a.Name)
 	}
@@ -183,7 +183,7 @@ type Options struct {
 // DefaultOptions are the flag defaults.
 func DefaultOptions() Options {
 	opts := Options{Options: review.DefaultOptions(), PodTTL: 10 * time.Second}
-	opts.Audience = client.TokenAudience
+	opts.Audience = managerapi.TokenAudience
 	return opts
 }
 
@@ -214,7 +214,7 @@ var _ Authorizer = &Reviewer{}
 func NewReviewer(tokens review.TokenReviews, sars review.SubjectAccessReviews, pods Pods, opts Options) *Reviewer {
 	def := DefaultOptions()
 	if opts.Audience == "" {
-		opts.Audience = client.TokenAudience
+		opts.Audience = managerapi.TokenAudience
 	}
 	if opts.PodTTL <= 0 {
 		opts.PodTTL = def.PodTTL
@@ -260,9 +260,9 @@ type need struct {
 // the reader for reads, the admin (which has every permission) for writes.
 func routeRole(attrs Attributes) string {
 	if attrs.write() {
-		return client.AdminClusterRole
+		return managerapi.AdminClusterRole
 	}
-	return client.ReaderClusterRole
+	return managerapi.ReaderClusterRole
 }
 
 // authorize asks whether u has n's permission: a Forbidden *review.Error
@@ -276,14 +276,14 @@ func (r *Reviewer) authorize(ctx context.Context, caller review.Caller, u *revie
 		return nil
 	}
 	klog.FromContext(ctx).V(3).Info("Call denied", "user", u.Name, "verb", n.attrs.Verb, "resource", n.attrs.resource(), "name", n.attrs.Name)
-	return &review.Error{Reason: client.ReasonForbidden, Message: n.why + denial(u, n.attrs, st, n.role)}
+	return &review.Error{Reason: managerapi.ReasonForbidden, Message: n.why + denial(u, n.attrs, st, n.role)}
 }
 
 // denial says what the caller lacks and how to grant it: an RBAC rule, or
 // the ClusterRole role.
 func denial(u *review.User, attrs Attributes, st authzv1.SubjectAccessReviewStatus, role string) string {
 	msg := fmt.Sprintf("user %q cannot %s; grant it an RBAC rule with apiGroups [%s], resources [%s], verbs [%s]",
-		u.Name, attrs, client.APIGroup, attrs.resource(), attrs.Verb)
+		u.Name, attrs, managerapi.APIGroup, attrs.resource(), attrs.Verb)
 	if attrs.Name != "" {
 		msg += fmt.Sprintf(" (add resourceNames [%s] to grant only this one)", attrs.Name)
 	}

@@ -8,8 +8,8 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/review"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/review"
 )
 
 // benchToken is as long as a projected service account token (a JWT of
@@ -23,7 +23,7 @@ var benchToken = "eyJhbGciOiJSUzI1NiIsImtpZCI6ImJlbmNoIn0." + strings.Repeat("x"
 // SubjectAccessReview with the fake clientset, for comparison (a real
 // review adds a round trip to the API server).
 func BenchmarkAuthorize(b *testing.B) {
-	attrs := Attributes{Verb: "create", Resource: client.ResourcePools, Subresource: client.SubresourceVolumes, Name: "fast"}
+	attrs := Attributes{Verb: "create", Resource: managerapi.ResourcePools, Subresource: managerapi.SubresourceVolumes, Name: "fast"}
 	caller := review.Caller{Token: benchToken}
 	for _, tc := range []struct {
 		name string

@@ -12,43 +12,43 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"hostpath.dev/manager/internal/auth/authtest"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/review"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/review"
+	"hostpath.dev/api/runtime/review/reviewtest"
 )
 
 // newFakeAPI knows "good", the token of alice's live pod on this node
 // (alice may create volumes of pool fast and get host n), and tokens that
 // a TokenReview refuses.
-func newFakeAPI() *authtest.API {
-	api := authtest.New()
-	alice := authtest.ServiceAccount("alice")
-	api.AddToken("good", alice, authtest.BoundTo("alice-1", authtest.ThisNode))
-	api.Tokens["plain"] = authtest.Token{User: alice, Audiences: []string{authtest.APIServerAudience}}
-	api.Tokens["noaud"] = authtest.Token{User: alice, Audiences: []string{client.TokenAudience}, Confirm: []string{}}
+func newFakeAPI() *reviewtest.API {
+	api := reviewtest.New()
+	alice := reviewtest.ServiceAccount("alice")
+	api.AddToken("good", alice, reviewtest.BoundTo("alice-1", reviewtest.ThisNode))
+	api.Tokens["plain"] = reviewtest.Token{User: alice, Audiences: []string{reviewtest.APIServerAudience}}
+	api.Tokens["noaud"] = reviewtest.Token{User: alice, Audiences: []string{managerapi.TokenAudience}, Confirm: []string{}}
 	api.Grant(alice, "pools/volumes", "fast", "create")
 	api.Grant(alice, "hosts", "n", "get")
-	api.Pods = []*corev1.Pod{authtest.Pod("alice-1", "alice", authtest.ThisNode)}
+	api.Pods = []*corev1.Pod{reviewtest.Pod("alice-1", "alice", reviewtest.ThisNode)}
 	return api
 }
 
-// newReviewer is a Reviewer of authtest.ThisNode on api's fake clientset,
+// newReviewer is a Reviewer of reviewtest.ThisNode on api's fake clientset,
 // with opts; it returns the clientset too.
-func newReviewer(api *authtest.API, opts Options) (*Reviewer, *fake.Clientset) {
+func newReviewer(api *reviewtest.API, opts Options) (*Reviewer, *fake.Clientset) {
 	cs := api.Clientset()
-	opts.NodeName = authtest.ThisNode
+	opts.NodeName = reviewtest.ThisNode
 	pods := func(ns string) PodGetter { return cs.CoreV1().Pods(ns) }
 	return NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), pods, opts), cs
 }
 
 // reviewerOf is newReviewer without the clientset.
-func reviewerOf(api *authtest.API, opts Options) *Reviewer {
+func reviewerOf(api *reviewtest.API, opts Options) *Reviewer {
 	r, _ := newReviewer(api, opts)
 	return r
 }
 
 func volumes(verb, pool string) Attributes {
-	return Attributes{Verb: verb, Resource: client.ResourcePools, Subresource: client.SubresourceVolumes, Name: pool}
+	return Attributes{Verb: verb, Resource: managerapi.ResourcePools, Subresource: managerapi.SubresourceVolumes, Name: pool}
 }
 
 func TestAuthorize(t *testing.T) {
@@ -57,23 +57,23 @@ func TestAuthorize(t *testing.T) {
 		token       string
 		attrs       Attributes
 		failReviews bool
-		wantReason  client.Reason // "" means allowed
-		wantOther   bool          // a non-*Error error
+		wantReason  managerapi.Reason // "" means allowed
+		wantOther   bool              // a non-*Error error
 		wantInMsg   []string
 	}{
 		{desc: "allowed on its pool", token: "good", attrs: volumes("create", "fast")},
-		{desc: "no token", token: "", attrs: volumes("create", "fast"), wantReason: client.ReasonUnauthorized,
+		{desc: "no token", token: "", attrs: volumes("create", "fast"), wantReason: managerapi.ReasonUnauthorized,
 			wantInMsg: []string{"no bearer token", "--audience hostpath.dev/manager"}},
-		{desc: "rejected token", token: "bad", attrs: volumes("create", "fast"), wantReason: client.ReasonUnauthorized,
+		{desc: "rejected token", token: "bad", attrs: volumes("create", "fast"), wantReason: managerapi.ReasonUnauthorized,
 			wantInMsg: []string{"invalid bearer token", "kubectl create token SA --audience hostpath.dev/manager"}},
-		{desc: "API server token is refused", token: "plain", attrs: volumes("create", "fast"), wantReason: client.ReasonUnauthorized,
+		{desc: "API server token is refused", token: "plain", attrs: volumes("create", "fast"), wantReason: managerapi.ReasonUnauthorized,
 			wantInMsg: []string{`audience "hostpath.dev/manager"`, "kubectl create token SA --audience hostpath.dev/manager"}},
-		{desc: "authenticated without the audience is refused", token: "noaud", attrs: volumes("create", "fast"), wantReason: client.ReasonUnauthorized,
+		{desc: "authenticated without the audience is refused", token: "noaud", attrs: volumes("create", "fast"), wantReason: managerapi.ReasonUnauthorized,
 			wantInMsg: []string{`did not confirm audience "hostpath.dev/manager"`}},
-		{desc: "missing verb", token: "good", attrs: volumes("delete", "fast"), wantReason: client.ReasonForbidden,
+		{desc: "missing verb", token: "good", attrs: volumes("delete", "fast"), wantReason: managerapi.ReasonForbidden,
 			wantInMsg: []string{`user "system:serviceaccount:hostpath-system:alice" cannot delete pools/volumes in API group "hostpath.dev" (name "fast")`,
-				"resources [pools/volumes], verbs [delete]", "resourceNames [fast]", client.AdminClusterRole}},
-		{desc: "other pool", token: "good", attrs: volumes("create", "slow"), wantReason: client.ReasonForbidden},
+				"resources [pools/volumes], verbs [delete]", "resourceNames [fast]", managerapi.AdminClusterRole}},
+		{desc: "other pool", token: "good", attrs: volumes("create", "slow"), wantReason: managerapi.ReasonForbidden},
 		{desc: "API server down", token: "good", attrs: volumes("create", "fast"), failReviews: true, wantOther: true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -81,8 +81,8 @@ func TestAuthorize(t *testing.T) {
 			api := newFakeAPI()
 			api.FailReviews = tc.failReviews
 			d, err := reviewerOf(api, DefaultOptions()).Authorize(ctx, review.Caller{Token: tc.token}, tc.attrs)
-			if api.LastTR != nil && !slices.Equal(api.LastTR.Spec.Audiences, []string{client.TokenAudience}) {
-				t.Errorf("TokenReview audiences = %q, want only %q", api.LastTR.Spec.Audiences, client.TokenAudience)
+			if api.LastTR != nil && !slices.Equal(api.LastTR.Spec.Audiences, []string{managerapi.TokenAudience}) {
+				t.Errorf("TokenReview audiences = %q, want only %q", api.LastTR.Spec.Audiences, managerapi.TokenAudience)
 			}
 			var ae *review.Error
 			switch {
@@ -94,12 +94,12 @@ func TestAuthorize(t *testing.T) {
 				if err != nil {
 					t.Fatalf("error = %v, want allowed", err)
 				}
-				if u := d.User; u.Name != authtest.ServiceAccount("alice") || u.UID != "uid-"+authtest.ServiceAccount("alice") || d.Remote != "" {
+				if u := d.User; u.Name != reviewtest.ServiceAccount("alice") || u.UID != "uid-"+reviewtest.ServiceAccount("alice") || d.Remote != "" {
 					t.Errorf("decision = %+v, user %+v", d, u)
 				}
 				spec := api.LastSAR.Spec
 				ra := spec.ResourceAttributes
-				if spec.User != authtest.ServiceAccount("alice") || spec.UID != "uid-"+authtest.ServiceAccount("alice") || len(spec.Groups) != 1 || len(spec.Extra) != 3 ||
+				if spec.User != reviewtest.ServiceAccount("alice") || spec.UID != "uid-"+reviewtest.ServiceAccount("alice") || len(spec.Groups) != 1 || len(spec.Extra) != 3 ||
 					ra.Group != "hostpath.dev" || ra.Resource != "pools" || ra.Subresource != "volumes" || ra.Verb != "create" || ra.Name != "fast" {
 					t.Errorf("SubjectAccessReview spec = %+v, attributes %+v", spec, ra)
 				}
@@ -155,7 +155,7 @@ func TestCaching(t *testing.T) {
 			t.Errorf("%s: error = %v, want allowed %v", s.desc, err, s.wantAllowed)
 		}
 		var ae *review.Error
-		if err != nil && errors.As(err, &ae) && (ae.Reason == client.ReasonUnauthorized) == s.wantAuth {
+		if err != nil && errors.As(err, &ae) && (ae.Reason == managerapi.ReasonUnauthorized) == s.wantAuth {
 			t.Errorf("%s: reason %s", s.desc, ae.Reason)
 		}
 		if api.TokenCalls != s.wantTokens || api.SARCalls != s.wantSARs {
@@ -166,7 +166,7 @@ func TestCaching(t *testing.T) {
 
 // checkReason fails unless err is nil, for wantReason "" (allowed), or an
 // *Error of wantReason, which it returns.
-func checkReason(t *testing.T, what string, err error, wantReason client.Reason) *review.Error {
+func checkReason(t *testing.T, what string, err error, wantReason managerapi.Reason) *review.Error {
 	t.Helper()
 	var ae *review.Error
 	switch {

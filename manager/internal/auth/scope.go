@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/review"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/review"
 )
 
 // binding is what a token is bound to, from TokenReview's extra: a pod
@@ -27,7 +27,7 @@ func bindingOf(u *review.User) binding {
 		}
 		return ""
 	}
-	return binding{pod: one(client.ExtraPodName), podUID: one(client.ExtraPodUID), node: one(client.ExtraNodeName)}
+	return binding{pod: one(managerapi.ExtraPodName), podUID: one(managerapi.ExtraPodUID), node: one(managerapi.ExtraNodeName)}
 }
 
 // String describes the binding for messages.
@@ -48,9 +48,9 @@ func (b binding) String() string {
 func (r *Reviewer) scope(ctx context.Context, caller review.Caller, u *review.User, attrs Attributes) (*Decision, error) {
 	b := bindingOf(u)
 	if b.pod == "" && b.node == "" {
-		admin := Attributes{Verb: attrs.Verb, Resource: client.ResourceHosts, Subresource: client.SubresourceAdmin, Name: r.opts.NodeName}
+		admin := Attributes{Verb: attrs.Verb, Resource: managerapi.ResourceHosts, Subresource: managerapi.SubresourceAdmin, Name: r.opts.NodeName}
 		why := fmt.Sprintf("%s (`kubectl create token` without --bound-object-kind) may read, and write only as an admin; ", b)
-		if err := r.authorize(ctx, caller, u, need{attrs: admin, why: why, role: client.AdminClusterRole}); err != nil {
+		if err := r.authorize(ctx, caller, u, need{attrs: admin, why: why, role: managerapi.AdminClusterRole}); err != nil {
 			return nil, err
 		}
 		return &Decision{User: u}, nil
@@ -65,10 +65,10 @@ func (r *Reviewer) scope(ctx context.Context, caller review.Caller, u *review.Us
 	if b.node == r.opts.NodeName || !attrs.volumeWrite() {
 		return &Decision{User: u}, nil
 	}
-	multihost := Attributes{Verb: attrs.Verb, Resource: client.ResourcePools, Subresource: client.SubresourceMultihostVolumes, Name: attrs.Name}
+	multihost := Attributes{Verb: attrs.Verb, Resource: managerapi.ResourcePools, Subresource: managerapi.SubresourceMultihostVolumes, Name: attrs.Name}
 	why := fmt.Sprintf("%s calls node %q's manager: a node changes node-mode volumes only through its own manager, and another node's multihost volumes only with the following permission; ",
 		b, r.opts.NodeName)
-	if err := r.authorize(ctx, caller, u, need{attrs: multihost, why: why, role: client.ClientClusterRole}); err != nil {
+	if err := r.authorize(ctx, caller, u, need{attrs: multihost, why: why, role: managerapi.ClientClusterRole}); err != nil {
 		return nil, err
 	}
 	return &Decision{User: u, Remote: b.node}, nil
@@ -90,7 +90,7 @@ type podState struct {
 func (r *Reviewer) livePod(ctx context.Context, u *review.User, b binding) (string, error) {
 	ns, sa, ok := review.ServiceAccountOf(u.Name)
 	if !ok || b.podUID == "" {
-		return "", &review.Error{Reason: client.ReasonForbidden, Message: fmt.Sprintf(
+		return "", &review.Error{Reason: managerapi.ReasonForbidden, Message: fmt.Sprintf(
 			"user %q holds %s, but is not a service account or the token names no pod UID: a bound pod cannot be checked", u.Name, b)}
 	}
 	key := ns + "/" + b.pod + "/" + b.podUID
@@ -101,7 +101,7 @@ func (r *Reviewer) livePod(ctx context.Context, u *review.User, b binding) (stri
 	pod, err := r.pods(ns).Get(ctx, b.pod, metav1.GetOptions{})
 	switch {
 	case apierrors.IsForbidden(err):
-		return "", &review.Error{Reason: client.ReasonForbidden, Message: fmt.Sprintf(
+		return "", &review.Error{Reason: managerapi.ReasonForbidden, Message: fmt.Sprintf(
 			"user %q holds %s, which the manager cannot check: its service account may not get pods in namespace %q (grant it get pods there): %v", u.Name, b, ns, err)}
 	case apierrors.IsNotFound(err):
 		pod = nil // a clientset answers an empty pod with the error
@@ -110,7 +110,7 @@ func (r *Reviewer) livePod(ctx context.Context, u *review.User, b binding) (stri
 	}
 	st := podState{node: nodeOfPod(pod)}
 	if why := deadPod(pod, b, sa); why != "" {
-		st = podState{err: &review.Error{Reason: client.ReasonForbidden, Message: fmt.Sprintf(
+		st = podState{err: &review.Error{Reason: managerapi.ReasonForbidden, Message: fmt.Sprintf(
 			"user %q holds %s in namespace %q, but %s: a token is worth a write only while its pod is live", u.Name, b, ns, why)}}
 		klog.FromContext(ctx).V(3).Info("Token of a pod that is not live", "user", u.Name, "pod", klog.KRef(ns, b.pod), "reason", why)
 	}

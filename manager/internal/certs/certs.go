@@ -68,7 +68,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // Defaults and limits of Config.
@@ -200,7 +200,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		m.serve(cert)
 		logger.Info("Serving with the stored certificate", "file", m.path(), "notAfter", cert.Leaf.NotAfter, "renewAfter", renewAfter(cert.Leaf))
 	case errors.Is(err, errNotStored):
-		logger.Info("No stored serving certificate; requesting one", "signer", client.SignerName, "serverName", client.ServerName(m.cfg.NodeName))
+		logger.Info("No stored serving certificate; requesting one", "signer", managerapi.SignerName, "serverName", managerapi.ServerName(m.cfg.NodeName))
 	default:
 		logger.Info("The stored serving certificate cannot be used; requesting a new one", "file", m.path(), "reason", err.Error())
 	}
@@ -254,8 +254,8 @@ func (m *Manager) TLSConfig() *tls.Config {
 
 // Status describes the certificate held (even an expired one) and the
 // last failed attempt, for GET /v1/host.
-func (m *Manager) Status() *client.CertificateStatus {
-	st := &client.CertificateStatus{}
+func (m *Manager) Status() *managerapi.CertificateStatus {
+	st := &managerapi.CertificateStatus{}
 	if c := m.cert.Load(); c != nil {
 		nb, na, ra := c.Leaf.NotBefore, c.Leaf.NotAfter, renewAfter(c.Leaf)
 		st.NotBefore, st.NotAfter, st.RenewAfter = &nb, &na, &ra

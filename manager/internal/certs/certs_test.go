@@ -17,8 +17,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/certs/certstest"
-	"hostpath.dev/manager/pkg/client"
 )
 
 const node = "node-a"
@@ -167,7 +167,7 @@ func checkRequest(t *testing.T, e *env) {
 		t.Fatalf("CSRs = %d, %v; want 1", len(reqs), err)
 	}
 	spec := reqs[0].Spec
-	if spec.SignerName != client.SignerName || spec.ExpirationSeconds == nil || *spec.ExpirationSeconds != 86400 ||
+	if spec.SignerName != managerapi.SignerName || spec.ExpirationSeconds == nil || *spec.ExpirationSeconds != 86400 ||
 		!slices.Equal(spec.Usages, []certificatesv1.KeyUsage{"digital signature", "server auth"}) {
 		t.Errorf("CSR spec = signer %q, expirationSeconds %v, usages %v", spec.SignerName, spec.ExpirationSeconds, spec.Usages)
 	}

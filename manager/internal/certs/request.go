@@ -25,7 +25,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // The subject of a manager's CSR. The approver checks the DNS name, not
@@ -46,7 +46,7 @@ var Usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, cer
 func Template(node string) *x509.CertificateRequest {
 	return &x509.CertificateRequest{
 		Subject:  pkix.Name{CommonName: CommonNamePrefix + node, Organization: []string{Organization}},
-		DNSNames: []string{client.ServerName(node)},
+		DNSNames: []string{managerapi.ServerName(node)},
 	}
 }
 
@@ -67,7 +67,7 @@ func (m *Manager) renew(ctx context.Context) error {
 		return fmt.Errorf("create a CertificateSigningRequest: %w", err)
 	}
 	name := req.Name
-	logger.Info("Requested a serving certificate; waiting for it to be approved and signed", "csr", name, "signer", client.SignerName, "serverName", client.ServerName(m.cfg.NodeName))
+	logger.Info("Requested a serving certificate; waiting for it to be approved and signed", "csr", name, "signer", managerapi.SignerName, "serverName", managerapi.ServerName(m.cfg.NodeName))
 	wctx, cancel := context.WithTimeout(ctx, m.cfg.WaitTimeout)
 	defer cancel()
 	certPEM, err := m.waitForCertificate(wctx, name, req.UID)
@@ -107,7 +107,7 @@ func (m *Manager) csr(der []byte) *certificatesv1.CertificateSigningRequest {
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "csr-"},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:           pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName:        client.SignerName,
+			SignerName:        managerapi.SignerName,
 			Usages:            Usages,
 			ExpirationSeconds: ptr.To(int32(m.cfg.Lifetime / time.Second)),
 		},
@@ -194,7 +194,7 @@ func parse(certPEM, keyPEM []byte) (*tls.Certificate, error) {
 // node's server name (no other name or address), for server auth.
 func (m *Manager) check(cert *tls.Certificate) error {
 	leaf, now := cert.Leaf, m.cfg.Clock.Now()
-	want := client.ServerName(m.cfg.NodeName)
+	want := managerapi.ServerName(m.cfg.NodeName)
 	switch {
 	case now.Before(leaf.NotBefore):
 		return fmt.Errorf("not valid before %s", leaf.NotBefore.UTC().Format(time.RFC3339))

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // TrustCheckInterval is how often a Manager with Config.Roots looks for a
@@ -79,7 +79,7 @@ func (m *Manager) verify(cert *tls.Certificate, pool *x509.CertPool) error {
 	_, err := cert.Leaf.Verify(x509.VerifyOptions{
 		Roots:         pool,
 		Intermediates: intermediates,
-		DNSName:       client.ServerName(m.cfg.NodeName),
+		DNSName:       managerapi.ServerName(m.cfg.NodeName),
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		CurrentTime:   m.cfg.Clock.Now(),
 	})

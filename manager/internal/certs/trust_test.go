@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"hostpath.dev/manager/internal/certs/certstest"
-	"hostpath.dev/manager/pkg/client/trust"
+	"hostpath.dev/api/managerapi/trust"
 )
 
 // trustEnv is an env whose signer signs with a second CA, with a stored

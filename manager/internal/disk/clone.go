@@ -15,9 +15,9 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/clone"
 	"hostpath.dev/manager/internal/quota"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // Clones: PUT /v1/pools/{pool}/volumes/{name}/clone (CloneVolume) makes a
@@ -92,10 +92,10 @@ type cloneJob struct {
 }
 
 // status is what the API answers about j.
-func (c *clones) status(j *cloneJob) *client.Clone {
+func (c *clones) status(j *cloneJob) *managerapi.Clone {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cl := &client.Clone{Source: j.source, State: j.state, Method: j.method, CopiedBytes: j.copied.Load(), TotalBytes: j.total.Load(), Seconds: j.seconds}
+	cl := &managerapi.Clone{Source: j.source, State: j.state, Method: j.method, CopiedBytes: j.copied.Load(), TotalBytes: j.total.Load(), Seconds: j.seconds}
 	if !j.started.IsZero() {
 		t := j.started
 		cl.StartedAt = &t
@@ -114,7 +114,7 @@ func (c *clones) isBusy(key string) bool {
 // of p: the writes other than the clone's own wait until it is done.
 func (s *Store) notCloning(p *pool, name string) error {
 	if s.clones.isBusy(p.key(name)) {
-		return client.Errorf(client.ReasonConflict, "volume %q in pool %q is being cloned (as the source or the target of a clone); try again when the clone is done", name, p.name)
+		return managerapi.Errorf(managerapi.ReasonConflict, "volume %q in pool %q is being cloned (as the source or the target of a clone); try again when the clone is done", name, p.name)
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func (s *Store) notCloning(p *pool, name string) error {
 // before a record is written; the calls that follow a copy, or find it
 // made, change nothing and ask the API server nothing. See the comment on
 // stagingPrefix for what a restart leaves.
-func (s *Store) CloneVolume(ctx context.Context, poolName, name string, req client.CloneVolumeRequest, mode fs.FileMode, remote string) (*client.Clone, bool, error) {
+func (s *Store) CloneVolume(ctx context.Context, poolName, name string, req managerapi.CloneVolumeRequest, mode fs.FileMode, remote string) (*managerapi.Clone, bool, error) {
 	p, err := s.checkCreate(poolName, name, req.CreateVolumeRequest, mode, remote)
 	if err != nil {
 		return nil, false, err
@@ -187,7 +187,7 @@ func (s *Store) CloneVolume(ctx context.Context, poolName, name string, req clie
 // that of a running copy, of a copy that a restart interrupted or of a
 // volume in place, must say what req asks (checkSameRecord: Conflict,
 // nothing changed), as for a create.
-func (s *Store) cloneState(p *pool, name string, req client.CloneVolumeRequest, remote string) (cl *client.Clone, created bool, err error, done bool) {
+func (s *Store) cloneState(p *pool, name string, req managerapi.CloneVolumeRequest, remote string) (cl *managerapi.Clone, created bool, err error, done bool) {
 	root, release, err := s.openLocked(p, name)
 	if err != nil {
 		return nil, false, err, true
@@ -243,7 +243,7 @@ func (s *Store) cloneState(p *pool, name string, req client.CloneVolumeRequest, 
 	}
 	v := p.volume(name, fi, rec)
 	usage(&v, s.sizes.detect(root), root, name, rec)
-	cl = &client.Clone{Source: req.SourcePool + "/" + req.SourceName, State: client.CloneDone, Method: rec.CloneMethod, Seconds: rec.CloneSeconds, Volume: &v}
+	cl = &managerapi.Clone{Source: req.SourcePool + "/" + req.SourceName, State: managerapi.CloneDone, Method: rec.CloneMethod, Seconds: rec.CloneSeconds, Volume: &v}
 	if j != nil {
 		cl = s.clones.status(j)
 		cl.Volume = &v
@@ -255,7 +255,7 @@ func (s *Store) cloneState(p *pool, name string, req client.CloneVolumeRequest, 
 // directory and belongs to req.SourceOwner, and that its claim namespace
 // (when recorded) is req's; then marks it busy, so that it is not deleted
 // while it is copied. It reports whether the source is multihost.
-func (s *Store) holdSource(sp *pool, req client.CloneVolumeRequest, remote string) (bool, error) {
+func (s *Store) holdSource(sp *pool, req managerapi.CloneVolumeRequest, remote string) (bool, error) {
 	root, release, err := s.openLocked(sp, req.SourceName)
 	if err != nil {
 		return false, err
@@ -271,17 +271,17 @@ func (s *Store) holdSource(sp *pool, req client.CloneVolumeRequest, remote strin
 	}
 	switch {
 	case !exists || rec == nil:
-		return false, client.Errorf(client.ReasonNotFound, "source volume %q does not exist in pool %q on node %q", req.SourceName, sp.name, s.nodeName)
+		return false, managerapi.Errorf(managerapi.ReasonNotFound, "source volume %q does not exist in pool %q on node %q", req.SourceName, sp.name, s.nodeName)
 	case !fi.IsDir():
-		return false, client.Errorf(client.ReasonConflict, "source %q in pool %q is %s, not a volume directory", req.SourceName, sp.name, kindOf(fi))
+		return false, managerapi.Errorf(managerapi.ReasonConflict, "source %q in pool %q is %s, not a volume directory", req.SourceName, sp.name, kindOf(fi))
 	case rec.Owner != req.SourceOwner:
 		return false, ownerConflictf(rec.Owner, "source volume %q in pool %q belongs to PersistentVolume %q, not %q", req.SourceName, sp.name, rec.Owner, req.SourceOwner)
 	case rec.Retained:
-		return false, client.Errorf(client.ReasonConflict, "source volume %q in pool %q is retained: its PersistentVolume %q was deleted", req.SourceName, sp.name, rec.Owner)
+		return false, managerapi.Errorf(managerapi.ReasonConflict, "source volume %q in pool %q is retained: its PersistentVolume %q was deleted", req.SourceName, sp.name, rec.Owner)
 	case rec.ClaimNamespace != "" && rec.ClaimNamespace != req.ClaimNamespace:
 		return false, forbiddenf("source volume %q in pool %q belongs to a claim of namespace %q; a clone for namespace %q may not copy it", req.SourceName, sp.name, rec.ClaimNamespace, req.ClaimNamespace)
 	case req.RequiredBytes < rec.SizeBytes:
-		return false, client.Errorf(client.ReasonConflict, "the clone asks for %s, less than the %s of source volume %q in pool %q", formatBytes(req.RequiredBytes), formatBytes(rec.SizeBytes), req.SourceName, sp.name)
+		return false, managerapi.Errorf(managerapi.ReasonConflict, "the clone asks for %s, less than the %s of source volume %q in pool %q", formatBytes(req.RequiredBytes), formatBytes(rec.SizeBytes), req.SourceName, sp.name)
 	}
 	s.hold(sp.key(req.SourceName))
 	return rec.Multihost, nil
@@ -312,7 +312,7 @@ func (s *Store) releaseLocked(key string) {
 // clone that a restart interrupted: its quota is released, as its staging
 // directory is gone or going), removes the pool's leftover staging
 // directories once per process, and starts the copy.
-func (s *Store) startClone(ctx context.Context, p, sp *pool, name string, req client.CloneVolumeRequest, mode fs.FileMode) (*cloneJob, error) {
+func (s *Store) startClone(ctx context.Context, p, sp *pool, name string, req managerapi.CloneVolumeRequest, mode fs.FileMode) (*cloneJob, error) {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", req.Owner, "source", sp.name+"/"+req.SourceName)
 	root, release, err := s.openLocked(p, name)
 	if err != nil {
@@ -321,7 +321,7 @@ func (s *Store) startClone(ctx context.Context, p, sp *pool, name string, req cl
 	defer release()
 	if _, exists, err := p.lstat(root, name); err != nil || exists {
 		if err == nil {
-			err = client.Errorf(client.ReasonConflict, "volume %q in pool %q was made while its clone was starting", name, p.name)
+			err = managerapi.Errorf(managerapi.ReasonConflict, "volume %q in pool %q was made while its clone was starting", name, p.name)
 		}
 		return nil, err
 	}
@@ -350,7 +350,7 @@ func (s *Store) startClone(ctx context.Context, p, sp *pool, name string, req cl
 		}
 		rec = &next
 	}
-	j := &cloneJob{owner: req.Owner, source: source, state: client.CloneQueued}
+	j := &cloneJob{owner: req.Owner, source: source, state: managerapi.CloneQueued}
 	key := p.key(name)
 	s.clones.mu.Lock()
 	s.clones.jobs[key] = j
@@ -426,12 +426,12 @@ func (s *Store) removeStaging(ctx context.Context, root *os.Root, p *pool) error
 // quota, the owner record); the job ends with the outcome, and source and
 // target stop being busy at that same moment: a caller that sees the
 // clone done may delete its source at once.
-func (s *Store) runClone(ctx context.Context, j *cloneJob, p, sp *pool, name string, req client.CloneVolumeRequest, rec record, mode fs.FileMode) {
+func (s *Store) runClone(ctx context.Context, j *cloneJob, p, sp *pool, name string, req managerapi.CloneVolumeRequest, rec record, mode fs.FileMode) {
 	logger := klog.FromContext(ctx)
 	s.clones.slots <- struct{}{}
 	defer func() { <-s.clones.slots }()
 	s.clones.mu.Lock()
-	j.state, j.started = client.CloneCopying, s.clock.Now()
+	j.state, j.started = managerapi.CloneCopying, s.clock.Now()
 	s.clones.mu.Unlock()
 	if s.clones.beforeCopy != nil {
 		s.clones.beforeCopy()
@@ -443,7 +443,7 @@ func (s *Store) runClone(ctx context.Context, j *cloneJob, p, sp *pool, name str
 	s.releaseLocked(sp.key(req.SourceName))
 	j.ended, j.err, j.seconds = true, err, s.clock.Since(j.started).Seconds()
 	if err == nil {
-		j.state = client.CloneDone
+		j.state = managerapi.CloneDone
 	}
 	s.clones.mu.Unlock()
 	if err != nil {
@@ -455,7 +455,7 @@ func (s *Store) runClone(ctx context.Context, j *cloneJob, p, sp *pool, name str
 
 // copyClone makes the staging directory and copies into it (snapshot,
 // reflink or copy), then finishes the clone under the target's lock.
-func (s *Store) copyClone(ctx context.Context, j *cloneJob, p, sp *pool, name string, req client.CloneVolumeRequest, rec record, mode fs.FileMode) error {
+func (s *Store) copyClone(ctx context.Context, j *cloneJob, p, sp *pool, name string, req managerapi.CloneVolumeRequest, rec record, mode fs.FileMode) error {
 	root, err := p.open()
 	if err != nil {
 		return err
@@ -498,13 +498,13 @@ func (s *Store) copyClone(ctx context.Context, j *cloneJob, p, sp *pool, name st
 // pool where the pool's enforcer makes them, else a new directory filled
 // by clone.Contents (reflink, else copy). It returns the method and the
 // staging directory's quota ID (0: none).
-func (s *Store) fillStaging(ctx context.Context, j *cloneJob, root *os.Root, enf quota.Enforcer, p, sp *pool, staging string, req client.CloneVolumeRequest, rec record) (string, uint64, error) {
+func (s *Store) fillStaging(ctx context.Context, j *cloneJob, root *os.Root, enf quota.Enforcer, p, sp *pool, staging string, req managerapi.CloneVolumeRequest, rec record) (string, uint64, error) {
 	enforced := rec.Enforcement != "" && rec.Enforcement == enf.Support().Kind
 	if snap, ok := enf.(quota.Snapshotter); ok && enforced && sp.name == p.name {
 		id, err := snap.Snapshot(root, req.SourceName, staging, rec.SizeBytes)
 		switch {
 		case err == nil:
-			return client.CloneMethodSnapshot, id, nil
+			return managerapi.CloneMethodSnapshot, id, nil
 		case !errors.Is(err, quota.ErrNotSubvolume):
 			return "", 0, fmt.Errorf("snapshot volume %q of pool %q: %w", req.SourceName, p.name, err)
 		}
@@ -563,7 +563,7 @@ func cloneError(sp *pool, source string, err error) error {
 	if !errors.As(err, &le) {
 		return err
 	}
-	return client.Errorf(client.ReasonConflict, "source volume %q of pool %q cannot be cloned by copy: %v at %q: %s; see \"Limits\" in docs/clones.md",
+	return managerapi.Errorf(managerapi.ReasonConflict, "source volume %q of pool %q cannot be cloned by copy: %v at %q: %s; see \"Limits\" in docs/clones.md",
 		source, sp.name, le.Which, le.Path, le.Detail)
 }
 

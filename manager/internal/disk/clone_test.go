@@ -13,31 +13,31 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/clone"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // cloneReq asks for volume clone-of-src of owner pv-b as a copy of src
 // (owner pv-a) in namespace ns.
-func cloneReq(src string, bytes int64) client.CloneVolumeRequest {
-	return client.CloneVolumeRequest{
-		CreateVolumeRequest: client.CreateVolumeRequest{Owner: "pv-b", ClaimNamespace: "ns", RequiredBytes: bytes, ReclaimPolicy: client.ReclaimDelete},
+func cloneReq(src string, bytes int64) managerapi.CloneVolumeRequest {
+	return managerapi.CloneVolumeRequest{
+		CreateVolumeRequest: managerapi.CreateVolumeRequest{Owner: "pv-b", ClaimNamespace: "ns", RequiredBytes: bytes, ReclaimPolicy: managerapi.ReclaimDelete},
 		SourcePool:          "default", SourceName: src, SourceOwner: "pv-a",
 	}
 }
 
 // waitClone calls CloneVolume until it answers the volume, and returns
 // the last answer and whether that call said created.
-func waitClone(ctx context.Context, t *testing.T, s *Store, name string, req client.CloneVolumeRequest) (*client.Clone, bool) {
+func waitClone(ctx context.Context, t *testing.T, s *Store, name string, req managerapi.CloneVolumeRequest) (*managerapi.Clone, bool) {
 	t.Helper()
 	return waitCloneAs(ctx, t, s, name, req, "")
 }
 
 // waitCloneAs is waitClone for a caller bound to node remote ("": this
 // node's).
-func waitCloneAs(ctx context.Context, t *testing.T, s *Store, name string, req client.CloneVolumeRequest, remote string) (*client.Clone, bool) {
+func waitCloneAs(ctx context.Context, t *testing.T, s *Store, name string, req managerapi.CloneVolumeRequest, remote string) (*managerapi.Clone, bool) {
 	t.Helper()
-	var cl *client.Clone
+	var cl *managerapi.Clone
 	var created bool
 	err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
@@ -57,7 +57,7 @@ func waitCloneAs(ctx context.Context, t *testing.T, s *Store, name string, req c
 func TestCloneVolume(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
-	if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns", RequiredBytes: 1 << 20}, 0o700, ""); err != nil {
+	if _, _, err := e.store.CreateVolume(ctx, "default", "src", managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns", RequiredBytes: 1 << 20}, 0o700, ""); err != nil {
 		t.Fatal(err)
 	}
 	mustMkdir(t, filepath.Join(e.pool, "src", "sub"))
@@ -65,10 +65,10 @@ func TestCloneVolume(t *testing.T) {
 	mustSymlink(t, "/", filepath.Join(e.pool, "src", "root"))
 
 	cl, created := waitClone(ctx, t, e.store, "copy", cloneReq("src", 1<<20))
-	if !created || cl.State != client.CloneDone || cl.Source != "default/src" || cl.Volume.Owner != "pv-b" || cl.Volume.Mode != "0750" {
+	if !created || cl.State != managerapi.CloneDone || cl.Source != "default/src" || cl.Volume.Owner != "pv-b" || cl.Volume.Mode != "0750" {
 		t.Errorf("clone = %+v (volume %+v), created %t", cl, cl.Volume, created)
 	}
-	if cl.Method != client.CloneMethodCopy && cl.Method != client.CloneMethodReflink {
+	if cl.Method != managerapi.CloneMethodCopy && cl.Method != managerapi.CloneMethodReflink {
 		t.Errorf("method = %q, want copy or reflink", cl.Method)
 	}
 	if b, err := os.ReadFile(filepath.Join(e.pool, "copy", "sub", "f")); err != nil || string(b) != "content" {
@@ -112,27 +112,27 @@ func stagingEntries(t *testing.T, pool string) []string {
 func TestCloneRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		desc   string
-		mutate func(*client.CloneVolumeRequest)
+		mutate func(*managerapi.CloneVolumeRequest)
 		remote string
 		setup  func(t *testing.T, e *testEnv)
-		want   client.Reason
+		want   managerapi.Reason
 		owner  string
 	}{
-		{desc: "missing source", mutate: func(r *client.CloneVolumeRequest) { r.SourceName = "nothing" }, want: client.ReasonNotFound},
-		{desc: "source of another owner", mutate: func(r *client.CloneVolumeRequest) { r.SourceOwner = "pv-z" }, want: client.ReasonOwnerConflict, owner: "pv-a"},
-		{desc: "source of another namespace", mutate: func(r *client.CloneVolumeRequest) { r.ClaimNamespace = "other" }, want: client.ReasonForbidden},
-		{desc: "source larger", mutate: func(r *client.CloneVolumeRequest) { r.RequiredBytes = 1 }, want: client.ReasonConflict},
-		{desc: "remote caller, node mode", remote: "node-b", mutate: func(r *client.CloneVolumeRequest) { r.Multihost, r.ClaimName = true, "claim-b" }, want: client.ReasonForbidden},
-		{desc: "remote caller asks for node mode", remote: "node-b", want: client.ReasonForbidden},
+		{desc: "missing source", mutate: func(r *managerapi.CloneVolumeRequest) { r.SourceName = "nothing" }, want: managerapi.ReasonNotFound},
+		{desc: "source of another owner", mutate: func(r *managerapi.CloneVolumeRequest) { r.SourceOwner = "pv-z" }, want: managerapi.ReasonOwnerConflict, owner: "pv-a"},
+		{desc: "source of another namespace", mutate: func(r *managerapi.CloneVolumeRequest) { r.ClaimNamespace = "other" }, want: managerapi.ReasonForbidden},
+		{desc: "source larger", mutate: func(r *managerapi.CloneVolumeRequest) { r.RequiredBytes = 1 }, want: managerapi.ReasonConflict},
+		{desc: "remote caller, node mode", remote: "node-b", mutate: func(r *managerapi.CloneVolumeRequest) { r.Multihost, r.ClaimName = true, "claim-b" }, want: managerapi.ReasonForbidden},
+		{desc: "remote caller asks for node mode", remote: "node-b", want: managerapi.ReasonForbidden},
 		{desc: "retained source", setup: func(t *testing.T, e *testEnv) {
 			e.writeRecordFields(t, "src", map[string]any{"owner": "pv-a", "ownedSince": t0.Format(time.RFC3339), "retained": true, "claimNamespace": "ns", "sizeBytes": 1 << 20})
-		}, want: client.ReasonConflict},
-		{desc: "target of another owner", setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "copy", "pv-z", false) }, want: client.ReasonOwnerConflict, owner: "pv-z"},
+		}, want: managerapi.ReasonConflict},
+		{desc: "target of another owner", setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "copy", "pv-z", false) }, want: managerapi.ReasonOwnerConflict, owner: "pv-z"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			e := newTestEnv(t)
-			if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns", RequiredBytes: 1 << 20}, 0o700, ""); err != nil {
+			if _, _, err := e.store.CreateVolume(ctx, "default", "src", managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns", RequiredBytes: 1 << 20}, 0o700, ""); err != nil {
 				t.Fatal(err)
 			}
 			// The claim of pv-b, for remote callers.
@@ -168,7 +168,7 @@ func TestCloneRefusals(t *testing.T) {
 func TestCloneBusy(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
-	if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
+	if _, _, err := e.store.CreateVolume(ctx, "default", "src", managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
 		t.Fatal(err)
 	}
 	hold, started := make(chan struct{}), make(chan struct{})
@@ -181,23 +181,23 @@ func TestCloneBusy(t *testing.T) {
 		t.Fatalf("start = %+v, %t, %v", cl, created, err)
 	}
 	<-started
-	if cl, _, err := e.store.CloneVolume(ctx, "default", "copy", cloneReq("src", 0), 0o750, ""); err != nil || cl.State != client.CloneCopying {
+	if cl, _, err := e.store.CloneVolume(ctx, "default", "copy", cloneReq("src", 0), 0o750, ""); err != nil || cl.State != managerapi.CloneCopying {
 		t.Errorf("while copying = %+v, %v; want state Copying", cl, err)
 	}
 	_, err = e.store.DeleteVolume(ctx, "default", "src", "pv-a", false, "")
-	checkErr(t, "delete the source", err, client.ReasonConflict, "")
+	checkErr(t, "delete the source", err, managerapi.ReasonConflict, "")
 	_, err = e.store.DeleteVolume(ctx, "default", "copy", "pv-b", false, "")
-	checkErr(t, "delete the target", err, client.ReasonConflict, "")
-	_, _, err = e.store.CreateVolume(ctx, "default", "copy", client.CreateVolumeRequest{Owner: "pv-b"}, 0o700, "")
-	checkErr(t, "create the target", err, client.ReasonConflict, "")
+	checkErr(t, "delete the target", err, managerapi.ReasonConflict, "")
+	_, _, err = e.store.CreateVolume(ctx, "default", "copy", managerapi.CreateVolumeRequest{Owner: "pv-b"}, 0o700, "")
+	checkErr(t, "create the target", err, managerapi.ReasonConflict, "")
 	differs := cloneReq("src", 0)
-	differs.ReclaimPolicy = client.ReclaimRetain
+	differs.ReclaimPolicy = managerapi.ReclaimRetain
 	_, _, err = e.store.CloneVolume(ctx, "default", "copy", differs, 0o750, "")
-	checkErr(t, "the same owner's clone that asks for something else", err, client.ReasonConflict, "")
+	checkErr(t, "the same owner's clone that asks for something else", err, managerapi.ReasonConflict, "")
 	other := cloneReq("src", 0)
 	other.Owner = "pv-c"
 	_, _, err = e.store.CloneVolume(ctx, "default", "copy", other, 0o750, "")
-	checkErr(t, "another owner's clone", err, client.ReasonOwnerConflict, "pv-b")
+	checkErr(t, "another owner's clone", err, managerapi.ReasonOwnerConflict, "pv-b")
 	if _, err := os.Lstat(filepath.Join(e.pool, "copy")); err == nil {
 		t.Error("the clone's directory exists before its copy is done")
 	}
@@ -214,7 +214,7 @@ func TestCloneBusy(t *testing.T) {
 func TestCloneAfterRestart(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
-	if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
+	if _, _, err := e.store.CreateVolume(ctx, "default", "src", managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
 		t.Fatal(err)
 	}
 	mustWrite(t, filepath.Join(e.pool, "src", "f"), "whole")
@@ -251,7 +251,7 @@ func TestCloneAfterRestart(t *testing.T) {
 func TestCloneDatedWhenPlaced(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
-	if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
+	if _, _, err := e.store.CreateVolume(ctx, "default", "src", managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
 		t.Fatal(err)
 	}
 	clock := e.store.clock.(*testingclock.FakePassiveClock)
@@ -287,14 +287,14 @@ func TestCloneLimits(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			e := newTestEnv(t)
-			if _, _, err := e.store.CreateVolume(ctx, "default", "src", client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
+			if _, _, err := e.store.CreateVolume(ctx, "default", "src", managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
 				t.Fatal(err)
 			}
 			mustMkdir(t, filepath.Join(e.pool, "src", "a", "b", "c"))
 			e.store.clones.limits = tc.limits
 			var err error
 			werr := wait.PollUntilContextTimeout(ctx, time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-				var cl *client.Clone
+				var cl *managerapi.Clone
 				cl, _, err = e.store.CloneVolume(ctx, "default", "copy", cloneReq("src", 0), 0o750, "")
 				if err == nil && cl.Volume != nil {
 					t.Fatalf("the clone was made: %+v", cl)
@@ -304,7 +304,7 @@ func TestCloneLimits(t *testing.T) {
 			if werr != nil {
 				t.Fatal(werr)
 			}
-			checkErr(t, "clone", err, client.ReasonConflict, "")
+			checkErr(t, "clone", err, managerapi.ReasonConflict, "")
 			if msg := err.Error(); !strings.Contains(msg, tc.want) || !strings.Contains(msg, "docs/clones.md") {
 				t.Errorf("error %q does not say %q and where the limits are documented", msg, tc.want)
 			}
@@ -341,37 +341,37 @@ func TestRemoteClone(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		desc   string
-		mutate func(*client.CloneVolumeRequest)
+		mutate func(*managerapi.CloneVolumeRequest)
 		claim  *corev1.PersistentVolumeClaim
 		setup  func(t *testing.T, e *testEnv)
 		remote string
 		// wantReason is the error's ("" for a clone made); wantInMsg a
 		// part of its message; wantLookup the lookups made.
-		wantReason client.Reason
+		wantReason managerapi.Reason
 		wantInMsg  string
 		wantLookup string
 	}{
 		{desc: "for the claim's PV", claim: claim("ns", "claim-b", "b1"), remote: "node-b", wantLookup: "claim ns/claim-b, class shared"},
-		{desc: "naming no claim", mutate: func(r *client.CloneVolumeRequest) { r.ClaimName = "" }, remote: "node-b",
-			wantReason: client.ReasonBadRequest, wantInMsg: `may clone into volume "copy" in pool "default" on node "node-a" only for a claim it names: claimNamespace and claimName are required`},
+		{desc: "naming no claim", mutate: func(r *managerapi.CloneVolumeRequest) { r.ClaimName = "" }, remote: "node-b",
+			wantReason: managerapi.ReasonBadRequest, wantInMsg: `may clone into volume "copy" in pool "default" on node "node-a" only for a claim it names: claimNamespace and claimName are required`},
 		{desc: "for a claim that does not exist", remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: `cannot clone into volume "copy" in pool "default" on node "node-a" for PersistentVolume "pvc-b1": claim ns/claim-b does not exist`,
+			wantReason: managerapi.ReasonConflict, wantInMsg: `cannot clone into volume "copy" in pool "default" on node "node-a" for PersistentVolume "pvc-b1": claim ns/claim-b does not exist`,
 			wantLookup: "claim ns/claim-b"},
 		{desc: "for a node-mode claim", claim: withClass(claim("ns", "claim-b", "b1"), "standard"), remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: `claim ns/claim-b is of StorageClass "standard", whose parameter mode is "node", not "multihost"`,
+			wantReason: managerapi.ReasonConflict, wantInMsg: `claim ns/claim-b is of StorageClass "standard", whose parameter mode is "node", not "multihost"`,
 			wantLookup: "claim ns/claim-b, class standard"},
 		{desc: "for another claim's PV", claim: claim("ns", "claim-b", "other"), remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: `its PersistentVolume would be "pvc-other"`, wantLookup: "claim ns/claim-b, pv pvc-b1 cached"},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `its PersistentVolume would be "pvc-other"`, wantLookup: "claim ns/claim-b, pv pvc-b1 cached"},
 		{desc: "over a different record of the same owner", claim: claim("ns", "claim-b", "b1"), setup: planted, remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: `it says reclaim policy "Retain", not "Delete", size 1, less than the 1Mi requested`},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `it says reclaim policy "Retain", not "Delete", size 1, less than the 1Mi requested`},
 		{desc: "this node's caller over a different record of the same owner", setup: planted,
-			wantReason: client.ReasonConflict, wantInMsg: "a create never rewrites an owner record"},
-		{desc: "this node's caller names no claim", mutate: func(r *client.CloneVolumeRequest) { r.ClaimName = "" }},
+			wantReason: managerapi.ReasonConflict, wantInMsg: "a create never rewrites an owner record"},
+		{desc: "this node's caller names no claim", mutate: func(r *managerapi.CloneVolumeRequest) { r.ClaimName = "" }},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			e := newTestEnv(t)
-			src := client.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns", RequiredBytes: 1 << 20, Multihost: true}
+			src := managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns", RequiredBytes: 1 << 20, Multihost: true}
 			if _, _, err := e.store.CreateVolume(ctx, "default", "src", src, 0o700, ""); err != nil {
 				t.Fatal(err)
 			}

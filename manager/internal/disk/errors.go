@@ -1,6 +1,6 @@
 package disk
 
-import "hostpath.dev/manager/pkg/client"
+import "hostpath.dev/api/managerapi"
 
 // The Store reports every failure that has an answer in the API as a
 // *client.Error made by client.Errorf: its Reason says which answer it gets
@@ -8,29 +8,29 @@ import "hostpath.dev/manager/pkg/client"
 // Anything else (an I/O error, say) is an internal error.
 
 func badRequestf(format string, args ...any) error {
-	return client.Errorf(client.ReasonBadRequest, format, args...)
+	return managerapi.Errorf(managerapi.ReasonBadRequest, format, args...)
 }
 
 // notFoundf is the NotFound of a missing volume.
 func notFoundf(format string, args ...any) error {
-	return client.Errorf(client.ReasonNotFound, format, args...)
+	return managerapi.Errorf(managerapi.ReasonNotFound, format, args...)
 }
 
 // poolNotFoundf is the PoolNotFound of a pool that is not configured, or
 // whose directory does not exist: never the NotFound of a volume, so that
 // no caller takes a missing pool for a removed volume.
 func poolNotFoundf(format string, args ...any) error {
-	return client.Errorf(client.ReasonPoolNotFound, format, args...)
+	return managerapi.Errorf(managerapi.ReasonPoolNotFound, format, args...)
 }
 
 func conflictf(format string, args ...any) error {
-	return client.Errorf(client.ReasonConflict, format, args...)
+	return managerapi.Errorf(managerapi.ReasonConflict, format, args...)
 }
 
 // ownerConflictf is an OwnerConflict naming owner, the directory's current
 // owner ("" when it has no owner record).
 func ownerConflictf(owner, format string, args ...any) error {
-	e := client.Errorf(client.ReasonOwnerConflict, format, args...)
+	e := managerapi.Errorf(managerapi.ReasonOwnerConflict, format, args...)
 	e.Owner = owner
 	return e
 }
@@ -38,5 +38,5 @@ func ownerConflictf(owner, format string, args ...any) error {
 // forbiddenf is the Forbidden of a write that the caller's authority does
 // not reach (a caller bound to another node, on a node-mode volume).
 func forbiddenf(format string, args ...any) error {
-	return client.Errorf(client.ReasonForbidden, format, args...)
+	return managerapi.Errorf(managerapi.ReasonForbidden, format, args...)
 }

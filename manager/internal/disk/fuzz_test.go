@@ -13,8 +13,8 @@ import (
 
 	"k8s.io/klog/v2/ktesting"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/identity"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // confinementSeeds are traversal attempts; some name the symlinks that
@@ -150,7 +150,7 @@ func FuzzConfinement(f *testing.F) {
 	}
 	// "owned" is a volume of PersistentVolume pv-owner, which no input
 	// names: it must survive every input.
-	if _, _, err := store.CreateVolume(ctx, "default", "owned", client.CreateVolumeRequest{Owner: "pv-owner"}, 0o755, ""); err != nil {
+	if _, _, err := store.CreateVolume(ctx, "default", "owned", managerapi.CreateVolumeRequest{Owner: "pv-owner"}, 0o755, ""); err != nil {
 		f.Fatal(err)
 	}
 	mustWrite(f, filepath.Join(pool, "owned", "data"), "owned data")
@@ -184,7 +184,7 @@ func FuzzConfinement(f *testing.F) {
 		// only when the names are valid, the name is held by a directory
 		// or nothing, and the owner record (if any) names owner (or the
 		// directory has no record: SetOwner adopts it).
-		valid := poolName == "default" && ValidateVolumeName(name) == nil && client.ValidateOwner(owner) == nil &&
+		valid := poolName == "default" && ValidateVolumeName(name) == nil && managerapi.ValidateOwner(owner) == nil &&
 			(before[vol] == "" || strings.HasPrefix(before[vol], "d"))
 		exists := before[vol] != ""
 		adopt := valid && exists && recordOwner == ""
@@ -210,8 +210,8 @@ func FuzzConfinement(f *testing.F) {
 		}
 		checkReason := func(step string, err error) {
 			t.Helper()
-			switch r := client.ReasonOf(err); r {
-			case client.ReasonBadRequest, client.ReasonNotFound, client.ReasonPoolNotFound, client.ReasonConflict, client.ReasonOwnerConflict:
+			switch r := managerapi.ReasonOf(err); r {
+			case managerapi.ReasonBadRequest, managerapi.ReasonNotFound, managerapi.ReasonPoolNotFound, managerapi.ReasonConflict, managerapi.ReasonOwnerConflict:
 			default:
 				t.Fatalf("%s(%q, %q, %q): unexpected error %v", step, poolName, name, owner, err)
 			}
@@ -219,20 +219,20 @@ func FuzzConfinement(f *testing.F) {
 
 		if adopt {
 			// A directory without a record is refused until it is adopted.
-			_, _, err := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: owner}, fs.FileMode(mode)&fs.ModePerm, "")
-			var ce *client.Error
-			if !errors.As(err, &ce) || ce.Reason != client.ReasonOwnerConflict || ce.Owner != "" {
+			_, _, err := store.CreateVolume(ctx, poolName, name, managerapi.CreateVolumeRequest{Owner: owner}, fs.FileMode(mode)&fs.ModePerm, "")
+			var ce *managerapi.Error
+			if !errors.As(err, &ce) || ce.Reason != managerapi.ReasonOwnerConflict || ce.Owner != "" {
 				t.Fatalf("CreateVolume(%q, %q) over a directory without a record: %v, want OwnerConflict", name, owner, err)
 			}
 			if d := diff(before, snapshot(t, work)); len(d) > 0 {
 				t.Fatalf("refused CreateVolume(%q) changed %v", name, d)
 			}
-			if _, err := store.SetOwner(ctx, poolName, name, client.SetOwnerRequest{Owner: owner}, ""); err != nil {
+			if _, err := store.SetOwner(ctx, poolName, name, managerapi.SetOwnerRequest{Owner: owner}, ""); err != nil {
 				t.Fatalf("SetOwner(%q, %q) adopting a directory: %v", name, owner, err)
 			}
 			check("SetOwner", nil)
 		}
-		v, created, err := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: owner}, fs.FileMode(mode)&fs.ModePerm, "")
+		v, created, err := store.CreateVolume(ctx, poolName, name, managerapi.CreateVolumeRequest{Owner: owner}, fs.FileMode(mode)&fs.ModePerm, "")
 		check("CreateVolume", err)
 		if err == nil {
 			if !mayChange {
@@ -253,12 +253,12 @@ func FuzzConfinement(f *testing.F) {
 				other = "other-pv"
 			}
 			snap := snapshot(t, work)
-			_, _, err1 := store.CreateVolume(ctx, poolName, name, client.CreateVolumeRequest{Owner: other}, 0o777, "")
+			_, _, err1 := store.CreateVolume(ctx, poolName, name, managerapi.CreateVolumeRequest{Owner: other}, 0o777, "")
 			_, err2 := store.DeleteVolume(ctx, poolName, name, other, false, "")
-			_, err3 := store.SetOwner(ctx, poolName, name, client.SetOwnerRequest{Owner: other}, "")
+			_, err3 := store.SetOwner(ctx, poolName, name, managerapi.SetOwnerRequest{Owner: other}, "")
 			for _, err := range []error{err1, err2, err3} {
-				var ce *client.Error
-				if !errors.As(err, &ce) || ce.Reason != client.ReasonOwnerConflict || ce.Owner != owner {
+				var ce *managerapi.Error
+				if !errors.As(err, &ce) || ce.Reason != managerapi.ReasonOwnerConflict || ce.Owner != owner {
 					t.Fatalf("%q acting on %q's volume %q: %v, want OwnerConflict naming %q", other, owner, name, err, owner)
 				}
 			}
@@ -266,7 +266,7 @@ func FuzzConfinement(f *testing.F) {
 				t.Fatalf("%q acting on %q's volume %q changed %v", other, owner, name, d)
 			}
 			// The owner may mark it retained.
-			if _, err := store.SetOwner(ctx, poolName, name, client.SetOwnerRequest{Owner: owner, Previous: owner, Retained: true}, ""); err != nil {
+			if _, err := store.SetOwner(ctx, poolName, name, managerapi.SetOwnerRequest{Owner: owner, Previous: owner, Retained: true}, ""); err != nil {
 				t.Fatalf("SetOwner(%q, %q) by its owner: %v", name, owner, err)
 			}
 			check("SetOwner", err)

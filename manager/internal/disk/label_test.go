@@ -12,8 +12,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/selinux"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // fakeLabeler records the directories it is asked to label (by what the
@@ -105,11 +105,11 @@ func TestCreateVolumeLabels(t *testing.T) {
 	l := &fakeLabeler{}
 	s, root := e.labelStore(t, l)
 
-	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete}, 0o777, ""); err != nil || !created {
+	if _, created, err := s.CreateVolume(ctx, "default", "v1", managerapi.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: managerapi.ReclaimDelete}, 0o777, ""); err != nil || !created {
 		t.Fatalf("CreateVolume = %t, %v", created, err)
 	}
 	l.check(t, "CreateVolume", filepath.Join(e.pool, "v1"))
-	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete}, 0o755, ""); err != nil || created {
+	if _, created, err := s.CreateVolume(ctx, "default", "v1", managerapi.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: managerapi.ReclaimDelete}, 0o755, ""); err != nil || created {
 		t.Fatalf("second CreateVolume = %t, %v", created, err)
 	}
 	l.check(t, "CreateVolume of an existing volume")
@@ -117,12 +117,12 @@ func TestCreateVolumeLabels(t *testing.T) {
 	// A record without its directory (a crash between the two): the
 	// directory made now is labelled.
 	e.writeRecord(t, "v2", "pv-b", false)
-	if _, created, err := s.CreateVolume(ctx, "default", "v2", client.CreateVolumeRequest{Owner: "pv-b"}, 0o777, ""); err != nil || !created {
+	if _, created, err := s.CreateVolume(ctx, "default", "v2", managerapi.CreateVolumeRequest{Owner: "pv-b"}, 0o777, ""); err != nil || !created {
 		t.Fatalf("CreateVolume after a crash = %t, %v", created, err)
 	}
 	l.check(t, "CreateVolume after a crash", filepath.Join(e.pool, "v2"))
 
-	if _, err := s.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: "pv-a", Previous: "pv-a", Retained: true}, ""); err != nil {
+	if _, err := s.SetOwner(ctx, "default", "v1", managerapi.SetOwnerRequest{Owner: "pv-a", Previous: "pv-a", Retained: true}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ListVolumes(ctx, "default"); err != nil {
@@ -137,7 +137,7 @@ func TestCreateVolumeLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.check(t, "PreparePool(fast)", filepath.Join(root, "fast"))
-	if _, _, err := s.CreateVolume(ctx, "fast", "v3", client.CreateVolumeRequest{Owner: "pv-c"}, 0o777, ""); err != nil {
+	if _, _, err := s.CreateVolume(ctx, "fast", "v3", managerapi.CreateVolumeRequest{Owner: "pv-c"}, 0o777, ""); err != nil {
 		t.Fatal(err)
 	}
 	l.check(t, "CreateVolume in a pool named on the fly", filepath.Join(root, "fast", "v3"))
@@ -152,12 +152,12 @@ func TestCreateVolumeLabelFailure(t *testing.T) {
 	l := &fakeLabeler{err: errors.New("permission denied")}
 	s, _ := e.labelStore(t, l)
 
-	_, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete}, 0o777, "")
+	_, created, err := s.CreateVolume(ctx, "default", "v1", managerapi.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: managerapi.ReclaimDelete}, 0o777, "")
 	if err == nil || created || !strings.Contains(err.Error(), `label new volume "v1" in pool "default" for SELinux: permission denied`) {
 		t.Fatalf("CreateVolume = %t, %v; want a labelling error", created, err)
 	}
-	if client.ReasonOf(err) != "" {
-		t.Errorf("labelling error has reason %s, want an internal error", client.ReasonOf(err))
+	if managerapi.ReasonOf(err) != "" {
+		t.Errorf("labelling error has reason %s, want an internal error", managerapi.ReasonOf(err))
 	}
 	l.checkNames(t, "CreateVolume", filepath.Join(e.pool, "v1"))
 	if _, err := os.Lstat(filepath.Join(e.pool, "v1")); !errors.Is(err, fs.ErrNotExist) {
@@ -166,7 +166,7 @@ func TestCreateVolumeLabelFailure(t *testing.T) {
 	checkRecord(t, e, "v1", nil)
 
 	e.writeRecord(t, "v2", "pv-b", false)
-	if _, _, err := s.CreateVolume(ctx, "default", "v2", client.CreateVolumeRequest{Owner: "pv-b"}, 0o777, ""); err == nil {
+	if _, _, err := s.CreateVolume(ctx, "default", "v2", managerapi.CreateVolumeRequest{Owner: "pv-b"}, 0o777, ""); err == nil {
 		t.Fatal("CreateVolume after a crash succeeded without a label")
 	}
 	if _, err := os.Lstat(filepath.Join(e.pool, "v2")); !errors.Is(err, fs.ErrNotExist) {
@@ -176,7 +176,7 @@ func TestCreateVolumeLabelFailure(t *testing.T) {
 	checkRecord(t, e, "v2", &record{Owner: "pv-b", OwnedSince: t0})
 
 	l.err = nil
-	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o777, ""); err != nil || !created {
+	if _, created, err := s.CreateVolume(ctx, "default", "v1", managerapi.CreateVolumeRequest{Owner: "pv-a"}, 0o777, ""); err != nil || !created {
 		t.Errorf("CreateVolume once labelling works = %t, %v", created, err)
 	}
 }
@@ -214,7 +214,7 @@ func TestPreparePoolLabels(t *testing.T) {
 	// Refused names are never labelled: nothing is opened.
 	mustSymlink(t, e.pool, filepath.Join(root, "link"))
 	_, err = s.PreparePool(ctx, "link")
-	checkErr(t, "PreparePool over a symlink", err, client.ReasonConflict, "")
+	checkErr(t, "PreparePool over a symlink", err, managerapi.ReasonConflict, "")
 	l.check(t, "PreparePool over a symlink")
 }
 
@@ -233,7 +233,7 @@ func TestNoLabeler(t *testing.T) {
 	if _, err := s.PreparePool(ctx, "default"); err != nil {
 		t.Fatal(err)
 	}
-	if _, created, err := s.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o777, ""); err != nil || !created {
+	if _, created, err := s.CreateVolume(ctx, "default", "v1", managerapi.CreateVolumeRequest{Owner: "pv-a"}, 0o777, ""); err != nil || !created {
 		t.Errorf("CreateVolume = %t, %v", created, err)
 	}
 }

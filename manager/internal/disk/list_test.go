@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/klog/v2/ktesting"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // TestListVolumesPages: ListVolumes with a limit answers pages of the
@@ -58,7 +58,7 @@ func TestListVolumesPages(t *testing.T) {
 			e.writeRecord(t, "v0000a", "pv-orphan", false) // a record without a directory
 
 			var got []string
-			opts := client.ListOptions{Limit: tc.limit}
+			opts := managerapi.ListOptions{Limit: tc.limit}
 			pages := 0
 			for {
 				l, err := e.store.ListVolumes(ctx, "default", opts)
@@ -109,12 +109,12 @@ func TestListVolumesOptions(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
 	mustMkdir(t, filepath.Join(e.pool, "a"))
-	_, err := e.store.ListVolumes(ctx, "default", client.ListOptions{Limit: -1})
-	checkErr(t, "negative limit", err, client.ReasonBadRequest, "")
-	if _, err := e.store.ListVolumes(ctx, "default", client.ListOptions{}, client.ListOptions{}); err == nil {
+	_, err := e.store.ListVolumes(ctx, "default", managerapi.ListOptions{Limit: -1})
+	checkErr(t, "negative limit", err, managerapi.ReasonBadRequest, "")
+	if _, err := e.store.ListVolumes(ctx, "default", managerapi.ListOptions{}, managerapi.ListOptions{}); err == nil {
 		t.Error("two ListOptions: no error")
 	}
-	if l, err := e.store.ListVolumes(ctx, "default", client.ListOptions{Limit: 1, Continue: "a"}); err != nil || len(l.Items) != 0 || l.Continue != "" {
+	if l, err := e.store.ListVolumes(ctx, "default", managerapi.ListOptions{Limit: 1, Continue: "a"}); err != nil || len(l.Items) != 0 || l.Continue != "" {
 		t.Errorf("after the last = %+v, %v; want an empty last page", l, err)
 	}
 }

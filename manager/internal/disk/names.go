@@ -5,20 +5,20 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
-// The name and owner rules are the API's (manager/pkg/client), so that
+// The name and owner rules are the API's (api/managerapi), so that
 // callers check exactly what the Store enforces. These wrappers turn the
 // rules' errors into *client.Error values with reason BadRequest.
 
 // ValidateVolumeName is client.ValidateVolumeName with reason BadRequest.
-func ValidateVolumeName(name string) error { return badRequest(client.ValidateVolumeName(name)) }
+func ValidateVolumeName(name string) error { return badRequest(managerapi.ValidateVolumeName(name)) }
 
 // ValidatePoolName is client.ValidatePoolName with reason BadRequest.
-func ValidatePoolName(name string) error { return badRequest(client.ValidatePoolName(name)) }
+func ValidatePoolName(name string) error { return badRequest(managerapi.ValidatePoolName(name)) }
 
-func validateOwner(owner string) error { return badRequest(client.ValidateOwner(owner)) }
+func validateOwner(owner string) error { return badRequest(managerapi.ValidateOwner(owner)) }
 
 func badRequest(err error) error {
 	if err == nil {

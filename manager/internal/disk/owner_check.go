@@ -9,7 +9,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // Owners is what the Store asks the API server before a caller bound to
@@ -31,7 +31,7 @@ type Owners interface {
 
 // The annotations by which the provisioner's PVs name their directory:
 // hostpathv1.AnnotationPool and hostpathv1.AnnotationDirectory of
-// hostdefiner/pkg/apis/hostpath.dev/v1 (well_known.go), copied here
+// api/hostpath/v1 (well_known.go), copied here
 // because the manager module imports no program's module. Keep them
 // equal.
 const (
@@ -41,7 +41,7 @@ const (
 
 // The StorageClass parameter that says how a class makes volumes, and its
 // value for multihost volumes: hostpathv1.ParamMode and
-// hostpathv1.ModeMultihost of hostdefiner/pkg/apis/hostpath.dev/v1
+// hostpathv1.ModeMultihost of api/hostpath/v1
 // (well_known.go), copied for the same reason. Keep them equal.
 const (
 	paramMode     = "mode"
@@ -75,7 +75,7 @@ func (s *Store) checkRemoteRemoval(ctx context.Context, remote string, p *pool, 
 		return err
 	}
 	if pv == nil {
-		if rec.Retained || rec.ReclaimPolicy == client.ReclaimRetain {
+		if rec.Retained || rec.ReclaimPolicy == managerapi.ReclaimRetain {
 			return refuse("its PersistentVolume %q no longer exists, but the directory was retained (its owner record says reclaim policy %q, retained %v), so only node %q's own callers or an admin may remove it",
 				rec.Owner, rec.ReclaimPolicy, rec.Retained, s.nodeName)
 		}
@@ -115,7 +115,7 @@ func (s *Store) checkRemoteOwner(ctx context.Context, remote string, p *pool, na
 		return forbiddenf("a caller bound to node %q cannot change the claim namespace of volume %q in pool %q on node %q from %q to %q: only node %q's own callers (or an admin) hand a directory over to another namespace",
 			remote, name, p.name, s.nodeName, rec.ClaimNamespace, next.ClaimNamespace, s.nodeName)
 	}
-	toDelete := next.ReclaimPolicy == client.ReclaimDelete && rec.ReclaimPolicy != client.ReclaimDelete
+	toDelete := next.ReclaimPolicy == managerapi.ReclaimDelete && rec.ReclaimPolicy != managerapi.ReclaimDelete
 	unretain := rec.Retained && !next.Retained
 	if !toDelete && !unretain {
 		return nil
@@ -150,7 +150,7 @@ type forClaim struct {
 }
 
 // claimOfCreate is whom a create (or a clone) req is for.
-func claimOfCreate(req client.CreateVolumeRequest) forClaim {
+func claimOfCreate(req managerapi.CreateVolumeRequest) forClaim {
 	return forClaim{owner: req.Owner, namespace: req.ClaimNamespace, name: req.ClaimName}
 }
 
@@ -364,7 +364,7 @@ func describeClaimRef(pv *corev1.PersistentVolume) string {
 // made by this request). A create confirms a record, it never rewrites
 // one: a record planted by another node, or left by an older version,
 // is Conflict with what differs, and stays as it is.
-func (p *pool) checkSameRecord(name string, rec *record, req client.CreateVolumeRequest) error {
+func (p *pool) checkSameRecord(name string, rec *record, req managerapi.CreateVolumeRequest) error {
 	diffs := req.Differences(rec.Owner, rec.Multihost, rec.ClaimNamespace)
 	if rec.ReclaimPolicy != req.ReclaimPolicy {
 		diffs = append(diffs, fmt.Sprintf("reclaim policy %q, not %q", rec.ReclaimPolicy, req.ReclaimPolicy))

@@ -12,7 +12,7 @@ import (
 	"path"
 	"time"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // Owner records live in the pool itself, one file per volume:
@@ -168,13 +168,13 @@ func readRecord(root *os.Root, name string) (*record, error) {
 	if err := json.Unmarshal(data, &rec); err != nil {
 		return nil, fmt.Errorf("owner record %s is corrupt (fix or remove it by hand): %w", p, err)
 	}
-	if err := client.ValidateOwner(rec.Owner); err != nil {
+	if err := managerapi.ValidateOwner(rec.Owner); err != nil {
 		return nil, fmt.Errorf("owner record %s is corrupt (fix or remove it by hand): %w", p, err)
 	}
-	if err := client.ValidateReclaimPolicy(rec.ReclaimPolicy); err != nil {
+	if err := managerapi.ValidateReclaimPolicy(rec.ReclaimPolicy); err != nil {
 		return nil, fmt.Errorf("owner record %s is corrupt (fix or remove it by hand): %w", p, err)
 	}
-	if err := client.ValidateClaimNamespace(rec.ClaimNamespace); err != nil {
+	if err := managerapi.ValidateClaimNamespace(rec.ClaimNamespace); err != nil {
 		return nil, fmt.Errorf("owner record %s is corrupt (fix or remove it by hand): %w", p, err)
 	}
 	return &rec, nil

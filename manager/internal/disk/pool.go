@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // pool is one storage pool: its name and its directory on the host. A pool
@@ -88,8 +88,8 @@ func (p *pool) record(root *os.Root, name string) (*record, error) {
 
 // poolInfo returns the pool's capacity and size figures, or the reason
 // they cannot be read.
-func (s *Store) poolInfo(p *pool) client.Pool {
-	info := client.Pool{Name: p.name, Path: p.path}
+func (s *Store) poolInfo(p *pool) managerapi.Pool {
+	info := managerapi.Pool{Name: p.name, Path: p.path}
 	root, err := p.open()
 	if err != nil {
 		info.Error = err.Error()
@@ -111,8 +111,8 @@ func (s *Store) poolInfo(p *pool) client.Pool {
 }
 
 // volume describes the directory name with its owner record (nil: none).
-func (p *pool) volume(name string, fi fs.FileInfo, rec *record) client.Volume {
-	v := client.Volume{Name: name, Pool: p.name, Path: filepath.Join(p.path, name), Mode: client.FormatMode(fi.Mode())}
+func (p *pool) volume(name string, fi fs.FileInfo, rec *record) managerapi.Volume {
+	v := managerapi.Volume{Name: name, Pool: p.name, Path: filepath.Join(p.path, name), Mode: managerapi.FormatMode(fi.Mode())}
 	if rec != nil {
 		since := rec.OwnedSince
 		v.Owner, v.OwnedSince, v.Retained = rec.Owner, &since, rec.Retained

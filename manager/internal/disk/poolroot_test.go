@@ -11,8 +11,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/identity"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // rootStore returns a Store of e's pool "default" with the pool root
@@ -80,37 +80,37 @@ func TestPreparePoolNamedOnTheFly(t *testing.T) {
 		desc       string
 		setup      func(t *testing.T, e *testEnv, root string)
 		name       string
-		wantReason client.Reason
+		wantReason managerapi.Reason
 		wantPath   string // relative to the base; root/NAME when empty
 		wantInMsg  string
 	}{
 		{desc: "new pool, pool root missing", name: "fast"},
 		{desc: "existing pool directory keeps its data", name: "fast",
 			setup: func(t *testing.T, e *testEnv, root string) { mustWrite(t, mkdirIn(t, root, "fast", "vol"), "data") }},
-		{desc: "invalid name", name: "Fast_1", wantReason: client.ReasonBadRequest},
-		{desc: "name with a slash", name: "a/b", wantReason: client.ReasonBadRequest},
+		{desc: "invalid name", name: "Fast_1", wantReason: managerapi.ReasonBadRequest},
+		{desc: "name with a slash", name: "a/b", wantReason: managerapi.ReasonBadRequest},
 		{desc: "configured name wins", name: "default", wantPath: "pool"},
-		{desc: "symlink to a directory outside", name: "fast", wantReason: client.ReasonConflict, wantInMsg: "a symlink",
+		{desc: "symlink to a directory outside", name: "fast", wantReason: managerapi.ReasonConflict, wantInMsg: "a symlink",
 			setup: func(t *testing.T, e *testEnv, root string) {
 				mustMkdir(t, root)
 				mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(root, "fast"))
 			}},
-		{desc: "dangling symlink to outside", name: "fast", wantReason: client.ReasonConflict, wantInMsg: "a symlink",
+		{desc: "dangling symlink to outside", name: "fast", wantReason: managerapi.ReasonConflict, wantInMsg: "a symlink",
 			setup: func(t *testing.T, e *testEnv, root string) {
 				mustMkdir(t, root)
 				mustSymlink(t, filepath.Join(e.base, "sibling", "new"), filepath.Join(root, "fast"))
 			}},
-		{desc: "symlink to another pool", name: "fast", wantReason: client.ReasonConflict, wantInMsg: "a symlink",
+		{desc: "symlink to another pool", name: "fast", wantReason: managerapi.ReasonConflict, wantInMsg: "a symlink",
 			setup: func(t *testing.T, e *testEnv, root string) {
 				mustMkdir(t, filepath.Join(root, "slow"))
 				mustSymlink(t, "slow", filepath.Join(root, "fast"))
 			}},
-		{desc: "file", name: "fast", wantReason: client.ReasonConflict, wantInMsg: "a file",
+		{desc: "file", name: "fast", wantReason: managerapi.ReasonConflict, wantInMsg: "a file",
 			setup: func(t *testing.T, e *testEnv, root string) {
 				mustMkdir(t, root)
 				mustWrite(t, filepath.Join(root, "fast"), "not a pool")
 			}},
-		{desc: "pool root is a file", name: "fast", wantReason: client.ReasonConflict, wantInMsg: "not a directory",
+		{desc: "pool root is a file", name: "fast", wantReason: managerapi.ReasonConflict, wantInMsg: "not a directory",
 			setup: func(t *testing.T, e *testEnv, root string) { mustWrite(t, root, "not a root") }},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -189,7 +189,7 @@ func TestPoolNamedOnTheFlyServed(t *testing.T) {
 	if _, err := s.PreparePool(ctx, "fast"); err != nil {
 		t.Fatal(err)
 	}
-	v, created, err := s.CreateVolume(ctx, "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a", RequiredBytes: 1, ReclaimPolicy: client.ReclaimDelete}, 0o750, "")
+	v, created, err := s.CreateVolume(ctx, "fast", "v1", managerapi.CreateVolumeRequest{Owner: "pv-a", RequiredBytes: 1, ReclaimPolicy: managerapi.ReclaimDelete}, 0o750, "")
 	if err != nil || !created || v.Path != filepath.Join(root, "fast", "v1") || v.Pool != "fast" || v.Owner != "pv-a" {
 		t.Fatalf("CreateVolume = %+v, %t, %v", v, created, err)
 	}
@@ -218,7 +218,7 @@ func TestPoolNamedOnTheFlyServed(t *testing.T) {
 			t.Errorf("store %d: Host pools = %s", i, got)
 		}
 	}
-	_, err = restart(t, e).SetOwner(ctx, "fast", "v1", client.SetOwnerRequest{Owner: "pv-b", Previous: "pv-a"}, "")
+	_, err = restart(t, e).SetOwner(ctx, "fast", "v1", managerapi.SetOwnerRequest{Owner: "pv-b", Previous: "pv-a"}, "")
 	checkErr(t, "SetOwner after restart", err, "", "")
 	deleted, err := restart(t, e).DeleteVolume(ctx, "fast", "v1", "pv-b", false, "")
 	if err != nil || !deleted {
@@ -234,7 +234,7 @@ func restart(t *testing.T, e *testEnv) *Store {
 
 // poolSummary is "name=path ..." of pools with statistics; a pool without
 // them is "name=path!error".
-func poolSummary(pools []client.Pool) string {
+func poolSummary(pools []managerapi.Pool) string {
 	var out []string
 	for _, p := range pools {
 		s := p.Name + "=" + p.Path
@@ -256,11 +256,11 @@ func TestUnusablePoolNamedOnTheFly(t *testing.T) {
 		"ListVolumes": func(s *Store) error { _, err := s.ListVolumes(ctxOf(t), "fast"); return err },
 		"GetVolume":   func(s *Store) error { _, err := s.GetVolume(ctxOf(t), "fast", "v1"); return err },
 		"CreateVolume": func(s *Store) error {
-			_, _, err := s.CreateVolume(ctxOf(t), "fast", "v1", client.CreateVolumeRequest{Owner: "pv-a"}, 0o777, "")
+			_, _, err := s.CreateVolume(ctxOf(t), "fast", "v1", managerapi.CreateVolumeRequest{Owner: "pv-a"}, 0o777, "")
 			return err
 		},
 		"SetOwner": func(s *Store) error {
-			_, err := s.SetOwner(ctxOf(t), "fast", "v1", client.SetOwnerRequest{Owner: "pv-a"}, "")
+			_, err := s.SetOwner(ctxOf(t), "fast", "v1", managerapi.SetOwnerRequest{Owner: "pv-a"}, "")
 			return err
 		},
 		"DeleteVolume": func(s *Store) error {
@@ -275,19 +275,19 @@ func TestUnusablePoolNamedOnTheFly(t *testing.T) {
 		desc       string
 		setup      func(t *testing.T, e *testEnv, root string)
 		noRoot     bool
-		wantReason client.Reason
+		wantReason managerapi.Reason
 		wantInMsg  string
 	}{
-		{desc: "pool root missing", wantReason: client.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast"},
-		{desc: "pool directory missing", wantReason: client.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast",
+		{desc: "pool root missing", wantReason: managerapi.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast"},
+		{desc: "pool directory missing", wantReason: managerapi.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast",
 			setup: func(t *testing.T, e *testEnv, root string) { mustMkdir(t, filepath.Join(root, "slow")) }},
-		{desc: "no pool root configured", noRoot: true, wantReason: client.ReasonPoolNotFound, wantInMsg: "not configured"},
-		{desc: "symlink to outside", wantReason: client.ReasonConflict, wantInMsg: "a symlink",
+		{desc: "no pool root configured", noRoot: true, wantReason: managerapi.ReasonPoolNotFound, wantInMsg: "not configured"},
+		{desc: "symlink to outside", wantReason: managerapi.ReasonConflict, wantInMsg: "a symlink",
 			setup: func(t *testing.T, e *testEnv, root string) {
 				mustMkdir(t, root)
 				mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(root, "fast"))
 			}},
-		{desc: "file", wantReason: client.ReasonConflict, wantInMsg: "a file",
+		{desc: "file", wantReason: managerapi.ReasonConflict, wantInMsg: "a file",
 			setup: func(t *testing.T, e *testEnv, root string) {
 				mustMkdir(t, root)
 				mustWrite(t, filepath.Join(root, "fast"), "x")
@@ -324,7 +324,7 @@ func TestDeleteInUnpreparedPoolNamedOnTheFly(t *testing.T) {
 	e := newTestEnv(t)
 	s, _ := e.rootStore(t)
 	deleted, err := s.DeleteVolume(ctxOf(t), "fast", "v1", "pv-a", false, "")
-	checkErr(t, "DeleteVolume before PreparePool", err, client.ReasonPoolNotFound, "")
+	checkErr(t, "DeleteVolume before PreparePool", err, managerapi.ReasonPoolNotFound, "")
 	if deleted {
 		t.Error("DeleteVolume before PreparePool reports a removal")
 	}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // TestRemoteCaller: a caller bound to another node (remote "node-b"; the
@@ -47,18 +47,18 @@ func TestRemoteCaller(t *testing.T) {
 		remote string
 		// wantReason is the error's ("" for none); wantMultihost the
 		// record's mode afterwards.
-		wantReason    client.Reason
+		wantReason    managerapi.Reason
 		wantMultihost bool
 	}{
-		{desc: "remote create in node mode", op: "create", remote: remote, wantReason: client.ReasonForbidden},
+		{desc: "remote create in node mode", op: "create", remote: remote, wantReason: managerapi.ReasonForbidden},
 		{desc: "remote create of a multihost volume", op: "create-multihost", remote: remote, wantMultihost: true},
-		{desc: "remote multihost create over a node-mode record", setup: nodeMode, op: "create-multihost", remote: remote, wantReason: client.ReasonForbidden},
+		{desc: "remote multihost create over a node-mode record", setup: nodeMode, op: "create-multihost", remote: remote, wantReason: managerapi.ReasonForbidden},
 		{desc: "remote create over a multihost record", setup: multihost, op: "create-multihost", remote: remote, wantMultihost: true},
-		{desc: "remote delete of a node-mode volume", setup: nodeMode, op: "delete", remote: remote, wantReason: client.ReasonForbidden},
-		{desc: "remote resize of a node-mode volume", setup: nodeMode, op: "size", remote: remote, wantReason: client.ReasonForbidden},
-		{desc: "remote re-own of a node-mode volume", setup: nodeMode, op: "set", remote: remote, wantReason: client.ReasonForbidden},
-		{desc: "remote marking of a node-mode volume", setup: nodeMode, op: "set-multihost", remote: remote, wantReason: client.ReasonForbidden},
-		{desc: "remote adoption in node mode", setup: unrecorded, op: "set", remote: remote, wantReason: client.ReasonForbidden},
+		{desc: "remote delete of a node-mode volume", setup: nodeMode, op: "delete", remote: remote, wantReason: managerapi.ReasonForbidden},
+		{desc: "remote resize of a node-mode volume", setup: nodeMode, op: "size", remote: remote, wantReason: managerapi.ReasonForbidden},
+		{desc: "remote re-own of a node-mode volume", setup: nodeMode, op: "set", remote: remote, wantReason: managerapi.ReasonForbidden},
+		{desc: "remote marking of a node-mode volume", setup: nodeMode, op: "set-multihost", remote: remote, wantReason: managerapi.ReasonForbidden},
+		{desc: "remote adoption in node mode", setup: unrecorded, op: "set", remote: remote, wantReason: managerapi.ReasonForbidden},
 		{desc: "remote adoption of a multihost directory", setup: unrecorded, op: "set-multihost", remote: remote, wantMultihost: true},
 		{desc: "remote delete of a multihost volume", setup: multihost, op: "delete", remote: remote},
 		{desc: "remote resize of a multihost volume", setup: multihost, op: "size", remote: remote, wantMultihost: true},
@@ -82,7 +82,7 @@ func TestRemoteCaller(t *testing.T) {
 				e.owners.addClaim(claim("ns", "claim-a", "uid-a"))
 				e.owners.addClass("shared", "multihost")
 				e.owners.addPV(volume("pv-a", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "ns/claim-a"))
-				req := client.CreateVolumeRequest{Owner: "pv-a", Multihost: tc.op == "create-multihost", ClaimNamespace: "ns", ClaimName: "claim-a"}
+				req := managerapi.CreateVolumeRequest{Owner: "pv-a", Multihost: tc.op == "create-multihost", ClaimNamespace: "ns", ClaimName: "claim-a"}
 				_, _, err = e.store.CreateVolume(ctx, "default", "v1", req, 0o755, tc.remote)
 			case "set", "set-multihost":
 				e.owners.addClaim(claim("ns", "claim-a", "uid-a"))
@@ -92,7 +92,7 @@ func TestRemoteCaller(t *testing.T) {
 				if e.record(t, "v1") == nil {
 					previous = ""
 				}
-				req := client.SetOwnerRequest{Owner: "pv-a", Previous: previous, Multihost: tc.op == "set-multihost", ClaimNamespace: "ns", ClaimName: "claim-a"}
+				req := managerapi.SetOwnerRequest{Owner: "pv-a", Previous: previous, Multihost: tc.op == "set-multihost", ClaimNamespace: "ns", ClaimName: "claim-a"}
 				_, err = e.store.SetOwner(ctx, "default", "v1", req, tc.remote)
 			case "size":
 				e.owners.addPV(withCapacity(volume("pv-a", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "ns/claim-a"), "1Mi"))
@@ -124,10 +124,10 @@ func TestRemoteCaller(t *testing.T) {
 func TestMultihostListed(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
-	if _, _, err := e.store.CreateVolume(ctx, "default", "m", client.CreateVolumeRequest{Owner: "pv-m", Multihost: true}, 0o755, ""); err != nil {
+	if _, _, err := e.store.CreateVolume(ctx, "default", "m", managerapi.CreateVolumeRequest{Owner: "pv-m", Multihost: true}, 0o755, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.store.CreateVolume(ctx, "default", "n", client.CreateVolumeRequest{Owner: "pv-n"}, 0o755, ""); err != nil {
+	if _, _, err := e.store.CreateVolume(ctx, "default", "n", managerapi.CreateVolumeRequest{Owner: "pv-n"}, 0o755, ""); err != nil {
 		t.Fatal(err)
 	}
 	list, err := e.store.ListVolumes(ctx, "default")
@@ -294,27 +294,27 @@ func TestRemoteDelete(t *testing.T) {
 		err    error
 		// wantReason is the error's ("" for success); wantInMsg parts of
 		// its message.
-		wantReason client.Reason
+		wantReason managerapi.Reason
 		wantInMsg  []string
 	}{
 		{desc: "Bound PV (attack b)", pv: volume(owner, corev1.VolumeBound, del, "default", "v1", "ns/c"), remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: []string{`"pvc-1" is Bound (reclaim policy Delete)`, `"node-b"`, `"node-a"`}},
+			wantReason: managerapi.ReasonConflict, wantInMsg: []string{`"pvc-1" is Bound (reclaim policy Delete)`, `"node-b"`, `"node-a"`}},
 		{desc: "Released PV with reclaim policy Delete", pv: volume(owner, corev1.VolumeReleased, del, "default", "v1", "ns/c"), remote: "node-b"},
 		{desc: "Failed PV with reclaim policy Delete", pv: volume(owner, corev1.VolumeFailed, del, "default", "v1", "ns/c"), remote: "node-b"},
 		{desc: "PV being deleted with reclaim policy Delete", pv: deleting(volume(owner, corev1.VolumeBound, del, "default", "v1", "ns/c")), remote: "node-b"},
 		{desc: "PV gone", remote: "node-b"},
 		{desc: "Released PV with reclaim policy Retain", pv: volume(owner, corev1.VolumeReleased, retain, "default", "v1", "ns/c"), remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: []string{"Released (reclaim policy Retain)"}},
+			wantReason: managerapi.ReasonConflict, wantInMsg: []string{"Released (reclaim policy Retain)"}},
 		{desc: "PV being deleted with reclaim policy Retain", pv: deleting(volume(owner, corev1.VolumeReleased, retain, "default", "v1", "ns/c")), remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: []string{"Released and being deleted (reclaim policy Retain)"}},
+			wantReason: managerapi.ReasonConflict, wantInMsg: []string{"Released and being deleted (reclaim policy Retain)"}},
 		{desc: "Available PV", pv: volume(owner, corev1.VolumeAvailable, del, "default", "v1", ""), remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: []string{"is Available"}},
+			wantReason: managerapi.ReasonConflict, wantInMsg: []string{"is Available"}},
 		{desc: "Released PV of another directory", pv: volume(owner, corev1.VolumeReleased, del, "default", "v2", "ns/c"), remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: []string{`names directory "v2" of pool "default"`}},
+			wantReason: managerapi.ReasonConflict, wantInMsg: []string{`names directory "v2" of pool "default"`}},
 		{desc: "Released PV of another pool", pv: volume(owner, corev1.VolumeReleased, del, "fast", "v1", "ns/c"), remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: []string{`of pool "fast"`}},
+			wantReason: managerapi.ReasonConflict, wantInMsg: []string{`of pool "fast"`}},
 		{desc: "PV gone, directory retained", record: map[string]any{"retained": true, "reclaimPolicy": "Retain"}, remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: []string{"no longer exists, but the directory was retained"}},
+			wantReason: managerapi.ReasonConflict, wantInMsg: []string{"no longer exists, but the directory was retained"}},
 		{desc: "the API server cannot be asked", err: errors.New("connection refused"), remote: "node-b",
 			wantInMsg: []string{`check PersistentVolume "pvc-1"`, "connection refused"}},
 		{desc: "this node's caller deletes a Bound volume's directory", pv: volume(owner, corev1.VolumeBound, del, "default", "v1", "ns/c")},
@@ -348,7 +348,7 @@ func TestRemoteDelete(t *testing.T) {
 				return
 			}
 			if tc.err != nil {
-				if err == nil || client.ReasonOf(err) != "" {
+				if err == nil || managerapi.ReasonOf(err) != "" {
 					t.Fatalf("DeleteVolume error = %v, want an internal error", err)
 				}
 			} else {
@@ -394,53 +394,53 @@ func TestRemoteCreateClaim(t *testing.T) {
 	const uid = "0b1c"
 	for _, tc := range []struct {
 		desc       string
-		req        client.CreateVolumeRequest
+		req        managerapi.CreateVolumeRequest
 		claims     []*corev1.PersistentVolumeClaim
 		pvs        []*corev1.PersistentVolume
 		noOwners   bool
 		remote     string
-		wantReason client.Reason
+		wantReason managerapi.Reason
 		wantInMsg  string
 	}{
-		{desc: "the claim's PV", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
+		{desc: "the claim's PV", remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
 			claims: []*corev1.PersistentVolumeClaim{claim("default", "data", uid)}},
-		{desc: "a PV bound to the claim", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pv-static", ClaimNamespace: "default", ClaimName: "data"},
+		{desc: "a PV bound to the claim", remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pv-static", ClaimNamespace: "default", ClaimName: "data"},
 			claims: []*corev1.PersistentVolumeClaim{claim("default", "data", uid)},
 			pvs:    []*corev1.PersistentVolume{volume("pv-static", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "default/data")}},
-		{desc: "no claim named", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default"},
-			wantReason: client.ReasonBadRequest, wantInMsg: "claimNamespace and claimName are required"},
-		{desc: "no claim namespace", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimName: "data"},
-			wantReason: client.ReasonBadRequest, wantInMsg: "claimNamespace and claimName are required"},
-		{desc: "invalid claim name", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "Data_1"},
-			wantReason: client.ReasonBadRequest, wantInMsg: "claimName"},
-		{desc: "the claim in another namespace (attack a)", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "evil", ClaimName: "data", RequiredBytes: 1},
-			claims: []*corev1.PersistentVolumeClaim{claim("default", "data", uid)}, wantReason: client.ReasonConflict, wantInMsg: "claim evil/data does not exist"},
-		{desc: "a claim being deleted", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
+		{desc: "no claim named", remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default"},
+			wantReason: managerapi.ReasonBadRequest, wantInMsg: "claimNamespace and claimName are required"},
+		{desc: "no claim namespace", remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimName: "data"},
+			wantReason: managerapi.ReasonBadRequest, wantInMsg: "claimNamespace and claimName are required"},
+		{desc: "invalid claim name", remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "Data_1"},
+			wantReason: managerapi.ReasonBadRequest, wantInMsg: "claimName"},
+		{desc: "the claim in another namespace (attack a)", remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "evil", ClaimName: "data", RequiredBytes: 1},
+			claims: []*corev1.PersistentVolumeClaim{claim("default", "data", uid)}, wantReason: managerapi.ReasonConflict, wantInMsg: "claim evil/data does not exist"},
+		{desc: "a claim being deleted", remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
 			claims: []*corev1.PersistentVolumeClaim{func() *corev1.PersistentVolumeClaim {
 				c := claim("default", "data", uid)
 				now := metav1.NewTime(t1)
 				c.DeletionTimestamp = &now
 				return c
 			}()},
-			wantReason: client.ReasonConflict, wantInMsg: "is being deleted"},
-		{desc: "another claim's PV", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-other", ClaimNamespace: "default", ClaimName: "data"},
-			claims: []*corev1.PersistentVolumeClaim{claim("default", "data", uid)}, wantReason: client.ReasonConflict, wantInMsg: `its PersistentVolume would be "pvc-0b1c"`},
-		{desc: "a PV bound to another claim", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pv-static", ClaimNamespace: "default", ClaimName: "data"},
+			wantReason: managerapi.ReasonConflict, wantInMsg: "is being deleted"},
+		{desc: "another claim's PV", remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pvc-other", ClaimNamespace: "default", ClaimName: "data"},
+			claims: []*corev1.PersistentVolumeClaim{claim("default", "data", uid)}, wantReason: managerapi.ReasonConflict, wantInMsg: `its PersistentVolume would be "pvc-0b1c"`},
+		{desc: "a PV bound to another claim", remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pv-static", ClaimNamespace: "default", ClaimName: "data"},
 			claims:     []*corev1.PersistentVolumeClaim{claim("default", "data", uid)},
 			pvs:        []*corev1.PersistentVolume{volume("pv-static", corev1.VolumeBound, corev1.PersistentVolumeReclaimDelete, "default", "v1", "default/other")},
-			wantReason: client.ReasonConflict, wantInMsg: "is bound to claim default/other"},
-		{desc: "a node-mode claim (attack a, in the right namespace)", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data", RequiredBytes: 1},
+			wantReason: managerapi.ReasonConflict, wantInMsg: "is bound to claim default/other"},
+		{desc: "a node-mode claim (attack a, in the right namespace)", remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data", RequiredBytes: 1},
 			claims:     []*corev1.PersistentVolumeClaim{withClass(claim("default", "data", uid), "standard")},
-			wantReason: client.ReasonConflict, wantInMsg: `claim default/data is of StorageClass "standard", whose parameter mode is "node", not "multihost"`},
-		{desc: "a claim of a class that is gone", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `claim default/data is of StorageClass "standard", whose parameter mode is "node", not "multihost"`},
+		{desc: "a claim of a class that is gone", remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
 			claims:     []*corev1.PersistentVolumeClaim{withClass(claim("default", "data", uid), "gone")},
-			wantReason: client.ReasonConflict, wantInMsg: `StorageClass "gone" of claim default/data does not exist`},
-		{desc: "a claim of no class", remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `StorageClass "gone" of claim default/data does not exist`},
+		{desc: "a claim of no class", remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
 			claims:     []*corev1.PersistentVolumeClaim{withClass(claim("default", "data", uid), "")},
-			wantReason: client.ReasonConflict, wantInMsg: "names no StorageClass"},
-		{desc: "no API client", noOwners: true, remote: "node-b", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
-			wantReason: client.ReasonForbidden, wantInMsg: "no API client"},
-		{desc: "this node's caller names no claim", req: client.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default"}},
+			wantReason: managerapi.ReasonConflict, wantInMsg: "names no StorageClass"},
+		{desc: "no API client", noOwners: true, remote: "node-b", req: managerapi.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default", ClaimName: "data"},
+			wantReason: managerapi.ReasonForbidden, wantInMsg: "no API client"},
+		{desc: "this node's caller names no claim", req: managerapi.CreateVolumeRequest{Owner: "pvc-" + uid, ClaimNamespace: "default"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -482,9 +482,9 @@ func TestPlantedRecord(t *testing.T) {
 	e.volume(t, "v1")
 	e.writeRecordFields(t, "v1", map[string]any{"owner": "pvc-1", "ownedSince": t0.Format(time.RFC3339), "multihost": true, "claimNamespace": "evil", "sizeBytes": 1})
 	before := snapshot(t, e.base)
-	req := client.CreateVolumeRequest{Owner: "pvc-1", ClaimNamespace: "default", ReclaimPolicy: client.ReclaimDelete, RequiredBytes: 1 << 30}
+	req := managerapi.CreateVolumeRequest{Owner: "pvc-1", ClaimNamespace: "default", ReclaimPolicy: managerapi.ReclaimDelete, RequiredBytes: 1 << 30}
 	_, _, err := e.store.CreateVolume(ctx, "default", "v1", req, 0o777, "")
-	checkErr(t, "CreateVolume", err, client.ReasonConflict, "")
+	checkErr(t, "CreateVolume", err, managerapi.ReasonConflict, "")
 	for _, want := range []string{"multihost true, not false", `claim namespace "evil", not "default"`, `reclaim policy "", not "Delete"`, "size 1, less than the 1Gi requested"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message %q does not say %s", err, want)
@@ -493,7 +493,7 @@ func TestPlantedRecord(t *testing.T) {
 	if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
 		t.Errorf("a refused create changed the disk: %v", d)
 	}
-	same := client.CreateVolumeRequest{Owner: "pvc-1", ClaimNamespace: "evil", RequiredBytes: 1, Multihost: true}
+	same := managerapi.CreateVolumeRequest{Owner: "pvc-1", ClaimNamespace: "evil", RequiredBytes: 1, Multihost: true}
 	if _, created, err := e.store.CreateVolume(ctx, "default", "v1", same, 0o777, ""); err != nil || created {
 		t.Errorf("CreateVolume of the same request = %v, %v; want the record confirmed", created, err)
 	}
@@ -518,42 +518,42 @@ func TestRemoteSetOwner(t *testing.T) {
 	for _, tc := range []struct {
 		desc       string
 		record     map[string]any // nil: a directory without a record
-		req        client.SetOwnerRequest
+		req        managerapi.SetOwnerRequest
 		pv         *corev1.PersistentVolume
 		claim      *corev1.PersistentVolumeClaim
 		remote     string
-		wantReason client.Reason
+		wantReason managerapi.Reason
 		wantInMsg  string
 		// wantLookup is the PV lookup made ("" for none).
 		wantLookup string
 	}{
 		{desc: "re-own to ghost (attack c)", record: map[string]any{"claimNamespace": "ns"}, pv: bound, remote: "node-b",
-			req:        client.SetOwnerRequest{Owner: "ghost", Previous: owner, Multihost: true},
-			wantReason: client.ReasonForbidden, wantInMsg: `from PersistentVolume "pvc-1" to "ghost"`},
+			req:        managerapi.SetOwnerRequest{Owner: "ghost", Previous: owner, Multihost: true},
+			wantReason: managerapi.ReasonForbidden, wantInMsg: `from PersistentVolume "pvc-1" to "ghost"`},
 		{desc: "re-own to ghost when the PV is gone", record: map[string]any{"claimNamespace": "ns"}, remote: "node-b",
-			req:        client.SetOwnerRequest{Owner: "ghost", Previous: owner},
-			wantReason: client.ReasonForbidden, wantInMsg: "may only adopt a directory without an owner record"},
+			req:        managerapi.SetOwnerRequest{Owner: "ghost", Previous: owner},
+			wantReason: managerapi.ReasonForbidden, wantInMsg: "may only adopt a directory without an owner record"},
 		{desc: "change of claim namespace", record: map[string]any{"claimNamespace": "ns"}, pv: bound, remote: "node-b",
-			req:        client.SetOwnerRequest{Owner: owner, Previous: owner, ClaimNamespace: "evil"},
-			wantReason: client.ReasonForbidden, wantInMsg: `from "ns" to "evil"`},
+			req:        managerapi.SetOwnerRequest{Owner: owner, Previous: owner, ClaimNamespace: "evil"},
+			wantReason: managerapi.ReasonForbidden, wantInMsg: `from "ns" to "evil"`},
 		{desc: "adoption", remote: "node-b", claim: claim("ns", "c", "1"),
-			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "c", ReclaimPolicy: client.ReclaimDelete, Multihost: true},
+			req:        managerapi.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "c", ReclaimPolicy: managerapi.ReclaimDelete, Multihost: true},
 			wantLookup: "claim ns/c, class shared"},
 		{desc: "adoption for a PV bound to the claim", remote: "node-b", claim: claim("ns", "c", "other-uid"), pv: bound,
-			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "c", Multihost: true},
+			req:        managerapi.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "c", Multihost: true},
 			wantLookup: "claim ns/c, pv pvc-1 cached, class shared"},
 		{desc: "adoption naming no claim", remote: "node-b",
-			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", Multihost: true},
-			wantReason: client.ReasonBadRequest, wantInMsg: `may adopt volume "v1" in pool "default" on node "node-a" only for a claim it names: claimNamespace and claimName are required`},
+			req:        managerapi.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", Multihost: true},
+			wantReason: managerapi.ReasonBadRequest, wantInMsg: `may adopt volume "v1" in pool "default" on node "node-a" only for a claim it names: claimNamespace and claimName are required`},
 		{desc: "adoption naming no claim namespace", remote: "node-b",
-			req:        client.SetOwnerRequest{Owner: owner, ClaimName: "c", Multihost: true},
-			wantReason: client.ReasonBadRequest, wantInMsg: "claimNamespace and claimName are required"},
+			req:        managerapi.SetOwnerRequest{Owner: owner, ClaimName: "c", Multihost: true},
+			wantReason: managerapi.ReasonBadRequest, wantInMsg: "claimNamespace and claimName are required"},
 		{desc: "adoption naming an invalid claim", remote: "node-b",
-			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "C_1", Multihost: true},
-			wantReason: client.ReasonBadRequest, wantInMsg: `claimName "C_1" is not a PersistentVolumeClaim name`},
+			req:        managerapi.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "C_1", Multihost: true},
+			wantReason: managerapi.ReasonBadRequest, wantInMsg: `claimName "C_1" is not a PersistentVolumeClaim name`},
 		{desc: "adoption for a claim that does not exist", remote: "node-b",
-			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "evil", ClaimName: "c", Multihost: true},
-			wantReason: client.ReasonConflict, wantInMsg: `cannot adopt volume "v1" in pool "default" on node "node-a" for PersistentVolume "pvc-1": claim evil/c does not exist`,
+			req:        managerapi.SetOwnerRequest{Owner: owner, ClaimNamespace: "evil", ClaimName: "c", Multihost: true},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `cannot adopt volume "v1" in pool "default" on node "node-a" for PersistentVolume "pvc-1": claim evil/c does not exist`,
 			wantLookup: "claim evil/c"},
 		{desc: "adoption for a claim being deleted", remote: "node-b", claim: func() *corev1.PersistentVolumeClaim {
 			c := claim("ns", "c", "1")
@@ -561,36 +561,36 @@ func TestRemoteSetOwner(t *testing.T) {
 			c.DeletionTimestamp = &now
 			return c
 		}(),
-			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "c", Multihost: true},
-			wantReason: client.ReasonConflict, wantInMsg: "claim ns/c is being deleted", wantLookup: "claim ns/c"},
+			req:        managerapi.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "c", Multihost: true},
+			wantReason: managerapi.ReasonConflict, wantInMsg: "claim ns/c is being deleted", wantLookup: "claim ns/c"},
 		{desc: "adoption for a node-mode claim", remote: "node-b", claim: withClass(claim("ns", "c", "1"), "standard"),
-			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "c", Multihost: true},
-			wantReason: client.ReasonConflict, wantInMsg: `claim ns/c is of StorageClass "standard", whose parameter mode is "node", not "multihost"`,
+			req:        managerapi.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "c", Multihost: true},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `claim ns/c is of StorageClass "standard", whose parameter mode is "node", not "multihost"`,
 			wantLookup: "claim ns/c, class standard"},
 		{desc: "adoption for another claim's PV", remote: "node-b", claim: claim("ns", "other", "2"), pv: bound,
-			req:        client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "other", Multihost: true},
-			wantReason: client.ReasonConflict, wantInMsg: `PersistentVolume "pvc-1" is bound to claim ns/c`,
+			req:        managerapi.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns", ClaimName: "other", Multihost: true},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `PersistentVolume "pvc-1" is bound to claim ns/c`,
 			wantLookup: "claim ns/other, pv pvc-1 cached"},
 		{desc: "an update names no claim", record: map[string]any{"claimNamespace": "ns"}, remote: "node-b",
-			req: client.SetOwnerRequest{Owner: owner, Previous: owner, Multihost: true}},
-		{desc: "this node's caller adopts naming no claim", req: client.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns"}},
+			req: managerapi.SetOwnerRequest{Owner: owner, Previous: owner, Multihost: true}},
+		{desc: "this node's caller adopts naming no claim", req: managerapi.SetOwnerRequest{Owner: owner, ClaimNamespace: "ns"}},
 		{desc: "retained as the PV is Released (reclaim fan-out)", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Retain"}, remote: "node-b",
-			req: client.SetOwnerRequest{Owner: owner, Previous: owner, Retained: true, ReclaimPolicy: client.ReclaimRetain}},
+			req: managerapi.SetOwnerRequest{Owner: owner, Previous: owner, Retained: true, ReclaimPolicy: managerapi.ReclaimRetain}},
 		{desc: "policy Delete recorded as the PV has it", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Retain"}, pv: bound, remote: "node-b",
-			req: client.SetOwnerRequest{Owner: owner, Previous: owner, ReclaimPolicy: client.ReclaimDelete}, wantLookup: "pv pvc-1 fresh"},
+			req: managerapi.SetOwnerRequest{Owner: owner, Previous: owner, ReclaimPolicy: managerapi.ReclaimDelete}, wantLookup: "pv pvc-1 fresh"},
 		{desc: "policy Delete the PV does not have", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Retain"}, pv: boundRetain, remote: "node-b",
-			req:        client.SetOwnerRequest{Owner: owner, Previous: owner, ReclaimPolicy: client.ReclaimDelete},
-			wantReason: client.ReasonConflict, wantInMsg: `"pvc-1" is Bound (reclaim policy Retain)`, wantLookup: "pv pvc-1 fresh"},
+			req:        managerapi.SetOwnerRequest{Owner: owner, Previous: owner, ReclaimPolicy: managerapi.ReclaimDelete},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `"pvc-1" is Bound (reclaim policy Retain)`, wantLookup: "pv pvc-1 fresh"},
 		{desc: "policy Delete when the PV is gone", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Retain", "retained": true}, remote: "node-b",
-			req:        client.SetOwnerRequest{Owner: owner, Previous: owner, ReclaimPolicy: client.ReclaimDelete},
-			wantReason: client.ReasonConflict, wantInMsg: "no longer exists", wantLookup: "pv pvc-1 fresh"},
+			req:        managerapi.SetOwnerRequest{Owner: owner, Previous: owner, ReclaimPolicy: managerapi.ReclaimDelete},
+			wantReason: managerapi.ReasonConflict, wantInMsg: "no longer exists", wantLookup: "pv pvc-1 fresh"},
 		{desc: "retained mark cleared for a Released PV", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Delete", "retained": true}, pv: released, remote: "node-b",
-			req:        client.SetOwnerRequest{Owner: owner, Previous: owner},
-			wantReason: client.ReasonConflict, wantInMsg: "only the record of a Bound PersistentVolume loses its retained mark", wantLookup: "pv pvc-1 fresh"},
+			req:        managerapi.SetOwnerRequest{Owner: owner, Previous: owner},
+			wantReason: managerapi.ReasonConflict, wantInMsg: "only the record of a Bound PersistentVolume loses its retained mark", wantLookup: "pv pvc-1 fresh"},
 		{desc: "retained mark cleared for a Bound PV", record: map[string]any{"claimNamespace": "ns", "reclaimPolicy": "Delete", "retained": true}, pv: bound, remote: "node-b",
-			req: client.SetOwnerRequest{Owner: owner, Previous: owner}, wantLookup: "pv pvc-1 fresh"},
+			req: managerapi.SetOwnerRequest{Owner: owner, Previous: owner}, wantLookup: "pv pvc-1 fresh"},
 		{desc: "this node's caller re-owns", record: map[string]any{"claimNamespace": "ns"}, pv: bound,
-			req: client.SetOwnerRequest{Owner: "pvc-2", Previous: owner, ClaimNamespace: "other"}},
+			req: managerapi.SetOwnerRequest{Owner: "pvc-2", Previous: owner, ClaimNamespace: "other"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -660,7 +660,7 @@ func TestRemoteGrow(t *testing.T) {
 		noOwners bool
 		// wantReason is the error's ("" for success); wantInMsg a part
 		// of its message; wantLookup the lookups made.
-		wantReason client.Reason
+		wantReason managerapi.Reason
 		wantInMsg  string
 		wantLookup string
 	}{
@@ -669,26 +669,26 @@ func TestRemoteGrow(t *testing.T) {
 		{desc: "the request of the PV's claim, while it is expanded", pv: pv("1Mi", "v1", "ns/c"), claim: requesting("2Mi", owner), size: 2 << 20, remote: "node-b",
 			wantLookup: "pv pvc-1 fresh, claim ns/c"},
 		{desc: "beyond the PV's capacity and its claim's request", pv: pv("1Mi", "v1", "ns/c"), claim: requesting("1Mi", owner), size: 2 << 20, remote: "node-b",
-			wantReason: client.ReasonConflict, wantLookup: "pv pvc-1 fresh, claim ns/c",
+			wantReason: managerapi.ReasonConflict, wantLookup: "pv pvc-1 fresh, claim ns/c",
 			wantInMsg: `a caller bound to node "node-b" cannot grow volume "v1" in pool "default" on node "node-a" from 1Mi to 2Mi: its PersistentVolume "pvc-1" has capacity 1Mi, and its claim ns/c requests 1Mi`},
 		{desc: "a claim that requests nothing", pv: pv("1Mi", "v1", "ns/c"), claim: requesting("", owner), size: 2 << 20, remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: "its claim ns/c requests no storage", wantLookup: "pv pvc-1 fresh, claim ns/c"},
+			wantReason: managerapi.ReasonConflict, wantInMsg: "its claim ns/c requests no storage", wantLookup: "pv pvc-1 fresh, claim ns/c"},
 		{desc: "a claim bound to another PV", pv: pv("1Mi", "v1", "ns/c"), claim: requesting("2Mi", "pvc-2"), size: 2 << 20, remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: `claim ns/c (UID uid-c, volume "pvc-2") is not bound to it`, wantLookup: "pv pvc-1 fresh, claim ns/c"},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `claim ns/c (UID uid-c, volume "pvc-2") is not bound to it`, wantLookup: "pv pvc-1 fresh, claim ns/c"},
 		{desc: "a claim that is gone", pv: pv("1Mi", "v1", "ns/c"), size: 2 << 20, remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: "its claim ns/c does not exist", wantLookup: "pv pvc-1 fresh, claim ns/c"},
+			wantReason: managerapi.ReasonConflict, wantInMsg: "its claim ns/c does not exist", wantLookup: "pv pvc-1 fresh, claim ns/c"},
 		{desc: "a PV bound to no claim", pv: pv("1Mi", "v1", ""), size: 2 << 20, remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: `its PersistentVolume "pvc-1" has capacity 1Mi and is bound to no claim`, wantLookup: "pv pvc-1 fresh"},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `its PersistentVolume "pvc-1" has capacity 1Mi and is bound to no claim`, wantLookup: "pv pvc-1 fresh"},
 		{desc: "a PV without a capacity", pv: pv("", "v1", ""), size: 2 << 20, remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: `its PersistentVolume "pvc-1" has no capacity`, wantLookup: "pv pvc-1 fresh"},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `its PersistentVolume "pvc-1" has no capacity`, wantLookup: "pv pvc-1 fresh"},
 		{desc: "a PV that is gone", size: 2 << 20, remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: `its PersistentVolume "pvc-1" does not exist`, wantLookup: "pv pvc-1 fresh"},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `its PersistentVolume "pvc-1" does not exist`, wantLookup: "pv pvc-1 fresh"},
 		{desc: "a PV of another directory", pv: pv("4Mi", "v2", "ns/c"), size: 2 << 20, remote: "node-b",
-			wantReason: client.ReasonConflict, wantInMsg: `names directory "v2" of pool "default"`, wantLookup: "pv pvc-1 fresh"},
+			wantReason: managerapi.ReasonConflict, wantInMsg: `names directory "v2" of pool "default"`, wantLookup: "pv pvc-1 fresh"},
 		{desc: "the API server cannot be asked", err: errors.New("connection refused"), size: 2 << 20, remote: "node-b",
 			wantInMsg: "connection refused", wantLookup: "pv pvc-1 fresh"},
 		{desc: "no API client", noOwners: true, size: 2 << 20, remote: "node-b",
-			wantReason: client.ReasonForbidden, wantInMsg: "no API client"},
+			wantReason: managerapi.ReasonForbidden, wantInMsg: "no API client"},
 		{desc: "the same size", size: 1 << 20, remote: "node-b"},
 		{desc: "this node's caller grows beyond the PV", pv: pv("1Mi", "v1", "ns/c"), size: 2 << 20},
 	} {
@@ -722,7 +722,7 @@ func TestRemoteGrow(t *testing.T) {
 				return
 			}
 			if tc.err != nil {
-				if err == nil || client.ReasonOf(err) != "" {
+				if err == nil || managerapi.ReasonOf(err) != "" {
 					t.Fatalf("SetSize error = %v, want an internal error", err)
 				}
 			} else {

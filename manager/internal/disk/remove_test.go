@@ -16,8 +16,8 @@ import (
 
 	"k8s.io/klog/v2/ktesting"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/identity"
-	"hostpath.dev/manager/pkg/client"
 )
 
 func TestDeleteVolume(t *testing.T) {
@@ -29,7 +29,7 @@ func TestDeleteVolume(t *testing.T) {
 		name        string
 		owner       string // "pv-a" when empty, "-" for none
 		ifEmpty     bool
-		wantReason  client.Reason
+		wantReason  managerapi.Reason
 		wantOwner   string // named by an OwnerConflict
 		wantMessage string
 		wantErr     bool // an error that is not a *client.Error
@@ -87,23 +87,23 @@ func TestDeleteVolume(t *testing.T) {
 				mustSymlink(t, "../../.hostpath", filepath.Join(e.pool, "v1", "sub", "records"))
 				mustSymlink(t, "..", filepath.Join(e.pool, "v1", "sub", "up"))
 			}},
-		{desc: "symlink with the name is a conflict and stays", name: "v1", wantReason: client.ReasonConflict,
+		{desc: "symlink with the name is a conflict and stays", name: "v1", wantReason: managerapi.ReasonConflict,
 			survivors: []string{"pool/v1", "sibling/data/keep.txt"},
 			setup: func(t *testing.T, e *testEnv) {
 				e.writeRecord(t, "v1", "pv-a", false)
 				mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "v1"))
 			}},
-		{desc: "file with the name is a conflict and stays", name: "v1", wantReason: client.ReasonConflict,
+		{desc: "file with the name is a conflict and stays", name: "v1", wantReason: managerapi.ReasonConflict,
 			survivors: []string{"pool/v1"},
 			setup:     func(t *testing.T, e *testEnv) { mustWrite(t, filepath.Join(e.pool, "v1"), "x") }},
-		{desc: "traversal", name: "..", wantReason: client.ReasonBadRequest, survivors: []string{"pool", "sibling/data/keep.txt"}},
-		{desc: "invalid owner", name: "v1", owner: "-", wantReason: client.ReasonBadRequest,
+		{desc: "traversal", name: "..", wantReason: managerapi.ReasonBadRequest, survivors: []string{"pool", "sibling/data/keep.txt"}},
+		{desc: "invalid owner", name: "v1", owner: "-", wantReason: managerapi.ReasonBadRequest,
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
 		{desc: "pool directory missing is PoolNotFound, not a removal", name: "v1",
-			wantReason: client.ReasonPoolNotFound, wantMessage: "prepare it with PUT /v1/pools/default",
+			wantReason: managerapi.ReasonPoolNotFound, wantMessage: "prepare it with PUT /v1/pools/default",
 			setup: func(t *testing.T, e *testEnv) { os.RemoveAll(e.pool) }},
 		{desc: "pool not configured is PoolNotFound", pool: "other", name: "v1",
-			wantReason: client.ReasonPoolNotFound, wantMessage: `pool "other" is not configured on node "node-a"`,
+			wantReason: managerapi.ReasonPoolNotFound, wantMessage: `pool "other" is not configured on node "node-a"`,
 			survivors: []string{"pool/v1/data", "pool/.hostpath/owners/v1"},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
@@ -112,25 +112,25 @@ func TestDeleteVolume(t *testing.T) {
 		{desc: "record of the owner without a directory is removed", name: "v1", wantDeleted: true,
 			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
 		{desc: "directory of another PV stays", name: "v1",
-			wantReason: client.ReasonOwnerConflict, wantOwner: "pv-b", wantMessage: `belongs to PersistentVolume "pv-b"`,
+			wantReason: managerapi.ReasonOwnerConflict, wantOwner: "pv-b", wantMessage: `belongs to PersistentVolume "pv-b"`,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-b", true)
 			}},
 		{desc: "record of another PV without directory stays", name: "v1",
-			wantReason: client.ReasonOwnerConflict, wantOwner: "pv-b",
+			wantReason: managerapi.ReasonOwnerConflict, wantOwner: "pv-b",
 			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-b", false) }},
 		{desc: "directory without a record stays", name: "v1",
-			wantReason: client.ReasonOwnerConflict, wantOwner: "", wantMessage: "adopt it first",
+			wantReason: managerapi.ReasonOwnerConflict, wantOwner: "", wantMessage: "adopt it first",
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
 		{desc: "record without directory (crash before mkdir) is removed", name: "v1", wantDeleted: true,
 			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
-		{desc: "ifEmpty keeps a directory with data", name: "v1", ifEmpty: true, wantReason: client.ReasonNotEmpty,
+		{desc: "ifEmpty keeps a directory with data", name: "v1", ifEmpty: true, wantReason: managerapi.ReasonNotEmpty,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
-		{desc: "ifEmpty keeps a directory with an empty subdirectory", name: "v1", ifEmpty: true, wantReason: client.ReasonNotEmpty,
+		{desc: "ifEmpty keeps a directory with an empty subdirectory", name: "v1", ifEmpty: true, wantReason: managerapi.ReasonNotEmpty,
 			setup: func(t *testing.T, e *testEnv) {
 				mustMkdir(t, filepath.Join(e.pool, "v1", "empty"))
 				e.writeRecord(t, "v1", "pv-a", false)
@@ -140,7 +140,7 @@ func TestDeleteVolume(t *testing.T) {
 				mustMkdir(t, filepath.Join(e.pool, "v1"))
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
-		{desc: "filesystem mounted inside", name: "v1", wantReason: client.ReasonConflict,
+		{desc: "filesystem mounted inside", name: "v1", wantReason: managerapi.ReasonConflict,
 			mounts:      []string{`90 40 0:50 / BASE/pool/v1/a/my\040disk rw - ext4 /dev/sdb rw`},
 			wantMessage: "mounted inside (BASE/pool/v1/a/my disk); unmount them first",
 			setup: func(t *testing.T, e *testEnv) {
@@ -148,7 +148,7 @@ func TestDeleteVolume(t *testing.T) {
 				mustMkdir(t, filepath.Join(e.pool, "v1", "a", "my disk"))
 				mustWrite(t, filepath.Join(e.pool, "v1", "a", "my disk", "precious"), "x")
 			}},
-		{desc: "filesystem mounted on the volume", name: "v1", wantReason: client.ReasonConflict,
+		{desc: "filesystem mounted on the volume", name: "v1", wantReason: managerapi.ReasonConflict,
 			mounts: []string{`90 40 0:50 / BASE/pool/v1 rw - ext4 /dev/sdb rw`, `91 90 0:51 / BASE/pool/v1/x rw - ext4 /dev/sdc rw`},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
@@ -175,7 +175,7 @@ func TestDeleteVolume(t *testing.T) {
 			before := snapshot(t, e.base)
 			deleted, err := e.store.DeleteVolume(ctx, pool, tc.name, owner, tc.ifEmpty, "")
 			if tc.wantErr {
-				if err == nil || client.ReasonOf(err) != "" {
+				if err == nil || managerapi.ReasonOf(err) != "" {
 					t.Fatalf("DeleteVolume error = %v, want an internal error", err)
 				}
 			} else {
@@ -226,7 +226,7 @@ func TestDeleteMountInsideSymlinkedPool(t *testing.T) {
 	mustMkdir(t, filepath.Join(e.pool, "v1", "m"))
 	e.writeRecord(t, "v1", "pv-a", false)
 	_, err = s.DeleteVolume(ctx, "default", "v1", "pv-a", false, "")
-	checkErr(t, "DeleteVolume", err, client.ReasonConflict, "")
+	checkErr(t, "DeleteVolume", err, managerapi.ReasonConflict, "")
 	if _, err := os.Stat(filepath.Join(e.pool, "v1", "m")); err != nil {
 		t.Errorf("mount point removed: %v", err)
 	}
@@ -270,8 +270,8 @@ func TestDeleteVolumeCancelled(t *testing.T) {
 			if !errors.Is(err, context.Canceled) || deleted {
 				t.Fatalf("DeleteVolume = %v, %v, want context.Canceled", deleted, err)
 			}
-			if client.ReasonOf(err) != "" {
-				t.Errorf("cancellation reported as %s", client.ReasonOf(err))
+			if managerapi.ReasonOf(err) != "" {
+				t.Errorf("cancellation reported as %s", managerapi.ReasonOf(err))
 			}
 			removed := len(diff(before, snapshot(t, e.base)))
 			if tc.checks == 0 && removed != 0 {

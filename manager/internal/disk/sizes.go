@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/quota"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // Sizes. A volume made with a size (client.CreateVolumeRequest.RequiredBytes)
@@ -179,7 +179,7 @@ func (z *sizes) reserve(p *pool, root *os.Root, node string, n int64, newVolume 
 		return err
 	}
 	if n > f.available {
-		return client.Errorf(client.ReasonInsufficientStorage,
+		return managerapi.Errorf(managerapi.ReasonInsufficientStorage,
 			"pool %q on node %q has %s available, %s (free %s; capacity %s × overcommit ratio %g − %s promised to %s)",
 			p.name, node, formatBytes(f.available), request, formatBytes(f.stats.FreeBytes), formatBytes(f.stats.CapacityBytes), f.ratio, formatBytes(f.promised), volumesText(f.volumes))
 	}
@@ -210,7 +210,7 @@ func (z *sizes) unreserve(p *pool, n int64, oldVolume bool) {
 
 // fill adds the size figures of pool p to info: its enforcement, what it
 // has promised and what is available.
-func (z *sizes) fill(info *client.Pool, p *pool, root *os.Root) error {
+func (z *sizes) fill(info *managerapi.Pool, p *pool, root *os.Root) error {
 	sup := z.detect(root).Support()
 	info.Enforcement, info.EnforcementReason = sup.Kind, sup.Reason
 	pr := z.promiseOf(p.name)
@@ -230,7 +230,7 @@ func (z *sizes) fill(info *client.Pool, p *pool, root *os.Root) error {
 // usage fills the used bytes and inodes of the volume name of p that rec
 // describes, when its size is enforced by enf; a failure to read them is
 // left out (the volume is still described).
-func usage(v *client.Volume, enf quota.Enforcer, root *os.Root, name string, rec *record) {
+func usage(v *managerapi.Volume, enf quota.Enforcer, root *os.Root, name string, rec *record) {
 	if rec == nil || rec.Enforcement == "" || rec.Enforcement != enf.Support().Kind {
 		return
 	}

@@ -11,8 +11,8 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/quota"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // fakeEnforcer is a quota.Enforcer of kind btrfs that keeps its limits in
@@ -155,8 +155,8 @@ func newSizesStore(t *testing.T, e *testEnv, enf *fakeEnforcer, ratio float64) *
 	return s
 }
 
-func sized(owner string, n int64) client.CreateVolumeRequest {
-	return client.CreateVolumeRequest{Owner: owner, RequiredBytes: n}
+func sized(owner string, n int64) managerapi.CreateVolumeRequest {
+	return managerapi.CreateVolumeRequest{Owner: owner, RequiredBytes: n}
 }
 
 // TestSizesPromise: sizes are promised by the pool and a volume that does
@@ -176,7 +176,7 @@ func TestSizesPromise(t *testing.T) {
 	}
 	// v1 and v2 promise half the budget: three quarters more do not fit.
 	_, _, err := e.store.CreateVolume(ctx, "default", "v3", sized("pv-v3", 3*quarter), 0o777, "")
-	checkErr(t, "create v3", err, client.ReasonInsufficientStorage, "")
+	checkErr(t, "create v3", err, managerapi.ReasonInsufficientStorage, "")
 	for _, want := range []string{`pool "default" on node "node-a" has`, "requested", "promised to 2 volumes"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
@@ -198,7 +198,7 @@ func TestSizesPromise(t *testing.T) {
 	_, _, err = e.store.CreateVolume(ctx, "default", "v3", sized("pv-v3", 2*quarter), 0o777, "")
 	checkErr(t, "create v3 after deleting v1", err, "", "")
 	_, _, err = e.store.CreateVolume(ctx, "default", "v4", sized("pv-v4", 2*quarter), 0o777, "")
-	checkErr(t, "create v4 past the budget", err, client.ReasonInsufficientStorage, "")
+	checkErr(t, "create v4 past the budget", err, managerapi.ReasonInsufficientStorage, "")
 	if n := e.enf.live(); n != 2 {
 		t.Errorf("%d quotas live, want 2 (v2, v3)", n)
 	}
@@ -227,7 +227,7 @@ func TestSizesEnforcement(t *testing.T) {
 		req := sized("pv-a", 1<<20)
 		req.EnforceSize = true
 		_, _, err := e.store.CreateVolume(ctx, "default", "v1", req, 0o777, "")
-		checkErr(t, "create", err, client.ReasonNotEnforced, "")
+		checkErr(t, "create", err, managerapi.ReasonNotEnforced, "")
 		if !strings.Contains(err.Error(), "the fake enforces nothing") {
 			t.Errorf("error %q does not say why", err)
 		}
@@ -304,17 +304,17 @@ func TestSetSize(t *testing.T) {
 		desc  string
 		owner string
 		size  int64
-		want  client.Reason
+		want  managerapi.Reason
 		// wantSize is the recorded size after the call.
 		wantSize int64
 	}{
 		{desc: "grow", owner: "pv-a", size: 4 << 20, wantSize: 4 << 20},
 		{desc: "same size", owner: "pv-a", size: 4 << 20, wantSize: 4 << 20},
-		{desc: "shrink", owner: "pv-a", size: 2 << 20, want: client.ReasonConflict, wantSize: 4 << 20},
-		{desc: "another owner", owner: "pv-b", size: 8 << 20, want: client.ReasonOwnerConflict, wantSize: 4 << 20},
-		{desc: "past the budget", owner: "pv-a", size: e.budget + 1, want: client.ReasonInsufficientStorage, wantSize: 4 << 20},
-		{desc: "zero", owner: "pv-a", size: 0, want: client.ReasonBadRequest, wantSize: 4 << 20},
-		{desc: "missing volume", owner: "pv-a", size: 8 << 20, want: client.ReasonNotFound, wantSize: 4 << 20},
+		{desc: "shrink", owner: "pv-a", size: 2 << 20, want: managerapi.ReasonConflict, wantSize: 4 << 20},
+		{desc: "another owner", owner: "pv-b", size: 8 << 20, want: managerapi.ReasonOwnerConflict, wantSize: 4 << 20},
+		{desc: "past the budget", owner: "pv-a", size: e.budget + 1, want: managerapi.ReasonInsufficientStorage, wantSize: 4 << 20},
+		{desc: "zero", owner: "pv-a", size: 0, want: managerapi.ReasonBadRequest, wantSize: 4 << 20},
+		{desc: "missing volume", owner: "pv-a", size: 8 << 20, want: managerapi.ReasonNotFound, wantSize: 4 << 20},
 	}
 	for _, tc := range tests {
 		name := "v1"

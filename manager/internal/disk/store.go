@@ -43,9 +43,9 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/keymutex"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/quota"
 	"hostpath.dev/manager/internal/selinux"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // Identity is who the host is, as Host reports it; identity.Identity
@@ -181,17 +181,17 @@ func New(cfg Config) (*Store, error) {
 
 // Host reports the node, its identity and the state of every pool: the
 // configured ones and those named on the fly whose directories exist.
-func (s *Store) Host(ctx context.Context) (*client.Host, error) {
+func (s *Store) Host(ctx context.Context) (*managerapi.Host, error) {
 	bootID, err := s.identity.BootID()
 	if err != nil {
 		return nil, err
 	}
-	h := &client.Host{
+	h := &managerapi.Host{
 		NodeName:  s.nodeName,
 		HostID:    s.identity.HostID(),
 		BootID:    bootID,
 		MachineID: s.identity.MachineID(ctx),
-		Pools:     []client.Pool{},
+		Pools:     []managerapi.Pool{},
 	}
 	for _, p := range s.servedPools(ctx) {
 		h.Pools = append(h.Pools, s.poolInfo(p))
@@ -217,7 +217,7 @@ func (s *Store) PoolNames() []string {
 // the pool root (created too if missing), made through an os.Root on the
 // pool root; an entry with its name that is not a directory is a Conflict.
 // A labelling failure fails the call and leaves the directory in place.
-func (s *Store) PreparePool(ctx context.Context, name string) (*client.Pool, error) {
+func (s *Store) PreparePool(ctx context.Context, name string) (*managerapi.Pool, error) {
 	p, err := s.pool(name)
 	if err != nil {
 		return nil, err

@@ -16,8 +16,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/identity"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // t0 dates the records tests write by hand; the Store's clock reads t1.
@@ -191,7 +191,7 @@ func mustSymlink(t testing.TB, target, link string) {
 
 // checkErr fails unless err has reason want ("" for no error), and, for
 // OwnerConflict, names owner.
-func checkErr(t testing.TB, op string, err error, want client.Reason, owner string) {
+func checkErr(t testing.TB, op string, err error, want managerapi.Reason, owner string) {
 	t.Helper()
 	if want == "" {
 		if err != nil {
@@ -199,14 +199,14 @@ func checkErr(t testing.TB, op string, err error, want client.Reason, owner stri
 		}
 		return
 	}
-	var ce *client.Error
+	var ce *managerapi.Error
 	if !errors.As(err, &ce) || ce.Reason != want {
 		t.Fatalf("%s error = %v, want reason %s", op, err, want)
 	}
 	if ce.StatusCode != want.HTTPStatus() {
 		t.Errorf("%s error status %d, want %d", op, ce.StatusCode, want.HTTPStatus())
 	}
-	if want == client.ReasonOwnerConflict && ce.Owner != owner {
+	if want == managerapi.ReasonOwnerConflict && ce.Owner != owner {
 		t.Errorf("%s error names owner %q, want %q (%v)", op, ce.Owner, owner, err)
 	}
 }
@@ -259,7 +259,7 @@ func TestValidateVolumeName(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("ValidateVolumeName(%q) = %v, want ok=%v", tc.name, err, tc.ok)
 		}
-		if err != nil && client.ReasonOf(err) != client.ReasonBadRequest {
+		if err != nil && managerapi.ReasonOf(err) != managerapi.ReasonBadRequest {
 			t.Errorf("ValidateVolumeName(%q) error %v is not a BadRequest", tc.name, err)
 		}
 	}
@@ -287,7 +287,7 @@ func TestValidatePoolName(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("ValidatePoolName(%q) = %v, want ok=%v", tc.name, err, tc.ok)
 		}
-		if err != nil && client.ReasonOf(err) != client.ReasonBadRequest {
+		if err != nil && managerapi.ReasonOf(err) != managerapi.ReasonBadRequest {
 			t.Errorf("ValidatePoolName(%q) error %v is not a BadRequest", tc.name, err)
 		}
 	}
@@ -325,7 +325,7 @@ func TestCreateVolume(t *testing.T) {
 		required    int64
 		policy      string // the reclaim policy asked for
 		namespace   string // the claim namespace asked for
-		wantReason  client.Reason
+		wantReason  managerapi.Reason
 		wantOwner   string // named by an OwnerConflict
 		wantMessage string // part of the error message
 		wantErr     bool   // an error that is not a *client.Error
@@ -335,40 +335,40 @@ func TestCreateVolume(t *testing.T) {
 	}{
 		{desc: "new directory gets the exact mode and a record", name: "v1", mode: 0o777,
 			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1}},
-		{desc: "new directory records the reclaim policy", name: "v1", mode: 0o777, policy: client.ReclaimDelete,
-			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: client.ReclaimDelete}},
-		{desc: "new directory records policy Retain", name: "v1", mode: 0o777, policy: client.ReclaimRetain,
-			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: client.ReclaimRetain}},
-		{desc: "existing record of the same policy is confirmed", name: "v1", mode: 0o777, policy: client.ReclaimRetain,
-			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ReclaimPolicy: client.ReclaimRetain},
+		{desc: "new directory records the reclaim policy", name: "v1", mode: 0o777, policy: managerapi.ReclaimDelete,
+			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: managerapi.ReclaimDelete}},
+		{desc: "new directory records policy Retain", name: "v1", mode: 0o777, policy: managerapi.ReclaimRetain,
+			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: managerapi.ReclaimRetain}},
+		{desc: "existing record of the same policy is confirmed", name: "v1", mode: 0o777, policy: managerapi.ReclaimRetain,
+			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ReclaimPolicy: managerapi.ReclaimRetain},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimRetain)
+				e.writeRecordPolicy(t, "v1", "pv-a", false, managerapi.ReclaimRetain)
 			}},
-		{desc: "existing record of another policy is never rewritten", name: "v1", mode: 0o777, policy: client.ReclaimDelete,
-			wantReason: client.ReasonConflict, wantMessage: `reclaim policy "Retain", not "Delete"`,
+		{desc: "existing record of another policy is never rewritten", name: "v1", mode: 0o777, policy: managerapi.ReclaimDelete,
+			wantReason: managerapi.ReasonConflict, wantMessage: `reclaim policy "Retain", not "Delete"`,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimRetain)
+				e.writeRecordPolicy(t, "v1", "pv-a", false, managerapi.ReclaimRetain)
 			}},
-		{desc: "existing record without a policy does not take one", name: "v1", mode: 0o777, policy: client.ReclaimDelete,
-			wantReason: client.ReasonConflict, wantMessage: `reclaim policy "", not "Delete"`,
+		{desc: "existing record without a policy does not take one", name: "v1", mode: 0o777, policy: managerapi.ReclaimDelete,
+			wantReason: managerapi.ReasonConflict, wantMessage: `reclaim policy "", not "Delete"`,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
-		{desc: "record without directory of the same policy gets its directory", name: "v1", mode: 0o777, policy: client.ReclaimDelete,
-			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ReclaimPolicy: client.ReclaimDelete},
-			setup: func(t *testing.T, e *testEnv) { e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimDelete) }},
-		{desc: "record without directory of another policy is left alone", name: "v1", mode: 0o777, policy: client.ReclaimRetain,
-			wantReason: client.ReasonConflict, wantMessage: `reclaim policy "Delete", not "Retain"`,
-			setup: func(t *testing.T, e *testEnv) { e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimDelete) }},
-		{desc: "invalid reclaim policy", name: "v1", mode: 0o777, policy: "Recycle", wantReason: client.ReasonBadRequest,
+		{desc: "record without directory of the same policy gets its directory", name: "v1", mode: 0o777, policy: managerapi.ReclaimDelete,
+			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ReclaimPolicy: managerapi.ReclaimDelete},
+			setup: func(t *testing.T, e *testEnv) { e.writeRecordPolicy(t, "v1", "pv-a", false, managerapi.ReclaimDelete) }},
+		{desc: "record without directory of another policy is left alone", name: "v1", mode: 0o777, policy: managerapi.ReclaimRetain,
+			wantReason: managerapi.ReasonConflict, wantMessage: `reclaim policy "Delete", not "Retain"`,
+			setup: func(t *testing.T, e *testEnv) { e.writeRecordPolicy(t, "v1", "pv-a", false, managerapi.ReclaimDelete) }},
+		{desc: "invalid reclaim policy", name: "v1", mode: 0o777, policy: "Recycle", wantReason: managerapi.ReasonBadRequest,
 			wantMessage: "reclaimPolicy"},
 		{desc: "record with an invalid reclaim policy is corrupt", name: "v1", mode: 0o777, wantErr: true,
 			setup: func(t *testing.T, e *testEnv) { e.writeRecordPolicy(t, "v1", "pv-a", false, "delete") }},
-		{desc: "new directory records the claim namespace", name: "v1", mode: 0o777, policy: client.ReclaimRetain, namespace: "team-a",
-			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: client.ReclaimRetain, ClaimNamespace: "team-a"}},
+		{desc: "new directory records the claim namespace", name: "v1", mode: 0o777, policy: managerapi.ReclaimRetain, namespace: "team-a",
+			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: managerapi.ReclaimRetain, ClaimNamespace: "team-a"}},
 		{desc: "existing record of the same claim namespace is confirmed", name: "v1", mode: 0o777, namespace: "team-a",
 			wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ClaimNamespace: "team-a"},
 			setup: func(t *testing.T, e *testEnv) {
@@ -376,20 +376,20 @@ func TestCreateVolume(t *testing.T) {
 				e.writeRecordNamespace(t, "v1", "pv-a", false, "", "team-a")
 			}},
 		{desc: "existing record of another claim namespace is never rewritten", name: "v1", mode: 0o777, namespace: "team-b",
-			wantReason: client.ReasonConflict, wantMessage: `claim namespace "team-a", not "team-b"`,
+			wantReason: managerapi.ReasonConflict, wantMessage: `claim namespace "team-a", not "team-b"`,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecordNamespace(t, "v1", "pv-a", false, "", "team-a")
 			}},
 		{desc: "existing record without a claim namespace (older version) does not take one", name: "v1", mode: 0o777, namespace: "team-a",
-			wantReason: client.ReasonConflict, wantMessage: `claim namespace "", not "team-a"`,
+			wantReason: managerapi.ReasonConflict, wantMessage: `claim namespace "", not "team-a"`,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
-		{desc: "invalid claim namespace", name: "v1", mode: 0o777, namespace: "Team_A", wantReason: client.ReasonBadRequest,
+		{desc: "invalid claim namespace", name: "v1", mode: 0o777, namespace: "Team_A", wantReason: managerapi.ReasonBadRequest,
 			wantMessage: "claimNamespace"},
-		{desc: "claim namespace longer than a DNS label", name: "v1", mode: 0o777, namespace: strings.Repeat("n", 64), wantReason: client.ReasonBadRequest,
+		{desc: "claim namespace longer than a DNS label", name: "v1", mode: 0o777, namespace: strings.Repeat("n", 64), wantReason: managerapi.ReasonBadRequest,
 			wantMessage: "claimNamespace"},
 		{desc: "record with an invalid claim namespace is corrupt", name: "v1", mode: 0o777, wantErr: true,
 			setup: func(t *testing.T, e *testEnv) { e.writeRecordNamespace(t, "v1", "pv-a", false, "", "../team-a") }},
@@ -405,29 +405,29 @@ func TestCreateVolume(t *testing.T) {
 			wantCreated: true, wantMode: "0700", wantRecord: &record{Owner: "pv-a", OwnedSince: t0},
 			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
 		{desc: "directory of another PV", name: "v1", mode: 0o777,
-			wantReason: client.ReasonOwnerConflict, wantOwner: "pv-b", wantMessage: `belongs to PersistentVolume "pv-b"`,
+			wantReason: managerapi.ReasonOwnerConflict, wantOwner: "pv-b", wantMessage: `belongs to PersistentVolume "pv-b"`,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-b", false)
 			}},
 		{desc: "record of another PV without directory", name: "v1", mode: 0o777,
-			wantReason: client.ReasonOwnerConflict, wantOwner: "pv-b",
+			wantReason: managerapi.ReasonOwnerConflict, wantOwner: "pv-b",
 			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-b", false) }},
 		{desc: "directory without a record must be adopted", name: "v1", mode: 0o777,
-			wantReason: client.ReasonOwnerConflict, wantOwner: "", wantMessage: "/v1/pools/default/volumes/v1/owner",
+			wantReason: managerapi.ReasonOwnerConflict, wantOwner: "", wantMessage: "/v1/pools/default/volumes/v1/owner",
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
-		{desc: "file with the name", name: "v1", mode: 0o777, wantReason: client.ReasonConflict,
+		{desc: "file with the name", name: "v1", mode: 0o777, wantReason: managerapi.ReasonConflict,
 			setup: func(t *testing.T, e *testEnv) { mustWrite(t, filepath.Join(e.pool, "v1"), "x") }},
-		{desc: "file with the name and an own record", name: "v1", mode: 0o777, wantReason: client.ReasonConflict,
+		{desc: "file with the name and an own record", name: "v1", mode: 0o777, wantReason: managerapi.ReasonConflict,
 			setup: func(t *testing.T, e *testEnv) {
 				mustWrite(t, filepath.Join(e.pool, "v1"), "x")
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
-		{desc: "symlink to a directory outside", name: "v1", mode: 0o777, wantReason: client.ReasonConflict,
+		{desc: "symlink to a directory outside", name: "v1", mode: 0o777, wantReason: managerapi.ReasonConflict,
 			setup: func(t *testing.T, e *testEnv) {
 				mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "v1"))
 			}},
-		{desc: "dangling symlink", name: "v1", mode: 0o777, wantReason: client.ReasonConflict,
+		{desc: "dangling symlink", name: "v1", mode: 0o777, wantReason: managerapi.ReasonConflict,
 			setup: func(t *testing.T, e *testEnv) {
 				mustSymlink(t, "/nonexistent-hostpath-test", filepath.Join(e.pool, "v1"))
 			}},
@@ -440,15 +440,15 @@ func TestCreateVolume(t *testing.T) {
 				mustMkdir(t, filepath.Join(e.pool, OwnersDir))
 				mustWrite(t, filepath.Join(e.pool, OwnersDir, "v1"), `{"owner": "Not A PV"}`)
 			}},
-		{desc: "traversal", name: "../sibling", mode: 0o777, wantReason: client.ReasonBadRequest},
-		{desc: "metadata directory name", name: MetadataDir, mode: 0o777, wantReason: client.ReasonBadRequest},
-		{desc: "empty owner", name: "v1", owner: "-", mode: 0o777, wantReason: client.ReasonBadRequest},
-		{desc: "owner not a PV name", name: "v1", owner: "PV_A", mode: 0o777, wantReason: client.ReasonBadRequest},
-		{desc: "unknown pool", pool: "other", name: "v1", mode: 0o777, wantReason: client.ReasonPoolNotFound},
-		{desc: "invalid pool", pool: "..", name: "v1", mode: 0o777, wantReason: client.ReasonBadRequest},
-		{desc: "bad mode bits", name: "v1", mode: fs.ModeDir | 0o777, wantReason: client.ReasonBadRequest},
+		{desc: "traversal", name: "../sibling", mode: 0o777, wantReason: managerapi.ReasonBadRequest},
+		{desc: "metadata directory name", name: MetadataDir, mode: 0o777, wantReason: managerapi.ReasonBadRequest},
+		{desc: "empty owner", name: "v1", owner: "-", mode: 0o777, wantReason: managerapi.ReasonBadRequest},
+		{desc: "owner not a PV name", name: "v1", owner: "PV_A", mode: 0o777, wantReason: managerapi.ReasonBadRequest},
+		{desc: "unknown pool", pool: "other", name: "v1", mode: 0o777, wantReason: managerapi.ReasonPoolNotFound},
+		{desc: "invalid pool", pool: "..", name: "v1", mode: 0o777, wantReason: managerapi.ReasonBadRequest},
+		{desc: "bad mode bits", name: "v1", mode: fs.ModeDir | 0o777, wantReason: managerapi.ReasonBadRequest},
 		{desc: "not enough space writes nothing", name: "v1", mode: 0o777, required: 1 << 62,
-			wantReason: client.ReasonInsufficientStorage},
+			wantReason: managerapi.ReasonInsufficientStorage},
 		{desc: "an own record is finished without a new space check (promised when it was written)", name: "v1", mode: 0o777, required: 1 << 62,
 			wantCreated: true, wantMode: "0777", wantRecord: &record{Owner: "pv-a", OwnedSince: t0, SizeBytes: 1 << 62},
 			setup: func(t *testing.T, e *testEnv) { e.writeSizedRecord(t, "v1", "pv-a", 1<<62) }},
@@ -465,20 +465,20 @@ func TestCreateVolume(t *testing.T) {
 				e.writeSizedRecord(t, "v1", "pv-a", 2<<20)
 			}},
 		{desc: "a record smaller than the request is never grown by a create", name: "v1", mode: 0o777, required: 2 << 20,
-			wantReason: client.ReasonConflict, wantMessage: "less than the 2Mi requested",
+			wantReason: managerapi.ReasonConflict, wantMessage: "less than the 2Mi requested",
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeSizedRecord(t, "v1", "pv-a", 1)
 			}},
 		{desc: "a multihost record is no node-mode volume's", name: "v1", mode: 0o777,
-			wantReason: client.ReasonConflict, wantMessage: "multihost true, not false",
+			wantReason: managerapi.ReasonConflict, wantMessage: "multihost true, not false",
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeMultihostRecord(t, "v1", "pv-a")
 			}},
 		{desc: "enough space", name: "v1", mode: 0o700, required: 1,
 			wantCreated: true, wantMode: "0700", wantRecord: &record{Owner: "pv-a", OwnedSince: t1}},
-		{desc: "pool directory missing", name: "v1", mode: 0o777, wantReason: client.ReasonPoolNotFound,
+		{desc: "pool directory missing", name: "v1", mode: 0o777, wantReason: managerapi.ReasonPoolNotFound,
 			setup: func(t *testing.T, e *testEnv) { os.RemoveAll(e.pool) }},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -492,11 +492,11 @@ func TestCreateVolume(t *testing.T) {
 				pool = "default"
 			}
 			before := snapshot(t, e.base)
-			req := client.CreateVolumeRequest{Owner: owner, RequiredBytes: tc.required, ReclaimPolicy: tc.policy, ClaimNamespace: tc.namespace}
+			req := managerapi.CreateVolumeRequest{Owner: owner, RequiredBytes: tc.required, ReclaimPolicy: tc.policy, ClaimNamespace: tc.namespace}
 			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, req, tc.mode, "")
 			if tc.wantErr || tc.wantReason != "" {
 				if tc.wantErr {
-					if err == nil || client.ReasonOf(err) != "" {
+					if err == nil || managerapi.ReasonOf(err) != "" {
 						t.Fatalf("CreateVolume error = %v, want an internal error", err)
 					}
 				} else {
@@ -528,7 +528,7 @@ func TestCreateVolume(t *testing.T) {
 			if err != nil || !fi.IsDir() {
 				t.Fatalf("directory on disk: %v %v", fi, err)
 			}
-			if got := client.FormatMode(fi.Mode()); got != tc.wantMode {
+			if got := managerapi.FormatMode(fi.Mode()); got != tc.wantMode {
 				t.Errorf("mode on disk = %s, want %s", got, tc.wantMode)
 			}
 			checkRecord(t, e, tc.name, tc.wantRecord)
@@ -545,7 +545,7 @@ func TestSetOwner(t *testing.T) {
 		retained        bool
 		policy          string
 		namespace       string // the claim namespace asked for
-		wantReason      client.Reason
+		wantReason      managerapi.Reason
 		wantOwner       string
 		wantRecord      *record
 		// wantSameFile says that the record, written by hand, is left
@@ -559,7 +559,7 @@ func TestSetOwner(t *testing.T) {
 			wantRecord: &record{Owner: "pv-a", OwnedSince: t1, Retained: true},
 			setup:      func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
 		{desc: "wrong previous for a directory without a record", name: "v1", owner: "pv-a", previous: "pv-x",
-			wantReason: client.ReasonOwnerConflict, wantOwner: "",
+			wantReason: managerapi.ReasonOwnerConflict, wantOwner: "",
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
 		{desc: "mark retained keeps the date", name: "v1", owner: "pv-a", previous: "pv-a", retained: true,
 			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true},
@@ -568,16 +568,16 @@ func TestSetOwner(t *testing.T) {
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
 		{desc: "mark retained keeps the reclaim policy", name: "v1", owner: "pv-a", previous: "pv-a", retained: true,
-			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: client.ReclaimDelete},
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: managerapi.ReclaimDelete},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimDelete)
+				e.writeRecordPolicy(t, "v1", "pv-a", false, managerapi.ReclaimDelete)
 			}},
 		{desc: "take over clears the previous owner's reclaim policy", name: "v1", owner: "pv-b", previous: "pv-a",
 			wantRecord: &record{Owner: "pv-b", OwnedSince: t1},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecordPolicy(t, "v1", "pv-a", true, client.ReclaimRetain)
+				e.writeRecordPolicy(t, "v1", "pv-a", true, managerapi.ReclaimRetain)
 			}},
 		{desc: "same record again", name: "v1", owner: "pv-a", previous: "pv-a",
 			wantRecord: &record{Owner: "pv-a", OwnedSince: t0}, wantSameFile: true,
@@ -585,45 +585,45 @@ func TestSetOwner(t *testing.T) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
-		{desc: "same record and reclaim policy again", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, policy: client.ReclaimRetain,
-			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: client.ReclaimRetain}, wantSameFile: true,
+		{desc: "same record and reclaim policy again", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, policy: managerapi.ReclaimRetain,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: managerapi.ReclaimRetain}, wantSameFile: true,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecordPolicy(t, "v1", "pv-a", true, client.ReclaimRetain)
+				e.writeRecordPolicy(t, "v1", "pv-a", true, managerapi.ReclaimRetain)
 			}},
-		{desc: "same owner records a reclaim policy, keeps the date", name: "v1", owner: "pv-a", previous: "pv-a", policy: client.ReclaimDelete,
-			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ReclaimPolicy: client.ReclaimDelete},
+		{desc: "same owner records a reclaim policy, keeps the date", name: "v1", owner: "pv-a", previous: "pv-a", policy: managerapi.ReclaimDelete,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, ReclaimPolicy: managerapi.ReclaimDelete},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
-		{desc: "same owner changes the reclaim policy", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, policy: client.ReclaimRetain,
-			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: client.ReclaimRetain},
+		{desc: "same owner changes the reclaim policy", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, policy: managerapi.ReclaimRetain,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: managerapi.ReclaimRetain},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimDelete)
+				e.writeRecordPolicy(t, "v1", "pv-a", false, managerapi.ReclaimDelete)
 			}},
-		{desc: "adopt with a reclaim policy", name: "v1", owner: "pv-a", previous: "", policy: client.ReclaimDelete,
-			wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: client.ReclaimDelete},
+		{desc: "adopt with a reclaim policy", name: "v1", owner: "pv-a", previous: "", policy: managerapi.ReclaimDelete,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ReclaimPolicy: managerapi.ReclaimDelete},
 			setup:      func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
-		{desc: "take over with the new owner's reclaim policy", name: "v1", owner: "pv-b", previous: "pv-a", policy: client.ReclaimDelete,
-			wantRecord: &record{Owner: "pv-b", OwnedSince: t1, ReclaimPolicy: client.ReclaimDelete},
+		{desc: "take over with the new owner's reclaim policy", name: "v1", owner: "pv-b", previous: "pv-a", policy: managerapi.ReclaimDelete,
+			wantRecord: &record{Owner: "pv-b", OwnedSince: t1, ReclaimPolicy: managerapi.ReclaimDelete},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecordPolicy(t, "v1", "pv-a", true, client.ReclaimRetain)
+				e.writeRecordPolicy(t, "v1", "pv-a", true, managerapi.ReclaimRetain)
 			}},
-		{desc: "invalid reclaim policy", name: "v1", owner: "pv-a", previous: "pv-a", policy: "Recycle", wantReason: client.ReasonBadRequest,
+		{desc: "invalid reclaim policy", name: "v1", owner: "pv-a", previous: "pv-a", policy: "Recycle", wantReason: managerapi.ReasonBadRequest,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecordPolicy(t, "v1", "pv-a", false, client.ReclaimDelete)
+				e.writeRecordPolicy(t, "v1", "pv-a", false, managerapi.ReclaimDelete)
 			}},
-		{desc: "reclaim policy in lower case", name: "v1", owner: "pv-a", previous: "", policy: "delete", wantReason: client.ReasonBadRequest,
+		{desc: "reclaim policy in lower case", name: "v1", owner: "pv-a", previous: "", policy: "delete", wantReason: managerapi.ReasonBadRequest,
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
-		{desc: "mark retained keeps the claim namespace", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, policy: client.ReclaimRetain,
-			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: client.ReclaimRetain, ClaimNamespace: "team-a"},
+		{desc: "mark retained keeps the claim namespace", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, policy: managerapi.ReclaimRetain,
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: managerapi.ReclaimRetain, ClaimNamespace: "team-a"},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecordNamespace(t, "v1", "pv-a", false, client.ReclaimRetain, "team-a")
+				e.writeRecordNamespace(t, "v1", "pv-a", false, managerapi.ReclaimRetain, "team-a")
 			}},
 		{desc: "same record and claim namespace again", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, namespace: "team-a",
 			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ClaimNamespace: "team-a"}, wantSameFile: true,
@@ -632,10 +632,10 @@ func TestSetOwner(t *testing.T) {
 				e.writeRecordNamespace(t, "v1", "pv-a", true, "", "team-a")
 			}},
 		{desc: "hand over to another namespace keeps owner, date and policy", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, namespace: "team-b",
-			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: client.ReclaimRetain, ClaimNamespace: "team-b"},
+			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ReclaimPolicy: managerapi.ReclaimRetain, ClaimNamespace: "team-b"},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecordNamespace(t, "v1", "pv-a", true, client.ReclaimRetain, "team-a")
+				e.writeRecordNamespace(t, "v1", "pv-a", true, managerapi.ReclaimRetain, "team-a")
 			}},
 		{desc: "record of an older version gets a claim namespace", name: "v1", owner: "pv-a", previous: "pv-a", retained: true, namespace: "team-a",
 			wantRecord: &record{Owner: "pv-a", OwnedSince: t0, Retained: true, ClaimNamespace: "team-a"},
@@ -647,18 +647,18 @@ func TestSetOwner(t *testing.T) {
 			wantRecord: &record{Owner: "pv-b", OwnedSince: t1},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecordNamespace(t, "v1", "pv-a", true, client.ReclaimRetain, "team-a")
+				e.writeRecordNamespace(t, "v1", "pv-a", true, managerapi.ReclaimRetain, "team-a")
 			}},
-		{desc: "take over with the new owner's claim namespace", name: "v1", owner: "pv-b", previous: "pv-a", policy: client.ReclaimDelete, namespace: "team-a",
-			wantRecord: &record{Owner: "pv-b", OwnedSince: t1, ReclaimPolicy: client.ReclaimDelete, ClaimNamespace: "team-a"},
+		{desc: "take over with the new owner's claim namespace", name: "v1", owner: "pv-b", previous: "pv-a", policy: managerapi.ReclaimDelete, namespace: "team-a",
+			wantRecord: &record{Owner: "pv-b", OwnedSince: t1, ReclaimPolicy: managerapi.ReclaimDelete, ClaimNamespace: "team-a"},
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
-				e.writeRecordNamespace(t, "v1", "pv-a", true, client.ReclaimRetain, "team-a")
+				e.writeRecordNamespace(t, "v1", "pv-a", true, managerapi.ReclaimRetain, "team-a")
 			}},
 		{desc: "adopt with a claim namespace", name: "v1", owner: "pv-a", previous: "", namespace: "team-a",
 			wantRecord: &record{Owner: "pv-a", OwnedSince: t1, ClaimNamespace: "team-a"},
 			setup:      func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
-		{desc: "invalid claim namespace", name: "v1", owner: "pv-a", previous: "pv-a", namespace: "team a", wantReason: client.ReasonBadRequest,
+		{desc: "invalid claim namespace", name: "v1", owner: "pv-a", previous: "pv-a", namespace: "team a", wantReason: managerapi.ReasonBadRequest,
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecordNamespace(t, "v1", "pv-a", true, "", "team-a")
@@ -670,33 +670,33 @@ func TestSetOwner(t *testing.T) {
 				e.writeRecord(t, "v1", "pv-a", true)
 			}},
 		{desc: "adopting an owned directory", name: "v1", owner: "pv-b", previous: "",
-			wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a",
+			wantReason: managerapi.ReasonOwnerConflict, wantOwner: "pv-a",
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-a", true)
 			}},
 		{desc: "wrong previous owner", name: "v1", owner: "pv-b", previous: "pv-c",
-			wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a",
+			wantReason: managerapi.ReasonOwnerConflict, wantOwner: "pv-a",
 			setup: func(t *testing.T, e *testEnv) {
 				e.volume(t, "v1")
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
-		{desc: "missing directory", name: "v1", owner: "pv-a", previous: "", wantReason: client.ReasonNotFound},
-		{desc: "missing pool directory", name: "v1", owner: "pv-a", previous: "", wantReason: client.ReasonPoolNotFound,
+		{desc: "missing directory", name: "v1", owner: "pv-a", previous: "", wantReason: managerapi.ReasonNotFound},
+		{desc: "missing pool directory", name: "v1", owner: "pv-a", previous: "", wantReason: managerapi.ReasonPoolNotFound,
 			setup: func(t *testing.T, e *testEnv) {
 				if err := os.Remove(e.pool); err != nil {
 					t.Fatal(err)
 				}
 			}},
-		{desc: "record without directory", name: "v1", owner: "pv-a", previous: "pv-a", wantReason: client.ReasonNotFound,
+		{desc: "record without directory", name: "v1", owner: "pv-a", previous: "pv-a", wantReason: managerapi.ReasonNotFound,
 			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
-		{desc: "file with the name", name: "v1", owner: "pv-a", previous: "", wantReason: client.ReasonConflict,
+		{desc: "file with the name", name: "v1", owner: "pv-a", previous: "", wantReason: managerapi.ReasonConflict,
 			setup: func(t *testing.T, e *testEnv) { mustWrite(t, filepath.Join(e.pool, "v1"), "x") }},
-		{desc: "invalid owner", name: "v1", owner: "", previous: "", wantReason: client.ReasonBadRequest,
+		{desc: "invalid owner", name: "v1", owner: "", previous: "", wantReason: managerapi.ReasonBadRequest,
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
-		{desc: "invalid previous owner", name: "v1", owner: "pv-a", previous: "../x", wantReason: client.ReasonBadRequest,
+		{desc: "invalid previous owner", name: "v1", owner: "pv-a", previous: "../x", wantReason: managerapi.ReasonBadRequest,
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
-		{desc: "invalid name", name: "..", owner: "pv-a", previous: "", wantReason: client.ReasonBadRequest},
+		{desc: "invalid name", name: "..", owner: "pv-a", previous: "", wantReason: managerapi.ReasonBadRequest},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -707,7 +707,7 @@ func TestSetOwner(t *testing.T) {
 			before := snapshot(t, e.base)
 			recordFile := filepath.Join(e.pool, OwnersDir, tc.name)
 			recordBefore, _ := os.ReadFile(recordFile)
-			req := client.SetOwnerRequest{Owner: tc.owner, Previous: tc.previous, Retained: tc.retained, ReclaimPolicy: tc.policy, ClaimNamespace: tc.namespace}
+			req := managerapi.SetOwnerRequest{Owner: tc.owner, Previous: tc.previous, Retained: tc.retained, ReclaimPolicy: tc.policy, ClaimNamespace: tc.namespace}
 			v, err := e.store.SetOwner(ctx, "default", tc.name, req, "")
 			checkErr(t, "SetOwner", err, tc.wantReason, tc.wantOwner)
 			if err != nil {
@@ -739,7 +739,7 @@ func TestOwnerScenarios(t *testing.T) {
 		owner, previous string
 		retained        bool
 		ifEmpty         bool
-		wantReason      client.Reason
+		wantReason      managerapi.Reason
 		wantOwner       string
 	}
 	for _, tc := range []struct {
@@ -754,19 +754,19 @@ func TestOwnerScenarios(t *testing.T) {
 		{desc: "two PVs ask for the same directory",
 			steps: []step{
 				{op: "create", owner: "pv-a"},
-				{op: "create", owner: "pv-b", wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a"},
-				{op: "delete", owner: "pv-b", wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a"},
-				{op: "set", owner: "pv-b", previous: "", wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a"},
+				{op: "create", owner: "pv-b", wantReason: managerapi.ReasonOwnerConflict, wantOwner: "pv-a"},
+				{op: "delete", owner: "pv-b", wantReason: managerapi.ReasonOwnerConflict, wantOwner: "pv-a"},
+				{op: "set", owner: "pv-b", previous: "", wantReason: managerapi.ReasonOwnerConflict, wantOwner: "pv-a"},
 			},
 			wantData: true, wantRecord: &record{Owner: "pv-a", OwnedSince: t1}},
 		{desc: "adoption of a directory made before owner records",
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") },
 			steps: []step{
-				{op: "create", owner: "pv-a", wantReason: client.ReasonOwnerConflict, wantOwner: ""},
-				{op: "delete", owner: "pv-a", wantReason: client.ReasonOwnerConflict, wantOwner: ""},
+				{op: "create", owner: "pv-a", wantReason: managerapi.ReasonOwnerConflict, wantOwner: ""},
+				{op: "delete", owner: "pv-a", wantReason: managerapi.ReasonOwnerConflict, wantOwner: ""},
 				{op: "set", owner: "pv-a", previous: ""},
 				{op: "create", owner: "pv-a"},
-				{op: "delete", owner: "pv-a", ifEmpty: true, wantReason: client.ReasonNotEmpty},
+				{op: "delete", owner: "pv-a", ifEmpty: true, wantReason: managerapi.ReasonNotEmpty},
 				{op: "delete", owner: "pv-a"},
 				{op: "delete", owner: "pv-a"},
 			}},
@@ -777,11 +777,11 @@ func TestOwnerScenarios(t *testing.T) {
 			},
 			steps: []step{
 				{op: "set", owner: "pv-a", previous: "pv-a", retained: true},
-				{op: "create", owner: "pv-b", wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a"},
-				{op: "set", owner: "pv-b", previous: "pv-x", wantReason: client.ReasonOwnerConflict, wantOwner: "pv-a"},
+				{op: "create", owner: "pv-b", wantReason: managerapi.ReasonOwnerConflict, wantOwner: "pv-a"},
+				{op: "set", owner: "pv-b", previous: "pv-x", wantReason: managerapi.ReasonOwnerConflict, wantOwner: "pv-a"},
 				{op: "set", owner: "pv-b", previous: "pv-a"},
 				{op: "create", owner: "pv-b"},
-				{op: "delete", owner: "pv-a", wantReason: client.ReasonOwnerConflict, wantOwner: "pv-b"},
+				{op: "delete", owner: "pv-a", wantReason: managerapi.ReasonOwnerConflict, wantOwner: "pv-b"},
 			},
 			wantData: true, wantRecord: &record{Owner: "pv-b", OwnedSince: t1}},
 	} {
@@ -795,12 +795,12 @@ func TestOwnerScenarios(t *testing.T) {
 				var err error
 				switch s.op {
 				case "create":
-					_, _, err = e.store.CreateVolume(ctx, "default", "v1", client.CreateVolumeRequest{Owner: s.owner}, 0o755, "")
+					_, _, err = e.store.CreateVolume(ctx, "default", "v1", managerapi.CreateVolumeRequest{Owner: s.owner}, 0o755, "")
 					if err == nil {
 						mustWrite(t, filepath.Join(e.pool, "v1", "data"), "data of v1")
 					}
 				case "set":
-					_, err = e.store.SetOwner(ctx, "default", "v1", client.SetOwnerRequest{Owner: s.owner, Previous: s.previous, Retained: s.retained}, "")
+					_, err = e.store.SetOwner(ctx, "default", "v1", managerapi.SetOwnerRequest{Owner: s.owner, Previous: s.previous, Retained: s.retained}, "")
 				case "delete":
 					_, err = e.store.DeleteVolume(ctx, "default", "v1", s.owner, s.ifEmpty, "")
 				}
@@ -821,11 +821,11 @@ func TestOwnerScenarios(t *testing.T) {
 func TestRecordFormat(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
-	name := strings.Repeat("a", client.MaxVolumeNameLength)
-	if _, _, err := e.store.CreateVolume(ctx, "default", name, client.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: client.ReclaimDelete, ClaimNamespace: "team-a"}, 0o755, ""); err != nil {
+	name := strings.Repeat("a", managerapi.MaxVolumeNameLength)
+	if _, _, err := e.store.CreateVolume(ctx, "default", name, managerapi.CreateVolumeRequest{Owner: "pv-a", ReclaimPolicy: managerapi.ReclaimDelete, ClaimNamespace: "team-a"}, 0o755, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.SetOwner(ctx, "default", name, client.SetOwnerRequest{Owner: "pv-a", Previous: "pv-a", Retained: true}, ""); err != nil {
+	if _, err := e.store.SetOwner(ctx, "default", name, managerapi.SetOwnerRequest{Owner: "pv-a", Previous: "pv-a", Retained: true}, ""); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(e.pool, ".hostpath", "owners", name))
@@ -859,7 +859,7 @@ func TestListAndGetVolumes(t *testing.T) {
 	mustMkdir(t, filepath.Join(e.pool, ".hidden"))
 	mustWrite(t, filepath.Join(e.pool, "file"), "x")
 	mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "link"))
-	e.writeRecordNamespace(t, "a", "pv-a", true, client.ReclaimRetain, "team-a")
+	e.writeRecordNamespace(t, "a", "pv-a", true, managerapi.ReclaimRetain, "team-a")
 	mustMkdir(t, filepath.Join(e.pool, "c"))
 	e.writeRecord(t, "c", "pv-c", true)       // a record of an older version: no policy, no namespace
 	e.writeRecord(t, "orphan", "pv-o", false) // a record without directory
@@ -875,7 +875,7 @@ func TestListAndGetVolumes(t *testing.T) {
 	if got := strings.Join(names, ","); got != "a,b,c" {
 		t.Fatalf("ListVolumes = %s, want a,b,c", got)
 	}
-	if a := l.Items[0]; a.Owner != "pv-a" || !a.Retained || a.OwnedSince == nil || !a.OwnedSince.Equal(t0) || a.ReclaimPolicy != client.ReclaimRetain ||
+	if a := l.Items[0]; a.Owner != "pv-a" || !a.Retained || a.OwnedSince == nil || !a.OwnedSince.Equal(t0) || a.ReclaimPolicy != managerapi.ReclaimRetain ||
 		a.ClaimNamespace != "team-a" {
 		t.Errorf("ListVolumes item a = %+v, want owner pv-a, retained, policy Retain, namespace team-a, since %v", a, t0)
 	}
@@ -886,29 +886,29 @@ func TestListAndGetVolumes(t *testing.T) {
 		t.Errorf("ListVolumes item c = %+v, want owner pv-c, retained, no policy, no namespace", c)
 	}
 	_, err = e.store.ListVolumes(ctx, "nope")
-	checkErr(t, "ListVolumes(unknown pool)", err, client.ReasonPoolNotFound, "")
+	checkErr(t, "ListVolumes(unknown pool)", err, managerapi.ReasonPoolNotFound, "")
 
 	for _, tc := range []struct {
 		name       string
-		wantReason client.Reason
+		wantReason managerapi.Reason
 		wantOwner  string
 	}{
 		{"a", "", "pv-a"},
 		{"b", "", ""},
 		{"c", "", "pv-c"},
-		{"missing", client.ReasonNotFound, ""},
-		{"orphan", client.ReasonNotFound, ""},
-		{"file", client.ReasonConflict, ""},
-		{"link", client.ReasonConflict, ""},
-		{"../pool", client.ReasonBadRequest, ""},
-		{MetadataDir, client.ReasonBadRequest, ""},
+		{"missing", managerapi.ReasonNotFound, ""},
+		{"orphan", managerapi.ReasonNotFound, ""},
+		{"file", managerapi.ReasonConflict, ""},
+		{"link", managerapi.ReasonConflict, ""},
+		{"../pool", managerapi.ReasonBadRequest, ""},
+		{MetadataDir, managerapi.ReasonBadRequest, ""},
 	} {
 		v, err := e.store.GetVolume(ctx, "default", tc.name)
 		checkErr(t, "GetVolume("+tc.name+")", err, tc.wantReason, "")
 		if err == nil && (v.Path != filepath.Join(e.pool, tc.name) || v.Owner != tc.wantOwner) {
 			t.Errorf("GetVolume(%q) = %+v, want owner %q", tc.name, v, tc.wantOwner)
 		}
-		if err == nil && tc.name == "a" && (v.ReclaimPolicy != client.ReclaimRetain || v.ClaimNamespace != "team-a") {
+		if err == nil && tc.name == "a" && (v.ReclaimPolicy != managerapi.ReclaimRetain || v.ClaimNamespace != "team-a") {
 			t.Errorf("GetVolume(a) = %+v, want reclaim policy Retain and claim namespace team-a", v)
 		}
 	}
@@ -920,7 +920,7 @@ func TestListAndGetVolumes(t *testing.T) {
 
 	os.RemoveAll(e.pool)
 	_, err = e.store.ListVolumes(ctx, "default")
-	checkErr(t, "ListVolumes(missing pool directory)", err, client.ReasonPoolNotFound, "")
+	checkErr(t, "ListVolumes(missing pool directory)", err, managerapi.ReasonPoolNotFound, "")
 }
 
 func TestPreparePoolAndHost(t *testing.T) {
@@ -953,12 +953,12 @@ func TestPreparePoolAndHost(t *testing.T) {
 		t.Errorf("second PreparePool: %v", err)
 	}
 	_, err = e.store.PreparePool(ctx, "other")
-	checkErr(t, "PreparePool(unknown)", err, client.ReasonPoolNotFound, "")
+	checkErr(t, "PreparePool(unknown)", err, managerapi.ReasonPoolNotFound, "")
 
 	os.RemoveAll(e.pool)
 	mustWrite(t, e.pool, "not a directory")
 	_, err = e.store.PreparePool(ctx, "default")
-	checkErr(t, "PreparePool over a file", err, client.ReasonConflict, "")
+	checkErr(t, "PreparePool over a file", err, managerapi.ReasonConflict, "")
 
 	os.Remove(filepath.Join(e.base, "boot_id"))
 	if _, err := e.store.Host(ctx); err == nil {
@@ -1011,7 +1011,7 @@ func TestConcurrentCreateDelete(t *testing.T) {
 	errs := make(chan error, 200)
 	for range 100 {
 		wg.Go(func() {
-			if _, _, err := e.store.CreateVolume(ctx, "default", "v", client.CreateVolumeRequest{Owner: "pv-a"}, 0o755, ""); err != nil {
+			if _, _, err := e.store.CreateVolume(ctx, "default", "v", managerapi.CreateVolumeRequest{Owner: "pv-a"}, 0o755, ""); err != nil {
 				errs <- err
 			}
 		})
@@ -1041,7 +1041,7 @@ func TestConcurrentOwners(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, o := range owners {
 		wg.Go(func() {
-			_, _, results[i] = e.store.CreateVolume(ctx, "default", "v", client.CreateVolumeRequest{Owner: o}, 0o755, "")
+			_, _, results[i] = e.store.CreateVolume(ctx, "default", "v", managerapi.CreateVolumeRequest{Owner: o}, 0o755, "")
 		})
 	}
 	wg.Wait()
@@ -1058,7 +1058,7 @@ func TestConcurrentOwners(t *testing.T) {
 			}
 			continue
 		}
-		checkErr(t, "CreateVolume as "+owners[i], err, client.ReasonOwnerConflict, rec.Owner)
+		checkErr(t, "CreateVolume as "+owners[i], err, managerapi.ReasonOwnerConflict, rec.Owner)
 	}
 	if winners != 1 {
 		t.Errorf("%d owners got the directory, want 1", winners)

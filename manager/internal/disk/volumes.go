@@ -15,8 +15,8 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/quota"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // ListVolumes returns the volume directories of a pool with their owners,
@@ -30,8 +30,8 @@ import (
 // directory as unowned. Only the page's volumes are looked at (lstat,
 // owner record, usage), so a page costs its size plus reading the pool's
 // names.
-func (s *Store) ListVolumes(ctx context.Context, poolName string, opts ...client.ListOptions) (*client.VolumeList, error) {
-	var page client.ListOptions
+func (s *Store) ListVolumes(ctx context.Context, poolName string, opts ...managerapi.ListOptions) (*managerapi.VolumeList, error) {
+	var page managerapi.ListOptions
 	switch len(opts) {
 	case 0:
 	case 1:
@@ -67,7 +67,7 @@ func (s *Store) ListVolumes(ctx context.Context, poolName string, opts ...client
 		}
 	}
 	slices.Sort(names)
-	list := &client.VolumeList{Items: []client.Volume{}}
+	list := &managerapi.VolumeList{Items: []managerapi.Volume{}}
 	enf := s.sizes.detect(root)
 	for _, name := range names {
 		if page.Limit > 0 && len(list.Items) == page.Limit {
@@ -98,7 +98,7 @@ func (s *Store) ListVolumes(ctx context.Context, poolName string, opts ...client
 }
 
 // GetVolume returns one volume directory with its owner.
-func (s *Store) GetVolume(ctx context.Context, poolName, name string) (*client.Volume, error) {
+func (s *Store) GetVolume(ctx context.Context, poolName, name string) (*managerapi.Volume, error) {
 	p, err := s.volumePool(poolName, name)
 	if err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func (s *Store) GetVolume(ctx context.Context, poolName, name string) (*client.V
 // checkRemote) may grow only a multihost volume, and only as far as its
 // PersistentVolume goes, read fresh from the API server (see
 // checkRemoteGrowth: Conflict otherwise, nothing changed).
-func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeBytes int64, remote string) (*client.Volume, error) {
+func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeBytes int64, remote string) (*managerapi.Volume, error) {
 	p, err := s.ownedVolumePool(poolName, name, owner)
 	if err != nil {
 		return nil, err
@@ -219,7 +219,7 @@ func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeB
 // the claim (req.ClaimNamespace and req.ClaimName), which the API server
 // must know as the owner's (checkRemoteClaim), before anything is read or
 // written.
-func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req client.CreateVolumeRequest, mode fs.FileMode, remote string) (*client.Volume, bool, error) {
+func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req managerapi.CreateVolumeRequest, mode fs.FileMode, remote string) (*managerapi.Volume, bool, error) {
 	owner := req.Owner
 	p, err := s.checkCreate(poolName, name, req, mode, remote)
 	if err != nil {
@@ -269,7 +269,7 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req cli
 		return nil, false, err
 	}
 	if !exists {
-		logger.V(2).Info("Created volume", "mode", client.FormatMode(mode), "sizeBytes", rec.SizeBytes, "enforcement", rec.Enforcement)
+		logger.V(2).Info("Created volume", "mode", managerapi.FormatMode(mode), "sizeBytes", rec.SizeBytes, "enforcement", rec.Enforcement)
 	}
 	v := p.volume(name, fi, rec)
 	usage(&v, s.sizes.detect(root), root, name, rec)
@@ -279,7 +279,7 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req cli
 // checkCreate checks a create's (or a clone's) request and returns the
 // volume's pool: a remote caller (see checkRemote) may create only
 // multihost volumes.
-func (s *Store) checkCreate(poolName, name string, req client.CreateVolumeRequest, mode fs.FileMode, remote string) (*pool, error) {
+func (s *Store) checkCreate(poolName, name string, req managerapi.CreateVolumeRequest, mode fs.FileMode, remote string) (*pool, error) {
 	p, err := s.ownedVolumePool(poolName, name, req.Owner)
 	if err != nil {
 		return nil, err
@@ -288,10 +288,10 @@ func (s *Store) checkCreate(poolName, name string, req client.CreateVolumeReques
 		return nil, forbiddenf("a caller bound to node %q may create on node %q only multihost volumes (\"multihost\": true): volume %q in pool %q is asked for in node mode, which only node %q's own callers may create",
 			remote, s.nodeName, name, p.name, s.nodeName)
 	}
-	if err := client.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
+	if err := managerapi.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
 		return nil, badRequestf("%s", err)
 	}
-	if err := client.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
+	if err := managerapi.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
 		return nil, badRequestf("%s", err)
 	}
 	if err := validateClaimName(req.ClaimName); err != nil {
@@ -376,7 +376,7 @@ func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name stri
 // record of name. undo removes that record and gives the size back.
 func (s *Store) ownNew(logger klog.Logger, root *os.Root, p *pool, name string, newRec record, enforceSize bool, sup quota.Support) (rec *record, undo func(), err error) {
 	if enforceSize && sup.Kind == quota.KindNone {
-		return nil, nil, client.Errorf(client.ReasonNotEnforced, "pool %q on node %q does not enforce volume sizes (the class asks for enforceSize): %s", p.name, s.nodeName, sup.Reason)
+		return nil, nil, managerapi.Errorf(managerapi.ReasonNotEnforced, "pool %q on node %q does not enforce volume sizes (the class asks for enforceSize): %s", p.name, s.nodeName, sup.Reason)
 	}
 	if err := s.sizes.reserve(p, root, s.nodeName, newRec.SizeBytes, true, formatBytes(newRec.SizeBytes)+" requested"); err != nil {
 		return nil, nil, err
@@ -441,7 +441,7 @@ func (p *pool) setMode(root *os.Root, name string, fi fs.FileInfo, mode fs.FileM
 		return nil, conflictf("volume %q in pool %q changed while it was being created", name, p.name)
 	}
 	if err := f.Chmod(mode); err != nil {
-		return nil, fmt.Errorf("set mode %s on volume %q in pool %q: %w", client.FormatMode(mode), name, p.name, err)
+		return nil, fmt.Errorf("set mode %s on volume %q in pool %q: %w", managerapi.FormatMode(mode), name, p.name, err)
 	}
 	if ffi, err = f.Stat(); err != nil {
 		return nil, fmt.Errorf("stat volume %q in pool %q: %w", name, p.name, err)
@@ -474,7 +474,7 @@ func (p *pool) setMode(root *os.Root, name string, fi fs.FileInfo, mode fs.FileM
 // owner's, of a multihost class (see checkRemoteClaim); it never hands a
 // record to another owner nor changes its claim namespace, and lets a
 // directory be removed later only as its PV does (see checkRemoteOwner).
-func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.SetOwnerRequest, remote string) (*client.Volume, error) {
+func (s *Store) SetOwner(ctx context.Context, poolName, name string, req managerapi.SetOwnerRequest, remote string) (*managerapi.Volume, error) {
 	owner, previous := req.Owner, req.Previous
 	p, err := s.ownedVolumePool(poolName, name, owner)
 	if err != nil {
@@ -538,16 +538,16 @@ func (s *Store) SetOwner(ctx context.Context, poolName, name string, req client.
 
 // checkSetOwner checks what SetOwner takes besides the owner: the previous
 // owner, the reclaim policy, the claim namespace and the claim name.
-func checkSetOwner(req client.SetOwnerRequest) error {
+func checkSetOwner(req managerapi.SetOwnerRequest) error {
 	if req.Previous != "" {
-		if err := client.ValidateOwner(req.Previous); err != nil {
+		if err := managerapi.ValidateOwner(req.Previous); err != nil {
 			return badRequestf("previous owner: %s", err)
 		}
 	}
-	if err := client.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
+	if err := managerapi.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
 		return badRequestf("%s", err)
 	}
-	if err := client.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
+	if err := managerapi.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
 		return badRequestf("%s", err)
 	}
 	return validateClaimName(req.ClaimName)
@@ -555,7 +555,7 @@ func checkSetOwner(req client.SetOwnerRequest) error {
 
 // nextOwnerRecord is the record SetOwner writes over rec (nil for none)
 // for req at now: see SetOwner for what it keeps of rec.
-func nextOwnerRecord(rec *record, req client.SetOwnerRequest, now time.Time) record {
+func nextOwnerRecord(rec *record, req managerapi.SetOwnerRequest, now time.Time) record {
 	next := record{Owner: req.Owner, OwnedSince: now, Retained: req.Retained, Multihost: req.Multihost}
 	if rec != nil {
 		// The size, quota and mode are the directory's, whoever owns it.
@@ -664,7 +664,7 @@ func (s *Store) removeVolume(ctx context.Context, root *os.Root, p *pool, name s
 			return fmt.Errorf("volume %q in pool %q: %w", name, p.name, err)
 		}
 		if !empty {
-			return client.Errorf(client.ReasonNotEmpty, "volume %q in pool %q is not empty", name, p.name)
+			return managerapi.Errorf(managerapi.ReasonNotEmpty, "volume %q in pool %q is not empty", name, p.name)
 		}
 	}
 	// The quota ID is read before the directory goes, should the record

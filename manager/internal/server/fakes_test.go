@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/review"
 	"hostpath.dev/manager/internal/auth"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // fakeAuthorizer knows these tokens: "admin" may do anything, "reader" may
@@ -28,7 +28,7 @@ func (f *fakeAuthorizer) Authorize(_ context.Context, c review.Caller, a auth.At
 	f.mu.Unlock()
 	switch c.Token {
 	case "":
-		return nil, &review.Error{Reason: client.ReasonUnauthorized, Message: "no bearer token"}
+		return nil, &review.Error{Reason: managerapi.ReasonUnauthorized, Message: "no bearer token"}
 	case "admin":
 		return &auth.Decision{User: &review.User{Name: "admin"}}, nil
 	case "remote":
@@ -37,13 +37,13 @@ func (f *fakeAuthorizer) Authorize(_ context.Context, c review.Caller, a auth.At
 		if a.Verb == "get" || a.Verb == "list" {
 			return &auth.Decision{User: &review.User{Name: "reader"}}, nil
 		}
-		return nil, &review.Error{Reason: client.ReasonForbidden, Message: "reader cannot " + a.String()}
+		return nil, &review.Error{Reason: managerapi.ReasonForbidden, Message: "reader cannot " + a.String()}
 	case "broken":
 		return nil, errors.New("token review: connection refused")
 	case "busy":
-		return nil, &review.Error{Reason: client.ReasonTooManyRequests, Message: "slow down", RetryAfter: 1500 * time.Millisecond}
+		return nil, &review.Error{Reason: managerapi.ReasonTooManyRequests, Message: "slow down", RetryAfter: 1500 * time.Millisecond}
 	}
-	return nil, &review.Error{Reason: client.ReasonUnauthorized, Message: "token rejected"}
+	return nil, &review.Error{Reason: managerapi.ReasonUnauthorized, Message: "token rejected"}
 }
 
 func (f *fakeAuthorizer) calls() []auth.Attributes {
@@ -79,46 +79,46 @@ func (f *fakeBackend) recorded() []string {
 	return append([]string(nil), f.calls...)
 }
 
-func volume(pool, name, owner string, mode fs.FileMode) *client.Volume {
-	return &client.Volume{Name: name, Pool: pool, Path: "/pools/" + pool + "/" + name, Mode: client.FormatMode(mode), Owner: owner}
+func volume(pool, name, owner string, mode fs.FileMode) *managerapi.Volume {
+	return &managerapi.Volume{Name: name, Pool: pool, Path: "/pools/" + pool + "/" + name, Mode: managerapi.FormatMode(mode), Owner: owner}
 }
 
-func (f *fakeBackend) Host(context.Context) (*client.Host, error) {
+func (f *fakeBackend) Host(context.Context) (*managerapi.Host, error) {
 	if err := f.record("Host"); err != nil {
 		return nil, err
 	}
-	return &client.Host{NodeName: "node-a", HostID: "h", BootID: "b", Pools: []client.Pool{{Name: "default", Path: "/pools/default"}}}, nil
+	return &managerapi.Host{NodeName: "node-a", HostID: "h", BootID: "b", Pools: []managerapi.Pool{{Name: "default", Path: "/pools/default"}}}, nil
 }
 
-func (f *fakeBackend) PreparePool(_ context.Context, pool string) (*client.Pool, error) {
+func (f *fakeBackend) PreparePool(_ context.Context, pool string) (*managerapi.Pool, error) {
 	if err := f.record("PreparePool %s", pool); err != nil {
 		return nil, err
 	}
-	return &client.Pool{Name: pool, Path: "/pools/" + pool}, nil
+	return &managerapi.Pool{Name: pool, Path: "/pools/" + pool}, nil
 }
 
-func (f *fakeBackend) ListVolumes(_ context.Context, pool string, _ ...client.ListOptions) (*client.VolumeList, error) {
+func (f *fakeBackend) ListVolumes(_ context.Context, pool string, _ ...managerapi.ListOptions) (*managerapi.VolumeList, error) {
 	if err := f.record("ListVolumes %s", pool); err != nil {
 		return nil, err
 	}
-	return &client.VolumeList{Items: []client.Volume{*volume(pool, "a", "pv-a", 0o777)}}, nil
+	return &managerapi.VolumeList{Items: []managerapi.Volume{*volume(pool, "a", "pv-a", 0o777)}}, nil
 }
 
-func (f *fakeBackend) GetVolume(_ context.Context, pool, name string) (*client.Volume, error) {
+func (f *fakeBackend) GetVolume(_ context.Context, pool, name string) (*managerapi.Volume, error) {
 	if err := f.record("GetVolume %s %s", pool, name); err != nil {
 		return nil, err
 	}
 	v := volume(pool, name, "pv-1", 0o777)
-	v.ReclaimPolicy = client.ReclaimDelete
+	v.ReclaimPolicy = managerapi.ReclaimDelete
 	return v, nil
 }
 
-func (f *fakeBackend) CreateVolume(_ context.Context, pool, name string, req client.CreateVolumeRequest, mode fs.FileMode, remote string) (*client.Volume, bool, error) {
+func (f *fakeBackend) CreateVolume(_ context.Context, pool, name string, req managerapi.CreateVolumeRequest, mode fs.FileMode, remote string) (*managerapi.Volume, bool, error) {
 	if f.entered != nil {
 		f.entered <- struct{}{}
 		<-f.release
 	}
-	if err := f.record("CreateVolume %s %s owner=%s mode=%s required=%d policy=%s enforce=%t ns=%s%s", pool, name, req.Owner, client.FormatMode(mode), req.RequiredBytes, req.ReclaimPolicy, req.EnforceSize, req.ClaimNamespace, writeSuffix(req.Multihost, remote)); err != nil {
+	if err := f.record("CreateVolume %s %s owner=%s mode=%s required=%d policy=%s enforce=%t ns=%s%s", pool, name, req.Owner, managerapi.FormatMode(mode), req.RequiredBytes, req.ReclaimPolicy, req.EnforceSize, req.ClaimNamespace, writeSuffix(req.Multihost, remote)); err != nil {
 		return nil, false, err
 	}
 	v := volume(pool, name, req.Owner, mode)
@@ -126,22 +126,22 @@ func (f *fakeBackend) CreateVolume(_ context.Context, pool, name string, req cli
 	return v, name != "existing", nil
 }
 
-func (f *fakeBackend) CloneVolume(_ context.Context, pool, name string, req client.CloneVolumeRequest, mode fs.FileMode, remote string) (*client.Clone, bool, error) {
-	if err := f.record("CloneVolume %s %s owner=%s mode=%s required=%d source=%s/%s sourceOwner=%s%s", pool, name, req.Owner, client.FormatMode(mode), req.RequiredBytes, req.SourcePool, req.SourceName, req.SourceOwner, writeSuffix(req.Multihost, remote)); err != nil {
+func (f *fakeBackend) CloneVolume(_ context.Context, pool, name string, req managerapi.CloneVolumeRequest, mode fs.FileMode, remote string) (*managerapi.Clone, bool, error) {
+	if err := f.record("CloneVolume %s %s owner=%s mode=%s required=%d source=%s/%s sourceOwner=%s%s", pool, name, req.Owner, managerapi.FormatMode(mode), req.RequiredBytes, req.SourcePool, req.SourceName, req.SourceOwner, writeSuffix(req.Multihost, remote)); err != nil {
 		return nil, false, err
 	}
-	cl := &client.Clone{Source: req.SourcePool + "/" + req.SourceName, State: client.CloneCopying, Method: client.CloneMethodCopy}
+	cl := &managerapi.Clone{Source: req.SourcePool + "/" + req.SourceName, State: managerapi.CloneCopying, Method: managerapi.CloneMethodCopy}
 	switch name {
 	case "done":
-		cl.State, cl.Volume = client.CloneDone, volume(pool, name, req.Owner, mode)
+		cl.State, cl.Volume = managerapi.CloneDone, volume(pool, name, req.Owner, mode)
 		return cl, true, nil
 	case "existing":
-		cl.State, cl.Volume = client.CloneDone, volume(pool, name, req.Owner, mode)
+		cl.State, cl.Volume = managerapi.CloneDone, volume(pool, name, req.Owner, mode)
 	}
 	return cl, false, nil
 }
 
-func (f *fakeBackend) SetSize(_ context.Context, pool, name, owner string, sizeBytes int64, remote string) (*client.Volume, error) {
+func (f *fakeBackend) SetSize(_ context.Context, pool, name, owner string, sizeBytes int64, remote string) (*managerapi.Volume, error) {
 	if err := f.record("SetSize %s %s owner=%s size=%d%s", pool, name, owner, sizeBytes, writeSuffix(false, remote)); err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (f *fakeBackend) SetSize(_ context.Context, pool, name, owner string, sizeB
 	return v, nil
 }
 
-func (f *fakeBackend) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest, remote string) (*client.Volume, error) {
+func (f *fakeBackend) SetOwner(_ context.Context, pool, name string, req managerapi.SetOwnerRequest, remote string) (*managerapi.Volume, error) {
 	if err := f.record("SetOwner %s %s owner=%s previous=%s retained=%t policy=%s ns=%s%s", pool, name, req.Owner, req.Previous, req.Retained, req.ReclaimPolicy, req.ClaimNamespace, writeSuffix(req.Multihost, remote)); err != nil {
 		return nil, err
 	}

@@ -21,10 +21,10 @@ import (
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/klog/v2/ktesting"
 
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/review"
+	"hostpath.dev/api/runtime/review/reviewtest"
 	"hostpath.dev/manager/internal/auth"
-	"hostpath.dev/manager/internal/auth/authtest"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // slowAPI behaves like a busy API server: every review takes latency, and
@@ -43,7 +43,7 @@ type slowAPI struct {
 
 // ownCaller is the legitimate caller of these tests: a service account of
 // the manager's namespace, as the provisioner is.
-var ownCaller = authtest.ServiceAccount("hostpath-provisioner")
+var ownCaller = reviewtest.ServiceAccount("hostpath-provisioner")
 
 func newSlowAPI(legit ...string) *slowAPI {
 	a := &slowAPI{limiter: rate.NewLimiter(20, 1), latency: 50 * time.Millisecond, legit: map[string]bool{},
@@ -142,7 +142,7 @@ func getHost(ctx context.Context, c *http.Client, base, token string) (int, erro
 // on 127.0.0.1 until the test ends.
 func startManager(t *testing.T, ctx context.Context, api *slowAPI) string {
 	lo := review.DefaultLimitOptions()
-	lo.OwnNamespace = authtest.Namespace
+	lo.OwnNamespace = reviewtest.Namespace
 	limits := review.NewBudget(lo)
 	opts := auth.DefaultOptions()
 	opts.Budget = limits
@@ -214,7 +214,7 @@ func TestJunkTokenFlood(t *testing.T) {
 		junk func(int) string
 	}{
 		{"junk", func(i int) string { return fmt.Sprintf("junk-%d", i) }},
-		{"junk claiming to be the provisioner", func(i int) string { return authtest.JWT(ownCaller, fmt.Sprintf("forged-%d", i)) }},
+		{"junk claiming to be the provisioner", func(i int) string { return reviewtest.JWT(ownCaller, fmt.Sprintf("forged-%d", i)) }},
 	} {
 		t.Run(tc.desc, func(t *testing.T) { junkTokenFlood(t, tc.junk) })
 	}
@@ -222,7 +222,7 @@ func TestJunkTokenFlood(t *testing.T) {
 
 func junkTokenFlood(t *testing.T, junk func(int) string) {
 	_, ctx := ktesting.NewTestContext(t)
-	legit0, legit1, legit2 := authtest.JWT(ownCaller, "legit-0"), authtest.JWT(ownCaller, "legit-1"), authtest.JWT(ownCaller, "legit-2")
+	legit0, legit1, legit2 := reviewtest.JWT(ownCaller, "legit-0"), reviewtest.JWT(ownCaller, "legit-1"), reviewtest.JWT(ownCaller, "legit-2")
 	api := newSlowAPI(legit0, legit1, legit2)
 	base := startManager(t, ctx, api)
 	legit := clientFrom(t, "127.0.0.1")
@@ -296,9 +296,9 @@ func TestJunkFloodGets429WithRetryAfter(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &env{srv: handler}
-	checkAnswer(t, e.do(t, httpCall{method: "GET", path: "/v1/host", token: "junk-1"}), 401, client.ReasonUnauthorized)
+	checkAnswer(t, e.do(t, httpCall{method: "GET", path: "/v1/host", token: "junk-1"}), 401, managerapi.ReasonUnauthorized)
 	w := e.do(t, httpCall{method: "GET", path: "/v1/host", token: "junk-2"})
-	st := checkAnswer(t, w, 429, client.ReasonTooManyRequests)
+	st := checkAnswer(t, w, 429, managerapi.ReasonTooManyRequests)
 	if got := w.Header().Get("Retry-After"); got != "10" {
 		t.Errorf("Retry-After = %q, want 10 (one token at 0.1/s)", got)
 	}

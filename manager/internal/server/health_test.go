@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // TestHealthAndAPIAreSeparate: the health handler (plain HTTP) never
@@ -25,7 +25,7 @@ func TestHealthAndAPIAreSeparate(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
-		checkAnswer(t, e.do(t, httpCall{method: "GET", path: path}), http.StatusNotFound, client.ReasonNotFound)
+		checkAnswer(t, e.do(t, httpCall{method: "GET", path: path}), http.StatusNotFound, managerapi.ReasonNotFound)
 	}
 	if got := e.backend.recorded(); len(got) != 0 {
 		t.Errorf("backend calls %v", got)
@@ -60,8 +60,8 @@ func TestReadyz(t *testing.T) {
 func TestHostReportsCertificate(t *testing.T) {
 	notAfter := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	srv, err := New(Config{NodeName: "node-a", Backend: &fakeBackend{}, Authorizer: &fakeAuthorizer{},
-		Certificate: func() *client.CertificateStatus {
-			return &client.CertificateStatus{NotAfter: &notAfter, Issuer: "ca", RenewalError: "denied"}
+		Certificate: func() *managerapi.CertificateStatus {
+			return &managerapi.CertificateStatus{NotAfter: &notAfter, Issuer: "ca", RenewalError: "denied"}
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestHostReportsCertificate(t *testing.T) {
 	e := &env{srv: srv}
 	w := e.do(t, httpCall{method: "GET", path: "/v1/host", token: "reader"})
 	checkAnswer(t, w, http.StatusOK, "")
-	var h client.Host
+	var h managerapi.Host
 	mustUnmarshal(t, w.Body.Bytes(), &h)
 	if c := h.Certificate; c == nil || !c.NotAfter.Equal(notAfter) || c.Issuer != "ca" || c.RenewalError != "denied" {
 		t.Errorf("certificate = %+v in %s", c, w.Body.String())

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // TestListPagesOnDisk: on a real disk.Store with 2,500 volumes, GET
@@ -36,9 +36,9 @@ func TestListPagesOnDisk(t *testing.T) {
 		size  int
 		pages int
 	}{
-		{desc: "default page", size: client.DefaultListLimit, pages: volumes / client.DefaultListLimit},
+		{desc: "default page", size: managerapi.DefaultListLimit, pages: volumes / managerapi.DefaultListLimit},
 		{desc: "small pages", limit: "300", size: 300, pages: 9},
-		{desc: "largest pages", limit: fmt.Sprint(client.MaxListLimit), size: client.MaxListLimit, pages: 5},
+		{desc: "largest pages", limit: fmt.Sprint(managerapi.MaxListLimit), size: managerapi.MaxListLimit, pages: 5},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			var got []string
@@ -57,7 +57,7 @@ func TestListPagesOnDisk(t *testing.T) {
 				}
 				w := e.do(t, httpCall{method: "GET", path: path, token: "admin"})
 				checkAnswer(t, w, 200, "")
-				var l client.VolumeList
+				var l managerapi.VolumeList
 				mustUnmarshal(t, w.Body.Bytes(), &l)
 				if len(l.Items) > tc.size || l.Continue != "" && len(l.Items) != tc.size {
 					t.Fatalf("page %d holds %d volumes (continue %q), want %d", pages, len(l.Items), l.Continue, tc.size)

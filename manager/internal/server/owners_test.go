@@ -15,16 +15,16 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/review/reviewtest"
 	"hostpath.dev/manager/internal/auth"
-	"hostpath.dev/manager/internal/auth/authtest"
 	"hostpath.dev/manager/internal/kube"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // newReviewer is the auth.Reviewer of node-a over the callers of cs.
 func newReviewer(cs *fake.Clientset) *auth.Reviewer {
 	opts := auth.DefaultOptions()
-	opts.NodeName = authtest.ThisNode
+	opts.NodeName = reviewtest.ThisNode
 	return auth.NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(),
 		func(ns string) auth.PodGetter { return cs.CoreV1().Pods(ns) }, opts)
 }
@@ -96,7 +96,7 @@ func pvOf(name, dir, claim string, phase corev1.PersistentVolumePhase) *corev1.P
 //	    volume beyond what its PV and claim say: 409 naming the PV.
 func TestRemoteAttacks(t *testing.T) {
 	d := newDiskDirs(t)
-	api := authtest.NewCallers()
+	api := reviewtest.NewCallers()
 	cs := api.Clientset()
 	clk := testingclock.NewFakeClock(time.Now())
 	addObjects(t, cs, classOf("standard", "node"), classOf("shared", "multihost"),
@@ -117,29 +117,29 @@ func TestRemoteAttacks(t *testing.T) {
 	d.run(t, e, []diskStep{
 		{desc: "(a) remote create for a pending claim's PV, no claim named", token: "prov-b", method: "PUT", path: "/v1/pools/default/volumes/dir-a",
 			body:     `{"owner":"pvc-a1","multihost":true,"claimNamespace":"evil","requiredBytes":1}`,
-			wantCode: 400, wantReason: client.ReasonBadRequest, wantInMsg: "claimNamespace and claimName are required", check: absent(dirA)},
+			wantCode: 400, wantReason: managerapi.ReasonBadRequest, wantInMsg: "claimNamespace and claimName are required", check: absent(dirA)},
 		{desc: "(a) remote create for a pending claim's PV, in another namespace", token: "prov-b", method: "PUT", path: "/v1/pools/default/volumes/dir-a",
 			body:     `{"owner":"pvc-a1","multihost":true,"claimNamespace":"evil","claimName":"data","requiredBytes":1}`,
-			wantCode: 409, wantReason: client.ReasonConflict, wantInMsg: "claim evil/data does not exist", check: absent(dirA)},
+			wantCode: 409, wantReason: managerapi.ReasonConflict, wantInMsg: "claim evil/data does not exist", check: absent(dirA)},
 		{desc: "(a) remote create for a pending node-mode claim's PV, in its namespace", token: "prov-b", method: "PUT", path: "/v1/pools/default/volumes/dir-a",
 			body:     `{"owner":"pvc-a1","multihost":true,"claimNamespace":"default","claimName":"data","requiredBytes":1}`,
-			wantCode: 409, wantReason: client.ReasonConflict, wantInMsg: `claim default/data is of StorageClass "standard", whose parameter mode is "node", not "multihost"`, check: absent(dirA)},
+			wantCode: 409, wantReason: managerapi.ReasonConflict, wantInMsg: `claim default/data is of StorageClass "standard", whose parameter mode is "node", not "multihost"`, check: absent(dirA)},
 		{desc: "(a) a planted record is not adopted by the claim's own create", token: "prov-a", method: "PUT", path: "/v1/pools/default/volumes/dir-a",
 			before:   plant,
 			body:     `{"owner":"pvc-a1","claimNamespace":"default","claimName":"data","reclaimPolicy":"Delete","requiredBytes":1048576}`,
-			wantCode: 409, wantReason: client.ReasonConflict, wantInMsg: `it says multihost true, not false, claim namespace "evil", not "default", reclaim policy "", not "Delete", size 1, less than the 1Mi requested`,
+			wantCode: 409, wantReason: managerapi.ReasonConflict, wantInMsg: `it says multihost true, not false, claim namespace "evil", not "default", reclaim policy "", not "Delete", size 1, less than the 1Mi requested`,
 			check: absent(dirA)},
 		{desc: "(b) node-a's copy of a Bound multihost volume", token: "prov-a", method: "PUT", path: "/v1/pools/default/volumes/dir-b",
 			body: `{"owner":"pvc-b1","multihost":true,"claimNamespace":"default","reclaimPolicy":"Delete","requiredBytes":1048576}`, wantCode: 201},
 		{desc: "(b) remote delete of the Bound volume's copy", token: "prov-b", method: "DELETE", path: "/v1/pools/default/volumes/dir-b?owner=pvc-b1",
-			wantCode: 409, wantReason: client.ReasonConflict, wantInMsg: `its PersistentVolume "pvc-b1" is Bound (reclaim policy Delete)`, check: exists(dirB)},
+			wantCode: 409, wantReason: managerapi.ReasonConflict, wantInMsg: `its PersistentVolume "pvc-b1" is Bound (reclaim policy Delete)`, check: exists(dirB)},
 		{desc: "(c) remote re-own of the Bound volume's copy to ghost", token: "definer-b", method: "PUT", path: "/v1/pools/default/volumes/dir-b/owner",
 			body:     `{"owner":"ghost","previous":"pvc-b1","multihost":true}`,
-			wantCode: 403, wantReason: client.ReasonForbidden, wantInMsg: `cannot hand volume "dir-b" in pool "default" on node "node-a" over from PersistentVolume "pvc-b1" to "ghost"`,
+			wantCode: 403, wantReason: managerapi.ReasonForbidden, wantInMsg: `cannot hand volume "dir-b" in pool "default" on node "node-a" over from PersistentVolume "pvc-b1" to "ghost"`,
 			check: exists(dirB)},
 		{desc: "(c) remote change of the claim namespace", token: "definer-b", method: "PUT", path: "/v1/pools/default/volumes/dir-b/owner",
 			body:     `{"owner":"pvc-b1","previous":"pvc-b1","claimNamespace":"evil","multihost":true}`,
-			wantCode: 403, wantReason: client.ReasonForbidden, wantInMsg: `cannot change the claim namespace`},
+			wantCode: 403, wantReason: managerapi.ReasonForbidden, wantInMsg: `cannot change the claim namespace`},
 		{desc: "(d) remote adoption for a pending claim's PV, no claim named", token: "definer-b", method: "PUT", path: "/v1/pools/default/volumes/dir-d/owner",
 			before: func(t *testing.T) {
 				if err := os.MkdirAll(dirD, 0o700); err != nil {
@@ -147,14 +147,14 @@ func TestRemoteAttacks(t *testing.T) {
 				}
 			},
 			body:     `{"owner":"pvc-a1","previous":"","claimNamespace":"default","multihost":true}`,
-			wantCode: 400, wantReason: client.ReasonBadRequest, wantInMsg: "only for a claim it names: claimNamespace and claimName are required", check: absent(recordD)},
+			wantCode: 400, wantReason: managerapi.ReasonBadRequest, wantInMsg: "only for a claim it names: claimNamespace and claimName are required", check: absent(recordD)},
 		{desc: "(d) remote adoption for a pending node-mode claim's PV, naming it", token: "definer-b", method: "PUT", path: "/v1/pools/default/volumes/dir-d/owner",
 			body:     `{"owner":"pvc-a1","previous":"","claimNamespace":"default","claimName":"data","multihost":true}`,
-			wantCode: 409, wantReason: client.ReasonConflict, wantInMsg: `cannot adopt volume "dir-d" in pool "default" on node "node-a" for PersistentVolume "pvc-a1": claim default/data is of StorageClass "standard"`,
+			wantCode: 409, wantReason: managerapi.ReasonConflict, wantInMsg: `cannot adopt volume "dir-d" in pool "default" on node "node-a" for PersistentVolume "pvc-a1": claim default/data is of StorageClass "standard"`,
 			check: absent(recordD)},
 		{desc: "(e) remote growth of the Bound volume's copy beyond its PV", token: "prov-b", method: "PUT", path: "/v1/pools/default/volumes/dir-b/size",
 			body:     `{"owner":"pvc-b1","sizeBytes":1073741824}`,
-			wantCode: 409, wantReason: client.ReasonConflict, wantInMsg: `cannot grow volume "dir-b" in pool "default" on node "node-a" from 1Mi to 1Gi: its PersistentVolume "pvc-b1" has no capacity`},
+			wantCode: 409, wantReason: managerapi.ReasonConflict, wantInMsg: `cannot grow volume "dir-b" in pool "default" on node "node-a" from 1Mi to 1Gi: its PersistentVolume "pvc-b1" has no capacity`},
 		{desc: "(b) the Released volume's copy, once the remembered Bound answer expired", token: "prov-b", method: "DELETE", path: "/v1/pools/default/volumes/dir-b?owner=pvc-b1",
 			before: func(t *testing.T) {
 				_, ctx := ktesting.NewTestContext(t)

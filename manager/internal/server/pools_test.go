@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/auth"
 	"hostpath.dev/manager/internal/disk"
-	"hostpath.dev/manager/pkg/client"
 )
 
 // fakeIdentity is a host identity that reads no file.
@@ -102,7 +102,7 @@ type diskStep struct {
 	path, body string
 	token      string
 	wantCode   int
-	wantReason client.Reason
+	wantReason managerapi.Reason
 	wantInMsg  string
 	check      func(t *testing.T, d diskDirs, body []byte)
 	// before, when set, runs before the call.
@@ -141,15 +141,15 @@ func TestPoolsNamedOnTheFly(t *testing.T) {
 	d := newDiskDirs(t)
 	e := d.server(t)
 	d.run(t, e, []diskStep{
-		{desc: "list before prepare", method: "GET", path: "/v1/pools/fast/volumes", wantCode: 404, wantReason: client.ReasonPoolNotFound,
+		{desc: "list before prepare", method: "GET", path: "/v1/pools/fast/volumes", wantCode: 404, wantReason: managerapi.ReasonPoolNotFound,
 			wantInMsg: "prepare it with PUT /v1/pools/fast"},
 		{desc: "create before prepare", method: "PUT", path: "/v1/pools/fast/volumes/v1", body: `{"owner":"pv-a"}`, wantCode: 404,
-			wantReason: client.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast",
+			wantReason: managerapi.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast",
 			check: func(t *testing.T, d diskDirs, _ []byte) { mustNotExist(t, d.root) }},
 		{desc: "delete before prepare", method: "DELETE", path: "/v1/pools/fast/volumes/v1?owner=pv-a", wantCode: 404,
-			wantReason: client.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast",
+			wantReason: managerapi.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast",
 			check: func(t *testing.T, d diskDirs, _ []byte) { mustNotExist(t, d.root) }},
-		{desc: "invalid name", method: "PUT", path: "/v1/pools/Fast_1", wantCode: 400, wantReason: client.ReasonBadRequest,
+		{desc: "invalid name", method: "PUT", path: "/v1/pools/Fast_1", wantCode: 400, wantReason: managerapi.ReasonBadRequest,
 			check: func(t *testing.T, d diskDirs, _ []byte) { mustNotExist(t, d.root) }},
 		{desc: "prepare", method: "PUT", path: "/v1/pools/fast", wantCode: 200,
 			check: func(t *testing.T, d diskDirs, body []byte) {
@@ -215,13 +215,13 @@ func TestPoolNamedOnTheFlyNotADirectory(t *testing.T) {
 				t.Fatal(err)
 			}
 			d.run(t, d.server(t), []diskStep{
-				{desc: "prepare", method: "PUT", path: "/v1/pools/fast", wantCode: 409, wantReason: client.ReasonConflict, wantInMsg: tc.kind},
+				{desc: "prepare", method: "PUT", path: "/v1/pools/fast", wantCode: 409, wantReason: managerapi.ReasonConflict, wantInMsg: tc.kind},
 				{desc: "create volume", method: "PUT", path: "/v1/pools/fast/volumes/v1", body: `{"owner":"pv-a"}`, wantCode: 409,
-					wantReason: client.ReasonConflict, wantInMsg: tc.kind},
-				{desc: "list volumes", method: "GET", path: "/v1/pools/fast/volumes", wantCode: 409, wantReason: client.ReasonConflict},
+					wantReason: managerapi.ReasonConflict, wantInMsg: tc.kind},
+				{desc: "list volumes", method: "GET", path: "/v1/pools/fast/volumes", wantCode: 409, wantReason: managerapi.ReasonConflict},
 				{desc: "host leaves it out", method: "GET", path: "/v1/host", wantCode: 200,
 					check: func(t *testing.T, d diskDirs, body []byte) {
-						var h client.Host
+						var h managerapi.Host
 						if mustUnmarshal(t, body, &h); len(h.Pools) != 1 || h.Pools[0].Name != "default" {
 							t.Errorf("host pools = %+v, want default only", h.Pools)
 						}
@@ -250,7 +250,7 @@ func mustExist(t *testing.T, path string) {
 
 func checkPool(t *testing.T, body []byte, name, path string) {
 	t.Helper()
-	var p client.Pool
+	var p managerapi.Pool
 	if mustUnmarshal(t, body, &p); p.Name != name || p.Path != path || p.CapacityBytes <= 0 || p.Error != "" {
 		t.Errorf("pool = %+v, want %s at %s with statistics", p, name, path)
 	}
@@ -259,7 +259,7 @@ func checkPool(t *testing.T, body []byte, name, path string) {
 // checkHostPools checks that GET /v1/host lists default and fast, with
 // statistics.
 func checkHostPools(t *testing.T, d diskDirs, body []byte) {
-	var h client.Host
+	var h managerapi.Host
 	mustUnmarshal(t, body, &h)
 	want := map[string]string{"default": d.def, "fast": filepath.Join(d.root, "fast")}
 	if len(h.Pools) != len(want) {
@@ -276,7 +276,7 @@ func checkHostPools(t *testing.T, d diskDirs, body []byte) {
 // for a multihost volume, joined by ",".
 func checkList(want string) func(t *testing.T, d diskDirs, body []byte) {
 	return func(t *testing.T, _ diskDirs, body []byte) {
-		var l client.VolumeList
+		var l managerapi.VolumeList
 		mustUnmarshal(t, body, &l)
 		var got []string
 		for _, v := range l.Items {
@@ -294,7 +294,7 @@ func checkList(want string) func(t *testing.T, d diskDirs, body []byte) {
 
 func checkVolume(name, owner string) func(t *testing.T, d diskDirs, body []byte) {
 	return func(t *testing.T, d diskDirs, body []byte) {
-		var v client.Volume
+		var v managerapi.Volume
 		if mustUnmarshal(t, body, &v); v.Name != name || v.Owner != owner || v.Pool != "fast" || v.Path != filepath.Join(d.root, "fast", name) {
 			t.Errorf("volume = %+v", v)
 		}

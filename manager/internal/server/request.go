@@ -16,8 +16,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/review"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/review"
 )
 
 // call is one checked /v1 request: its names, query and body.
@@ -30,19 +30,19 @@ type call struct {
 	// node's callers.
 	remote string
 	// create and mode are the body of PUT .../volumes/{name}.
-	create client.CreateVolumeRequest
+	create managerapi.CreateVolumeRequest
 	mode   fs.FileMode
 	// clone is the body of PUT .../volumes/{name}/clone; its
 	// CreateVolumeRequest is in create too.
-	clone client.CloneVolumeRequest
+	clone managerapi.CloneVolumeRequest
 	// setOwner is the body of PUT .../volumes/{name}/owner.
-	setOwner client.SetOwnerRequest
+	setOwner managerapi.SetOwnerRequest
 	// setSize is the body of PUT .../volumes/{name}/size.
-	setSize client.SetSizeRequest
+	setSize managerapi.SetSizeRequest
 	// del is the query of DELETE .../volumes/{name}.
-	del client.DeleteOptions
+	del managerapi.DeleteOptions
 	// list is the query of GET .../volumes, its Limit set.
-	list client.ListOptions
+	list managerapi.ListOptions
 }
 
 // parser checks a route's request. A nil query means the route takes no
@@ -57,12 +57,12 @@ type parser struct {
 func (p parser) check(r *http.Request) (*call, error) {
 	c := &call{pool: r.PathValue("pool"), name: r.PathValue("name")}
 	if strings.Contains(r.Pattern, "{pool}") {
-		if err := client.ValidatePoolName(c.pool); err != nil {
+		if err := managerapi.ValidatePoolName(c.pool); err != nil {
 			return nil, err
 		}
 	}
 	if strings.Contains(r.Pattern, "{name}") {
-		if err := client.ValidateVolumeName(c.name); err != nil {
+		if err := managerapi.ValidateVolumeName(c.name); err != nil {
 			return nil, err
 		}
 	}
@@ -108,7 +108,7 @@ func parseDelete(q url.Values, c *call) error {
 		}
 	}
 	c.del.Owner = q.Get("owner")
-	if err := client.ValidateOwner(c.del.Owner); err != nil {
+	if err := managerapi.ValidateOwner(c.del.Owner); err != nil {
 		return fmt.Errorf("query parameter owner: %w", err)
 	}
 	switch v, ok := q["ifEmpty"]; {
@@ -134,16 +134,16 @@ func parseList(q url.Values, c *call) error {
 			return fmt.Errorf("query parameter %q is given %d times", key, len(values))
 		}
 	}
-	c.list.Limit = client.DefaultListLimit
+	c.list.Limit = managerapi.DefaultListLimit
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v[0])
-		if err != nil || n < 1 || n > client.MaxListLimit || strconv.Itoa(n) != v[0] {
-			return fmt.Errorf("query parameter limit is %q, want a number from 1 to %d", v[0], client.MaxListLimit)
+		if err != nil || n < 1 || n > managerapi.MaxListLimit || strconv.Itoa(n) != v[0] {
+			return fmt.Errorf("query parameter limit is %q, want a number from 1 to %d", v[0], managerapi.MaxListLimit)
 		}
 		c.list.Limit = n
 	}
 	if v, ok := q["continue"]; ok {
-		if err := client.ValidateVolumeName(v[0]); err != nil {
+		if err := managerapi.ValidateVolumeName(v[0]); err != nil {
 			return fmt.Errorf("query parameter continue is %q, want the continue of the previous page (a volume name): %w", v[0], err)
 		}
 		c.list.Continue = v[0]
@@ -164,7 +164,7 @@ func parseCreate(data []byte, c *call) error {
 // parseClone reads PUT .../volumes/{name}/clone's body: what parseCreate
 // checks, and the source's pool, name and owner.
 func parseClone(data []byte, c *call) error {
-	var req client.CloneVolumeRequest
+	var req managerapi.CloneVolumeRequest
 	if err := decodeStrict(data, &req); err != nil {
 		return err
 	}
@@ -172,13 +172,13 @@ func parseClone(data []byte, c *call) error {
 	if err := checkCreate(c); err != nil {
 		return err
 	}
-	if err := client.ValidatePoolName(req.SourcePool); err != nil {
+	if err := managerapi.ValidatePoolName(req.SourcePool); err != nil {
 		return fmt.Errorf("sourcePool: %w", err)
 	}
-	if err := client.ValidateVolumeName(req.SourceName); err != nil {
+	if err := managerapi.ValidateVolumeName(req.SourceName); err != nil {
 		return fmt.Errorf("sourceName: %w", err)
 	}
-	if err := client.ValidateOwner(req.SourceOwner); err != nil {
+	if err := managerapi.ValidateOwner(req.SourceOwner); err != nil {
 		return fmt.Errorf("sourceOwner: %w", err)
 	}
 	if req.SourcePool == c.pool && req.SourceName == c.name {
@@ -190,18 +190,18 @@ func parseClone(data []byte, c *call) error {
 
 // checkCreate checks the create fields parseCreate and parseClone read.
 func checkCreate(c *call) error {
-	if err := client.ValidateOwner(c.create.Owner); err != nil {
+	if err := managerapi.ValidateOwner(c.create.Owner); err != nil {
 		return err
 	}
-	mode, err := client.ParseMode(c.create.Mode)
+	mode, err := managerapi.ParseMode(c.create.Mode)
 	if err != nil {
 		return err
 	}
 	c.mode = mode
-	if err := client.ValidateReclaimPolicy(c.create.ReclaimPolicy); err != nil {
+	if err := managerapi.ValidateReclaimPolicy(c.create.ReclaimPolicy); err != nil {
 		return err
 	}
-	if err := client.ValidateClaimNamespace(c.create.ClaimNamespace); err != nil {
+	if err := managerapi.ValidateClaimNamespace(c.create.ClaimNamespace); err != nil {
 		return err
 	}
 	if err := checkClaimName(c.create.ClaimName); err != nil {
@@ -233,18 +233,18 @@ func parseSetOwner(data []byte, c *call) error {
 	if err := decodeStrict(data, &c.setOwner); err != nil {
 		return err
 	}
-	if err := client.ValidateOwner(c.setOwner.Owner); err != nil {
+	if err := managerapi.ValidateOwner(c.setOwner.Owner); err != nil {
 		return err
 	}
 	if c.setOwner.Previous != "" {
-		if err := client.ValidateOwner(c.setOwner.Previous); err != nil {
+		if err := managerapi.ValidateOwner(c.setOwner.Previous); err != nil {
 			return fmt.Errorf("previous: %w", err)
 		}
 	}
-	if err := client.ValidateReclaimPolicy(c.setOwner.ReclaimPolicy); err != nil {
+	if err := managerapi.ValidateReclaimPolicy(c.setOwner.ReclaimPolicy); err != nil {
 		return err
 	}
-	if err := client.ValidateClaimNamespace(c.setOwner.ClaimNamespace); err != nil {
+	if err := managerapi.ValidateClaimNamespace(c.setOwner.ClaimNamespace); err != nil {
 		return err
 	}
 	return checkClaimName(c.setOwner.ClaimName)
@@ -255,7 +255,7 @@ func parseSetSize(data []byte, c *call) error {
 	if err := decodeStrict(data, &c.setSize); err != nil {
 		return err
 	}
-	if err := client.ValidateOwner(c.setSize.Owner); err != nil {
+	if err := managerapi.ValidateOwner(c.setSize.Owner); err != nil {
 		return err
 	}
 	if c.setSize.SizeBytes <= 0 {

@@ -36,10 +36,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/api/runtime/review"
 	"hostpath.dev/manager/internal/auth"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/component"
-	"hostpath.dev/manager/pkg/runtime/review"
 )
 
 // Backend does the work behind the routes; disk.Store implements it. Its
@@ -59,29 +59,29 @@ import (
 // claim namespace (403).
 type Backend interface {
 	// Host describes the node and its pools.
-	Host(ctx context.Context) (*client.Host, error)
+	Host(ctx context.Context) (*managerapi.Host, error)
 	// PreparePool creates the pool's directory if missing.
-	PreparePool(ctx context.Context, pool string) (*client.Pool, error)
+	PreparePool(ctx context.Context, pool string) (*managerapi.Pool, error)
 	// ListVolumes lists a pool's volume directories: all of them, or
 	// with opts (at most one) the page it asks for (see
 	// client.ListOptions; Limit 0 is no limit).
-	ListVolumes(ctx context.Context, pool string, opts ...client.ListOptions) (*client.VolumeList, error)
+	ListVolumes(ctx context.Context, pool string, opts ...managerapi.ListOptions) (*managerapi.VolumeList, error)
 	// GetVolume describes one volume directory.
-	GetVolume(ctx context.Context, pool, name string) (*client.Volume, error)
+	GetVolume(ctx context.Context, pool, name string) (*managerapi.Volume, error)
 	// CreateVolume makes the directory for owner, or checks that an
 	// existing one belongs to owner; it reports whether it made it.
-	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest, mode fs.FileMode, remote string) (*client.Volume, bool, error)
+	CreateVolume(ctx context.Context, pool, name string, req managerapi.CreateVolumeRequest, mode fs.FileMode, remote string) (*managerapi.Volume, bool, error)
 	// CloneVolume makes the volume as a copy of req's source, in the
 	// background: it answers the copy's progress until the volume exists,
 	// then the volume; it reports whether this call is the first to see
 	// the copy done.
-	CloneVolume(ctx context.Context, pool, name string, req client.CloneVolumeRequest, mode fs.FileMode, remote string) (*client.Clone, bool, error)
+	CloneVolume(ctx context.Context, pool, name string, req managerapi.CloneVolumeRequest, mode fs.FileMode, remote string) (*managerapi.Clone, bool, error)
 	// SetSize grows the volume of owner to sizeBytes.
-	SetSize(ctx context.Context, pool, name, owner string, sizeBytes int64, remote string) (*client.Volume, error)
+	SetSize(ctx context.Context, pool, name, owner string, sizeBytes int64, remote string) (*managerapi.Volume, error)
 	// SetOwner replaces the owner record if it names req.Previous, with
 	// req.Owner, req.Retained and, when set, req.ReclaimPolicy and
 	// req.Multihost.
-	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest, remote string) (*client.Volume, error)
+	SetOwner(ctx context.Context, pool, name string, req managerapi.SetOwnerRequest, remote string) (*managerapi.Volume, error)
 	// DeleteVolume removes the directory if it belongs to owner (and, with
 	// ifEmpty, holds nothing); it reports whether there was one. A missing
 	// pool or pool directory is a client.ReasonPoolNotFound error, never
@@ -114,7 +114,7 @@ type Config struct {
 	Ready func() error
 	// Certificate describes the serving certificate for GET /v1/host;
 	// nil for none (the field is then left out).
-	Certificate func() *client.CertificateStatus
+	Certificate func() *managerapi.CertificateStatus
 	// UsageInterval is how often the pool and volume figures /metrics
 	// exports are read from the Backend (DefaultUsageInterval when 0), by
 	// RunUsageRefresher.
@@ -165,15 +165,15 @@ func New(cfg Config) (*Server, error) {
 	s.health.Handle("GET /metrics", m.instrument("GET /metrics", metricsHandler))
 
 	hostAttributes := func(*call) auth.Attributes {
-		return auth.Attributes{Verb: "get", Resource: client.ResourceHosts, Name: cfg.NodeName}
+		return auth.Attributes{Verb: "get", Resource: managerapi.ResourceHosts, Name: cfg.NodeName}
 	}
 	poolAttributes := func(c *call) auth.Attributes {
-		return auth.Attributes{Verb: "update", Resource: client.ResourcePools, Name: c.pool}
+		return auth.Attributes{Verb: "update", Resource: managerapi.ResourcePools, Name: c.pool}
 	}
 	// A clone reads its source: "get" on the source's pool, checked
 	// after "create" on the target's.
 	sourceAttributes := func(c *call) auth.Attributes {
-		return auth.Attributes{Verb: "get", Resource: client.ResourcePools, Subresource: client.SubresourceVolumes, Name: c.clone.SourcePool}
+		return auth.Attributes{Verb: "get", Resource: managerapi.ResourcePools, Subresource: managerapi.SubresourceVolumes, Name: c.clone.SourcePool}
 	}
 	s.route("GET /v1/host", parser{}, s.getHost, hostAttributes)
 	s.route("PUT /v1/pools/{pool}", parser{}, s.preparePool, poolAttributes)
@@ -209,7 +209,7 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 // resourceNames.
 func volumeAttributes(verb string) func(*call) auth.Attributes {
 	return func(c *call) auth.Attributes {
-		return auth.Attributes{Verb: verb, Resource: client.ResourcePools, Subresource: client.SubresourceVolumes, Name: c.pool}
+		return auth.Attributes{Verb: verb, Resource: managerapi.ResourcePools, Subresource: managerapi.SubresourceVolumes, Name: c.pool}
 	}
 }
 
@@ -228,7 +228,7 @@ func (s *Server) route(pattern string, p parser, h handlerFunc, attrs ...func(*c
 	s.handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := p.check(r)
 		if err != nil {
-			writeError(w, client.ReasonBadRequest, err.Error())
+			writeError(w, managerapi.ReasonBadRequest, err.Error())
 			return
 		}
 		addr := review.RemoteAddress(r)
@@ -241,10 +241,10 @@ func (s *Server) route(pattern string, p parser, h handlerFunc, attrs ...func(*c
 		if err := p.readBody(r, c); err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				writeError(w, client.ReasonRequestTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", tooLarge.Limit))
+				writeError(w, managerapi.ReasonRequestTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", tooLarge.Limit))
 				return
 			}
-			writeError(w, client.ReasonBadRequest, err.Error())
+			writeError(w, managerapi.ReasonBadRequest, err.Error())
 			return
 		}
 		d, err := s.authorize(r, addr, c, attrs)
@@ -301,7 +301,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // refuseUncleanPath answers a path with empty, "." or ".." segments or a
 // trailing slash.
 func refuseUncleanPath(w http.ResponseWriter, r *http.Request) {
-	writeError(w, client.ReasonBadRequest, fmt.Sprintf("path %q is not clean: no empty, \".\" or \"..\" segments and no trailing slash", r.URL.Path))
+	writeError(w, managerapi.ReasonBadRequest, fmt.Sprintf("path %q is not clean: no empty, \".\" or \"..\" segments and no trailing slash", r.URL.Path))
 }
 
 // refuseUnmatched answers a request that matches no route: it lets the mux
@@ -311,10 +311,10 @@ func (s *Server) refuseUnmatched(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(c, r)
 	if c.code == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", c.header.Get("Allow"))
-		writeError(w, client.ReasonMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, c.header.Get("Allow")))
+		writeError(w, managerapi.ReasonMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, c.header.Get("Allow")))
 		return
 	}
-	writeError(w, client.ReasonNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+	writeError(w, managerapi.ReasonNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 }
 
 // writeRefusal answers an error of the limits or the Authorizer.
@@ -322,13 +322,13 @@ func (s *Server) writeRefusal(w http.ResponseWriter, r *http.Request, err error)
 	var ae *review.Error
 	if !errors.As(err, &ae) {
 		klog.FromContext(r.Context()).Error(err, "Cannot authorise a call", "method", r.Method, "path", r.URL.Path)
-		writeError(w, client.ReasonInternal, "cannot authorise the call: "+err.Error())
+		writeError(w, managerapi.ReasonInternal, "cannot authorise the call: "+err.Error())
 		return
 	}
 	switch ae.Reason {
-	case client.ReasonUnauthorized:
+	case managerapi.ReasonUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="hostpath-manager"`)
-	case client.ReasonTooManyRequests:
+	case managerapi.ReasonTooManyRequests:
 		w.Header().Set("Retry-After", strconv.Itoa(review.RetryAfterSeconds(ae.RetryAfter)))
 	}
 	writeError(w, ae.Reason, ae.Message)
@@ -337,19 +337,19 @@ func (s *Server) writeRefusal(w http.ResponseWriter, r *http.Request, err error)
 // writeBackendError answers a Backend error: a *client.Error with its
 // Status, anything else with 500.
 func (s *Server) writeBackendError(w http.ResponseWriter, r *http.Request, err error) {
-	st := client.Status{Reason: client.ReasonInternal, Message: err.Error()}
-	var ce *client.Error
+	st := managerapi.Status{Reason: managerapi.ReasonInternal, Message: err.Error()}
+	var ce *managerapi.Error
 	if errors.As(err, &ce) && ce.Reason != "" {
 		st = ce.Status
 	}
-	if st.Reason == client.ReasonInternal {
+	if st.Reason == managerapi.ReasonInternal {
 		klog.FromContext(r.Context()).Error(err, "Request failed", "method", r.Method, "path", r.URL.Path)
 	}
 	writeJSON(w, st.Reason.HTTPStatus(), st)
 }
 
-func writeError(w http.ResponseWriter, reason client.Reason, msg string) {
-	writeJSON(w, reason.HTTPStatus(), client.Status{Reason: reason, Message: msg})
+func writeError(w http.ResponseWriter, reason managerapi.Reason, msg string) {
+	writeJSON(w, reason.HTTPStatus(), managerapi.Status{Reason: reason, Message: msg})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -359,7 +359,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	if err := enc.Encode(v); err != nil {
 		code = http.StatusInternalServerError
 		buf.Reset()
-		_ = enc.Encode(client.Status{Reason: client.ReasonInternal, Message: "encode response: " + err.Error()})
+		_ = enc.Encode(managerapi.Status{Reason: managerapi.ReasonInternal, Message: "encode response: " + err.Error()})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

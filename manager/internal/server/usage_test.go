@@ -18,14 +18,14 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // usageState is what a usageBackend answers: its pools, their volumes, and
 // the errors of Host and of ListVolumes per pool.
 type usageState struct {
-	pools   []client.Pool
-	volumes map[string][]client.Volume
+	pools   []managerapi.Pool
+	volumes map[string][]managerapi.Volume
 	hostErr error
 	listErr map[string]error
 }
@@ -57,7 +57,7 @@ func (u *usageBackend) current() usageState {
 	return u.state
 }
 
-func (u *usageBackend) Host(context.Context) (*client.Host, error) {
+func (u *usageBackend) Host(context.Context) (*managerapi.Host, error) {
 	first := len(u.recorded()) == 0
 	_ = u.record("Host")
 	if first && u.entered != nil {
@@ -71,16 +71,16 @@ func (u *usageBackend) Host(context.Context) (*client.Host, error) {
 	if s.hostErr != nil {
 		return nil, s.hostErr
 	}
-	return &client.Host{NodeName: "node-a", Pools: s.pools}, nil
+	return &managerapi.Host{NodeName: "node-a", Pools: s.pools}, nil
 }
 
-func (u *usageBackend) ListVolumes(_ context.Context, pool string, _ ...client.ListOptions) (*client.VolumeList, error) {
+func (u *usageBackend) ListVolumes(_ context.Context, pool string, _ ...managerapi.ListOptions) (*managerapi.VolumeList, error) {
 	_ = u.record("ListVolumes %s", pool)
 	s := u.current()
 	if err := s.listErr[pool]; err != nil {
 		return nil, err
 	}
-	return &client.VolumeList{Items: slices.Clone(s.volumes[pool])}, nil
+	return &managerapi.VolumeList{Items: slices.Clone(s.volumes[pool])}, nil
 }
 
 // usageSamples are the samples c sends, as NAME{LABEL="VALUE",...} VALUE
@@ -116,11 +116,11 @@ var t0 = time.Unix(1_700_000_000, 0)
 // figures; before any refresh completes, nothing.
 func TestUsageRefresh(t *testing.T) {
 	healthy := usageState{
-		pools: []client.Pool{
+		pools: []managerapi.Pool{
 			{Name: "default", Path: "/pools/default", CapacityBytes: 1000, PromisedBytes: 300, AvailableBytes: 700},
 			{Name: "fast", Path: "/pools/fast", CapacityBytes: 50, AvailableBytes: 50},
 		},
-		volumes: map[string][]client.Volume{
+		volumes: map[string][]managerapi.Volume{
 			"default": {
 				{Name: "enforced", SizeBytes: 200, UsedBytes: ptr.To[int64](20), UsedInodes: ptr.To[int64](3)},
 				{Name: "btrfs", SizeBytes: 100, UsedBytes: ptr.To[int64](10)},
@@ -215,8 +215,8 @@ func TestUsageRefresh(t *testing.T) {
 func TestUsageScrapesReadNoDisk(t *testing.T) {
 	const scrapes = 16
 	state := usageState{
-		pools:   []client.Pool{{Name: "default", Path: "/pools/default", CapacityBytes: 1000}},
-		volumes: map[string][]client.Volume{"default": {{Name: "a", SizeBytes: 100, UsedBytes: ptr.To[int64](1)}}},
+		pools:   []managerapi.Pool{{Name: "default", Path: "/pools/default", CapacityBytes: 1000}},
+		volumes: map[string][]managerapi.Volume{"default": {{Name: "a", SizeBytes: 100, UsedBytes: ptr.To[int64](1)}}},
 	}
 	for _, tc := range []struct {
 		desc      string
@@ -292,7 +292,7 @@ func TestRunUsageRefresher(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	entered, release := make(chan struct{}), make(chan struct{})
-	b := &usageBackend{entered: entered, release: release, state: usageState{pools: []client.Pool{{Name: "default", CapacityBytes: 1000}}}}
+	b := &usageBackend{entered: entered, release: release, state: usageState{pools: []managerapi.Pool{{Name: "default", CapacityBytes: 1000}}}}
 	s, err := New(Config{NodeName: "node-a", Backend: b, Authorizer: &fakeAuthorizer{}, UsageInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)

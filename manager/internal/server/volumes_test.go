@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // TestDeleteOnDisk: on a real disk.Store, a DELETE on a pool that is not
@@ -25,18 +25,18 @@ func TestDeleteOnDisk(t *testing.T) {
 	}{
 		{desc: "pool not configured", noRoot: true,
 			steps: []diskStep{{desc: "delete", method: "DELETE", path: "/v1/pools/fast/volumes/v1?owner=pv-a", wantCode: 404,
-				wantReason: client.ReasonPoolNotFound, wantInMsg: `pool "fast" is not configured on node "node-a"`}}},
+				wantReason: managerapi.ReasonPoolNotFound, wantInMsg: `pool "fast" is not configured on node "node-a"`}}},
 		{desc: "pool no longer configured, its volume still on disk", noRoot: true,
 			setup: func(t *testing.T, d diskDirs) {
 				mustMkdirAll(t, filepath.Join(d.root, "fast", "v1"))
 				mustWriteFile(t, filepath.Join(d.root, "fast", "v1", "data"), "data")
 			},
 			steps: []diskStep{{desc: "delete", method: "DELETE", path: "/v1/pools/fast/volumes/v1?owner=pv-a", wantCode: 404,
-				wantReason: client.ReasonPoolNotFound, wantInMsg: "not configured"}},
+				wantReason: managerapi.ReasonPoolNotFound, wantInMsg: "not configured"}},
 			survivors: func(d diskDirs) []string { return []string{filepath.Join(d.root, "fast", "v1", "data")} }},
 		{desc: "pool named on the fly not prepared",
 			steps: []diskStep{{desc: "delete", method: "DELETE", path: "/v1/pools/fast/volumes/v1?owner=pv-a", wantCode: 404,
-				wantReason: client.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast"}}},
+				wantReason: managerapi.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/fast"}}},
 		{desc: "configured pool without its directory",
 			setup: func(t *testing.T, d diskDirs) {
 				if err := os.Remove(d.def); err != nil {
@@ -45,10 +45,10 @@ func TestDeleteOnDisk(t *testing.T) {
 			},
 			steps: []diskStep{
 				{desc: "delete", method: "DELETE", path: "/v1/pools/default/volumes/v1?owner=pv-a", wantCode: 404,
-					wantReason: client.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/default",
+					wantReason: managerapi.ReasonPoolNotFound, wantInMsg: "prepare it with PUT /v1/pools/default",
 					check: func(t *testing.T, d diskDirs, _ []byte) { mustNotExist(t, d.def) }},
 				{desc: "delete if empty", method: "DELETE", path: "/v1/pools/default/volumes/v1?owner=pv-a&ifEmpty=true", wantCode: 404,
-					wantReason: client.ReasonPoolNotFound},
+					wantReason: managerapi.ReasonPoolNotFound},
 			}},
 		{desc: "missing volume in an existing pool",
 			steps: []diskStep{
@@ -62,7 +62,7 @@ func TestDeleteOnDisk(t *testing.T) {
 				{desc: "create", method: "PUT", path: "/v1/pools/default/volumes/v1", body: `{"owner":"pv-a"}`, wantCode: 201},
 				{desc: "delete", method: "DELETE", path: "/v1/pools/default/volumes/v1?owner=pv-a", wantCode: 204,
 					check: func(t *testing.T, d diskDirs, _ []byte) { mustNotExist(t, filepath.Join(d.def, "v1")) }},
-				{desc: "get", method: "GET", path: "/v1/pools/default/volumes/v1", wantCode: 404, wantReason: client.ReasonNotFound},
+				{desc: "get", method: "GET", path: "/v1/pools/default/volumes/v1", wantCode: 404, wantReason: managerapi.ReasonNotFound},
 			}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -95,31 +95,31 @@ func TestSetOwnerReclaimPolicyOnDisk(t *testing.T) {
 	d := newDiskDirs(t)
 	d.run(t, d.server(t), []diskStep{
 		{desc: "create with Delete", method: "PUT", path: v1, body: `{"owner":"pv-a","reclaimPolicy":"Delete"}`, wantCode: 201,
-			check: checkOwnerRecord("pv-a", false, client.ReclaimDelete)},
+			check: checkOwnerRecord("pv-a", false, managerapi.ReclaimDelete)},
 		{desc: "retain with policy Retain", method: "PUT", path: v1 + "/owner", body: `{"owner":"pv-a","previous":"pv-a","retained":true,"reclaimPolicy":"Retain"}`, wantCode: 200,
-			check: checkOwnerRecord("pv-a", true, client.ReclaimRetain)},
-		{desc: "get shows Retain", method: "GET", path: v1, wantCode: 200, check: checkOwnerRecord("pv-a", true, client.ReclaimRetain)},
+			check: checkOwnerRecord("pv-a", true, managerapi.ReclaimRetain)},
+		{desc: "get shows Retain", method: "GET", path: v1, wantCode: 200, check: checkOwnerRecord("pv-a", true, managerapi.ReclaimRetain)},
 		{desc: "same owner without a policy keeps it", method: "PUT", path: v1 + "/owner", body: `{"owner":"pv-a","previous":"pv-a","retained":true}`, wantCode: 200,
-			check: checkOwnerRecord("pv-a", true, client.ReclaimRetain)},
-		{desc: "get still shows Retain", method: "GET", path: v1, wantCode: 200, check: checkOwnerRecord("pv-a", true, client.ReclaimRetain)},
+			check: checkOwnerRecord("pv-a", true, managerapi.ReclaimRetain)},
+		{desc: "get still shows Retain", method: "GET", path: v1, wantCode: 200, check: checkOwnerRecord("pv-a", true, managerapi.ReclaimRetain)},
 		{desc: "hand over without a policy clears it", method: "PUT", path: v1 + "/owner", body: `{"owner":"pv-b","previous":"pv-a"}`, wantCode: 200,
 			check: checkOwnerRecord("pv-b", false, "")},
 		{desc: "get shows no policy", method: "GET", path: v1, wantCode: 200, check: checkOwnerRecord("pv-b", false, "")},
 		{desc: "invalid policy", method: "PUT", path: v1 + "/owner", body: `{"owner":"pv-b","previous":"pv-b","reclaimPolicy":"Recycle"}`, wantCode: 400,
-			wantReason: client.ReasonBadRequest, wantInMsg: "reclaimPolicy"},
+			wantReason: managerapi.ReasonBadRequest, wantInMsg: "reclaimPolicy"},
 		{desc: "get after the invalid policy", method: "GET", path: v1, wantCode: 200, check: checkOwnerRecord("pv-b", false, "")},
 		{desc: "hand over with Delete", method: "PUT", path: v1 + "/owner", body: `{"owner":"pv-c","previous":"pv-b","reclaimPolicy":"Delete"}`, wantCode: 200,
-			check: checkOwnerRecord("pv-c", false, client.ReclaimDelete)},
-		{desc: "get shows Delete", method: "GET", path: v1, wantCode: 200, check: checkOwnerRecord("pv-c", false, client.ReclaimDelete)},
+			check: checkOwnerRecord("pv-c", false, managerapi.ReclaimDelete)},
+		{desc: "get shows Delete", method: "GET", path: v1, wantCode: 200, check: checkOwnerRecord("pv-c", false, managerapi.ReclaimDelete)},
 		{desc: "list shows Delete", method: "GET", path: "/v1/pools/default/volumes", wantCode: 200,
 			check: func(t *testing.T, _ diskDirs, body []byte) {
-				var l client.VolumeList
-				if mustUnmarshal(t, body, &l); len(l.Items) != 1 || l.Items[0].ReclaimPolicy != client.ReclaimDelete {
+				var l managerapi.VolumeList
+				if mustUnmarshal(t, body, &l); len(l.Items) != 1 || l.Items[0].ReclaimPolicy != managerapi.ReclaimDelete {
 					t.Errorf("volumes = %+v, want v1 with reclaim policy Delete", l.Items)
 				}
 			}},
 		{desc: "set owner in a pool not prepared", method: "PUT", path: "/v1/pools/fast/volumes/v1/owner", body: `{"owner":"pv-a","reclaimPolicy":"Delete"}`, wantCode: 404,
-			wantReason: client.ReasonPoolNotFound},
+			wantReason: managerapi.ReasonPoolNotFound},
 	})
 }
 
@@ -138,13 +138,13 @@ func TestSetOwnerClaimNamespaceOnDisk(t *testing.T) {
 			check: checkClaimNamespace("pv-a", "team-a")},
 		{desc: "get shows team-a", method: "GET", path: v1, wantCode: 200, check: checkClaimNamespace("pv-a", "team-a")},
 		{desc: "invalid namespace", method: "PUT", path: v1 + "/owner", body: `{"owner":"pv-a","previous":"pv-a","retained":true,"claimNamespace":"Team B"}`, wantCode: 400,
-			wantReason: client.ReasonBadRequest, wantInMsg: "claimNamespace"},
+			wantReason: managerapi.ReasonBadRequest, wantInMsg: "claimNamespace"},
 		{desc: "get after the invalid namespace", method: "GET", path: v1, wantCode: 200, check: checkClaimNamespace("pv-a", "team-a")},
 		{desc: "hand over to team-b", method: "PUT", path: v1 + "/owner", body: `{"owner":"pv-a","previous":"pv-a","retained":true,"claimNamespace":"team-b"}`, wantCode: 200,
 			check: checkClaimNamespace("pv-a", "team-b")},
 		{desc: "list shows team-b", method: "GET", path: "/v1/pools/default/volumes", wantCode: 200,
 			check: func(t *testing.T, _ diskDirs, body []byte) {
-				var l client.VolumeList
+				var l managerapi.VolumeList
 				if mustUnmarshal(t, body, &l); len(l.Items) != 1 || l.Items[0].ClaimNamespace != "team-b" || !l.Items[0].Retained {
 					t.Errorf("volumes = %+v, want v1 retained for team-b", l.Items)
 				}
@@ -161,7 +161,7 @@ func TestSetOwnerClaimNamespaceOnDisk(t *testing.T) {
 func checkClaimNamespace(owner, ns string) func(t *testing.T, d diskDirs, body []byte) {
 	return func(t *testing.T, _ diskDirs, body []byte) {
 		t.Helper()
-		var v client.Volume
+		var v managerapi.Volume
 		if mustUnmarshal(t, body, &v); v.Owner != owner || v.ClaimNamespace != ns {
 			t.Errorf("volume = %+v, want owner %s, claim namespace %q", v, owner, ns)
 		}
@@ -173,7 +173,7 @@ func checkClaimNamespace(owner, ns string) func(t *testing.T, d diskDirs, body [
 func checkOwnerRecord(owner string, retained bool, policy string) func(t *testing.T, d diskDirs, body []byte) {
 	return func(t *testing.T, _ diskDirs, body []byte) {
 		t.Helper()
-		var v client.Volume
+		var v managerapi.Volume
 		if mustUnmarshal(t, body, &v); v.Owner != owner || v.Retained != retained || v.ReclaimPolicy != policy {
 			t.Errorf("volume = %+v, want owner %s, retained %t, reclaim policy %q", v, owner, retained, policy)
 		}

@@ -4,7 +4,7 @@
 package main
 
 import (
-	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/api/runtime/component"
 	"hostpath.dev/provisioner/internal/app"
 )
 

@@ -23,14 +23,14 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
-	"hostpath.dev/hostdefiner/pkg/generated/informers/externalversions"
-	hdinformers "hostpath.dev/hostdefiner/pkg/generated/informers/externalversions/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/client/trust"
-	"hostpath.dev/manager/pkg/runtime/component"
-	"hostpath.dev/manager/pkg/runtime/review"
+	"hostpath.dev/api/generated/clientset/versioned"
+	"hostpath.dev/api/generated/informers/externalversions"
+	hdinformers "hostpath.dev/api/generated/informers/externalversions/hostpath/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/trust"
+	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/api/runtime/review"
 	"hostpath.dev/provisioner/internal/app/cachetrim"
 	"hostpath.dev/provisioner/internal/capacity"
 	"hostpath.dev/provisioner/internal/fanout"
@@ -351,7 +351,7 @@ func (i *Informers) start(ctx context.Context) (stop func(), err error) {
 // a node from the manager pod cache, verified with the CA bundle, and the
 // targets of a pool from the HostDefinition cache.
 func (o *Options) newResolver(inf *Informers) (*managers.Resolver, error) {
-	opts := client.CallerOptions(o.ManagerTokenFile, o.ManagerTimeout, o.ManagerDeleteTimeout)
+	opts := managerapi.CallerOptions(o.ManagerTokenFile, o.ManagerTimeout, o.ManagerDeleteTimeout)
 	if o.ManagerURL != "" {
 		if isHTTPS(o.ManagerURL) {
 			bundle, err := trust.LoadFile(o.ManagerCAFile)
@@ -360,9 +360,9 @@ func (o *Options) newResolver(inf *Informers) (*managers.Resolver, error) {
 			}
 			name := o.ManagerServerName
 			if name == "" {
-				name = client.ServerName(o.NodeName)
+				name = managerapi.ServerName(o.NodeName)
 			}
-			opts = append(opts, client.WithServerTLS(bundle.Pool, name))
+			opts = append(opts, managerapi.WithServerTLS(bundle.Pool, name))
 		}
 		return managers.NewStaticResolver(o.ManagerURL, opts...)
 	}

@@ -30,10 +30,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	hdfake "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned/fake"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/client/trust/trusttest"
+	hdfake "hostpath.dev/api/generated/clientset/versioned/fake"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/trust/trusttest"
 	"hostpath.dev/provisioner/internal/managers"
 )
 
@@ -63,8 +63,8 @@ func TestInformersFeedTheResolver(t *testing.T) {
 	}
 	ca := trusttest.NewCA(t, "ca")
 	bundle := &v1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: client.CABundleConfigMap},
-		Data:       map[string]string{client.CABundleKey: string(ca.PEM())},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: managerapi.CABundleConfigMap},
+		Data:       map[string]string{managerapi.CABundleKey: string(ca.PEM())},
 	}
 	kube := fake.NewClientset(pod("m1", "n1"), pod("m3", "n3"), bundle)
 	definer := hdfake.NewSimpleClientset(
@@ -170,7 +170,7 @@ func TestStaticManagerTLS(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"nodeName":"n1"}`)
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.ServerCert(t, client.ServerName("n1"), "m.example")}}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.ServerCert(t, managerapi.ServerName("n1"), "m.example")}}
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
 	defer srv.Close()

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/klog/v2/ktesting"
 
-	"hostpath.dev/manager/pkg/runtime/dashboardtest"
+	"hostpath.dev/api/runtime/dashboardtest"
 )
 
 // TestDashboardMetrics: every provisioner metric that

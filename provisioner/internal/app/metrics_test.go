@@ -10,7 +10,7 @@ import (
 
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
 
-	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/api/runtime/component"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/usage"
 )

@@ -18,9 +18,9 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/profiling"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/profiling"
 	"hostpath.dev/provisioner/internal/capacity"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/reclaim"
@@ -95,17 +95,17 @@ const (
 	DefaultInstanceSelector = "app.kubernetes.io/name=hostpath-provisioner"
 	DefaultManagerSelector  = "app.kubernetes.io/name=hostpath-manager"
 	// DefaultManagerPort is the managers' HTTPS port.
-	DefaultManagerPort = client.ServingPort
+	DefaultManagerPort = managerapi.ServingPort
 	// DefaultManagerTokenFile is where the DaemonSet mounts the projected
 	// service account token of audience client.TokenAudience
 	// (hostpath.dev/manager), meant for the managers only: the API server
 	// refuses it, and the managers refuse the pod's own API token.
 	DefaultManagerTokenFile = "/var/run/secrets/hostpath.dev/manager/token"
 	// DefaultManagerTimeout bounds every manager call but deletes.
-	DefaultManagerTimeout = client.DefaultCallTimeout
+	DefaultManagerTimeout = managerapi.DefaultCallTimeout
 	// DefaultManagerDeleteTimeout bounds a manager delete; it matches the
 	// manager's default --write-timeout.
-	DefaultManagerDeleteTimeout = client.DefaultDeleteTimeout
+	DefaultManagerDeleteTimeout = managerapi.DefaultDeleteTimeout
 	// DefaultFanoutWorkers bounds the manager calls in flight of one
 	// multihost create or delete.
 	DefaultFanoutWorkers = fanout.DefaultWorkers
@@ -229,13 +229,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	profiling.AddFlag(fs, &o.Profiling)
 	fs.StringVar(&o.Namespace, FlagNamespace, o.Namespace, "The namespace of this instance and its peers. Defaults to the "+EnvPodNamespace+" environment variable; required.")
 	fs.StringVar(&o.InstanceSelector, FlagInstanceSelector, o.InstanceSelector, "The label selector of the provisioner pods (this instance and its peers).")
-	fs.StringVar(&o.ManagerNamespace, FlagManagerNamespace, o.ManagerNamespace, "The namespace of the manager pods and of the ConfigMap "+client.CABundleConfigMap+", the CA bundle their certificates are verified with. Defaults to the "+EnvPodNamespace+" environment variable.")
+	fs.StringVar(&o.ManagerNamespace, FlagManagerNamespace, o.ManagerNamespace, "The namespace of the manager pods and of the ConfigMap "+managerapi.CABundleConfigMap+", the CA bundle their certificates are verified with. Defaults to the "+EnvPodNamespace+" environment variable.")
 	fs.StringVar(&o.ManagerSelector, FlagManagerSelector, o.ManagerSelector, "The label selector of the manager pods.")
 	fs.IntVar(&o.ManagerPort, FlagManagerPort, o.ManagerPort, "The port the managers serve their API on, over HTTPS.")
 	fs.StringVar(&o.ManagerURL, FlagManagerURL, o.ManagerURL, "A fixed manager URL, such as https://127.0.0.1:8443 or http://127.0.0.1:8080 (a test bench's manager without TLS), used for every node instead of finding the manager pod of the node (for one-node setups). Defaults to empty: find the pods.")
-	fs.StringVar(&o.ManagerCAFile, FlagManagerCAFile, o.ManagerCAFile, "With an https --"+FlagManagerURL+" (required then): the PEM file of the CA certificates its certificate is verified with (key "+client.CABundleKey+" of the ConfigMap "+client.CABundleConfigMap+"), read once at start.")
-	fs.StringVar(&o.ManagerServerName, FlagManagerServerName, o.ManagerServerName, "With an https --"+FlagManagerURL+": the DNS name its certificate must have. Defaults to that of the manager of --"+FlagNodeName+", "+client.ServerName("<node>")+".")
-	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read again after a minute: a projected service account token of audience "+client.TokenAudience+". Empty sends no token.")
+	fs.StringVar(&o.ManagerCAFile, FlagManagerCAFile, o.ManagerCAFile, "With an https --"+FlagManagerURL+" (required then): the PEM file of the CA certificates its certificate is verified with (key "+managerapi.CABundleKey+" of the ConfigMap "+managerapi.CABundleConfigMap+"), read once at start.")
+	fs.StringVar(&o.ManagerServerName, FlagManagerServerName, o.ManagerServerName, "With an https --"+FlagManagerURL+": the DNS name its certificate must have. Defaults to that of the manager of --"+FlagNodeName+", "+managerapi.ServerName("<node>")+".")
+	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read again after a minute: a projected service account token of audience "+managerapi.TokenAudience+". Empty sends no token.")
 	fs.DurationVar(&o.ManagerTimeout, FlagManagerTimeout, o.ManagerTimeout, "The time limit of each manager call but deletes.")
 	fs.DurationVar(&o.NodeGoneGracePeriod, FlagNodeGoneGracePeriod, o.NodeGoneGracePeriod, "Off when 0 (the default). Otherwise, how long the Node object of a node-mode PV must have been deleted before the PV is deleted too, when its reclaim policy is Delete and it is not Bound (its directory went with the node); such PVs are marked "+hostpathv1.AnnotationNodeGoneSince+" with a NodeGone event at once, and unmarked if the Node comes back. Retain PVs stay, marked. A NotReady, cordoned or rebooting node keeps its Node object: its PVs are never touched.")
 	fs.DurationVar(&o.OrphanSweepPeriod, FlagOrphanSweepPeriod, o.OrphanSweepPeriod, "How often this instance sweeps its node's pools (and at once when this node's manager turns Ready): directories whose owner PV no longer exists go by the reclaim policy kept in their owner record (Delete: removed; Retain: kept; none: removed only when empty); 0 turns it off.")
@@ -338,7 +338,7 @@ func (o *Options) validateManagers() []error {
 	}
 	https := isHTTPS(o.ManagerURL)
 	if o.ManagerURL != "" {
-		if _, err := client.New(o.ManagerURL); err != nil {
+		if _, err := managerapi.New(o.ManagerURL); err != nil {
 			errs = append(errs, fmt.Errorf("--%s: %w", FlagManagerURL, err))
 		}
 		if https && o.ManagerCAFile == "" {
@@ -347,7 +347,7 @@ func (o *Options) validateManagers() []error {
 	}
 	for _, f := range []struct{ name, value string }{{FlagManagerCAFile, o.ManagerCAFile}, {FlagManagerServerName, o.ManagerServerName}} {
 		if f.value != "" && !https {
-			errs = append(errs, fmt.Errorf("--%s is only for an https --%s (discovered managers are verified with the ConfigMap %s)", f.name, FlagManagerURL, client.CABundleConfigMap))
+			errs = append(errs, fmt.Errorf("--%s is only for an https --%s (discovered managers are verified with the ConfigMap %s)", f.name, FlagManagerURL, managerapi.CABundleConfigMap))
 		}
 	}
 	return errs

@@ -16,8 +16,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 func TestOptions(t *testing.T) {
@@ -123,14 +123,14 @@ func TestOptions(t *testing.T) {
 // time limits; and the usage refresher's interval and warning threshold.
 func TestDefaults(t *testing.T) {
 	o := NewOptions()
-	if o.ManagerTokenFile != "/var/run/secrets/hostpath.dev/manager/token" || o.ManagerTokenFile == client.DefaultTokenFile {
-		t.Errorf("ManagerTokenFile = %q, want the projected token of audience %s", o.ManagerTokenFile, client.TokenAudience)
+	if o.ManagerTokenFile != "/var/run/secrets/hostpath.dev/manager/token" || o.ManagerTokenFile == managerapi.DefaultTokenFile {
+		t.Errorf("ManagerTokenFile = %q, want the projected token of audience %s", o.ManagerTokenFile, managerapi.TokenAudience)
 	}
-	if o.ManagerPort != client.ServingPort {
-		t.Errorf("ManagerPort = %d, want the managers' HTTPS port %d", o.ManagerPort, client.ServingPort)
+	if o.ManagerPort != managerapi.ServingPort {
+		t.Errorf("ManagerPort = %d, want the managers' HTTPS port %d", o.ManagerPort, managerapi.ServingPort)
 	}
-	if o.ManagerTimeout != client.DefaultCallTimeout || o.ManagerDeleteTimeout != client.DefaultDeleteTimeout {
-		t.Errorf("timeouts = %s, %s; want %s, %s", o.ManagerTimeout, o.ManagerDeleteTimeout, client.DefaultCallTimeout, client.DefaultDeleteTimeout)
+	if o.ManagerTimeout != managerapi.DefaultCallTimeout || o.ManagerDeleteTimeout != managerapi.DefaultDeleteTimeout {
+		t.Errorf("timeouts = %s, %s; want %s, %s", o.ManagerTimeout, o.ManagerDeleteTimeout, managerapi.DefaultCallTimeout, managerapi.DefaultDeleteTimeout)
 	}
 	if o.UsageInterval != time.Minute {
 		t.Errorf("UsageInterval = %s, want 1m", o.UsageInterval)
@@ -186,8 +186,8 @@ func TestDaemonSetToken(t *testing.T) {
 	switch {
 	case source == nil:
 		t.Fatalf("no read-only projected service account token %q mounted at %s", file, dir)
-	case source.Audience != client.TokenAudience:
-		t.Errorf("token audience = %q, want %q", source.Audience, client.TokenAudience)
+	case source.Audience != managerapi.TokenAudience:
+		t.Errorf("token audience = %q, want %q", source.Audience, managerapi.TokenAudience)
 	case source.ExpirationSeconds == nil || *source.ExpirationSeconds != 3600:
 		t.Errorf("token expirationSeconds = %v, want 3600", source.ExpirationSeconds)
 	}
@@ -224,8 +224,8 @@ func TestRBACCABundle(t *testing.T) {
 		for _, r := range role.Rules {
 			if slices.Contains(r.Resources, "configmaps") {
 				if !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) ||
-					!slices.Equal(r.ResourceNames, []string{client.CABundleConfigMap}) || role.Namespace != "hostpath-system" {
-					t.Errorf("Role %s/%s rule %+v; want configmaps get, list, watch of %s only", role.Namespace, role.Name, r, client.CABundleConfigMap)
+					!slices.Equal(r.ResourceNames, []string{managerapi.CABundleConfigMap}) || role.Namespace != "hostpath-system" {
+					t.Errorf("Role %s/%s rule %+v; want configmaps get, list, watch of %s only", role.Namespace, role.Name, r, managerapi.CABundleConfigMap)
 				}
 				return
 			}

@@ -16,10 +16,10 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/component"
-	"hostpath.dev/manager/pkg/runtime/profiling"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/api/runtime/profiling"
 	"hostpath.dev/provisioner/internal/capacity"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
@@ -217,8 +217,8 @@ func (c *Config) watchCapacity(p *parts) error {
 func (c *Config) wire(logger klog.Logger) *parts {
 	inf := c.Informers
 	names := hostpathv1.NewProvisionerNames(c.ProvisionerName)
-	volumeManagers := managersAs(c.Resolver, func(m *client.Client) provisioner.VolumeManager { return m })
-	reclaimManagers := managersAs(c.Resolver, func(m *client.Client) reclaim.Manager { return m })
+	volumeManagers := managersAs(c.Resolver, func(m *managerapi.Client) provisioner.VolumeManager { return m })
+	reclaimManagers := managersAs(c.Resolver, func(m *managerapi.Client) reclaim.Manager { return m })
 	p := &parts{}
 	p.reclaimer = reclaim.NewController(reclaim.Config{
 		ProvisionerNames: names, Node: c.NodeName, FieldManager: provisioner.FieldManager,
@@ -240,7 +240,7 @@ func (c *Config) wire(logger klog.Logger) *parts {
 	p.resizer = resize.NewController(resize.Config{
 		ProvisionerNames: names, Node: c.NodeName, FieldManager: provisioner.FieldManager,
 		Client: c.Kube, Claims: inf.Claims, Volumes: inf.Volumes, Classes: inf.Classes,
-		Instances: c.Instances, Managers: managersAs(c.Resolver, func(m *client.Client) resize.Manager { return m }),
+		Instances: c.Instances, Managers: managersAs(c.Resolver, func(m *managerapi.Client) resize.Manager { return m }),
 		Fanout:   fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.FanoutNodeTimeout, Attempts: c.FanoutAttempts},
 		Recorder: c.Recorder,
 	})
@@ -252,7 +252,7 @@ func (c *Config) wire(logger klog.Logger) *parts {
 	p.refresher = usage.New(usage.Config{
 		ProvisionerNames: names, Node: c.NodeName, FieldManager: provisioner.FieldManager,
 		Client: c.Kube, Volumes: inf.Volumes.Lister(), Synced: []cache.InformerSynced{inf.Volumes.Informer().HasSynced},
-		Managers: managersAs(c.Resolver, func(m *client.Client) usage.Manager { return m }),
+		Managers: managersAs(c.Resolver, func(m *managerapi.Client) usage.Manager { return m }),
 		Interval: c.UsageInterval, WarningThreshold: c.UsageWarningThreshold,
 		Recorder: c.Recorder, Metrics: c.UsageMetrics,
 	})
@@ -282,7 +282,7 @@ func (c *Config) newPublisher(names hostpathv1.ProvisionerNames) *capacity.Publi
 	cfg := capacity.Config{
 		ProvisionerNames: names, Node: c.NodeName, Namespace: c.Namespace, FieldManager: provisioner.FieldManager,
 		Client: c.Kube, Classes: inf.Classes.Lister(), Nodes: inf.Nodes,
-		Managers: managersAs(c.Resolver, func(m *client.Client) capacity.Manager { return m }),
+		Managers: managersAs(c.Resolver, func(m *managerapi.Client) capacity.Manager { return m }),
 		Interval: c.CapacityInterval,
 	}
 	if inf.Capacities != nil {
@@ -297,7 +297,7 @@ func (c *Config) newPublisher(names hostpathv1.ProvisionerNames) *capacity.Publi
 // managersAs adapts the resolver to the interface M that a part declares
 // for a manager; as converts the client to M, so the compiler checks that
 // it implements M.
-func managersAs[M any](r *managers.Resolver, as func(*client.Client) M) func(node string) (M, error) {
+func managersAs[M any](r *managers.Resolver, as func(*managerapi.Client) M) func(node string) (M, error) {
 	return func(node string) (M, error) {
 		c, err := r.ForNode(node)
 		if err != nil {

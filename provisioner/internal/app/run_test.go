@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/provisioner/internal/app/cachetrim"
 )
 

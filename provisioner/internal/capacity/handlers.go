@@ -7,7 +7,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/tools/cache"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )
 
 // Sources are the informers whose events make a Publisher refresh.

@@ -20,8 +20,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 const (
@@ -46,13 +46,13 @@ var start = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 // call is also sent on called when it is set and has room.
 type fakeManager struct {
 	mu     sync.Mutex
-	host   client.Host
+	host   managerapi.Host
 	err    error
 	calls  int
 	called chan struct{}
 }
 
-func (m *fakeManager) Host(context.Context) (*client.Host, error) {
+func (m *fakeManager) Host(context.Context) (*managerapi.Host, error) {
 	m.mu.Lock()
 	m.calls++
 	h, err, called := m.host, m.err, m.called
@@ -71,7 +71,7 @@ func (m *fakeManager) Host(context.Context) (*client.Host, error) {
 }
 
 // setPools replaces the pools the manager reports.
-func (m *fakeManager) setPools(pools ...client.Pool) {
+func (m *fakeManager) setPools(pools ...managerapi.Pool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.host.Pools = pools
@@ -86,9 +86,9 @@ func (m *fakeManager) Calls() int {
 
 // pool is a pool of a 100 GiB filesystem (threshold 1 GiB) with available
 // bytes free.
-func pool(name string, available int64) client.Pool {
-	return client.Pool{Name: name, Path: "/var/" + name, CapacityBytes: 100 * gi, FreeBytes: available, OvercommitRatio: 1,
-		AvailableBytes: available, Enforcement: client.EnforcementXFS}
+func pool(name string, available int64) managerapi.Pool {
+	return managerapi.Pool{Name: name, Path: "/var/" + name, CapacityBytes: 100 * gi, FreeBytes: available, OvercommitRatio: 1,
+		AvailableBytes: available, Enforcement: managerapi.EnforcementXFS}
 }
 
 // newNode is a Node of that name and hostname label ("" for none).

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // Labels of the objects.
@@ -93,7 +93,7 @@ type figure struct {
 // figureOf returns the figure of class from what the host reports: the
 // available bytes of the class's pool, or 0 when the pool is absent,
 // cannot be read, or does not enforce sizes for a class that demands it.
-func figureOf(host *client.Host, sc *storagev1.StorageClass) figure {
+func figureOf(host *managerapi.Host, sc *storagev1.StorageClass) figure {
 	name := hostpathv1.ClassPool(sc.Parameters)
 	for _, pool := range host.Pools {
 		if pool.Name != name {

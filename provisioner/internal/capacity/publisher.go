@@ -101,8 +101,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // DefaultInterval is the default time between two refreshes, and the
@@ -133,10 +133,10 @@ const TriggerDelay = 5 * time.Second
 // Manager is what a Publisher needs of its node's manager (*client.Client).
 type Manager interface {
 	// Host describes the host and its pools, with their available bytes.
-	Host(ctx context.Context) (*client.Host, error)
+	Host(ctx context.Context) (*managerapi.Host, error)
 }
 
-var _ Manager = &client.Client{}
+var _ Manager = &managerapi.Client{}
 
 // Config holds what a Publisher depends on.
 type Config struct {

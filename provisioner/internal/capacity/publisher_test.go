@@ -22,12 +22,12 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 func TestSync(t *testing.T) {
-	small := func(name string, available int64) client.Pool {
+	small := func(name string, available int64) managerapi.Pool {
 		p := pool(name, available)
 		p.CapacityBytes = gi // threshold: MinThreshold, 16 MiB
 		return p
@@ -51,7 +51,7 @@ func TestSync(t *testing.T) {
 		node        *v1.Node
 		noNode      bool
 		objs        []runtime.Object
-		pools       []client.Pool
+		pools       []managerapi.Pool
 		managerErr  error
 		wantWrites  []string
 		wantCalls   int
@@ -65,7 +65,7 @@ func TestSync(t *testing.T) {
 			newClass("hostpath", hostpathv1.DefaultProvisionerName, storagev1.VolumeBindingWaitForFirstConsumer, nil),
 			newClass("theirs", "example.com/other", storagev1.VolumeBindingWaitForFirstConsumer, nil),
 		},
-		pools:      []client.Pool{pool("default", 10*gi), pool("fast", 3*gi)},
+		pools:      []managerapi.Pool{pool("default", 10*gi), pool("fast", 3*gi)},
 		wantWrites: []string{"create cap 10Gi", "create cap-fast 3Gi"},
 		wantCalls:  1,
 	}, {
@@ -76,18 +76,18 @@ func TestSync(t *testing.T) {
 				map[string]string{hostpathv1.ParamPool: "plain", hostpathv1.ParamEnforceSize: "true"}),
 			newClass("cap-default", hostpathv1.CapacityProvisionerName, storagev1.VolumeBindingWaitForFirstConsumer, nil),
 		},
-		pools:      []client.Pool{pool("default", 2*gi), broken, plain},
+		pools:      []managerapi.Pool{pool("default", 2*gi), broken, plain},
 		wantWrites: []string{"create cap-broken 0", "create cap-default 2Gi", "create cap-enforced 0", "create cap-gone 0", "create cap-plain 5Gi"},
 		wantCalls:  1,
 	}, {
 		name:      "a move within the threshold is not written",
 		objs:      []runtime.Object{capacityClass("cap", "default"), published("cap", 10*gi)},
-		pools:     []client.Pool{pool("default", 11*gi)}, // 1 GiB: 1% of 100 GiB
+		pools:     []managerapi.Pool{pool("default", 11*gi)}, // 1 GiB: 1% of 100 GiB
 		wantCalls: 1,
 	}, {
 		name:       "a move beyond the threshold is written",
 		objs:       []runtime.Object{capacityClass("cap", "default"), published("cap", 10*gi)},
-		pools:      []client.Pool{pool("default", 11*gi+1)},
+		pools:      []managerapi.Pool{pool("default", 11*gi+1)},
 		wantWrites: []string{"update cap 11811160065"},
 		wantCalls:  1,
 	}, {
@@ -96,7 +96,7 @@ func TestSync(t *testing.T) {
 			capacityClass("cap-a", "a"), published("cap-a", 100*mi),
 			capacityClass("cap-b", "b"), published("cap-b", 100*mi),
 		},
-		pools:      []client.Pool{small("a", 116*mi), small("b", 84*mi-1)},
+		pools:      []managerapi.Pool{small("a", 116*mi), small("b", 84*mi-1)},
 		wantWrites: []string{"update cap-b 88080383"},
 		wantCalls:  1,
 	}, {
@@ -105,7 +105,7 @@ func TestSync(t *testing.T) {
 			capacityClass("cap-a", "a"), published("cap-a", 0),
 			capacityClass("cap-b", "b"), published("cap-b", 5*mi),
 		},
-		pools:      []client.Pool{small("a", mi), small("b", 0)},
+		pools:      []managerapi.Pool{small("a", mi), small("b", 0)},
 		wantWrites: []string{"update cap-a 1Mi", "update cap-b 0"},
 		wantCalls:  1,
 	}, {
@@ -123,20 +123,20 @@ func TestSync(t *testing.T) {
 	}, {
 		name:        "a changed hostname label: the old object goes, a new one comes",
 		objs:        []runtime.Object{capacityClass("cap", "default"), staleHost},
-		pools:       []client.Pool{pool("default", gi)},
+		pools:       []managerapi.Pool{pool("default", gi)},
 		wantWrites:  []string{"delete " + staleHost.Name, "create cap 1Gi"},
 		wantCalls:   1,
 		wantDeleted: []string{staleHost.Name},
 	}, {
 		name:       "labels, owner and maximumVolumeSize are repaired, with the capacity",
 		objs:       []runtime.Object{capacityClass("cap", "default"), unlabelled},
-		pools:      []client.Pool{pool("default", 10*gi+mi)},
+		pools:      []managerapi.Pool{pool("default", 10*gi+mi)},
 		wantWrites: []string{"update cap 10241Mi"},
 		wantCalls:  1,
 	}, {
 		name:       "an object made by hand under the name with another class is made again",
 		objs:       []runtime.Object{capacityClass("cap", "default"), handMade},
-		pools:      []client.Pool{pool("default", gi)},
+		pools:      []managerapi.Pool{pool("default", gi)},
 		wantWrites: []string{"delete " + handMade.Name, "create cap 1Gi"},
 		wantCalls:  1,
 	}, {
@@ -278,19 +278,19 @@ func TestRateBound(t *testing.T) {
 	steps := []struct {
 		name      string
 		after     time.Duration
-		pools     []client.Pool
+		pools     []managerapi.Pool
 		want      []string
 		wantAgain time.Duration
 	}{
 		{name: "first refresh", want: []string{"create cap 10Gi", "create cap-fast 10Gi"}},
 		{name: "a big move 10s later is held back", after: 10 * time.Second,
-			pools: []client.Pool{pool("default", 20*gi), pool("fast", 10*gi)}, wantAgain: 50 * time.Second},
+			pools: []managerapi.Pool{pool("default", 20*gi), pool("fast", 10*gi)}, wantAgain: 50 * time.Second},
 		{name: "and again 49s later", after: 49 * time.Second, wantAgain: time.Second},
 		{name: "written once the interval is over", after: time.Second, want: []string{"update cap 20Gi"}},
 		{name: "the other object moves 30s later: its bound is its own", after: 30 * time.Second,
-			pools: []client.Pool{pool("default", 20*gi), pool("fast", 30*gi)}, want: []string{"update cap-fast 30Gi"}},
+			pools: []managerapi.Pool{pool("default", 20*gi), pool("fast", 30*gi)}, want: []string{"update cap-fast 30Gi"}},
 		{name: "both move: only the one written over an interval ago", after: 45 * time.Second,
-			pools: []client.Pool{pool("default", 40*gi), pool("fast", 50*gi)}, want: []string{"update cap 40Gi"}, wantAgain: 15 * time.Second},
+			pools: []managerapi.Pool{pool("default", 40*gi), pool("fast", 50*gi)}, want: []string{"update cap 40Gi"}, wantAgain: 15 * time.Second},
 		{name: "the other one when its interval is over", after: 15 * time.Second, want: []string{"update cap-fast 50Gi"}},
 		{name: "quiet: nothing", after: time.Hour},
 	}

@@ -20,9 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/component"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/component"
 )
 
 // NotFoundError says that no Ready manager pod runs on a node.
@@ -46,11 +46,11 @@ type Resolver struct {
 	selector          labels.Selector
 	port              int
 	roots             func() *x509.CertPool
-	static            *client.Client
-	opts              []client.Option
+	static            *managerapi.Client
+	opts              []managerapi.Option
 
 	mu      sync.Mutex
-	clients map[string]*client.Client
+	clients map[string]*managerapi.Client
 }
 
 // NewResolver returns a Resolver that finds manager pods matching selector
@@ -63,21 +63,21 @@ type Resolver struct {
 // the indexes it looks them up by (hostpathv1.NodeNameIndex to pods,
 // hostpathv1.PoolIndex to definitions), so that a call costs the pods of
 // one node and the definitions of one pool, not a list of all.
-func NewResolver(pods, definitions cache.Indexer, selector labels.Selector, port int, roots func() *x509.CertPool, opts ...client.Option) (*Resolver, error) {
+func NewResolver(pods, definitions cache.Indexer, selector labels.Selector, port int, roots func() *x509.CertPool, opts ...managerapi.Option) (*Resolver, error) {
 	if err := pods.AddIndexers(cache.Indexers{hostpathv1.NodeNameIndex: hostpathv1.IndexByNodeName}); err != nil {
 		return nil, fmt.Errorf("index the manager pods by node: %w", err)
 	}
 	if err := definitions.AddIndexers(cache.Indexers{hostpathv1.PoolIndex: hostpathv1.IndexByPool}); err != nil {
 		return nil, fmt.Errorf("index the HostDefinitions by pool: %w", err)
 	}
-	return &Resolver{pods: pods, definitions: definitions, selector: selector, port: port, roots: roots, opts: opts, clients: map[string]*client.Client{}}, nil
+	return &Resolver{pods: pods, definitions: definitions, selector: selector, port: port, roots: roots, opts: opts, clients: map[string]*managerapi.Client{}}, nil
 }
 
 // NewStaticResolver returns a Resolver that answers the manager at baseURL
 // for every node (for one-node setups and debugging), with opts (for an
 // https URL, client.WithServerTLS).
-func NewStaticResolver(baseURL string, opts ...client.Option) (*Resolver, error) {
-	c, err := client.New(baseURL, opts...)
+func NewStaticResolver(baseURL string, opts ...managerapi.Option) (*Resolver, error) {
+	c, err := managerapi.New(baseURL, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func NewStaticResolver(baseURL string, opts ...client.Option) (*Resolver, error)
 // cache saw it fails verification rather than being called. The client is
 // kept while the pod IP stays. The error is a *NotFoundError when no Ready
 // manager pod with an IP runs there.
-func (r *Resolver) ForNode(node string) (*client.Client, error) {
+func (r *Resolver) ForNode(node string) (*managerapi.Client, error) {
 	if r.static != nil {
 		return r.static, nil
 	}
@@ -107,7 +107,7 @@ func (r *Resolver) ForNode(node string) (*client.Client, error) {
 	if c, ok := r.clients[node]; ok && c.BaseURL() == url {
 		return c, nil
 	}
-	c, err := client.New(url, slices.Concat(r.opts, []client.Option{client.WithServerTLS(r.roots, client.ServerName(node))})...)
+	c, err := managerapi.New(url, slices.Concat(r.opts, []managerapi.Option{managerapi.WithServerTLS(r.roots, managerapi.ServerName(node))})...)
 	if err != nil {
 		return nil, err
 	}

@@ -27,9 +27,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/client/trust/trusttest"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/trust/trusttest"
 )
 
 func managerPod(name, node, ip string, ready bool) *v1.Pod {
@@ -56,7 +56,7 @@ func TestResolver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := newResolver(t, indexer, definitions(t), labels.SelectorFromSet(labels.Set{"app": "m"}), client.ServingPort, x509.NewCertPool)
+	r := newResolver(t, indexer, definitions(t), labels.SelectorFromSet(labels.Set{"app": "m"}), managerapi.ServingPort, x509.NewCertPool)
 
 	c, err := r.ForNode("n1")
 	if err != nil || c.BaseURL() != "https://198.18.1.5:8443" {
@@ -97,9 +97,9 @@ func TestResolverTLS(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ca := trusttest.NewCA(t, "ca")
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(client.Host{NodeName: "n1"})
+		_ = json.NewEncoder(w).Encode(managerapi.Host{NodeName: "n1"})
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.ServerCert(t, client.ServerName("n1"))}}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.ServerCert(t, managerapi.ServerName("n1"))}}
 	srv.Config.SetKeepAlivesEnabled(false)
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
@@ -120,7 +120,7 @@ func TestResolverTLS(t *testing.T) {
 		}
 	}
 	var roots atomic.Pointer[x509.CertPool]
-	r := newResolver(t, indexer, definitions(t), labels.Everything(), port, roots.Load, client.WithToken(client.StaticToken("t")))
+	r := newResolver(t, indexer, definitions(t), labels.Everything(), port, roots.Load, managerapi.WithToken(managerapi.StaticToken("t")))
 	host := func(node string) error {
 		c, err := r.ForNode(node)
 		if err != nil {
@@ -160,7 +160,7 @@ func TestClientOptions(t *testing.T) {
 			<-r.Context().Done()
 			return
 		}
-		_ = json.NewEncoder(w).Encode(client.Volume{Name: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")})
+		_ = json.NewEncoder(w).Encode(managerapi.Volume{Name: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")})
 	}))
 	defer srv.Close()
 	tokenFile := filepath.Join(t.TempDir(), "token")
@@ -170,7 +170,7 @@ func TestClientOptions(t *testing.T) {
 		}
 	}
 	writeToken("first")
-	r, err := NewStaticResolver(srv.URL, client.CallerOptions(tokenFile, 20*time.Millisecond, 40*time.Millisecond)...)
+	r, err := NewStaticResolver(srv.URL, managerapi.CallerOptions(tokenFile, 20*time.Millisecond, 40*time.Millisecond)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestClientOptions(t *testing.T) {
 	if _, err := c.GetVolume(ctx, "default", "slow"); !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 		t.Errorf("GetVolume of a stuck manager = %v, want the call's own deadline exceeded", err)
 	}
-	if err := c.DeleteVolume(ctx, "default", "slow", client.DeleteOptions{Owner: "pv"}); !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+	if err := c.DeleteVolume(ctx, "default", "slow", managerapi.DeleteOptions{Owner: "pv"}); !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 		t.Errorf("DeleteVolume of a stuck manager = %v, want the delete's own deadline exceeded", err)
 	}
 }
@@ -217,7 +217,7 @@ func definitions(t *testing.T, defs ...*hostpathv1.HostDefinition) cache.Indexer
 }
 
 // newResolver is NewResolver, failing the test on an error.
-func newResolver(t *testing.T, pods, defs cache.Indexer, selector labels.Selector, port int, roots func() *x509.CertPool, opts ...client.Option) *Resolver {
+func newResolver(t *testing.T, pods, defs cache.Indexer, selector labels.Selector, port int, roots func() *x509.CertPool, opts ...managerapi.Option) *Resolver {
 	t.Helper()
 	r, err := NewResolver(pods, defs, selector, port, roots, opts...)
 	if err != nil {
@@ -291,7 +291,7 @@ func TestTargets(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r := newResolver(t, indexer, definitions(t, tc.defs...), labels.SelectorFromSet(labels.Set{"app": "m"}), client.ServingPort, nil)
+			r := newResolver(t, indexer, definitions(t, tc.defs...), labels.SelectorFromSet(labels.Set{"app": "m"}), managerapi.ServingPort, nil)
 			ready, pending, err := r.Targets(pool)
 			if err != nil || strings.Join(ready, ",") != tc.ready || strings.Join(pending, ",") != tc.pending {
 				t.Errorf("Targets(%q) = %q, %q, %v; want %q, %q", pool, ready, pending, err, tc.ready, tc.pending)
@@ -314,11 +314,11 @@ func TestResolverCacheErrors(t *testing.T) {
 		return pods
 	}
 	pods := newPods()
-	r := newResolver(t, pods, failingIndexer{definitions(t)}, labels.Everything(), client.ServingPort, nil)
+	r := newResolver(t, pods, failingIndexer{definitions(t)}, labels.Everything(), managerapi.ServingPort, nil)
 	if _, _, err := r.Targets("default"); err == nil || !strings.Contains(err.Error(), "cache broken") {
 		t.Errorf("Targets() with a failing HostDefinition cache: %v", err)
 	}
-	r = newResolver(t, failingIndexer{newPods()}, definitions(t, definition("n1", "default", hostpathv1.PhaseReady)), labels.Everything(), client.ServingPort, nil)
+	r = newResolver(t, failingIndexer{newPods()}, definitions(t, definition("n1", "default", hostpathv1.PhaseReady)), labels.Everything(), managerapi.ServingPort, nil)
 	if _, _, err := r.Targets("default"); err == nil || !strings.Contains(err.Error(), "cache broken") {
 		t.Errorf("Targets() with a failing pod cache: %v", err)
 	}
@@ -326,7 +326,7 @@ func TestResolverCacheErrors(t *testing.T) {
 		t.Errorf("ForNode() with a failing pod cache: %v", err)
 	}
 	// An index of the same name already there is a conflict.
-	if _, err := NewResolver(pods, definitions(t), labels.Everything(), client.ServingPort, nil); err == nil {
+	if _, err := NewResolver(pods, definitions(t), labels.Everything(), managerapi.ServingPort, nil); err == nil {
 		t.Errorf("NewResolver on a pod cache indexed already: no error")
 	}
 }

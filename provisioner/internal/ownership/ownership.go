@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
-	"hostpath.dev/manager/pkg/runtime/component"
+	"hostpath.dev/api/runtime/component"
 )
 
 // Owner returns the candidate with the highest rendezvous weight for key, or

@@ -12,8 +12,8 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // AdoptAll writes the owner records of the directories that have none
@@ -68,7 +68,7 @@ func (p *Provisioner) AdoptAll(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("adopt volume directories: list pool %q on node %q: %w", pool, p.cfg.Node, err))
 			continue
 		}
-		vols := make(map[string]*client.Volume, len(list.Items))
+		vols := make(map[string]*managerapi.Volume, len(list.Items))
 		for i := range list.Items {
 			vols[list.Items[i].Name] = &list.Items[i]
 		}
@@ -100,11 +100,11 @@ func (p *Provisioner) AdoptAll(ctx context.Context) error {
 // multihost volumes, and this instance is the only caller with this node's
 // authority over it. A missing directory, one without a record or of
 // another owner is left to the fan-out and the sweeper.
-func (p *Provisioner) markMultihost(ctx context.Context, mgr VolumeManager, pv *v1.PersistentVolume, vol *client.Volume) error {
+func (p *Provisioner) markMultihost(ctx context.Context, mgr VolumeManager, pv *v1.PersistentVolume, vol *managerapi.Volume) error {
 	if vol == nil || vol.Owner != pv.Name || vol.Multihost {
 		return nil
 	}
-	_, err := mgr.SetOwner(ctx, vol.Pool, vol.Name, client.SetOwnerRequest{Owner: pv.Name, Previous: pv.Name, Retained: vol.Retained, Multihost: true})
+	_, err := mgr.SetOwner(ctx, vol.Pool, vol.Name, managerapi.SetOwnerRequest{Owner: pv.Name, Previous: pv.Name, Retained: vol.Retained, Multihost: true})
 	if err != nil {
 		return fmt.Errorf("mark %s as multihost in its owner record: %w", p.where(vol.Pool, vol.Name), err)
 	}
@@ -115,7 +115,7 @@ func (p *Provisioner) markMultihost(ctx context.Context, mgr VolumeManager, pv *
 // adopt makes pv the owner of vol, a directory without an owner record,
 // when names (the PVs that name the directory) holds no other PV; the
 // record keeps pv's claim namespace, the one it may be reused from.
-func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.PersistentVolume, vol *client.Volume, names []string) error {
+func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.PersistentVolume, vol *managerapi.Volume, names []string) error {
 	pool := pv.Annotations[hostpathv1.AnnotationPool]
 	where := p.where(pool, vol.Name)
 	if vol.Owner != "" {
@@ -128,8 +128,8 @@ func (p *Provisioner) adopt(ctx context.Context, mgr VolumeManager, pv *v1.Persi
 	if len(names) > 1 {
 		return fmt.Errorf("%s has no owner record and the PersistentVolumes %s all use it: deleting either would delete the other's data; resolve by hand (copy the data apart and give each volume its own directory), none was adopted", where, quoteAll(names))
 	}
-	_, err := mgr.SetOwner(ctx, pool, vol.Name, client.SetOwnerRequest{Owner: pv.Name, Previous: "", ClaimNamespace: hostpathv1.ClaimNamespaceOf(pv)})
-	if owner, conflict := client.OwnerOf(err); conflict && owner == pv.Name {
+	_, err := mgr.SetOwner(ctx, pool, vol.Name, managerapi.SetOwnerRequest{Owner: pv.Name, Previous: "", ClaimNamespace: hostpathv1.ClaimNamespaceOf(pv)})
+	if owner, conflict := managerapi.OwnerOf(err); conflict && owner == pv.Name {
 		return nil
 	}
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/runtime/worker"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/runtime/worker"
 )
 
 // ClaimSync is the part of an instance that writes for claims, apart from

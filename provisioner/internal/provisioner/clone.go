@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/util"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // Clones. A claim whose dataSource (or dataSourceRef) names a claim of the
@@ -164,8 +164,8 @@ func (p *Provisioner) cloneSource(ctx context.Context, claim *v1.PersistentVolum
 // another node than this instance's (a multihost clone is copied on every
 // node) starts a copy only for a claim it can check, by name, at the API
 // server; this node's manager does not need it.
-func cloneRequest(pv *v1.PersistentVolume, src *source, dirMode string, enforceSize bool) client.CloneVolumeRequest {
-	req := client.CloneVolumeRequest{
+func cloneRequest(pv *v1.PersistentVolume, src *source, dirMode string, enforceSize bool) managerapi.CloneVolumeRequest {
+	req := managerapi.CloneVolumeRequest{
 		CreateVolumeRequest: hostpathv1.NewCreateVolumeRequest(pv, dirMode, enforceSize),
 		SourcePool:          src.dir.Pool,
 		SourceName:          src.dir.Directory,
@@ -187,7 +187,7 @@ type cloneFollower struct {
 	started  time.Time
 
 	mu       sync.Mutex
-	copies   map[string]*client.Clone
+	copies   map[string]*managerapi.Clone
 	reported bool
 	lastPct  int64
 	lastTime time.Time
@@ -196,7 +196,7 @@ type cloneFollower struct {
 func (p *Provisioner) newCloneFollower(claim *v1.PersistentVolumeClaim, src *source) *cloneFollower {
 	clk := p.clock()
 	return &cloneFollower{recorder: p.cfg.Recorder, clock: clk, claim: claim, started: clk.Now(),
-		source: fmt.Sprintf("claim %s (volume %s)", src.claim.Name, src.pv.Name), copies: map[string]*client.Clone{}}
+		source: fmt.Sprintf("claim %s (volume %s)", src.claim.Name, src.pv.Name), copies: map[string]*managerapi.Clone{}}
 }
 
 // event records an event on the claim, if there is a recorder.
@@ -207,7 +207,7 @@ func (f *cloneFollower) event(reason, format string, args ...any) {
 }
 
 // seen takes in the answer about node's copy, and reports.
-func (f *cloneFollower) seen(node string, cl *client.Clone) {
+func (f *cloneFollower) seen(node string, cl *managerapi.Clone) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.copies[node] = cl
@@ -255,7 +255,7 @@ func (f *cloneFollower) finished() {
 }
 
 // nodesText names the nodes of copies, for events.
-func nodesText(copies map[string]*client.Clone) string {
+func nodesText(copies map[string]*managerapi.Clone) string {
 	if len(copies) == 1 {
 		for node := range copies {
 			return "node " + node
@@ -267,7 +267,7 @@ func nodesText(copies map[string]*client.Clone) string {
 // follow asks mgr for the clone into dir of pool until it is done, for up
 // to Config.CloneWait, telling f; it returns the volume, or the state and
 // error to hand the library.
-func (p *Provisioner) follow(ctx context.Context, f *cloneFollower, node string, mgr VolumeManager, pool, dir string, req client.CloneVolumeRequest) (*client.Volume, error) {
+func (p *Provisioner) follow(ctx context.Context, f *cloneFollower, node string, mgr VolumeManager, pool, dir string, req managerapi.CloneVolumeRequest) (*managerapi.Volume, error) {
 	limit, every := p.cfg.CloneWait, p.cfg.ClonePoll
 	if limit <= 0 {
 		limit = DefaultCloneWait
@@ -275,7 +275,7 @@ func (p *Provisioner) follow(ctx context.Context, f *cloneFollower, node string,
 	if every <= 0 {
 		every = DefaultClonePoll
 	}
-	var vol *client.Volume
+	var vol *managerapi.Volume
 	err := waitFor(ctx, every, limit, func(ctx context.Context) (bool, error) {
 		cl, err := mgr.CloneVolume(ctx, pool, dir, req)
 		if err != nil {

@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // sourceClaim is claim ns/src of className, Bound to PV pv-src.
@@ -235,8 +235,8 @@ func TestCloneRequest(t *testing.T) {
 				in.node, in.hostname, in.nodes = "", "", []string{selfNode, otherNode}
 			}
 			req := cloneRequest(buildPV(in), src, "0750", false)
-			want := client.CloneVolumeRequest{
-				CreateVolumeRequest: client.CreateVolumeRequest{Owner: testPVName, Mode: "0750", ReclaimPolicy: client.ReclaimDelete, ClaimNamespace: clone.Namespace,
+			want := managerapi.CloneVolumeRequest{
+				CreateVolumeRequest: managerapi.CreateVolumeRequest{Owner: testPVName, Mode: "0750", ReclaimPolicy: managerapi.ReclaimDelete, ClaimNamespace: clone.Namespace,
 					ClaimName: clone.Name, RequiredBytes: 1 << 30, Multihost: tc.multihost},
 				SourcePool: "default", SourceName: "src-dir", SourceOwner: "pv-src",
 			}

@@ -61,6 +61,6 @@
 // The names it writes and reads on objects (claim and PV annotations, mode
 // values, the finalizer, the StorageClass parameters it shares with the host
 // definer) live in the HostDefinition API package, hostpathv1
-// (hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1, well_known.go); the
+// (hostpath.dev/api/hostpath/v1, well_known.go); the
 // Kubernetes ones in k8s.io/component-helpers/storage/volume.
 package provisioner

@@ -22,8 +22,8 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/ptr"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 const (
@@ -58,14 +58,14 @@ type fakeManager struct {
 	mu          sync.Mutex
 	err         error
 	setOwnerErr error
-	volumes     map[string]*client.Volume // by pool/name
-	creates     []string                  // pool/name dirMode bytes by owner
-	deletes     []string                  // pool/name by owner
-	setOwners   []string                  // pool/name previous->owner
-	gets        []string                  // pool/name
-	lists       []string                  // pool
-	root        string                    // the pool's host path; /var/hpvolumes when empty
-	lastCreate  client.CreateVolumeRequest
+	volumes     map[string]*managerapi.Volume // by pool/name
+	creates     []string                      // pool/name dirMode bytes by owner
+	deletes     []string                      // pool/name by owner
+	setOwners   []string                      // pool/name previous->owner
+	gets        []string                      // pool/name
+	lists       []string                      // pool
+	root        string                        // the pool's host path; /var/hpvolumes when empty
+	lastCreate  managerapi.CreateVolumeRequest
 	clones      []string // pool/name from pool/name of owner, by owner
 	// copying is how many clone calls answer a copy in progress before
 	// one answers it done.
@@ -82,13 +82,13 @@ func (f *fakeManager) path(name string) string {
 
 // ownerConflict is the manager's 409 OwnerConflict naming owner.
 func ownerConflict(owner string) error {
-	return fmt.Errorf("PUT /v1/pools/default/volumes/x: %w", &client.Error{StatusCode: 409, Status: client.Status{
-		Reason: client.ReasonOwnerConflict, Message: "the directory belongs to " + owner, Owner: owner}})
+	return fmt.Errorf("PUT /v1/pools/default/volumes/x: %w", &managerapi.Error{StatusCode: 409, Status: managerapi.Status{
+		Reason: managerapi.ReasonOwnerConflict, Message: "the directory belongs to " + owner, Owner: owner}})
 }
 
 // answer is the manager's error of reason.
-func answer(reason client.Reason) error {
-	return fmt.Errorf("GET /v1/pools/default/volumes/x: %w", &client.Error{StatusCode: reason.HTTPStatus(), Status: client.Status{Reason: reason, Message: "m"}})
+func answer(reason managerapi.Reason) error {
+	return fmt.Errorf("GET /v1/pools/default/volumes/x: %w", &managerapi.Error{StatusCode: reason.HTTPStatus(), Status: managerapi.Status{Reason: reason, Message: "m"}})
 }
 
 // have adds a directory owned by owner ("" for none) to the fake.
@@ -100,9 +100,9 @@ func (f *fakeManager) have(pool, name, owner string) {
 // names the claim namespace ns ("" for none) to the fake.
 func (f *fakeManager) haveIn(pool, name, owner, ns string) {
 	if f.volumes == nil {
-		f.volumes = map[string]*client.Volume{}
+		f.volumes = map[string]*managerapi.Volume{}
 	}
-	f.volumes[pool+"/"+name] = &client.Volume{Name: name, Pool: pool, Path: f.path(name), Mode: "0777", Owner: owner, ClaimNamespace: ns}
+	f.volumes[pool+"/"+name] = &managerapi.Volume{Name: name, Pool: pool, Path: f.path(name), Mode: "0777", Owner: owner, ClaimNamespace: ns}
 }
 
 // namespace returns the claim namespace recorded for a directory.
@@ -122,11 +122,11 @@ func (f *fakeManager) owner(pool, name string) (string, bool) {
 	return v.Owner, true
 }
 
-func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*client.VolumeList, error) {
+func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*managerapi.VolumeList, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lists = append(f.lists, pool)
-	l := &client.VolumeList{}
+	l := &managerapi.VolumeList{}
 	for _, v := range f.volumes {
 		if v.Pool == pool {
 			l.Items = append(l.Items, *v)
@@ -135,19 +135,19 @@ func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*client.Volum
 	return l, nil
 }
 
-func (f *fakeManager) GetVolume(_ context.Context, pool, name string) (*client.Volume, error) {
+func (f *fakeManager) GetVolume(_ context.Context, pool, name string) (*managerapi.Volume, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gets = append(f.gets, pool+"/"+name)
 	v, ok := f.volumes[pool+"/"+name]
 	if !ok {
-		return nil, answer(client.ReasonNotFound)
+		return nil, answer(managerapi.ReasonNotFound)
 	}
 	c := *v
 	return &c, nil
 }
 
-func (f *fakeManager) CreateVolume(_ context.Context, pool, name string, req client.CreateVolumeRequest) (*client.Volume, error) {
+func (f *fakeManager) CreateVolume(_ context.Context, pool, name string, req managerapi.CreateVolumeRequest) (*managerapi.Volume, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.creates = append(f.creates, pool+"/"+name+" "+req.Mode+" "+resource.NewQuantity(req.RequiredBytes, resource.BinarySI).String()+" by "+req.Owner)
@@ -167,7 +167,7 @@ func (f *fakeManager) CreateVolume(_ context.Context, pool, name string, req cli
 	return &c, nil
 }
 
-func (f *fakeManager) CloneVolume(_ context.Context, pool, name string, req client.CloneVolumeRequest) (*client.Clone, error) {
+func (f *fakeManager) CloneVolume(_ context.Context, pool, name string, req managerapi.CloneVolumeRequest) (*managerapi.Clone, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.clones = append(f.clones, pool+"/"+name+" from "+req.SourcePool+"/"+req.SourceName+" of "+req.SourceOwner+" "+resource.NewQuantity(req.RequiredBytes, resource.BinarySI).String()+" by "+req.Owner)
@@ -177,7 +177,7 @@ func (f *fakeManager) CloneVolume(_ context.Context, pool, name string, req clie
 	if owner, ok := f.owner(pool, name); ok && owner != req.Owner {
 		return nil, ownerConflict(owner)
 	}
-	cl := &client.Clone{Source: req.SourcePool + "/" + req.SourceName, State: client.CloneCopying, Method: client.CloneMethodCopy, TotalBytes: 100}
+	cl := &managerapi.Clone{Source: req.SourcePool + "/" + req.SourceName, State: managerapi.CloneCopying, Method: managerapi.CloneMethodCopy, TotalBytes: 100}
 	if f.copying > 0 {
 		f.copying--
 		cl.CopiedBytes = int64(100 / (f.copying + 1))
@@ -188,11 +188,11 @@ func (f *fakeManager) CloneVolume(_ context.Context, pool, name string, req clie
 		f.volumes[pool+"/"+name].Multihost = req.Multihost
 	}
 	v := *f.volumes[pool+"/"+name]
-	cl.State, cl.CopiedBytes, cl.Volume = client.CloneDone, 100, &v
+	cl.State, cl.CopiedBytes, cl.Volume = managerapi.CloneDone, 100, &v
 	return cl, nil
 }
 
-func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
+func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req managerapi.SetOwnerRequest) (*managerapi.Volume, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	change := pool + "/" + name + " " + req.Previous + "->" + req.Owner
@@ -206,7 +206,7 @@ func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.
 	owner, ok := f.owner(pool, name)
 	switch {
 	case !ok:
-		return nil, answer(client.ReasonNotFound)
+		return nil, answer(managerapi.ReasonNotFound)
 	case owner != req.Previous:
 		return nil, ownerConflict(owner)
 	}
@@ -222,7 +222,7 @@ func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.
 	return &c, nil
 }
 
-func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string, opts client.DeleteOptions) error {
+func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string, opts managerapi.DeleteOptions) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.deletes = append(f.deletes, pool+"/"+name+" by "+opts.Owner)

@@ -12,8 +12,8 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -74,7 +74,7 @@ func (p *Provisioner) provisionMultihost(ctx context.Context, opts controller.Pr
 	createOpts := p.cfg.CreateFanout
 	createOpts.Retryable = func(err error) bool {
 		mismatch := (*volumeMismatch)(nil)
-		return !errors.As(err, &mismatch) && client.Retryable(err)
+		return !errors.As(err, &mismatch) && managerapi.Retryable(err)
 	}
 	results := p.fanOut(ctx, fanout.OperationCreate, ready, createOpts, func(ctx context.Context, node string) error {
 		vol, err := makeOn(ctx, node)
@@ -119,7 +119,7 @@ func checkMultihostDirectory(dir string, claim *v1.PersistentVolumeClaim) error 
 	}
 	return &ParameterError{Parameter: ParamPathPattern, Problem: fmt.Sprintf(
 		"the directory %q of a multihost volume must contain the claim's UID %s: use a pattern with %s, and shorter names if it is cut (a name is at most %d bytes)",
-		dir, claim.UID, "${pv.metadata.name}", client.MaxVolumeNameLength)}
+		dir, claim.UID, "${pv.metadata.name}", managerapi.MaxVolumeNameLength)}
 }
 
 // multihostTargets returns the nodes a multihost volume of pool goes to
@@ -146,13 +146,13 @@ func (p *Provisioner) multihostTargets(pool, where string) (ready, pending []str
 // after Config.CloneWait fails with errCloneRunning); and what reports,
 // once every node made it, that the clone is finished. A volume that is
 // not the one asked for (see checkCreated) is a *volumeMismatch.
-func (p *Provisioner) multihostMaker(claim *v1.PersistentVolumeClaim, src *source, pv *v1.PersistentVolume, params Parameters, dir string) (makeOn func(ctx context.Context, node string) (*client.Volume, error), finished func()) {
+func (p *Provisioner) multihostMaker(claim *v1.PersistentVolumeClaim, src *source, pv *v1.PersistentVolume, params Parameters, dir string) (makeOn func(ctx context.Context, node string) (*managerapi.Volume, error), finished func()) {
 	if src == nil {
 		req := hostpathv1.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize)
 		// Another node's manager makes a directory only for a claim it
 		// can check, by name, at the API server.
 		req.ClaimName = claim.Name
-		return func(ctx context.Context, node string) (*client.Volume, error) {
+		return func(ctx context.Context, node string) (*managerapi.Volume, error) {
 			mgr, err := p.cfg.Managers(node)
 			if err != nil {
 				return nil, err
@@ -166,7 +166,7 @@ func (p *Provisioner) multihostMaker(claim *v1.PersistentVolumeClaim, src *sourc
 	}
 	f := p.newCloneFollower(claim, src)
 	req := cloneRequest(pv, src, params.DirMode, params.EnforceSize)
-	return func(ctx context.Context, node string) (*client.Volume, error) {
+	return func(ctx context.Context, node string) (*managerapi.Volume, error) {
 		mgr, err := p.cfg.Managers(node)
 		if err != nil {
 			return nil, err
@@ -203,7 +203,7 @@ func createState(r fanout.Results, what string, pending []string) (controller.Pr
 	}
 	var conflicts, reasons []string
 	for _, f := range failed {
-		if owner, ok := client.OwnerOf(f.Err); ok {
+		if owner, ok := managerapi.OwnerOf(f.Err); ok {
 			conflicts = append(conflicts, fmt.Sprintf("on node %q it belongs to %s", f.Node, ownerText(owner)))
 			continue
 		}
@@ -254,7 +254,7 @@ func commonPath(paths map[string]string, where string) (string, error) {
 // operation.
 func (p *Provisioner) fanOut(ctx context.Context, operation string, nodes []string, opts fanout.Options, call func(context.Context, string) error) fanout.Results {
 	if opts.Retryable == nil {
-		opts.Retryable = client.Retryable
+		opts.Retryable = managerapi.Retryable
 	}
 	r := fanout.Run(ctx, nodes, call, opts)
 	p.cfg.FanoutMetrics.Observe(operation, r)

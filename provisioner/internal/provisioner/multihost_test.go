@@ -21,8 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/ownership"
 )
@@ -90,7 +90,7 @@ func TestProvisionMultihost(t *testing.T) {
 	}
 	fast := class("fast", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", hostpathv1.ParamPool: "fast", ParamPathPattern: mhPattern})
 	all := fakeTargets{ready: []string{selfNode, otherNode, idleNode}}
-	unavailable := fmt.Errorf("PUT: %w", &client.Error{StatusCode: 503, Status: client.Status{Reason: client.ReasonInternal, Message: "disk on fire"}})
+	unavailable := fmt.Errorf("PUT: %w", &managerapi.Error{StatusCode: 503, Status: managerapi.Status{Reason: managerapi.ReasonInternal, Message: "disk on fire"}})
 	tests := []struct {
 		name       string
 		class      *storagev1.StorageClass
@@ -240,7 +240,7 @@ func TestProvisionMultihost(t *testing.T) {
 // while an unavailable manager is.
 func TestMultihostMismatchNotRetried(t *testing.T) {
 	shared := class("shared", storagev1.VolumeBindingImmediate, map[string]string{hostpathv1.ParamMode: "multihost", ParamPathPattern: mhPattern})
-	unavailable := &client.Error{StatusCode: 503, Status: client.Status{Reason: client.ReasonInternal, Message: "disk on fire"}}
+	unavailable := &managerapi.Error{StatusCode: 503, Status: managerapi.Status{Reason: managerapi.ReasonInternal, Message: "disk on fire"}}
 	_, ctx := ktesting.NewTestContext(t)
 	f, mgrs := multihostFixture(t, fakeTargets{ready: []string{selfNode, otherNode}})
 	f.prov.cfg.CreateFanout = fanout.Options{Attempts: 2, Backoff: time.Millisecond}

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // StorageClass parameter keys that only the provisioner reads. The others
@@ -63,7 +63,7 @@ const (
 // MaxDirectoryLength is the longest directory name: the manager's limit for
 // a volume name. A longer expanded pathPattern is shortened to it (see
 // Parameters.Directory).
-const MaxDirectoryLength = client.MaxVolumeNameLength
+const MaxDirectoryLength = managerapi.MaxVolumeNameLength
 
 // hashSuffixLength is the number of hex digits of SHA-256 that end a
 // shortened directory name.
@@ -126,7 +126,7 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 		}
 	}
 	if v, ok := params[hostpathv1.ParamPool]; ok {
-		if err := client.ValidatePoolName(v); err != nil {
+		if err := managerapi.ValidatePoolName(v); err != nil {
 			return Parameters{}, &ParameterError{Parameter: hostpathv1.ParamPool, Problem: err.Error()}
 		}
 		p.Pool = v
@@ -140,11 +140,11 @@ func ParseParameters(params map[string]string) (Parameters, error) {
 		p.PathPattern = v
 	}
 	if v, ok := params[hostpathv1.ParamDirMode]; ok {
-		perm, err := client.ParseMode(v)
+		perm, err := managerapi.ParseMode(v)
 		if err != nil || v == "" {
 			return Parameters{}, &ParameterError{Parameter: hostpathv1.ParamDirMode, Problem: fmt.Sprintf("%q is not an octal mode from 0 to 07777, such as 0770", v)}
 		}
-		p.DirMode = client.FormatMode(perm)
+		p.DirMode = managerapi.FormatMode(perm)
 	}
 	if v, ok := params[hostpathv1.ParamEnforceSize]; ok {
 		switch v {
@@ -217,7 +217,7 @@ func expand(pattern, claimNamespace, claimName, pvName string) (string, error) {
 	if len(dir) > MaxDirectoryLength {
 		dir = shorten(dir)
 	}
-	if err := client.ValidateVolumeName(dir); err != nil {
+	if err := managerapi.ValidateVolumeName(dir); err != nil {
 		return "", fmt.Errorf("pattern %q: %w", pattern, err)
 	}
 	return dir, nil
@@ -228,14 +228,14 @@ func expand(pattern, claimNamespace, claimName, pvName string) (string, error) {
 // a letter (a piece may start with any allowed character).
 func validName(name string) error {
 	if len(name) <= MaxDirectoryLength {
-		return client.ValidateVolumeName(name)
+		return managerapi.ValidateVolumeName(name)
 	}
-	if err := client.ValidateVolumeName(name[:MaxDirectoryLength]); err != nil {
+	if err := managerapi.ValidateVolumeName(name[:MaxDirectoryLength]); err != nil {
 		return err
 	}
 	for rest := name[MaxDirectoryLength:]; rest != ""; {
 		n := min(len(rest), MaxDirectoryLength-1)
-		if err := client.ValidateVolumeName("x" + rest[:n]); err != nil {
+		if err := managerapi.ValidateVolumeName("x" + rest[:n]); err != nil {
 			return err
 		}
 		rest = rest[n:]

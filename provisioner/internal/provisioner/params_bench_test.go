@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )
 
 // benchPV is a PV name as the library makes them.

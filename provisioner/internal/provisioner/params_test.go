@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 func TestParseParameters(t *testing.T) {
@@ -145,7 +145,7 @@ func TestDirectoryLongNames(t *testing.T) {
 			t.Errorf("Directory(%q) = %q, want the unshortened %q", claimName, dir, full)
 		case len(full) > MaxDirectoryLength && (len(dir) != MaxDirectoryLength || !strings.HasPrefix(dir, full[:MaxDirectoryLength-17]+"-")):
 			t.Errorf("Directory(%q) = %q (%d bytes), want 255 bytes: a prefix of %q, '-' and a hash", claimName, dir, len(dir), full)
-		case client.ValidateVolumeName(dir) != nil || strings.Contains(dir, ".."):
+		case managerapi.ValidateVolumeName(dir) != nil || strings.Contains(dir, ".."):
 			t.Errorf("Directory(%q) = %q, not a valid volume name", claimName, dir)
 		}
 		if other, dup := seen[dir]; dup {

@@ -13,8 +13,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -22,23 +22,23 @@ import (
 // (*client.Client).
 type VolumeManager interface {
 	// ListVolumes lists the volume directories of a pool with their owners.
-	ListVolumes(ctx context.Context, pool string) (*client.VolumeList, error)
+	ListVolumes(ctx context.Context, pool string) (*managerapi.VolumeList, error)
 	// GetVolume reads one volume directory and its owner.
-	GetVolume(ctx context.Context, pool, name string) (*client.Volume, error)
+	GetVolume(ctx context.Context, pool, name string) (*managerapi.Volume, error)
 	// CreateVolume creates (or finds) a volume directory for req.Owner;
 	// idempotent for the same owner, 409 OwnerConflict for another.
-	CreateVolume(ctx context.Context, pool, name string, req client.CreateVolumeRequest) (*client.Volume, error)
+	CreateVolume(ctx context.Context, pool, name string, req managerapi.CreateVolumeRequest) (*managerapi.Volume, error)
 	// CloneVolume starts, or follows, the copy of another volume into a
 	// new volume directory for req.Owner.
-	CloneVolume(ctx context.Context, pool, name string, req client.CloneVolumeRequest) (*client.Clone, error)
+	CloneVolume(ctx context.Context, pool, name string, req managerapi.CloneVolumeRequest) (*managerapi.Clone, error)
 	// SetOwner compares and swaps the owner record of a directory.
-	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error)
+	SetOwner(ctx context.Context, pool, name string, req managerapi.SetOwnerRequest) (*managerapi.Volume, error)
 	// DeleteVolume removes a volume directory of opts.Owner; deleting a
 	// missing one succeeds.
-	DeleteVolume(ctx context.Context, pool, name string, opts client.DeleteOptions) error
+	DeleteVolume(ctx context.Context, pool, name string, opts managerapi.DeleteOptions) error
 }
 
-var _ VolumeManager = &client.Client{}
+var _ VolumeManager = &managerapi.Client{}
 
 // Instances is what the provisioner needs to know about its peers.
 type Instances interface {

@@ -14,8 +14,8 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // reuseDirectory hands the existing directory dir of pool to the volume pv
@@ -31,7 +31,7 @@ import (
 func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, pool, dir string, pv *v1.PersistentVolume) (controller.ProvisioningState, error) {
 	where, pvName, namespace := p.where(pool, dir), pv.Name, hostpathv1.ClaimNamespaceOf(pv)
 	vol, err := mgr.GetVolume(ctx, pool, dir)
-	if client.Classify(err) == client.AnswerVolumeMissing {
+	if managerapi.Classify(err) == managerapi.AnswerVolumeMissing {
 		// The same answer as for a directory of another namespace
 		// (checkReusable), so that a claim cannot tell them apart.
 		klog.FromContext(ctx).V(2).Info("The directory to reuse does not exist", "pool", pool, "directory", dir, "err", err)
@@ -47,9 +47,9 @@ func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, poo
 	if state, err := p.checkReusable(ctx, vol, pool, pvName, namespace); err != nil {
 		return state, err
 	}
-	_, err = mgr.SetOwner(ctx, pool, dir, client.SetOwnerRequest{
+	_, err = mgr.SetOwner(ctx, pool, dir, managerapi.SetOwnerRequest{
 		Owner: pvName, Previous: vol.Owner, ReclaimPolicy: hostpathv1.RecordedReclaimPolicy(pv), ClaimNamespace: namespace})
-	if owner, conflict := client.OwnerOf(err); conflict && owner == pvName {
+	if owner, conflict := managerapi.OwnerOf(err); conflict && owner == pvName {
 		err = nil
 	}
 	if err != nil {
@@ -72,7 +72,7 @@ func (p *Provisioner) reuseDirectory(ctx context.Context, mgr VolumeManager, poo
 // retained is a live volume's, or that of a directory the manager has just
 // made for another claim whose PV is not saved yet: its owner PV does not
 // exist yet, and the directory must not be taken before it is.
-func (p *Provisioner) checkReusable(ctx context.Context, vol *client.Volume, pool, pvName, namespace string) (controller.ProvisioningState, error) {
+func (p *Provisioner) checkReusable(ctx context.Context, vol *managerapi.Volume, pool, pvName, namespace string) (controller.ProvisioningState, error) {
 	where := p.where(pool, vol.Name)
 	if !checkNamespace(vol.ClaimNamespace, namespace) {
 		return controller.ProvisioningFinished, notReusable(where, namespace)
@@ -182,7 +182,7 @@ func keyOf(pv *v1.PersistentVolume) (dirKey, bool) {
 // dir: a 409 OwnerConflict says whose the directory is and how to get a
 // directory of one's own; other errors only say what failed.
 func (p *Provisioner) createError(err error, pool, dir string) error {
-	owner, conflict := client.OwnerOf(err)
+	owner, conflict := managerapi.OwnerOf(err)
 	if !conflict {
 		return fmt.Errorf("create %s: %w", p.where(pool, dir), err)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // provisioningState maps the error of a manager call made while provisioning
@@ -29,23 +29,23 @@ import (
 //     scheduler chose the node, finished otherwise;
 //   - any other answer (400 bad request, 409 conflict, ...): finished.
 func provisioningState(err error, reschedulable bool) (controller.ProvisioningState, error) {
-	switch a := client.Classify(err); a {
-	case client.AnswerOK:
+	switch a := managerapi.Classify(err); a {
+	case managerapi.AnswerOK:
 		return controller.ProvisioningFinished, nil
-	case client.AnswerUnreachable:
+	case managerapi.AnswerUnreachable:
 		return controller.ProvisioningInBackground, fmt.Errorf("manager unreachable: %w; will retry", err)
-	case client.AnswerDenied:
+	case managerapi.AnswerDenied:
 		return controller.ProvisioningInBackground, rbacError(err)
-	case client.AnswerBusy:
+	case managerapi.AnswerBusy:
 		return controller.ProvisioningInBackground, fmt.Errorf("the manager is busy: %w; will retry", err)
-	case client.AnswerServerError:
+	case managerapi.AnswerServerError:
 		return controller.ProvisioningInBackground, fmt.Errorf("%w; will retry", err)
-	case client.AnswerNoSpace, client.AnswerPoolMissing, client.AnswerVolumeMissing, client.AnswerNotEnforced:
+	case managerapi.AnswerNoSpace, managerapi.AnswerPoolMissing, managerapi.AnswerVolumeMissing, managerapi.AnswerNotEnforced:
 		what := "the volume does not fit in the pool"
 		switch a {
-		case client.AnswerPoolMissing, client.AnswerVolumeMissing:
+		case managerapi.AnswerPoolMissing, managerapi.AnswerVolumeMissing:
 			what = "the pool is not configured on the node"
-		case client.AnswerNotEnforced:
+		case managerapi.AnswerNotEnforced:
 			what = "the pool cannot enforce the volume's size"
 		}
 		if reschedulable {
@@ -58,7 +58,7 @@ func provisioningState(err error, reschedulable bool) (controller.ProvisioningSt
 
 // nodeError adds what to fix to a manager's error of one node.
 func nodeError(err error) error {
-	if client.Classify(err) == client.AnswerDenied {
+	if managerapi.Classify(err) == managerapi.AnswerDenied {
 		return rbacError(err)
 	}
 	return err
@@ -66,5 +66,5 @@ func nodeError(err error) error {
 
 // rbacError says what to fix when the manager rejects the provisioner.
 func rbacError(err error) error {
-	return fmt.Errorf("the manager rejected the provisioner's service account: bind it to the ClusterRole %s; will retry: %w", client.ClientClusterRole, err)
+	return fmt.Errorf("the manager rejected the provisioner's service account: bind it to the ClusterRole %s; will retry: %w", managerapi.ClientClusterRole, err)
 }

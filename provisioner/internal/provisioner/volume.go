@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // supportedAccessModes are the access modes one node's directory can serve.
@@ -118,7 +118,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 // one, or for a clone (src not nil) a copy of the source's, followed with
 // events on the claim. A volume that is not the one asked for (see
 // checkCreated) is a *volumeMismatch.
-func (p *Provisioner) makeDirectory(ctx context.Context, mgr VolumeManager, claim *v1.PersistentVolumeClaim, src *source, params Parameters, dir string, pv *v1.PersistentVolume) (*client.Volume, error) {
+func (p *Provisioner) makeDirectory(ctx context.Context, mgr VolumeManager, claim *v1.PersistentVolumeClaim, src *source, params Parameters, dir string, pv *v1.PersistentVolume) (*managerapi.Volume, error) {
 	if src == nil {
 		req := hostpathv1.NewCreateVolumeRequest(pv, params.DirMode, params.EnforceSize)
 		vol, err := mgr.CreateVolume(ctx, params.Pool, dir, req)
@@ -161,7 +161,7 @@ func (e *volumeMismatch) Error() string {
 // checkCreated returns a *volumeMismatch when vol, a manager's answer to
 // the create req of directory dir of pool on node, has another owner, mode
 // (multihost or not) or claim namespace than req asked for.
-func checkCreated(node, pool, dir string, req client.CreateVolumeRequest, vol *client.Volume) error {
+func checkCreated(node, pool, dir string, req managerapi.CreateVolumeRequest, vol *managerapi.Volume) error {
 	if vol == nil {
 		return &volumeMismatch{node: node, pool: pool, dir: dir, diffs: []string{"no volume at all"}}
 	}
@@ -266,7 +266,7 @@ func claimDirectory(params Parameters, claim *v1.PersistentVolumeClaim, pvName s
 		dir, err := params.Directory(claim.Namespace, claim.Name, pvName)
 		return dir, false, err
 	}
-	if err := client.ValidateVolumeName(name); err != nil {
+	if err := managerapi.ValidateVolumeName(name); err != nil {
 		return "", true, fmt.Errorf("claim annotation %s: %w", hostpathv1.AnnotationReuseDirectory, err)
 	}
 	return name, true, nil

@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 const testPVName = "pvc-0000-uid"
@@ -98,7 +98,7 @@ func TestProvision(t *testing.T) {
 	longPV.Annotations[hostpathv1.AnnotationClaimName] = longName
 	const maxInt64 = "9223372036854775807"
 
-	insufficient := fmt.Errorf("PUT: %w", &client.Error{StatusCode: 507, Status: client.Status{Reason: client.ReasonInsufficientStorage, Message: "pool default has 1 KiB free"}})
+	insufficient := fmt.Errorf("PUT: %w", &managerapi.Error{StatusCode: 507, Status: managerapi.Status{Reason: managerapi.ReasonInsufficientStorage, Message: "pool default has 1 KiB free"}})
 	tests := []struct {
 		name        string
 		class       *storagev1.StorageClass
@@ -558,11 +558,11 @@ func TestProvisionChecksCreated(t *testing.T) {
 	shared := class("shared", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{ParamPathPattern: "${pvc.metadata.name}"})
 	for _, tc := range []struct {
 		desc    string
-		answer  func(v *client.Volume)
+		answer  func(v *managerapi.Volume)
 		wantErr string
 	}{
-		{desc: "another claim namespace", answer: func(v *client.Volume) { v.ClaimNamespace = "evil" }, wantErr: `claim namespace "evil", not "ns"`},
-		{desc: "multihost", answer: func(v *client.Volume) { v.Multihost = true }, wantErr: "multihost true, not false"},
+		{desc: "another claim namespace", answer: func(v *managerapi.Volume) { v.ClaimNamespace = "evil" }, wantErr: `claim namespace "evil", not "ns"`},
+		{desc: "multihost", answer: func(v *managerapi.Volume) { v.Multihost = true }, wantErr: "multihost true, not false"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -584,15 +584,15 @@ func TestProvisionChecksCreated(t *testing.T) {
 // TestCheckCreated: a create's answer is the volume asked for when its
 // owner, mode and claim namespace are the request's.
 func TestCheckCreated(t *testing.T) {
-	req := client.CreateVolumeRequest{Owner: "pvc-1", ClaimNamespace: "ns", Multihost: true, RequiredBytes: 1 << 20}
+	req := managerapi.CreateVolumeRequest{Owner: "pvc-1", ClaimNamespace: "ns", Multihost: true, RequiredBytes: 1 << 20}
 	for _, tc := range []struct {
 		desc    string
-		vol     *client.Volume
+		vol     *managerapi.Volume
 		wantErr string
 	}{
-		{desc: "the volume asked for", vol: &client.Volume{Owner: "pvc-1", ClaimNamespace: "ns", Multihost: true, SizeBytes: 2 << 20}},
+		{desc: "the volume asked for", vol: &managerapi.Volume{Owner: "pvc-1", ClaimNamespace: "ns", Multihost: true, SizeBytes: 2 << 20}},
 		{desc: "no volume", wantErr: "no volume at all"},
-		{desc: "everything else", vol: &client.Volume{Owner: "ghost", ClaimNamespace: "evil"},
+		{desc: "everything else", vol: &managerapi.Volume{Owner: "ghost", ClaimNamespace: "evil"},
 			wantErr: `owner "ghost", not "pvc-1", multihost false, not true, claim namespace "evil", not "ns"`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

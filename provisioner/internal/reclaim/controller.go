@@ -17,8 +17,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/runtime/worker"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/runtime/worker"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 

@@ -18,8 +18,8 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -119,7 +119,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "delete policy: a 404 NotFound to the DELETE is not taken for a removal: retried",
 			pv:             newPV("pv-1"),
-			deleteErr:      managerError(client.ReasonNotFound, ""),
+			deleteErr:      managerError(managerapi.ReasonNotFound, ""),
 			wantErr:        true,
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: kept,
@@ -128,7 +128,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "delete policy: the pool missing on the node is not a removal: retried, named",
 			pv:             newPV("pv-1"),
-			deleteErr:      managerError(client.ReasonPoolNotFound, ""),
+			deleteErr:      managerError(managerapi.ReasonPoolNotFound, ""),
 			wantErr:        true,
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: kept,
@@ -137,7 +137,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "retain policy: the pool missing on the node keeps the PV",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
-			setOwnerErr:    managerError(client.ReasonPoolNotFound, ""),
+			setOwnerErr:    managerError(managerapi.ReasonPoolNotFound, ""),
 			wantErr:        true,
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: kept,
@@ -146,7 +146,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "delete policy: directory of another PV is left, warning, finalizer removed",
 			pv:             newPV("pv-1"),
-			deleteErr:      managerError(client.ReasonOwnerConflict, "pv-other"),
+			deleteErr:      managerError(managerapi.ReasonOwnerConflict, "pv-other"),
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: released,
 			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-a" was left in place: it belongs to PersistentVolume "pv-other"`},
@@ -154,7 +154,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "delete policy: directory without owner record is left, warning, finalizer removed",
 			pv:             newPV("pv-1"),
-			deleteErr:      managerError(client.ReasonOwnerConflict, ""),
+			deleteErr:      managerError(managerapi.ReasonOwnerConflict, ""),
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: released,
 			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-a" was left in place: it has no owner record`},
@@ -162,7 +162,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "delete policy: manager error is retried, finalizer kept",
 			pv:             newPV("pv-1"),
-			deleteErr:      managerError(client.ReasonInternal, ""),
+			deleteErr:      managerError(managerapi.ReasonInternal, ""),
 			wantErr:        true,
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: kept,
@@ -193,14 +193,14 @@ func TestSync(t *testing.T) {
 		{
 			name:           "retain policy: missing directory is not an error",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
-			setOwnerErr:    managerError(client.ReasonNotFound, ""),
+			setOwnerErr:    managerError(managerapi.ReasonNotFound, ""),
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: released,
 		},
 		{
 			name:           "retain policy: directory handed to another PV is not an error",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
-			setOwnerErr:    managerError(client.ReasonOwnerConflict, "pv-new"),
+			setOwnerErr:    managerError(managerapi.ReasonOwnerConflict, "pv-new"),
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: released,
 			wantEvents:     []string{`Warning DirectoryNotRetained The directory "pv-1-dir" in pool "default" on node "node-a" was left in place: it belongs to PersistentVolume "pv-new"`},
@@ -208,7 +208,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "retain policy: manager error is retried, finalizer kept",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
-			setOwnerErr:    managerError(client.ReasonInternal, ""),
+			setOwnerErr:    managerError(managerapi.ReasonInternal, ""),
 			wantErr:        true,
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: kept,
@@ -321,7 +321,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "policy changed, the manager fails: retried with a warning, the PV keeps the old value",
 			pv:             newPV("pv-1", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Delete")),
-			setOwnerErr:    managerError(client.ReasonInternal, ""),
+			setOwnerErr:    managerError(managerapi.ReasonInternal, ""),
 			wantErr:        true,
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=false policy=Retain"},
 			wantFinalizers: kept,
@@ -433,7 +433,7 @@ func TestProcessNextWorkItem(t *testing.T) {
 		wantRequeues int
 	}{
 		{name: "success is forgotten", wantRequeues: 0},
-		{name: "manager error is requeued with backoff", deleteErr: managerError(client.ReasonInternal, ""), wantRequeues: 1},
+		{name: "manager error is requeued with backoff", deleteErr: managerError(managerapi.ReasonInternal, ""), wantRequeues: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -98,13 +98,13 @@ func finalOperation(pv *v1.PersistentVolume) operation {
 func (op operation) call(ctx context.Context, mgr Manager, pv *v1.PersistentVolume, loc location) error {
 	switch op {
 	case opDelete:
-		return mgr.DeleteVolume(ctx, loc.Pool, loc.Directory, client.DeleteOptions{Owner: pv.Name})
+		return mgr.DeleteVolume(ctx, loc.Pool, loc.Directory, managerapi.DeleteOptions{Owner: pv.Name})
 	case opRetain:
-		_, err := mgr.SetOwner(ctx, loc.Pool, loc.Directory, client.SetOwnerRequest{
-			Owner: pv.Name, Previous: pv.Name, Retained: true, ReclaimPolicy: client.ReclaimRetain})
+		_, err := mgr.SetOwner(ctx, loc.Pool, loc.Directory, managerapi.SetOwnerRequest{
+			Owner: pv.Name, Previous: pv.Name, Retained: true, ReclaimPolicy: managerapi.ReclaimRetain})
 		return err
 	default:
-		_, err := mgr.SetOwner(ctx, loc.Pool, loc.Directory, client.SetOwnerRequest{
+		_, err := mgr.SetOwner(ctx, loc.Pool, loc.Directory, managerapi.SetOwnerRequest{
 			Owner: pv.Name, Previous: pv.Name, ReclaimPolicy: hostpathv1.RecordedReclaimPolicy(pv)})
 		return err
 	}
@@ -195,27 +195,27 @@ const (
 // manager's missing pool, a proxy's 404) is not taken for a removed
 // directory on a node that must be done.
 func judge(op operation, required bool, pool string, err error) (nodeState, string) {
-	a := client.Classify(err)
+	a := managerapi.Classify(err)
 	switch a {
-	case client.AnswerOK:
+	case managerapi.AnswerOK:
 		return nodeDone, ""
-	case client.AnswerVolumeMissing:
+	case managerapi.AnswerVolumeMissing:
 		if op == opDelete && required {
 			return nodeWaiting, fmt.Sprintf("the manager answered 404 NotFound, not that the directory is gone: %v", err)
 		}
 		return nodeAbsent, ""
-	case client.AnswerOwnerConflict:
-		if owner, _ := client.OwnerOf(err); owner != "" {
+	case managerapi.AnswerOwnerConflict:
+		if owner, _ := managerapi.OwnerOf(err); owner != "" {
 			return nodeKept, fmt.Sprintf("it belongs to PersistentVolume %q", owner)
 		}
 		return nodeKept, "it has no owner record (remove it by hand if nothing else uses it)"
-	case client.AnswerPoolMissing:
+	case managerapi.AnswerPoolMissing:
 		if !required {
 			return nodeAbsent, ""
 		}
 		return nodeWaiting, fmt.Sprintf("pool %q is missing on the node (renamed, unmounted or removed?): %v", pool, err)
-	case client.AnswerDenied:
-		return nodeWaiting, fmt.Sprintf("the manager rejected the provisioner (bind it to the ClusterRole %s): %v", client.ClientClusterRole, err)
+	case managerapi.AnswerDenied:
+		return nodeWaiting, fmt.Sprintf("the manager rejected the provisioner (bind it to the ClusterRole %s): %v", managerapi.ClientClusterRole, err)
 	}
 	return nodeWaiting, err.Error()
 }
@@ -246,7 +246,7 @@ func (c *Controller) fanOut(ctx context.Context, op operation, pv *v1.Persistent
 		call = append(call, h.node)
 	}
 	opts := c.cfg.Fanout
-	opts.Retryable = client.Retryable
+	opts.Retryable = managerapi.Retryable
 	r := fanout.Run(ctx, call, func(ctx context.Context, node string) error {
 		mgr, err := c.cfg.Managers(node)
 		if err != nil {
@@ -258,7 +258,7 @@ func (c *Controller) fanOut(ctx context.Context, op operation, pv *v1.Persistent
 	for _, nr := range r.Nodes {
 		i := index[nr.Node]
 		h := holders[i]
-		if nr.Err != nil && client.Classify(nr.Err) == client.AnswerUnreachable && !h.required {
+		if nr.Err != nil && managerapi.Classify(nr.Err) == managerapi.AnswerUnreachable && !h.required {
 			// A node that may hold the directory but cannot be asked: its
 			// sweeper acts by the owner record once the PV is gone.
 			results[i] = nodeResult{node: h.node, state: nodeSkipped, detail: nr.Err.Error()}

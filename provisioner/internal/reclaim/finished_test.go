@@ -13,8 +13,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 var pvResource = v1.SchemeGroupVersion.WithResource("persistentvolumes")
@@ -165,7 +165,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 		{
 			name:              "manager error: Reclaim fails and remembers nothing; the pass calls again and the finalizer stays",
 			pv:                newPV("pv-1", notDeleting),
-			deleteErr:         managerError(client.ReasonInternal, ""),
+			deleteErr:         managerError(managerapi.ReasonInternal, ""),
 			wantReclaimErr:    true,
 			wantReclaimCalls:  []string{deleteCall},
 			wantReclaimEvents: []string{"Warning DirectoryNotRemoved Waiting before the PersistentVolume can go"},
@@ -178,7 +178,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 		{
 			name:              "directory of another PV: one Warning, from Reclaim; the pass removes the finalizer without a manager call",
 			pv:                newPV("pv-1", notDeleting),
-			deleteErr:         managerError(client.ReasonOwnerConflict, "pv-other"),
+			deleteErr:         managerError(managerapi.ReasonOwnerConflict, "pv-other"),
 			wantReclaimCalls:  []string{deleteCall},
 			wantReclaimEvents: []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-a" was left in place: it belongs to PersistentVolume "pv-other"`},
 			wantPatches:       1,

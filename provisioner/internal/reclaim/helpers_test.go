@@ -20,8 +20,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 const (
@@ -113,7 +113,7 @@ type fakeManager struct {
 	deleteErrs map[string]error
 	// volumes are the pools and their volumes; listErrs fails ListVolumes
 	// per pool.
-	volumes  map[string][]client.Volume
+	volumes  map[string][]managerapi.Volume
 	listErrs map[string]error
 }
 
@@ -129,25 +129,25 @@ func (f *fakeManager) Calls() []string {
 	return slices.Clone(f.calls)
 }
 
-func (f *fakeManager) Host(context.Context) (*client.Host, error) {
+func (f *fakeManager) Host(context.Context) (*managerapi.Host, error) {
 	f.record("host")
-	h := &client.Host{NodeName: selfNode}
+	h := &managerapi.Host{NodeName: selfNode}
 	for pool := range f.volumes {
-		h.Pools = append(h.Pools, client.Pool{Name: pool})
+		h.Pools = append(h.Pools, managerapi.Pool{Name: pool})
 	}
-	slices.SortFunc(h.Pools, func(a, b client.Pool) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(h.Pools, func(a, b managerapi.Pool) int { return strings.Compare(a.Name, b.Name) })
 	return h, nil
 }
 
-func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*client.VolumeList, error) {
+func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*managerapi.VolumeList, error) {
 	f.record("list %s", pool)
 	if err := f.listErrs[pool]; err != nil {
 		return nil, err
 	}
-	return &client.VolumeList{Items: f.volumes[pool]}, nil
+	return &managerapi.VolumeList{Items: f.volumes[pool]}, nil
 }
 
-func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string, opts client.DeleteOptions) error {
+func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string, opts managerapi.DeleteOptions) error {
 	f.record("delete %s/%s owner=%s ifEmpty=%t", pool, name, opts.Owner, opts.IfEmpty)
 	if err, ok := f.deleteErrs[pool+"/"+name]; ok {
 		return err
@@ -155,17 +155,17 @@ func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string, opts cl
 	return f.deleteErr
 }
 
-func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error) {
+func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req managerapi.SetOwnerRequest) (*managerapi.Volume, error) {
 	f.record("setOwner %s/%s owner=%s previous=%s retained=%t policy=%s", pool, name, req.Owner, req.Previous, req.Retained, req.ReclaimPolicy)
 	if f.setOwnerErr != nil {
 		return nil, f.setOwnerErr
 	}
-	return &client.Volume{Name: name, Pool: pool, Owner: req.Owner, Retained: req.Retained}, nil
+	return &managerapi.Volume{Name: name, Pool: pool, Owner: req.Owner, Retained: req.Retained}, nil
 }
 
 // managerError is an answer of the manager, wrapped like the client does.
-func managerError(reason client.Reason, owner string) error {
-	e := client.Errorf(reason, "test answer")
+func managerError(reason managerapi.Reason, owner string) error {
+	e := managerapi.Errorf(reason, "test answer")
 	e.Owner = owner
 	return fmt.Errorf("DELETE /v1/pools/default/volumes/x: %w", e)
 }

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -112,7 +112,7 @@ func TestSyncMultihost(t *testing.T) {
 			name:  "one node failing: retried, the event names it, finalizer kept",
 			pv:    multihostPV("shared", "node-a,node-b,node-c", ""),
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
-			deleteErrs:     map[string]error{otherNode: managerError(client.ReasonInternal, "")},
+			deleteErrs:     map[string]error{otherNode: managerError(managerapi.ReasonInternal, "")},
 			wantErr:        true,
 			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
 			wantFinalizers: kept,
@@ -148,8 +148,8 @@ func TestSyncMultihost(t *testing.T) {
 			pv:    multihostPV("shared", "node-a,node-c", ""),
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
 			deleteErrs: map[string]error{
-				otherNode: managerError(client.ReasonNotFound, ""),
-				thirdNode: managerError(client.ReasonOwnerConflict, "pv-other"),
+				otherNode: managerError(managerapi.ReasonNotFound, ""),
+				thirdNode: managerError(managerapi.ReasonOwnerConflict, "pv-other"),
 			},
 			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
 			wantFinalizers: released,
@@ -167,7 +167,7 @@ func TestSyncMultihost(t *testing.T) {
 			name:  "retain: a node failing or without a manager keeps the PV, named",
 			pv:    multihostPV("shared", "node-a,node-b", thirdNode, withPolicy(v1.PersistentVolumeReclaimRetain)),
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode},
-			setOwnerErrs:   map[string]error{otherNode: managerError(client.ReasonInternal, "")},
+			setOwnerErrs:   map[string]error{otherNode: managerError(managerapi.ReasonInternal, "")},
 			wantErr:        true,
 			wantCalls:      map[string][]string{selfNode: retainCall, otherNode: retainCall},
 			wantFinalizers: kept,
@@ -178,8 +178,8 @@ func TestSyncMultihost(t *testing.T) {
 			pv:    multihostPV("shared", "node-a,node-b", ""),
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
 			deleteErrs: map[string]error{
-				otherNode: managerError(client.ReasonPoolNotFound, ""),
-				thirdNode: managerError(client.ReasonPoolNotFound, ""),
+				otherNode: managerError(managerapi.ReasonPoolNotFound, ""),
+				thirdNode: managerError(managerapi.ReasonPoolNotFound, ""),
 			},
 			wantErr:        true,
 			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},

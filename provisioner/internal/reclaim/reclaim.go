@@ -60,8 +60,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // Reasons of the events this package emits.
@@ -102,15 +102,15 @@ const (
 // (*client.Client implements it).
 type Manager interface {
 	// Host describes the node and lists its pools.
-	Host(ctx context.Context) (*client.Host, error)
+	Host(ctx context.Context) (*managerapi.Host, error)
 	// ListVolumes lists a pool's volume directories with their owner
 	// records.
-	ListVolumes(ctx context.Context, pool string) (*client.VolumeList, error)
+	ListVolumes(ctx context.Context, pool string) (*managerapi.VolumeList, error)
 	// DeleteVolume removes a directory owned by opts.Owner; a missing one
 	// is a success.
-	DeleteVolume(ctx context.Context, pool, name string, opts client.DeleteOptions) error
+	DeleteVolume(ctx context.Context, pool, name string, opts managerapi.DeleteOptions) error
 	// SetOwner compares and swaps a directory's owner record.
-	SetOwner(ctx context.Context, pool, name string, req client.SetOwnerRequest) (*client.Volume, error)
+	SetOwner(ctx context.Context, pool, name string, req managerapi.SetOwnerRequest) (*managerapi.Volume, error)
 }
 
 // TargetLister lists the nodes defined for a pool (*managers.Resolver):

@@ -24,8 +24,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // Defaults of a SweeperConfig.
@@ -279,7 +279,7 @@ func sweepDecision(owner ownerState, policy string) sweepAction {
 		return sweepReportMisplaced
 	case ownerGone:
 		switch policy {
-		case client.ReclaimDelete:
+		case managerapi.ReclaimDelete:
 			return sweepRemove
 		case "":
 			return sweepRemoveIfEmpty
@@ -289,9 +289,9 @@ func sweepDecision(owner ownerState, policy string) sweepAction {
 }
 
 // sweepVolume applies sweepDecision to one volume of pool.
-func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol client.Volume, counts *sweepPass) error {
+func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol managerapi.Volume, counts *sweepPass) error {
 	owner := vol.Owner
-	if owner == "" || vol.Retained || vol.ReclaimPolicy == client.ReclaimRetain ||
+	if owner == "" || vol.Retained || vol.ReclaimPolicy == managerapi.ReclaimRetain ||
 		vol.OwnedSince == nil || s.cfg.Clock.Since(*vol.OwnedSince) < s.cfg.Grace {
 		// No owner record (adoption handles it), kept on purpose, or
 		// possibly a provisioning attempt still saving its PV.
@@ -321,19 +321,19 @@ func (s *Sweeper) sweepVolume(ctx context.Context, mgr Manager, pool string, vol
 		return nil
 	}
 	ifEmpty := action == sweepRemoveIfEmpty
-	err = mgr.DeleteVolume(ctx, pool, vol.Name, client.DeleteOptions{Owner: owner, IfEmpty: ifEmpty})
-	switch client.Classify(err) {
-	case client.AnswerOK:
+	err = mgr.DeleteVolume(ctx, pool, vol.Name, managerapi.DeleteOptions{Owner: owner, IfEmpty: ifEmpty})
+	switch managerapi.Classify(err) {
+	case managerapi.AnswerOK:
 		counts.removed++
 		if ifEmpty {
 			logger.Info("Removed an empty orphaned directory", "ownedSince", vol.OwnedSince)
 		} else {
 			logger.Info("Removed an orphaned directory by its reclaim policy", "reclaimPolicy", vol.ReclaimPolicy, "ownedSince", vol.OwnedSince)
 		}
-	case client.AnswerNotEmpty:
+	case managerapi.AnswerNotEmpty:
 		counts.kept++
 		s.report(logger, dir, owner)
-	case client.AnswerVolumeMissing, client.AnswerPoolMissing, client.AnswerOwnerConflict:
+	case managerapi.AnswerVolumeMissing, managerapi.AnswerPoolMissing, managerapi.AnswerOwnerConflict:
 		// Gone, or adopted since the list: nothing left to do.
 		logger.V(2).Info("The orphaned directory changed since it was listed", "err", err)
 	default:

@@ -19,8 +19,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/app/cachetrim"
 )
 
@@ -38,13 +38,13 @@ func foreignStub(pv *v1.PersistentVolume) *v1.PersistentVolume {
 var sweepNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 // ownedVolume is a volume of testPool owned by owner since age ago.
-func ownedVolume(name, owner string, age time.Duration) client.Volume {
+func ownedVolume(name, owner string, age time.Duration) managerapi.Volume {
 	since := sweepNow.Add(-age)
-	return client.Volume{Name: name, Pool: testPool, Owner: owner, OwnedSince: &since}
+	return managerapi.Volume{Name: name, Pool: testPool, Owner: owner, OwnedSince: &since}
 }
 
 // withReclaimPolicy returns v with the reclaim policy p in its record.
-func withReclaimPolicy(v client.Volume, p string) client.Volume {
+func withReclaimPolicy(v managerapi.Volume, p string) managerapi.Volume {
 	v.ReclaimPolicy = p
 	return v
 }
@@ -60,7 +60,7 @@ func TestSweep(t *testing.T) {
 		name string
 		// cached PVs are in the lister and the API; live ones only in the API.
 		cached, live []*v1.PersistentVolume
-		volumes      map[string][]client.Volume
+		volumes      map[string][]managerapi.Volume
 		deleteErrs   map[string]error
 		listErrs     map[string]error
 		getErr       error
@@ -77,25 +77,25 @@ func TestSweep(t *testing.T) {
 	}{
 		{
 			name:      "owner record within the grace period is kept",
-			volumes:   map[string][]client.Volume{testPool: {ownedVolume("new-dir", "pv-gone", DefaultSweepGrace-time.Second)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {ownedVolume("new-dir", "pv-gone", DefaultSweepGrace-time.Second)}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name:      "owner PV exists here is kept",
 			cached:    []*v1.PersistentVolume{newPV("pv-1", notDeleting)},
-			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name:      "owner PV under deletion is kept",
 			cached:    []*v1.PersistentVolume{newPV("pv-1")},
-			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name:      "owner PV of another provisioner is kept",
 			cached:    []*v1.PersistentVolume{newPV("pv-1", onNode(otherNode), withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other"))},
-			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
@@ -104,43 +104,43 @@ func TestSweep(t *testing.T) {
 			name: "owner PV of another provisioner, a stub in the cache, is kept even with policy Delete",
 			cached: []*v1.PersistentVolume{foreignStub(newPV("pv-1", notDeleting, onNode(otherNode),
 				withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")))},
-			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("pv-1-dir", "pv-1", old), client.ReclaimDelete)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("pv-1-dir", "pv-1", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name:      "retained directory is kept",
-			volumes:   map[string][]client.Volume{testPool: {retained}},
+			volumes:   map[string][]managerapi.Volume{testPool: {retained}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name:      "directory without owner record is left to adoption",
-			volumes:   map[string][]client.Volume{testPool: {{Name: "legacy-dir", Pool: testPool}}},
+			volumes:   map[string][]managerapi.Volume{testPool: {{Name: "legacy-dir", Pool: testPool}}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name:      "owner record without a time is kept",
-			volumes:   map[string][]client.Volume{testPool: {noSince}},
+			volumes:   map[string][]managerapi.Volume{testPool: {noSince}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name:      "empty orphan is deleted if empty, as its owner",
-			volumes:   map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
 			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true"},
 			wantGets:  1, wantLists: 1,
 		},
 		{
 			name:       "owner PV refers to another node: kept, never removed, a warning on the PV",
 			cached:     []*v1.PersistentVolume{newPV("pv-1", notDeleting, onNode(otherNode))},
-			volumes:    map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
 			wantCalls:  []string{"host", "list default"},
 			wantEvents: []string{`Warning DirectoryMisplaced The directory "pv-1-dir" in pool "default" on node "node-a" is recorded as this PersistentVolume's, but the PersistentVolume refers to directory "pv-1-dir" in pool "default" on node "node-b"`},
 		},
 		{
 			name:   "owner PV names another pool (a pool renamed): kept with policy Delete, reported once over two sweeps",
 			cached: []*v1.PersistentVolume{newPV("pv-1", notDeleting, withAnnotation(hostpathv1.AnnotationPool, "old-name"))},
-			volumes: map[string][]client.Volume{testPool: {func() client.Volume {
+			volumes: map[string][]managerapi.Volume{testPool: {func() managerapi.Volume {
 				v := ownedVolume("pv-1-dir", "pv-1", old)
-				v.ReclaimPolicy = client.ReclaimDelete
+				v.ReclaimPolicy = managerapi.ReclaimDelete
 				return v
 			}()}},
 			sweeps:     2,
@@ -150,13 +150,13 @@ func TestSweep(t *testing.T) {
 		{
 			name:      "stale cache: the live GET finds the PV, kept",
 			live:      []*v1.PersistentVolume{newPV("pv-1", notDeleting)},
-			volumes:   map[string][]client.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
 			wantCalls: []string{"host", "list default"},
 			wantGets:  1,
 		},
 		{
 			name:      "live GET fails: kept, error",
-			volumes:   map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
 			getErr:    apierrors.NewServiceUnavailable("try later"),
 			wantCalls: []string{"host", "list default"},
 			wantGets:  1,
@@ -164,8 +164,8 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:       "orphan with data is reported once and not deleted",
-			volumes:    map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
-			deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(client.ReasonNotEmpty, "")},
+			volumes:    map[string][]managerapi.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
+			deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(managerapi.ReasonNotEmpty, "")},
 			sweeps:     2,
 			wantCalls: []string{
 				"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true",
@@ -176,14 +176,14 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:       "orphan adopted since the list is left alone",
-			volumes:    map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
-			deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(client.ReasonOwnerConflict, "pv-new")},
+			volumes:    map[string][]managerapi.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
+			deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(managerapi.ReasonOwnerConflict, "pv-new")},
 			wantCalls:  []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true"},
 			wantGets:   1, wantLists: 1,
 		},
 		{
 			name: "failures are counted and the other volumes swept",
-			volumes: map[string][]client.Volume{
+			volumes: map[string][]managerapi.Volume{
 				"broken": nil,
 				testPool: {
 					ownedVolume("a-dir", "pv-a", old),
@@ -191,10 +191,10 @@ func TestSweep(t *testing.T) {
 					ownedVolume("c-dir", "pv-c", old),
 				},
 			},
-			listErrs: map[string]error{"broken": managerError(client.ReasonInternal, "")},
+			listErrs: map[string]error{"broken": managerError(managerapi.ReasonInternal, "")},
 			deleteErrs: map[string]error{
-				testPool + "/a-dir": managerError(client.ReasonInternal, ""),
-				testPool + "/b-dir": managerError(client.ReasonNotEmpty, ""),
+				testPool + "/a-dir": managerError(managerapi.ReasonInternal, ""),
+				testPool + "/b-dir": managerError(managerapi.ReasonNotEmpty, ""),
 			},
 			wantCalls: []string{"host", "list broken", "list default",
 				"delete default/a-dir owner=pv-a ifEmpty=true",
@@ -207,30 +207,30 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:      "orphan with policy Delete is removed even if not empty",
-			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=false"},
 			wantGets:  1, wantLists: 1,
 		},
 		{
 			name:      "orphan with policy Delete within the grace period is kept",
-			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", time.Second), client.ReclaimDelete)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", time.Second), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name:      "owner with policy Delete that exists is kept",
 			cached:    []*v1.PersistentVolume{newPV("pv-1", notDeleting)},
-			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("pv-1-dir", "pv-1", old), client.ReclaimDelete)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("pv-1-dir", "pv-1", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name:      "orphan with policy Retain is never touched",
-			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimRetain)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), managerapi.ReclaimRetain)}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name: "retained orphan with policy Delete is never touched",
-			volumes: map[string][]client.Volume{testPool: {func() client.Volume {
-				v := withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete)
+			volumes: map[string][]managerapi.Volume{testPool: {func() managerapi.Volume {
+				v := withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), managerapi.ReclaimDelete)
 				v.Retained = true
 				return v
 			}()}},
@@ -239,19 +239,19 @@ func TestSweep(t *testing.T) {
 		{
 			name:      "existing multihost owner keeps its directory",
 			cached:    []*v1.PersistentVolume{multihostPV("shared", "node-b", "", notDeleting)},
-			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("shared-dir", "shared", old), client.ReclaimDelete)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("shared-dir", "shared", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name:      "a multihost directory the node lacks is not created (the host definer gives it)",
 			cached:    []*v1.PersistentVolume{multihostPV("shared", "node-b", "", notDeleting)},
-			volumes:   map[string][]client.Volume{testPool: nil},
+			volumes:   map[string][]managerapi.Volume{testPool: nil},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
 			name:      "a pool that cannot be listed is reported, the others swept",
-			volumes:   map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}, "broken": nil},
-			listErrs:  map[string]error{"broken": managerError(client.ReasonInternal, "")},
+			volumes:   map[string][]managerapi.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}, "broken": nil},
+			listErrs:  map[string]error{"broken": managerError(managerapi.ReasonInternal, "")},
 			wantCalls: []string{"host", "list broken", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true"},
 			wantGets:  1, wantLists: 1,
 			wantErr: `list volumes of pool "broken"`,
@@ -262,7 +262,7 @@ func TestSweep(t *testing.T) {
 		{
 			name:       "a PV of this node names the directory (in the cache): kept, a warning on that PV",
 			cached:     []*v1.PersistentVolume{newPV("pv-live", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
-			volumes:    map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls:  []string{"host", "list default"},
 			wantGets:   1,
 			wantEvents: []string{`Warning DirectoryOwnerMismatch The directory "victim-dir" in pool "default" on node "node-a", which this PersistentVolume names, is recorded as PersistentVolume "pv-ghost"'s, which does not exist: it is kept, never removed by the sweeper`},
@@ -270,7 +270,7 @@ func TestSweep(t *testing.T) {
 		{
 			name:       "with no policy recorded too",
 			cached:     []*v1.PersistentVolume{newPV("pv-live", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
-			volumes:    map[string][]client.Volume{testPool: {ownedVolume("victim-dir", "pv-ghost", old)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {ownedVolume("victim-dir", "pv-ghost", old)}},
 			wantCalls:  []string{"host", "list default"},
 			wantGets:   1,
 			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
@@ -278,7 +278,7 @@ func TestSweep(t *testing.T) {
 		{
 			name:       "reported once over two sweeps",
 			cached:     []*v1.PersistentVolume{newPV("pv-live", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
-			volumes:    map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			sweeps:     2,
 			wantCalls:  []string{"host", "list default", "host", "list default"},
 			wantGets:   2,
@@ -288,7 +288,7 @@ func TestSweep(t *testing.T) {
 			name: "a multihost PV names the directory, without this node: kept",
 			cached: []*v1.PersistentVolume{multihostPV("shared", "node-b", "", notDeleting,
 				withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
-			volumes:    map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls:  []string{"host", "list default"},
 			wantGets:   1,
 			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
@@ -297,7 +297,7 @@ func TestSweep(t *testing.T) {
 			name: "a PV made by hand names the directory (a stub in the cache): kept",
 			cached: []*v1.PersistentVolume{foreignStub(newPV("by-hand", notDeleting, withAnnotation(storagehelpers.AnnDynamicallyProvisioned, ""),
 				withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir")))},
-			volumes:    map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls:  []string{"host", "list default"},
 			wantGets:   1,
 			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
@@ -306,7 +306,7 @@ func TestSweep(t *testing.T) {
 			name: "another provisioner's PV names the pool and directory but no node: kept",
 			cached: []*v1.PersistentVolume{foreignStub(newPV("theirs", notDeleting, withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other"),
 				withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"), func(pv *v1.PersistentVolume) { delete(pv.Annotations, hostpathv1.AnnotationNode) }))},
-			volumes:    map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls:  []string{"host", "list default"},
 			wantGets:   1,
 			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
@@ -314,7 +314,7 @@ func TestSweep(t *testing.T) {
 		{
 			name:       "a PV of an unknown mode names the directory: kept",
 			cached:     []*v1.PersistentVolume{newPV("odd", notDeleting, withAnnotation(hostpathv1.AnnotationMode, "future"), withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
-			volumes:    map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls:  []string{"host", "list default"},
 			wantGets:   1,
 			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
@@ -322,14 +322,14 @@ func TestSweep(t *testing.T) {
 		{
 			name:      "a node-mode PV of another node with the same directory does not keep it",
 			cached:    []*v1.PersistentVolume{newPV("pv-b", notDeleting, onNode(otherNode), withAnnotation(hostpathv1.AnnotationDirectory, "orphan-dir"))},
-			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=false"},
 			wantGets:  1, wantLists: 1,
 		},
 		{
 			name:      "a PV of another pool with the same directory does not keep it",
 			cached:    []*v1.PersistentVolume{newPV("pv-p", notDeleting, withAnnotation(hostpathv1.AnnotationPool, "other-pool"), withAnnotation(hostpathv1.AnnotationDirectory, "orphan-dir"))},
-			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=false"},
 			wantGets:  1, wantLists: 1,
 		},
@@ -338,7 +338,7 @@ func TestSweep(t *testing.T) {
 			// the live LIST finds it.
 			name:      "a PV that names the directory only on the API server: kept",
 			live:      []*v1.PersistentVolume{newPV("pv-new", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
-			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default"},
 			wantGets:  1, wantLists: 1,
 			wantEvents: []string{`Warning DirectoryOwnerMismatch The directory "victim-dir" in pool "default" on node "node-a", which this PersistentVolume names`},
@@ -347,16 +347,16 @@ func TestSweep(t *testing.T) {
 			name: "a multihost PV only on the API server: kept",
 			live: []*v1.PersistentVolume{multihostPV("shared", "node-b", "", notDeleting,
 				withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
-			volumes:   map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default"},
 			wantGets:  1, wantLists: 1,
 			wantEvents: []string{"Warning DirectoryOwnerMismatch"},
 		},
 		{
 			name: "the live LIST fails: kept, error, once for the sweep",
-			volumes: map[string][]client.Volume{testPool: {
-				withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete),
-				withReclaimPolicy(ownedVolume("second-dir", "pv-gone-too", old), client.ReclaimDelete),
+			volumes: map[string][]managerapi.Volume{testPool: {
+				withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), managerapi.ReclaimDelete),
+				withReclaimPolicy(ownedVolume("second-dir", "pv-gone-too", old), managerapi.ReclaimDelete),
 			}},
 			listErr:   apierrors.NewServiceUnavailable("try later"),
 			wantCalls: []string{"host", "list default"},
@@ -366,9 +366,9 @@ func TestSweep(t *testing.T) {
 		{
 			name: "one live LIST per sweep: the named directory kept, the orphan removed",
 			live: []*v1.PersistentVolume{newPV("pv-new", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
-			volumes: map[string][]client.Volume{testPool: {
-				withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), client.ReclaimDelete),
-				withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), client.ReclaimDelete),
+			volumes: map[string][]managerapi.Volume{testPool: {
+				withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), managerapi.ReclaimDelete),
+				withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete),
 			}},
 			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=false"},
 			wantGets:  2, wantLists: 1,
@@ -463,8 +463,8 @@ func TestSweepReportEventOnNode(t *testing.T) {
 	kube := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	mgr := &fakeManager{
-		volumes:    map[string][]client.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", time.Hour)}},
-		deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(client.ReasonNotEmpty, "")},
+		volumes:    map[string][]managerapi.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", time.Hour)}},
+		deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(managerapi.ReasonNotEmpty, "")},
 	}
 	recorder := record.NewFakeRecorder(1)
 	recorder.IncludeObject = true
@@ -523,16 +523,16 @@ func TestSweepDecision(t *testing.T) {
 		policy string
 		want   sweepAction
 	}{
-		{ownerUses, client.ReclaimDelete, sweepLeave},
-		{ownerUses, client.ReclaimRetain, sweepLeave},
+		{ownerUses, managerapi.ReclaimDelete, sweepLeave},
+		{ownerUses, managerapi.ReclaimRetain, sweepLeave},
 		{ownerUses, "", sweepLeave},
-		{ownerElsewhere, client.ReclaimDelete, sweepReportMisplaced},
-		{ownerElsewhere, client.ReclaimRetain, sweepReportMisplaced},
+		{ownerElsewhere, managerapi.ReclaimDelete, sweepReportMisplaced},
+		{ownerElsewhere, managerapi.ReclaimRetain, sweepReportMisplaced},
 		{ownerElsewhere, "", sweepReportMisplaced},
-		{ownerForeign, client.ReclaimDelete, sweepLeave},
+		{ownerForeign, managerapi.ReclaimDelete, sweepLeave},
 		{ownerForeign, "", sweepLeave},
-		{ownerGone, client.ReclaimDelete, sweepRemove},
-		{ownerGone, client.ReclaimRetain, sweepLeave},
+		{ownerGone, managerapi.ReclaimDelete, sweepRemove},
+		{ownerGone, managerapi.ReclaimRetain, sweepLeave},
 		{ownerGone, "", sweepRemoveIfEmpty},
 	}
 	for _, tt := range tests {
@@ -553,7 +553,7 @@ func TestNewSweeperSharesTheIndex(t *testing.T) {
 	if err := factory.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(live); err != nil {
 		t.Fatal(err)
 	}
-	mgr := &fakeManager{volumes: map[string][]client.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", DefaultSweepGrace+time.Minute), client.ReclaimDelete)}}}
+	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", DefaultSweepGrace+time.Minute), managerapi.ReclaimDelete)}}}
 	cfg := SweeperConfig{
 		ProvisionerNames: testNames, Node: selfNode, Client: kube,
 		Volumes:  factory.Core().V1().PersistentVolumes(),

@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
-	"hostpath.dev/manager/pkg/runtime/worker"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/worker"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -83,7 +83,7 @@ type Controller struct {
 // informers after it.
 func NewController(cfg Config) *Controller {
 	if cfg.Fanout.Retryable == nil {
-		cfg.Fanout.Retryable = client.Retryable
+		cfg.Fanout.Retryable = managerapi.Retryable
 	}
 	c := &Controller{
 		cfg:     cfg,
@@ -336,13 +336,13 @@ func (c *Controller) grow(ctx context.Context, claim *v1.PersistentVolumeClaim, 
 // directory of the PV named owner to bytes; one result per node, in order.
 func (c *Controller) setSize(ctx context.Context, owner string, vol hostpathv1.VolumeDirectory, bytes int64) []result {
 	var mu sync.Mutex
-	vols := map[string]*client.Volume{}
+	vols := map[string]*managerapi.Volume{}
 	r := fanout.Run(ctx, vol.Holders(), func(ctx context.Context, node string) error {
 		mgr, err := c.cfg.Managers(node)
 		if err != nil {
 			return fmt.Errorf("find the manager: %w", err)
 		}
-		v, err := mgr.SetSize(ctx, vol.Pool, vol.Directory, client.SetSizeRequest{Owner: owner, SizeBytes: bytes})
+		v, err := mgr.SetSize(ctx, vol.Pool, vol.Directory, managerapi.SetSizeRequest{Owner: owner, SizeBytes: bytes})
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2/ktesting"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // claimStatus is what the resizer writes of a claim's status, as text.
@@ -61,7 +61,7 @@ func TestSync(t *testing.T) {
 			name:           "node mode: the manager grows the directory, then the PV and the claim",
 			claim:          newClaim("data", "pv-1", "2Gi"),
 			pv:             newPV("pv-1", "data"),
-			enforced:       client.EnforcementXFS,
+			enforced:       managerapi.EnforcementXFS,
 			wantCalls:      []string{"node-a setSize default/pv-1-dir owner=pv-1 bytes=2147483648"},
 			wantWrites:     []string{writeClaimStatus, writePV, writeClaimStatus},
 			wantPVCapacity: "2Gi",
@@ -128,7 +128,7 @@ func TestSync(t *testing.T) {
 			claim:          newClaim("data", "pv-1", "2Gi"),
 			pv:             newPV("pv-1", "data", multihost(selfNode, otherNode, thirdNode)),
 			elected:        true,
-			enforced:       client.EnforcementBtrfs,
+			enforced:       managerapi.EnforcementBtrfs,
 			wantCalls:      []string{"node-a setSize default/pv-1-dir owner=pv-1 bytes=2147483648", "node-b setSize default/pv-1-dir owner=pv-1 bytes=2147483648", "node-c setSize default/pv-1-dir owner=pv-1 bytes=2147483648"},
 			wantWrites:     []string{writeClaimStatus, writePV, writeClaimStatus},
 			wantPVCapacity: "2Gi",
@@ -149,7 +149,7 @@ func TestSync(t *testing.T) {
 			name:                 "507: infeasible until the request changes, with the manager's message",
 			claim:                newClaim("data", "pv-1", "100Gi"),
 			pv:                   newPV("pv-1", "data"),
-			errs:                 map[string]error{selfNode: managerError(client.ReasonInsufficientStorage, `pool "default" on node "node-a" has 3Gi available, 99Gi requested`)},
+			errs:                 map[string]error{selfNode: managerError(managerapi.ReasonInsufficientStorage, `pool "default" on node "node-a" has 3Gi available, 99Gi requested`)},
 			wantCalls:            []string{"node-a setSize default/pv-1-dir owner=pv-1 bytes=107374182400"},
 			wantWrites:           []string{writeClaimStatus, writeClaimStatus},
 			wantPVCapacity:       "1Gi",
@@ -165,7 +165,7 @@ func TestSync(t *testing.T) {
 			claim:                newClaim("data", "pv-1", "100Gi"),
 			pv:                   newPV("pv-1", "data", multihost(selfNode, otherNode)),
 			elected:              true,
-			errs:                 map[string]error{otherNode: managerError(client.ReasonInsufficientStorage, `pool "default" on node "node-b" has 3Gi available, 99Gi requested`)},
+			errs:                 map[string]error{otherNode: managerError(managerapi.ReasonInsufficientStorage, `pool "default" on node "node-b" has 3Gi available, 99Gi requested`)},
 			wantCalls:            []string{"node-a setSize default/pv-1-dir owner=pv-1 bytes=107374182400", "node-b setSize default/pv-1-dir owner=pv-1 bytes=107374182400"},
 			wantWrites:           []string{writeClaimStatus, writeClaimStatus},
 			wantPVCapacity:       "1Gi",
@@ -177,7 +177,7 @@ func TestSync(t *testing.T) {
 			name:                 "409: volumes never shrink, infeasible",
 			claim:                newClaim("data", "pv-1", "2Gi"),
 			pv:                   newPV("pv-1", "data"),
-			errs:                 map[string]error{selfNode: managerError(client.ReasonConflict, `volume "pv-1-dir" in pool "default" has size 5Gi; it cannot shrink to 2Gi`)},
+			errs:                 map[string]error{selfNode: managerError(managerapi.ReasonConflict, `volume "pv-1-dir" in pool "default" has size 5Gi; it cannot shrink to 2Gi`)},
 			wantCalls:            []string{"node-a setSize default/pv-1-dir owner=pv-1 bytes=2147483648"},
 			wantWrites:           []string{writeClaimStatus, writeClaimStatus},
 			wantPVCapacity:       "1Gi",
@@ -336,7 +336,7 @@ func equalStatus(a, b claimStatus) bool {
 // claim's status once, and that success then clears it.
 func TestSyncRetryKeepsTheError(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgrs := &fakeManagers{errs: map[string]error{selfNode: managerError(client.ReasonInternal, "disk on fire")}}
+	mgrs := &fakeManagers{errs: map[string]error{selfNode: managerError(managerapi.ReasonInternal, "disk on fire")}}
 	f := newFixture(t, fakeInstances{}, mgrs, []*v1.PersistentVolumeClaim{newClaim("data", "pv-1", "2Gi")}, []*v1.PersistentVolume{newPV("pv-1", "data")})
 	key := testNamespace + "/data"
 	if err := f.ctrl.sync(ctx, key); err == nil {
@@ -446,9 +446,9 @@ func TestNextStep(t *testing.T) {
 func TestOutcomeOf(t *testing.T) {
 	size := resource.MustParse("2Gi")
 	ok := func(node, enforcement string) result {
-		return result{node: node, vol: &client.Volume{Enforcement: enforcement}}
+		return result{node: node, vol: &managerapi.Volume{Enforcement: enforcement}}
 	}
-	full := managerError(client.ReasonInsufficientStorage, `pool "default" on node "b" has 1Gi available, 1Gi requested`)
+	full := managerError(managerapi.ReasonInsufficientStorage, `pool "default" on node "b" has 1Gi available, 1Gi requested`)
 	tests := []struct {
 		name    string
 		results []result
@@ -458,11 +458,11 @@ func TestOutcomeOf(t *testing.T) {
 		{"one node grown", []result{ok("a", "xfs")}, grown, []string{`Resized volume "pv" to 2Gi on node "a" (size enforcement: xfs)`}},
 		{"nodes grown, mixed enforcement", []result{ok("a", ""), ok("b", "xfs"), ok("c", "xfs")}, grown, []string{`on nodes "a", "b", "c"`, "size enforcement: none, xfs"}},
 		{"507", []result{{node: "b", err: full}}, infeasible, []string{`Cannot grow volume "pv" to 2Gi: node "b": pool "default" on node "b" has 1Gi available, 1Gi requested (507 InsufficientStorage)`, "must fit in the pool of every node: change the request"}},
-		{"409", []result{{node: "a", err: managerError(client.ReasonConflict, "cannot shrink")}}, infeasible, []string{"cannot shrink (409 Conflict)", "volumes never shrink"}},
+		{"409", []result{{node: "a", err: managerError(managerapi.ReasonConflict, "cannot shrink")}}, infeasible, []string{"cannot shrink (409 Conflict)", "volumes never shrink"}},
 		{"507 beats a transport error", []result{{node: "a", err: errors.New("timeout")}, {node: "b", err: full}}, infeasible, []string{`node "b"`}},
 		{"transport error", []result{ok("a", ""), {node: "b", err: errors.New("connection refused")}}, failed, []string{`Failed to grow volume "pv" to 2Gi (will retry): node "b": connection refused`}},
-		{"500", []result{{node: "a", err: managerError(client.ReasonInternal, "boom")}}, failed, []string{"boom (500 Internal)"}},
-		{"owner conflict is retried", []result{{node: "a", err: managerError(client.ReasonOwnerConflict, "belongs to pv-x")}}, failed, []string{"belongs to pv-x"}},
+		{"500", []result{{node: "a", err: managerError(managerapi.ReasonInternal, "boom")}}, failed, []string{"boom (500 Internal)"}},
+		{"owner conflict is retried", []result{{node: "a", err: managerError(managerapi.ReasonOwnerConflict, "belongs to pv-x")}}, failed, []string{"belongs to pv-x"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -488,13 +488,13 @@ func TestRetryable(t *testing.T) {
 		want bool
 	}{
 		{errors.New("connection refused"), true},
-		{managerError(client.ReasonTooManyRequests, "busy"), true},
-		{managerError(client.ReasonInternal, "boom"), true},
-		{managerError(client.ReasonInsufficientStorage, "full"), false},
-		{managerError(client.ReasonConflict, "shrink"), false},
-		{managerError(client.ReasonOwnerConflict, "other"), false},
+		{managerError(managerapi.ReasonTooManyRequests, "busy"), true},
+		{managerError(managerapi.ReasonInternal, "boom"), true},
+		{managerError(managerapi.ReasonInsufficientStorage, "full"), false},
+		{managerError(managerapi.ReasonConflict, "shrink"), false},
+		{managerError(managerapi.ReasonOwnerConflict, "other"), false},
 	} {
-		if got := client.Retryable(tc.err); got != tc.want {
+		if got := managerapi.Retryable(tc.err); got != tc.want {
 			t.Errorf("client.Retryable(%v) = %t, want %t", tc.err, got, tc.want)
 		}
 	}

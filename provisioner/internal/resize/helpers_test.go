@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -85,19 +85,19 @@ type nodeManager struct {
 	node string
 }
 
-func (m nodeManager) SetSize(_ context.Context, pool, name string, req client.SetSizeRequest) (*client.Volume, error) {
+func (m nodeManager) SetSize(_ context.Context, pool, name string, req managerapi.SetSizeRequest) (*managerapi.Volume, error) {
 	m.f.mu.Lock()
 	defer m.f.mu.Unlock()
 	m.f.calls = append(m.f.calls, fmt.Sprintf("%s setSize %s/%s owner=%s bytes=%d", m.node, pool, name, req.Owner, req.SizeBytes))
 	if err := m.f.errs[m.node]; err != nil {
 		return nil, err
 	}
-	return &client.Volume{Name: name, Pool: pool, Owner: req.Owner, SizeBytes: req.SizeBytes, Enforcement: m.f.enforcement}, nil
+	return &managerapi.Volume{Name: name, Pool: pool, Owner: req.Owner, SizeBytes: req.SizeBytes, Enforcement: m.f.enforcement}, nil
 }
 
 // managerError is an answer of the manager, wrapped like the client does.
-func managerError(reason client.Reason, format string, args ...any) error {
-	return fmt.Errorf("PUT /v1/pools/default/volumes/x/size: %w", client.Errorf(reason, format, args...))
+func managerError(reason managerapi.Reason, format string, args ...any) error {
+	return fmt.Errorf("PUT /v1/pools/default/volumes/x/size: %w", managerapi.Errorf(reason, format, args...))
 }
 
 // newPV returns a node-mode PV of this provisioner on selfNode, of 1Gi,

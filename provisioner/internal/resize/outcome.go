@@ -8,8 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
 )
 
@@ -17,7 +17,7 @@ import (
 // manager).
 type result struct {
 	node string
-	vol  *client.Volume
+	vol  *managerapi.Volume
 	err  error
 }
 
@@ -47,8 +47,8 @@ type outcome struct {
 // (client.Classify): no space for the growth (507), or a conflict (409: the
 // volume is larger already, volumes never shrink).
 func refusedForGood(err error) bool {
-	a := client.Classify(err)
-	return a == client.AnswerNoSpace || a == client.AnswerConflict
+	a := managerapi.Classify(err)
+	return a == managerapi.AnswerNoSpace || a == managerapi.AnswerConflict
 }
 
 // outcomeOf maps the answers of the nodes of a volume, asked to grow it to
@@ -70,7 +70,7 @@ func outcomeOf(what string, size resource.Quantity, results []result) outcome {
 		case refusedForGood(r.err):
 			refused = append(refused, fmt.Sprintf("node %q: %s", r.node, answer(r.err)))
 			hint := "the growth must fit in the pool of every node"
-			if client.Classify(r.err) == client.AnswerConflict {
+			if managerapi.Classify(r.err) == managerapi.AnswerConflict {
 				hint = "volumes never shrink"
 			}
 			if !slices.Contains(hints, hint) {
@@ -98,7 +98,7 @@ func outcomeOf(what string, size resource.Quantity, results []result) outcome {
 // answer is the manager's message in err, or err's text when err is no
 // answer of a manager.
 func answer(err error) string {
-	var e *client.Error
+	var e *managerapi.Error
 	if errors.As(err, &e) && e.Message != "" {
 		return fmt.Sprintf("%s (%d %s)", e.Message, e.StatusCode, e.Reason)
 	}

@@ -54,7 +54,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // Reasons of the events this package emits on claims, those of
@@ -75,7 +75,7 @@ const (
 // implements it).
 type Manager interface {
 	// SetSize grows the volume of req.Owner to req.SizeBytes.
-	SetSize(ctx context.Context, pool, name string, req client.SetSizeRequest) (*client.Volume, error)
+	SetSize(ctx context.Context, pool, name string, req managerapi.SetSizeRequest) (*managerapi.Volume, error)
 }
 
 // Instances elects, without a leader, the instance that acts for an object

@@ -9,8 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // Reasons of the events this package emits, on the PV and, while it is
@@ -55,12 +55,12 @@ type poolState struct {
 	name string
 	// info is the pool in the manager's GET /v1/host; nil when the host
 	// did not list it.
-	info *client.Pool
+	info *managerapi.Pool
 	// missing holds the manager's PoolNotFound answer to the list; nil
 	// when the list succeeded.
 	missing error
 	// volumes are the listed volumes by name, when the list succeeded.
-	volumes map[string]client.Volume
+	volumes map[string]managerapi.Volume
 }
 
 // healthChange is a change of a PV's condition on this node: the new value
@@ -87,7 +87,7 @@ func checksHealth(pv *v1.PersistentVolume) bool {
 // healthChange returns the change of pv's condition on this node, given
 // what the refresh saw of its pool (ps) and of its volume (vol, found), or
 // nil when the condition is the one recorded.
-func (r *Refresher) healthChange(pv *v1.PersistentVolume, ps *poolState, vol client.Volume, found bool) *healthChange {
+func (r *Refresher) healthChange(pv *v1.PersistentVolume, ps *poolState, vol managerapi.Volume, found bool) *healthChange {
 	conds := readHealth(pv)
 	previous := conds[r.cfg.Node]
 	condition := r.condition(ps, vol, found, previous)
@@ -113,7 +113,7 @@ func (r *Refresher) healthChange(pv *v1.PersistentVolume, ps *poolState, vol cli
 // condition is the condition of a volume on this node, the most severe
 // first: PoolMissing, DirectoryMissing, PoolReadOnly, UsageHigh; "" when
 // healthy. previous is the recorded one (for the hysteresis of UsageHigh).
-func (r *Refresher) condition(ps *poolState, vol client.Volume, found bool, previous string) string {
+func (r *Refresher) condition(ps *poolState, vol managerapi.Volume, found bool, previous string) string {
 	switch {
 	case ps.missing != nil:
 		return hostpathv1.HealthPoolMissing
@@ -154,7 +154,7 @@ func percent(used, size int64) int64 {
 
 // where says where pv's directory is on this node, for messages: `node
 // "N", pool "P", directory "D" (PATH)`, the path when the manager gave it.
-func (r *Refresher) where(pv *v1.PersistentVolume, ps *poolState, vol client.Volume) string {
+func (r *Refresher) where(pv *v1.PersistentVolume, ps *poolState, vol managerapi.Volume) string {
 	dir := pv.Annotations[hostpathv1.AnnotationDirectory]
 	p := vol.Path
 	if p == "" && ps.info != nil && ps.info.Path != "" {
@@ -168,7 +168,7 @@ func (r *Refresher) where(pv *v1.PersistentVolume, ps *poolState, vol client.Vol
 }
 
 // warningMessage is the message of the Warning event of condition.
-func (r *Refresher) warningMessage(pv *v1.PersistentVolume, ps *poolState, vol client.Volume, condition string) string {
+func (r *Refresher) warningMessage(pv *v1.PersistentVolume, ps *poolState, vol managerapi.Volume, condition string) string {
 	where := r.where(pv, ps, vol)
 	switch condition {
 	case hostpathv1.HealthPoolMissing:
@@ -191,7 +191,7 @@ func (r *Refresher) warningMessage(pv *v1.PersistentVolume, ps *poolState, vol c
 // healthyMessage is the message of the Normal event of a volume that is no
 // longer in condition previous.
 func (r *Refresher) healthyMessage(pv *v1.PersistentVolume, ps *poolState, previous string) string {
-	return fmt.Sprintf("Volume %s is healthy again on %s (was %s)", pv.Name, r.where(pv, ps, client.Volume{}), previous)
+	return fmt.Sprintf("Volume %s is healthy again on %s (was %s)", pv.Name, r.where(pv, ps, managerapi.Volume{}), previous)
 }
 
 // readHealth reads hostpathv1.AnnotationHealth of pv: the recorded condition of

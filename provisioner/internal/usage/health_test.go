@@ -13,21 +13,21 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // pvResource is the resource of PersistentVolumes, for the tracker.
 var pvResource = v1.SchemeGroupVersion.WithResource("persistentvolumes")
 
 // poolGone is the manager's answer for a pool whose directory is gone.
-var poolGone = client.Errorf(client.ReasonPoolNotFound, `pool "default" directory /var/hp/default does not exist; prepare it with PUT /v1/pools/default`)
+var poolGone = managerapi.Errorf(managerapi.ReasonPoolNotFound, `pool "default" directory /var/hp/default does not exist; prepare it with PUT /v1/pools/default`)
 
 // state is what the fake manager answers in one refresh round.
 type state struct {
-	volumes  []client.Volume // of testPool
-	listErr  error           // of testPool
-	readOnly bool            // testPool
+	volumes  []managerapi.Volume // of testPool
+	listErr  error               // of testPool
+	readOnly bool                // testPool
 	hostErr  error
 }
 
@@ -53,11 +53,11 @@ func TestHealthEvents(t *testing.T) {
 	const pvName = "pv-a"
 	dir := pvName + "-dir"
 	var (
-		quiet     = state{volumes: []client.Volume{sizedVolume(dir, 32*mi, 10*mi)}}
-		high      = state{volumes: []client.Volume{sizedVolume(dir, 32*mi, 29*mi+mi/10)}} // 90.9%
-		justBelow = state{volumes: []client.Volume{sizedVolume(dir, 32*mi, 28*mi)}}       // 87%: within the hysteresis
+		quiet     = state{volumes: []managerapi.Volume{sizedVolume(dir, 32*mi, 10*mi)}}
+		high      = state{volumes: []managerapi.Volume{sizedVolume(dir, 32*mi, 29*mi+mi/10)}} // 90.9%
+		justBelow = state{volumes: []managerapi.Volume{sizedVolume(dir, 32*mi, 28*mi)}}       // 87%: within the hysteresis
 		readOnly  = state{volumes: quiet.volumes, readOnly: true}
-		noDir     = state{volumes: []client.Volume{sizedVolume("other-dir", 32*mi, 0)}}
+		noDir     = state{volumes: []managerapi.Volume{sizedVolume("other-dir", 32*mi, 0)}}
 		noPool    = state{listErr: poolGone}
 		noHost    = state{volumes: noDir.volumes, hostErr: errors.New("manager busy")}
 		listFails = state{listErr: errors.New("connection refused")}
@@ -163,7 +163,7 @@ func TestHealthEvents(t *testing.T) {
 			pv:        newPV(pvName),
 			threshold: -1,
 			steps: []step{
-				{states: rounds(3, state{volumes: []client.Volume{sizedVolume(dir, 32*mi, 32*mi)}})},
+				{states: rounds(3, state{volumes: []managerapi.Volume{sizedVolume(dir, 32*mi, 32*mi)}})},
 				{states: []state{noDir}, wantEvents: warn(ReasonDirectoryMissing), wantHealth: hostpathv1.HealthDirectoryMissing},
 			},
 		},
@@ -179,14 +179,14 @@ func TestHealthEvents(t *testing.T) {
 			threshold: 100,
 			steps: []step{
 				{states: []state{high}},
-				{states: rounds(2, state{volumes: []client.Volume{sizedVolume(dir, 32*mi, 32*mi)}}), wantEvents: warn(ReasonUsageHigh), wantHealth: hostpathv1.HealthUsageHigh},
+				{states: rounds(2, state{volumes: []managerapi.Volume{sizedVolume(dir, 32*mi, 32*mi)}}), wantEvents: warn(ReasonUsageHigh), wantHealth: hostpathv1.HealthUsageHigh},
 			},
 		},
 		{
 			name: "a volume whose size is not enforced is never high",
 			pv:   newPV(pvName, withAnnotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
 			steps: []step{
-				{states: rounds(2, state{volumes: []client.Volume{{Name: dir, SizeBytes: 32 * mi}}})},
+				{states: rounds(2, state{volumes: []managerapi.Volume{{Name: dir, SizeBytes: 32 * mi}}})},
 				{states: []state{noDir}, wantEvents: warn(ReasonDirectoryMissing), wantHealth: hostpathv1.HealthDirectoryMissing},
 			},
 		},
@@ -246,7 +246,7 @@ func TestHealthEvents(t *testing.T) {
 			f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{tc.pv}, func(c *Config) { c.WarningThreshold = threshold })
 			for i, st := range tc.steps {
 				for _, s := range st.states {
-					vols := map[string][]client.Volume{testPool: s.volumes}
+					vols := map[string][]managerapi.Volume{testPool: s.volumes}
 					mgr.set(vols, map[string]error{testPool: s.listErr}, map[string]bool{testPool: s.readOnly}, s.hostErr)
 					_ = f.refresher.refresh(ctx) // failures are the states'
 					f.syncCache(t)
@@ -267,7 +267,7 @@ func TestHealthEvents(t *testing.T) {
 func TestHealthRestart(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	pvs := []*v1.PersistentVolume{newPV("pv-high"), newPV("pv-gone"), newPV("pv-quiet"), newPV("pv-shared", multihostOn(selfNode, otherNode))}
-	mgr := &fakeManager{volumes: map[string][]client.Volume{testPool: {
+	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {
 		sizedVolume("pv-high-dir", 10*mi, 10*mi), enforced("pv-quiet-dir", mi),
 	}}}
 	first := newFixture(t, mgr, nil, nil, pvs)
@@ -310,20 +310,20 @@ func TestHealthMessages(t *testing.T) {
 			name: "usage high",
 			pv:   newPV("pv-a"),
 			// 29.5/32 is 92.2%: shown rounded down.
-			state: state{volumes: []client.Volume{sizedVolume("pv-a-dir", 32*mi, 29*mi+mi/2)}},
+			state: state{volumes: []managerapi.Volume{sizedVolume("pv-a-dir", 32*mi, 29*mi+mi/2)}},
 			wantParts: []string{`Volume pv-a uses 29.5Mi of its 32Mi limit (92%, warning threshold 90%)`,
 				`on node "node-a", pool "default", directory "pv-a-dir" (/var/hp/default/pv-a-dir)`, "EDQUOT"},
 		},
 		{
 			name:      "directory missing",
 			pv:        newPV("pv-a"),
-			state:     state{volumes: []client.Volume{}},
+			state:     state{volumes: []managerapi.Volume{}},
 			wantParts: []string{`Volume pv-a has no directory on node "node-a", pool "default", directory "pv-a-dir" (/var/hp/default/pv-a-dir)`, "cannot start"},
 		},
 		{
 			name:      "pool read-only",
 			pv:        newPV("pv-a"),
-			state:     state{volumes: []client.Volume{enforced("pv-a-dir", 0)}, readOnly: true},
+			state:     state{volumes: []managerapi.Volume{enforced("pv-a-dir", 0)}, readOnly: true},
 			wantParts: []string{`Volume pv-a cannot be written on node "node-a", pool "default", directory "pv-a-dir" (/var/hp/default/pv-a-dir)`, "read-only"},
 		},
 		{
@@ -335,13 +335,13 @@ func TestHealthMessages(t *testing.T) {
 		{
 			name:      "healthy again",
 			pv:        newPV("pv-a", withAnnotation(hostpathv1.AnnotationHealth, hostpathv1.HealthDirectoryMissing)),
-			state:     state{volumes: []client.Volume{enforced("pv-a-dir", 0)}},
+			state:     state{volumes: []managerapi.Volume{enforced("pv-a-dir", 0)}},
 			wantParts: []string{`Volume pv-a is healthy again on node "node-a", pool "default", directory "pv-a-dir" (/var/hp/default/pv-a-dir) (was DirectoryMissing)`},
 		},
 		{
 			name:      "multihost: the node is named",
 			pv:        newPV("pv-a", multihostOn(otherNode, selfNode)),
-			state:     state{volumes: []client.Volume{}},
+			state:     state{volumes: []managerapi.Volume{}},
 			wantParts: []string{`on node "node-a", pool "default", directory "pv-a-dir"`},
 		},
 	}
@@ -349,7 +349,7 @@ func TestHealthMessages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			mgr := &fakeManager{}
-			mgr.set(map[string][]client.Volume{testPool: tc.state.volumes}, map[string]error{testPool: tc.state.listErr},
+			mgr.set(map[string][]managerapi.Volume{testPool: tc.state.volumes}, map[string]error{testPool: tc.state.listErr},
 				map[string]bool{testPool: tc.state.readOnly}, nil)
 			f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{tc.pv})
 			if err := f.refresher.refresh(ctx); err != nil {
@@ -374,7 +374,7 @@ func TestHealthMessages(t *testing.T) {
 // refresh, with the other node's entry kept.
 func TestHealthMultihostConflict(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{volumes: map[string][]client.Volume{testPool: {}}}
+	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {}}}
 	f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{newPV("pv-a", multihostOn(selfNode, otherNode))})
 	var versions []string
 	conflicts := 1

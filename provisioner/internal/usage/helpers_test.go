@@ -22,8 +22,8 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 const (
@@ -46,13 +46,13 @@ var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 type fakeManager struct {
 	mu       sync.Mutex
 	calls    []string
-	volumes  map[string][]client.Volume
+	volumes  map[string][]managerapi.Volume
 	listErrs map[string]error
 	readOnly map[string]bool
 	hostErr  error
 }
 
-func (f *fakeManager) Host(context.Context) (*client.Host, error) {
+func (f *fakeManager) Host(context.Context) (*managerapi.Host, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "host")
@@ -63,14 +63,14 @@ func (f *fakeManager) Host(context.Context) (*client.Host, error) {
 	for p := range f.volumes {
 		names[p] = true
 	}
-	h := &client.Host{NodeName: selfNode}
+	h := &managerapi.Host{NodeName: selfNode}
 	for _, p := range slices.Sorted(maps.Keys(names)) {
-		h.Pools = append(h.Pools, client.Pool{Name: p, Path: "/var/hp/" + p, ReadOnly: f.readOnly[p]})
+		h.Pools = append(h.Pools, managerapi.Pool{Name: p, Path: "/var/hp/" + p, ReadOnly: f.readOnly[p]})
 	}
 	return h, nil
 }
 
-func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*client.VolumeList, error) {
+func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*managerapi.VolumeList, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "list "+pool)
@@ -81,7 +81,7 @@ func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*client.Volum
 	for i := range vols {
 		vols[i].Pool, vols[i].Path = pool, "/var/hp/"+pool+"/"+vols[i].Name
 	}
-	return &client.VolumeList{Items: vols}, nil
+	return &managerapi.VolumeList{Items: vols}, nil
 }
 
 // Calls returns the calls so far.
@@ -92,36 +92,36 @@ func (f *fakeManager) Calls() []string {
 }
 
 // setVolumes replaces the volumes of pool.
-func (f *fakeManager) setVolumes(pool string, vols ...client.Volume) {
+func (f *fakeManager) setVolumes(pool string, vols ...managerapi.Volume) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.volumes == nil {
-		f.volumes = map[string][]client.Volume{}
+		f.volumes = map[string][]managerapi.Volume{}
 	}
 	f.volumes[pool] = vols
 }
 
 // set replaces, under the lock, what the manager answers.
-func (f *fakeManager) set(volumes map[string][]client.Volume, listErrs map[string]error, readOnly map[string]bool, hostErr error) {
+func (f *fakeManager) set(volumes map[string][]managerapi.Volume, listErrs map[string]error, readOnly map[string]bool, hostErr error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.volumes, f.listErrs, f.readOnly, f.hostErr = volumes, listErrs, readOnly, hostErr
 }
 
 // enforced is a volume of an XFS pool of 4 GiB that uses used bytes.
-func enforced(name string, used int64) client.Volume {
+func enforced(name string, used int64) managerapi.Volume {
 	return sizedVolume(name, 4096*mi, used)
 }
 
 // sizedVolume is a volume of an XFS pool of size bytes that uses used
 // bytes.
-func sizedVolume(name string, size, used int64) client.Volume {
-	return client.Volume{Name: name, SizeBytes: size, Enforcement: client.EnforcementXFS, UsedBytes: ptr.To(used)}
+func sizedVolume(name string, size, used int64) managerapi.Volume {
+	return managerapi.Volume{Name: name, SizeBytes: size, Enforcement: managerapi.EnforcementXFS, UsedBytes: ptr.To(used)}
 }
 
 // unenforced is a volume of a pool that does not enforce sizes: no usage.
-func unenforced(name string) client.Volume {
-	return client.Volume{Name: name, SizeBytes: 100 * mi}
+func unenforced(name string) managerapi.Volume {
+	return managerapi.Volume{Name: name, SizeBytes: 100 * mi}
 }
 
 // newPV returns a node-mode PV of this provisioner on selfNode in
@@ -139,7 +139,7 @@ func newPV(name string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume
 				hostpathv1.AnnotationPool:                testPool,
 				hostpathv1.AnnotationDirectory:           name + "-dir",
 				hostpathv1.AnnotationMode:                hostpathv1.ModeNode,
-				hostpathv1.AnnotationSizeEnforcement:     client.EnforcementXFS,
+				hostpathv1.AnnotationSizeEnforcement:     managerapi.EnforcementXFS,
 				hostpathv1.AnnotationClaimNamespace:      testNamespace,
 				hostpathv1.AnnotationClaimName:           name + "-claim",
 			},

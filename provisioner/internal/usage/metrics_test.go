@@ -9,8 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // metricNames are the two gauges, for testutil.
@@ -40,7 +40,7 @@ func series(claims ...string) string {
 // go with the PV or its binding.
 func TestMetrics(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{volumes: map[string][]client.Volume{testPool: {
+	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {
 		sizedVolume("pv-a-dir", 32*mi, 10*mi), sizedVolume("pv-shared-dir", 64*mi, 2*mi),
 		enforced("pv-available-dir", mi), unenforced("pv-plain-dir"),
 	}}}
@@ -117,7 +117,7 @@ func TestMetrics(t *testing.T) {
 // moment of rebinding) give one series, not a failed scrape.
 func TestMetricsDuplicateClaim(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{volumes: map[string][]client.Volume{testPool: {enforced("pv-a-dir", mi), enforced("pv-b-dir", 2*mi)}}}
+	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", mi), enforced("pv-b-dir", 2*mi)}}}
 	sameClaim := func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.Name = "data" }
 	f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{newPV("pv-a", sameClaim), newPV("pv-b", sameClaim)})
 	if err := f.refresher.refresh(ctx); err != nil {
@@ -131,7 +131,7 @@ func TestMetricsDuplicateClaim(t *testing.T) {
 // TestMetricsNil checks that a Refresher without Metrics refreshes.
 func TestMetricsNil(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{volumes: map[string][]client.Volume{testPool: {enforced("pv-a-dir", mi)}}}
+	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", mi)}}}
 	f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{newPV("pv-a")}, func(c *Config) { c.Metrics = nil })
 	if err := f.refresher.refresh(ctx); err != nil {
 		t.Fatal(err)

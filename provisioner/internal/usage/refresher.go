@@ -88,8 +88,8 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 // DefaultInterval is the default time between two refreshes.
@@ -106,9 +106,9 @@ const threshold = mebibyte
 type Manager interface {
 	// Host describes the node's pools (GET /v1/host), read-only ones
 	// included.
-	Host(ctx context.Context) (*client.Host, error)
+	Host(ctx context.Context) (*managerapi.Host, error)
 	// ListVolumes lists the volumes of a pool, with their usage.
-	ListVolumes(ctx context.Context, pool string) (*client.VolumeList, error)
+	ListVolumes(ctx context.Context, pool string) (*managerapi.VolumeList, error)
 }
 
 // Config holds what a Refresher depends on.
@@ -224,7 +224,7 @@ func (r *Refresher) refresh(ctx context.Context) error {
 		r.keepSamples(rd, pools)
 		return fmt.Errorf("refresh the used size of the volumes of node %q: find the manager: %w", r.cfg.Node, err)
 	}
-	infos := map[string]*client.Pool{}
+	infos := map[string]*managerapi.Pool{}
 	host, err := mgr.Host(ctx)
 	if err != nil {
 		rd.errs = append(rd.errs, fmt.Errorf("describe the pools of node %q (no condition changes in this refresh): %w", r.cfg.Node, err))
@@ -239,11 +239,11 @@ func (r *Refresher) refresh(ctx context.Context) error {
 		list, err := mgr.ListVolumes(ctx, pool)
 		switch {
 		case err == nil:
-			ps.volumes = make(map[string]client.Volume, len(list.Items))
+			ps.volumes = make(map[string]managerapi.Volume, len(list.Items))
 			for _, vol := range list.Items {
 				ps.volumes[vol.Name] = vol
 			}
-		case client.Classify(err) == client.AnswerPoolMissing:
+		case managerapi.Classify(err) == managerapi.AnswerPoolMissing:
 			ps.missing = err
 		default:
 			rd.errs = append(rd.errs, fmt.Errorf("list the volumes of pool %q: %w", pool, err))

@@ -19,8 +19,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	"hostpath.dev/manager/pkg/client"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
 )
 
 func TestRefresh(t *testing.T) {
@@ -28,7 +28,7 @@ func TestRefresh(t *testing.T) {
 		name string
 		// cached PVs are in the lister and the API.
 		cached      []*v1.PersistentVolume
-		volumes     map[string][]client.Volume
+		volumes     map[string][]managerapi.Volume
 		listErrs    map[string]error
 		readOnly    map[string]bool
 		hostErr     error
@@ -45,7 +45,7 @@ func TestRefresh(t *testing.T) {
 			name: "written where absent, rounded up to a MiB",
 			cached: []*v1.PersistentVolume{newPV("pv-a"), newPV("pv-zero"), newPV("pv-one"), newPV("pv-gi"), newPV("pv-big"),
 				newPV("pv-exact")},
-			volumes: map[string][]client.Volume{testPool: {
+			volumes: map[string][]managerapi.Volume{testPool: {
 				enforced("pv-a-dir", 23*mi+200*1024), enforced("pv-zero-dir", 0), enforced("pv-one-dir", 1),
 				enforced("pv-gi-dir", 1024*mi), enforced("pv-big-dir", 1535*mi+1), enforced("pv-exact-dir", 24*mi),
 			}},
@@ -60,7 +60,7 @@ func TestRefresh(t *testing.T) {
 				newPV("pv-down", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
 				newPV("pv-zero", withAnnotation(hostpathv1.AnnotationSizeUsed, "0")),
 			},
-			volumes: map[string][]client.Volume{testPool: {
+			volumes: map[string][]managerapi.Volume{testPool: {
 				enforced("pv-same-dir", 24*mi), enforced("pv-up-dir", 25*mi-1), enforced("pv-down-dir", 23*mi+1),
 				enforced("pv-zero-dir", mi-1),
 			}},
@@ -74,7 +74,7 @@ func TestRefresh(t *testing.T) {
 				newPV("pv-far", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
 				newPV("pv-emptied", withAnnotation(hostpathv1.AnnotationSizeUsed, "1Gi")),
 			},
-			volumes: map[string][]client.Volume{testPool: {
+			volumes: map[string][]managerapi.Volume{testPool: {
 				enforced("pv-up-dir", 25*mi), enforced("pv-down-dir", 23*mi), enforced("pv-far-dir", 26*mi+1),
 				enforced("pv-emptied-dir", 0),
 			}},
@@ -87,7 +87,7 @@ func TestRefresh(t *testing.T) {
 				newPV("pv-junk", withAnnotation(hostpathv1.AnnotationSizeUsed, "lots")),
 				newPV("pv-negative", withAnnotation(hostpathv1.AnnotationSizeUsed, "-1Gi")),
 			},
-			volumes:    map[string][]client.Volume{testPool: {enforced("pv-junk-dir", 5*mi), enforced("pv-negative-dir", 0)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {enforced("pv-junk-dir", 5*mi), enforced("pv-negative-dir", 0)}},
 			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-junk=5Mi", "pv-negative=0"},
 		},
@@ -97,7 +97,7 @@ func TestRefresh(t *testing.T) {
 				newPV("pv-a", withAnnotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
 				newPV("pv-kept", withAnnotation(hostpathv1.AnnotationSizeUsed, "7Mi")),
 			},
-			volumes:   map[string][]client.Volume{testPool: {unenforced("pv-a-dir"), unenforced("pv-kept-dir")}},
+			volumes:   map[string][]managerapi.Volume{testPool: {unenforced("pv-a-dir"), unenforced("pv-kept-dir")}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
@@ -111,7 +111,7 @@ func TestRefresh(t *testing.T) {
 				newPV("pv-no-pool", withoutAnnotation(hostpathv1.AnnotationPool)),
 				newPV("pv-unknown-mode", withAnnotation(hostpathv1.AnnotationMode, "elsewhere")),
 			},
-			volumes: map[string][]client.Volume{testPool: {
+			volumes: map[string][]managerapi.Volume{testPool: {
 				enforced("pv-other-node-dir", mi), enforced("pv-multihost-elsewhere-dir", mi), enforced("pv-other-provisioner-dir", mi),
 				enforced("pv-deleting-dir", mi),
 			}},
@@ -120,7 +120,7 @@ func TestRefresh(t *testing.T) {
 			// Its health is looked at (the list), its usage is not written.
 			name:      "a multihost PV of this node gets no size-used",
 			cached:    []*v1.PersistentVolume{newPV("pv-multihost", multihostOn(otherNode, selfNode))},
-			volumes:   map[string][]client.Volume{testPool: {enforced("pv-multihost-dir", mi)}},
+			volumes:   map[string][]managerapi.Volume{testPool: {enforced("pv-multihost-dir", mi)}},
 			wantCalls: []string{"host", "list default"},
 		},
 		{
@@ -129,7 +129,7 @@ func TestRefresh(t *testing.T) {
 				newPV("pv-full"),
 				newPV("pv-plain", withAnnotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
 			},
-			volumes:    map[string][]client.Volume{testPool: {sizedVolume("pv-full-dir", 32*mi, 31*mi), unenforced("pv-plain-dir")}},
+			volumes:    map[string][]managerapi.Volume{testPool: {sizedVolume("pv-full-dir", 32*mi, 31*mi), unenforced("pv-plain-dir")}},
 			readOnly:   map[string]bool{testPool: true},
 			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-full=31Mi health=PoolReadOnly", "pv-plain health=PoolReadOnly"},
@@ -141,7 +141,7 @@ func TestRefresh(t *testing.T) {
 		{
 			name:       "the usage is written while the host cannot be described; no condition changes",
 			cached:     []*v1.PersistentVolume{newPV("pv-a"), newPV("pv-gone")},
-			volumes:    map[string][]client.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
 			hostErr:    errors.New("manager busy"),
 			wantErr:    `describe the pools of node "node-a" (no condition changes in this refresh): manager busy`,
 			wantCalls:  []string{"host", "list default"},
@@ -150,14 +150,14 @@ func TestRefresh(t *testing.T) {
 		{
 			name:       "a PV of the capacity-aware provisioner name is refreshed too",
 			cached:     []*v1.PersistentVolume{newPV("pv-a", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, hostpathv1.CapacityProvisionerName))},
-			volumes:    map[string][]client.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
 			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-a=3Mi"},
 		},
 		{
 			name:       "a PV without a mode is in node mode",
 			cached:     []*v1.PersistentVolume{newPV("pv-a", withoutAnnotation(hostpathv1.AnnotationMode))},
-			volumes:    map[string][]client.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
 			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-a=3Mi"},
 		},
@@ -166,7 +166,7 @@ func TestRefresh(t *testing.T) {
 			cached: []*v1.PersistentVolume{
 				newPV("pv-a"), newPV("pv-b"), newPV("pv-c", withAnnotation(hostpathv1.AnnotationPool, "fast")),
 			},
-			volumes: map[string][]client.Volume{
+			volumes: map[string][]managerapi.Volume{
 				testPool: {enforced("orphan-dir", 9*mi), enforced("pv-a-dir", mi), enforced("pv-b-dir", 2*mi)},
 				"fast":   {enforced("pv-c-dir", 3*mi)},
 			},
@@ -178,7 +178,7 @@ func TestRefresh(t *testing.T) {
 			cached: []*v1.PersistentVolume{
 				newPV("pv-a", withAnnotation(hostpathv1.AnnotationPool, "broken")), newPV("pv-b"),
 			},
-			volumes:    map[string][]client.Volume{"broken": {enforced("pv-a-dir", mi)}, testPool: {enforced("pv-b-dir", 2*mi)}},
+			volumes:    map[string][]managerapi.Volume{"broken": {enforced("pv-a-dir", mi)}, testPool: {enforced("pv-b-dir", 2*mi)}},
 			listErrs:   map[string]error{"broken": errors.New("manager says no")},
 			wantErr:    `list the volumes of pool "broken": manager says no`,
 			wantCalls:  []string{"host", "list broken", "list default"},
@@ -187,7 +187,7 @@ func TestRefresh(t *testing.T) {
 		{
 			name:        "no manager",
 			cached:      []*v1.PersistentVolume{newPV("pv-a")},
-			volumes:     map[string][]client.Volume{testPool: {enforced("pv-a-dir", mi)}},
+			volumes:     map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", mi)}},
 			managersErr: errors.New("no Ready manager pod"),
 			wantErr:     "find the manager: no Ready manager pod",
 		},
@@ -195,7 +195,7 @@ func TestRefresh(t *testing.T) {
 			name: "a failed patch does not stop the others",
 			// pv-gone was deleted since the cache saw it: not an error.
 			cached:     []*v1.PersistentVolume{newPV("pv-a"), newPV("pv-refused"), newPV("pv-gone")},
-			volumes:    map[string][]client.Volume{testPool: {enforced("pv-a-dir", mi), enforced("pv-gone-dir", mi), enforced("pv-refused-dir", mi)}},
+			volumes:    map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", mi), enforced("pv-gone-dir", mi), enforced("pv-refused-dir", mi)}},
 			wantErr:    `set hostpath.dev/size-used to 1Mi of PersistentVolume "pv-refused": refused`,
 			wantCalls:  []string{"host", "list default"},
 			wantWrites: []string{"pv-a=1Mi", "pv-gone=1Mi", "pv-refused=1Mi"},
@@ -246,7 +246,7 @@ func TestRefresh(t *testing.T) {
 // annotation lands on the PV and that its other annotations stay.
 func TestRefreshWritesThePV(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{volumes: map[string][]client.Volume{testPool: {enforced("pv-a-dir", 1536*mi)}}}
+	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", 1536*mi)}}}
 	f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{newPV("pv-a")})
 	if err := f.refresher.refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -258,8 +258,8 @@ func TestRefreshWritesThePV(t *testing.T) {
 	if got := pv.Annotations[hostpathv1.AnnotationSizeUsed]; got != "1536Mi" {
 		t.Errorf("%s = %q, want 1536Mi", hostpathv1.AnnotationSizeUsed, got)
 	}
-	if got := pv.Annotations[hostpathv1.AnnotationSizeEnforcement]; got != client.EnforcementXFS {
-		t.Errorf("%s = %q, want it kept as %q", hostpathv1.AnnotationSizeEnforcement, got, client.EnforcementXFS)
+	if got := pv.Annotations[hostpathv1.AnnotationSizeEnforcement]; got != managerapi.EnforcementXFS {
+		t.Errorf("%s = %q, want it kept as %q", hostpathv1.AnnotationSizeEnforcement, got, managerapi.EnforcementXFS)
 	}
 }
 

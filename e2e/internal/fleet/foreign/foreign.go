@@ -44,7 +44,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
-	hostpathclient "hostpath.dev/hostdefiner/pkg/generated/clientset/versioned"
+	hostpathclient "hostpath.dev/api/generated/clientset/versioned"
 
 	"hostpath.dev/e2e/internal/benchprovision"
 	"hostpath.dev/e2e/internal/fleet"

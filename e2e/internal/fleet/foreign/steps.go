@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 
 	"hostpath.dev/e2e/internal/fleet"
 )

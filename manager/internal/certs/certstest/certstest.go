@@ -28,7 +28,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 
-	"hostpath.dev/manager/pkg/client"
+	"hostpath.dev/api/managerapi"
 )
 
 // CA is a self-signed test CA.
@@ -122,7 +122,7 @@ func (ca *CA) ServingPEM(node string, notBefore time.Time, lifetime time.Duratio
 		return nil, err
 	}
 	if len(dnsNames) == 0 {
-		dnsNames = []string{client.ServerName(node)}
+		dnsNames = []string{managerapi.ServerName(node)}
 	}
 	certPEM, err := ca.issue(key.Public(), pkix.Name{CommonName: "system:hostpath-manager:" + node}, dnsNames, notBefore, lifetime)
 	if err != nil {

@@ -3,7 +3,7 @@
 // (package app sets New on every informer factory). It is the
 // provisioner's alone: the host definer keeps its own
 // (hostdefiner/internal/app, cachetrim.go), and the mechanism,
-// hostpath.dev/manager/pkg/runtime/cachetrim, holds only managedFields
+// hostpath.dev/api/runtime/cachetrim, holds only managedFields
 // and two rules the host definer chooses (Node status, Pod containers), so
 // a change of what the provisioner reads changes this package only.
 //
@@ -176,7 +176,7 @@
 //     --manager-selector (the managers), as stubs the same way; every
 //     HostDefinition, as a stub (definitionStub); and the ConfigMap
 //     client.CABundleConfigMap of --manager-namespace (one object,
-//     manager/pkg/client/trust's informer), kept whole.
+//     api/managerapi/trust's informer), kept whole.
 //   - Unless --capacity-interval is 0: the CSIStorageCapacities of
 //     --namespace labelled with its own node (the objects it publishes,
 //     one per capacity-aware StorageClass), managedFields dropped. It
@@ -193,8 +193,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	shared "hostpath.dev/manager/pkg/runtime/cachetrim"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	shared "hostpath.dev/api/runtime/cachetrim"
 )
 
 // claimAnnotations are the annotations that name the provisioner that is

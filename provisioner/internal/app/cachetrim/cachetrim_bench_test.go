@@ -16,9 +16,9 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
-	shared "hostpath.dev/manager/pkg/runtime/cachetrim"
-	"hostpath.dev/manager/pkg/runtime/cachetrim/cachetrimtest"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	shared "hostpath.dev/api/runtime/cachetrim"
+	"hostpath.dev/api/runtime/cachetrim/cachetrimtest"
 )
 
 // foreignObjects is how many objects of another provisioner

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
-	hostpathv1 "hostpath.dev/hostdefiner/pkg/apis/hostpath.dev/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )
 
 // other is the name of another provisioner.
@@ -244,7 +244,7 @@ func setFields(obj any) []string {
 			}
 		case reflect.Struct:
 			if pkg := v.Type().PkgPath(); !strings.HasPrefix(pkg, "k8s.io/api") && !strings.HasPrefix(pkg, "k8s.io/apimachinery/pkg/apis") &&
-				!strings.HasPrefix(pkg, "hostpath.dev/hostdefiner/pkg/apis") {
+				!strings.HasPrefix(pkg, "hostpath.dev/api/hostpath") {
 				if !v.IsZero() {
 					out = append(out, path)
 				}
