@@ -5,6 +5,7 @@ ARG GO_VERSION=1.26
 FROM golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.work ./
+COPY api/ api/
 COPY manager/ manager/
 COPY provisioner/ provisioner/
 COPY hostdefiner/ hostdefiner/
