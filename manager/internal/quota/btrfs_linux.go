@@ -370,15 +370,9 @@ func (b *btrfsEnforcer) Support() Support { return Support{Kind: KindBtrfs} }
 // that already exists is taken over: subvolume IDs are only reused after
 // the subvolume was deleted, and 1/ID is this package's by convention.
 func (b *btrfsEnforcer) Make(root *os.Root, name string, limitBytes int64) (uint64, error) {
-	if err := checkName(name); err != nil {
-		return 0, err
-	}
-	if limitBytes <= 0 {
-		return 0, fmt.Errorf("create volume %q: limit %d is not positive", name, limitBytes)
-	}
-	pool, err := openDir(root, ".")
+	pool, err := openPoolFor(root, name, limitBytes)
 	if err != nil {
-		return 0, fmt.Errorf("open pool directory: %w", err)
+		return 0, err
 	}
 	defer pool.Close()
 	if err := createSubvolume(pool, name); err != nil {

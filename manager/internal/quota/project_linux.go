@@ -226,15 +226,9 @@ func (p *projectEnforcer) quota(pool *os.File, id uint32) (ifDqblk, error) {
 // Make creates the directory name, gives it a free project ID that its
 // contents inherit, and limits the project to limitBytes.
 func (p *projectEnforcer) Make(root *os.Root, name string, limitBytes int64) (uint64, error) {
-	if err := checkName(name); err != nil {
-		return 0, err
-	}
-	if limitBytes <= 0 {
-		return 0, fmt.Errorf("create volume %q: limit %d is not positive", name, limitBytes)
-	}
-	pool, err := openDir(root, ".")
+	pool, err := openPoolFor(root, name, limitBytes)
 	if err != nil {
-		return 0, fmt.Errorf("open pool directory: %w", err)
+		return 0, err
 	}
 	defer pool.Close()
 	projectMu.Lock()

@@ -278,6 +278,22 @@ func openVolume(root *os.Root, name, what string) (*os.File, error) {
 	return dir, nil
 }
 
+// openPoolFor checks what Make is asked (a single path component, a
+// positive limit) and opens the pool directory the volume name goes in.
+func openPoolFor(root *os.Root, name string, limitBytes int64) (*os.File, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	if limitBytes <= 0 {
+		return nil, fmt.Errorf("create volume %q: limit %d is not positive", name, limitBytes)
+	}
+	pool, err := openDir(root, ".")
+	if err != nil {
+		return nil, fmt.Errorf("open pool directory: %w", err)
+	}
+	return pool, nil
+}
+
 // openDir opens the directory name of root (. for the pool directory)
 // read-only, and fails unless it is a directory.
 func openDir(root *os.Root, name string) (*os.File, error) {
