@@ -80,6 +80,20 @@ func ValidateClaimNamespace(ns string) error {
 	return nil
 }
 
+// ValidateClaimName reports whether name may name the claim a request is
+// made for (CreateVolumeRequest.ClaimName, SetOwnerRequest.ClaimName): ""
+// (none) or a PersistentVolumeClaim name (a DNS subdomain, at most 253
+// characters).
+func ValidateClaimName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("claimName %q is not a PersistentVolumeClaim name: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // ValidatePoolName reports whether name may name a storage pool: a DNS label
 // (RFC 1123), 1 to 63 lower-case letters, digits and '-', starting and ending
 // with a letter or digit.

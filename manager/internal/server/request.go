@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/runtime/review"
 )
@@ -29,12 +27,11 @@ type call struct {
 	// writes may change only multihost volumes (see Backend); "" for this
 	// node's callers.
 	remote string
-	// create and mode are the body of PUT .../volumes/{name}.
+	// create is the body of PUT .../volumes/{name}, clone that of PUT
+	// .../volumes/{name}/clone, and mode the mode either asks for.
 	create managerapi.CreateVolumeRequest
+	clone  managerapi.CloneVolumeRequest
 	mode   fs.FileMode
-	// clone is the body of PUT .../volumes/{name}/clone; its
-	// CreateVolumeRequest is in create too.
-	clone managerapi.CloneVolumeRequest
 	// setOwner is the body of PUT .../volumes/{name}/owner.
 	setOwner managerapi.SetOwnerRequest
 	// setSize is the body of PUT .../volumes/{name}/size.
@@ -151,117 +148,44 @@ func parseList(q url.Values, c *call) error {
 	return nil
 }
 
-// parseCreate reads PUT .../volumes/{name}'s body: owner is required,
-// reclaimPolicy is "", Delete or Retain, claimNamespace "" or a DNS label,
-// claimName "" or a DNS subdomain.
+// parseCreate reads PUT .../volumes/{name}'s body and checks it
+// (managerapi.CreateVolumeRequest.Validate).
 func parseCreate(data []byte, c *call) error {
 	if err := decodeStrict(data, &c.create); err != nil {
 		return err
 	}
-	return checkCreate(c)
-}
-
-// parseClone reads PUT .../volumes/{name}/clone's body: what parseCreate
-// checks, and the source's pool, name and owner.
-func parseClone(data []byte, c *call) error {
-	var req managerapi.CloneVolumeRequest
-	if err := decodeStrict(data, &req); err != nil {
-		return err
-	}
-	c.create = req.CreateVolumeRequest
-	if err := checkCreate(c); err != nil {
-		return err
-	}
-	if err := managerapi.ValidatePoolName(req.SourcePool); err != nil {
-		return fmt.Errorf("sourcePool: %w", err)
-	}
-	if err := managerapi.ValidateVolumeName(req.SourceName); err != nil {
-		return fmt.Errorf("sourceName: %w", err)
-	}
-	if err := managerapi.ValidateOwner(req.SourceOwner); err != nil {
-		return fmt.Errorf("sourceOwner: %w", err)
-	}
-	if req.SourcePool == c.pool && req.SourceName == c.name {
-		return errors.New("a volume cannot be cloned into itself")
-	}
-	c.clone = req
-	return nil
-}
-
-// checkCreate checks the create fields parseCreate and parseClone read.
-func checkCreate(c *call) error {
-	if err := managerapi.ValidateOwner(c.create.Owner); err != nil {
-		return err
-	}
-	mode, err := managerapi.ParseMode(c.create.Mode)
-	if err != nil {
-		return err
-	}
+	mode, err := c.create.Validate()
 	c.mode = mode
-	if err := managerapi.ValidateReclaimPolicy(c.create.ReclaimPolicy); err != nil {
-		return err
-	}
-	if err := managerapi.ValidateClaimNamespace(c.create.ClaimNamespace); err != nil {
-		return err
-	}
-	if err := checkClaimName(c.create.ClaimName); err != nil {
-		return err
-	}
-	if c.create.RequiredBytes < 0 {
-		return errors.New("requiredBytes must not be negative")
-	}
-	return nil
+	return err
 }
 
-// checkClaimName checks a body's claimName: "" or a DNS subdomain, as
-// PersistentVolumeClaim names are.
-func checkClaimName(name string) error {
-	if name == "" {
-		return nil
+// parseClone reads PUT .../volumes/{name}/clone's body and checks it
+// (managerapi.CloneVolumeRequest.Validate).
+func parseClone(data []byte, c *call) error {
+	if err := decodeStrict(data, &c.clone); err != nil {
+		return err
 	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return fmt.Errorf("claimName %q is not a PersistentVolumeClaim name: %s", name, strings.Join(errs, "; "))
-	}
-	return nil
+	mode, err := c.clone.Validate(c.pool, c.name)
+	c.mode = mode
+	return err
 }
 
-// parseSetOwner reads PUT .../volumes/{name}/owner's body: owner is
-// required, previous is empty or a valid owner, reclaimPolicy is "",
-// Delete or Retain, claimNamespace "" or a DNS label, claimName "" or a
-// DNS subdomain.
+// parseSetOwner reads PUT .../volumes/{name}/owner's body and checks it
+// (managerapi.SetOwnerRequest.Validate).
 func parseSetOwner(data []byte, c *call) error {
 	if err := decodeStrict(data, &c.setOwner); err != nil {
 		return err
 	}
-	if err := managerapi.ValidateOwner(c.setOwner.Owner); err != nil {
-		return err
-	}
-	if c.setOwner.Previous != "" {
-		if err := managerapi.ValidateOwner(c.setOwner.Previous); err != nil {
-			return fmt.Errorf("previous: %w", err)
-		}
-	}
-	if err := managerapi.ValidateReclaimPolicy(c.setOwner.ReclaimPolicy); err != nil {
-		return err
-	}
-	if err := managerapi.ValidateClaimNamespace(c.setOwner.ClaimNamespace); err != nil {
-		return err
-	}
-	return checkClaimName(c.setOwner.ClaimName)
+	return c.setOwner.Validate()
 }
 
-// parseSetSize reads PUT .../volumes/{name}/size's body.
+// parseSetSize reads PUT .../volumes/{name}/size's body and checks it
+// (managerapi.SetSizeRequest.Validate).
 func parseSetSize(data []byte, c *call) error {
 	if err := decodeStrict(data, &c.setSize); err != nil {
 		return err
 	}
-	if err := managerapi.ValidateOwner(c.setSize.Owner); err != nil {
-		return err
-	}
-	if c.setSize.SizeBytes <= 0 {
-		return errors.New("sizeBytes must be positive")
-	}
-	return nil
+	return c.setSize.Validate()
 }
 
 // decodeStrict decodes data, one JSON object, into the struct v points
