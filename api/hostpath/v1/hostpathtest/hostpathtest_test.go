@@ -1,0 +1,85 @@
+package hostpathtest
+
+import (
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+)
+
+// TestPVsReadAsTheProgramsRead checks that the PVs built here are read by
+// hostpathv1's own functions as what their builders say they are.
+func TestPVsReadAsTheProgramsRead(t *testing.T) {
+	names := hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName)
+	for _, tc := range []struct {
+		name        string
+		pv          *v1.PersistentVolume
+		wantOK      bool
+		wantHolders []string
+		wantPending []string
+		wantPool    string
+		wantDir     string
+		wantPath    string
+	}{
+		{name: "node mode", pv: NodePV("pv-a", "node-a"), wantOK: true, wantHolders: []string{"node-a"}, wantPool: "default", wantDir: "pv-a-dir"},
+		{name: "pool and directory", pv: NodePV("pv-a", "node-a", InPool("fast"), InDirectory("d"), OnNode("node-b")), wantOK: true,
+			wantHolders: []string{"node-b"}, wantPool: "fast", wantDir: "d"},
+		{name: "multihost", pv: MultihostPV("pv-m", []string{"node-b", "node-a"}, PendingOn("node-c")), wantOK: true,
+			wantHolders: []string{"node-a", "node-b"}, wantPending: []string{"node-c"}, wantPool: "default", wantDir: "pv-m-dir"},
+		{name: "another provisioner's", pv: NodePV("pv-o", "node-a", ProvisionedBy("example.com/other"))},
+		{name: "no directory", pv: NodePV("pv-x", "node-a", WithoutAnnotation(hostpathv1.AnnotationDirectory)), wantOK: true,
+			wantHolders: []string{"node-a"}, wantPool: "default"},
+		{name: "host path", pv: NodePV("pv-a", "node-a", HostPath("/var/hp/pv-a-dir")), wantOK: true, wantHolders: []string{"node-a"},
+			wantPool: "default", wantDir: "pv-a-dir", wantPath: "/var/hp/pv-a-dir"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, ok := hostpathv1.VolumeDirectoryOf(tc.pv, names)
+			if ok != tc.wantOK {
+				t.Fatalf("VolumeDirectoryOf ok = %t, want %t", ok, tc.wantOK)
+			}
+			if !ok {
+				return
+			}
+			holders := d.Holders()
+			slices.Sort(holders)
+			if !slices.Equal(holders, tc.wantHolders) || !slices.Equal(d.PendingNodes, tc.wantPending) || d.Pool != tc.wantPool || d.Directory != tc.wantDir {
+				t.Errorf("directory = %+v (holders %q), want %s/%s on %q", d, holders, tc.wantPool, tc.wantDir, tc.wantHolders)
+			}
+			if got := hostpathv1.VolumePath(tc.pv); got != tc.wantPath {
+				t.Errorf("VolumePath = %q, want %q", got, tc.wantPath)
+			}
+		})
+	}
+}
+
+// TestOptions checks the options that are more than one assignment.
+func TestOptions(t *testing.T) {
+	pv := NodePV("pv-a", "node-a", MadeFor("ns", "data"), ClaimRef("ns", "data"), Capacity("2Gi"), Phase(v1.VolumeBound), Deleting)
+	if pv.Annotations[hostpathv1.AnnotationClaimNamespace] != "ns" || pv.Annotations[hostpathv1.AnnotationClaimName] != "data" ||
+		pv.Spec.ClaimRef.UID != UID("data") || pv.Spec.Capacity.Storage().String() != "2Gi" || pv.Status.Phase != v1.VolumeBound ||
+		pv.DeletionTimestamp == nil || !slices.Equal(pv.Finalizers, []string{hostpathv1.FinalizerDirectoryProtection}) {
+		t.Errorf("pv = %+v", pv)
+	}
+	if kept := NodePV("pv-a", "node-a", Finalizers("x"), Deleting); !slices.Equal(kept.Finalizers, []string{"x"}) {
+		t.Errorf("Deleting replaced the finalizers: %q", kept.Finalizers)
+	}
+	c := Claim("ns", "data", ClaimOfClass("fast"), Requesting("3Gi"), BoundToPV("pv-a", "2Gi"), ClaimAnnotation("k", "v"))
+	if *c.Spec.StorageClassName != "fast" || c.Spec.Resources.Requests.Storage().String() != "3Gi" || c.Spec.VolumeName != "pv-a" ||
+		c.Status.Phase != v1.ClaimBound || c.Status.Capacity.Storage().String() != "2Gi" || c.Annotations["k"] != "v" {
+		t.Errorf("claim = %+v", c)
+	}
+	sc := Class("fast", hostpathv1.DefaultProvisionerName, Binding(storagev1.VolumeBindingWaitForFirstConsumer), Parameters(map[string]string{hostpathv1.ParamPool: "fast"}), AllowExpansion(true))
+	if *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer || hostpathv1.ClassPool(sc.Parameters) != "fast" || !*sc.AllowVolumeExpansion {
+		t.Errorf("class = %+v", sc)
+	}
+	n := Node("node-a", Hostname("host-a"), NodeLabel("kind", "worker"), Ready)
+	if n.Labels[v1.LabelHostname] != "host-a" || n.Labels["kind"] != "worker" || len(n.Status.Conditions) != 1 {
+		t.Errorf("node = %+v", n)
+	}
+	if n := Node("node-b", Hostname("")); len(n.Labels) != 0 {
+		t.Errorf("node without hostname = %+v", n.Labels)
+	}
+}
