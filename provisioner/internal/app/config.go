@@ -36,7 +36,7 @@ import (
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
 	"hostpath.dev/provisioner/internal/nodes"
-	"hostpath.dev/provisioner/internal/ownership"
+	"hostpath.dev/provisioner/internal/responsibility"
 	"hostpath.dev/provisioner/internal/usage"
 )
 
@@ -56,7 +56,7 @@ type Config struct {
 	// Informers are the shared informers, not started yet.
 	Informers *Informers
 	// Instances are this instance's peers, for leaderless elections.
-	Instances *ownership.Instances
+	Instances *responsibility.PodInstances
 	// Resolver finds the manager of a node.
 	Resolver *managers.Resolver
 	// Broadcaster sends the events of Recorder to the API server once Run
@@ -228,7 +228,7 @@ type Informers struct {
 	// PeerPods are the provisioner pods, and Instances the instances they
 	// are, by node.
 	PeerPods  coreinformers.PodInformer
-	Instances *ownership.Instances
+	Instances *responsibility.PodInstances
 	// ManagerPods are the manager pods; nil with a fixed manager URL.
 	ManagerPods coreinformers.PodInformer
 	// Definitions are the HostDefinitions (cluster-scoped), which say
@@ -266,7 +266,7 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 	trim := cachetrim.New(names)
 	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector, trim)
 	i := &Informers{PeerPods: peers.Core().V1().Pods()}
-	i.Instances = ownership.NewInstances(i.PeerPods.Lister().Pods(o.Namespace), instances, o.NodeName)
+	i.Instances = responsibility.NewPodInstances(i.PeerPods.Lister().Pods(o.Namespace), instances, o.NodeName)
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTransform(trim))
 	// The claim and PV informers cache only what cachetrim.Keep accepts.
 	cachetrim.Register(cluster, names, o.NodeName, i.Instances, i.PeerPods.Informer().HasSynced)

@@ -41,6 +41,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+
+	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // DefaultTTL is how long a Lookup keeps an answer of the API server.
@@ -49,12 +51,6 @@ const DefaultTTL = 30 * time.Second
 // getTimeout bounds one GET of a Node: the callers (listers' Get) have no
 // context.
 const getTimeout = 10 * time.Second
-
-// Peers says whether an instance of the provisioner runs on a node
-// (ownership.Instances).
-type Peers interface {
-	OnNode(node string) (bool, error)
-}
 
 // Config is what a Lookup reads.
 type Config struct {
@@ -65,8 +61,8 @@ type Config struct {
 	Own corelisters.NodeLister
 	// API gets the other Nodes from the API server.
 	API typedcorev1.NodesGetter
-	// Peers are the instances, by node.
-	Peers Peers
+	// Peers are the instances, by node (only OnNode is asked).
+	Peers responsibility.Instances
 	// Transform is applied to a Node got from the API server before it is
 	// kept (the stub of the Node cache); nil keeps it whole.
 	Transform cache.TransformFunc

@@ -15,14 +15,11 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 const self = "node-a"
-
-// peers runs an instance on the nodes set true.
-type peers map[string]bool
-
-func (p peers) OnNode(node string) (bool, error) { return p[node], nil }
 
 func node(name string, lbls map[string]string) *v1.Node {
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, Annotations: map[string]string{"big": "status"}}}
@@ -58,7 +55,7 @@ func newFixture(t *testing.T) *fixture {
 		n.Annotations = nil
 		return n, nil
 	}
-	f.lookup = New(Config{Node: self, Own: corelisters.NewNodeLister(own), API: f.kube.CoreV1(), Peers: peers{"node-b": true},
+	f.lookup = New(Config{Node: self, Own: corelisters.NewNodeLister(own), API: f.kube.CoreV1(), Peers: responsibilitytest.Instances{On: []string{"node-b"}},
 		Transform: trim, TTL: time.Minute, Clock: f.clock})
 	return f
 }

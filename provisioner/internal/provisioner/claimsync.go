@@ -20,14 +20,16 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/runtime/worker"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // ClaimSync is the part of an instance that writes for claims, apart from
 // the library: it sets selected-node on the claims pinned to this node whose
 // WaitForFirstConsumer class waits for it, and reports the problems of
-// claims as events: NodeAnnotationConflict from the owning instance, and
+// claims as events: NodeAnnotationConflict from the acting instance, and
 // NodeNotSpecified, NodeNotFound and NoProvisionerOnNode from the one
-// instance elected for a claim that no instance owns. Each instance reports
+// instance elected for a claim that no instance serves
+// (responsibility.Speak). Each instance reports
 // a given problem of a claim once. It acts on the same decision as the
 // Qualifier (Provisioner.decide), in the shape of Kubernetes'
 // sample-controller: the claim informer queues claim keys, workers sync one
@@ -178,15 +180,15 @@ type event struct {
 }
 
 // problem returns the Warning this instance reports for a claim under the
-// decision d, or nil: a conflict of node annotations on the owning
+// decision d, or nil: a conflict of node annotations on the acting
 // instance; a claim that names no node in an Immediate class, a node that
 // does not exist or one that runs no instance on the elected instance.
 func (s *ClaimSync) problem(claim *v1.PersistentVolumeClaim, d decision) (*event, error) {
 	var se *sourceError
 	switch {
 	case errors.As(d.sourceErr, &se):
-		elected, err := s.prov.elected(claim)
-		if err != nil || !elected {
+		speaks, err := s.prov.acts(responsibility.Speak, claim, d)
+		if err != nil || !speaks {
 			return nil, err
 		}
 		if se.pending {
@@ -210,16 +212,16 @@ func (s *ClaimSync) problem(claim *v1.PersistentVolumeClaim, d decision) (*event
 	if e == nil {
 		return nil, err
 	}
-	elected, err := s.prov.elected(claim)
-	if err != nil || !elected {
+	speaks, err := s.prov.acts(responsibility.Speak, claim, d)
+	if err != nil || !speaks {
 		return nil, err
 	}
 	return e, nil
 }
 
-// unowned returns the Warning for a claim that no instance owns (under the
-// decision d, for another node than this one), or nil when the instance of
-// its node owns it.
+// unowned returns the Warning for a claim that no instance serves (under
+// the decision d, for another node than this one), or nil when the
+// instance of its node serves it.
 func (s *ClaimSync) unowned(d decision) (*event, error) {
 	c := d.choice
 	if c.node == "" {

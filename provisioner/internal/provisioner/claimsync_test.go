@@ -52,7 +52,7 @@ func TestClaimSync(t *testing.T) {
 func TestClaimSyncPinnedWaitForFirstConsumer(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	c := claim("wffc", hostpathv1.AnnotationProvisionOnNode+"="+selfNode)
-	f := newFixture(t, fakeInstances{nodes: []string{selfNode}}, append(append(testNodes(), testClasses()...), c)...)
+	f := newFixture(t, fakeInstances{On: []string{selfNode}}, append(append(testNodes(), testClasses()...), c)...)
 	if f.prov.ShouldProvision(ctx, c) {
 		t.Fatal("ShouldProvision before the sync = true, want false")
 	}
@@ -71,7 +71,7 @@ func TestClaimSyncBoundClaim(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	c := claim("wffc", hostpathv1.AnnotationProvisionOnNode+"="+selfNode, hostpathv1.AnnotationKubevirtProvisionOnNode+"="+otherNode)
 	c.Spec.VolumeName = "pv"
-	f := newFixture(t, fakeInstances{elected: true}, append(append(testNodes(), testClasses()...), c)...)
+	f := newFixture(t, fakeInstances{Wins: true}, append(append(testNodes(), testClasses()...), c)...)
 	f.syncClaim(ctx, t, c, 0)
 	if events, actions := f.events(), f.kube.Actions(); len(events) > 0 || len(actions) > 0 {
 		t.Errorf("events = %q, API actions = %v; want none", events, actions)
@@ -113,7 +113,7 @@ func TestClaimSyncPatchFailure(t *testing.T) {
 func TestClaimSyncReportsOnce(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	c := claim("immediate")
-	f := newFixture(t, fakeInstances{elected: true}, append(append(testNodes(), testClasses()...), c)...)
+	f := newFixture(t, fakeInstances{Wins: true}, append(append(testNodes(), testClasses()...), c)...)
 	for range 3 {
 		f.syncClaim(ctx, t, c, 0)
 	}
@@ -251,7 +251,7 @@ func TestControlPlaneNode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			c := claim(tc.claim[0], tc.claim[1:]...)
-			f := newFixture(t, fakeInstances{elected: true, nodes: []string{selfNode, otherNode}},
+			f := newFixture(t, fakeInstances{Wins: true, On: []string{selfNode, otherNode}},
 				append(append(testNodes(), testClasses()...), tc.node, c)...)
 			f.syncClaim(ctx, t, c, 0)
 			events := f.events()

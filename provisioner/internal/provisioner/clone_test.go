@@ -93,7 +93,7 @@ func TestCloneDecision(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			objects := append(append(testNodes(), testClasses()...), tc.objects...)
-			f := newFixture(t, fakeInstances{elected: tc.elected, nodes: []string{selfNode, otherNode}}, append(objects, tc.clone)...)
+			f := newFixture(t, fakeInstances{Wins: tc.elected, On: []string{selfNode, otherNode}}, append(objects, tc.clone)...)
 			d, err := f.prov.decide(ctx, tc.clone)
 			if err != nil {
 				t.Fatal(err)
@@ -124,7 +124,7 @@ func TestProvisionClone(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil)
 	clone := cloneOf("wffc", "src", storagehelpers.AnnSelectedNode+"="+selfNode)
-	f := newFixture(t, fakeInstances{nodes: []string{selfNode}}, append(testNodes(), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
+	f := newFixture(t, fakeInstances{On: []string{selfNode}}, append(testNodes(), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
 	f.manager.copying = 2
 	pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: wffc, PVName: testPVName, PVC: clone})
 	if err != nil || state != controller.ProvisioningFinished {
@@ -148,7 +148,7 @@ func TestProvisionClone(t *testing.T) {
 
 	// A copy still running when CloneWait ends is left to the library's
 	// next call.
-	f2 := newFixture(t, fakeInstances{nodes: []string{selfNode}}, append(testNodes(), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
+	f2 := newFixture(t, fakeInstances{On: []string{selfNode}}, append(testNodes(), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
 	f2.manager.copying = 1 << 30
 	f2.prov.cfg.CloneWait = 20 * f2.prov.cfg.ClonePoll
 	_, state, err = f2.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: wffc, PVName: testPVName, PVC: clone})
@@ -197,7 +197,7 @@ func TestProvisionMultihostClone(t *testing.T) {
 func TestClonesWaitForTheirSource(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	clone := cloneOf("wffc", "src")
-	f := newFixture(t, fakeInstances{nodes: []string{selfNode}}, append(append(testNodes(), testClasses()...), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
+	f := newFixture(t, fakeInstances{On: []string{selfNode}}, append(append(testNodes(), testClasses()...), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
 	f.sync.enqueueClones(sourceClaim("wffc"))
 	if n := f.sync.queue.Len(); n != 1 {
 		t.Fatalf("queued %d claims, want the clone", n)

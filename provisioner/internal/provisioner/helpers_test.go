@@ -24,6 +24,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 const (
@@ -36,21 +37,9 @@ const (
 // testNames are the provisioner names of the tests' instance.
 var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 
-// fakeInstances elects a fixed instance for every key.
-type fakeInstances struct {
-	elected bool
-	nodes   []string // nodes with an instance
-}
-
-func (f fakeInstances) IsOwner(string) (bool, error) { return f.elected, nil }
-func (f fakeInstances) OnNode(node string) (bool, error) {
-	for _, n := range f.nodes {
-		if n == node {
-			return true, nil
-		}
-	}
-	return false, nil
-}
+// fakeInstances are the instances of the tests: this one wins every
+// election or none, and instances run on the nodes of On.
+type fakeInstances = responsibilitytest.Instances
 
 // fakeManager keeps directories with owner records by the manager's rules,
 // records calls, and answers err (when set) to creates and deletes.

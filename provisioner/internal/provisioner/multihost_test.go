@@ -24,7 +24,7 @@ import (
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
-	"hostpath.dev/provisioner/internal/ownership"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // fakeTargets are the fixed targets of pool "default", as the
@@ -50,7 +50,7 @@ func (f fakeTargets) Targets(pool string) (ready, pending []string, err error) {
 // one attempt per node (no backoff to wait for).
 func multihostFixture(t *testing.T, targets fakeTargets, objects ...any) (*fixture, map[string]*fakeManager) {
 	t.Helper()
-	f := newFixture(t, fakeInstances{elected: true}, append(testNodes(), objects...)...)
+	f := newFixture(t, fakeInstances{Wins: true}, append(testNodes(), objects...)...)
 	mgrs := map[string]*fakeManager{}
 	for _, n := range slices.Concat(targets.ready, targets.serving) {
 		mgrs[n] = &fakeManager{}
@@ -328,7 +328,7 @@ func TestMultihostOwnerAgreement(t *testing.T) {
 	}
 	var provs []*Provisioner
 	for _, n := range nodes {
-		inst := ownership.NewInstances(factory.Core().V1().Pods().Lister().Pods("sys"), labels.SelectorFromSet(labels.Set{"app": "prov"}), n)
+		inst := responsibility.NewPodInstances(factory.Core().V1().Pods().Lister().Pods("sys"), labels.SelectorFromSet(labels.Set{"app": "prov"}), n)
 		provs = append(provs, New(Config{Names: testNames, Node: n, Classes: classes.Lister(), Instances: inst}))
 	}
 	owned := map[string]int{}

@@ -28,7 +28,7 @@ const (
 	// WaitForFirstConsumer claim was deleted or runs no provisioner
 	// instance, so the claim goes back to the scheduler.
 	ReasonRescheduling = "Rescheduling"
-	// ReasonNodeSelected (Normal): the owning instance set selected-node on
+	// ReasonNodeSelected (Normal): the acting instance set selected-node on
 	// a pinned WaitForFirstConsumer claim.
 	ReasonNodeSelected = "NodeSelected"
 	// ReasonNodesPending (Warning): a multihost volume was made on every

@@ -16,6 +16,7 @@ import (
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // VolumeManager is what the provisioner needs of a node's manager
@@ -39,15 +40,6 @@ type VolumeManager interface {
 }
 
 var _ VolumeManager = &managerapi.Client{}
-
-// Instances is what the provisioner needs to know about its peers.
-type Instances interface {
-	// IsOwner reports whether this instance is the one elected for key
-	// among the live instances.
-	IsOwner(key string) (bool, error)
-	// OnNode reports whether a provisioner instance runs on node.
-	OnNode(node string) (bool, error)
-}
 
 // TargetLister lists the nodes of multihost volumes
 // (*managers.Resolver), from the host definer's HostDefinitions.
@@ -81,8 +73,9 @@ type Config struct {
 	// Volumes reads PersistentVolumes from the informer cache: which
 	// volumes name a directory (reuse, adoption, conflict messages).
 	Volumes corelisters.PersistentVolumeLister
-	// Instances tells which instance is elected for claims no node owns.
-	Instances Instances
+	// Instances are the live instances: the rule of who acts for a claim
+	// or a PV (package responsibility) elects among them.
+	Instances responsibility.Instances
 	// Managers returns the manager of a node. Its error only says that
 	// none can be called now: the caller retries.
 	Managers func(node string) (VolumeManager, error)
@@ -101,8 +94,8 @@ type Config struct {
 	// FanoutMetrics records the fan-outs; nil records nothing.
 	FanoutMetrics *fanout.Metrics
 	// Recorder emits the outcome of a multihost create on the claim (which
-	// nodes are still pending); nil emits nothing. Only the owner of a
-	// claim provisions it, so only the owner records. The events of a
+	// nodes are still pending); nil emits nothing. Only the instance that
+	// acts for a claim provisions it, so only that one records. The events of a
 	// deletion are Config.Reclaim's (package reclaim).
 	Recorder record.EventRecorder
 	// CloneWait is how long one Provision call follows a clone's copy
@@ -124,6 +117,8 @@ type Config struct {
 // through the manager; the claim sync (ClaimSync) writes claims and events.
 type Provisioner struct {
 	cfg Config
+	// rule says whether this instance acts for a claim or a PV.
+	rule *responsibility.Rule
 	// classMisses holds, by StorageClass name, when class last waited
 	// the class wait for that class in vain: it does not wait again for it
 	// within classMissMemory (a class deleted under its claims).
@@ -147,7 +142,7 @@ func (p *Provisioner) clock() clock.PassiveClock {
 
 // New returns the Provisioner of the instance on cfg.Node.
 func New(cfg Config) *Provisioner {
-	return &Provisioner{cfg: cfg}
+	return &Provisioner{cfg: cfg, rule: responsibility.New(cfg.Node, cfg.Instances, nil)}
 }
 
 // SupportsBlock reports false: volumes are directories.

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/util"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
-	"hostpath.dev/provisioner/internal/app/cachetrim"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // nodeChoice is the node a claim asks for and where that came from.
@@ -65,7 +65,7 @@ type verdict int
 const (
 	// notServed: the claim's class is missing or another provisioner's.
 	notServed verdict = iota
-	// elsewhere: another instance's claim, or a claim no instance owns.
+	// elsewhere: another instance's claim, or a claim no instance serves.
 	elsewhere
 	// selectNode: the claim is pinned to this node by annotation but its
 	// WaitForFirstConsumer class waits for selected-node, which the claim
@@ -88,7 +88,7 @@ type decision struct {
 	verdict verdict
 	class   *storagev1.StorageClass
 	// multihost says that the class is of mode multihost: one elected
-	// instance owns the claim, and choice is empty.
+	// instance provisions the claim, and choice is empty.
 	multihost bool
 	// waitForConsumer says that the class binds WaitForFirstConsumer.
 	waitForConsumer bool
@@ -115,12 +115,12 @@ type absence struct {
 }
 
 // decide reads the claim's StorageClass and applies the node annotations. The
-// error is that of the election of a multihost claim's owner. A claim whose
+// error is that of the rule (the election among instances). A claim whose
 // storage-provisioner annotations name another provisioner is not served,
 // whatever its class says, as the library would not provision it (nor do
 // the informers cache it: package cachetrim).
 func (p *Provisioner) decide(ctx context.Context, claim *v1.PersistentVolumeClaim) (decision, error) {
-	if cachetrim.ForeignClaim(claim, p.cfg.Names) {
+	if responsibility.ForeignClaim(claim, p.cfg.Names) {
 		return decision{verdict: notServed}, nil
 	}
 	class := p.class(ctx, claim)
@@ -134,10 +134,11 @@ func (p *Provisioner) decide(ctx context.Context, claim *v1.PersistentVolumeClai
 		waitForConsumer: class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer,
 	}
 	if d.multihost {
-		// One elected instance owns a multihost claim and fans it out
-		// to every node; the scheduler's selected node does not matter.
-		elected, err := p.elected(claim)
-		if elected {
+		// One elected instance provisions a multihost claim and fans it
+		// out to every node; the scheduler's selected node does not
+		// matter.
+		acts, err := p.acts(responsibility.Provision, claim, d)
+		if acts {
 			d.verdict = provision
 		}
 		return d, err
@@ -169,19 +170,20 @@ func (p *Provisioner) decide(ctx context.Context, claim *v1.PersistentVolumeClai
 
 // decideElsewhere decides a claim of another node: the verdict is
 // reschedule when the scheduler chose that node for a WaitForFirstConsumer
-// claim, the node is deleted or runs no instance, and this instance is
-// elected for the claim; elsewhere otherwise. A node pinned by annotation is
-// never replaced: the claim sync reports it instead.
+// claim and this instance speaks for the claim (responsibility.Speak: the
+// node is deleted or runs no instance, and this instance is elected for
+// the claim); elsewhere otherwise. A node pinned by annotation is never
+// replaced: the claim sync reports it instead.
 func (p *Provisioner) decideElsewhere(claim *v1.PersistentVolumeClaim, d decision) (decision, error) {
 	if !d.waitForConsumer || d.choice.node == "" || d.choice.pinned() {
 		return d, nil
 	}
-	gone, err := p.nodeGone(d.choice.node)
-	if err != nil || gone.reason == "" {
+	speaks, err := p.acts(responsibility.Speak, claim, d)
+	if err != nil || !speaks {
 		return d, err
 	}
-	elected, err := p.elected(claim)
-	if err != nil || !elected {
+	gone, err := p.nodeGone(d.choice.node)
+	if err != nil || gone.reason == "" {
 		return d, err
 	}
 	d.verdict, d.gone = reschedule, gone
@@ -194,7 +196,7 @@ func (p *Provisioner) decideElsewhere(claim *v1.PersistentVolumeClaim, d decisio
 // exist, ReasonNoInstance when it does (and whether it is a control-plane
 // node), from Config.Nodes.
 func (p *Provisioner) nodeGone(node string) (absence, error) {
-	running, err := p.cfg.Instances.OnNode(node)
+	running, err := p.rule.Served(node)
 	if err != nil || running {
 		return absence{}, err
 	}
@@ -281,18 +283,18 @@ func (p *Provisioner) namedBy(claim *v1.PersistentVolumeClaim) bool {
 		p.cfg.Names.Has(claim.Annotations[storagehelpers.AnnBetaStorageProvisioner])
 }
 
-// elected reports whether this instance is the one that speaks for a claim
-// that no node owns.
-func (p *Provisioner) elected(claim *v1.PersistentVolumeClaim) (bool, error) {
-	ok, err := p.cfg.Instances.IsOwner(string(claim.UID))
+// acts reports whether this instance does v for claim under the decision
+// d: its mode and the node it asks for.
+func (p *Provisioner) acts(v responsibility.Verb, claim *v1.PersistentVolumeClaim, d decision) (bool, error) {
+	a, err := p.rule.Acts(v, responsibility.Object{Key: string(claim.UID), Multihost: d.multihost, Node: d.choice.node})
 	if err != nil {
-		return false, fmt.Errorf("elect the instance for claim %s: %w", klog.KObj(claim), err)
+		return false, fmt.Errorf("decide whether to %s claim %s: %w", v, klog.KObj(claim), err)
 	}
-	return ok, nil
+	return a.Acts, nil
 }
 
 // ShouldProvision is the Qualifier: it says yes only on the instance that
-// owns the claim, so that the library emits no event, writes nothing and
+// provisions the claim, so that the library emits no event, writes nothing and
 // counts no failure for it on the others. It reads the informer caches and
 // writes nothing itself: the claim sync reports the problems of claims and
 // sets selected-node.
@@ -305,16 +307,20 @@ func (p *Provisioner) ShouldProvision(ctx context.Context, claim *v1.PersistentV
 	return d.verdict == provision || d.verdict == reschedule
 }
 
-// ShouldDelete is the DeletionGuard: only the instance of the PV's node
-// deletes it; a multihost PV, only the instance elected for its UID.
+// ShouldDelete is the DeletionGuard: it says yes on the instance that
+// deletes the PV (responsibility.Delete): its node's instance; a
+// multihost PV's, the instance elected for its UID. A PV whose node is
+// gone is nobody's here: the reclaim controller's node-gone handling
+// deletes it after its grace period.
 func (p *Provisioner) ShouldDelete(ctx context.Context, pv *v1.PersistentVolume) bool {
-	if pv.Annotations[hostpathv1.AnnotationMode] == hostpathv1.ModeMultihost {
-		ok, err := p.cfg.Instances.IsOwner(string(pv.UID))
-		if err != nil {
-			klog.FromContext(ctx).Error(err, "Failed to elect the instance that deletes the volume", "pv", klog.KObj(pv))
-			return false
-		}
-		return ok
+	a, err := p.rule.Acts(responsibility.Delete, responsibility.Object{
+		Key:       string(pv.UID),
+		Multihost: pv.Annotations[hostpathv1.AnnotationMode] == hostpathv1.ModeMultihost,
+		Node:      pv.Annotations[hostpathv1.AnnotationNode],
+	})
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to elect the instance that deletes the volume", "pv", klog.KObj(pv))
+		return false
 	}
-	return pv.Annotations[hostpathv1.AnnotationNode] == p.cfg.Node
+	return a.Acts
 }

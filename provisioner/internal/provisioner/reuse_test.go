@@ -17,6 +17,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/provisioner/internal/app/cachetrim"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // foreignStub is what the informers keep of pv once it is another
@@ -28,7 +29,7 @@ func foreignStub(pv *v1.PersistentVolume) *v1.PersistentVolume {
 	if testNames.Has(pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]) {
 		delete(pv.Annotations, storagehelpers.AnnDynamicallyProvisioned)
 	}
-	if !cachetrim.ForeignVolume(pv, testNames) {
+	if !responsibility.ForeignVolume(pv, testNames) {
 		panic("foreignStub: " + pv.Name + " is not foreign")
 	}
 	obj, _ := cachetrim.New(testNames)(pv)

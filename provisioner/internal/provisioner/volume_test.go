@@ -373,7 +373,7 @@ func TestDelete(t *testing.T) {
 				delete(pv.Annotations, hostpathv1.AnnotationNode)
 				pv.Annotations[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
 			}
-			f := newFixture(t, fakeInstances{elected: tc.elected}, pv)
+			f := newFixture(t, fakeInstances{Wins: tc.elected}, pv)
 			calls := 0
 			f.prov.cfg.Reclaim = func(_ context.Context, got *v1.PersistentVolume) error {
 				calls++
@@ -470,7 +470,7 @@ func TestProvisionSelectedNodeGone(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newFixture(t, fakeInstances{elected: tc.elected, nodes: []string{selfNode, otherNode}}, append(testNodes(), wffc)...)
+			f := newFixture(t, fakeInstances{Wins: tc.elected, On: []string{selfNode, otherNode}}, append(testNodes(), wffc)...)
 			f.prov.cfg.Managers = func(node string) (VolumeManager, error) {
 				t.Errorf("Managers(%q) called, want no manager call", node)
 				return nil, fmt.Errorf("no manager")

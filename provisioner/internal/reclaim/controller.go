@@ -20,6 +20,7 @@ import (
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/runtime/worker"
 	"hostpath.dev/provisioner/internal/fanout"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // Config holds what a Controller depends on.
@@ -41,9 +42,9 @@ type Config struct {
 	// controller of the instances that come and go (NodeJoined,
 	// NodeLeft), as no instance watches every Node.
 	Nodes Nodes
-	// Instances elects the instance that releases the PVs of a node that
-	// is gone.
-	Instances Instances
+	// Instances are the live instances, among which the rule of who acts
+	// for a PV elects (package responsibility).
+	Instances responsibility.Instances
 	// Managers returns the manager of a node: Node's for node-mode PVs,
 	// any node's for multihost PVs.
 	Managers func(node string) (Manager, error)
@@ -90,8 +91,10 @@ type Controller struct {
 	clock   clock.PassiveClock
 	volumes corelisters.PersistentVolumeLister
 	nodes   Nodes
-	synced  []cache.InformerSynced
-	queue   *worker.Queue[string]
+	// rule says whether this instance acts for a PV.
+	rule   *responsibility.Rule
+	synced []cache.InformerSynced
+	queue  *worker.Queue[string]
 	// finished remembers the PVs whose directory Reclaim took to its
 	// final state for the library, so that the pass after the library's
 	// DELETE removes the finalizer without a second fan-out.
@@ -117,6 +120,7 @@ func NewController(cfg Config) *Controller {
 		clock:   cfg.Clock,
 		volumes: cfg.Volumes.Lister(),
 		nodes:   cfg.Nodes,
+		rule:    responsibility.New(cfg.Node, cfg.Instances, cfg.Nodes),
 		synced:  []cache.InformerSynced{cfg.Volumes.Informer().HasSynced},
 	}
 	if c.clock == nil {
@@ -275,7 +279,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		logger.V(4).Info("Waiting for the claim to release the PersistentVolume before reclaiming its directory")
 		return nil
 	}
-	if acts, err := c.acts(pv, loc); !acts || err != nil {
+	if acts, err := c.acts(responsibility.Finalize, pv, loc); !acts || err != nil {
 		return err
 	}
 	return c.finalize(ctx, pv, loc)
@@ -304,7 +308,7 @@ func (c *Controller) syncLive(ctx context.Context, pv *v1.PersistentVolume, loc 
 	if policyRecorded(pv) {
 		return nil
 	}
-	if acts, err := c.acts(pv, loc); !acts || err != nil {
+	if acts, err := c.acts(responsibility.RecordPolicy, pv, loc); !acts || err != nil {
 		return err
 	}
 	if !loc.Multihost {
@@ -315,25 +319,19 @@ func (c *Controller) syncLive(ctx context.Context, pv *v1.PersistentVolume, loc 
 	return c.recordPolicy(ctx, pv)
 }
 
-// acts reports whether this instance acts for pv: for a node-mode PV, the
-// instance of its node, or the instance elected for the PV's UID when that
-// node is gone (or the PV names none); for a multihost PV, the elected
-// instance. Every other instance writes nothing.
-func (c *Controller) acts(pv *v1.PersistentVolume, loc location) (bool, error) {
-	if !loc.Multihost && loc.Node != "" {
-		if loc.Node == c.cfg.Node {
-			return true, nil
-		}
-		exists, err := c.nodeExists(loc.Node)
-		if exists || err != nil {
-			return false, err // the instance of that node acts
-		}
-	}
-	elected, err := c.cfg.Instances.IsOwner(string(pv.UID))
+// acts reports whether this instance does v for pv, whose directory is at
+// loc (responsibility.Rule). Every other instance writes nothing.
+func (c *Controller) acts(v responsibility.Verb, pv *v1.PersistentVolume, loc location) (bool, error) {
+	a, err := c.rule.Acts(v, objectOf(pv, loc))
 	if err != nil {
-		return false, fmt.Errorf("elect the instance for the PersistentVolume: %w", err)
+		return false, fmt.Errorf("decide whether to %s the PersistentVolume: %w", v, err)
 	}
-	return elected, nil
+	return a.Acts, nil
+}
+
+// objectOf is what the rule reads of pv, whose directory is at loc.
+func objectOf(pv *v1.PersistentVolume, loc location) responsibility.Object {
+	return responsibility.Object{Key: string(pv.UID), Multihost: loc.Multihost, Node: loc.Node}
 }
 
 // finish carries out an outcome in the Controller's path: it removes the

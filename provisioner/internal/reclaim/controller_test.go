@@ -21,6 +21,7 @@ import (
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 // controllerFixture is a Controller on selfNode over fake caches.
@@ -36,7 +37,7 @@ type controllerFixture struct {
 
 // newControllerFixture puts pvs and nodes in the clientset and in the
 // informer caches.
-func newControllerFixture(t *testing.T, inst fakeInstances, mgr *fakeManager, managersErr error, pvs []*v1.PersistentVolume, nodes ...string) *controllerFixture {
+func newControllerFixture(t *testing.T, inst responsibilitytest.Instances, mgr *fakeManager, managersErr error, pvs []*v1.PersistentVolume, nodes ...string) *controllerFixture {
 	t.Helper()
 	var objects []runtime.Object
 	for _, pv := range pvs {
@@ -342,7 +343,7 @@ func TestSync(t *testing.T) {
 				nodes = []string{selfNode, otherNode}
 			}
 			mgr := &fakeManager{deleteErr: tt.deleteErr, setOwnerErr: tt.setOwnerErr}
-			f := newControllerFixture(t, fakeInstances{elected: tt.elected}, mgr, tt.managersErr, []*v1.PersistentVolume{tt.pv}, nodes...)
+			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tt.elected}, mgr, tt.managersErr, []*v1.PersistentVolume{tt.pv}, nodes...)
 
 			err := f.ctrl.sync(ctx, tt.pv.Name)
 			if gotErr := err != nil; gotErr != tt.wantErr {
@@ -379,7 +380,7 @@ func TestSync(t *testing.T) {
 func TestRemoveFinalizerPatch(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	pv := newPV("pv-1", withFinalizers("example.com/a", hostpathv1.FinalizerDirectoryProtection, "example.com/b"))
-	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, []*v1.PersistentVolume{pv}, selfNode)
+	f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, []*v1.PersistentVolume{pv}, selfNode)
 
 	if err := f.ctrl.sync(ctx, pv.Name); err != nil {
 		t.Fatal(err)
@@ -407,7 +408,7 @@ func TestRemoveFinalizerPatch(t *testing.T) {
 func TestRemoveFinalizerConflict(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	cached := newPV("pv-1")
-	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, []*v1.PersistentVolume{cached}, selfNode)
+	f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, []*v1.PersistentVolume{cached}, selfNode)
 	// The API server's PV changed since the cache saw it: the finalizer
 	// moved to another index.
 	live := newPV("pv-1", withFinalizers(hostpathv1.FinalizerDirectoryProtection, otherFinalizer, "example.com/new"))
@@ -439,7 +440,7 @@ func TestProcessNextWorkItem(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			pv := newPV("pv-1")
-			f := newControllerFixture(t, fakeInstances{}, &fakeManager{deleteErr: tt.deleteErr}, nil, []*v1.PersistentVolume{pv}, selfNode)
+			f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{deleteErr: tt.deleteErr}, nil, []*v1.PersistentVolume{pv}, selfNode)
 			f.ctrl.queue.Add(pv.Name)
 			if !f.ctrl.queue.ProcessNextWorkItem(ctx) {
 				t.Fatal("ProcessNextWorkItem() = false, want true")
@@ -466,7 +467,7 @@ func TestEventHandlers(t *testing.T) {
 		newPV("multihost-released", withFinalizers(otherFinalizer), withAnnotation(hostpathv1.AnnotationMode, "multihost")),
 		newPV("policy-changed", notDeleting, withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Retain")),
 	}
-	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
+	f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
 
 	for _, pv := range pvs {
 		f.ctrl.volumeChanged(pv)
@@ -530,7 +531,7 @@ func TestRunStopsBeforeCachesSync(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	cancel()
-	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, nil)
+	f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, nil)
 	if err := f.ctrl.Run(ctx, 2); err == nil {
 		t.Error("Run() = nil, want an error: the caches never synced")
 	}
@@ -548,7 +549,7 @@ func TestManagerReady(t *testing.T) {
 		newPV("multihost", withAnnotation(hostpathv1.AnnotationMode, "multihost")),
 		newPV("other-provisioner", onNode(otherNode), withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
 	}
-	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
+	f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
 	f.ctrl.ManagerReady(otherNode)
 	got := f.queued()
 	if want := []string{"deleting-there", "multihost", "policy-there"}; !slices.Equal(got, want) {

@@ -15,6 +15,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 var pvResource = v1.SchemeGroupVersion.WithResource("persistentvolumes")
@@ -196,7 +197,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, logged := logContext(t)
 			mgr := &fakeManager{deleteErr: tt.deleteErr}
-			f := newControllerFixture(t, fakeInstances{}, mgr, tt.managersErr, []*v1.PersistentVolume{tt.pv}, selfNode, otherNode)
+			f := newControllerFixture(t, responsibilitytest.Instances{}, mgr, tt.managersErr, []*v1.PersistentVolume{tt.pv}, selfNode, otherNode)
 			clk := testingclock.NewFakePassiveClock(time.Now())
 			f.ctrl.finished = newFinishedSet(clk)
 
@@ -369,7 +370,7 @@ func TestFinalizeWaitsForPVProtection(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			deleted := metav1.NewTime(now.Add(-tc.deletedAgo))
 			pv := newPV("pv-1", withFinalizers(tc.finalizers...), func(pv *v1.PersistentVolume) { pv.DeletionTimestamp = &deleted })
-			f := newControllerFixture(t, fakeInstances{elected: true}, &fakeManager{}, nil, []*v1.PersistentVolume{pv}, selfNode)
+			f := newControllerFixture(t, responsibilitytest.Instances{Wins: true}, &fakeManager{}, nil, []*v1.PersistentVolume{pv}, selfNode)
 			clk := testingclock.NewFakePassiveClock(now)
 			f.ctrl.clock = clk
 			f.ctrl.finished = newFinishedSet(clk)

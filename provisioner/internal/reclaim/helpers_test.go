@@ -37,17 +37,6 @@ const (
 // testNames are the provisioner names of the tests' instance.
 var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 
-// fakeInstances elects this instance for every key, or not, and runs an
-// instance on the nodes of on.
-type fakeInstances struct {
-	elected bool
-	on      map[string]bool
-}
-
-func (f fakeInstances) IsOwner(string) (bool, error) { return f.elected, nil }
-
-func (f fakeInstances) OnNode(node string) (bool, error) { return f.on[node], nil }
-
 // queued takes every PV name out of the controller's queue, sorted.
 func (f *controllerFixture) queued() []string {
 	var got []string

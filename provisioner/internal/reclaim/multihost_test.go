@@ -16,6 +16,7 @@ import (
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 const thirdNode = "node-c"
@@ -51,7 +52,7 @@ func newMultihostFixture(t *testing.T, elected bool, managers map[string]*fakeMa
 	f.ctrl = NewController(Config{
 		ProvisionerNames: testNames, Node: selfNode, FieldManager: testFieldManager, Client: kube,
 		Volumes: factory.Core().V1().PersistentVolumes(), Nodes: newFakeNodes(kube, nodes...),
-		Instances: fakeInstances{elected: elected},
+		Instances: responsibilitytest.Instances{Wins: elected},
 		Managers: func(node string) (Manager, error) {
 			f.asked = append(f.asked, node)
 			if m, ok := managers[node]; ok {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // Node-mode PVs of a deleted Node (Config.NodeGoneGrace, off when 0). A
@@ -64,11 +65,11 @@ func (c *Controller) syncNodeGone(ctx context.Context, pv *v1.PersistentVolume, 
 	// may still keep the Node found (nodes.Lookup keeps a found Node for
 	// a while) after the elected one was told it is gone: each would undo
 	// the other's write, over and over, with an event each time.
-	elected, err := c.cfg.Instances.IsOwner(string(pv.UID))
+	marker, err := c.rule.Acts(responsibility.MarkNodeGone, responsibility.Object{Key: string(pv.UID), Node: dir.node})
 	switch {
 	case err != nil:
 		return !exists, fmt.Errorf("elect the instance for the PersistentVolume: %w", err)
-	case !elected:
+	case !marker.Acts:
 		return !exists, nil
 	case exists:
 		return false, c.unmarkNodeGone(ctx, pv, dir)

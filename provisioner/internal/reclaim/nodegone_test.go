@@ -14,6 +14,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 // TestNodeGone: with a node-gone grace period, the PVs of a deleted Node are
@@ -71,7 +72,7 @@ func TestNodeGone(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newControllerFixture(t, fakeInstances{elected: tc.elected}, &fakeManager{}, nil, []*v1.PersistentVolume{tc.pv}, tc.nodes...)
+			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tc.elected}, &fakeManager{}, nil, []*v1.PersistentVolume{tc.pv}, tc.nodes...)
 			f.ctrl.cfg.NodeGoneGrace = tc.grace
 			f.ctrl.clock = testingclock.NewFakePassiveClock(now)
 			if err := f.ctrl.sync(ctx, tc.pv.Name); err != nil {
@@ -123,7 +124,7 @@ func TestNodeGoneQueues(t *testing.T) {
 	for _, grace := range []time.Duration{0, time.Hour} {
 		missing := newPV("missing", notDeleting, onNode("gone-node"))
 		marked := newPV("marked", notDeleting, onNode(otherNode), withAnnotation(hostpathv1.AnnotationNodeGoneSince, "2026-11-23T12:00:00Z"))
-		f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, []*v1.PersistentVolume{missing, marked}, otherNode)
+		f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, []*v1.PersistentVolume{missing, marked}, otherNode)
 		f.ctrl.cfg.NodeGoneGrace = grace
 		f.ctrl.volumeChanged(missing)
 		f.ctrl.volumeChanged(marked)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // The scan for the node-mode PVs of deleted Nodes that no cache holds.
@@ -44,6 +45,13 @@ const goneScanPeriod = 30 * time.Minute
 
 // goneScanPageSize is the number of PVs per page of a scan's list.
 const goneScanPageSize = 500
+
+// scans reports whether this instance is the one that scans: the node-gone
+// handling of goneScanKey (responsibility.MarkNodeGone).
+func (c *Controller) scans() (bool, error) {
+	a, err := c.rule.Acts(responsibility.MarkNodeGone, responsibility.Object{Key: goneScanKey})
+	return a.Acts, err
+}
 
 // triggerGoneScan asks for a scan now; triggers that come while one is
 // pending are merged.
@@ -90,7 +98,7 @@ func (c *Controller) suspectGone() bool {
 	suspects := c.suspects
 	c.suspects = map[string]bool{}
 	c.mu.Unlock()
-	if elected, err := c.cfg.Instances.IsOwner(goneScanKey); err != nil || !elected {
+	if scans, err := c.scans(); err != nil || !scans {
 		return err != nil
 	}
 	for node := range suspects {
@@ -136,10 +144,10 @@ func (c *Controller) checkNodesWithoutInstance() {
 		if !ok || loc.Multihost || loc.Node == "" || loc.Node == c.cfg.Node || pv.DeletionTimestamp != nil {
 			continue
 		}
-		if running, err := c.cfg.Instances.OnNode(loc.Node); err != nil || running {
+		if running, err := c.rule.Served(loc.Node); err != nil || running {
 			continue
 		}
-		if elected, err := c.cfg.Instances.IsOwner(string(pv.UID)); err != nil || !elected {
+		if a, err := c.rule.Acts(responsibility.MarkNodeGone, objectOf(pv, loc)); err != nil || !a.Acts {
 			continue
 		}
 		if !forgotten[loc.Node] {
@@ -154,8 +162,8 @@ func (c *Controller) checkNodesWithoutInstance() {
 // PVs described above and returns the first error (a page that failed, a
 // mark that failed) after trying every PV.
 func (c *Controller) scanGoneNodes(ctx context.Context) error {
-	elected, err := c.cfg.Instances.IsOwner(goneScanKey)
-	if err != nil || !elected {
+	scans, err := c.scans()
+	if err != nil || !scans {
 		return err
 	}
 	var (

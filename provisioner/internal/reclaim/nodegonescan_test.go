@@ -13,6 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 // TestGoneScan: the scan of the API server marks the Bound node-mode PVs
@@ -46,7 +47,7 @@ func TestGoneScan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newControllerFixture(t, fakeInstances{elected: tc.elected}, &fakeManager{}, nil, []*v1.PersistentVolume{cached}, selfNode, otherNode)
+			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tc.elected}, &fakeManager{}, nil, []*v1.PersistentVolume{cached}, selfNode, otherNode)
 			f.ctrl.cfg.NodeGoneGrace = time.Hour
 			f.ctrl.clock = testingclock.NewFakePassiveClock(now)
 			for _, pv := range listed {
@@ -93,7 +94,7 @@ func TestGoneScan(t *testing.T) {
 // instance leaving a node neither blocks nor is remembered.
 func TestGoneScanOff(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	f := newControllerFixture(t, fakeInstances{elected: true}, &fakeManager{}, nil, nil, selfNode)
+	f := newControllerFixture(t, responsibilitytest.Instances{Wins: true}, &fakeManager{}, nil, nil, selfNode)
 	f.ctrl.NodeLeft(otherNode)
 	f.ctrl.NodeLeft(otherNode)
 	if n := len(f.ctrl.suspects); n != 0 {
@@ -122,7 +123,7 @@ func TestSuspectGone(t *testing.T) {
 		{"nothing left", true, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newControllerFixture(t, fakeInstances{elected: tc.elected}, &fakeManager{}, nil, nil, selfNode, otherNode)
+			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tc.elected}, &fakeManager{}, nil, nil, selfNode, otherNode)
 			f.ctrl.cfg.NodeGoneGrace = time.Hour
 			for _, n := range tc.left {
 				f.ctrl.NodeLeft(n)
@@ -149,7 +150,7 @@ func TestNodeJoined(t *testing.T) {
 		newPV("marked-elsewhere", notDeleting, onNode(otherNode), marked),
 		newPV("unmarked-back", notDeleting, onNode(goneNode)),
 	}
-	f := newControllerFixture(t, fakeInstances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
+	f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
 	f.ctrl.cfg.NodeGoneGrace = time.Hour
 	f.ctrl.NodeJoined(goneNode)
 	got := f.queued()
@@ -185,7 +186,7 @@ func TestCheckNodesWithoutInstance(t *testing.T) {
 		{"not elected", false, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			inst := fakeInstances{elected: tc.elected, on: map[string]bool{selfNode: true, otherNode: true}}
+			inst := responsibilitytest.Instances{Wins: tc.elected, On: []string{selfNode, otherNode}}
 			f := newControllerFixture(t, inst, &fakeManager{}, nil, pvs, selfNode, otherNode)
 			f.ctrl.checkNodesWithoutInstance()
 			if got := f.queued(); !slices.Equal(got, tc.want) {

@@ -121,16 +121,6 @@ type TargetLister interface {
 	Targets(pool string) (ready, pending []string, err error)
 }
 
-// Instances elects, without a leader, the instance that acts for an object
-// (*ownership.Instances implements it).
-type Instances interface {
-	// IsOwner reports whether this instance is the one elected for key
-	// among the live instances.
-	IsOwner(key string) (bool, error)
-	// OnNode reports whether an instance runs on node.
-	OnNode(node string) (bool, error)
-}
-
 // directory is one volume directory on one node.
 type directory struct {
 	node, pool, name string

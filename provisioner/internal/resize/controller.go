@@ -25,6 +25,7 @@ import (
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/runtime/worker"
 	"hostpath.dev/provisioner/internal/fanout"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // Config holds what a Controller depends on.
@@ -47,8 +48,9 @@ type Config struct {
 	// Classes is the shared StorageClass informer, read through its
 	// lister: only classes with allowVolumeExpansion let claims grow.
 	Classes storageinformers.StorageClassInformer
-	// Instances elects the instance that grows a multihost volume.
-	Instances Instances
+	// Instances are the live instances, among which the instance that
+	// grows a multihost volume is elected (package responsibility).
+	Instances responsibility.Instances
 	// Managers returns the manager of a node.
 	Managers func(node string) (Manager, error)
 	// Fanout shapes the calls to the managers of a volume's nodes (one
@@ -70,6 +72,8 @@ type Controller struct {
 	classes storagelisters.StorageClassLister
 	synced  []cache.InformerSynced
 	queue   *worker.Queue[string]
+	// rule says whether this instance grows a volume.
+	rule *responsibility.Rule
 	// now is the time of condition transitions (metav1.Now; fixed in
 	// tests).
 	now func() metav1.Time
@@ -92,7 +96,8 @@ func NewController(cfg Config) *Controller {
 		classes: cfg.Classes.Lister(),
 		synced: []cache.InformerSynced{cfg.Claims.Informer().HasSynced, cfg.Volumes.Informer().HasSynced,
 			cfg.Classes.Informer().HasSynced},
-		now: metav1.Now,
+		rule: responsibility.New(cfg.Node, cfg.Instances, nil),
+		now:  metav1.Now,
 	}
 	c.queue = worker.NewQueue("resize", c.sync)
 	_, errClaims := cfg.Claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -249,17 +254,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return c.finish(ctx, claim, size, fmt.Sprintf("Resized volume %q to %s", pv.Name, size.String()))
 }
 
-// acts reports whether this instance grows vol: the instance of its node
-// in node mode, the elected one for the PV's UID in multihost mode.
+// acts reports whether this instance grows vol (responsibility.Grow).
 func (c *Controller) acts(pv *v1.PersistentVolume, vol hostpathv1.VolumeDirectory) (bool, error) {
-	if !vol.Multihost {
-		return vol.On(c.cfg.Node), nil
-	}
-	elected, err := c.cfg.Instances.IsOwner(string(pv.UID))
+	a, err := c.rule.Acts(responsibility.Grow, responsibility.Object{Key: string(pv.UID), Multihost: vol.Multihost, Node: vol.Node})
 	if err != nil {
-		return false, fmt.Errorf("elect the instance for PersistentVolume %q: %w", pv.Name, err)
+		return false, fmt.Errorf("decide whether to grow PersistentVolume %q: %w", pv.Name, err)
 	}
-	return elected, nil
+	return a.Acts, nil
 }
 
 // expansionAllowed reports whether the claim's StorageClass exists and has

@@ -279,7 +279,7 @@ func TestSync(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			mgrs := &fakeManagers{errs: tc.errs, missing: tc.missing, enforcement: tc.enforced}
-			f := newFixture(t, fakeInstances{elected: tc.elected}, mgrs, []*v1.PersistentVolumeClaim{tc.claim}, []*v1.PersistentVolume{tc.pv})
+			f := newFixture(t, fakeInstances{Wins: tc.elected}, mgrs, []*v1.PersistentVolumeClaim{tc.claim}, []*v1.PersistentVolume{tc.pv})
 
 			err := f.ctrl.sync(ctx, testNamespace+"/"+tc.claim.Name)
 			if (err != nil) != tc.wantErr {

@@ -24,6 +24,7 @@ import (
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/provisioner/internal/fanout"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 const (
@@ -45,10 +46,9 @@ var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 // testNow is the time of the conditions the controller writes.
 var testNow = metav1.NewTime(time.Date(2026, 11, 23, 5, 41, 3, 0, time.UTC))
 
-// fakeInstances elects this instance for every key, or not.
-type fakeInstances struct{ elected bool }
-
-func (f fakeInstances) IsOwner(string) (bool, error) { return f.elected, nil }
+// fakeInstances are the instances of the tests: this one wins every
+// election or none.
+type fakeInstances = responsibilitytest.Instances
 
 // fakeManagers are the managers of every node: they record the calls and
 // answer with the error configured for the node, else with the volume at

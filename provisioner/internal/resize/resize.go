@@ -13,10 +13,11 @@
 //     it, its storage request is larger than the PV's capacity, and its
 //     StorageClass has allowVolumeExpansion (a class missing or not
 //     allowing it is left alone: the API server refuses such requests).
-//  2. Only the instance of the PV's node (hostpath.dev/node) acts for a
-//     node-mode PV; for a multihost PV, only the instance that rendezvous
-//     hashing of the PV's UID elects (as package reclaim does). The others
-//     write nothing.
+//  2. Only the instance that grows the volume acts (responsibility.Grow):
+//     the instance of the PV's node (hostpath.dev/node) for a node-mode PV,
+//     never another (the directory is on that node's disk, and goes with
+//     it); for a multihost PV, the instance that rendezvous hashing of the
+//     PV's UID elects. The others write nothing.
 //  3. The claim is marked: condition Resizing True,
 //     status.allocatedResources[storage] the new size and
 //     status.allocatedResourceStatuses[storage] ControllerResizeInProgress;
@@ -76,14 +77,6 @@ const (
 type Manager interface {
 	// SetSize grows the volume of req.Owner to req.SizeBytes.
 	SetSize(ctx context.Context, pool, name string, req managerapi.SetSizeRequest) (*managerapi.Volume, error)
-}
-
-// Instances elects, without a leader, the instance that acts for an object
-// (*ownership.Instances implements it).
-type Instances interface {
-	// IsOwner reports whether this instance is the one elected for key
-	// among the live instances.
-	IsOwner(key string) (bool, error)
 }
 
 // step is what a claim needs next.

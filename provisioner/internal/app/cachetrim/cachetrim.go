@@ -36,7 +36,7 @@
 //     volume.kubernetes.io/storage-provisioner and
 //     volume.beta.kubernetes.io/storage-provisioner, where set, and at
 //     least one is, name a provisioner that is not hostpath's
-//     (ForeignClaim: not one of the instance's ProvisionerNames, not
+//     (responsibility.ForeignClaim: not one of the instance's ProvisionerNames, not
 //     hostpathv1.DefaultProvisionerName, not
 //     hostpathv1.CapacityProvisionerName, not empty).
 //     kube-controller-manager sets them from the claim's StorageClass when
@@ -60,7 +60,7 @@
 //     not every bound claim of the cluster. The claim informer waits for
 //     the PV cache too.
 //   - A PersistentVolume (Keep.Volume) is not cached when it is another
-//     provisioner's or made by hand (ForeignVolume: its annotations
+//     provisioner's or made by hand (responsibility.ForeignVolume: its annotations
 //     pv.kubernetes.io/provisioned-by and pv.kubernetes.io/migrated-to
 //     name no hostpath provisioner, absent counts as none, and its
 //     spec.csi.driver, if any, does not either) and names no directory of
@@ -97,7 +97,7 @@
 //
 // # Which PVs become stubs
 //
-// A PersistentVolume that is cached although ForeignVolume says it is
+// A PersistentVolume that is cached although responsibility.ForeignVolume says it is
 // another provisioner's (it names a directory of a pool) is a stub. PVs of
 // hostpath's names are never stubs, whatever the instance is configured
 // with, nor are claims (a claim is cached whole or not at all), nor is any
@@ -195,15 +195,8 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	shared "hostpath.dev/api/runtime/cachetrim"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
-
-// claimAnnotations are the annotations that name the provisioner that is
-// to make a claim's volume. kube-controller-manager's PersistentVolume
-// controller sets AnnStorageProvisioner, and AnnBetaStorageProvisioner to
-// the same value, from the claim's StorageClass; the library provisions
-// only a claim whose AnnStorageProvisioner (else
-// AnnBetaStorageProvisioner) is one of its names.
-var claimAnnotations = []string{storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner}
 
 // volumeAnnotations are the annotations a PersistentVolume stub keeps: who
 // made it (the library acts on a PV whose AnnDynamicallyProvisioned, or
@@ -219,52 +212,11 @@ var volumeAnnotations = []string{
 // client-go asks. It may run on several informers at once.
 func New(names hostpathv1.ProvisionerNames) cache.TransformFunc {
 	return shared.Transform(shared.For(nodeStub), shared.For(podStub), shared.For(definitionStub), shared.For(func(pv *v1.PersistentVolume) *v1.PersistentVolume {
-		if ForeignVolume(pv, names) {
+		if responsibility.ForeignVolume(pv, names) {
 			return volumeStub(pv)
 		}
 		return pv
 	}))
-}
-
-// ForeignClaim reports whether claim is, by its storage-provisioner
-// annotations, another provisioner's than hostpath's (see the package
-// doc): both, where set, name another provisioner, and one at least is
-// set.
-func ForeignClaim(claim *v1.PersistentVolumeClaim, names hostpathv1.ProvisionerNames) bool {
-	set := false
-	for _, key := range claimAnnotations {
-		p, ok := claim.Annotations[key]
-		if !ok {
-			continue
-		}
-		if !otherProvisioner(p, names) {
-			return false
-		}
-		set = true
-	}
-	return set
-}
-
-// ForeignVolume reports whether pv is another provisioner's than hostpath's,
-// or made by hand (see the package doc): neither its provisioned-by nor its
-// migrated-to annotation nor its CSI driver names hostpath.
-func ForeignVolume(pv *v1.PersistentVolume, names hostpathv1.ProvisionerNames) bool {
-	if hostpathName(pv.Annotations[storagehelpers.AnnDynamicallyProvisioned], names) || hostpathName(pv.Annotations[storagehelpers.AnnMigratedTo], names) {
-		return false
-	}
-	return pv.Spec.CSI == nil || !hostpathName(pv.Spec.CSI.Driver, names)
-}
-
-// otherProvisioner reports whether name is a provisioner name that is not
-// hostpath's.
-func otherProvisioner(name string, names hostpathv1.ProvisionerNames) bool {
-	return name != "" && !hostpathName(name, names)
-}
-
-// hostpathName reports whether name is one of names or of hostpath's
-// default names, whatever the instance is configured with.
-func hostpathName(name string, names hostpathv1.ProvisionerNames) bool {
-	return names.Has(name) || name == hostpathv1.DefaultProvisionerName || name == hostpathv1.CapacityProvisionerName
 }
 
 // volumeStub returns the stub of a PersistentVolume of another
@@ -308,7 +260,7 @@ func nodeStub(n *v1.Node) *v1.Node {
 // status.phase, status.podIP, its Ready condition (type and status
 // only), and of its affinity only the required node selector terms'
 // matchFields on metadata.name (daemonAffinity). The election (package
-// ownership) reads the node, the deletion and readiness
+// responsibility) reads the node, the deletion and readiness
 // (component.PodServing) of the instances' pods, and the app the node of
 // an instance's pod that comes or goes (for a pod not scheduled yet, the
 // node its DaemonSet's affinity names); the managers' resolver the same of

@@ -21,6 +21,7 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // other is the name of another provisioner.
@@ -157,7 +158,7 @@ func TestTransform(t *testing.T) {
 			}
 			// The library's and this program's answer is the same for the
 			// stub as for the object.
-			if pv, ok := tc.in.(*v1.PersistentVolume); ok && ForeignVolume(pv, configured) != ForeignVolume(got.(*v1.PersistentVolume), configured) {
+			if pv, ok := tc.in.(*v1.PersistentVolume); ok && responsibility.ForeignVolume(pv, configured) != responsibility.ForeignVolume(got.(*v1.PersistentVolume), configured) {
 				t.Error("ForeignVolume differs between the PV and what Transform made of it")
 			}
 		})

@@ -19,6 +19,7 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // Keep decides which claims and PersistentVolumes an instance caches at
@@ -28,39 +29,37 @@ type Keep struct {
 	node    string
 	classes storagelisters.StorageClassLister
 	volumes corelisters.PersistentVolumeLister
-	peers   Peers
-}
-
-// Peers says whether an instance of the provisioner runs on a node
-// (ownership.Instances).
-type Peers interface {
-	OnNode(node string) (bool, error)
+	// rule says which PVs of another node need nothing of this instance
+	// (responsibility.Watch); nil: every PV of hostpath is cached.
+	rule *responsibility.Rule
 }
 
 // NewKeep returns the decisions of the instance of names on node, which
 // looks a claim's StorageClass up in classes and its PV in volumes (nil:
-// no claim is taken as bound elsewhere), and the instance of a PV's node
-// in peers (nil: every PV of hostpath is cached).
+// no claim is taken as bound elsewhere), and whether an instance runs on
+// a PV's node in instances (nil: every PV of hostpath is cached).
 func NewKeep(names hostpathv1.ProvisionerNames, node string, classes storagelisters.StorageClassLister, volumes corelisters.PersistentVolumeLister,
-	peers Peers) *Keep {
-	return &Keep{names: names, node: node, classes: classes, volumes: volumes, peers: peers}
+	instances responsibility.Instances) *Keep {
+	k := &Keep{names: names, node: node, classes: classes, volumes: volumes}
+	if instances != nil {
+		k.rule = responsibility.New(node, instances, nil)
+	}
+	return k
 }
 
 // Claim reports whether the instance caches claim: not when its
-// storage-provisioner annotations name another provisioner (ForeignClaim),
-// nor when it is bound to a node-mode PV of another node (boundElsewhere),
-// nor, when no annotation names hostpath, when it has no StorageClass or
-// its StorageClass exists and is another provisioner's. A claim of a class
-// that does not exist (yet) is cached: the class may come and be
-// hostpath's.
+// storage-provisioner annotations name another provisioner
+// (responsibility.ForeignClaim), nor when it is bound to a node-mode PV of
+// another node (boundElsewhere), nor, when no annotation names hostpath,
+// when it has no StorageClass or its StorageClass exists and is another
+// provisioner's. A claim of a class that does not exist (yet) is cached:
+// the class may come and be hostpath's.
 func (k *Keep) Claim(claim *v1.PersistentVolumeClaim) bool {
-	if ForeignClaim(claim, k.names) || k.boundElsewhere(claim) {
+	if responsibility.ForeignClaim(claim, k.names) || k.boundElsewhere(claim) {
 		return false
 	}
-	for _, key := range claimAnnotations {
-		if p, ok := claim.Annotations[key]; ok && hostpathName(p, k.names) {
-			return true
-		}
+	if responsibility.ClaimNamesHostpath(claim, k.names) {
+		return true
 	}
 	name := storagehelpers.GetPersistentVolumeClaimClass(claim)
 	if name == "" {
@@ -70,7 +69,7 @@ func (k *Keep) Claim(claim *v1.PersistentVolumeClaim) bool {
 	if err != nil {
 		return true
 	}
-	return hostpathName(class.Provisioner, k.names)
+	return responsibility.HostpathName(class.Provisioner, k.names)
 }
 
 // boundElsewhere reports whether claim is bound to a node-mode volume of
@@ -104,39 +103,39 @@ func (k *Keep) boundElsewhere(claim *v1.PersistentVolumeClaim) bool {
 // directory of a pool with the annotations hostpath.dev/node,
 // hostpath.dev/pool or hostpath.dev/directory but is another
 // provisioner's (cached as a stub, see the package doc); and when it is
-// hostpath's (not ForeignVolume), but for a node-mode PV of another node
-// that is settled there (settledElsewhere).
+// hostpath's (not responsibility.ForeignVolume), but for a node-mode PV of
+// another node that is settled there (settledElsewhere).
 func (k *Keep) Volume(pv *v1.PersistentVolume) bool {
-	if ForeignVolume(pv, k.names) {
+	if responsibility.ForeignVolume(pv, k.names) {
 		return namesDirectory(pv)
 	}
 	return !k.settledElsewhere(pv)
 }
 
-// settledElsewhere reports whether pv, a PV of hostpath, is a node-mode PV
-// of one of the instance's names on another node that needs nothing of
+// settledElsewhere reports whether pv, a PV of hostpath, needs nothing of
 // this instance: Bound, not under deletion, not marked with
-// hostpath.dev/node-gone-since, and an instance running on its node (in
-// the peer cache). Only its node's instance acts for such a PV. Any other
-// state may need another instance: a PV under deletion or Released of a
-// Node that is gone (the instance elected for it releases it), one marked
-// gone, one of a node that runs no instance. A Bound PV whose Node goes is
-// marked by the reclaim controller's scan of the API server
-// (reclaim.Controller, node-gone handling), and the mark brings it back
-// into every cache.
+// hostpath.dev/node-gone-since, and the rule says that another node's
+// instance alone watches it (responsibility.Watch: a node-mode PV of one
+// of the instance's names on another node that runs an instance, in the
+// peer cache). Any other state may need another instance: a PV under
+// deletion or Released of a Node that is gone (the instance elected for
+// it releases it), one marked gone, one of a node that runs no instance.
+// A Bound PV whose Node goes is marked by the reclaim controller's scan of
+// the API server (reclaim.Controller, node-gone handling), and the mark
+// brings it back into every cache.
 func (k *Keep) settledElsewhere(pv *v1.PersistentVolume) bool {
-	if k.peers == nil || pv.DeletionTimestamp != nil || pv.Status.Phase != v1.VolumeBound {
+	if k.rule == nil || pv.DeletionTimestamp != nil || pv.Status.Phase != v1.VolumeBound {
 		return false
 	}
 	if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked {
 		return false
 	}
 	d, ok := hostpathv1.VolumeDirectoryOf(pv, k.names)
-	if !ok || d.Multihost || d.Node == "" || d.Node == k.node {
+	if !ok {
 		return false
 	}
-	running, err := k.peers.OnNode(d.Node)
-	return err == nil && running
+	a, err := k.rule.Acts(responsibility.Watch, responsibility.Object{Key: string(pv.UID), Multihost: d.Multihost, Node: d.Node})
+	return err == nil && !a.Acts
 }
 
 // namesDirectory reports whether pv carries one of the annotations that
@@ -153,14 +152,14 @@ func namesDirectory(pv *v1.PersistentVolume) bool {
 // Register makes the claim and PersistentVolume informers of factory those
 // of ClaimInformer and VolumeInformer, deciding by Keep for the instance
 // of names on node with the factory's StorageClass and PV caches (the
-// claim informer waits for both) and peers (the PV informer waits until
-// peersSynced; nil peers: every PV of hostpath is cached). Call it before
-// anything asks factory for them: the first informer of a kind is the
-// factory's.
-func Register(factory informers.SharedInformerFactory, names hostpathv1.ProvisionerNames, node string, peers Peers, peersSynced cache.InformerSynced) {
+// claim informer waits for both) and instances (the PV informer waits
+// until instancesSynced; nil instances: every PV of hostpath is cached).
+// Call it before anything asks factory for them: the first informer of a
+// kind is the factory's.
+func Register(factory informers.SharedInformerFactory, names hostpathv1.ProvisionerNames, node string, instances responsibility.Instances, instancesSynced cache.InformerSynced) {
 	classes := factory.Storage().V1().StorageClasses()
-	keep := NewKeep(names, node, classes.Lister(), nil, peers)
-	volumes := factory.InformerFor(&v1.PersistentVolume{}, VolumeInformer(keep.Volume, peersSynced))
+	keep := NewKeep(names, node, classes.Lister(), nil, instances)
+	volumes := factory.InformerFor(&v1.PersistentVolume{}, VolumeInformer(keep.Volume, instancesSynced))
 	keep.volumes = corelisters.NewPersistentVolumeLister(volumes.GetIndexer())
 	synced := func() bool { return classes.Informer().HasSynced() && volumes.HasSynced() }
 	factory.InformerFor(&v1.PersistentVolumeClaim{}, ClaimInformer(keep.Claim, synced))

@@ -20,6 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/provisioner/internal/responsibility"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 // keepWith returns the Keep of the configured names on node-a with a
@@ -29,14 +31,14 @@ func keepWith(t *testing.T, objects ...any) *Keep {
 	t.Helper()
 	classes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	volumes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	running := peers{}
+	var running responsibilitytest.Instances
 	for _, obj := range objects {
 		indexer := classes
 		switch obj := obj.(type) {
 		case *v1.PersistentVolume:
 			indexer = volumes
 		case *v1.Node:
-			running[obj.Name] = true
+			running.On = append(running.On, obj.Name)
 			continue
 		}
 		if err := indexer.Add(obj); err != nil {
@@ -45,11 +47,6 @@ func keepWith(t *testing.T, objects ...any) *Keep {
 	}
 	return NewKeep(configured, "node-a", storagelisters.NewStorageClassLister(classes), corelisters.NewPersistentVolumeLister(volumes), running)
 }
-
-// peers runs an instance on the nodes set true.
-type peers map[string]bool
-
-func (p peers) OnNode(node string) (bool, error) { return p[node], nil }
 
 // hostpathPV is a PV of the configured name named name, in mode node on
 // node (multihost when node is "").
@@ -301,7 +298,7 @@ func TestFilteredWatch(t *testing.T) {
 		p.Name = name
 		return p
 	}
-	f := newFilter(func(p *v1.PersistentVolume) bool { return !ForeignVolume(p, configured) })
+	f := newFilter(func(p *v1.PersistentVolume) bool { return !responsibility.ForeignVolume(p, configured) })
 	// The list remembers the first page's kept objects anew.
 	f.kept["stale"] = true
 	items := filterList(f, metav1.ListOptions{}, []v1.PersistentVolume{*pv("a", true), *pv("b", false)})

@@ -1,4 +1,4 @@
-package ownership
+package responsibility
 
 import (
 	"fmt"
@@ -13,36 +13,36 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-func TestOwner(t *testing.T) {
+func TestWinner(t *testing.T) {
 	nodes := []string{"n1", "n2", "n3", "n4"}
-	if got := Owner("k", nil); got != "" {
-		t.Errorf("Owner with no candidates = %q, want empty", got)
+	if got := Winner("k", nil); got != "" {
+		t.Errorf("Winner with no candidates = %q, want empty", got)
 	}
 	counts := map[string]int{}
 	moved := 0
 	for i := range 4000 {
 		key := fmt.Sprintf("uid-%d", i)
-		owner := Owner(key, nodes)
-		counts[owner]++
+		winner := Winner(key, nodes)
+		counts[winner]++
 		// The order of candidates does not matter.
 		reversed := slices.Clone(nodes)
 		slices.Reverse(reversed)
-		if got := Owner(key, reversed); got != owner {
-			t.Fatalf("Owner(%q) = %q for reversed candidates, %q before", key, got, owner)
+		if got := Winner(key, reversed); got != winner {
+			t.Fatalf("Winner(%q) = %q for reversed candidates, %q before", key, got, winner)
 		}
-		// Removing an instance moves only the keys it owned.
+		// Removing an instance moves only the keys it won.
 		without := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == "n2" })
-		after := Owner(key, without)
-		if owner != "n2" && after != owner {
-			t.Fatalf("Owner(%q) moved from %q to %q when n2 left", key, owner, after)
+		after := Winner(key, without)
+		if winner != "n2" && after != winner {
+			t.Fatalf("Winner(%q) moved from %q to %q when n2 left", key, winner, after)
 		}
-		if owner == "n2" {
+		if winner == "n2" {
 			moved++
 		}
 	}
 	for _, n := range nodes {
 		if counts[n] < 800 || counts[n] > 1200 {
-			t.Errorf("node %s owns %d of 4000 keys, want about 1000: %v", n, counts[n], counts)
+			t.Errorf("node %s wins %d of 4000 keys, want about 1000: %v", n, counts[n], counts)
 		}
 	}
 	if moved != counts["n2"] {
@@ -67,7 +67,7 @@ func pod(name, node string, ready bool, deleting bool) *v1.Pod {
 	return p
 }
 
-func TestInstances(t *testing.T) {
+func TestPodInstances(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	pods := factory.Core().V1().Pods()
 	other := pod("other", "n9", true, false)
@@ -86,7 +86,7 @@ func TestInstances(t *testing.T) {
 	sel := labels.SelectorFromSet(labels.Set{"app": "p"})
 
 	// The calling instance counts even before its pod is Ready.
-	inst := NewInstances(pods.Lister().Pods("ns"), sel, "n2")
+	inst := NewPodInstances(pods.Lister().Pods("ns"), sel, "n2")
 	live, err := inst.Live()
 	if err != nil {
 		t.Fatal(err)
@@ -99,21 +99,21 @@ func TestInstances(t *testing.T) {
 			t.Errorf("OnNode(%s) = %v, want %v", node, got, want)
 		}
 	}
-	// Every Ready instance elects the same owner: exactly one says yes.
+	// Every Ready instance elects the same instance: exactly one says yes.
 	for i := range 50 {
 		key := fmt.Sprintf("uid-%d", i)
-		owners := 0
+		electedCount := 0
 		for _, self := range []string{"n1", "n4"} {
-			ok, err := NewInstances(pods.Lister().Pods("ns"), sel, self).IsOwner(key)
+			ok, err := NewPodInstances(pods.Lister().Pods("ns"), sel, self).Elected(key)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if ok {
-				owners++
+				electedCount++
 			}
 		}
-		if owners != 1 {
-			t.Errorf("key %s has %d owners, want 1", key, owners)
+		if electedCount != 1 {
+			t.Errorf("key %s elects %d instances, want 1", key, electedCount)
 		}
 	}
 }

@@ -1,9 +1,4 @@
-// Package ownership decides, without a leader, which provisioner instance acts
-// for an object: rendezvous (highest random weight) hashing of the object's key
-// over the live instances. Every instance that sees the same set of live
-// instances picks the same owner, and when an instance comes or goes only the
-// objects it owned (or will own) move.
-package ownership
+package responsibility
 
 import (
 	"crypto/sha256"
@@ -17,10 +12,16 @@ import (
 	"hostpath.dev/api/runtime/component"
 )
 
-// Owner returns the candidate with the highest rendezvous weight for key, or
-// "" when there is no candidate. The result does not depend on the order of
-// candidates.
-func Owner(key string, candidates []string) string {
+// The election, without a leader: rendezvous (highest random weight)
+// hashing of an object's key over the live instances. Every instance that
+// sees the same set of live instances elects the same one, and when an
+// instance comes or goes only the keys it was elected for (or will be)
+// move.
+
+// Winner returns the candidate with the highest rendezvous weight for key,
+// or "" when there is no candidate. The result does not depend on the
+// order of candidates.
+func Winner(key string, candidates []string) string {
 	var (
 		best       string
 		bestWeight uint64
@@ -38,31 +39,33 @@ func Owner(key string, candidates []string) string {
 // big-endian, of SHA-256(key NUL candidate). Every instance must compute
 // the same weights, so this never changes. The bytes hashed are gathered
 // on the stack (a heap buffer only for keys and names longer than buf):
-// Owner calls weight once per candidate.
+// Winner calls weight once per candidate.
 func weight(key, candidate string) uint64 {
 	var buf [128]byte
 	sum := sha256.Sum256(append(append(append(buf[:0], key...), 0), candidate...))
 	return binary.BigEndian.Uint64(sum[:8])
 }
 
-// Instances tracks the provisioner instances (one pod per node) through a pod
-// lister, and names each instance by its node.
-type Instances struct {
+// PodInstances are the provisioner instances (one pod per node), read
+// through a pod lister and named by their node.
+type PodInstances struct {
 	pods     corelisters.PodNamespaceLister
 	selector labels.Selector
 	self     string
 }
 
-// NewInstances returns an Instances that lists the pods matching selector
-// through pods. self is the node of the calling instance.
-func NewInstances(pods corelisters.PodNamespaceLister, selector labels.Selector, self string) *Instances {
-	return &Instances{pods: pods, selector: selector, self: self}
+var _ Instances = &PodInstances{}
+
+// NewPodInstances returns the instances whose pods match selector in pods.
+// self is the node of the calling instance.
+func NewPodInstances(pods corelisters.PodNamespaceLister, selector labels.Selector, self string) *PodInstances {
+	return &PodInstances{pods: pods, selector: selector, self: self}
 }
 
 // Live returns the sorted nodes of the instances whose pod is Ready and not
 // terminating. The calling instance is always included: it is alive, even
 // while its own pod is not Ready yet.
-func (i *Instances) Live() ([]string, error) {
+func (i *PodInstances) Live() ([]string, error) {
 	pods, err := i.pods.List(i.selector)
 	if err != nil {
 		return nil, fmt.Errorf("list provisioner pods: %w", err)
@@ -79,7 +82,7 @@ func (i *Instances) Live() ([]string, error) {
 
 // OnNode reports whether an instance pod that is not terminating is
 // scheduled to node, Ready or not.
-func (i *Instances) OnNode(node string) (bool, error) {
+func (i *PodInstances) OnNode(node string) (bool, error) {
 	if node == i.self {
 		return true, nil
 	}
@@ -95,12 +98,12 @@ func (i *Instances) OnNode(node string) (bool, error) {
 	return false, nil
 }
 
-// IsOwner reports whether the calling instance owns key among the live
-// instances.
-func (i *Instances) IsOwner(key string) (bool, error) {
+// Elected reports whether the calling instance is the one elected for key
+// among the live instances.
+func (i *PodInstances) Elected(key string) (bool, error) {
 	live, err := i.Live()
 	if err != nil {
 		return false, err
 	}
-	return Owner(key, live) == i.self, nil
+	return Winner(key, live) == i.self, nil
 }
