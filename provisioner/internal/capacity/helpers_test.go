@@ -1,10 +1,7 @@
 package capacity
 
 import (
-	"context"
 	"fmt"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,16 +9,16 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 const (
@@ -42,46 +39,19 @@ var testNames = hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName
 // start is the fake clock's time at the start of every test.
 var start = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
-// fakeManager answers Host with host, or err, and counts the calls; each
-// call is also sent on called when it is set and has room.
-type fakeManager struct {
-	mu     sync.Mutex
-	host   managerapi.Host
-	err    error
-	calls  int
-	called chan struct{}
+// newManager returns the managers of the tests: selfNode's has pools.
+func newManager(pools ...managerapi.Pool) *managertest.Fake {
+	f := managertest.New()
+	setPools(f, pools...)
+	return f
 }
 
-func (m *fakeManager) Host(context.Context) (*managerapi.Host, error) {
-	m.mu.Lock()
-	m.calls++
-	h, err, called := m.host, m.err, m.called
-	h.Pools = slices.Clone(h.Pools)
-	m.mu.Unlock()
-	if called != nil {
-		select {
-		case called <- struct{}{}:
-		default:
-		}
+// setPools adds pools to selfNode's manager, or replaces what it says of
+// them.
+func setPools(f *managertest.Fake, pools ...managerapi.Pool) {
+	for _, p := range pools {
+		f.Node(selfNode).AddPool(p)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &h, nil
-}
-
-// setPools replaces the pools the manager reports.
-func (m *fakeManager) setPools(pools ...managerapi.Pool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.host.Pools = pools
-}
-
-// Calls returns the number of Host calls so far.
-func (m *fakeManager) Calls() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.calls
 }
 
 // pool is a pool of a 100 GiB filesystem (threshold 1 GiB) with available
@@ -91,19 +61,14 @@ func pool(name string, available int64) managerapi.Pool {
 		AvailableBytes: available, Enforcement: managerapi.EnforcementXFS}
 }
 
-// newNode is a Node of that name and hostname label ("" for none).
+// newNode is a worker Node of that name and hostname label ("" for none).
 func newNode(name, hostname string) *v1.Node {
-	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"kind": "worker"}}}
-	if hostname != "" {
-		n.Labels[v1.LabelHostname] = hostname
-	}
-	return n
+	return hostpathtest.Node(name, hostpathtest.Hostname(hostname), hostpathtest.NodeLabel("kind", "worker"))
 }
 
 // newClass is a StorageClass of provisioner with binding and parameters.
 func newClass(name, provisioner string, binding storagev1.VolumeBindingMode, params map[string]string) *storagev1.StorageClass {
-	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner,
-		VolumeBindingMode: ptr.To(binding), Parameters: params}
+	return hostpathtest.Class(name, provisioner, hostpathtest.Binding(binding), hostpathtest.Parameters(params))
 }
 
 // capacityClass is a capacity-aware WaitForFirstConsumer class of pool.
@@ -122,7 +87,7 @@ func published(class string, available int64) *storagev1.CSIStorageCapacity {
 type fixture struct {
 	pub        *Publisher
 	kube       *fake.Clientset
-	manager    *fakeManager
+	manager    *managertest.Fake
 	clock      *clocktesting.FakeClock
 	capacities cache.Indexer
 }
@@ -130,7 +95,7 @@ type fixture struct {
 // newFixture puts objs (Nodes, StorageClasses, CSIStorageCapacities) in
 // the clientset and in the caches (the capacities' cache keeps those
 // Selector(selfNode) selects, as the informer would).
-func newFixture(t *testing.T, mgr *fakeManager, interval time.Duration, objs ...runtime.Object) *fixture {
+func newFixture(t *testing.T, mgr *managertest.Fake, interval time.Duration, objs ...runtime.Object) *fixture {
 	t.Helper()
 	kube := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(kube, 0)
@@ -158,7 +123,7 @@ func newFixture(t *testing.T, mgr *fakeManager, interval time.Duration, objs ...
 			if node != selfNode {
 				t.Errorf("Managers(%q), want only %q", node, selfNode)
 			}
-			return mgr, nil
+			return mgr.Node(node), nil
 		},
 		Interval: interval, Clock: f.clock,
 	})

@@ -24,6 +24,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 func TestSync(t *testing.T) {
@@ -165,16 +166,18 @@ func TestSync(t *testing.T) {
 			if !tc.noNode {
 				objs = append(objs, cmpOr(tc.node, newNode(selfNode, selfHost)))
 			}
-			mgr := &fakeManager{err: tc.managerErr}
-			mgr.setPools(tc.pools...)
+			mgr := newManager(tc.pools...)
+			if tc.managerErr != nil {
+				mgr.Fail(managertest.Failure{Method: managertest.Host, Err: tc.managerErr})
+			}
 			f := newFixture(t, mgr, testInterval, objs...)
 			_, err := f.pub.sync(ctx)
 			checkErr(t, err, tc.wantErr)
 			if got := f.writes(t); !slices.Equal(got, tc.wantWrites) {
 				t.Errorf("writes = %q, want %q", got, tc.wantWrites)
 			}
-			if mgr.Calls() != tc.wantCalls {
-				t.Errorf("manager calls = %d, want %d", mgr.Calls(), tc.wantCalls)
+			if len(mgr.Calls()) != tc.wantCalls {
+				t.Errorf("manager calls = %d, want %d", len(mgr.Calls()), tc.wantCalls)
 			}
 			for _, name := range tc.wantDeleted {
 				if f.stored(t, name) != nil {
@@ -211,8 +214,7 @@ func checkErr(t *testing.T, err error, want string) {
 // scheduler and the garbage collector read it, and the repair of one.
 func TestPublishedObject(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{}
-	mgr.setPools(pool("default", 10*gi))
+	mgr := newManager(pool("default", 10*gi))
 	damaged := published("cap", 10*gi)
 	damaged.Labels = map[string]string{LabelManagedBy: ManagedBy, LabelNode: selfNode, "team": "storage"}
 	damaged.MaximumVolumeSize = ptr.To(resource.MustParse("1Ti"))
@@ -272,8 +274,7 @@ func TestPublishedObject(t *testing.T) {
 // has its own bound.
 func TestRateBound(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{}
-	mgr.setPools(pool("default", 10*gi), pool("fast", 10*gi))
+	mgr := newManager(pool("default", 10*gi), pool("fast", 10*gi))
 	f := newFixture(t, mgr, testInterval, newNode(selfNode, selfHost), capacityClass("cap", "default"), capacityClass("cap-fast", "fast"))
 	steps := []struct {
 		name      string
@@ -297,7 +298,7 @@ func TestRateBound(t *testing.T) {
 	for _, s := range steps {
 		f.clock.Step(s.after)
 		if s.pools != nil {
-			mgr.setPools(s.pools...)
+			setPools(mgr, s.pools...)
 		}
 		again, err := f.pub.sync(ctx)
 		if err != nil {
@@ -378,7 +379,7 @@ func (c *capture) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceE
 
 // TestEventHandlers checks which events queue a refresh.
 func TestEventHandlers(t *testing.T) {
-	f := newFixture(t, &fakeManager{}, testInterval)
+	f := newFixture(t, newManager(), testInterval)
 	notified := 0
 	f.pub.notify = func() { notified++ }
 	var classes, nodes, volumes, capacities capture
@@ -456,8 +457,14 @@ func TestRun(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	mgr := &fakeManager{called: make(chan struct{}, 1)}
-	mgr.setPools(pool("default", 10*gi))
+	mgr := newManager(pool("default", 10*gi))
+	called := make(chan struct{}, 1)
+	mgr.OnCall(func(managertest.Call) {
+		select {
+		case called <- struct{}{}:
+		default:
+		}
+	})
 	f := newFixture(t, mgr, testInterval, newNode(selfNode, selfHost), capacityClass("cap", "default"))
 	// Each write reaches the cache, as through the informer.
 	written := make(chan string, 10)
@@ -474,16 +481,16 @@ func TestRun(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- f.pub.Run(ctx) }()
 
-	<-mgr.called
+	<-called
 	if got := <-written; got != "create 10Gi" {
 		t.Errorf("first refresh wrote %q, want create 10Gi", got)
 	}
-	mgr.setPools(pool("default", 30*gi))
+	setPools(mgr, pool("default", 30*gi))
 	f.pub.Trigger()
 	f.clock.Step(10 * time.Second) // past TriggerDelay
 	// The triggered refresh, which holds the update back. The refresh at
 	// start had asked for the next one, an interval on, before it ended.
-	<-mgr.called
+	<-called
 	f.clock.Step(testInterval)
 	if got := <-written; got != "update 30Gi" {
 		t.Errorf("then wrote %q, want update 30Gi", got)
@@ -501,7 +508,7 @@ func TestRun(t *testing.T) {
 // node's objects, and only those, and returns.
 func TestRunIntervalZero(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{}
+	mgr := newManager()
 	other := object(testNamespace, capacityClass("cap", "default"), newNode(otherNode, otherNode), otherNode, gi)
 	f := newFixture(t, mgr, 0, newNode(selfNode, selfHost), capacityClass("cap", "default"), published("cap", gi), published("old", gi), other)
 	if err := f.pub.Run(ctx); err != nil {
@@ -517,7 +524,7 @@ func TestRunIntervalZero(t *testing.T) {
 	if f.stored(t, other.Name) == nil {
 		t.Error("the object of another node was deleted")
 	}
-	if mgr.Calls() != 0 {
-		t.Errorf("manager calls = %d, want none", mgr.Calls())
+	if len(mgr.Calls()) != 0 {
+		t.Errorf("manager calls = %q, want none", mgr.Calls())
 	}
 }
