@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 )
 
@@ -138,7 +139,7 @@ func TestHealthEvents(t *testing.T) {
 		},
 		{
 			name: "restart: a recorded condition that still holds says nothing",
-			pv:   newPV(pvName, withAnnotation(hostpathv1.AnnotationHealth, hostpathv1.HealthDirectoryMissing)),
+			pv:   newPV(pvName, hostpathtest.Annotation(hostpathv1.AnnotationHealth, hostpathv1.HealthDirectoryMissing)),
 			steps: []step{
 				{states: rounds(3, noDir), wantHealth: hostpathv1.HealthDirectoryMissing},
 				{states: []state{quiet}, wantEvents: healthy},
@@ -146,14 +147,14 @@ func TestHealthEvents(t *testing.T) {
 		},
 		{
 			name: "restart: recorded usage high within the hysteresis says nothing",
-			pv:   newPV(pvName, withAnnotation(hostpathv1.AnnotationHealth, hostpathv1.HealthUsageHigh)),
+			pv:   newPV(pvName, hostpathtest.Annotation(hostpathv1.AnnotationHealth, hostpathv1.HealthUsageHigh)),
 			steps: []step{
 				{states: []state{high, justBelow}, wantHealth: hostpathv1.HealthUsageHigh},
 			},
 		},
 		{
 			name: "restart: a recorded condition that no longer holds is healthy once",
-			pv:   newPV(pvName, withAnnotation(hostpathv1.AnnotationHealth, hostpathv1.HealthPoolReadOnly)),
+			pv:   newPV(pvName, hostpathtest.Annotation(hostpathv1.AnnotationHealth, hostpathv1.HealthPoolReadOnly)),
 			steps: []step{
 				{states: rounds(3, quiet), wantEvents: healthy},
 			},
@@ -169,7 +170,7 @@ func TestHealthEvents(t *testing.T) {
 		},
 		{
 			name:      "threshold 0 clears a recorded usage warning",
-			pv:        newPV(pvName, withAnnotation(hostpathv1.AnnotationHealth, hostpathv1.HealthUsageHigh)),
+			pv:        newPV(pvName, hostpathtest.Annotation(hostpathv1.AnnotationHealth, hostpathv1.HealthUsageHigh)),
 			threshold: -1,
 			steps:     []step{{states: rounds(2, high), wantEvents: healthy}},
 		},
@@ -184,7 +185,7 @@ func TestHealthEvents(t *testing.T) {
 		},
 		{
 			name: "a volume whose size is not enforced is never high",
-			pv:   newPV(pvName, withAnnotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
+			pv:   newPV(pvName, hostpathtest.Annotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
 			steps: []step{
 				{states: rounds(2, state{volumes: []managerapi.Volume{{Name: dir, SizeBytes: 32 * mi}}})},
 				{states: []state{noDir}, wantEvents: warn(ReasonDirectoryMissing), wantHealth: hostpathv1.HealthDirectoryMissing},
@@ -192,29 +193,29 @@ func TestHealthEvents(t *testing.T) {
 		},
 		{
 			name: "a PV this instance's cache does not see Bound yet: the claim hears too",
-			pv:   newPV(pvName, inPhase(v1.VolumePending, v1.PersistentVolumeReclaimDelete)),
+			pv:   newPV(pvName, hostpathtest.Phase(v1.VolumePending), hostpathtest.ReclaimPolicy(v1.PersistentVolumeReclaimDelete)),
 			steps: []step{
 				{states: []state{readOnly}, wantEvents: warn(ReasonPoolReadOnly), wantHealth: hostpathv1.HealthPoolReadOnly},
 			},
 		},
 		{
 			name: "a Released Retain PV: events on the PV only",
-			pv:   newPV(pvName, inPhase(v1.VolumeReleased, v1.PersistentVolumeReclaimRetain)),
+			pv:   newPV(pvName, hostpathtest.Phase(v1.VolumeReleased), hostpathtest.ReclaimPolicy(v1.PersistentVolumeReclaimRetain)),
 			steps: []step{
 				{states: rounds(2, noDir), wantEvents: []string{"pv/pv-a Warning VolumeDirectoryMissing"}, wantHealth: hostpathv1.HealthDirectoryMissing},
 			},
 		},
 		{
 			name: "a Released Delete PV, whose directory is being removed, is not looked at",
-			pv:   newPV(pvName, inPhase(v1.VolumeReleased, v1.PersistentVolumeReclaimDelete)),
+			pv:   newPV(pvName, hostpathtest.Phase(v1.VolumeReleased), hostpathtest.ReclaimPolicy(v1.PersistentVolumeReclaimDelete)),
 			steps: []step{
 				{states: rounds(2, noDir)},
 			},
 		},
 		{
 			name: "multihost: this node's entry, next to another node's",
-			pv: newPV(pvName, multihostOn(otherNode, selfNode),
-				withAnnotation(hostpathv1.AnnotationHealth, otherNode+"="+hostpathv1.HealthPoolReadOnly)),
+			pv: newPV(pvName, hostpathtest.Multihost(otherNode, selfNode),
+				hostpathtest.Annotation(hostpathv1.AnnotationHealth, otherNode+"="+hostpathv1.HealthPoolReadOnly)),
 			steps: []step{
 				{states: rounds(2, quiet), wantHealth: otherNode + "=" + hostpathv1.HealthPoolReadOnly},
 				{states: rounds(2, noDir), wantEvents: warn(ReasonDirectoryMissing),
@@ -224,8 +225,8 @@ func TestHealthEvents(t *testing.T) {
 		},
 		{
 			name: "multihost: restart with this node's entry recorded",
-			pv: newPV(pvName, multihostOn(selfNode, otherNode),
-				withAnnotation(hostpathv1.AnnotationHealth, selfNode+"="+hostpathv1.HealthPoolMissing)),
+			pv: newPV(pvName, hostpathtest.Multihost(selfNode, otherNode),
+				hostpathtest.Annotation(hostpathv1.AnnotationHealth, selfNode+"="+hostpathv1.HealthPoolMissing)),
 			steps: []step{
 				{states: rounds(2, noPool), wantHealth: selfNode + "=" + hostpathv1.HealthPoolMissing},
 				{states: []state{quiet}, wantEvents: healthy},
@@ -242,12 +243,12 @@ func TestHealthEvents(t *testing.T) {
 			case tc.threshold > 0:
 				threshold = tc.threshold
 			}
-			mgr := &fakeManager{}
+			mgr := newManager(nil, nil, nil, nil)
 			f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{tc.pv}, func(c *Config) { c.WarningThreshold = threshold })
 			for i, st := range tc.steps {
 				for _, s := range st.states {
 					vols := map[string][]managerapi.Volume{testPool: s.volumes}
-					mgr.set(vols, map[string]error{testPool: s.listErr}, map[string]bool{testPool: s.readOnly}, s.hostErr)
+					set(mgr, vols, map[string]error{testPool: s.listErr}, map[string]bool{testPool: s.readOnly}, s.hostErr)
 					_ = f.refresher.refresh(ctx) // failures are the states'
 					f.syncCache(t)
 				}
@@ -266,10 +267,10 @@ func TestHealthEvents(t *testing.T) {
 // conditions the first one recorded emits nothing and writes nothing.
 func TestHealthRestart(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	pvs := []*v1.PersistentVolume{newPV("pv-high"), newPV("pv-gone"), newPV("pv-quiet"), newPV("pv-shared", multihostOn(selfNode, otherNode))}
-	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {
+	pvs := []*v1.PersistentVolume{newPV("pv-high"), newPV("pv-gone"), newPV("pv-quiet"), newPV("pv-shared", hostpathtest.Multihost(selfNode, otherNode))}
+	mgr := newManager(map[string][]managerapi.Volume{testPool: {
 		sizedVolume("pv-high-dir", 10*mi, 10*mi), enforced("pv-quiet-dir", mi),
-	}}}
+	}}, nil, nil, nil)
 	first := newFixture(t, mgr, nil, nil, pvs)
 	if err := first.refresher.refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -334,13 +335,13 @@ func TestHealthMessages(t *testing.T) {
 		},
 		{
 			name:      "healthy again",
-			pv:        newPV("pv-a", withAnnotation(hostpathv1.AnnotationHealth, hostpathv1.HealthDirectoryMissing)),
+			pv:        newPV("pv-a", hostpathtest.Annotation(hostpathv1.AnnotationHealth, hostpathv1.HealthDirectoryMissing)),
 			state:     state{volumes: []managerapi.Volume{enforced("pv-a-dir", 0)}},
 			wantParts: []string{`Volume pv-a is healthy again on node "node-a", pool "default", directory "pv-a-dir" (/var/hp/default/pv-a-dir) (was DirectoryMissing)`},
 		},
 		{
 			name:      "multihost: the node is named",
-			pv:        newPV("pv-a", multihostOn(otherNode, selfNode)),
+			pv:        newPV("pv-a", hostpathtest.Multihost(otherNode, selfNode)),
 			state:     state{volumes: []managerapi.Volume{}},
 			wantParts: []string{`on node "node-a", pool "default", directory "pv-a-dir"`},
 		},
@@ -348,8 +349,8 @@ func TestHealthMessages(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			mgr := &fakeManager{}
-			mgr.set(map[string][]managerapi.Volume{testPool: tc.state.volumes}, map[string]error{testPool: tc.state.listErr},
+			mgr := newManager(nil, nil, nil, nil)
+			set(mgr, map[string][]managerapi.Volume{testPool: tc.state.volumes}, map[string]error{testPool: tc.state.listErr},
 				map[string]bool{testPool: tc.state.readOnly}, nil)
 			f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{tc.pv})
 			if err := f.refresher.refresh(ctx); err != nil {
@@ -374,8 +375,8 @@ func TestHealthMessages(t *testing.T) {
 // refresh, with the other node's entry kept.
 func TestHealthMultihostConflict(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {}}}
-	f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{newPV("pv-a", multihostOn(selfNode, otherNode))})
+	mgr := newManager(map[string][]managerapi.Volume{testPool: {}}, nil, nil, nil)
+	f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{newPV("pv-a", hostpathtest.Multihost(selfNode, otherNode))})
 	var versions []string
 	conflicts := 1
 	f.kube.PrependReactor("patch", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -452,7 +453,7 @@ func TestUsageHigh(t *testing.T) {
 
 func TestHealthValue(t *testing.T) {
 	node := newPV("pv-a")
-	shared := newPV("pv-b", multihostOn(selfNode, otherNode))
+	shared := newPV("pv-b", hostpathtest.Multihost(selfNode, otherNode))
 	tests := []struct {
 		pv    *v1.PersistentVolume
 		value string

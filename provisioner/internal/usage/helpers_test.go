@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -18,12 +16,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 const (
@@ -40,72 +39,39 @@ const (
 // testNames are the provisioner names of the tests' instance.
 var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 
-// fakeManager answers Host from readOnly (pools listed by the host, all
-// of testPool and the pools of volumes) or hostErr, and ListVolumes from
-// volumes (per pool) or listErrs, and records the calls.
-type fakeManager struct {
-	mu       sync.Mutex
-	calls    []string
-	volumes  map[string][]managerapi.Volume
-	listErrs map[string]error
-	readOnly map[string]bool
-	hostErr  error
+// newManager returns the managers of the tests, selfNode's set as set
+// sets it.
+func newManager(volumes map[string][]managerapi.Volume, listErrs map[string]error, readOnly map[string]bool, hostErr error) *managertest.Fake {
+	f := managertest.New()
+	set(f, volumes, listErrs, readOnly, hostErr)
+	return f
 }
 
-func (f *fakeManager) Host(context.Context) (*managerapi.Host, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, "host")
-	if f.hostErr != nil {
-		return nil, f.hostErr
+// set makes selfNode's manager hold testPool and the pools of volumes
+// (under /var/hp, read-only where readOnly says) with those volumes only,
+// and answer listErrs to the listings of pools and hostErr to Host.
+func set(f *managertest.Fake, volumes map[string][]managerapi.Volume, listErrs map[string]error, readOnly map[string]bool, hostErr error) {
+	m := f.Node(selfNode)
+	for _, p := range m.Pools() {
+		m.RemovePool(p.Name)
 	}
-	names := map[string]bool{testPool: true}
-	for p := range f.volumes {
-		names[p] = true
+	f.ClearFailures()
+	m.AddPool(managerapi.Pool{Name: testPool, Path: "/var/hp/" + testPool, ReadOnly: readOnly[testPool]})
+	for pool, vols := range volumes {
+		m.AddPool(managerapi.Pool{Name: pool, Path: "/var/hp/" + pool, ReadOnly: readOnly[pool]})
+		for _, v := range vols {
+			v.Pool = pool
+			m.AddVolume(v)
+		}
 	}
-	h := &managerapi.Host{NodeName: selfNode}
-	for _, p := range slices.Sorted(maps.Keys(names)) {
-		h.Pools = append(h.Pools, managerapi.Pool{Name: p, Path: "/var/hp/" + p, ReadOnly: f.readOnly[p]})
+	for pool, err := range listErrs {
+		if err != nil {
+			f.Fail(managertest.Failure{Method: managertest.ListVolumes, Pool: pool, Err: err})
+		}
 	}
-	return h, nil
-}
-
-func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*managerapi.VolumeList, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, "list "+pool)
-	if err := f.listErrs[pool]; err != nil {
-		return nil, err
+	if hostErr != nil {
+		f.Fail(managertest.Failure{Method: managertest.Host, Err: hostErr})
 	}
-	vols := slices.Clone(f.volumes[pool])
-	for i := range vols {
-		vols[i].Pool, vols[i].Path = pool, "/var/hp/"+pool+"/"+vols[i].Name
-	}
-	return &managerapi.VolumeList{Items: vols}, nil
-}
-
-// Calls returns the calls so far.
-func (f *fakeManager) Calls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.calls)
-}
-
-// setVolumes replaces the volumes of pool.
-func (f *fakeManager) setVolumes(pool string, vols ...managerapi.Volume) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.volumes == nil {
-		f.volumes = map[string][]managerapi.Volume{}
-	}
-	f.volumes[pool] = vols
-}
-
-// set replaces, under the lock, what the manager answers.
-func (f *fakeManager) set(volumes map[string][]managerapi.Volume, listErrs map[string]error, readOnly map[string]bool, hostErr error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.volumes, f.listErrs, f.readOnly, f.hostErr = volumes, listErrs, readOnly, hostErr
 }
 
 // enforced is a volume of an XFS pool of 4 GiB that uses used bytes.
@@ -124,67 +90,14 @@ func unenforced(name string) managerapi.Volume {
 	return managerapi.Volume{Name: name, SizeBytes: 100 * mi}
 }
 
-// newPV returns a node-mode PV of this provisioner on selfNode in
-// testPool, directory name+"-dir", bound to the claim testNamespace/
-// name+"-claim", changed by mods.
+// newPV returns a Bound node-mode PV of this provisioner on selfNode in
+// testPool of size enforcement xfs, directory name+"-dir", bound to the
+// claim testNamespace/name+"-claim", changed by mods.
 func newPV(name string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
-	pv := &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            name,
-			UID:             types.UID("uid-" + name),
-			ResourceVersion: "7",
-			Annotations: map[string]string{
-				storagehelpers.AnnDynamicallyProvisioned: testProvisioner,
-				hostpathv1.AnnotationNode:                selfNode,
-				hostpathv1.AnnotationPool:                testPool,
-				hostpathv1.AnnotationDirectory:           name + "-dir",
-				hostpathv1.AnnotationMode:                hostpathv1.ModeNode,
-				hostpathv1.AnnotationSizeEnforcement:     managerapi.EnforcementXFS,
-				hostpathv1.AnnotationClaimNamespace:      testNamespace,
-				hostpathv1.AnnotationClaimName:           name + "-claim",
-			},
-		},
-		Spec: v1.PersistentVolumeSpec{
-			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
-			ClaimRef: &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
-				Namespace: testNamespace, Name: name + "-claim", UID: types.UID("uid-" + name + "-claim")},
-		},
-		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound},
-	}
-	for _, m := range mods {
-		m(pv)
-	}
-	return pv
-}
-
-func withAnnotation(key, value string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Annotations[key] = value }
-}
-
-func withoutAnnotation(key string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { delete(pv.Annotations, key) }
-}
-
-// multihostOn makes a PV multihost, held by nodes.
-func multihostOn(nodes ...string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) {
-		pv.Annotations[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
-		pv.Annotations[hostpathv1.AnnotationNodes] = hostpathv1.JoinNodes(nodes)
-		delete(pv.Annotations, hostpathv1.AnnotationNode)
-	}
-}
-
-// inPhase sets the PV's phase and reclaim policy.
-func inPhase(phase v1.PersistentVolumePhase, policy v1.PersistentVolumeReclaimPolicy) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) {
-		pv.Status.Phase, pv.Spec.PersistentVolumeReclaimPolicy = phase, policy
-	}
-}
-
-func deleting(pv *v1.PersistentVolume) {
-	now := metav1.Now()
-	pv.DeletionTimestamp = &now
-	pv.Finalizers = []string{hostpathv1.FinalizerDirectoryProtection}
+	claim := name + "-claim"
+	return hostpathtest.NodePV(name, selfNode, append([]func(*v1.PersistentVolume){hostpathtest.ResourceVersion("7"),
+		hostpathtest.Annotation(hostpathv1.AnnotationSizeEnforcement, managerapi.EnforcementXFS), hostpathtest.MadeFor(testNamespace, claim),
+		hostpathtest.ClaimRef(testNamespace, claim), hostpathtest.ReclaimPolicy(v1.PersistentVolumeReclaimDelete), hostpathtest.Phase(v1.VolumeBound)}, mods...)...)
 }
 
 // fixture is a Refresher on selfNode over a fake PV cache and a fake API
@@ -193,7 +106,7 @@ type fixture struct {
 	refresher *Refresher
 	kube      *fake.Clientset
 	indexer   cache.Indexer
-	manager   *fakeManager
+	manager   *managertest.Fake
 	events    *eventLog
 	metrics   *Metrics
 }
@@ -202,7 +115,7 @@ type fixture struct {
 // answers mgr for selfNode, or managersErr. The Refresher warns from
 // DefaultWarningThreshold, records its events in f.events and its series
 // in f.metrics; mods change its Config.
-func newFixture(t *testing.T, mgr *fakeManager, managersErr error, clk clock.Clock, cached []*v1.PersistentVolume, mods ...func(*Config)) *fixture {
+func newFixture(t *testing.T, mgr *managertest.Fake, managersErr error, clk clock.Clock, cached []*v1.PersistentVolume, mods ...func(*Config)) *fixture {
 	t.Helper()
 	var objects []runtime.Object
 	for _, pv := range cached {
@@ -231,7 +144,7 @@ func newFixture(t *testing.T, mgr *fakeManager, managersErr error, clk clock.Clo
 			if managersErr != nil {
 				return nil, managersErr
 			}
-			return mgr, nil
+			return mgr.Node(node), nil
 		},
 		Interval:         testInterval,
 		WarningThreshold: DefaultWarningThreshold,

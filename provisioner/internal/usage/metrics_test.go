@@ -10,7 +10,9 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 // metricNames are the two gauges, for testutil.
@@ -40,15 +42,15 @@ func series(claims ...string) string {
 // go with the PV or its binding.
 func TestMetrics(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {
+	mgr := newManager(map[string][]managerapi.Volume{testPool: {
 		sizedVolume("pv-a-dir", 32*mi, 10*mi), sizedVolume("pv-shared-dir", 64*mi, 2*mi),
 		enforced("pv-available-dir", mi), unenforced("pv-plain-dir"),
-	}}}
+	}}, nil, nil, nil)
 	f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{
 		newPV("pv-a"),
-		newPV("pv-shared", multihostOn(otherNode, selfNode)),
-		newPV("pv-available", inPhase(v1.VolumeAvailable, v1.PersistentVolumeReclaimDelete)),
-		newPV("pv-plain", withAnnotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
+		newPV("pv-shared", hostpathtest.Multihost(otherNode, selfNode)),
+		newPV("pv-available", hostpathtest.Phase(v1.VolumeAvailable), hostpathtest.ReclaimPolicy(v1.PersistentVolumeReclaimDelete)),
+		newPV("pv-plain", hostpathtest.Annotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
 	})
 	steps := []struct {
 		name   string
@@ -62,19 +64,21 @@ func TestMetrics(t *testing.T) {
 		{
 			name: "new figures",
 			change: func() {
-				mgr.setVolumes(testPool, sizedVolume("pv-a-dir", 32*mi, 20*mi), sizedVolume("pv-shared-dir", 64*mi, 2*mi))
+				set(mgr, map[string][]managerapi.Volume{testPool: {sizedVolume("pv-a-dir", 32*mi, 20*mi), sizedVolume("pv-shared-dir", 64*mi, 2*mi)}}, nil, nil, nil)
 			},
 			want: series("pv-a-claim 2.097152e+07 3.3554432e+07", "pv-shared-claim 2.097152e+06 6.7108864e+07"),
 		},
 		{
-			name:   "the last figures while the pool cannot be listed",
-			change: func() { mgr.set(mgr.volumes, map[string]error{testPool: errors.New("connection refused")}, nil, nil) },
-			want:   series("pv-a-claim 2.097152e+07 3.3554432e+07", "pv-shared-claim 2.097152e+06 6.7108864e+07"),
+			name: "the last figures while the pool cannot be listed",
+			change: func() {
+				mgr.Fail(managertest.Failure{Method: managertest.ListVolumes, Pool: testPool, Err: errors.New("connection refused")})
+			},
+			want: series("pv-a-claim 2.097152e+07 3.3554432e+07", "pv-shared-claim 2.097152e+06 6.7108864e+07"),
 		},
 		{
 			name: "gone with the PV",
 			change: func() {
-				mgr.set(mgr.volumes, nil, nil, nil)
+				mgr.ClearFailures()
 				if err := f.indexer.Delete(newPV("pv-a")); err != nil {
 					t.Fatal(err)
 				}
@@ -84,7 +88,7 @@ func TestMetrics(t *testing.T) {
 		{
 			name: "gone with the binding",
 			change: func() {
-				if err := f.indexer.Update(newPV("pv-shared", multihostOn(otherNode, selfNode), inPhase(v1.VolumeReleased, v1.PersistentVolumeReclaimRetain))); err != nil {
+				if err := f.indexer.Update(newPV("pv-shared", hostpathtest.Multihost(otherNode, selfNode), hostpathtest.Phase(v1.VolumeReleased), hostpathtest.ReclaimPolicy(v1.PersistentVolumeReclaimRetain))); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -117,7 +121,7 @@ func TestMetrics(t *testing.T) {
 // moment of rebinding) give one series, not a failed scrape.
 func TestMetricsDuplicateClaim(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", mi), enforced("pv-b-dir", 2*mi)}}}
+	mgr := newManager(map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", mi), enforced("pv-b-dir", 2*mi)}}, nil, nil, nil)
 	sameClaim := func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.Name = "data" }
 	f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{newPV("pv-a", sameClaim), newPV("pv-b", sameClaim)})
 	if err := f.refresher.refresh(ctx); err != nil {
@@ -131,7 +135,7 @@ func TestMetricsDuplicateClaim(t *testing.T) {
 // TestMetricsNil checks that a Refresher without Metrics refreshes.
 func TestMetricsNil(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", mi)}}}
+	mgr := newManager(map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", mi)}}, nil, nil, nil)
 	f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{newPV("pv-a")}, func(c *Config) { c.Metrics = nil })
 	if err := f.refresher.refresh(ctx); err != nil {
 		t.Fatal(err)

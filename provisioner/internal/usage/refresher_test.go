@@ -20,7 +20,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 func TestRefresh(t *testing.T) {
@@ -49,67 +51,67 @@ func TestRefresh(t *testing.T) {
 				enforced("pv-a-dir", 23*mi+200*1024), enforced("pv-zero-dir", 0), enforced("pv-one-dir", 1),
 				enforced("pv-gi-dir", 1024*mi), enforced("pv-big-dir", 1535*mi+1), enforced("pv-exact-dir", 24*mi),
 			}},
-			wantCalls:  []string{"host", "list default"},
+			wantCalls:  []string{"node-a Host", "node-a ListVolumes default"},
 			wantWrites: []string{"pv-a=24Mi", "pv-zero=0", "pv-one=1Mi", "pv-gi=1Gi", "pv-big=1536Mi", "pv-exact=24Mi"},
 		},
 		{
 			name: "not written again for a change under 1 MiB",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-same", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
-				newPV("pv-up", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
-				newPV("pv-down", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
-				newPV("pv-zero", withAnnotation(hostpathv1.AnnotationSizeUsed, "0")),
+				newPV("pv-same", hostpathtest.Annotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
+				newPV("pv-up", hostpathtest.Annotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
+				newPV("pv-down", hostpathtest.Annotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
+				newPV("pv-zero", hostpathtest.Annotation(hostpathv1.AnnotationSizeUsed, "0")),
 			},
 			volumes: map[string][]managerapi.Volume{testPool: {
 				enforced("pv-same-dir", 24*mi), enforced("pv-up-dir", 25*mi-1), enforced("pv-down-dir", 23*mi+1),
 				enforced("pv-zero-dir", mi-1),
 			}},
-			wantCalls: []string{"host", "list default"},
+			wantCalls: []string{"node-a Host", "node-a ListVolumes default"},
 		},
 		{
 			name: "written again for a change of 1 MiB or more",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-up", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
-				newPV("pv-down", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
-				newPV("pv-far", withAnnotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
-				newPV("pv-emptied", withAnnotation(hostpathv1.AnnotationSizeUsed, "1Gi")),
+				newPV("pv-up", hostpathtest.Annotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
+				newPV("pv-down", hostpathtest.Annotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
+				newPV("pv-far", hostpathtest.Annotation(hostpathv1.AnnotationSizeUsed, "24Mi")),
+				newPV("pv-emptied", hostpathtest.Annotation(hostpathv1.AnnotationSizeUsed, "1Gi")),
 			},
 			volumes: map[string][]managerapi.Volume{testPool: {
 				enforced("pv-up-dir", 25*mi), enforced("pv-down-dir", 23*mi), enforced("pv-far-dir", 26*mi+1),
 				enforced("pv-emptied-dir", 0),
 			}},
-			wantCalls:  []string{"host", "list default"},
+			wantCalls:  []string{"node-a Host", "node-a ListVolumes default"},
 			wantWrites: []string{"pv-up=25Mi", "pv-down=23Mi", "pv-far=27Mi", "pv-emptied=0"},
 		},
 		{
 			name: "an unreadable or negative value is replaced",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-junk", withAnnotation(hostpathv1.AnnotationSizeUsed, "lots")),
-				newPV("pv-negative", withAnnotation(hostpathv1.AnnotationSizeUsed, "-1Gi")),
+				newPV("pv-junk", hostpathtest.Annotation(hostpathv1.AnnotationSizeUsed, "lots")),
+				newPV("pv-negative", hostpathtest.Annotation(hostpathv1.AnnotationSizeUsed, "-1Gi")),
 			},
 			volumes:    map[string][]managerapi.Volume{testPool: {enforced("pv-junk-dir", 5*mi), enforced("pv-negative-dir", 0)}},
-			wantCalls:  []string{"host", "list default"},
+			wantCalls:  []string{"node-a Host", "node-a ListVolumes default"},
 			wantWrites: []string{"pv-junk=5Mi", "pv-negative=0"},
 		},
 		{
 			name: "nothing written where the size is not enforced",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-a", withAnnotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
-				newPV("pv-kept", withAnnotation(hostpathv1.AnnotationSizeUsed, "7Mi")),
+				newPV("pv-a", hostpathtest.Annotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
+				newPV("pv-kept", hostpathtest.Annotation(hostpathv1.AnnotationSizeUsed, "7Mi")),
 			},
 			volumes:   map[string][]managerapi.Volume{testPool: {unenforced("pv-a-dir"), unenforced("pv-kept-dir")}},
-			wantCalls: []string{"host", "list default"},
+			wantCalls: []string{"node-a Host", "node-a ListVolumes default"},
 		},
 		{
 			name: "only this provisioner's PVs of this node, not under deletion",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-other-node", withAnnotation(hostpathv1.AnnotationNode, otherNode)),
-				newPV("pv-multihost-elsewhere", multihostOn(otherNode)),
-				newPV("pv-other-provisioner", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
-				newPV("pv-deleting", deleting),
-				newPV("pv-no-directory", withoutAnnotation(hostpathv1.AnnotationDirectory)),
-				newPV("pv-no-pool", withoutAnnotation(hostpathv1.AnnotationPool)),
-				newPV("pv-unknown-mode", withAnnotation(hostpathv1.AnnotationMode, "elsewhere")),
+				newPV("pv-other-node", hostpathtest.Annotation(hostpathv1.AnnotationNode, otherNode)),
+				newPV("pv-multihost-elsewhere", hostpathtest.Multihost(otherNode)),
+				newPV("pv-other-provisioner", hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
+				newPV("pv-deleting", hostpathtest.Deleting),
+				newPV("pv-no-directory", hostpathtest.WithoutAnnotation(hostpathv1.AnnotationDirectory)),
+				newPV("pv-no-pool", hostpathtest.WithoutAnnotation(hostpathv1.AnnotationPool)),
+				newPV("pv-unknown-mode", hostpathtest.Annotation(hostpathv1.AnnotationMode, "elsewhere")),
 			},
 			volumes: map[string][]managerapi.Volume{testPool: {
 				enforced("pv-other-node-dir", mi), enforced("pv-multihost-elsewhere-dir", mi), enforced("pv-other-provisioner-dir", mi),
@@ -119,19 +121,19 @@ func TestRefresh(t *testing.T) {
 		{
 			// Its health is looked at (the list), its usage is not written.
 			name:      "a multihost PV of this node gets no size-used",
-			cached:    []*v1.PersistentVolume{newPV("pv-multihost", multihostOn(otherNode, selfNode))},
+			cached:    []*v1.PersistentVolume{newPV("pv-multihost", hostpathtest.Multihost(otherNode, selfNode))},
 			volumes:   map[string][]managerapi.Volume{testPool: {enforced("pv-multihost-dir", mi)}},
-			wantCalls: []string{"host", "list default"},
+			wantCalls: []string{"node-a Host", "node-a ListVolumes default"},
 		},
 		{
 			name: "usage and condition in one patch, the condition alone where the size is not enforced",
 			cached: []*v1.PersistentVolume{
 				newPV("pv-full"),
-				newPV("pv-plain", withAnnotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
+				newPV("pv-plain", hostpathtest.Annotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone)),
 			},
 			volumes:    map[string][]managerapi.Volume{testPool: {sizedVolume("pv-full-dir", 32*mi, 31*mi), unenforced("pv-plain-dir")}},
 			readOnly:   map[string]bool{testPool: true},
-			wantCalls:  []string{"host", "list default"},
+			wantCalls:  []string{"node-a Host", "node-a ListVolumes default"},
 			wantWrites: []string{"pv-full=31Mi health=PoolReadOnly", "pv-plain health=PoolReadOnly"},
 			wantEvents: []string{
 				"pv/pv-full Warning PoolReadOnly", "pvc/team-a/pv-full-claim Warning PoolReadOnly",
@@ -144,44 +146,44 @@ func TestRefresh(t *testing.T) {
 			volumes:    map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
 			hostErr:    errors.New("manager busy"),
 			wantErr:    `describe the pools of node "node-a" (no condition changes in this refresh): manager busy`,
-			wantCalls:  []string{"host", "list default"},
+			wantCalls:  []string{"node-a Host", "node-a ListVolumes default"},
 			wantWrites: []string{"pv-a=3Mi"},
 		},
 		{
 			name:       "a PV of the capacity-aware provisioner name is refreshed too",
-			cached:     []*v1.PersistentVolume{newPV("pv-a", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, hostpathv1.CapacityProvisionerName))},
+			cached:     []*v1.PersistentVolume{newPV("pv-a", hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, hostpathv1.CapacityProvisionerName))},
 			volumes:    map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
-			wantCalls:  []string{"host", "list default"},
+			wantCalls:  []string{"node-a Host", "node-a ListVolumes default"},
 			wantWrites: []string{"pv-a=3Mi"},
 		},
 		{
 			name:       "a PV without a mode is in node mode",
-			cached:     []*v1.PersistentVolume{newPV("pv-a", withoutAnnotation(hostpathv1.AnnotationMode))},
+			cached:     []*v1.PersistentVolume{newPV("pv-a", hostpathtest.WithoutAnnotation(hostpathv1.AnnotationMode))},
 			volumes:    map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", 3*mi)}},
-			wantCalls:  []string{"host", "list default"},
+			wantCalls:  []string{"node-a Host", "node-a ListVolumes default"},
 			wantWrites: []string{"pv-a=3Mi"},
 		},
 		{
 			name: "one call per pool, volumes no PV names ignored",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-a"), newPV("pv-b"), newPV("pv-c", withAnnotation(hostpathv1.AnnotationPool, "fast")),
+				newPV("pv-a"), newPV("pv-b"), newPV("pv-c", hostpathtest.Annotation(hostpathv1.AnnotationPool, "fast")),
 			},
 			volumes: map[string][]managerapi.Volume{
 				testPool: {enforced("orphan-dir", 9*mi), enforced("pv-a-dir", mi), enforced("pv-b-dir", 2*mi)},
 				"fast":   {enforced("pv-c-dir", 3*mi)},
 			},
-			wantCalls:  []string{"host", "list default", "list fast"},
+			wantCalls:  []string{"node-a Host", "node-a ListVolumes default", "node-a ListVolumes fast"},
 			wantWrites: []string{"pv-a=1Mi", "pv-b=2Mi", "pv-c=3Mi"},
 		},
 		{
 			name: "a pool that fails does not stop the others",
 			cached: []*v1.PersistentVolume{
-				newPV("pv-a", withAnnotation(hostpathv1.AnnotationPool, "broken")), newPV("pv-b"),
+				newPV("pv-a", hostpathtest.Annotation(hostpathv1.AnnotationPool, "broken")), newPV("pv-b"),
 			},
 			volumes:    map[string][]managerapi.Volume{"broken": {enforced("pv-a-dir", mi)}, testPool: {enforced("pv-b-dir", 2*mi)}},
 			listErrs:   map[string]error{"broken": errors.New("manager says no")},
 			wantErr:    `list the volumes of pool "broken": manager says no`,
-			wantCalls:  []string{"host", "list broken", "list default"},
+			wantCalls:  []string{"node-a Host", "node-a ListVolumes broken", "node-a ListVolumes default"},
 			wantWrites: []string{"pv-b=2Mi"},
 		},
 		{
@@ -197,7 +199,7 @@ func TestRefresh(t *testing.T) {
 			cached:     []*v1.PersistentVolume{newPV("pv-a"), newPV("pv-refused"), newPV("pv-gone")},
 			volumes:    map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", mi), enforced("pv-gone-dir", mi), enforced("pv-refused-dir", mi)}},
 			wantErr:    `set hostpath.dev/size-used to 1Mi of PersistentVolume "pv-refused": refused`,
-			wantCalls:  []string{"host", "list default"},
+			wantCalls:  []string{"node-a Host", "node-a ListVolumes default"},
 			wantWrites: []string{"pv-a=1Mi", "pv-gone=1Mi", "pv-refused=1Mi"},
 		},
 		{
@@ -207,7 +209,7 @@ func TestRefresh(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			mgr := &fakeManager{volumes: tc.volumes, listErrs: tc.listErrs, readOnly: tc.readOnly, hostErr: tc.hostErr}
+			mgr := newManager(tc.volumes, tc.listErrs, tc.readOnly, tc.hostErr)
 			f := newFixture(t, mgr, tc.managersErr, nil, tc.cached)
 			f.kube.PrependReactor("patch", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				switch a.(k8stesting.PatchAction).GetName() {
@@ -226,7 +228,7 @@ func TestRefresh(t *testing.T) {
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Errorf("refresh = %v, want an error with %q", err, tc.wantErr)
 			}
-			if got := mgr.Calls(); !slices.Equal(got, tc.wantCalls) {
+			if got := managertest.Strings(mgr.Calls()); !slices.Equal(got, tc.wantCalls) {
 				t.Errorf("manager calls = %q, want %q", got, tc.wantCalls)
 			}
 			got, want := writes(t, f.kube), slices.Clone(tc.wantWrites)
@@ -246,7 +248,7 @@ func TestRefresh(t *testing.T) {
 // annotation lands on the PV and that its other annotations stay.
 func TestRefreshWritesThePV(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", 1536*mi)}}}
+	mgr := newManager(map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", 1536*mi)}}, nil, nil, nil)
 	f := newFixture(t, mgr, nil, nil, []*v1.PersistentVolume{newPV("pv-a")})
 	if err := f.refresher.refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -307,8 +309,8 @@ func TestRunEveryInterval(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	clk := clocktesting.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
-	mgr := &fakeManager{}
-	mgr.setVolumes(testPool, enforced("pv-a-dir", 10*mi))
+	mgr := newManager(nil, nil, nil, nil)
+	set(mgr, map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", 10*mi)}}, nil, nil, nil)
 	f := newFixture(t, mgr, nil, clk, []*v1.PersistentVolume{newPV("pv-a")})
 	patched := make(chan string, 10)
 	f.kube.PrependReactor("patch", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -333,7 +335,7 @@ func TestRunEveryInterval(t *testing.T) {
 	if err := f.indexer.Update(pv); err != nil {
 		t.Fatal(err)
 	}
-	mgr.setVolumes(testPool, enforced("pv-a-dir", 30*mi))
+	set(mgr, map[string][]managerapi.Volume{testPool: {enforced("pv-a-dir", 30*mi)}}, nil, nil, nil)
 
 	clk.Step(testInterval)
 	if got := <-patched; got != "30Mi" {
@@ -343,7 +345,7 @@ func TestRunEveryInterval(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v, want nil", err)
 	}
-	if got, want := mgr.Calls(), []string{"host", "list default", "host", "list default"}; !slices.Equal(got, want) {
+	if got, want := managertest.Strings(mgr.Calls()), []string{"node-a Host", "node-a ListVolumes default", "node-a Host", "node-a ListVolumes default"}; !slices.Equal(got, want) {
 		t.Errorf("manager calls = %q, want %q", got, want)
 	}
 	if len(patched) != 0 {
