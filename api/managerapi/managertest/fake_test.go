@@ -336,6 +336,9 @@ func TestHostAndPools(t *testing.T) {
 	if !m.UpdatePool("new", func(p *managerapi.Pool) { p.FreeBytes = 8 }) || m.UpdatePool("none", func(*managerapi.Pool) {}) {
 		t.Error("UpdatePool found a pool it should not, or not one it should")
 	}
+	if got := m.Pools(); len(got) != 3 || got[0].Name != "fast" || got[1].Name != "new" || got[1].FreeBytes != 8 || got[2].Name != "slow" {
+		t.Errorf("Pools = %+v", got)
+	}
 	m.RemovePool("fast")
 	if _, err := m.ListVolumes(ctx, "fast"); managerapi.Classify(err) != managerapi.AnswerPoolMissing {
 		t.Errorf("ListVolumes of a removed pool = %v", err)

@@ -98,6 +98,18 @@ func (n *node) addPool(p managerapi.Pool) *pool {
 	return np
 }
 
+// Pools returns the manager's pools, sorted by name, as Host lists them
+// (without recording a call).
+func (m *Manager) Pools() []managerapi.Pool {
+	var out []managerapi.Pool
+	m.state(func(n *node) {
+		for _, p := range n.sortedPools() {
+			out = append(out, p.info)
+		}
+	})
+	return out
+}
+
 // UpdatePool changes what the manager says of pool name; it reports
 // false, changing nothing, when the manager has no such pool.
 func (m *Manager) UpdatePool(name string, fn func(p *managerapi.Pool)) bool {
