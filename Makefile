@@ -8,7 +8,7 @@ SHELL := /usr/bin/env bash
 # the etcd and pause image it expects, are pinned in scripts/lib.sh
 # (K8S_VERSION, K8S_OLDEST); K8S_VERSION=... in the environment overrides.
 
-MODULES := api manager provisioner hostdefiner e2e
+MODULES := api manager provisioner hostdefiner e2e tools
 BINARIES := manager provisioner hostdefiner
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
@@ -53,20 +53,20 @@ verify: check-releases check-docs check-chart ## gofmt, go vet, staticcheck, GOW
 
 .PHONY: check-releases
 check-releases: ## RELEASES is well formed (semver, increasing), each commit an ancestor of HEAD, a CHANGELOG.md section each.
-	@cd e2e && $(GO) run ./cmd/releases check $(CURDIR)
+	@cd tools && $(GO) run ./cmd/releases check $(CURDIR)
 
 .PHONY: check-docs
 check-docs: build ## Every flag of each program's --help is on its docs/ page, relative links of README.md and docs/ lead somewhere, README.md at most 300 lines.
-	@cd e2e && $(GO) run ./cmd/docscheck check -bin $(CURDIR)/$(BIN_DIR) $(addprefix -pending ,$(DOCS_PENDING)) $(CURDIR)
+	@cd tools && $(GO) run ./cmd/docscheck check -bin $(CURDIR)/$(BIN_DIR) $(addprefix -pending ,$(DOCS_PENDING)) $(CURDIR)
 
 .PHONY: check-chart
 check-chart: ## The Helm chart renders the objects of manifests/ (defaults, ci/ values as OpenShift, components, monitoring; helm v3 and v4 alike), passes helm lint --strict, its files/ copies and docs/install.md's values table are up to date.
 	@helm=$$(scripts/tool.sh helm); helm4=$$(scripts/tool.sh helm4); kustomize=$$(scripts/tool.sh kustomize); \
-	cd e2e && $(GO) run ./cmd/chartcheck check -helm "$$helm" -helm4 "$$helm4" -kustomize "$$kustomize" $(CURDIR)
+	cd tools && $(GO) run ./cmd/chartcheck check -helm "$$helm" -helm4 "$$helm4" -kustomize "$$kustomize" $(CURDIR)
 
 .PHONY: chart-sync
 chart-sync: ## Rewrite charts/hostpath/files/ from manifests/ and docs/install.md's chart values table from charts/hostpath/values.yaml.
-	@cd e2e && $(GO) run ./cmd/chartcheck sync $(CURDIR)
+	@cd tools && $(GO) run ./cmd/chartcheck sync $(CURDIR)
 
 .PHONY: generate
 generate: ## Generate the HostDefinition deepcopy, clientset, listers, informers and CRD (scripts/codegen.sh).

@@ -12,6 +12,7 @@ COPY manager/ manager/
 COPY provisioner/ provisioner/
 COPY hostdefiner/ hostdefiner/
 COPY e2e/ e2e/
+COPY tools/ tools/
 WORKDIR /src/manager
 RUN --mount=type=cache,target=/root/.cache/go-build --mount=type=cache,target=/go/pkg/mod \
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/manager ./cmd/manager

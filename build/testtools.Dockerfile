@@ -10,6 +10,7 @@ COPY manager/ manager/
 COPY provisioner/ provisioner/
 COPY hostdefiner/ hostdefiner/
 COPY e2e/ e2e/
+COPY tools/ tools/
 WORKDIR /src/e2e
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/nettool ./cmd/nettool
 

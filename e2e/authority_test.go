@@ -38,7 +38,7 @@ import (
 
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/localcluster"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 // authorityCall is one manager call of these tests and the answer it must

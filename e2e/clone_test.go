@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hostpath.dev/api/managerapi"
-	"hostpath.dev/e2e/internal/localcluster"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 // Clone events (docs/clones.md, "Events on the clone claim").

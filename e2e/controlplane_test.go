@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/localcluster"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 // The names of control-plane nodes and of the component that adds the node

@@ -11,9 +11,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/localcluster"
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/e2e/framework"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 // TestCSIDriverChangesNothing: the CSIDriver hostpath.dev, which the

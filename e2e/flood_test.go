@@ -22,7 +22,7 @@ import (
 
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/benchprovision"
+	"hostpath.dev/e2e/framework/apimetrics"
 	"hostpath.dev/e2e/internal/nettool"
 )
 
@@ -108,15 +108,15 @@ func floodPod(ns, name, node, gateURL, url string, kind floodKind) *corev1.Pod {
 // resources, which are not stored, is counted as verb POST).
 func reviewCounts(ctx context.Context, t *testing.T, f *framework.Framework) (tokens, access int64) {
 	t.Helper()
-	raw, err := benchprovision.APIServerMetrics(f.Client)(ctx)
+	raw, err := apimetrics.APIServerMetrics(f.Client)(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs, err := benchprovision.ParseAPIRequests(bytes.NewReader(raw))
+	reqs, err := apimetrics.ParseAPIRequests(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reqs[benchprovision.RequestKey{Verb: "POST", Resource: "tokenreviews"}], reqs[benchprovision.RequestKey{Verb: "POST", Resource: "subjectaccessreviews"}]
+	return reqs[apimetrics.RequestKey{Verb: "POST", Resource: "tokenreviews"}], reqs[apimetrics.RequestKey{Verb: "POST", Resource: "subjectaccessreviews"}]
 }
 
 // managerReviews is the manager's own count of the reviews it sent in lane

@@ -14,10 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/e2e/internal/releases"
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/e2e/framework"
+	"hostpath.dev/e2e/framework/localcluster"
+	"hostpath.dev/e2e/framework/releases"
 )
 
 const (

@@ -18,10 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/localcluster"
-	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/generated/clientset/versioned"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/e2e/framework"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 const (

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"hostpath.dev/e2e/framework"
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/e2e/framework"
 )
 
 // classLocal is the example class of volumeType local (manifests/).

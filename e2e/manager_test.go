@@ -26,7 +26,7 @@ import (
 
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/localcluster"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 const managerTimeout = 2 * time.Minute

@@ -60,7 +60,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/localcluster"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 const (

@@ -21,7 +21,7 @@ import (
 
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/localcluster"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 // orphansReport is what `kubectl hostpath orphans -o json` prints, by the

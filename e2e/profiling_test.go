@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"hostpath.dev/e2e/framework"
 	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/e2e/framework"
 )
 
 // TestProfiling: the host definer serves Go's profiles on its health port

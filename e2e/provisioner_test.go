@@ -19,9 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/localcluster"
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/e2e/framework"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 // What users see of the provisioner (docs/provisioner.md): the names are

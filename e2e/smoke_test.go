@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/localcluster"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 const podTimeout = 2 * time.Minute

@@ -23,7 +23,7 @@ import (
 
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/localcluster"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 // extraNodeName is the CSR extra the API server fills from a pod-bound token.

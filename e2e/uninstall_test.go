@@ -10,8 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"hostpath.dev/e2e/framework"
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/e2e/framework"
 )
 
 // partOf is the label every object of the manifests carries.

@@ -14,10 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/localcluster"
-	"hostpath.dev/e2e/internal/releases"
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/e2e/framework"
+	"hostpath.dev/e2e/framework/localcluster"
+	"hostpath.dev/e2e/framework/releases"
 )
 
 // productImages are the images the manifests run, retagged for a release.
@@ -29,7 +29,7 @@ var productImages = []string{"hostpath.dev/manager", "hostpath.dev/provisioner",
 const oldHostDefinerBinding = "hostpath-hostdefiner-manager-client"
 
 // TestUpgrade upgrades to the current version from each release that
-// RELEASES records with upgrade "supported" (e2e/internal/releases; never
+// RELEASES records with upgrade "supported" (e2e/framework/releases; never
 // from git tags, which a clone may not have), oldest first, one subtest per
 // release. Each installs the release from its commit's manifests with
 // images built from its code (git archive, then scripts/images.sh with

@@ -2,8 +2,8 @@
 # bench-fleet.sh: hostpath over many nodes on the running local cluster: a
 # fleet of fake nodes, each with its own manager and provisioner process
 # (the product's binaries, built here) and their pod objects, made Ready
-# through the API with pod-bound service account tokens (e2e/internal/fleet
-# says how), then e2e/cmd/benchfleet run:
+# through the API with pod-bound service account tokens (tools/internal/fleet
+# says how), then tools/cmd/benchfleet run:
 #   - N node-mode claims over K provisioner instances (BENCH_INSTANCES,
 #     K:N pairs, default "10:1000,100:200"), with API writes per volume;
 #   - multihost create->Bound latency over E managers, the real nodes'
@@ -12,7 +12,7 @@
 #     a node that joins;
 #   - first, with BENCH_FOREIGN=N (default 0: off), with a fleet of its own
 #     of BENCH_FOREIGN_INSTANCES (default 100) members (benchfleet foreign,
-#     e2e/internal/fleet/foreign): every provisioner's RSS and CPU time idle,
+#     tools/internal/fleet/foreign): every provisioner's RSS and CPU time idle,
 #     with N claims of another provisioner (annotated by
 #     kube-controller-manager) and after their deletion, each memory reading
 #     BENCH_FOREIGN_SETTLE seconds (default 30) after its step, and the real
@@ -47,7 +47,7 @@ CONTAINER=provisioner
 FLEET_DIR=$CLUSTER_DIR/fleet
 # The foreign phase's fleet, apart: its members are not those of the run's.
 FOREIGN_DIR=$FLEET_DIR/foreign
-# Its StorageClass (e2e/internal/fleet/foreign.ClassName); its namespace
+# Its StorageClass (tools/internal/fleet/foreign.ClassName); its namespace
 # and class are labelled hostpath.dev/bench-fleet=true.
 FOREIGN_CLASS=hostpath-bench-fleet-foreign
 ADDRESS_PREFIX=198.18.250.
@@ -79,7 +79,7 @@ ORIG_KCM=$("$KCM" get)
 
 mkdir -p "$BIN" "$FLEET_BIN"
 log "Building benchfleet, and the manager and the provisioner as their images have them"
-(cd "$REPO_ROOT/e2e" && CGO_ENABLED=0 go build -o "$BIN/benchfleet" ./cmd/benchfleet)
+(cd "$REPO_ROOT/tools" && CGO_ENABLED=0 go build -o "$BIN/benchfleet" ./cmd/benchfleet)
 (cd "$REPO_ROOT/manager" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$FLEET_BIN/manager" ./cmd/manager)
 (cd "$REPO_ROOT/provisioner" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$FLEET_BIN/provisioner" ./cmd/provisioner)
 

@@ -7,7 +7,7 @@
 #
 # For each kube-controller-manager setting in BENCH_KCM (QPS/BURST or
 # default; default "1000/2000 200/400 default"), restarted with scripts/kcm.sh:
-#   noop@SETTING: e2e/cmd/noopprovisioner started on this machine (PV objects
+#   noop@SETTING: tools/cmd/noopprovisioner started on this machine (PV objects
 #     only; client limits the sum of the provisioner pods' two clients',
 #     workers the sum of theirs),
 #     COUNT claims of class hostpath-bench-noop, then it is stopped by PID;
@@ -15,7 +15,7 @@
 #     peak RSS is this run's), COUNT claims of class hostpath-immediate with
 #     directory checks, then scripts/footprint.sh.
 # Claims are pinned round robin to the real nodes, all created at once in a
-# fresh namespace, then deleted (e2e/cmd/benchprovision run). With
+# fresh namespace, then deleted (tools/cmd/benchprovision run). With
 # BENCH_ROUNDS=R (default 1) each setting runs R rounds, the floor then ours
 # in each. At the end: the report of each setting, ours against the floor of
 # the same round, with R > 1 each figure's ratio over the rounds (min,
@@ -75,7 +75,7 @@ fi
 ORIG_KCM=$("$KCM" get)
 mkdir -p "$BIN"
 log "Building benchprovision, noopprovisioner and the provisioner (for its flag defaults)"
-(cd "$REPO_ROOT/e2e" && CGO_ENABLED=0 go build -o "$BIN/benchprovision" ./cmd/benchprovision &&
+(cd "$REPO_ROOT/tools" && CGO_ENABLED=0 go build -o "$BIN/benchprovision" ./cmd/benchprovision &&
   CGO_ENABLED=0 go build -o "$BIN/noopprovisioner" ./cmd/noopprovisioner)
 (cd "$REPO_ROOT/provisioner" && CGO_ENABLED=0 go build -o "$BIN/provisioner" ./cmd/provisioner)
 WORK=$(mktemp -d)

@@ -2,7 +2,7 @@
 # fake-nodes.sh: lightweight fake nodes on the running local cluster, for
 # scale tests. Node objects named hostpath-fake-N, labelled and tainted
 # hostpath.dev/fake-node=true:NoSchedule, kept Ready by one background process
-# (e2e/cmd/fakenodes) that renews their Leases; no kubelet, no pods.
+# (tools/cmd/fakenodes) that renews their Leases; no kubelet, no pods.
 #
 #   scripts/fake-nodes.sh up COUNT [fakenodes flags, e.g. --no-taint]
 #   scripts/fake-nodes.sh down      stop the renewer (by PID) and delete the nodes
@@ -30,7 +30,7 @@ up)
   shift 2
   t0=$(now)
   mkdir -p "$(dirname "$BIN")"
-  (cd "$REPO_ROOT/e2e" && CGO_ENABLED=0 go build -o "$BIN" ./cmd/fakenodes)
+  (cd "$REPO_ROOT/tools" && CGO_ENABLED=0 go build -o "$BIN" ./cmd/fakenodes)
   stop_renewer
   start_bg fake-nodes "$LOG_DIR/fake-nodes.log" "$BIN" --kubeconfig "$CLUSTER_KUBECONFIG" --count "$count" "$@"
   wait_until 300 "$count fake nodes" sh -c "grep -qx ready '$LOG_DIR/fake-nodes.log' || ! kill -0 $(cut -d' ' -f1 "$RUN_DIR/fake-nodes.pid")"
@@ -43,7 +43,7 @@ up)
   ;;
 down)
   stop_renewer
-  [ -x "$BIN" ] || (cd "$REPO_ROOT/e2e" && CGO_ENABLED=0 go build -o "$BIN" ./cmd/fakenodes)
+  [ -x "$BIN" ] || (cd "$REPO_ROOT/tools" && CGO_ENABLED=0 go build -o "$BIN" ./cmd/fakenodes)
   "$BIN" --kubeconfig "$CLUSTER_KUBECONFIG" --delete
   ;;
 status)

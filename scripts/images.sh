@@ -50,7 +50,7 @@
 # cross-compiled with GOOS and GOARCH; the config's architecture and os set
 # with umoci) into the OCI layout .cache/images/oci/<name>-<tag>/, one image
 # per platform named <os>-<arch> (linux-arm64), and an OCI image index of
-# them named <tag> (e2e/cmd/ociindex). No docker-archive tarball is built
+# them named <tag> (tools/cmd/ociindex). No docker-archive tarball is built
 # then: push.sh pushes the index (skopeo copy --all), release.sh packs it
 # into dist/.
 set -euo pipefail
@@ -265,7 +265,7 @@ else
   fi
   if ! $BASE_ONLY; then
     [ "$SOURCE_DIR" = "$REPO_ROOT" ] || log "Building the product images $IMAGE_TAG from $SOURCE_DIR"
-    [ ${#platforms[@]} -eq 0 ] || gobuild "$REPO_ROOT" e2e ./cmd/ociindex ociindex
+    [ ${#platforms[@]} -eq 0 ] || gobuild "$REPO_ROOT" tools ./cmd/ociindex ociindex
     for p in manager provisioner hostdefiner; do
       if [ ! -f "$SOURCE_DIR/$p/cmd/$p/main.go" ]; then
         log "Skipping hostpath.dev/$p:$IMAGE_TAG: $p/cmd/$p/main.go does not exist in $SOURCE_DIR"

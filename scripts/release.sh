@@ -46,7 +46,7 @@ PLUGIN_PLATFORMS=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
 T0=$(now)
 
 # The record names the version, and the version's commit has the chart.
-commit=$(cd "$REPO_ROOT/e2e" && go run ./cmd/releases commit "$VERSION" "$REPO_ROOT") ||
+commit=$(cd "$REPO_ROOT/tools" && go run ./cmd/releases commit "$VERSION" "$REPO_ROOT") ||
   die "RELEASES and CHANGELOG.md must name $VERSION, and pass make check-releases (above)"
 git -C "$REPO_ROOT" cat-file -e "$commit:charts/hostpath/Chart.yaml" 2> /dev/null ||
   die "$VERSION is commit ${commit:0:7}, which has no charts/hostpath: make release builds releases that have the Helm chart (docs/releasing.md)"
@@ -97,7 +97,7 @@ mkdir "$work/chart"
 cp -r "$src/charts/hostpath" "$work/chart/hostpath"
 settings=("image.registry=$RELEASE_REGISTRY" "image.tag=$VERSION")
 for p in "${PROGRAMS[@]}"; do settings+=("$p.image.digest=${digest[$p]}"); done
-(cd "$REPO_ROOT/e2e" && go run ./cmd/releases set-values "$work/chart/hostpath/values.yaml" "${settings[@]}") ||
+(cd "$REPO_ROOT/tools" && go run ./cmd/releases set-values "$work/chart/hostpath/values.yaml" "${settings[@]}") ||
   die "the chart of $VERSION lacks the values image.registry, image.tag or <program>.image.digest (above)"
 helm=$("$S/tool.sh" helm)
 "$helm" package "$work/chart/hostpath" --version "${VERSION#v}" --app-version "$VERSION" --destination "$DIST_DIR" > /dev/null

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"hostpath.dev/e2e/internal/localcluster"
 	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 const (

@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"hostpath.dev/e2e/internal/localcluster"
 	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/e2e/framework/localcluster"
 )
 
 // PollInterval is how often WaitFor checks its condition.

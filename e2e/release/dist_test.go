@@ -21,7 +21,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"hostpath.dev/e2e/framework"
-	"hostpath.dev/e2e/internal/ociindex"
+	"hostpath.dev/e2e/framework/ocilayout"
 )
 
 // TestDistFiles checks that dist/ holds what docs/releasing.md lists, and
@@ -80,7 +80,7 @@ func TestImages(t *testing.T) {
 			}
 			layout := extract(t, d.archive(p))
 			for _, m := range index.Manifests {
-				platform := ociindex.FormatPlatform(*m.Platform)
+				platform := ocilayout.FormatPlatform(*m.Platform)
 				config := imageConfig(ctx, t, "oci-archive:"+d.archive(p), *m.Platform)
 				user := "65532:65532"
 				if p == "manager" {
@@ -223,7 +223,7 @@ func platformsOf(t *testing.T, raw string) v1.Index {
 func platformNames(index v1.Index) []string {
 	var names []string
 	for _, m := range index.Manifests {
-		names = append(names, ociindex.FormatPlatform(*m.Platform))
+		names = append(names, ocilayout.FormatPlatform(*m.Platform))
 	}
 	return names
 }
@@ -236,23 +236,23 @@ func imageConfig(ctx context.Context, t *testing.T, ref string, p v1.Platform, o
 	out := run(ctx, t, "", "skopeo", append(args, ref)...)
 	var config v1.Image
 	if err := json.Unmarshal([]byte(out), &config); err != nil {
-		t.Fatalf("parse the config of %s for %s: %v\n%s", ref, ociindex.FormatPlatform(p), err, out)
+		t.Fatalf("parse the config of %s for %s: %v\n%s", ref, ocilayout.FormatPlatform(p), err, out)
 	}
 	return config
 }
 
 // extract unpacks an OCI archive into a temporary directory.
-func extract(t *testing.T, archive string) ociindex.Layout {
+func extract(t *testing.T, archive string) ocilayout.Layout {
 	t.Helper()
 	dir := t.TempDir()
 	run(t.Context(), t, "", "tar", "-xf", archive, "-C", dir)
-	return ociindex.Layout{Dir: dir}
+	return ocilayout.Layout{Dir: dir}
 }
 
 // fileOf copies the regular file name of the image m of layout (from its
 // layers, the last one holding it wins) to a temporary file, executable,
 // and returns its path.
-func fileOf(t *testing.T, layout ociindex.Layout, m v1.Descriptor, name string) string {
+func fileOf(t *testing.T, layout ocilayout.Layout, m v1.Descriptor, name string) string {
 	t.Helper()
 	data, err := layout.Blob(m)
 	if err != nil {

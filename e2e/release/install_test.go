@@ -14,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"hostpath.dev/e2e/framework"
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/e2e/framework"
 )
 
 // claimTimeout bounds the waits for a claim to be Bound and its pods.

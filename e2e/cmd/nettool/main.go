@@ -19,7 +19,7 @@ package main
 import (
 	"os"
 
-	"hostpath.dev/e2e/internal/cli"
+	"hostpath.dev/e2e/framework/cli"
 	"hostpath.dev/e2e/internal/nettool"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"hostpath.dev/e2e/internal/cli"
+	"hostpath.dev/e2e/framework/cli"
 )
 
 // Usage is the command line of nettool, for cli.Main.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"hostpath.dev/e2e/internal/cli"
+	"hostpath.dev/e2e/framework/cli"
 )
 
 func TestParseGet(t *testing.T) {

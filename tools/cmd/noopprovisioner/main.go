@@ -1,0 +1,17 @@
+// Command noopprovisioner is the floor of the provisioning benchmark
+// (scripts/bench-provision.sh runs it on this machine): a provisioner on the
+// same library as hostpath's that only writes PV objects and deletes
+// nothing.
+//
+//	noopprovisioner --kubeconfig .cluster/kubeconfig --kube-api-qps 100 --kube-api-burst 200 --workers 16 \
+//	    [--provisioner-name hostpath.dev/noop-bench] [--metrics-address 127.0.0.1:18089]
+//
+// The flags and the program live in tools/internal/noopprovisioner (Options).
+package main
+
+import (
+	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/tools/internal/noopprovisioner"
+)
+
+func main() { component.Main("noopprovisioner", noopprovisioner.NewOptions()) }

@@ -1,0 +1,220 @@
+// Package foreign measures what a hostpath provisioner instance costs per
+// node and per claim of another provisioner at fleet scale, on the running
+// local cluster: over a fleet of K fake nodes (package fleet), each with its
+// own manager and provisioner process, it reads the resident memory (VmRSS)
+// and CPU time (utime+stime) of every fleet provisioner and of the real
+// nodes' provisioners (/proc), and the API server's watch events for
+// claims, at these steps:
+//
+//   - before: the real nodes' provisioners, before the fleet starts;
+//   - up: once the K members run, each with a Ready HostDefinition of the
+//     pool (so every instance caches 2K more pods and K more
+//     HostDefinitions; Nodes, only its own);
+//   - idle: Settle later. The real nodes' growth from before, over K, is
+//     the per-node cost in every instance's caches; the CPU time from up
+//     is each instance's idle rate;
+//   - annotated: N claims of the StorageClass ClassName of the provisioner
+//     Provisioner (Immediate; nothing serves it) created in a fresh
+//     namespace, read at once when kube-controller-manager has annotated
+//     every one with that provisioner: the CPU time from idle is what
+//     receiving their watch events cost;
+//   - claims: Settle later: the memory the claims cost;
+//   - deleted: the namespace deleted and its claims gone, the class
+//     deleted, Settle later;
+//   - then every fleet Node's status updated once, as a kubelet reports
+//     it (the Ready condition's heartbeat), and the API server's watch
+//     events for Nodes counted until they stop growing: per update, how
+//     many watchers get a Node's updates (an instance watching every Node
+//     is one; one watching only its own Node, not). Last, so that its
+//     CPU time is in no figure above.
+//
+// The provisioner caches no claim of another provisioner
+// (provisioner/internal/app/cachetrim filters its lists and watches), but
+// the API server still sends every instance every claim's events. The
+// namespace and the class are deleted at the end, also on failure, and the
+// fleet closed. Summarize and Report make the figures of a Result.
+package foreign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	hostpathclient "hostpath.dev/api/generated/clientset/versioned"
+
+	"hostpath.dev/e2e/framework/apimetrics"
+	"hostpath.dev/e2e/framework/localcluster"
+	"hostpath.dev/tools/internal/fleet"
+)
+
+const (
+	// Provisioner is the claims' provisioner, which nothing serves.
+	Provisioner = "foreign.bench.example"
+	// ClassName is the claims' StorageClass, made and deleted by Run.
+	ClassName = "hostpath-bench-fleet-foreign"
+	// NamespacePrefix starts the name of the claims' namespace.
+	NamespacePrefix = "hostpath-bench-fleet-foreign-"
+	// ProvisionerProgram is the provisioner's process name (its
+	// /proc/PID/comm) on the real nodes.
+	ProvisionerProgram = "provisioner"
+	// annStorageProvisioner is what kube-controller-manager annotates a
+	// claim of an external provisioner with.
+	annStorageProvisioner = "volume.kubernetes.io/storage-provisioner"
+	// chunk is how many claims are created between two progress lines at
+	// most, Options.Workers at a time.
+	chunk = 1000
+)
+
+// Options say what to measure.
+type Options struct {
+	// Fleet makes the fleet.
+	Fleet fleet.Options
+	// Claims is N, the claims of the other provisioner.
+	Claims int
+	// Instances is K, the fleet's size.
+	Instances int
+	// Settle is the wait before each memory reading but up and annotated:
+	// the Go runtime returns the memory of a burst gradually.
+	Settle time.Duration
+	// Pool is the pool whose Ready HostDefinition makes a member up.
+	Pool string
+	// Workers is how many claims are created at once.
+	Workers int
+	// Timeout bounds each wait.
+	Timeout time.Duration
+	// Logf prints progress.
+	Logf func(format string, args ...any)
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	switch {
+	case o.Claims < 1:
+		return fmt.Errorf("the claims must be at least 1, not %d", o.Claims)
+	case o.Instances < 1 || o.Instances > fleet.MaxMembers:
+		return fmt.Errorf("the instances must be 1 to %d, not %d", fleet.MaxMembers, o.Instances)
+	case o.Settle < 0 || o.Timeout <= 0 || o.Workers < 1:
+		return errors.New("the settle time must not be negative, the timeout and workers must be positive")
+	case o.Pool == "":
+		return errors.New("the pool must not be empty")
+	}
+	return o.Fleet.Validate()
+}
+
+func (o *Options) logf(format string, args ...any) {
+	if o.Logf != nil {
+		o.Logf(format, args...)
+	}
+}
+
+// Result is what Run measured; Summary is Summarize of the rest.
+type Result struct {
+	// Date is when the run started; Provisioner, Claims, Instances and
+	// SettleSeconds are what it measured with; RealNodes are the nodes with
+	// a kubelet.
+	Date          time.Time `json:"date"`
+	Provisioner   string    `json:"provisioner"`
+	Claims        int       `json:"claims"`
+	Instances     int       `json:"instances"`
+	SettleSeconds float64   `json:"settleSeconds"`
+	RealNodes     []string  `json:"realNodes"`
+	// CreateSeconds: from the first claim's create until the last's
+	// returned; AnnotateSeconds: from the first create until every claim
+	// was seen annotated; DeleteSeconds: from the namespace's deletion
+	// until it and its claims were gone.
+	CreateSeconds   float64 `json:"createSeconds"`
+	AnnotateSeconds float64 `json:"annotateSeconds"`
+	DeleteSeconds   float64 `json:"deleteSeconds"`
+	// NodeUpdates is how many Node status updates the heartbeats step made
+	// (one per fleet Node); NodeWatch the API server's watch events for
+	// Nodes from before them until those stopped growing, nil when not
+	// read.
+	NodeUpdates int          `json:"nodeUpdates"`
+	NodeWatch   *WatchCounts `json:"nodeWatch,omitempty"`
+	// The readings of the steps, in order (the package says when).
+	Before     Reading `json:"before"`
+	Up         Reading `json:"up"`
+	Idle       Reading `json:"idle"`
+	Annotated  Reading `json:"annotated"`
+	WithClaims Reading `json:"withClaims"`
+	Deleted    Reading `json:"deleted"`
+	Summary    Summary `json:"summary"`
+}
+
+// Reading is the provisioners' usage and the API server's claim watch
+// counters at one time.
+type Reading struct {
+	At time.Time `json:"at"`
+	// Fleet is the fleet's provisioners, Real the real nodes'.
+	Fleet []NodeUsage `json:"fleet,omitempty"`
+	Real  []NodeUsage `json:"real,omitempty"`
+	// Watch is nil when the API server's metrics could not be read.
+	Watch *WatchCounts `json:"watch,omitempty"`
+}
+
+// NodeUsage is the Usage of a node's provisioner process.
+type NodeUsage struct {
+	Node string `json:"node"`
+	fleet.Usage
+}
+
+// Run measures. kube must not be rate limited (the benchmark's own
+// client); hp reads the HostDefinitions.
+func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Interface, o Options) (res Result, err error) {
+	if err := o.Validate(); err != nil {
+		return res, err
+	}
+	real, err := localcluster.RealNodes(ctx, kube)
+	if err != nil {
+		return res, err
+	}
+	res = Result{
+		Date: time.Now().UTC(), Provisioner: Provisioner, Claims: o.Claims, Instances: o.Instances,
+		SettleSeconds: o.Settle.Seconds(), RealNodes: real,
+	}
+	defer func() { res.Summary = Summarize(res) }()
+	p := &phase{kube: kube, hp: hp, o: o, res: &res, metrics: apimetrics.APIServerMetrics(kube)}
+	if res.Before, err = p.read(ctx); err != nil {
+		return res, err
+	}
+	if len(res.Before.Real) != len(real) {
+		return res, fmt.Errorf("found the %s process of %d of the %d real nodes %v (is hostpath deployed and running?)",
+			ProvisionerProgram, len(res.Before.Real), len(real), real)
+	}
+	cleanup, err := p.setup(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer cleanup()
+	if p.fleet, err = fleet.New(ctx, kube, o.Fleet); err != nil {
+		return res, err
+	}
+	defer func() {
+		o.logf("Closing the fleet of %d nodes", len(p.fleet.Nodes()))
+		err = errors.Join(err, p.fleet.Close(ctx))
+	}()
+	for _, step := range []func(context.Context) error{p.start, p.fill, p.empty, p.heartbeats} {
+		if err := step(ctx); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// phase is a Run in progress.
+type phase struct {
+	kube    kubernetes.Interface
+	hp      hostpathclient.Interface
+	o       Options
+	res     *Result
+	metrics func(context.Context) ([]byte, error)
+	fleet   *fleet.Fleet
+	// ns is the claims' namespace, claims an informer cache of its claims
+	// (their metadata).
+	ns     string
+	claims corelisters.PersistentVolumeClaimLister
+}
