@@ -157,9 +157,9 @@ func TestAnchors(t *testing.T) {
 func TestCheckLinks(t *testing.T) {
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "docs/a.md"), "# A\n## Sizes\nSee [b](b.md#top), [bad](b.md#nowhere), [self](#sizes), [gone](gone.md), [up](../../x.md).\n"+
-		"`[not](a-link.md)` and\n```\n[not](either.md)\n```\n[site](https://example.com/x) ![plot](bench/p.svg) [later](clones.md)\n", 0o644)
+		"`[not](a-link.md)` and\n```\n[not](either.md)\n```\n[site](https://example.com/x) ![plot](../tools/bench/runs/p.svg) [later](clones.md)\n", 0o644)
 	writeFile(t, filepath.Join(root, "docs/b.md"), "# Top\n", 0o644)
-	writeFile(t, filepath.Join(root, "docs/bench/p.svg"), "<svg/>", 0o644)
+	writeFile(t, filepath.Join(root, "tools/bench/runs/p.svg"), "<svg/>", 0o644)
 	problems, err := CheckLinks(root, []string{"docs/a.md"}, []string{"docs/clones.md"})
 	if err != nil {
 		t.Fatal(err)
