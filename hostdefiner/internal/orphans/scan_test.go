@@ -17,6 +17,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 // managerPod is a manager pod on node with ip, Ready or not.
@@ -48,9 +49,12 @@ func ptrTo(pv corev1.PersistentVolume) *corev1.PersistentVolume { return &pv }
 
 func TestScan(t *testing.T) {
 	tests := []struct {
-		name     string
-		objects  []runtime.Object
-		managers map[string]*fakeManager
+		name    string
+		objects []runtime.Object
+		// managers are the pools and volumes of the managers, by node;
+		// failures script their errors.
+		managers map[string]map[string][]managerapi.Volume
+		failures []managertest.Failure
 		// dialErr fails the Dial of these nodes.
 		dialErr   map[string]error
 		addresses map[string]string
@@ -74,14 +78,14 @@ func TestScan(t *testing.T) {
 			ptrTo(multihostPV("pv-s", "shared", "dir-s", []string{"n1", "n2"}, []string{"n4"})),
 			ptrTo(nodePV("other.dev/provisioner", "pv-other", "n6", "theirs", "dir-o")),
 		},
-		managers: map[string]*fakeManager{
-			"n1": {hostPools: []string{"default", "extra"}, pools: map[string][]managerapi.Volume{
+		managers: map[string]map[string][]managerapi.Volume{
+			"n1": {
 				"default": {vol("dir-a", "pv-a"), vol("dir-old", "pv-old")},
 				"extra":   {withPolicy(vol("kept", "pv-kept"), managerapi.ReclaimRetain, true)},
 				"shared":  {vol("dir-s", "pv-s")},
-			}},
-			"n2": {hostPools: []string{"default"}, pools: map[string][]managerapi.Volume{"default": nil, "shared": {vol("dir-s", "pv-s")}}},
-			"n4": {pools: map[string][]managerapi.Volume{"default": nil, "fast": nil, "shared": nil}},
+			},
+			"n2": {"default": nil, "shared": {vol("dir-s", "pv-s")}},
+			"n4": {"default": nil, "fast": nil, "shared": nil},
 		},
 		addresses: map[string]string{"n4": "127.0.0.1:18443"},
 		want: []string{
@@ -106,7 +110,8 @@ func TestScan(t *testing.T) {
 			managerPod("m1", "n1", "10.0.0.1", true), managerPod("m2", "n2", "10.0.0.2", true),
 			ptrTo(nodePV(testProvisioner, "pv-a", "n1", "default", "dir-a")),
 		},
-		managers: map[string]*fakeManager{"n2": {hostErr: fmt.Errorf("GET /v1/host: %w", managerapi.Errorf(managerapi.ReasonUnauthorized, "token rejected"))}},
+		managers: map[string]map[string][]managerapi.Volume{"n2": {}},
+		failures: []managertest.Failure{{Node: "n2", Method: managertest.Host, Err: managerapi.Errorf(managerapi.ReasonUnauthorized, "token rejected")}},
 		dialErr:  map[string]error{"n1": errors.New("bad address")},
 		want: []string{
 			"n1 - - unreachable -: manager at 10.0.0.1:8443: bad address",
@@ -119,7 +124,7 @@ func TestScan(t *testing.T) {
 			managerPod("m1", "n1", "10.0.0.1", true),
 			ptrTo(nodePV(testProvisioner, "pv-gone", "n1", "default", "dir-gone")),
 		},
-		managers: map[string]*fakeManager{"n1": {pools: map[string][]managerapi.Volume{"default": {vol("dir-new", "pv-new")}}}},
+		managers: map[string]map[string][]managerapi.Volume{"n1": {"default": {vol("dir-new", "pv-new")}}},
 		during: func(kube *fake.Clientset) {
 			// pv-new is made, pv-gone deleted with its directory.
 			pv := nodePV(testProvisioner, "pv-new", "n1", "default", "dir-new")
@@ -133,8 +138,26 @@ func TestScan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			kube := fake.NewClientset(tc.objects...)
-			if m := tc.managers["n1"]; m != nil && tc.during != nil {
-				m.onHost = func() { tc.during(kube) }
+			managers := managertest.New()
+			for node, pools := range tc.managers {
+				m := managers.Node(node)
+				for pool, vols := range pools {
+					m.AddPool(managerapi.Pool{Name: pool})
+					for _, v := range vols {
+						v.Pool = pool
+						m.AddVolume(v)
+					}
+				}
+			}
+			for _, fl := range tc.failures {
+				managers.Fail(fl)
+			}
+			if tc.during != nil {
+				managers.OnCall(func(c managertest.Call) {
+					if c.Node == "n1" && c.Method == managertest.Host {
+						tc.during(kube)
+					}
+				})
 			}
 			var (
 				mu    sync.Mutex
@@ -150,10 +173,7 @@ func TestScan(t *testing.T) {
 					if err := tc.dialErr[node]; err != nil {
 						return nil, err
 					}
-					if m := tc.managers[node]; m != nil {
-						return m, nil
-					}
-					return nil, fmt.Errorf("no fake manager for %s", node)
+					return managertest.For[Manager](managers)(node)
 				},
 			}
 			r, err := s.Scan(ctx)
