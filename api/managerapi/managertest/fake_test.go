@@ -51,7 +51,7 @@ func managerOf(t *testing.T) (*Fake, *Manager) {
 	m := f.Node("node-a")
 	m.AddPool(managerapi.Pool{Name: "default", Enforcement: managerapi.EnforcementXFS})
 	m.AddVolume(managerapi.Volume{Name: "mine", Pool: "default", Owner: "pv-mine", SizeBytes: 1 << 30, ClaimNamespace: "ns", ReclaimPolicy: "Delete"})
-	m.AddVolume(managerapi.Volume{Name: "legacy", Pool: "default"})
+	m.AddVolume(managerapi.Volume{Name: "legacy", Pool: "default", Enforcement: "none-asked"})
 	used := int64(10)
 	m.AddVolume(managerapi.Volume{Name: "used", Pool: "default", Owner: "pv-used", UsedBytes: &used})
 	return f, m
@@ -223,7 +223,7 @@ func TestRecords(t *testing.T) {
 			return err
 		},
 		volume: "mine",
-		want:   managerapi.Volume{Name: "mine", Pool: "default", Path: "/var/hostpath/default/mine", Mode: "0700", Owner: "pv-mine", SizeBytes: 1 << 30, ClaimNamespace: "ns", ReclaimPolicy: "Delete"},
+		want:   managerapi.Volume{Name: "mine", Pool: "default", Path: "/var/hostpath/default/mine", Mode: "0700", Enforcement: managerapi.EnforcementXFS, Owner: "pv-mine", SizeBytes: 1 << 30, ClaimNamespace: "ns", ReclaimPolicy: "Delete"},
 	}, {
 		name: "adopt: the namespace asked",
 		write: func(m *Manager) error {
@@ -231,7 +231,7 @@ func TestRecords(t *testing.T) {
 			return err
 		},
 		volume: "legacy",
-		want:   managerapi.Volume{Name: "legacy", Pool: "default", Path: "/var/hostpath/default/legacy", Mode: "0777", Owner: "pv-new", ClaimNamespace: "team"},
+		want:   managerapi.Volume{Name: "legacy", Pool: "default", Path: "/var/hostpath/default/legacy", Mode: "0777", Owner: "pv-new", ClaimNamespace: "team", Enforcement: "none-asked"},
 	}, {
 		name: "hand over: the previous owner's policy and namespace cleared",
 		write: func(m *Manager) error {
@@ -239,7 +239,7 @@ func TestRecords(t *testing.T) {
 			return err
 		},
 		volume: "mine",
-		want:   managerapi.Volume{Name: "mine", Pool: "default", Path: "/var/hostpath/default/mine", Mode: "0777", Owner: "pv-new", SizeBytes: 1 << 30},
+		want:   managerapi.Volume{Name: "mine", Pool: "default", Path: "/var/hostpath/default/mine", Mode: "0777", Enforcement: managerapi.EnforcementXFS, Owner: "pv-new", SizeBytes: 1 << 30},
 	}, {
 		name: "same owner: kept, retained and multihost as asked",
 		write: func(m *Manager) error {
@@ -247,7 +247,7 @@ func TestRecords(t *testing.T) {
 			return err
 		},
 		volume: "mine",
-		want: managerapi.Volume{Name: "mine", Pool: "default", Path: "/var/hostpath/default/mine", Mode: "0777", Owner: "pv-mine", SizeBytes: 1 << 30,
+		want: managerapi.Volume{Name: "mine", Pool: "default", Path: "/var/hostpath/default/mine", Mode: "0777", Enforcement: managerapi.EnforcementXFS, Owner: "pv-mine", SizeBytes: 1 << 30,
 			ClaimNamespace: "ns", ReclaimPolicy: "Delete", Retained: true, Multihost: true},
 	}, {
 		name: "grow",
@@ -256,7 +256,7 @@ func TestRecords(t *testing.T) {
 			return err
 		},
 		volume: "mine",
-		want:   managerapi.Volume{Name: "mine", Pool: "default", Path: "/var/hostpath/default/mine", Mode: "0777", Owner: "pv-mine", SizeBytes: 2 << 30, ClaimNamespace: "ns", ReclaimPolicy: "Delete"},
+		want:   managerapi.Volume{Name: "mine", Pool: "default", Path: "/var/hostpath/default/mine", Mode: "0777", Enforcement: managerapi.EnforcementXFS, Owner: "pv-mine", SizeBytes: 2 << 30, ClaimNamespace: "ns", ReclaimPolicy: "Delete"},
 	}, {
 		name: "delete",
 		write: func(m *Manager) error {
@@ -274,7 +274,7 @@ func TestRecords(t *testing.T) {
 			return nil
 		},
 		volume: "mine",
-		want:   managerapi.Volume{Name: "mine", Pool: "default", Path: "/var/hostpath/default/mine", Mode: "0777", Owner: "pv-mine", SizeBytes: 1 << 30, ClaimNamespace: "ns", ReclaimPolicy: "Delete"},
+		want:   managerapi.Volume{Name: "mine", Pool: "default", Path: "/var/hostpath/default/mine", Mode: "0777", Enforcement: managerapi.EnforcementXFS, Owner: "pv-mine", SizeBytes: 1 << 30, ClaimNamespace: "ns", ReclaimPolicy: "Delete"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, m := managerOf(t)

@@ -138,8 +138,9 @@ func (m *Manager) PoolRoot(template managerapi.Pool) {
 
 // AddVolume adds the volume v to its pool v.Pool (added too when the
 // manager does not have it), or replaces the volume of that name. A v
-// without a Path gets its pool's path and name, one without a Mode 0777.
-// An Owner "" is a directory without an owner record.
+// without a Path gets its pool's path and name, one without a Mode 0777,
+// one without an Enforcement its pool's. An Owner "" is a directory
+// without an owner record.
 func (m *Manager) AddVolume(v managerapi.Volume) {
 	m.state(func(n *node) {
 		p, ok := n.pools[v.Pool]
@@ -151,6 +152,9 @@ func (m *Manager) AddVolume(v managerapi.Volume) {
 		}
 		if v.Mode == "" {
 			v.Mode = managerapi.FormatMode(managerapi.DefaultMode)
+		}
+		if v.Enforcement == "" {
+			v.Enforcement = p.info.Enforcement
 		}
 		p.volumes[v.Name] = copyVolume(&v)
 	})
