@@ -71,13 +71,7 @@ func ValidateReclaimPolicy(p string) error {
 // namespace of a directory's claim: "" (none) or a namespace name (a DNS
 // label, at most 63 characters).
 func ValidateClaimNamespace(ns string) error {
-	if ns == "" {
-		return nil
-	}
-	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-		return fmt.Errorf("claimNamespace %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
-	}
-	return nil
+	return validateOptional(ns, validation.IsDNS1123Label, "claimNamespace %q is not a namespace name: %s")
 }
 
 // ValidateClaimName reports whether name may name the claim a request is
@@ -85,11 +79,18 @@ func ValidateClaimNamespace(ns string) error {
 // (none) or a PersistentVolumeClaim name (a DNS subdomain, at most 253
 // characters).
 func ValidateClaimName(name string) error {
-	if name == "" {
+	return validateOptional(name, validation.IsDNS1123Subdomain, "claimName %q is not a PersistentVolumeClaim name: %s")
+}
+
+// validateOptional checks an optional field: "" (none) or a value that
+// check finds no fault with; else the error that format makes of the
+// value and check's faults.
+func validateOptional(value string, check func(string) []string, format string) error {
+	if value == "" {
 		return nil
 	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return fmt.Errorf("claimName %q is not a PersistentVolumeClaim name: %s", name, strings.Join(errs, "; "))
+	if errs := check(value); len(errs) > 0 {
+		return fmt.Errorf(format, value, strings.Join(errs, "; "))
 	}
 	return nil
 }

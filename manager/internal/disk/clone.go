@@ -114,7 +114,7 @@ func (c *clones) isBusy(key string) bool {
 // of p: the writes other than the clone's own wait until it is done.
 func (s *Store) notCloning(p *pool, name string) error {
 	if s.clones.isBusy(p.key(name)) {
-		return managerapi.Errorf(managerapi.ReasonConflict, "volume %q in pool %q is being cloned (as the source or the target of a clone); try again when the clone is done", name, p.name)
+		return conflictf("volume %q in pool %q is being cloned (as the source or the target of a clone); try again when the clone is done", name, p.name)
 	}
 	return nil
 }
@@ -128,52 +128,49 @@ func (s *Store) notCloning(p *pool, name string) error {
 // progress; the first call after it ended answers its outcome (created:
 // true, or the copy's error, after which the next call starts over); later
 // calls answer the volume. As a create, a clone never rewrites an owner
-// record: one of the same owner must say what req asks (checkSameRecord,
-// else Conflict). A remote caller must name the claim (req.ClaimNamespace
-// and req.ClaimName, else BadRequest before anything is read), which the
-// API server must know as the owner's, of a multihost class
+// record: one of the same owner must say what req asks (mayCreate, else
+// Conflict). A remote caller must name the claim (req.ClaimNamespace and
+// req.ClaimName, else BadRequest before anything is read), which the API
+// server must know as the owner's, of a multihost class
 // (checkRemoteClaim, Conflict otherwise), before a copy starts, that is
 // before a record is written; the calls that follow a copy, or find it
 // made, change nothing and ask the API server nothing. See the comment on
 // stagingPrefix for what a restart leaves.
 func (s *Store) CloneVolume(ctx context.Context, poolName, name string, req managerapi.CloneVolumeRequest, mode fs.FileMode, remote string) (*managerapi.Clone, bool, error) {
-	p, err := s.checkCreate(poolName, name, req.CreateVolumeRequest, mode, remote)
+	if err := checkClone(poolName, name, req, mode); err != nil {
+		return nil, false, err
+	}
+	target, err := s.volume(poolName, name, remote)
 	if err != nil {
 		return nil, false, err
 	}
-	target := claimOfCreate(req.CreateVolumeRequest)
-	if err := s.requireClaim(remote, "clone into", p, name, target); err != nil {
+	if err := target.checkRemoteCreate("clone into", req.CreateVolumeRequest); err != nil {
 		return nil, false, err
 	}
-	sp, err := s.ownedVolumePool(req.SourcePool, req.SourceName, req.SourceOwner)
+	source, err := s.volume(req.SourcePool, req.SourceName, remote)
 	if err != nil {
 		return nil, false, err
 	}
-	if cl, created, err, done := s.cloneState(p, name, req, remote); done {
+	if cl, created, err, done := s.cloneState(target, req); done {
 		return cl, created, err
 	}
 	// A copy has to start: checked outside the start lock, as the API
 	// server may take a while, and before anything is written.
-	if err := s.checkRemoteClaim(ctx, remote, "clone into", p, name, target); err != nil {
+	if err := target.checkRemoteClaim(ctx, "clone into", claimOfCreate(req.CreateVolumeRequest)); err != nil {
 		return nil, false, err
 	}
 	s.clones.start.Lock()
 	defer s.clones.start.Unlock()
 	// Checked again under start: another call may have started it.
-	if cl, created, err, done := s.cloneState(p, name, req, remote); done {
+	if cl, created, err, done := s.cloneState(target, req); done {
 		return cl, created, err
 	}
-	srcMultihost, err := s.holdSource(sp, req, remote)
-	if err != nil {
+	if err := s.holdSource(source, req); err != nil {
 		return nil, false, err
 	}
-	if remote != "" && !srcMultihost {
-		s.release(sp.key(req.SourceName))
-		return nil, false, forbiddenf("a caller bound to node %q may clone on node %q only multihost volumes: volume %q in pool %q is of node mode", remote, s.nodeName, req.SourceName, sp.name)
-	}
-	j, err := s.startClone(ctx, p, sp, name, req, mode)
+	j, err := s.startClone(ctx, target, source, req, mode)
 	if err != nil {
-		s.release(sp.key(req.SourceName))
+		s.clones.release(source.key())
 		return nil, false, err
 	}
 	return s.clones.status(j), false, nil
@@ -185,125 +182,103 @@ func (s *Store) CloneVolume(ctx context.Context, poolName, name string, req mana
 // same owner is the clone (a volume of another owner, or a directory
 // without a record, is OwnerConflict). An owner record of the same owner,
 // that of a running copy, of a copy that a restart interrupted or of a
-// volume in place, must say what req asks (checkSameRecord: Conflict,
-// nothing changed), as for a create.
-func (s *Store) cloneState(p *pool, name string, req managerapi.CloneVolumeRequest, remote string) (cl *managerapi.Clone, created bool, err error, done bool) {
-	root, release, err := s.openLocked(p, name)
+// volume in place, must say what req asks (mayCreate: Conflict, nothing
+// changed), as for a create.
+func (s *Store) cloneState(target volumeRef, req managerapi.CloneVolumeRequest) (cl *managerapi.Clone, created bool, err error, done bool) {
+	tx, err := target.begin(toClone)
 	if err != nil {
 		return nil, false, err, true
 	}
-	defer release()
-	key := p.key(name)
-	// What the job was when looked at, once: it may end meanwhile, and
-	// is then answered by the next call.
-	var running bool
-	var jobErr error
-	s.clones.mu.Lock()
-	j := s.clones.jobs[key]
-	if j != nil && j.ended {
-		delete(s.clones.jobs, key)
-	}
-	if j != nil {
-		running, jobErr = !j.ended, j.err
-	}
-	s.clones.mu.Unlock()
+	defer tx.end()
+	j, running, jobErr := s.clones.look(target.key())
 	switch {
 	case j != nil && j.owner != req.Owner:
-		return nil, false, ownerConflictf(j.owner, "volume %q in pool %q is being cloned for PersistentVolume %q", name, p.name, j.owner), true
+		return nil, false, ownerConflictf(j.owner, "volume %q in pool %q is being cloned for PersistentVolume %q", tx.name, tx.p.name, j.owner), true
 	case j != nil && !running && jobErr != nil:
 		return nil, false, jobErr, true
 	}
-	fi, exists, err := p.lstat(root, name)
-	if err != nil {
+	if err := tx.mayCreate(req.CreateVolumeRequest); err != nil {
 		return nil, false, err, true
-	}
-	rec, err := p.record(root, name)
-	if err != nil {
-		return nil, false, err, true
-	}
-	if err := s.checkRemote(remote, "create", p, name, rec); err != nil {
-		return nil, false, err, true
-	}
-	switch {
-	case rec != nil && rec.Owner != req.Owner:
-		return nil, false, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q", name, p.name, rec.Owner), true
-	case rec == nil && exists:
-		return nil, false, ownerConflictf("", "directory %q in pool %q exists without an owner record; it must be adopted with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name), true
-	case rec != nil:
-		if err := p.checkSameRecord(name, rec, req.CreateVolumeRequest); err != nil {
-			return nil, false, err, true
-		}
 	}
 	switch {
 	case running:
 		// The copy is in its staging directory: the volume is not.
 		return s.clones.status(j), false, nil, true
-	case !exists:
+	case !tx.exists:
 		return nil, false, nil, false
 	}
-	v := p.volume(name, fi, rec)
-	usage(&v, s.sizes.detect(root), root, name, rec)
-	cl = &managerapi.Clone{Source: req.SourcePool + "/" + req.SourceName, State: managerapi.CloneDone, Method: rec.CloneMethod, Seconds: rec.CloneSeconds, Volume: &v}
+	v := tx.describe()
+	cl = &managerapi.Clone{Source: req.SourcePool + "/" + req.SourceName, State: managerapi.CloneDone, Method: tx.rec.CloneMethod, Seconds: tx.rec.CloneSeconds, Volume: v}
 	if j != nil {
 		cl = s.clones.status(j)
-		cl.Volume = &v
+		cl.Volume = v
 	}
 	return cl, j != nil, nil, true
 }
 
-// holdSource checks, under its lock, that the source volume exists, is a
-// directory and belongs to req.SourceOwner, and that its claim namespace
-// (when recorded) is req's; then marks it busy, so that it is not deleted
-// while it is copied. It reports whether the source is multihost.
-func (s *Store) holdSource(sp *pool, req managerapi.CloneVolumeRequest, remote string) (bool, error) {
-	root, release, err := s.openLocked(sp, req.SourceName)
-	if err != nil {
-		return false, err
+// look returns the job of the target key (nil: none), whether it was
+// running and its error when looked at, once: it may end meanwhile, and
+// is then answered by the next call. An ended job is answered once: look
+// forgets it.
+func (c *clones) look(key string) (j *cloneJob, running bool, jobErr error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j = c.jobs[key]
+	if j == nil {
+		return nil, false, nil
 	}
-	defer release()
-	fi, exists, err := sp.lstat(root, req.SourceName)
-	if err != nil {
-		return false, err
+	if j.ended {
+		delete(c.jobs, key)
 	}
-	rec, err := sp.record(root, req.SourceName)
+	return j, !j.ended, j.err
+}
+
+// holdSource checks, under its lock, that the source volume exists and
+// belongs to req.SourceOwner, that its claim namespace (when recorded) is
+// req's, and that a remote caller clones a multihost source; then marks
+// it busy, so that it is not deleted while it is copied.
+func (s *Store) holdSource(source volumeRef, req managerapi.CloneVolumeRequest) error {
+	tx, err := source.begin(toHold)
 	if err != nil {
-		return false, err
+		return err
 	}
+	defer tx.end()
+	rec, name, pool := tx.rec, tx.name, tx.p.name
 	switch {
-	case !exists || rec == nil:
-		return false, managerapi.Errorf(managerapi.ReasonNotFound, "source volume %q does not exist in pool %q on node %q", req.SourceName, sp.name, s.nodeName)
-	case !fi.IsDir():
-		return false, managerapi.Errorf(managerapi.ReasonConflict, "source %q in pool %q is %s, not a volume directory", req.SourceName, sp.name, kindOf(fi))
+	case !tx.exists || rec == nil:
+		return notFoundf("source volume %q does not exist in pool %q on node %q", name, pool, s.nodeName)
 	case rec.Owner != req.SourceOwner:
-		return false, ownerConflictf(rec.Owner, "source volume %q in pool %q belongs to PersistentVolume %q, not %q", req.SourceName, sp.name, rec.Owner, req.SourceOwner)
+		return ownerConflictf(rec.Owner, "source volume %q in pool %q belongs to PersistentVolume %q, not %q", name, pool, rec.Owner, req.SourceOwner)
 	case rec.Retained:
-		return false, managerapi.Errorf(managerapi.ReasonConflict, "source volume %q in pool %q is retained: its PersistentVolume %q was deleted", req.SourceName, sp.name, rec.Owner)
+		return conflictf("source volume %q in pool %q is retained: its PersistentVolume %q was deleted", name, pool, rec.Owner)
 	case rec.ClaimNamespace != "" && rec.ClaimNamespace != req.ClaimNamespace:
-		return false, forbiddenf("source volume %q in pool %q belongs to a claim of namespace %q; a clone for namespace %q may not copy it", req.SourceName, sp.name, rec.ClaimNamespace, req.ClaimNamespace)
+		return forbiddenf("source volume %q in pool %q belongs to a claim of namespace %q; a clone for namespace %q may not copy it", name, pool, rec.ClaimNamespace, req.ClaimNamespace)
 	case req.RequiredBytes < rec.SizeBytes:
-		return false, managerapi.Errorf(managerapi.ReasonConflict, "the clone asks for %s, less than the %s of source volume %q in pool %q", formatBytes(req.RequiredBytes), formatBytes(rec.SizeBytes), req.SourceName, sp.name)
+		return conflictf("the clone asks for %s, less than the %s of source volume %q in pool %q", formatBytes(req.RequiredBytes), formatBytes(rec.SizeBytes), name, pool)
+	case tx.remote != "" && !rec.Multihost:
+		return forbiddenf("a caller bound to node %q may clone on node %q only multihost volumes: volume %q in pool %q is of node mode", tx.remote, s.nodeName, name, pool)
 	}
-	s.hold(sp.key(req.SourceName))
-	return rec.Multihost, nil
+	s.clones.hold(source.key())
+	return nil
 }
 
 // hold and release count a running clone's use of a volume key.
-func (s *Store) hold(key string) {
-	s.clones.mu.Lock()
-	defer s.clones.mu.Unlock()
-	s.clones.busy[key]++
+func (c *clones) hold(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.busy[key]++
 }
 
-func (s *Store) release(key string) {
-	s.clones.mu.Lock()
-	defer s.clones.mu.Unlock()
-	s.releaseLocked(key)
+func (c *clones) release(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.releaseLocked(key)
 }
 
-// releaseLocked is release with s.clones.mu held.
-func (s *Store) releaseLocked(key string) {
-	if s.clones.busy[key]--; s.clones.busy[key] <= 0 {
-		delete(s.clones.busy, key)
+// releaseLocked is release with c.mu held.
+func (c *clones) releaseLocked(key string) {
+	if c.busy[key]--; c.busy[key] <= 0 {
+		delete(c.busy, key)
 	}
 }
 
@@ -312,51 +287,43 @@ func (s *Store) releaseLocked(key string) {
 // clone that a restart interrupted: its quota is released, as its staging
 // directory is gone or going), removes the pool's leftover staging
 // directories once per process, and starts the copy.
-func (s *Store) startClone(ctx context.Context, p, sp *pool, name string, req managerapi.CloneVolumeRequest, mode fs.FileMode) (*cloneJob, error) {
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", req.Owner, "source", sp.name+"/"+req.SourceName)
-	root, release, err := s.openLocked(p, name)
+func (s *Store) startClone(ctx context.Context, target, source volumeRef, req managerapi.CloneVolumeRequest, mode fs.FileMode) (*cloneJob, error) {
+	from := source.p.name + "/" + source.name
+	logger := klog.LoggerWithValues(target.logger(ctx, req.Owner), "source", from)
+	tx, err := target.begin(toHold)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	if _, exists, err := p.lstat(root, name); err != nil || exists {
-		if err == nil {
-			err = managerapi.Errorf(managerapi.ReasonConflict, "volume %q in pool %q was made while its clone was starting", name, p.name)
-		}
+	defer tx.end()
+	if tx.exists {
+		return nil, conflictf("volume %q in pool %q was made while its clone was starting", tx.name, tx.p.name)
+	}
+	if err := s.sweepStaging(ctx, tx.root, tx.p); err != nil {
 		return nil, err
 	}
-	if err := s.sweepStaging(ctx, root, p); err != nil {
-		return nil, err
-	}
-	rec, err := p.record(root, name)
-	if err != nil {
-		return nil, err
-	}
-	enf := s.sizes.detect(root)
-	source := sp.name + "/" + req.SourceName
-	if rec == nil {
-		newRec := record{Owner: req.Owner, ReclaimPolicy: req.ReclaimPolicy, ClaimNamespace: req.ClaimNamespace, SizeBytes: req.RequiredBytes, Multihost: req.Multihost, CloneOf: source}
-		if rec, _, err = s.ownNew(logger, root, p, name, newRec, req.EnforceSize, enf.Support()); err != nil {
+	enf := s.sizes.detect(tx.root)
+	if rec := tx.rec; rec == nil {
+		newRec := record{Owner: req.Owner, ReclaimPolicy: req.ReclaimPolicy, ClaimNamespace: req.ClaimNamespace, SizeBytes: req.RequiredBytes, Multihost: req.Multihost, CloneOf: from}
+		if _, err := tx.ownNew(logger, newRec, req.EnforceSize, enf.Support()); err != nil {
 			return nil, err
 		}
 	} else if rec.QuotaID != 0 && rec.Enforcement == enf.Support().Kind {
-		if err := enf.Release(root, rec.QuotaID); err != nil {
-			return nil, fmt.Errorf("release the quota %d of the interrupted clone %q in pool %q: %w", rec.QuotaID, name, p.name, err)
+		if err := enf.Release(tx.root, rec.QuotaID); err != nil {
+			return nil, fmt.Errorf("release the quota %d of the interrupted clone %q in pool %q: %w", rec.QuotaID, tx.name, tx.p.name, err)
 		}
 		next := *rec
 		next.QuotaID = 0
-		if err := writeRecord(root, name, next); err != nil {
-			return nil, fmt.Errorf("volume %q in pool %q: %w", name, p.name, err)
+		if err := writeRecord(tx.root, tx.name, next); err != nil {
+			return nil, fmt.Errorf("volume %q in pool %q: %w", tx.name, tx.p.name, err)
 		}
-		rec = &next
+		tx.rec = &next
 	}
-	j := &cloneJob{owner: req.Owner, source: source, state: managerapi.CloneQueued}
-	key := p.key(name)
+	j := &cloneJob{owner: req.Owner, source: from, state: managerapi.CloneQueued}
 	s.clones.mu.Lock()
-	s.clones.jobs[key] = j
-	s.clones.busy[key]++
+	s.clones.jobs[target.key()] = j
+	s.clones.busy[target.key()]++
 	s.clones.mu.Unlock()
-	go s.runClone(klog.NewContext(context.WithoutCancel(ctx), logger), j, p, sp, name, req, *rec, mode)
+	go s.runClone(klog.NewContext(context.WithoutCancel(ctx), logger), j, target, source, *tx.rec, mode)
 	return j, nil
 }
 
@@ -426,7 +393,7 @@ func (s *Store) removeStaging(ctx context.Context, root *os.Root, p *pool) error
 // quota, the owner record); the job ends with the outcome, and source and
 // target stop being busy at that same moment: a caller that sees the
 // clone done may delete its source at once.
-func (s *Store) runClone(ctx context.Context, j *cloneJob, p, sp *pool, name string, req managerapi.CloneVolumeRequest, rec record, mode fs.FileMode) {
+func (s *Store) runClone(ctx context.Context, j *cloneJob, target, source volumeRef, rec record, mode fs.FileMode) {
 	logger := klog.FromContext(ctx)
 	s.clones.slots <- struct{}{}
 	defer func() { <-s.clones.slots }()
@@ -437,10 +404,10 @@ func (s *Store) runClone(ctx context.Context, j *cloneJob, p, sp *pool, name str
 		s.clones.beforeCopy()
 	}
 	logger.Info("Cloning volume")
-	err := s.copyClone(ctx, j, p, sp, name, req, rec, mode)
+	err := s.copyClone(ctx, j, target, source, rec, mode)
 	s.clones.mu.Lock()
-	s.releaseLocked(p.key(name))
-	s.releaseLocked(sp.key(req.SourceName))
+	s.clones.releaseLocked(target.key())
+	s.clones.releaseLocked(source.key())
 	j.ended, j.err, j.seconds = true, err, s.clock.Since(j.started).Seconds()
 	if err == nil {
 		j.state = managerapi.CloneDone
@@ -455,15 +422,15 @@ func (s *Store) runClone(ctx context.Context, j *cloneJob, p, sp *pool, name str
 
 // copyClone makes the staging directory and copies into it (snapshot,
 // reflink or copy), then finishes the clone under the target's lock.
-func (s *Store) copyClone(ctx context.Context, j *cloneJob, p, sp *pool, name string, req managerapi.CloneVolumeRequest, rec record, mode fs.FileMode) error {
-	root, err := p.open()
+func (s *Store) copyClone(ctx context.Context, j *cloneJob, target, source volumeRef, rec record, mode fs.FileMode) error {
+	root, err := target.p.open()
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	staging := stagingName(name)
+	staging := stagingName(target.name)
 	enf := s.sizes.detect(root)
-	method, id, err := s.fillStaging(ctx, j, root, enf, p, sp, staging, req, rec)
+	method, id, err := s.fillStaging(ctx, j, root, enf, target.p, source, staging, rec)
 	undo := func() {
 		if rerr := removeTree(context.WithoutCancel(ctx), root, staging); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			klog.FromContext(ctx).Error(rerr, "Cannot remove the staging directory of a failed clone", "directory", staging)
@@ -477,18 +444,18 @@ func (s *Store) copyClone(ctx context.Context, j *cloneJob, p, sp *pool, name st
 	}
 	if err != nil {
 		undo()
-		return s.dropClone(p, name, req.Owner, err)
+		return s.dropClone(target, root, rec.Owner, err)
 	}
 	s.clones.mu.Lock()
 	j.method = method
 	seconds := s.clock.Since(j.started).Seconds()
 	s.clones.mu.Unlock()
-	unlock := s.lock(p.key(name))
-	defer unlock()
+	tx := target.lockIn(root)
+	defer tx.unlock()
 	rec.QuotaID, rec.CloneMethod, rec.CloneSeconds = id, method, seconds
-	if err := s.placeClone(root, p, name, staging, rec, mode); err != nil {
+	if err := tx.placeClone(staging, rec, mode); err != nil {
 		undo()
-		return s.forgetClone(root, p, name, rec, err)
+		return tx.forgetClone(rec, err)
 	}
 	return nil
 }
@@ -498,15 +465,15 @@ func (s *Store) copyClone(ctx context.Context, j *cloneJob, p, sp *pool, name st
 // pool where the pool's enforcer makes them, else a new directory filled
 // by clone.Contents (reflink, else copy). It returns the method and the
 // staging directory's quota ID (0: none).
-func (s *Store) fillStaging(ctx context.Context, j *cloneJob, root *os.Root, enf quota.Enforcer, p, sp *pool, staging string, req managerapi.CloneVolumeRequest, rec record) (string, uint64, error) {
+func (s *Store) fillStaging(ctx context.Context, j *cloneJob, root *os.Root, enf quota.Enforcer, p *pool, source volumeRef, staging string, rec record) (string, uint64, error) {
 	enforced := rec.Enforcement != "" && rec.Enforcement == enf.Support().Kind
-	if snap, ok := enf.(quota.Snapshotter); ok && enforced && sp.name == p.name {
-		id, err := snap.Snapshot(root, req.SourceName, staging, rec.SizeBytes)
+	if snap, ok := enf.(quota.Snapshotter); ok && enforced && source.p.name == p.name {
+		id, err := snap.Snapshot(root, source.name, staging, rec.SizeBytes)
 		switch {
 		case err == nil:
 			return managerapi.CloneMethodSnapshot, id, nil
 		case !errors.Is(err, quota.ErrNotSubvolume):
-			return "", 0, fmt.Errorf("snapshot volume %q of pool %q: %w", req.SourceName, p.name, err)
+			return "", 0, fmt.Errorf("snapshot volume %q of pool %q: %w", source.name, p.name, err)
 		}
 		klog.FromContext(ctx).Info("Copying instead of a snapshot", "reason", err)
 	}
@@ -519,21 +486,21 @@ func (s *Store) fillStaging(ctx context.Context, j *cloneJob, root *os.Root, enf
 	} else if err := root.Mkdir(staging, 0o700); err != nil {
 		return "", 0, fmt.Errorf("make the staging directory of the clone: %w", err)
 	}
-	method, err := s.copyContents(ctx, j, root, sp, req.SourceName, staging)
+	method, err := s.copyContents(ctx, j, root, source, staging)
 	return method, id, err
 }
 
 // copyContents copies the source volume's content into the staging
 // directory with clone.Contents, counting its progress in j.
-func (s *Store) copyContents(ctx context.Context, j *cloneJob, root *os.Root, sp *pool, source, staging string) (string, error) {
-	sroot, err := sp.open()
+func (s *Store) copyContents(ctx context.Context, j *cloneJob, root *os.Root, source volumeRef, staging string) (string, error) {
+	sroot, err := source.p.open()
 	if err != nil {
 		return "", err
 	}
 	defer sroot.Close()
-	src, err := sroot.OpenRoot(source)
+	src, err := sroot.OpenRoot(source.name)
 	if err != nil {
-		return "", fmt.Errorf("open source volume %q in pool %q: %w", source, sp.name, err)
+		return "", fmt.Errorf("open source volume %q in pool %q: %w", source.name, source.p.name, err)
 	}
 	defer src.Close()
 	dst, err := root.OpenRoot(staging)
@@ -543,28 +510,28 @@ func (s *Store) copyContents(ctx context.Context, j *cloneJob, root *os.Root, sp
 	defer dst.Close()
 	total, err := clone.Size(ctx, src, s.clones.limits)
 	if err != nil {
-		return "", cloneError(sp, source, fmt.Errorf("size source volume %q in pool %q: %w", source, sp.name, err))
+		return "", source.cloneError(fmt.Errorf("size source volume %q in pool %q: %w", source.name, source.p.name, err))
 	}
 	j.total.Store(total)
 	method, err := clone.Contents(ctx, src, dst, clone.Options{Progress: func(pr clone.Progress) { j.copied.Store(pr.CopiedBytes) }, TotalBytes: total, Limits: s.clones.limits})
 	if err != nil {
-		return "", cloneError(sp, source, fmt.Errorf("copy source volume %q of pool %q: %w", source, sp.name, err))
+		return "", source.cloneError(fmt.Errorf("copy source volume %q of pool %q: %w", source.name, source.p.name, err))
 	}
 	return string(method), nil
 }
 
-// cloneError makes the error of a copy beyond clone's limits (a source
-// tree too deep, of too many entries or hard links) a Conflict that says
-// which limit and where: a refusal that the claim's events show and that
-// retrying does not change, not an internal error. Other errors are
-// returned as they are.
-func cloneError(sp *pool, source string, err error) error {
+// cloneError makes the error of a copy of the source beyond clone's
+// limits (a source tree too deep, of too many entries or hard links) a
+// Conflict that says which limit and where: a refusal that the claim's
+// events show and that retrying does not change, not an internal error.
+// Other errors are returned as they are.
+func (source volumeRef) cloneError(err error) error {
 	var le *clone.LimitError
 	if !errors.As(err, &le) {
 		return err
 	}
-	return managerapi.Errorf(managerapi.ReasonConflict, "source volume %q of pool %q cannot be cloned by copy: %v at %q: %s; see \"Limits\" in docs/clones.md",
-		source, sp.name, le.Which, le.Path, le.Detail)
+	return conflictf("source volume %q of pool %q cannot be cloned by copy: %v at %q: %s; see \"Limits\" in docs/clones.md",
+		source.name, source.p.name, le.Which, le.Path, le.Detail)
 }
 
 // placeClone records the clone's quota and method in its owner record,
@@ -576,17 +543,18 @@ func cloneError(sp *pool, source string, err error) error {
 // is older than its grace period and whose PersistentVolume does not
 // exist, and the PersistentVolume of a clone is made only once the copy
 // is in place, however long the copy took.
-func (s *Store) placeClone(root *os.Root, p *pool, name, staging string, rec record, mode fs.FileMode) error {
-	rec.OwnedSince = s.now()
+func (tx *volumeTx) placeClone(staging string, rec record, mode fs.FileMode) error {
+	root, name := tx.root, tx.name
+	rec.OwnedSince = tx.s.now()
 	if err := writeRecord(root, name, rec); err != nil {
-		return fmt.Errorf("record the clone of volume %q in pool %q: %w", name, p.name, err)
+		return fmt.Errorf("record the clone of volume %q in pool %q: %w", name, tx.p.name, err)
 	}
 	if err := root.Rename(staging, name); err != nil {
-		return fmt.Errorf("put the clone of volume %q in pool %q in place: %w", name, p.name, err)
+		return fmt.Errorf("put the clone of volume %q in pool %q in place: %w", name, tx.p.name, err)
 	}
-	fi, err := s.labelVolume(root, p, name)
+	err := tx.label()
 	if err == nil {
-		_, err = p.setMode(root, name, fi, mode)
+		err = tx.setMode(mode)
 	}
 	if err != nil {
 		// The directory is whole: undone by renaming it back.
@@ -598,27 +566,25 @@ func (s *Store) placeClone(root *os.Root, p *pool, name, staging string, rec rec
 	return syncDir(root, ".")
 }
 
-// dropClone, after a failed copy, removes the clone's owner record under
-// the target's lock and gives back its size; it returns cause.
-func (s *Store) dropClone(p *pool, name, owner string, cause error) error {
-	unlock := s.lock(p.key(name))
-	defer unlock()
-	root, err := p.open()
-	if err != nil {
-		return errors.Join(cause, err)
-	}
-	defer root.Close()
-	rec, err := p.record(root, name)
+// dropClone, after a failed copy into root, removes the clone's owner
+// record under the target's lock and gives back its size; it returns
+// cause.
+func (s *Store) dropClone(target volumeRef, root *os.Root, owner string, cause error) error {
+	tx := target.lockIn(root)
+	defer tx.unlock()
+	rec, err := tx.p.record(root, tx.name)
 	if err != nil || rec == nil || rec.Owner != owner {
 		return errors.Join(cause, err)
 	}
-	return s.forgetClone(root, p, name, *rec, cause)
+	return tx.forgetClone(*rec, cause)
 }
 
-// forgetClone removes the record of a clone that failed and gives its size
-// back (forget; its quota is released by the caller); it returns cause.
-func (s *Store) forgetClone(root *os.Root, p *pool, name string, rec record, cause error) error {
-	if err := s.forget(root, p, name, &rec, s.sizes.detect(root), 0); err != nil {
+// forgetClone removes rec, the record of a clone that failed, and gives
+// its size back (forget; its quota is released by the caller); it returns
+// cause.
+func (tx *volumeTx) forgetClone(rec record, cause error) error {
+	tx.rec = &rec
+	if err := tx.forget(tx.s.sizes.detect(tx.root), 0); err != nil {
 		return errors.Join(cause, err)
 	}
 	return cause

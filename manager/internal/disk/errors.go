@@ -11,6 +11,15 @@ func badRequestf(format string, args ...any) error {
 	return managerapi.Errorf(managerapi.ReasonBadRequest, format, args...)
 }
 
+// badRequest is err, a broken rule of the API (see names.go), as a
+// BadRequest; nil for nil.
+func badRequest(err error) error {
+	if err == nil {
+		return nil
+	}
+	return badRequestf("%s", err)
+}
+
 // notFoundf is the NotFound of a missing volume.
 func notFoundf(format string, args ...any) error {
 	return managerapi.Errorf(managerapi.ReasonNotFound, format, args...)

@@ -62,7 +62,8 @@ const claimVolumePrefix = "pvc-"
 // volume is done with, as the API server says (a Bound PV may be answered
 // from a few seconds' memory; an answer that allows is always fresh).
 // This node's callers and admins (remote "") are not checked.
-func (s *Store) checkRemoteRemoval(ctx context.Context, remote string, p *pool, name string, rec *record) error {
+func (tx *volumeTx) checkRemoteRemoval(ctx context.Context) error {
+	s, remote, p, name, rec := tx.s, tx.remote, tx.p, tx.name, tx.rec
 	if remote == "" {
 		return nil
 	}
@@ -70,7 +71,7 @@ func (s *Store) checkRemoteRemoval(ctx context.Context, remote string, p *pool, 
 		return conflictf("a caller bound to node %q cannot delete volume %q in pool %q on node %q: %s; another node may remove a multihost copy only once its PersistentVolume is gone, being deleted, Released or Failed, with reclaim policy Delete",
 			remote, name, p.name, s.nodeName, fmt.Sprintf(why, args...))
 	}
-	pv, err := s.ownerVolume(ctx, remote, "delete", p, name, rec.Owner, false)
+	pv, err := tx.ownerVolume(ctx, "delete", rec.Owner, false)
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,8 @@ func (s *Store) checkRemoteRemoval(ctx context.Context, remote string, p *pool, 
 // directory, and to have reclaim policy Delete, or to be Bound and not
 // being deleted, respectively (else Conflict naming the PV and its
 // phase). This node's callers and admins (remote "") are not checked.
-func (s *Store) checkRemoteOwner(ctx context.Context, remote string, p *pool, name string, rec *record, next record) error {
+func (tx *volumeTx) checkRemoteOwner(ctx context.Context, next record) error {
+	s, remote, p, name, rec := tx.s, tx.remote, tx.p, tx.name, tx.rec
 	if remote == "" || rec == nil {
 		return nil
 	}
@@ -120,7 +122,7 @@ func (s *Store) checkRemoteOwner(ctx context.Context, remote string, p *pool, na
 	if !toDelete && !unretain {
 		return nil
 	}
-	pv, err := s.ownerVolume(ctx, remote, what, p, name, rec.Owner, true)
+	pv, err := tx.ownerVolume(ctx, what, rec.Owner, true)
 	if err != nil {
 		return err
 	}
@@ -154,17 +156,35 @@ func claimOfCreate(req managerapi.CreateVolumeRequest) forClaim {
 	return forClaim{owner: req.Owner, namespace: req.ClaimNamespace, name: req.ClaimName}
 }
 
+// checkRemoteCreate refuses a remote caller's create (what: "create",
+// "clone into") of a volume in node mode (Forbidden) and one for a claim
+// it does not name (BadRequest, see requireClaim): the cheap checks, made
+// before anything is read. Then the API server is asked about the claim
+// (checkRemoteClaim): by a create before it takes the volume's lock, by a
+// clone when a copy has to start. This node's callers and admins (remote
+// "") are not checked.
+func (v volumeRef) checkRemoteCreate(what string, req managerapi.CreateVolumeRequest) error {
+	if v.remote == "" {
+		return nil
+	}
+	if !req.Multihost {
+		return forbiddenf("a caller bound to node %q may create on node %q only multihost volumes (\"multihost\": true): volume %q in pool %q is asked for in node mode, which only node %q's own callers may create",
+			v.remote, v.s.nodeName, v.name, v.p.name, v.s.nodeName)
+	}
+	return v.requireClaim(what, claimOfCreate(req))
+}
+
 // requireClaim refuses a remote caller's call what ("create", "clone
 // into", "adopt") of the volume name for c unless c names the claim, by
 // namespace and name (BadRequest): the cheap half of checkRemoteClaim,
 // which a call makes before it reads anything. This node's callers and
 // admins (remote "") are not checked.
-func (s *Store) requireClaim(remote, what string, p *pool, name string, c forClaim) error {
-	if remote == "" || (c.name != "" && c.namespace != "") {
+func (v volumeRef) requireClaim(what string, c forClaim) error {
+	if v.remote == "" || (c.name != "" && c.namespace != "") {
 		return nil
 	}
 	return badRequestf("a caller bound to node %q may %s volume %q in pool %q on node %q only for a claim it names: claimNamespace and claimName are required (got %q and %q)",
-		remote, what, name, p.name, s.nodeName, c.namespace, c.name)
+		v.remote, what, v.name, v.p.name, v.s.nodeName, c.namespace, c.name)
 }
 
 // checkRemoteClaim refuses a remote caller's call what ("create", "clone
@@ -177,11 +197,12 @@ func (s *Store) requireClaim(remote, what string, p *pool, name string, c forCla
 // or adopts a directory only for a multihost claim that exists, so that
 // it cannot plant owner records for volumes to come. This node's callers
 // and admins (remote "") are not checked.
-func (s *Store) checkRemoteClaim(ctx context.Context, remote, what string, p *pool, name string, c forClaim) error {
+func (v volumeRef) checkRemoteClaim(ctx context.Context, what string, c forClaim) error {
+	s, remote, p, name := v.s, v.remote, v.p, v.name
 	if remote == "" {
 		return nil
 	}
-	if err := s.requireClaim(remote, what, p, name, c); err != nil {
+	if err := v.requireClaim(what, c); err != nil {
 		return err
 	}
 	if s.owners == nil {
@@ -245,7 +266,8 @@ func (s *Store) checkRemoteClaim(ctx context.Context, remote, what string, p *po
 // node's pool space for a size nobody asked for. This node's callers and
 // admins (remote "") are not checked, and neither is a call that does not
 // grow the volume.
-func (s *Store) checkRemoteGrowth(ctx context.Context, remote string, p *pool, name string, rec *record, sizeBytes int64) error {
+func (tx *volumeTx) checkRemoteGrowth(ctx context.Context, sizeBytes int64) error {
+	s, remote, p, name, rec := tx.s, tx.remote, tx.p, tx.name, tx.rec
 	if remote == "" || sizeBytes <= rec.SizeBytes {
 		return nil
 	}
@@ -255,7 +277,7 @@ func (s *Store) checkRemoteGrowth(ctx context.Context, remote string, p *pool, n
 	}
 	// Fresh: a Bound PV allows, and a remembered one may have a
 	// capacity or claim of a few seconds ago.
-	pv, err := s.ownerVolume(ctx, remote, "grow", p, name, rec.Owner, true)
+	pv, err := tx.ownerVolume(ctx, "grow", rec.Owner, true)
 	if err != nil {
 		return err
 	}
@@ -306,7 +328,8 @@ func describeRequest(q resource.Quantity, ok bool) string {
 // ownerVolume asks the API server for the owner PV of the volume name of
 // p before a remote caller's call what: Forbidden when the Store has no
 // Owners (it cannot tell), an error when the API server cannot be asked.
-func (s *Store) ownerVolume(ctx context.Context, remote, what string, p *pool, name, owner string, fresh bool) (*corev1.PersistentVolume, error) {
+func (v volumeRef) ownerVolume(ctx context.Context, what, owner string, fresh bool) (*corev1.PersistentVolume, error) {
+	s, remote, p, name := v.s, v.remote, v.p, v.name
 	if s.owners == nil {
 		return nil, forbiddenf("a caller bound to node %q cannot %s volume %q in pool %q on node %q: this manager has no API client to check its PersistentVolume %q",
 			remote, what, name, p.name, s.nodeName, owner)
@@ -354,27 +377,4 @@ func describeClaimRef(pv *corev1.PersistentVolume) string {
 		return "is bound to no claim"
 	}
 	return fmt.Sprintf("is bound to claim %s/%s (UID %s)", pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name, pv.Spec.ClaimRef.UID)
-}
-
-// checkSameRecord refuses a create that meets rec, the owner record of
-// the same owner, unless rec says what req asks: the same mode
-// (multihost or not), claim namespace and reclaim policy, and a size at
-// least the one requested: equal, or larger once an expansion grew the
-// volume (volumes only grow, so a record below the request was never
-// made by this request). A create confirms a record, it never rewrites
-// one: a record planted by another node, or left by an older version,
-// is Conflict with what differs, and stays as it is.
-func (p *pool) checkSameRecord(name string, rec *record, req managerapi.CreateVolumeRequest) error {
-	diffs := req.Differences(rec.Owner, rec.Multihost, rec.ClaimNamespace)
-	if rec.ReclaimPolicy != req.ReclaimPolicy {
-		diffs = append(diffs, fmt.Sprintf("reclaim policy %q, not %q", rec.ReclaimPolicy, req.ReclaimPolicy))
-	}
-	if req.RequiredBytes > rec.SizeBytes {
-		diffs = append(diffs, fmt.Sprintf("size %s, less than the %s requested", formatBytes(rec.SizeBytes), formatBytes(req.RequiredBytes)))
-	}
-	if len(diffs) == 0 {
-		return nil
-	}
-	return conflictf("volume %q in pool %q has an owner record for PersistentVolume %q that does not match the request: it says %s; a create never rewrites an owner record (an admin can check the directory and remove it)",
-		name, p.name, rec.Owner, strings.Join(diffs, ", "))
 }

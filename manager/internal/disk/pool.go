@@ -44,39 +44,6 @@ func (p *pool) notPrepared() error {
 	return poolNotFoundf("pool %q directory %s does not exist; prepare it with PUT /v1/pools/%s", p.name, p.path, p.name)
 }
 
-// lstat looks at the entry name of the pool root: it reports whether it
-// exists, and fails with Conflict when it is not a directory.
-func (p *pool) lstat(root *os.Root, name string) (fs.FileInfo, bool, error) {
-	fi, err := root.Lstat(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("stat volume %q in pool %q: %w", name, p.name, err)
-	}
-	if !fi.IsDir() {
-		return nil, false, conflictf("%q in pool %q is %s, not a volume directory", name, p.name, kindOf(fi))
-	}
-	return fi, true, nil
-}
-
-// existingVolume looks at the volume directory name of the pool root, which
-// must exist (else NotFound), and reads its owner record (nil: none).
-func (p *pool) existingVolume(root *os.Root, name string) (fs.FileInfo, *record, error) {
-	fi, exists, err := p.lstat(root, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !exists {
-		return nil, nil, notFoundf("volume %q not found in pool %q", name, p.name)
-	}
-	rec, err := p.record(root, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	return fi, rec, nil
-}
-
 // record reads the owner record of volume name (nil: none).
 func (p *pool) record(root *os.Root, name string) (*record, error) {
 	rec, err := readRecord(root, name)

@@ -99,22 +99,12 @@ func (s *Store) ListVolumes(ctx context.Context, poolName string, opts ...manage
 
 // GetVolume returns one volume directory with its owner.
 func (s *Store) GetVolume(ctx context.Context, poolName, name string) (*managerapi.Volume, error) {
-	p, err := s.volumePool(poolName, name)
+	tx, err := s.begin(poolName, name, "", toRead)
 	if err != nil {
 		return nil, err
 	}
-	root, err := p.open()
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	fi, rec, err := p.existingVolume(root, name)
-	if err != nil {
-		return nil, err
-	}
-	v := p.volume(name, fi, rec)
-	usage(&v, s.sizes.detect(root), root, name, rec)
-	return &v, nil
+	defer tx.end()
+	return tx.describe(), nil
 }
 
 // SetSize grows the volume name of owner to sizeBytes: the growth must fit
@@ -127,66 +117,58 @@ func (s *Store) GetVolume(ctx context.Context, poolName, name string) (*managera
 // PersistentVolume goes, read fresh from the API server (see
 // checkRemoteGrowth: Conflict otherwise, nothing changed).
 func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeBytes int64, remote string) (*managerapi.Volume, error) {
-	p, err := s.ownedVolumePool(poolName, name, owner)
+	if err := badRequest(managerapi.SetSizeRequest{Owner: owner, SizeBytes: sizeBytes}.Validate()); err != nil {
+		return nil, err
+	}
+	tx, err := s.begin(poolName, name, remote, toGrow)
 	if err != nil {
 		return nil, err
 	}
-	if sizeBytes <= 0 {
-		return nil, badRequestf("sizeBytes %d is not positive", sizeBytes)
-	}
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
-	root, release, err := s.openLocked(p, name)
-	if err != nil {
+	defer tx.end()
+	if err := tx.ownedBy(owner); err != nil {
 		return nil, err
 	}
-	defer release()
-	if err := s.notCloning(p, name); err != nil {
+	if sizeBytes < tx.rec.SizeBytes {
+		return nil, conflictf("volume %q in pool %q has size %s; it cannot shrink to %s", name, tx.p.name, formatBytes(tx.rec.SizeBytes), formatBytes(sizeBytes))
+	}
+	if err := tx.checkRemoteGrowth(ctx, sizeBytes); err != nil {
 		return nil, err
 	}
-	fi, rec, err := p.existingVolume(root, name)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkRemote(remote, "grow", p, name, rec); err != nil {
-		return nil, err
-	}
-	switch {
-	case rec == nil:
-		return nil, ownerConflictf("", "directory %q in pool %q has no owner record: adopt it first with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name)
-	case rec.Owner != owner:
-		return nil, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, rec.Owner, owner)
-	case sizeBytes < rec.SizeBytes:
-		return nil, conflictf("volume %q in pool %q has size %s; it cannot shrink to %s", name, p.name, formatBytes(rec.SizeBytes), formatBytes(sizeBytes))
-	}
-	if err := s.checkRemoteGrowth(ctx, remote, p, name, rec, sizeBytes); err != nil {
-		return nil, err
-	}
-	enf := s.sizes.detect(root)
-	if sizeBytes > rec.SizeBytes {
-		growth := sizeBytes - rec.SizeBytes
-		request := fmt.Sprintf("%s more requested to grow volume %q from %s to %s", formatBytes(growth), name, formatBytes(rec.SizeBytes), formatBytes(sizeBytes))
-		if err := s.sizes.reserve(p, root, s.nodeName, growth, rec.SizeBytes == 0, request); err != nil {
+	if sizeBytes > tx.rec.SizeBytes {
+		if err := tx.grow(tx.logger(ctx, owner), sizeBytes); err != nil {
 			return nil, err
 		}
-		next := *rec
-		next.SizeBytes = sizeBytes
-		if id := quotaID(enf, root, name, rec); id != 0 {
-			if err := enf.SetLimit(root, name, id, sizeBytes); err != nil {
-				s.sizes.unreserve(p, growth, rec.SizeBytes == 0)
-				return nil, fmt.Errorf("set the %s quota of volume %q in pool %q to %s: %w", rec.Enforcement, name, p.name, formatBytes(sizeBytes), err)
-			}
-			next.QuotaID = id
-		}
-		if err := writeRecord(root, name, next); err != nil {
-			// The limit stays raised: the larger promise is kept too.
-			return nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
-		}
-		logger.Info("Grew volume", "from", rec.SizeBytes, "to", sizeBytes, "enforcement", rec.Enforcement)
-		rec = &next
 	}
-	v := p.volume(name, fi, rec)
-	usage(&v, enf, root, name, rec)
-	return &v, nil
+	return tx.describe(), nil
+}
+
+// grow grows the volume to sizeBytes, more than its recorded size: the
+// growth is promised by the pool (else InsufficientStorage), the limit
+// raised where the size is enforced, then the owner record rewritten.
+func (tx *volumeTx) grow(logger klog.Logger, sizeBytes int64) error {
+	rec := tx.rec
+	growth := sizeBytes - rec.SizeBytes
+	request := fmt.Sprintf("%s more requested to grow volume %q from %s to %s", formatBytes(growth), tx.name, formatBytes(rec.SizeBytes), formatBytes(sizeBytes))
+	if err := tx.s.sizes.reserve(tx.p, tx.root, tx.s.nodeName, growth, rec.SizeBytes == 0, request); err != nil {
+		return err
+	}
+	next := *rec
+	next.SizeBytes = sizeBytes
+	enf := tx.s.sizes.detect(tx.root)
+	if id := quotaID(enf, tx.root, tx.name, rec); id != 0 {
+		if err := enf.SetLimit(tx.root, tx.name, id, sizeBytes); err != nil {
+			tx.s.sizes.unreserve(tx.p, growth, rec.SizeBytes == 0)
+			return fmt.Errorf("set the %s quota of volume %q in pool %q to %s: %w", rec.Enforcement, tx.name, tx.p.name, formatBytes(sizeBytes), err)
+		}
+		next.QuotaID = id
+	}
+	if err := writeRecord(tx.root, tx.name, next); err != nil {
+		// The limit stays raised: the larger promise is kept too.
+		return fmt.Errorf("write owner record of volume %q in pool %q: %w", tx.name, tx.p.name, err)
+	}
+	logger.Info("Grew volume", "from", rec.SizeBytes, "to", sizeBytes, "enforcement", rec.Enforcement)
+	tx.rec = &next
+	return nil
 }
 
 // CreateVolume makes the directory name in the pool for the PersistentVolume
@@ -196,7 +178,7 @@ func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeB
 // req.RequiredBytes are the owner's reclaim policy, its claim's namespace
 // and the volume's size, all kept in the owner record of a new directory.
 // A create never rewrites an existing record: it only confirms one that
-// says what it asks (see checkSameRecord).
+// says what it asks (see volumeTx.mayCreate).
 //
 //   - No owner record and no directory: the size must fit in what the pool
 //     has available (see sizes), else InsufficientStorage; where the pool
@@ -205,7 +187,7 @@ func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeB
 //     with a quota limiting it to its size where the pool enforces sizes.
 //   - A record naming owner: unless it has the mode, claim namespace and
 //     reclaim policy asked, and at least the size asked, Conflict saying
-//     what differs (checkSameRecord), nothing changed; else the directory
+//     what differs (mayCreate), nothing changed; else the directory
 //     is made if missing (a crash between record and directory) and gets
 //     mode.
 //   - A record naming another PersistentVolume: OwnerConflict naming it.
@@ -220,124 +202,77 @@ func (s *Store) SetSize(ctx context.Context, poolName, name, owner string, sizeB
 // must know as the owner's (checkRemoteClaim), before anything is read or
 // written.
 func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req managerapi.CreateVolumeRequest, mode fs.FileMode, remote string) (*managerapi.Volume, bool, error) {
-	owner := req.Owner
-	p, err := s.checkCreate(poolName, name, req, mode, remote)
+	if err := checkCreate(req, mode); err != nil {
+		return nil, false, err
+	}
+	v, err := s.volume(poolName, name, remote)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := s.checkRemoteClaim(ctx, remote, "create", p, name, claimOfCreate(req)); err != nil {
+	if err := v.checkRemoteCreate("create", req); err != nil {
 		return nil, false, err
 	}
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
-	root, release, err := s.openLocked(p, name)
+	if err := v.checkRemoteClaim(ctx, "create", claimOfCreate(req)); err != nil {
+		return nil, false, err
+	}
+	tx, err := v.begin(toCreate)
 	if err != nil {
 		return nil, false, err
 	}
-	defer release()
-	if err := s.notCloning(p, name); err != nil {
+	defer tx.end()
+	if err := tx.mayCreate(req); err != nil {
 		return nil, false, err
 	}
-
-	fi, exists, err := p.lstat(root, name)
-	if err != nil {
-		return nil, false, err
-	}
-	rec, err := p.record(root, name)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := s.checkRemote(remote, "create", p, name, rec); err != nil {
-		return nil, false, err
-	}
-	switch {
-	case rec != nil && rec.Owner != owner:
-		return nil, false, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q", name, p.name, rec.Owner)
-	case rec == nil && exists:
-		return nil, false, ownerConflictf("", "directory %q in pool %q exists without an owner record; it must be adopted with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name)
-	case rec != nil:
-		if err := p.checkSameRecord(name, rec, req); err != nil {
+	logger := tx.logger(ctx, req.Owner)
+	created := !tx.exists
+	if created {
+		newRec := record{Owner: req.Owner, ReclaimPolicy: req.ReclaimPolicy, ClaimNamespace: req.ClaimNamespace, SizeBytes: req.RequiredBytes, Multihost: req.Multihost}
+		if err := tx.make(logger, newRec, req.EnforceSize); err != nil {
 			return nil, false, err
 		}
 	}
-	if !exists {
-		newRec := record{Owner: owner, ReclaimPolicy: req.ReclaimPolicy, ClaimNamespace: req.ClaimNamespace, SizeBytes: req.RequiredBytes, Multihost: req.Multihost}
-		if fi, rec, err = s.makeVolume(logger, root, p, name, newRec, rec, req.EnforceSize); err != nil {
-			return nil, false, err
-		}
-	}
-	if fi, err = p.setMode(root, name, fi, mode); err != nil {
+	if err := tx.setMode(mode); err != nil {
 		return nil, false, err
 	}
-	if !exists {
-		logger.V(2).Info("Created volume", "mode", managerapi.FormatMode(mode), "sizeBytes", rec.SizeBytes, "enforcement", rec.Enforcement)
+	if created {
+		logger.V(2).Info("Created volume", "mode", managerapi.FormatMode(mode), "sizeBytes", tx.rec.SizeBytes, "enforcement", tx.rec.Enforcement)
 	}
-	v := p.volume(name, fi, rec)
-	usage(&v, s.sizes.detect(root), root, name, rec)
-	return &v, !exists, nil
+	return tx.describe(), created, nil
 }
 
-// checkCreate checks a create's (or a clone's) request and returns the
-// volume's pool: a remote caller (see checkRemote) may create only
-// multihost volumes.
-func (s *Store) checkCreate(poolName, name string, req managerapi.CreateVolumeRequest, mode fs.FileMode, remote string) (*pool, error) {
-	p, err := s.ownedVolumePool(poolName, name, req.Owner)
-	if err != nil {
-		return nil, err
-	}
-	if remote != "" && !req.Multihost {
-		return nil, forbiddenf("a caller bound to node %q may create on node %q only multihost volumes (\"multihost\": true): volume %q in pool %q is asked for in node mode, which only node %q's own callers may create",
-			remote, s.nodeName, name, p.name, s.nodeName)
-	}
-	if err := managerapi.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
-		return nil, badRequestf("%s", err)
-	}
-	if err := managerapi.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
-		return nil, badRequestf("%s", err)
-	}
-	if err := validateClaimName(req.ClaimName); err != nil {
-		return nil, err
-	}
-	if mode&^(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 {
-		return nil, badRequestf("mode %v has bits other than permissions, setuid, setgid and sticky", mode)
-	}
-	if req.RequiredBytes < 0 {
-		return nil, badRequestf("requiredBytes %d is negative", req.RequiredBytes)
-	}
-	return p, nil
-}
-
-// makeVolume makes the missing directory name, owner-only until setMode
-// gives it its mode, and gives it its SELinux context. Unless rec, the
-// record naming the same owner, is already there (it is kept as it is: a
-// crash came between record and directory), the new record's size is
-// reserved in the pool first (with enforceSize, only on a pool that
-// enforces sizes) and newRec, dated now, is written as the owner record.
-// Where the pool enforces sizes, the directory is made with a quota
-// limiting it to the record's size, and the record gets the quota's ID.
-// When the directory cannot be made, or made but not labelled, what it
-// made is undone: the directory, its quota, the record it wrote, the
-// reservation.
-func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name string, newRec record, rec *record, enforceSize bool) (fs.FileInfo, *record, error) {
-	enf := s.sizes.detect(root)
+// make makes the missing directory, owner-only until setMode gives it its
+// mode, and gives it its SELinux context. Unless the record naming the
+// same owner is already there (it is kept as it is: a crash came between
+// record and directory), the new record's size is reserved in the pool
+// first (with enforceSize, only on a pool that enforces sizes) and newRec,
+// dated now, is written as the owner record. Where the pool enforces
+// sizes, the directory is made with a quota limiting it to the record's
+// size, and the record gets the quota's ID. When the directory cannot be
+// made, or made but not labelled, what it made is undone: the directory,
+// its quota, the record it wrote, the reservation.
+func (tx *volumeTx) make(logger klog.Logger, newRec record, enforceSize bool) error {
+	root, name := tx.root, tx.name
+	enf := tx.s.sizes.detect(root)
 	sup := enf.Support()
 	undoRecord := func() {}
-	if rec == nil {
+	if tx.rec == nil {
 		var err error
-		if rec, undoRecord, err = s.ownNew(logger, root, p, name, newRec, enforceSize, sup); err != nil {
-			return nil, nil, err
+		if undoRecord, err = tx.ownNew(logger, newRec, enforceSize, sup); err != nil {
+			return err
 		}
 	}
+	rec := tx.rec
 	var quotaID uint64
 	if rec.Enforcement != "" && rec.Enforcement == sup.Kind {
 		id, err := enf.Make(root, name, rec.SizeBytes)
 		if err != nil {
 			undoRecord()
-			return nil, nil, fmt.Errorf("create volume %q in pool %q with a %s quota of %s: %w", name, p.name, rec.Enforcement, formatBytes(rec.SizeBytes), err)
+			return fmt.Errorf("create volume %q in pool %q with a %s quota of %s: %w", name, tx.p.name, rec.Enforcement, formatBytes(rec.SizeBytes), err)
 		}
 		quotaID = id
 	} else if err := root.Mkdir(name, 0o700); err != nil {
 		undoRecord()
-		return nil, nil, fmt.Errorf("create volume %q in pool %q: %w", name, p.name, err)
+		return fmt.Errorf("create volume %q in pool %q: %w", name, tx.p.name, err)
 	}
 	undoDir := func() {
 		// Remove never follows a symlink and never removes a directory
@@ -358,39 +293,41 @@ func (s *Store) makeVolume(logger klog.Logger, root *os.Root, p *pool, name stri
 		next.QuotaID = quotaID
 		if err := writeRecord(root, name, next); err != nil {
 			undoDir()
-			return nil, nil, fmt.Errorf("record the quota of volume %q in pool %q: %w", name, p.name, err)
+			return fmt.Errorf("record the quota of volume %q in pool %q: %w", name, tx.p.name, err)
 		}
-		rec = &next
+		tx.rec = &next
 	}
-	fi, err := s.labelVolume(root, p, name)
-	if err != nil {
+	if err := tx.label(); err != nil {
 		undoDir()
-		return nil, nil, err
+		return err
 	}
-	return fi, rec, nil
+	return nil
 }
 
 // ownNew reserves newRec's size in the pool (with enforceSize, only on a
 // pool that enforces sizes: sup says how it does) and writes newRec, dated
 // now and with the pool's enforcement when it has a size, as the owner
-// record of name. undo removes that record and gives the size back.
-func (s *Store) ownNew(logger klog.Logger, root *os.Root, p *pool, name string, newRec record, enforceSize bool, sup quota.Support) (rec *record, undo func(), err error) {
+// record of the volume, which becomes tx.rec. undo removes that record
+// and gives the size back.
+func (tx *volumeTx) ownNew(logger klog.Logger, newRec record, enforceSize bool, sup quota.Support) (undo func(), err error) {
+	s, p := tx.s, tx.p
 	if enforceSize && sup.Kind == quota.KindNone {
-		return nil, nil, managerapi.Errorf(managerapi.ReasonNotEnforced, "pool %q on node %q does not enforce volume sizes (the class asks for enforceSize): %s", p.name, s.nodeName, sup.Reason)
+		return nil, managerapi.Errorf(managerapi.ReasonNotEnforced, "pool %q on node %q does not enforce volume sizes (the class asks for enforceSize): %s", p.name, s.nodeName, sup.Reason)
 	}
-	if err := s.sizes.reserve(p, root, s.nodeName, newRec.SizeBytes, true, formatBytes(newRec.SizeBytes)+" requested"); err != nil {
-		return nil, nil, err
+	if err := s.sizes.reserve(p, tx.root, s.nodeName, newRec.SizeBytes, true, formatBytes(newRec.SizeBytes)+" requested"); err != nil {
+		return nil, err
 	}
 	if newRec.SizeBytes > 0 {
 		newRec.Enforcement = sup.Kind
 	}
 	newRec.OwnedSince = s.now()
-	if err := writeRecord(root, name, newRec); err != nil {
+	if err := writeRecord(tx.root, tx.name, newRec); err != nil {
 		s.sizes.unreserve(p, newRec.SizeBytes, true)
-		return nil, nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
+		return nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", tx.name, p.name, err)
 	}
-	return &newRec, func() {
-		if rerr := removeRecord(root, name); rerr != nil {
+	tx.rec = &newRec
+	return func() {
+		if rerr := removeRecord(tx.root, tx.name); rerr != nil {
 			logger.Error(rerr, "Cannot remove the owner record of a volume that was not created")
 			return
 		}
@@ -398,55 +335,58 @@ func (s *Store) ownNew(logger klog.Logger, root *os.Root, p *pool, name string, 
 	}, nil
 }
 
-// labelVolume gives the new directory name its SELinux context through a
-// descriptor of the very directory that Lstat saw, and returns what Lstat
-// saw.
-func (s *Store) labelVolume(root *os.Root, p *pool, name string) (fs.FileInfo, error) {
+// label gives the new directory its SELinux context through a descriptor
+// of the very directory that Lstat saw, which becomes tx.fi.
+func (tx *volumeTx) label() error {
+	root, name, p := tx.root, tx.name, tx.p
 	fi, err := root.Lstat(name)
 	if err != nil {
-		return nil, fmt.Errorf("stat new volume %q in pool %q: %w", name, p.name, err)
+		return fmt.Errorf("stat new volume %q in pool %q: %w", name, p.name, err)
 	}
 	f, err := root.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("open new volume %q in pool %q: %w", name, p.name, err)
+		return fmt.Errorf("open new volume %q in pool %q: %w", name, p.name, err)
 	}
 	defer f.Close()
 	ffi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("stat new volume %q in pool %q: %w", name, p.name, err)
+		return fmt.Errorf("stat new volume %q in pool %q: %w", name, p.name, err)
 	}
 	if !os.SameFile(fi, ffi) {
-		return nil, conflictf("volume %q in pool %q changed while it was being created", name, p.name)
+		return conflictf("volume %q in pool %q changed while it was being created", name, p.name)
 	}
-	if err := s.labeler.Label(f); err != nil {
-		return nil, fmt.Errorf("label new volume %q in pool %q for SELinux: %w", name, p.name, err)
+	if err := tx.s.labeler.Label(f); err != nil {
+		return fmt.Errorf("label new volume %q in pool %q for SELinux: %w", name, p.name, err)
 	}
-	return fi, nil
+	tx.fi, tx.exists = fi, true
+	return nil
 }
 
-// setMode gives the directory name exactly mode, through a descriptor of
-// the very directory that Lstat saw (fi), so a directory swapped for a
-// symlink meanwhile is never chmod-ed. It returns the directory's new state.
-func (p *pool) setMode(root *os.Root, name string, fi fs.FileInfo, mode fs.FileMode) (fs.FileInfo, error) {
+// setMode gives the directory exactly mode, through a descriptor of the
+// very directory that Lstat saw (tx.fi), so a directory swapped for a
+// symlink meanwhile is never chmod-ed. tx.fi becomes its new state.
+func (tx *volumeTx) setMode(mode fs.FileMode) error {
+	root, name, p := tx.root, tx.name, tx.p
 	f, err := root.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("open volume %q in pool %q: %w", name, p.name, err)
+		return fmt.Errorf("open volume %q in pool %q: %w", name, p.name, err)
 	}
 	defer f.Close()
 	ffi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("stat volume %q in pool %q: %w", name, p.name, err)
+		return fmt.Errorf("stat volume %q in pool %q: %w", name, p.name, err)
 	}
-	if !os.SameFile(fi, ffi) {
-		return nil, conflictf("volume %q in pool %q changed while it was being created", name, p.name)
+	if !os.SameFile(tx.fi, ffi) {
+		return conflictf("volume %q in pool %q changed while it was being created", name, p.name)
 	}
 	if err := f.Chmod(mode); err != nil {
-		return nil, fmt.Errorf("set mode %s on volume %q in pool %q: %w", managerapi.FormatMode(mode), name, p.name, err)
+		return fmt.Errorf("set mode %s on volume %q in pool %q: %w", managerapi.FormatMode(mode), name, p.name, err)
 	}
 	if ffi, err = f.Stat(); err != nil {
-		return nil, fmt.Errorf("stat volume %q in pool %q: %w", name, p.name, err)
+		return fmt.Errorf("stat volume %q in pool %q: %w", name, p.name, err)
 	}
-	return ffi, nil
+	tx.fi = ffi
+	return nil
 }
 
 // SetOwner replaces the owner record of the existing directory name: a
@@ -475,82 +415,58 @@ func (p *pool) setMode(root *os.Root, name string, fi fs.FileInfo, mode fs.FileM
 // record to another owner nor changes its claim namespace, and lets a
 // directory be removed later only as its PV does (see checkRemoteOwner).
 func (s *Store) SetOwner(ctx context.Context, poolName, name string, req managerapi.SetOwnerRequest, remote string) (*managerapi.Volume, error) {
-	owner, previous := req.Owner, req.Previous
-	p, err := s.ownedVolumePool(poolName, name, owner)
+	if err := badRequest(req.Validate()); err != nil {
+		return nil, err
+	}
+	tx, err := s.begin(poolName, name, remote, toReown)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSetOwner(req); err != nil {
+	defer tx.end()
+	if err := tx.mayReown(ctx, req); err != nil {
 		return nil, err
 	}
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
-	root, release, err := s.openLocked(p, name)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	if err := s.notCloning(p, name); err != nil {
-		return nil, err
-	}
-
-	fi, rec, err := p.existingVolume(root, name)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkRemote(remote, "change the owner record of", p, name, rec); err != nil {
-		return nil, err
-	}
-	if remote != "" && rec == nil && !req.Multihost {
-		return nil, forbiddenf("a caller bound to node %q may adopt on node %q only multihost volumes (\"multihost\": true): directory %q in pool %q has no owner record",
-			remote, s.nodeName, name, p.name)
-	}
-	current := ownerOf(rec)
-	if current != previous {
-		if current == "" {
-			return nil, ownerConflictf("", "directory %q in pool %q has no owner record, not one naming %q; adopt it with previous owner \"\"", name, p.name, previous)
-		}
-		return nil, ownerConflictf(current, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, current, previous)
-	}
-	if rec == nil {
-		adopt := forClaim{owner: owner, namespace: req.ClaimNamespace, name: req.ClaimName}
-		if err := s.checkRemoteClaim(ctx, remote, "adopt", p, name, adopt); err != nil {
-			return nil, err
-		}
-	}
-	next := nextOwnerRecord(rec, req, s.now())
-	if err := s.checkRemoteOwner(ctx, remote, p, name, rec, next); err != nil {
+	rec, next := tx.rec, nextOwnerRecord(tx.rec, req, s.now())
+	if err := tx.checkRemoteOwner(ctx, next); err != nil {
 		return nil, err
 	}
 	if rec == nil || rec.Owner != next.Owner || rec.Retained != next.Retained || rec.ReclaimPolicy != next.ReclaimPolicy ||
 		rec.ClaimNamespace != next.ClaimNamespace || rec.Multihost != next.Multihost {
-		if err := writeRecord(root, name, next); err != nil {
-			return nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, p.name, err)
+		if err := writeRecord(tx.root, name, next); err != nil {
+			return nil, fmt.Errorf("write owner record of volume %q in pool %q: %w", name, tx.p.name, err)
 		}
 	}
-	if current != owner {
-		logger.Info("Changed volume owner", "previous", current, "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy, "claimNamespace", next.ClaimNamespace, "multihost", next.Multihost)
+	logger := tx.logger(ctx, req.Owner)
+	if previous := ownerOf(rec); previous != req.Owner {
+		logger.Info("Changed volume owner", "previous", previous, "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy, "claimNamespace", next.ClaimNamespace, "multihost", next.Multihost)
 	} else {
 		logger.V(2).Info("Updated volume owner record", "retained", next.Retained, "reclaimPolicy", next.ReclaimPolicy, "claimNamespace", next.ClaimNamespace, "multihost", next.Multihost)
 	}
-	v := p.volume(name, fi, &next)
+	v := tx.p.volume(name, tx.fi, &next)
 	return &v, nil
 }
 
-// checkSetOwner checks what SetOwner takes besides the owner: the previous
-// owner, the reclaim policy, the claim namespace and the claim name.
-func checkSetOwner(req managerapi.SetOwnerRequest) error {
-	if req.Previous != "" {
-		if err := managerapi.ValidateOwner(req.Previous); err != nil {
-			return badRequestf("previous owner: %s", err)
-		}
+// mayReown refuses an owner change req unless the record names
+// req.Previous (a compare-and-swap: OwnerConflict naming the current
+// owner), and a remote caller's adoption of a directory without a record
+// unless req asks for a multihost one (Forbidden) for a claim the API
+// server knows as the owner's (see checkRemoteClaim).
+func (tx *volumeTx) mayReown(ctx context.Context, req managerapi.SetOwnerRequest) error {
+	if tx.remote != "" && tx.rec == nil && !req.Multihost {
+		return forbiddenf("a caller bound to node %q may adopt on node %q only multihost volumes (\"multihost\": true): directory %q in pool %q has no owner record",
+			tx.remote, tx.s.nodeName, tx.name, tx.p.name)
 	}
-	if err := managerapi.ValidateReclaimPolicy(req.ReclaimPolicy); err != nil {
-		return badRequestf("%s", err)
+	switch current := ownerOf(tx.rec); {
+	case current == req.Previous:
+	case current == "":
+		return ownerConflictf("", "directory %q in pool %q has no owner record, not one naming %q; adopt it with previous owner \"\"", tx.name, tx.p.name, req.Previous)
+	default:
+		return ownerConflictf(current, "directory %q in pool %q belongs to PersistentVolume %q, not %q", tx.name, tx.p.name, current, req.Previous)
 	}
-	if err := managerapi.ValidateClaimNamespace(req.ClaimNamespace); err != nil {
-		return badRequestf("%s", err)
+	if tx.rec != nil {
+		return nil
 	}
-	return validateClaimName(req.ClaimName)
+	return tx.checkRemoteClaim(ctx, "adopt", forClaim{owner: req.Owner, namespace: req.ClaimNamespace, name: req.ClaimName})
 }
 
 // nextOwnerRecord is the record SetOwner writes over rec (nil for none)
@@ -600,62 +516,44 @@ func nextOwnerRecord(rec *record, req managerapi.SetOwnerRequest, now time.Time)
 // only a multihost volume, and only once its PersistentVolume lets it go
 // (see checkRemoteRemoval: Conflict otherwise, nothing removed).
 func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, ifEmpty bool, remote string) (bool, error) {
-	p, err := s.ownedVolumePool(poolName, name, owner)
+	if err := validateOwner(owner); err != nil {
+		return false, err
+	}
+	tx, err := s.begin(poolName, name, remote, toDelete)
 	if err != nil {
 		return false, err
 	}
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pool", p.name, "volume", name, "owner", owner)
-	root, release, err := s.openLocked(p, name)
-	if err != nil {
-		return false, err
-	}
-	defer release()
-	if err := s.notCloning(p, name); err != nil {
-		return false, err
-	}
-
-	_, exists, err := p.lstat(root, name)
-	if err != nil {
-		return false, err
-	}
-	rec, err := p.record(root, name)
-	if err != nil {
-		return false, err
-	}
-	if err := s.checkRemote(remote, "delete", p, name, rec); err != nil {
-		return false, err
-	}
-	switch {
-	case rec == nil && !exists:
+	defer tx.end()
+	if tx.rec == nil && !tx.exists {
 		return false, nil
-	case rec == nil:
-		return false, ownerConflictf("", "directory %q in pool %q has no owner record: adopt it first with PUT /v1/pools/%s/volumes/%s/owner", name, p.name, p.name, name)
-	case rec.Owner != owner:
-		return false, ownerConflictf(rec.Owner, "directory %q in pool %q belongs to PersistentVolume %q, not %q", name, p.name, rec.Owner, owner)
 	}
-	if err := s.checkRemoteRemoval(ctx, remote, p, name, rec); err != nil {
+	if err := tx.ownedBy(owner); err != nil {
 		return false, err
 	}
-	if !exists {
-		if err := s.forget(root, p, name, rec, s.sizes.detect(root), rec.QuotaID); err != nil {
+	if err := tx.checkRemoteRemoval(ctx); err != nil {
+		return false, err
+	}
+	logger := tx.logger(ctx, owner)
+	if !tx.exists {
+		if err := tx.forget(tx.s.sizes.detect(tx.root), tx.rec.QuotaID); err != nil {
 			return false, err
 		}
 		logger.V(2).Info("Removed the owner record of a volume without a directory")
 		return true, nil
 	}
-	if err := s.removeVolume(ctx, root, p, name, rec, ifEmpty); err != nil {
+	if err := tx.remove(ctx, ifEmpty); err != nil {
 		return false, err
 	}
 	logger.V(2).Info("Removed volume", "ifEmpty", ifEmpty)
 	return true, nil
 }
 
-// removeVolume removes the existing directory name of the pool root, unless
-// a filesystem is mounted inside or, with ifEmpty, it holds anything; then
-// (see forget) its quota and its owner record rec, once the directory's
-// removal is on disk.
-func (s *Store) removeVolume(ctx context.Context, root *os.Root, p *pool, name string, rec *record, ifEmpty bool) error {
-	if err := s.checkNoMounts(p, name); err != nil {
+// remove removes the existing directory, unless a filesystem is mounted
+// inside or, with ifEmpty, it holds anything; then (see forget) its quota
+// and its owner record, once the directory's removal is on disk.
+func (tx *volumeTx) remove(ctx context.Context, ifEmpty bool) error {
+	root, name, p := tx.root, tx.name, tx.p
+	if err := tx.s.checkNoMounts(p, name); err != nil {
 		return err
 	}
 	if ifEmpty {
@@ -669,8 +567,8 @@ func (s *Store) removeVolume(ctx context.Context, root *os.Root, p *pool, name s
 	}
 	// The quota ID is read before the directory goes, should the record
 	// not have it.
-	enf := s.sizes.detect(root)
-	id := quotaID(enf, root, name, rec)
+	enf := tx.s.sizes.detect(root)
+	id := quotaID(enf, root, name, tx.rec)
 	if err := removeTree(ctx, root, name); err != nil {
 		return fmt.Errorf("remove volume %q from pool %q: %w", name, p.name, err)
 	}
@@ -685,27 +583,28 @@ func (s *Store) removeVolume(ctx context.Context, root *os.Root, p *pool, name s
 	if err := syncDir(root, "."); err != nil {
 		return fmt.Errorf("pool %q: %w", p.name, err)
 	}
-	return s.forget(root, p, name, rec, enf, id)
+	return tx.forget(enf, id)
 }
 
-// forget releases the quota id of the removed volume name (0: none), then
-// removes its owner record rec and takes back the size the pool promised
-// it. A quota that cannot be released keeps the record, so that a later
-// delete releases it.
-func (s *Store) forget(root *os.Root, p *pool, name string, rec *record, enf quota.Enforcer, id uint64) error {
+// forget releases the quota id of the removed volume (0: none), then
+// removes its owner record tx.rec and takes back the size the pool
+// promised it. A quota that cannot be released keeps the record, so that
+// a later delete releases it.
+func (tx *volumeTx) forget(enf quota.Enforcer, id uint64) error {
+	root, name, p, rec := tx.root, tx.name, tx.p, tx.rec
 	if id != 0 && rec.Enforcement == enf.Support().Kind {
 		if err := enf.Release(root, id); err != nil {
 			return fmt.Errorf("release the %s quota %d of volume %q in pool %q: %w", rec.Enforcement, id, name, p.name, err)
 		}
 	}
 	// Loaded first, so that the promise that loses the record counted it.
-	if err := s.sizes.load(p, root); err != nil {
+	if err := tx.s.sizes.load(p, root); err != nil {
 		return err
 	}
 	if err := removeRecord(root, name); err != nil {
 		return fmt.Errorf("volume %q in pool %q: %w", name, p.name, err)
 	}
-	s.sizes.unreserve(p, rec.SizeBytes, true)
+	tx.s.sizes.unreserve(p, rec.SizeBytes, true)
 	return nil
 }
 
@@ -740,23 +639,4 @@ func isEmptyDir(root *os.Root, name string) (bool, error) {
 		return false, fmt.Errorf("read directory: %w", err)
 	}
 	return len(entries) == 0, nil
-}
-
-// checkRemote refuses a remote caller's write (what it does: "create",
-// "delete", ...) on the volume name whose owner record is rec, unless the
-// record says multihost. remote is the node of a caller whose token is
-// bound to a pod (or a node) other than this manager's: the server's
-// auth.Decision.Remote; "" for this node's callers and admins, who pass.
-// Node-scoped authority, as the kubelet's NodeRestriction: a node changes
-// another node's volumes only where multihost fan-out and backfill need
-// it. Without a record there is nothing a remote caller could take from
-// another node: the calls that make one check the request instead.
-// The check is made under the volume's lock with the record the write
-// acts on, so the mode cannot change between the check and the write.
-func (s *Store) checkRemote(remote, what string, p *pool, name string, rec *record) error {
-	if remote == "" || rec == nil || rec.Multihost {
-		return nil
-	}
-	return forbiddenf("a caller bound to node %q cannot %s volume %q in pool %q on node %q: it is a node-mode volume, which only node %q's own callers (or an admin) may change; another node may change only multihost volumes",
-		remote, what, name, p.name, s.nodeName, s.nodeName)
 }
