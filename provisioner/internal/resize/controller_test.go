@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2/ktesting"
 
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 )
 
@@ -84,27 +85,27 @@ func TestSync(t *testing.T) {
 		{
 			name:           "the PV of another node: nothing",
 			claim:          newClaim("data", "pv-1", "2Gi"),
-			pv:             newPV("pv-1", "data", onNode(otherNode)),
+			pv:             newPV("pv-1", "data", hostpathtest.OnNode(otherNode)),
 			wantPVCapacity: "1Gi",
 			wantStatus:     untouched,
 		},
 		{
 			name:           "the PV of another provisioner: nothing",
 			claim:          newClaim("data", "pv-1", "2Gi"),
-			pv:             newPV("pv-1", "data", provisionedBy("example.com/other")),
+			pv:             newPV("pv-1", "data", hostpathtest.ProvisionedBy("example.com/other")),
 			wantPVCapacity: "1Gi",
 			wantStatus:     untouched,
 		},
 		{
 			name:           "a class without allowVolumeExpansion: nothing",
-			claim:          newClaim("data", "pv-1", "2Gi", ofClass(fixedClass)),
+			claim:          newClaim("data", "pv-1", "2Gi", hostpathtest.ClaimOfClass(fixedClass)),
 			pv:             newPV("pv-1", "data"),
 			wantPVCapacity: "1Gi",
 			wantStatus:     untouched,
 		},
 		{
 			name:           "a class that does not exist: nothing",
-			claim:          newClaim("data", "pv-1", "2Gi", ofClass("gone")),
+			claim:          newClaim("data", "pv-1", "2Gi", hostpathtest.ClaimOfClass("gone")),
 			pv:             newPV("pv-1", "data"),
 			wantPVCapacity: "1Gi",
 			wantStatus:     untouched,
@@ -126,7 +127,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "multihost, elected: every node grows, in parallel",
 			claim:          newClaim("data", "pv-1", "2Gi"),
-			pv:             newPV("pv-1", "data", multihost(selfNode, otherNode, thirdNode)),
+			pv:             newPV("pv-1", "data", hostpathtest.Multihost(selfNode, otherNode, thirdNode)),
 			elected:        true,
 			enforced:       managerapi.EnforcementBtrfs,
 			wantCalls:      []string{"node-a setSize default/pv-1-dir owner=pv-1 bytes=2147483648", "node-b setSize default/pv-1-dir owner=pv-1 bytes=2147483648", "node-c setSize default/pv-1-dir owner=pv-1 bytes=2147483648"},
@@ -141,7 +142,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "multihost, not elected: nothing",
 			claim:          newClaim("data", "pv-1", "2Gi"),
-			pv:             newPV("pv-1", "data", multihost(selfNode, otherNode)),
+			pv:             newPV("pv-1", "data", hostpathtest.Multihost(selfNode, otherNode)),
 			wantPVCapacity: "1Gi",
 			wantStatus:     untouched,
 		},
@@ -163,7 +164,7 @@ func TestSync(t *testing.T) {
 		{
 			name:                 "multihost, 507 on one node: infeasible, the others grown",
 			claim:                newClaim("data", "pv-1", "100Gi"),
-			pv:                   newPV("pv-1", "data", multihost(selfNode, otherNode)),
+			pv:                   newPV("pv-1", "data", hostpathtest.Multihost(selfNode, otherNode)),
 			elected:              true,
 			errs:                 map[string]error{otherNode: managerError(managerapi.ReasonInsufficientStorage, `pool "default" on node "node-b" has 3Gi available, 99Gi requested`)},
 			wantCalls:            []string{"node-a setSize default/pv-1-dir owner=pv-1 bytes=107374182400", "node-b setSize default/pv-1-dir owner=pv-1 bytes=107374182400"},
@@ -241,7 +242,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "crash after the PV grew: only the claim is finished",
 			claim:          newClaim("data", "pv-1", "2Gi", resizing("2Gi")),
-			pv:             newPV("pv-1", "data", pvCapacity("2Gi")),
+			pv:             newPV("pv-1", "data", hostpathtest.Capacity("2Gi")),
 			wantWrites:     []string{writeClaimStatus},
 			wantPVCapacity: "2Gi",
 			wantStatus:     grownTo2Gi,
@@ -260,7 +261,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "multihost, crash after the PV grew: the elected instance finishes the claim",
 			claim:          newClaim("data", "pv-1", "2Gi", resizing("2Gi")),
-			pv:             newPV("pv-1", "data", multihost(selfNode, otherNode), pvCapacity("2Gi")),
+			pv:             newPV("pv-1", "data", hostpathtest.Multihost(selfNode, otherNode), hostpathtest.Capacity("2Gi")),
 			elected:        true,
 			wantWrites:     []string{writeClaimStatus},
 			wantPVCapacity: "2Gi",
@@ -270,7 +271,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "finished already: nothing",
 			claim:          newClaim("data", "pv-1", "2Gi", statusCapacity("2Gi")),
-			pv:             newPV("pv-1", "data", pvCapacity("2Gi")),
+			pv:             newPV("pv-1", "data", hostpathtest.Capacity("2Gi")),
 			wantPVCapacity: "2Gi",
 			wantStatus:     claimStatus{capacity: "2Gi"},
 		},
@@ -278,14 +279,14 @@ func TestSync(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			mgrs := &fakeManagers{errs: tc.errs, missing: tc.missing, enforcement: tc.enforced}
+			mgrs := newManagers(tc.enforced, tc.errs, tc.missing)
 			f := newFixture(t, fakeInstances{Wins: tc.elected}, mgrs, []*v1.PersistentVolumeClaim{tc.claim}, []*v1.PersistentVolume{tc.pv})
 
 			err := f.ctrl.sync(ctx, testNamespace+"/"+tc.claim.Name)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("sync() error = %v, want error %t", err, tc.wantErr)
 			}
-			if got := mgrs.Calls(); !slices.Equal(got, tc.wantCalls) {
+			if got := setSizes(mgrs); !slices.Equal(got, tc.wantCalls) {
 				t.Errorf("manager calls = %q, want %q", got, tc.wantCalls)
 			}
 			if got := writes(f.kube); !slices.Equal(got, tc.wantWrites) {
@@ -307,7 +308,7 @@ func TestSync(t *testing.T) {
 			// writes nothing, calls no manager on success or infeasible, and
 			// emits no event but a failure's.
 			f.refresh(t)
-			before := len(mgrs.Calls())
+			before := len(setSizes(mgrs))
 			err = f.ctrl.sync(ctx, testNamespace+"/"+tc.claim.Name)
 			if tc.wantErr {
 				return
@@ -318,7 +319,7 @@ func TestSync(t *testing.T) {
 			if got := writes(f.kube); len(got) > 0 {
 				t.Errorf("second sync wrote %q, want nothing", got)
 			}
-			if got := mgrs.Calls(); len(got) != before {
+			if got := setSizes(mgrs); len(got) != before {
 				t.Errorf("second sync called the managers: %q", got[before:])
 			}
 			if got := events(f.recorder); len(got) > 0 {
@@ -336,7 +337,7 @@ func equalStatus(a, b claimStatus) bool {
 // claim's status once, and that success then clears it.
 func TestSyncRetryKeepsTheError(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgrs := &fakeManagers{errs: map[string]error{selfNode: managerError(managerapi.ReasonInternal, "disk on fire")}}
+	mgrs := newManagers("", map[string]error{selfNode: managerError(managerapi.ReasonInternal, "disk on fire")}, nil)
 	f := newFixture(t, fakeInstances{}, mgrs, []*v1.PersistentVolumeClaim{newClaim("data", "pv-1", "2Gi")}, []*v1.PersistentVolume{newPV("pv-1", "data")})
 	key := testNamespace + "/data"
 	if err := f.ctrl.sync(ctx, key); err == nil {
@@ -350,7 +351,7 @@ func TestSyncRetryKeepsTheError(t *testing.T) {
 		t.Errorf("a retry with the same error wrote %q, want nothing", got)
 	}
 	f.refresh(t)
-	mgrs.errs = nil
+	mgrs.ClearFailures()
 	if err := f.ctrl.sync(ctx, key); err != nil {
 		t.Fatalf("third sync() error = %v", err)
 	}
@@ -366,7 +367,7 @@ func TestSyncRetryKeepsTheError(t *testing.T) {
 // the finish, each with the claim's resourceVersion.
 func TestStatusPatches(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t, fakeInstances{}, &fakeManagers{}, []*v1.PersistentVolumeClaim{newClaim("data", "pv-1", "2Gi")}, []*v1.PersistentVolume{newPV("pv-1", "data")})
+	f := newFixture(t, fakeInstances{}, newManagers("", nil, nil), []*v1.PersistentVolumeClaim{newClaim("data", "pv-1", "2Gi")}, []*v1.PersistentVolume{newPV("pv-1", "data")})
 	if err := f.ctrl.sync(ctx, testNamespace+"/data"); err != nil {
 		t.Fatal(err)
 	}
@@ -392,17 +393,17 @@ func TestHandlers(t *testing.T) {
 		want  int
 	}{
 		{"added claim to grow", newPV("pv-1", "data"), func(c *Controller) { c.claimChanged(claim) }, 1},
-		{"added claim of another node", newPV("pv-1", "data", onNode(otherNode)), func(c *Controller) { c.claimChanged(claim) }, 0},
-		{"added claim with nothing to do", newPV("pv-1", "data", pvCapacity("2Gi")), func(c *Controller) { c.claimChanged(newClaim("data", "pv-1", "1Gi")) }, 0},
+		{"added claim of another node", newPV("pv-1", "data", hostpathtest.OnNode(otherNode)), func(c *Controller) { c.claimChanged(claim) }, 0},
+		{"added claim with nothing to do", newPV("pv-1", "data", hostpathtest.Capacity("2Gi")), func(c *Controller) { c.claimChanged(newClaim("data", "pv-1", "1Gi")) }, 0},
 		{"resync", newPV("pv-1", "data"), func(c *Controller) { c.claimUpdated(claim, claim) }, 1},
 		{"request raised", newPV("pv-1", "data"), func(c *Controller) { c.claimUpdated(claim, bigger) }, 1},
 		{"status changed only", newPV("pv-1", "data"), func(c *Controller) { c.claimUpdated(claim, statusOnly) }, 0},
 		{"PV added after its claim", newPV("pv-1", "data"), func(c *Controller) { c.volumeChanged(newPV("pv-1", "data")) }, 1},
-		{"multihost PV on any instance", newPV("pv-1", "data", multihost(otherNode)), func(c *Controller) { c.claimChanged(claim) }, 1},
+		{"multihost PV on any instance", newPV("pv-1", "data", hostpathtest.Multihost(otherNode)), func(c *Controller) { c.claimChanged(claim) }, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, fakeInstances{}, &fakeManagers{}, []*v1.PersistentVolumeClaim{claim}, []*v1.PersistentVolume{tc.pv})
+			f := newFixture(t, fakeInstances{}, newManagers("", nil, nil), []*v1.PersistentVolumeClaim{claim}, []*v1.PersistentVolume{tc.pv})
 			tc.event(f.ctrl)
 			if got := f.ctrl.queue.Len(); got != tc.want {
 				t.Errorf("queued %d, want %d", got, tc.want)
@@ -425,8 +426,8 @@ func TestNextStep(t *testing.T) {
 		{"infeasible at the request", newClaim("c", "pv", "2Gi", infeasibleAt("2Gi")), newPV("pv", "c"), stepNone, ""},
 		{"infeasible at another size", newClaim("c", "pv", "3Gi", infeasibleAt("2Gi")), newPV("pv", "c"), stepGrow, "3Gi"},
 		{"in progress at the request", newClaim("c", "pv", "2Gi", resizing("2Gi")), newPV("pv", "c"), stepGrow, "2Gi"},
-		{"PV grown, claim marked", newClaim("c", "pv", "2Gi", resizing("2Gi")), newPV("pv", "c", pvCapacity("2Gi")), stepFinish, "2Gi"},
-		{"PV grown by someone else", newClaim("c", "pv", "2Gi"), newPV("pv", "c", pvCapacity("2Gi")), stepFinish, "2Gi"},
+		{"PV grown, claim marked", newClaim("c", "pv", "2Gi", resizing("2Gi")), newPV("pv", "c", hostpathtest.Capacity("2Gi")), stepFinish, "2Gi"},
+		{"PV grown by someone else", newClaim("c", "pv", "2Gi"), newPV("pv", "c", hostpathtest.Capacity("2Gi")), stepFinish, "2Gi"},
 		{"infeasible, then the request back to the capacity", newClaim("c", "pv", "1Gi", infeasibleAt("9Gi")), newPV("pv", "c"), stepFinish, "1Gi"},
 		{"no request", newClaim("c", "pv", "1Gi", func(c *v1.PersistentVolumeClaim) { c.Spec.Resources.Requests = nil }), newPV("pv", "c"), stepNone, ""},
 	}
@@ -513,7 +514,7 @@ func TestSizeBytes(t *testing.T) {
 // when the handlers could not be registered.
 func TestRunWatchError(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t, fakeInstances{}, &fakeManagers{}, nil, nil)
+	f := newFixture(t, fakeInstances{}, newManagers("", nil, nil), nil, nil)
 	f.ctrl.watchErr = errors.New("stopped informer")
 	if err := f.ctrl.Run(context.WithoutCancel(ctx), 1); err == nil || !strings.Contains(err.Error(), "stopped informer") {
 		t.Errorf("Run() = %v, want the watch error", err)

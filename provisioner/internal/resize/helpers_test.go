@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,15 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
-	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
@@ -50,49 +49,48 @@ var testNow = metav1.NewTime(time.Date(2026, 11, 23, 5, 41, 3, 0, time.UTC))
 // election or none.
 type fakeInstances = responsibilitytest.Instances
 
-// fakeManagers are the managers of every node: they record the calls and
-// answer with the error configured for the node, else with the volume at
-// its new size.
-type fakeManagers struct {
-	mu    sync.Mutex
-	calls []string
-	// errs answers SetSize per node.
-	errs map[string]error
-	// missing nodes have no manager.
-	missing map[string]bool
-	// enforcement is the Enforcement of the volumes answered.
-	enforcement string
-}
-
-func (f *fakeManagers) forNode(node string) (Manager, error) {
-	if f.missing[node] {
-		return nil, fmt.Errorf("no Ready manager pod on node %q", node)
+// newManagers returns the managers of the tests: selfNode, otherNode and
+// thirdNode have testPool, enforcing sizes as enforcement says; errs
+// answers SetSize per node; missing nodes have no manager. newFixture
+// gives them the directories of its PVs.
+func newManagers(enforcement string, errs map[string]error, missing map[string]bool) *managertest.Fake {
+	f := managertest.New()
+	for _, n := range []string{selfNode, otherNode, thirdNode} {
+		f.Node(n).AddPool(managerapi.Pool{Name: testPool, Enforcement: enforcement})
 	}
-	return nodeManager{f, node}, nil
+	for n, err := range errs {
+		f.Fail(managertest.Failure{Node: n, Method: managertest.SetSize, Err: err})
+	}
+	for n := range missing {
+		f.FailForNode(n, nil)
+	}
+	return f
 }
 
-func (f *fakeManagers) Calls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := slices.Clone(f.calls)
-	slices.Sort(out) // the nodes of a multihost volume are called in parallel
+// holdPV gives the nodes that hold pv's directory the directory, owned by
+// pv, of pv's capacity.
+func holdPV(f *managertest.Fake, pv *v1.PersistentVolume) {
+	d, ok := hostpathv1.VolumeDirectoryOf(pv, testNames)
+	if !ok {
+		return
+	}
+	size := pv.Spec.Capacity[v1.ResourceStorage]
+	for _, n := range d.Holders() {
+		f.Node(n).AddVolume(managerapi.Volume{Name: d.Directory, Pool: d.Pool, Owner: pv.Name, SizeBytes: size.Value()})
+	}
+}
+
+// setSizes returns the SetSize calls, sorted (the nodes of a multihost
+// volume are called in parallel), as "node setSize pool/name owner=...
+// bytes=...".
+func setSizes(f *managertest.Fake) []string {
+	var out []string
+	for _, c := range f.Calls() {
+		req := c.Request.(managerapi.SetSizeRequest)
+		out = append(out, fmt.Sprintf("%s setSize %s/%s owner=%s bytes=%d", c.Node, c.Pool, c.Name, req.Owner, req.SizeBytes))
+	}
+	slices.Sort(out)
 	return out
-}
-
-// nodeManager is the manager of one node.
-type nodeManager struct {
-	f    *fakeManagers
-	node string
-}
-
-func (m nodeManager) SetSize(_ context.Context, pool, name string, req managerapi.SetSizeRequest) (*managerapi.Volume, error) {
-	m.f.mu.Lock()
-	defer m.f.mu.Unlock()
-	m.f.calls = append(m.f.calls, fmt.Sprintf("%s setSize %s/%s owner=%s bytes=%d", m.node, pool, name, req.Owner, req.SizeBytes))
-	if err := m.f.errs[m.node]; err != nil {
-		return nil, err
-	}
-	return &managerapi.Volume{Name: name, Pool: pool, Owner: req.Owner, SizeBytes: req.SizeBytes, Enforcement: m.f.enforcement}, nil
 }
 
 // managerError is an answer of the manager, wrapped like the client does.
@@ -100,87 +98,20 @@ func managerError(reason managerapi.Reason, format string, args ...any) error {
 	return fmt.Errorf("PUT /v1/pools/default/volumes/x/size: %w", managerapi.Errorf(reason, format, args...))
 }
 
-// newPV returns a node-mode PV of this provisioner on selfNode, of 1Gi,
-// Bound to the claim of newClaim(claim), changed by mods.
+// newPV returns a Bound node-mode PV of this provisioner on selfNode, of
+// 1Gi, bound to the claim of newClaim(claim), changed by mods.
 func newPV(name, claim string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
-	pv := &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            name,
-			UID:             types.UID("uid-" + name),
-			ResourceVersion: "5",
-			Annotations: map[string]string{
-				storagehelpers.AnnDynamicallyProvisioned: testProvisioner,
-				hostpathv1.AnnotationNode:                selfNode,
-				hostpathv1.AnnotationPool:                testPool,
-				hostpathv1.AnnotationDirectory:           name + "-dir",
-				hostpathv1.AnnotationMode:                hostpathv1.ModeNode,
-			},
-		},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-			ClaimRef:               &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: testNamespace, Name: claim, UID: types.UID("uid-" + claim)},
-			PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/var/hpvolumes/" + name + "-dir"}},
-		},
-		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound},
-	}
-	for _, m := range mods {
-		m(pv)
-	}
-	return pv
-}
-
-func onNode(node string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Annotations[hostpathv1.AnnotationNode] = node }
-}
-
-// multihost makes the PV a multihost one of nodes.
-func multihost(nodes ...string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) {
-		delete(pv.Annotations, hostpathv1.AnnotationNode)
-		pv.Annotations[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
-		pv.Annotations[hostpathv1.AnnotationNodes] = hostpathv1.JoinNodes(nodes)
-	}
-}
-
-func pvCapacity(size string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Spec.Capacity[v1.ResourceStorage] = resource.MustParse(size) }
-}
-
-func provisionedBy(name string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Annotations[storagehelpers.AnnDynamicallyProvisioned] = name }
+	return hostpathtest.NodePV(name, selfNode, append([]func(*v1.PersistentVolume){hostpathtest.ResourceVersion("5"), hostpathtest.Capacity("1Gi"),
+		hostpathtest.ClaimRef(testNamespace, claim), hostpathtest.HostPath("/var/hpvolumes/" + name + "-dir"), hostpathtest.Phase(v1.VolumeBound)}, mods...)...)
 }
 
 // newClaim returns a claim of class expandableClass bound to pv, with
 // status.capacity 1Gi, requesting request, changed by mods.
 func newClaim(name, pv, request string, mods ...func(*v1.PersistentVolumeClaim)) *v1.PersistentVolumeClaim {
-	class := expandableClass
-	claim := &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:       testNamespace,
-			Name:            name,
-			UID:             types.UID("uid-" + name),
-			ResourceVersion: "9",
-		},
-		Spec: v1.PersistentVolumeClaimSpec{
-			StorageClassName: &class,
-			VolumeName:       pv,
-			AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse(request)}},
-		},
-		Status: v1.PersistentVolumeClaimStatus{
-			Phase:       v1.ClaimBound,
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-		},
-	}
-	for _, m := range mods {
-		m(claim)
-	}
+	claim := hostpathtest.Claim(testNamespace, name, append([]func(*v1.PersistentVolumeClaim){hostpathtest.ClaimOfClass(expandableClass),
+		hostpathtest.Requesting(request), hostpathtest.BoundToPV(pv, "1Gi")}, mods...)...)
+	claim.ResourceVersion = "9"
 	return claim
-}
-
-func ofClass(name string) func(*v1.PersistentVolumeClaim) {
-	return func(c *v1.PersistentVolumeClaim) { c.Spec.StorageClassName = &name }
 }
 
 func pending(c *v1.PersistentVolumeClaim) { c.Status.Phase = v1.ClaimPending }
@@ -213,11 +144,7 @@ func withOtherCondition(c *v1.PersistentVolumeClaim) {
 }
 
 func newClass(name string, allow bool) *storagev1.StorageClass {
-	return &storagev1.StorageClass{
-		ObjectMeta:           metav1.ObjectMeta{Name: name},
-		Provisioner:          testProvisioner,
-		AllowVolumeExpansion: &allow,
-	}
+	return hostpathtest.Class(name, testProvisioner, hostpathtest.AllowExpansion(allow))
 }
 
 // fixture is a Controller on selfNode over fake caches and a fake API
@@ -226,13 +153,13 @@ type fixture struct {
 	ctrl     *Controller
 	kube     *fake.Clientset
 	factory  informers.SharedInformerFactory
-	managers *fakeManagers
+	managers *managertest.Fake
 	recorder *record.FakeRecorder
 }
 
 // newFixture puts claims, pvs and the two classes in the clientset and in
 // the informer caches.
-func newFixture(t *testing.T, inst fakeInstances, mgrs *fakeManagers, claims []*v1.PersistentVolumeClaim, pvs []*v1.PersistentVolume) *fixture {
+func newFixture(t *testing.T, inst fakeInstances, mgrs *managertest.Fake, claims []*v1.PersistentVolumeClaim, pvs []*v1.PersistentVolume) *fixture {
 	t.Helper()
 	classes := []*storagev1.StorageClass{newClass(expandableClass, true), newClass(fixedClass, false)}
 	var objects []runtime.Object
@@ -244,6 +171,9 @@ func newFixture(t *testing.T, inst fakeInstances, mgrs *fakeManagers, claims []*
 	}
 	for _, sc := range classes {
 		objects = append(objects, sc)
+	}
+	for _, pv := range pvs {
+		holdPV(mgrs, pv)
 	}
 	kube := fake.NewClientset(objects...)
 	factory := informers.NewSharedInformerFactory(kube, 0)
@@ -266,7 +196,7 @@ func newFixture(t *testing.T, inst fakeInstances, mgrs *fakeManagers, claims []*
 		Volumes:          factory.Core().V1().PersistentVolumes(),
 		Classes:          factory.Storage().V1().StorageClasses(),
 		Instances:        inst,
-		Managers:         mgrs.forNode,
+		Managers:         managertest.For[Manager](mgrs),
 		Fanout:           fanout.Options{Attempts: 1},
 		Recorder:         f.recorder,
 	})
