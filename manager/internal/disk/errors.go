@@ -3,8 +3,8 @@ package disk
 import "hostpath.dev/api/managerapi"
 
 // The Store reports every failure that has an answer in the API as a
-// *client.Error made by client.Errorf: its Reason says which answer it gets
-// (test with errors.As or client.ReasonOf), its Message is for people.
+// *managerapi.Error made by managerapi.Errorf: its Reason says which answer it gets
+// (test with errors.As or managerapi.ReasonOf), its Message is for people.
 // Anything else (an I/O error, say) is an internal error.
 
 func badRequestf(format string, args ...any) error {

@@ -3,7 +3,7 @@ package disk
 import "testing"
 
 // BenchmarkValidateVolumeName is the Store's check of every volume name
-// (client.ValidateVolumeName, its error turned into a BadRequest).
+// (managerapi.ValidateVolumeName, its error turned into a BadRequest).
 func BenchmarkValidateVolumeName(b *testing.B) {
 	for _, tc := range []struct{ name, volume string }{
 		{"valid", "default-data-pvc-0f5c3a8e-5d4b-4c3e-9a2f-6b7c8d9e0f1a"},

@@ -54,7 +54,7 @@ type record struct {
 	OwnedSince time.Time `json:"ownedSince"`
 	Retained   bool      `json:"retained"`
 	// ReclaimPolicy is the owner's reclaim policy given at creation
-	// (client.ReclaimDelete, client.ReclaimRetain or "").
+	// (managerapi.ReclaimDelete, managerapi.ReclaimRetain or "").
 	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
 	// ClaimNamespace is the only namespace from which a claim may reuse
 	// the directory ("" when none was given).
@@ -69,10 +69,10 @@ type record struct {
 	QuotaID uint64 `json:"quotaID,omitempty"`
 	// Multihost says the volume is one copy of a multihost volume: the
 	// only kind a caller bound to another node may change (see
-	// Store.checkRemote).
+	// volumeTx.checkRemote).
 	Multihost bool `json:"multihost,omitempty"`
 	// CloneOf is the volume this one is a clone of, "<pool>/<name>", and
-	// CloneMethod how its content was made (a client.CloneMethod*; empty
+	// CloneMethod how its content was made (a managerapi.CloneMethod*; empty
 	// while the copy runs); both empty for a volume that is no clone.
 	CloneOf     string `json:"cloneOf,omitempty"`
 	CloneMethod string `json:"cloneMethod,omitempty"`

@@ -32,7 +32,7 @@ func TestDeleteVolume(t *testing.T) {
 		wantReason  managerapi.Reason
 		wantOwner   string // named by an OwnerConflict
 		wantMessage string
-		wantErr     bool // an error that is not a *client.Error
+		wantErr     bool // an error that is not a *managerapi.Error
 		wantDeleted bool
 		// survivors must exist afterwards (relative to base).
 		survivors []string

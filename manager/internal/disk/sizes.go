@@ -13,7 +13,7 @@ import (
 	"hostpath.dev/manager/internal/quota"
 )
 
-// Sizes. A volume made with a size (client.CreateVolumeRequest.RequiredBytes)
+// Sizes. A volume made with a size (managerapi.CreateVolumeRequest.RequiredBytes)
 // keeps it in its owner record, and its pool has promised it: a new volume,
 // or the growth of one, must fit in what the pool has left, which is the
 // smaller of the filesystem's free space and its capacity times the pool's

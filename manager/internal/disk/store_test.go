@@ -328,7 +328,7 @@ func TestCreateVolume(t *testing.T) {
 		wantReason  managerapi.Reason
 		wantOwner   string // named by an OwnerConflict
 		wantMessage string // part of the error message
-		wantErr     bool   // an error that is not a *client.Error
+		wantErr     bool   // an error that is not a *managerapi.Error
 		wantCreated bool
 		wantMode    string
 		wantRecord  *record // after a success

@@ -173,8 +173,8 @@ func (tx *volumeTx) grow(logger klog.Logger, sizeBytes int64) error {
 
 // CreateVolume makes the directory name in the pool for the PersistentVolume
 // req.Owner, with exactly mode (whatever the umask), and reports whether it
-// made the directory. req.ReclaimPolicy (client.ReclaimDelete,
-// client.ReclaimRetain or ""), req.ClaimNamespace (a DNS label or "") and
+// made the directory. req.ReclaimPolicy (managerapi.ReclaimDelete,
+// managerapi.ReclaimRetain or ""), req.ClaimNamespace (a DNS label or "") and
 // req.RequiredBytes are the owner's reclaim policy, its claim's namespace
 // and the volume's size, all kept in the owner record of a new directory.
 // A create never rewrites an existing record: it only confirms one that
@@ -395,7 +395,7 @@ func (tx *volumeTx) setMode(mode fs.FileMode) error {
 // current owner. The new record names req.Owner, keeps its date when the
 // owner does not change, and says whether the directory is retained
 // (req.Retained). Its reclaim policy is req.ReclaimPolicy when set
-// (client.ReclaimDelete or client.ReclaimRetain, else BadRequest), whether
+// (managerapi.ReclaimDelete or managerapi.ReclaimRetain, else BadRequest), whether
 // or not the owner changes. When it is empty, the same owner keeps the
 // recorded policy, and a change of owner (adoption, hand-over of a retained
 // directory) clears it: the recorded one was the previous owner's, and with

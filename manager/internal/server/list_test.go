@@ -12,7 +12,7 @@ import (
 )
 
 // TestListPagesOnDisk: on a real disk.Store with 2,500 volumes, GET
-// .../volumes answers pages: of client.DefaultListLimit volumes without a
+// .../volumes answers pages: of managerapi.DefaultListLimit volumes without a
 // limit, of the limit asked with one, each with the continue of the next
 // but the last; followed to the end they list every volume once, sorted
 // by name.

@@ -119,7 +119,7 @@ func parseDelete(q url.Values, c *call) error {
 }
 
 // parseList reads GET .../volumes's query: limit (a decimal number from 1
-// to client.MaxListLimit; client.DefaultListLimit when not given) and
+// to managerapi.MaxListLimit; managerapi.DefaultListLimit when not given) and
 // continue (a volume name, the continue of the previous page), each at
 // most once; anything else is 400.
 func parseList(q url.Values, c *call) error {

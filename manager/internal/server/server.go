@@ -1,7 +1,7 @@
 // Package server is the manager's HTTP layer: routes, request checks,
 // authentication and authorisation, per-address limits, body limits, JSON
 // in and out, metrics. The work is done by a Backend (the disk package's
-// Store); every error becomes a JSON client.Status with a reason and its
+// Store); every error becomes a JSON managerapi.Status with a reason and its
 // status code.
 //
 // Two handlers: the Server itself serves /v1 (the app serves it over HTTPS
@@ -43,7 +43,7 @@ import (
 )
 
 // Backend does the work behind the routes; disk.Store implements it. Its
-// refusals are *client.Error values (client.Errorf), answered with their
+// refusals are *managerapi.Error values (managerapi.Errorf), answered with their
 // Status (reason, message, owner); any other error is a 500.
 //
 // The volume writes take remote: the node of a caller whose token is bound
@@ -51,8 +51,8 @@ import (
 // node's callers and admins. A remote caller may change only multihost
 // volumes; the Backend checks it, under the volume's lock, against the
 // owner record it acts on, and refuses anything else with
-// client.ReasonForbidden naming both nodes. It also asks the API server
-// (409 client.ReasonConflict when the answer refuses): a remote delete
+// managerapi.ReasonForbidden naming both nodes. It also asks the API server
+// (409 managerapi.ReasonConflict when the answer refuses): a remote delete
 // needs the owner PV gone, being deleted, Released or Failed with reclaim
 // policy Delete; a remote create needs req.ClaimName to name a claim that
 // is the owner's; a remote owner change never re-owns nor changes the
@@ -64,7 +64,7 @@ type Backend interface {
 	PreparePool(ctx context.Context, pool string) (*managerapi.Pool, error)
 	// ListVolumes lists a pool's volume directories: all of them, or
 	// with opts (at most one) the page it asks for (see
-	// client.ListOptions; Limit 0 is no limit).
+	// managerapi.ListOptions; Limit 0 is no limit).
 	ListVolumes(ctx context.Context, pool string, opts ...managerapi.ListOptions) (*managerapi.VolumeList, error)
 	// GetVolume describes one volume directory.
 	GetVolume(ctx context.Context, pool, name string) (*managerapi.Volume, error)
@@ -84,7 +84,7 @@ type Backend interface {
 	SetOwner(ctx context.Context, pool, name string, req managerapi.SetOwnerRequest, remote string) (*managerapi.Volume, error)
 	// DeleteVolume removes the directory if it belongs to owner (and, with
 	// ifEmpty, holds nothing); it reports whether there was one. A missing
-	// pool or pool directory is a client.ReasonPoolNotFound error, never
+	// pool or pool directory is a managerapi.ReasonPoolNotFound error, never
 	// "nothing to remove".
 	DeleteVolume(ctx context.Context, pool, name, owner string, ifEmpty bool, remote string) (bool, error)
 }
@@ -334,7 +334,7 @@ func (s *Server) writeRefusal(w http.ResponseWriter, r *http.Request, err error)
 	writeError(w, ae.Reason, ae.Message)
 }
 
-// writeBackendError answers a Backend error: a *client.Error with its
+// writeBackendError answers a Backend error: a *managerapi.Error with its
 // Status, anything else with 500.
 func (s *Server) writeBackendError(w http.ResponseWriter, r *http.Request, err error) {
 	st := managerapi.Status{Reason: managerapi.ReasonInternal, Message: err.Error()}

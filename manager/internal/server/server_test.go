@@ -412,7 +412,7 @@ func TestBadInputCostsNoReview(t *testing.T) {
 	}
 }
 
-// TestBackendErrors: a *client.Error, even wrapped, is answered with its
+// TestBackendErrors: a *managerapi.Error, even wrapped, is answered with its
 // Status, the owner included; any other error is a 500.
 func TestBackendErrors(t *testing.T) {
 	ownerConflict := managerapi.Errorf(managerapi.ReasonOwnerConflict, "volume v1 belongs to PersistentVolume pv-other")
