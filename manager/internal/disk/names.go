@@ -23,6 +23,15 @@ func ValidatePoolName(name string) error { return badRequest(managerapi.Validate
 
 func validateOwner(owner string) error { return badRequest(managerapi.ValidateOwner(owner)) }
 
+// checkVolumeNames checks the name of a pool and of a volume in it
+// (BadRequest).
+func checkVolumeNames(poolName, name string) error {
+	if err := managerapi.ValidatePoolName(poolName); err != nil {
+		return badRequest(err)
+	}
+	return badRequest(managerapi.ValidateVolumeName(name))
+}
+
 // checkCreate checks a create's request as the API says
 // (managerapi.CreateVolumeRequest.Validate) and its mode (checkMode):
 // else BadRequest.

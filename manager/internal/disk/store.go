@@ -288,14 +288,20 @@ func (s *Store) labelPool(p *pool) error {
 // now dates a new owner record, to the second.
 func (s *Store) now() time.Time { return s.clock.Now().UTC().Truncate(time.Second) }
 
-// pool returns the pool name: BadRequest for an invalid name, the
-// configured pool of that name if there is one, else the pool named on the
-// fly in the pool root (whose directory may not exist yet), and
-// PoolNotFound without a pool root.
+// pool returns the pool name: BadRequest for an invalid name, else see
+// lookup.
 func (s *Store) pool(name string) (*pool, error) {
 	if err := ValidatePoolName(name); err != nil {
 		return nil, err
 	}
+	return s.lookup(name)
+}
+
+// lookup returns the pool of the valid pool name: the configured pool of
+// that name if there is one, else the pool named on the fly in the pool
+// root (whose directory may not exist yet), and PoolNotFound without a
+// pool root.
+func (s *Store) lookup(name string) (*pool, error) {
 	if p, ok := s.pools[name]; ok {
 		return p, nil
 	}

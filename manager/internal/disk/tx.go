@@ -91,11 +91,11 @@ type volumeTx struct {
 // remote: BadRequest for an invalid pool or volume name, PoolNotFound for
 // a pool that is not configured. Nothing is locked or read until begin.
 func (s *Store) volume(poolName, name, remote string) (volumeRef, error) {
-	p, err := s.pool(poolName)
-	if err != nil {
+	if err := checkVolumeNames(poolName, name); err != nil {
 		return volumeRef{}, err
 	}
-	if err := ValidateVolumeName(name); err != nil {
+	p, err := s.lookup(poolName)
+	if err != nil {
 		return volumeRef{}, err
 	}
 	return volumeRef{s: s, p: p, name: name, remote: remote}, nil
@@ -140,14 +140,6 @@ func (v volumeRef) begin(in intent) (*volumeTx, error) {
 	return tx, nil
 }
 
-// lockIn locks the volume for a step that works in root, a pool root its
-// caller opened and keeps (a clone puts its copy in place in the pool
-// root it copied into): the caller reads what it needs, and calls unlock
-// rather than end.
-func (v volumeRef) lockIn(root *os.Root) *volumeTx {
-	return &volumeTx{volumeRef: v, root: root, unlock: v.s.lock(v.key())}
-}
-
 // enter takes begin's checks and reads, once the pool root is open.
 func (tx *volumeTx) enter(in intent) error {
 	if in.idle {
@@ -172,18 +164,6 @@ func (tx *volumeTx) enter(in intent) error {
 	return nil
 }
 
-// lock takes the lock of key (a volume's, volumeRef.key; PreparePool
-// takes its pool's name) and returns its release.
-func (s *Store) lock(key string) (unlock func()) {
-	s.locks.LockKey(key)
-	return func() { _ = s.locks.UnlockKey(key) } // never fails for a hashed KeyMutex
-}
-
-// logger is ctx's logger with the volume and the owner the call is for.
-func (v volumeRef) logger(ctx context.Context, owner string) klog.Logger {
-	return klog.LoggerWithValues(klog.FromContext(ctx), "pool", v.p.name, "volume", v.name, "owner", owner)
-}
-
 // end closes the pool root and unlocks the volume.
 func (tx *volumeTx) end() {
 	tx.root.Close()
@@ -205,6 +185,26 @@ func (tx *volumeTx) read() error {
 	}
 	tx.fi, tx.exists = fi, true
 	return nil
+}
+
+// lockIn locks the volume for a step that works in root, a pool root its
+// caller opened and keeps (a clone puts its copy in place in the pool
+// root it copied into): the caller reads what it needs, and calls unlock
+// rather than end.
+func (v volumeRef) lockIn(root *os.Root) *volumeTx {
+	return &volumeTx{volumeRef: v, root: root, unlock: v.s.lock(v.key())}
+}
+
+// lock takes the lock of key (a volume's, volumeRef.key; PreparePool
+// takes its pool's name) and returns its release.
+func (s *Store) lock(key string) (unlock func()) {
+	s.locks.LockKey(key)
+	return func() { _ = s.locks.UnlockKey(key) } // never fails for a hashed KeyMutex
+}
+
+// logger is ctx's logger with the volume and the owner the call is for.
+func (v volumeRef) logger(ctx context.Context, owner string) klog.Logger {
+	return klog.LoggerWithValues(klog.FromContext(ctx), "pool", v.p.name, "volume", v.name, "owner", owner)
 }
 
 // checkRemote refuses a remote caller's write (what it does: "create",
