@@ -10,6 +10,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 // TestAdopt: AdoptAll over one PV of the cache (and the others that name
@@ -58,15 +60,15 @@ func TestAdopt(t *testing.T) {
 			}
 			f := newFixture(t, fakeInstances{}, append([]any{pv}, tc.volumes...)...)
 			if tc.owner != "-" {
-				f.manager.have("default", "dir", tc.owner)
+				f.manager.AddVolume(directory("default", "dir", tc.owner, ""))
 			}
-			f.manager.setOwnerErr = tc.setOwnerErr
+			fail(f.managers, selfNode, tc.setOwnerErr, managertest.SetOwner)
 			err := f.prov.AdoptAll(ctx)
 			checkErr(t, err, false, tc.wantErr)
-			if got := strings.Join(f.manager.setOwners, ", "); got != tc.wantSetOwners {
+			if got := strings.Join(callsOf(f.manager, managertest.SetOwner), ", "); got != tc.wantSetOwners {
 				t.Errorf("manager owner changes = %q, want %q", got, tc.wantSetOwners)
 			}
-			owner, ok := f.manager.owner("default", "dir")
+			owner, ok := ownerOf(f.manager, "default", "dir")
 			if !ok {
 				owner = "-"
 			}
@@ -89,39 +91,39 @@ func TestAdoptAll(t *testing.T) {
 		volume("pv-remote", otherNode, "default", "remote", "g"),      // another node's
 		volume("pv-remote-twin", otherNode, "default", "legacy", "h"), // same name on another node does not count
 	)
-	f.manager.have("default", "legacy", "")
-	f.manager.have("fast", "legacy", "")
-	f.manager.have("default", "owned", "pv-owned")
-	f.manager.have("default", "shared", "")
-	f.manager.have("default", "remote", "")
+	f.manager.AddVolume(directory("default", "legacy", "", ""))
+	f.manager.AddVolume(directory("fast", "legacy", "", ""))
+	f.manager.AddVolume(directory("default", "owned", "pv-owned", ""))
+	f.manager.AddVolume(directory("default", "shared", "", ""))
+	f.manager.AddVolume(directory("default", "remote", "", ""))
 
 	err := f.prov.AdoptAll(ctx)
 	const wantErr = `the PersistentVolumes "pv-one", "pv-two" all use it: deleting either would delete the other's data; resolve by hand`
 	if err == nil || strings.Count(err.Error(), wantErr) != 1 {
 		t.Errorf("AdoptAll = %v, want one error containing %q", err, wantErr)
 	}
-	if got, want := strings.Join(f.manager.setOwners, ", "), "default/legacy ->pv-legacy, fast/legacy ->pv-fast"; got != want {
+	if got, want := strings.Join(callsOf(f.manager, managertest.SetOwner), ", "), "default/legacy ->pv-legacy, fast/legacy ->pv-fast"; got != want {
 		t.Errorf("manager owner changes = %q, want %q", got, want)
 	}
 	for _, pool := range []string{"default", "fast"} {
-		if got := f.manager.namespace(pool, "legacy"); got != "team-a" {
+		if got := namespaceOf(f.manager, pool, "legacy"); got != "team-a" {
 			t.Errorf("%s/legacy records claim namespace %q, want its volume's team-a", pool, got)
 		}
 	}
-	if got, want := strings.Join(f.manager.lists, ", "), "default, fast"; got != want || len(f.manager.gets) != 0 {
-		t.Errorf("manager lists = %q and gets = %q, want lists %q and no gets", got, f.manager.gets, want)
+	if got, want := strings.Join(callsOf(f.manager, managertest.ListVolumes), ", "), "default, fast"; got != want || len(callsOf(f.manager, managertest.GetVolume)) != 0 {
+		t.Errorf("manager lists = %q and gets = %q, want lists %q and no gets", got, callsOf(f.manager, managertest.GetVolume), want)
 	}
 	for _, dir := range []string{"shared", "remote"} {
-		if owner, _ := f.manager.owner("default", dir); owner != "" {
+		if owner, _ := ownerOf(f.manager, "default", dir); owner != "" {
 			t.Errorf("default/%s owner = %q, want none", dir, owner)
 		}
 	}
 
 	// Again: nothing left to adopt, the same error.
-	f.manager.setOwners = nil
+	f.managers.Take()
 	err = f.prov.AdoptAll(ctx)
-	if err == nil || !strings.Contains(err.Error(), wantErr) || len(f.manager.setOwners) != 0 {
-		t.Errorf("second AdoptAll = %v with owner changes %q, want the same error and none", err, f.manager.setOwners)
+	if err == nil || !strings.Contains(err.Error(), wantErr) || len(callsOf(f.manager, managertest.SetOwner)) != 0 {
+		t.Errorf("second AdoptAll = %v with owner changes %q, want the same error and none", err, callsOf(f.manager, managertest.SetOwner))
 	}
 }
 
@@ -139,25 +141,25 @@ func TestAdoptAllMarksMultihost(t *testing.T) {
 	}
 	f := newFixture(t, fakeInstances{}, multihost("pv-old", "old"), multihost("pv-kept", "kept"), multihost("pv-marked", "marked"),
 		multihost("pv-missing", "missing"), multihost("pv-taken", "taken"))
-	f.manager.have("default", "old", "pv-old")
-	f.manager.have("default", "kept", "pv-kept")
-	f.manager.volumes["default/kept"].Retained = true
-	f.manager.have("default", "marked", "pv-marked")
-	f.manager.volumes["default/marked"].Multihost = true
-	f.manager.have("default", "taken", "pv-other")
+	f.manager.AddVolume(directory("default", "old", "pv-old", ""))
+	f.manager.AddVolume(directory("default", "kept", "pv-kept", ""))
+	f.manager.UpdateVolume("default", "kept", func(v *managerapi.Volume) { v.Retained = true })
+	f.manager.AddVolume(directory("default", "marked", "pv-marked", ""))
+	f.manager.UpdateVolume("default", "marked", func(v *managerapi.Volume) { v.Multihost = true })
+	f.manager.AddVolume(directory("default", "taken", "pv-other", ""))
 
 	if err := f.prov.AdoptAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(slices.Sorted(slices.Values(f.manager.setOwners)), ", ")
+	got := strings.Join(slices.Sorted(slices.Values(callsOf(f.manager, managertest.SetOwner))), ", ")
 	if want := "default/kept pv-kept->pv-kept multihost, default/old pv-old->pv-old multihost"; got != want {
 		t.Errorf("manager owner changes = %q, want %q", got, want)
 	}
-	if v := f.manager.volumes["default/kept"]; !v.Retained || !v.Multihost {
+	if v, _ := f.manager.Volume("default", "kept"); !v.Retained || !v.Multihost {
 		t.Errorf("default/kept = %+v, want retained and multihost", v)
 	}
-	f.manager.setOwners = nil
-	if err := f.prov.AdoptAll(ctx); err != nil || len(f.manager.setOwners) != 0 {
-		t.Errorf("second AdoptAll = %v with owner changes %q, want none", err, f.manager.setOwners)
+	f.managers.Take()
+	if err := f.prov.AdoptAll(ctx); err != nil || len(callsOf(f.manager, managertest.SetOwner)) != 0 {
+		t.Errorf("second AdoptAll = %v with owner changes %q, want none", err, callsOf(f.manager, managertest.SetOwner))
 	}
 }

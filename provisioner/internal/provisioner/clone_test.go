@@ -16,6 +16,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 // sourceClaim is claim ns/src of className, Bound to PV pv-src.
@@ -34,6 +35,9 @@ func sourcePV(node, size string) *v1.PersistentVolume {
 	pv.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}
 	return pv
 }
+
+// sourceDir is the directory of sourcePV on its managers.
+var sourceDir = managerapi.Volume{Pool: "default", Name: "src-dir", Owner: "pv-src", SizeBytes: 1 << 30}
 
 // cloneOf is claim ns/data of className whose data source is claim src.
 func cloneOf(className, src string, keyValues ...string) *v1.PersistentVolumeClaim {
@@ -125,17 +129,18 @@ func TestProvisionClone(t *testing.T) {
 	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil)
 	clone := cloneOf("wffc", "src", storagehelpers.AnnSelectedNode+"="+selfNode)
 	f := newFixture(t, fakeInstances{On: []string{selfNode}}, append(testNodes(), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
-	f.manager.copying = 2
+	f.manager.AddVolume(sourceDir)
+	f.manager.CloneSteps(2)
 	pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: wffc, PVName: testPVName, PVC: clone})
 	if err != nil || state != controller.ProvisioningFinished {
 		t.Fatalf("Provision = %s, %v", state, err)
 	}
 	want := "default/ns-data-" + testPVName + " from default/src-dir of pv-src 1Gi by " + testPVName
-	if got := strings.Join(f.manager.clones, ", "); got != strings.Repeat(want+", ", 2)+want {
+	if got := strings.Join(callsOf(f.manager, managertest.CloneVolume), ", "); got != strings.Repeat(want+", ", 2)+want {
 		t.Errorf("manager clones = %q, want 3 calls of %q", got, want)
 	}
-	if len(f.manager.creates) != 0 {
-		t.Errorf("creates = %q, want none", f.manager.creates)
+	if len(callsOf(f.manager, managertest.CreateVolume)) != 0 {
+		t.Errorf("creates = %q, want none", callsOf(f.manager, managertest.CreateVolume))
 	}
 	if pv.Annotations[hostpathv1.AnnotationNode] != selfNode || pv.Spec.HostPath == nil || pv.Spec.HostPath.Path != "/var/hpvolumes/ns-data-"+testPVName {
 		t.Errorf("pv = %+v", pv)
@@ -149,7 +154,8 @@ func TestProvisionClone(t *testing.T) {
 	// A copy still running when CloneWait ends is left to the library's
 	// next call.
 	f2 := newFixture(t, fakeInstances{On: []string{selfNode}}, append(testNodes(), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
-	f2.manager.copying = 1 << 30
+	f2.manager.AddVolume(sourceDir)
+	f2.manager.CloneSteps(1 << 30)
 	f2.prov.cfg.CloneWait = 20 * f2.prov.cfg.ClonePoll
 	_, state, err = f2.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: wffc, PVName: testPVName, PVC: clone})
 	if state != controller.ProvisioningInBackground || err == nil || !strings.Contains(err.Error(), "still being copied") {
@@ -169,13 +175,16 @@ func TestProvisionMultihostClone(t *testing.T) {
 	clone := cloneOf("multihost", "src")
 	clone.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
 	f, managers := multihostFixture(t, fakeTargets{ready: []string{selfNode, otherNode}}, sourceClaim("multihost"), srcPV, clone)
+	for _, n := range []string{selfNode, otherNode} {
+		managers.Node(n).AddVolume(sourceDir)
+	}
 	pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: shared, PVName: testPVName, PVC: clone})
 	if err != nil || state != controller.ProvisioningFinished || pv == nil {
 		t.Fatalf("Provision = %v, %s, %v", pv, state, err)
 	}
 	for _, n := range []string{selfNode, otherNode} {
-		if got := strings.Join(managers[n].clones, ", "); !strings.Contains(got, "from default/src-dir of pv-src") || len(managers[n].creates) != 0 {
-			t.Errorf("node %s: clones %q, creates %q", n, got, managers[n].creates)
+		if got := strings.Join(callsOf(managers.Node(n), managertest.CloneVolume), ", "); !strings.Contains(got, "from default/src-dir of pv-src") || len(callsOf(managers.Node(n), managertest.CreateVolume)) != 0 {
+			t.Errorf("node %s: clones %q, creates %q", n, got, callsOf(managers.Node(n), managertest.CreateVolume))
 		}
 	}
 	checkEvents(t, f.events(), []string{"Normal " + ReasonCloneStarted, "Normal " + ReasonCloneFinished})
@@ -186,8 +195,8 @@ func TestProvisionMultihostClone(t *testing.T) {
 	if state != controller.ProvisioningFinished || err == nil || !strings.Contains(err.Error(), "needs a multihost source") {
 		t.Errorf("Provision = %s, %v; want a refusal", state, err)
 	}
-	if len(managers[selfNode].clones) != 0 {
-		t.Errorf("clones = %q, want none", managers[selfNode].clones)
+	if len(callsOf(managers.Node(selfNode), managertest.CloneVolume)) != 0 {
+		t.Errorf("clones = %q, want none", callsOf(managers.Node(selfNode), managertest.CloneVolume))
 	}
 	checkEvents(t, f.events(), []string{"Warning " + ReasonCloneSourceInvalid})
 }

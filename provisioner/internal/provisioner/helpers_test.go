@@ -1,29 +1,25 @@
 package provisioner
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	storagehelpers "k8s.io/component-helpers/storage/volume"
-	"k8s.io/utils/ptr"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
@@ -41,32 +37,93 @@ var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 // election or none, and instances run on the nodes of On.
 type fakeInstances = responsibilitytest.Instances
 
-// fakeManager keeps directories with owner records by the manager's rules,
-// records calls, and answers err (when set) to creates and deletes.
-type fakeManager struct {
-	mu          sync.Mutex
-	err         error
-	setOwnerErr error
-	volumes     map[string]*managerapi.Volume // by pool/name
-	creates     []string                      // pool/name dirMode bytes by owner
-	deletes     []string                      // pool/name by owner
-	setOwners   []string                      // pool/name previous->owner
-	gets        []string                      // pool/name
-	lists       []string                      // pool
-	root        string                        // the pool's host path; /var/hpvolumes when empty
-	lastCreate  managerapi.CreateVolumeRequest
-	clones      []string // pool/name from pool/name of owner, by owner
-	// copying is how many clone calls answer a copy in progress before
-	// one answers it done.
-	copying int
+// newManagers returns the managers of nodes, each with the pools default
+// and fast under /var/hpvolumes.
+func newManagers(nodes ...string) *managertest.Fake {
+	f := managertest.New()
+	for _, n := range nodes {
+		for _, p := range []string{"default", "fast"} {
+			f.Node(n).AddPool(managerapi.Pool{Name: p, Path: "/var/hpvolumes"})
+		}
+	}
+	return f
 }
 
-// path returns the host path of a directory.
-func (f *fakeManager) path(name string) string {
-	if f.root != "" {
-		return f.root + "/" + name
+// directory is the directory name of pool, owned by owner ("" for none), whose
+// owner record names the claim namespace ns ("" for none).
+func directory(pool, name, owner, ns string) managerapi.Volume {
+	return managerapi.Volume{Pool: pool, Name: name, Owner: owner, ClaimNamespace: ns}
+}
+
+// writes are the calls that make or remove a directory.
+var writes = []managertest.Method{managertest.CreateVolume, managertest.CloneVolume, managertest.DeleteVolume}
+
+// fail makes the calls of methods to the manager of node answer err;
+// nothing when err is nil.
+func fail(f *managertest.Fake, node string, err error, methods ...managertest.Method) {
+	if err == nil {
+		return
 	}
-	return "/var/hpvolumes/" + name
+	for _, m := range methods {
+		f.Fail(managertest.Failure{Node: node, Method: m, Err: err})
+	}
+}
+
+// callsOf returns m's calls of method, failed ones too, as the tests
+// compare them: "pool" (ListVolumes), "pool/name" (GetVolume), "pool/name
+// mode size by owner" (CreateVolume), "pool/name from pool/name of owner
+// size by owner" (CloneVolume), "pool/name previous->owner[ multihost]"
+// (SetOwner), "pool/name by owner" (DeleteVolume).
+func callsOf(m *managertest.Manager, method managertest.Method) []string {
+	var out []string
+	for _, c := range m.Calls() {
+		if c.Method != method {
+			continue
+		}
+		s := c.Pool + "/" + c.Name
+		switch r := c.Request.(type) {
+		case nil:
+			s = strings.TrimSuffix(s, "/")
+		case managerapi.CreateVolumeRequest:
+			s += " " + r.Mode + " " + resource.NewQuantity(r.RequiredBytes, resource.BinarySI).String() + " by " + r.Owner
+		case managerapi.CloneVolumeRequest:
+			s += " from " + r.SourcePool + "/" + r.SourceName + " of " + r.SourceOwner + " " + resource.NewQuantity(r.RequiredBytes, resource.BinarySI).String() + " by " + r.Owner
+		case managerapi.SetOwnerRequest:
+			s += " " + r.Previous + "->" + r.Owner
+			if r.Multihost {
+				s += " multihost"
+			}
+		case managerapi.DeleteOptions:
+			s += " by " + r.Owner
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// lastCreate returns the request of m's last CreateVolume call (none: the
+// zero request).
+func lastCreate(m *managertest.Manager) managerapi.CreateVolumeRequest {
+	var req managerapi.CreateVolumeRequest
+	for _, c := range m.Calls() {
+		if c.Method == managertest.CreateVolume {
+			req = c.Request.(managerapi.CreateVolumeRequest)
+		}
+	}
+	return req
+}
+
+// ownerOf returns the owner of a directory of m, and false when it does
+// not exist.
+func ownerOf(m *managertest.Manager, pool, name string) (string, bool) {
+	v, ok := m.Volume(pool, name)
+	return v.Owner, ok
+}
+
+// namespaceOf returns the claim namespace recorded for a directory of m.
+func namespaceOf(m *managertest.Manager, pool, name string) string {
+	v, _ := m.Volume(pool, name)
+	return v.ClaimNamespace
 }
 
 // ownerConflict is the manager's 409 OwnerConflict naming owner.
@@ -80,155 +137,6 @@ func answer(reason managerapi.Reason) error {
 	return fmt.Errorf("GET /v1/pools/default/volumes/x: %w", &managerapi.Error{StatusCode: reason.HTTPStatus(), Status: managerapi.Status{Reason: reason, Message: "m"}})
 }
 
-// have adds a directory owned by owner ("" for none) to the fake.
-func (f *fakeManager) have(pool, name, owner string) {
-	f.haveIn(pool, name, owner, "")
-}
-
-// haveIn adds a directory owned by owner ("" for none) whose owner record
-// names the claim namespace ns ("" for none) to the fake.
-func (f *fakeManager) haveIn(pool, name, owner, ns string) {
-	if f.volumes == nil {
-		f.volumes = map[string]*managerapi.Volume{}
-	}
-	f.volumes[pool+"/"+name] = &managerapi.Volume{Name: name, Pool: pool, Path: f.path(name), Mode: "0777", Owner: owner, ClaimNamespace: ns}
-}
-
-// namespace returns the claim namespace recorded for a directory.
-func (f *fakeManager) namespace(pool, name string) string {
-	if v, ok := f.volumes[pool+"/"+name]; ok {
-		return v.ClaimNamespace
-	}
-	return ""
-}
-
-// owner returns the owner of a directory, and false when it does not exist.
-func (f *fakeManager) owner(pool, name string) (string, bool) {
-	v, ok := f.volumes[pool+"/"+name]
-	if !ok {
-		return "", false
-	}
-	return v.Owner, true
-}
-
-func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*managerapi.VolumeList, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lists = append(f.lists, pool)
-	l := &managerapi.VolumeList{}
-	for _, v := range f.volumes {
-		if v.Pool == pool {
-			l.Items = append(l.Items, *v)
-		}
-	}
-	return l, nil
-}
-
-func (f *fakeManager) GetVolume(_ context.Context, pool, name string) (*managerapi.Volume, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.gets = append(f.gets, pool+"/"+name)
-	v, ok := f.volumes[pool+"/"+name]
-	if !ok {
-		return nil, answer(managerapi.ReasonNotFound)
-	}
-	c := *v
-	return &c, nil
-}
-
-func (f *fakeManager) CreateVolume(_ context.Context, pool, name string, req managerapi.CreateVolumeRequest) (*managerapi.Volume, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.creates = append(f.creates, pool+"/"+name+" "+req.Mode+" "+resource.NewQuantity(req.RequiredBytes, resource.BinarySI).String()+" by "+req.Owner)
-	f.lastCreate = req
-	if f.err != nil {
-		return nil, f.err
-	}
-	if owner, ok := f.owner(pool, name); ok && owner != req.Owner {
-		return nil, ownerConflict(owner)
-	}
-	if _, ok := f.owner(pool, name); !ok {
-		f.haveIn(pool, name, req.Owner, req.ClaimNamespace)
-		f.volumes[pool+"/"+name].Multihost = req.Multihost
-	}
-	c := *f.volumes[pool+"/"+name]
-	c.Mode = req.Mode
-	return &c, nil
-}
-
-func (f *fakeManager) CloneVolume(_ context.Context, pool, name string, req managerapi.CloneVolumeRequest) (*managerapi.Clone, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.clones = append(f.clones, pool+"/"+name+" from "+req.SourcePool+"/"+req.SourceName+" of "+req.SourceOwner+" "+resource.NewQuantity(req.RequiredBytes, resource.BinarySI).String()+" by "+req.Owner)
-	if f.err != nil {
-		return nil, f.err
-	}
-	if owner, ok := f.owner(pool, name); ok && owner != req.Owner {
-		return nil, ownerConflict(owner)
-	}
-	cl := &managerapi.Clone{Source: req.SourcePool + "/" + req.SourceName, State: managerapi.CloneCopying, Method: managerapi.CloneMethodCopy, TotalBytes: 100}
-	if f.copying > 0 {
-		f.copying--
-		cl.CopiedBytes = int64(100 / (f.copying + 1))
-		return cl, nil
-	}
-	if _, ok := f.owner(pool, name); !ok {
-		f.haveIn(pool, name, req.Owner, req.ClaimNamespace)
-		f.volumes[pool+"/"+name].Multihost = req.Multihost
-	}
-	v := *f.volumes[pool+"/"+name]
-	cl.State, cl.CopiedBytes, cl.Volume = managerapi.CloneDone, 100, &v
-	return cl, nil
-}
-
-func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req managerapi.SetOwnerRequest) (*managerapi.Volume, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	change := pool + "/" + name + " " + req.Previous + "->" + req.Owner
-	if req.Multihost {
-		change += " multihost"
-	}
-	f.setOwners = append(f.setOwners, change)
-	if f.setOwnerErr != nil {
-		return nil, f.setOwnerErr
-	}
-	owner, ok := f.owner(pool, name)
-	switch {
-	case !ok:
-		return nil, answer(managerapi.ReasonNotFound)
-	case owner != req.Previous:
-		return nil, ownerConflict(owner)
-	}
-	v := f.volumes[pool+"/"+name]
-	if v.Owner != req.Owner {
-		v.ClaimNamespace = "" // the previous owner's claim's
-	}
-	if req.ClaimNamespace != "" {
-		v.ClaimNamespace = req.ClaimNamespace
-	}
-	v.Owner, v.Multihost = req.Owner, v.Multihost || req.Multihost
-	c := *v
-	return &c, nil
-}
-
-func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string, opts managerapi.DeleteOptions) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.deletes = append(f.deletes, pool+"/"+name+" by "+opts.Owner)
-	if f.err != nil {
-		return f.err
-	}
-	owner, ok := f.owner(pool, name)
-	switch {
-	case !ok:
-		return nil
-	case owner != opts.Owner:
-		return ownerConflict(owner)
-	}
-	delete(f.volumes, pool+"/"+name)
-	return nil
-}
-
 // fixture is a Provisioner and its ClaimSync on selfNode over fake caches.
 type fixture struct {
 	prov     *Provisioner
@@ -236,7 +144,10 @@ type fixture struct {
 	claims   cache.Indexer
 	kube     *fake.Clientset
 	recorder *record.FakeRecorder
-	manager  *fakeManager
+	// managers are the managers; manager, selfNode's, answers for every
+	// node.
+	managers *managertest.Fake
+	manager  *managertest.Manager
 }
 
 // newFixture puts the objects in the informer caches; PVs and claims also on
@@ -267,7 +178,8 @@ func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f := &fixture{kube: kube, claims: claims.Informer().GetIndexer(), recorder: record.NewFakeRecorder(100), manager: &fakeManager{}}
+	f := &fixture{kube: kube, claims: claims.Informer().GetIndexer(), recorder: record.NewFakeRecorder(100), managers: newManagers(selfNode)}
+	f.manager = f.managers.Node(selfNode)
 	f.prov = New(Config{
 		Names:     testNames,
 		Node:      selfNode,
@@ -300,7 +212,7 @@ func (f *fixture) events() []string {
 }
 
 func node(name, hostname string) *v1.Node {
-	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: hostname}}}
+	return hostpathtest.Node(name, hostpathtest.Hostname(hostname))
 }
 
 func testNodes() []any {
@@ -308,12 +220,7 @@ func testNodes() []any {
 }
 
 func class(name string, binding storagev1.VolumeBindingMode, params map[string]string) *storagev1.StorageClass {
-	return &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: name},
-		Provisioner:       testProvisioner,
-		Parameters:        params,
-		VolumeBindingMode: ptr.To(binding),
-	}
+	return hostpathtest.Class(name, testProvisioner, hostpathtest.Binding(binding), hostpathtest.Parameters(params))
 }
 
 func testClasses() []any {
@@ -332,19 +239,8 @@ func testClasses() []any {
 
 // claim returns a claim of className with annotations given as key=value.
 func claim(className string, keyValues ...string) *v1.PersistentVolumeClaim {
-	c := &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: "ns", Name: "data", UID: types.UID("0000-uid"), ResourceVersion: "7",
-			Annotations: map[string]string{},
-		},
-		Spec: v1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To(className),
-			AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{
-				v1.ResourceStorage: resource.MustParse("1Gi"),
-			}},
-		},
-	}
+	c := hostpathtest.Claim("ns", "data", hostpathtest.ClaimOfClass(className))
+	c.UID, c.ResourceVersion, c.Annotations = "0000-uid", "7", map[string]string{}
 	for _, kv := range keyValues {
 		k, v, _ := strings.Cut(kv, "=")
 		c.Annotations[k] = v
@@ -355,10 +251,8 @@ func claim(className string, keyValues ...string) *v1.PersistentVolumeClaim {
 // volume returns a node-mode PV of this provisioner named name whose
 // annotations name dir of pool on nodeName, made for claim ns/claimName.
 func volume(name, nodeName, pool, dir, claimName string) *v1.PersistentVolume {
-	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
-		storagehelpers.AnnDynamicallyProvisioned: testProvisioner, hostpathv1.AnnotationNode: nodeName, hostpathv1.AnnotationPool: pool, hostpathv1.AnnotationDirectory: dir,
-		hostpathv1.AnnotationClaimNamespace: "team-a", hostpathv1.AnnotationClaimName: claimName, hostpathv1.AnnotationMode: hostpathv1.ModeNode, hostpathv1.AnnotationSizeEnforcement: hostpathv1.EnforcementNone,
-	}}}
+	return hostpathtest.NodePV(name, nodeName, hostpathtest.InPool(pool), hostpathtest.InDirectory(dir), hostpathtest.MadeFor("team-a", claimName),
+		hostpathtest.Annotation(hostpathv1.AnnotationSizeEnforcement, hostpathv1.EnforcementNone))
 }
 
 // checkPV checks the PV Provision returned against want (nil: none) and

@@ -23,6 +23,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/responsibility"
 )
@@ -48,19 +49,11 @@ func (f fakeTargets) Targets(pool string) (ready, pending []string, err error) {
 // multihostFixture is a fixture whose Provisioner calls one fake manager
 // per node whose manager serves (targets.ready and targets.serving), with
 // one attempt per node (no backoff to wait for).
-func multihostFixture(t *testing.T, targets fakeTargets, objects ...any) (*fixture, map[string]*fakeManager) {
+func multihostFixture(t *testing.T, targets fakeTargets, objects ...any) (*fixture, *managertest.Fake) {
 	t.Helper()
 	f := newFixture(t, fakeInstances{Wins: true}, append(testNodes(), objects...)...)
-	mgrs := map[string]*fakeManager{}
-	for _, n := range slices.Concat(targets.ready, targets.serving) {
-		mgrs[n] = &fakeManager{}
-	}
-	f.prov.cfg.Managers = func(node string) (VolumeManager, error) {
-		if m, ok := mgrs[node]; ok {
-			return m, nil
-		}
-		return nil, fmt.Errorf("no manager on node %q", node)
-	}
+	mgrs := newManagers(slices.Concat(targets.ready, targets.serving)...)
+	f.prov.cfg.Managers = managertest.For[VolumeManager](mgrs)
 	f.prov.cfg.Targets = targets
 	f.prov.cfg.Recorder = f.recorder
 	f.prov.cfg.CreateFanout = fanout.Options{Attempts: 1}
@@ -96,7 +89,7 @@ func TestProvisionMultihost(t *testing.T) {
 		class      *storagev1.StorageClass
 		claim      *v1.PersistentVolumeClaim
 		targets    fakeTargets
-		setup      func(map[string]*fakeManager)
+		setup      func(*managertest.Fake)
 		wantState  controller.ProvisioningState
 		wantErr    string
 		wantPV     *v1.PersistentVolume
@@ -126,13 +119,13 @@ func TestProvisionMultihost(t *testing.T) {
 		},
 		{
 			name: "one node failing leaves the claim in background", class: shared, claim: claim("shared"), targets: all,
-			setup:     func(m map[string]*fakeManager) { m[otherNode].err = unavailable },
+			setup:     func(m *managertest.Fake) { fail(m, otherNode, unavailable, writes...) },
 			wantState: controller.ProvisioningInBackground, wantCreate: all.ready,
 			wantErr: `create directory "data-pvc-0000-uid" in pool "default": 2/3 nodes ready; failed on node "node-b": PUT: manager answered 503 Internal: disk on fire; will retry`,
 		},
 		{
 			name: "a directory of another volume on one node is final", class: shared, claim: claim("shared"), targets: all,
-			setup:     func(m map[string]*fakeManager) { m[idleNode].have("default", mhDir, "pvc-other") },
+			setup:     func(m *managertest.Fake) { m.Node(idleNode).AddVolume(directory("default", mhDir, "pvc-other", "")) },
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
 			wantErr: `on node "node-c" it belongs to PersistentVolume "pvc-other"; two claims cannot share a directory`,
 		},
@@ -140,16 +133,16 @@ func TestProvisionMultihost(t *testing.T) {
 			// An older manager confirmed a record another node planted
 			// (issue 40): a retry cannot make it this claim's.
 			name: "a node answering with another claim namespace's volume is final", class: shared, claim: claim("shared"), targets: all,
-			setup: func(m map[string]*fakeManager) {
-				m[otherNode].haveIn("default", mhDir, testPVName, "evil")
-				m[otherNode].volumes["default/"+mhDir].Multihost = true
+			setup: func(m *managertest.Fake) {
+				m.Node(otherNode).AddVolume(directory("default", mhDir, testPVName, "evil"))
+				m.Node(otherNode).UpdateVolume("default", mhDir, func(v *managerapi.Volume) { v.Multihost = true })
 			},
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
 			wantErr: `the manager of node "node-b" answered the create of directory "data-pvc-0000-uid" in pool "default" with a volume that is not the one asked for: claim namespace "evil", not "ns"`,
 		},
 		{
 			name: "a node answering with a node-mode volume is final", class: shared, claim: claim("shared"), targets: all,
-			setup:     func(m map[string]*fakeManager) { m[idleNode].haveIn("default", mhDir, testPVName, "ns") },
+			setup:     func(m *managertest.Fake) { m.Node(idleNode).AddVolume(directory("default", mhDir, testPVName, "ns")) },
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
 			wantErr: `the manager of node "node-c" answered the create of directory "data-pvc-0000-uid" in pool "default" with a volume that is not the one asked for: multihost false, not true`,
 		},
@@ -164,7 +157,9 @@ func TestProvisionMultihost(t *testing.T) {
 		},
 		{
 			name: "managers that disagree on the pool's path", class: shared, claim: claim("shared"), targets: all,
-			setup:     func(m map[string]*fakeManager) { m[otherNode].root = "/srv/pool" },
+			setup: func(m *managertest.Fake) {
+				m.Node(otherNode).UpdatePool("default", func(p *managerapi.Pool) { p.Path = "/srv/pool" })
+			},
 			wantState: controller.ProvisioningFinished, wantCreate: all.ready,
 			wantErr: `"/srv/pool/data-pvc-0000-uid" on node "node-b"`,
 		},
@@ -214,11 +209,11 @@ func TestProvisionMultihost(t *testing.T) {
 			checkErr(t, err, false, tc.wantErr)
 			var created []string
 			for _, n := range []string{selfNode, otherNode, idleNode} {
-				if m, ok := mgrs[n]; !ok || len(m.creates) == 0 {
+				if len(callsOf(mgrs.Node(n), managertest.CreateVolume)) == 0 {
 					continue
 				}
 				created = append(created, n)
-				if got := mgrs[n].lastCreate; got.Owner != testPVName || got.ReclaimPolicy != string(reclaimPolicy(tc.class)) || got.Mode != "0777" || !got.Multihost ||
+				if got := lastCreate(mgrs.Node(n)); got.Owner != testPVName || got.ReclaimPolicy != string(reclaimPolicy(tc.class)) || got.Mode != "0777" || !got.Multihost ||
 					got.ClaimNamespace != tc.claim.Namespace || got.ClaimName != tc.claim.Name {
 					t.Errorf("create on %s = %+v, want it for claim %s/%s", n, got, tc.claim.Namespace, tc.claim.Name)
 				}
@@ -244,16 +239,16 @@ func TestMultihostMismatchNotRetried(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f, mgrs := multihostFixture(t, fakeTargets{ready: []string{selfNode, otherNode}})
 	f.prov.cfg.CreateFanout = fanout.Options{Attempts: 2, Backoff: time.Millisecond}
-	mgrs[selfNode].haveIn("default", mhDir, testPVName, "evil")
-	mgrs[selfNode].volumes["default/"+mhDir].Multihost = true
-	mgrs[otherNode].err = unavailable
+	mgrs.Node(selfNode).AddVolume(directory("default", mhDir, testPVName, "evil"))
+	mgrs.Node(selfNode).UpdateVolume("default", mhDir, func(v *managerapi.Volume) { v.Multihost = true })
+	fail(mgrs, otherNode, unavailable, writes...)
 	if _, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: shared, PVName: testPVName, PVC: claim("shared")}); state != controller.ProvisioningFinished || err == nil {
 		t.Fatalf("Provision = %s, %v; want finished with an error", state, err)
 	}
-	if n := len(mgrs[selfNode].creates); n != 1 {
+	if n := len(callsOf(mgrs.Node(selfNode), managertest.CreateVolume)); n != 1 {
 		t.Errorf("%d creates on the node answering another volume, want 1", n)
 	}
-	if n := len(mgrs[otherNode].creates); n != 2 {
+	if n := len(callsOf(mgrs.Node(otherNode), managertest.CreateVolume)); n != 2 {
 		t.Errorf("%d creates on the unavailable node, want 2", n)
 	}
 }

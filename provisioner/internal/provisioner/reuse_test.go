@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/app/cachetrim"
 	"hostpath.dev/provisioner/internal/responsibility"
 )
@@ -189,10 +191,10 @@ func TestProvisionReuse(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t, fakeInstances{}, append(testNodes(), tc.volumes...)...)
 			for dir, r := range tc.existing {
-				f.manager.haveIn("default", dir, r.owner, r.namespace)
-				f.manager.volumes["default/"+dir].Retained = r.retained
+				f.manager.AddVolume(directory("default", dir, r.owner, r.namespace))
+				f.manager.UpdateVolume("default", dir, func(v *managerapi.Volume) { v.Retained = r.retained })
 			}
-			f.manager.setOwnerErr = tc.setOwnerErr
+			fail(f.managers, selfNode, tc.setOwnerErr, managertest.SetOwner)
 			for _, pv := range tc.apiOnly {
 				if err := f.kube.Tracker().Add(pv); err != nil {
 					t.Fatal(err)
@@ -214,24 +216,24 @@ func TestProvisionReuse(t *testing.T) {
 					t.Errorf("err = %v, names %q", err, h)
 				}
 			}
-			if got := strings.Join(f.manager.setOwners, ", "); got != tc.wantSetOwners {
+			if got := strings.Join(callsOf(f.manager, managertest.SetOwner), ", "); got != tc.wantSetOwners {
 				t.Errorf("manager owner changes = %q, want %q", got, tc.wantSetOwners)
 			}
 			if !tc.wantCreate {
-				if len(f.manager.creates) != 0 || pv != nil {
-					t.Errorf("creates = %q, pv = %v; want none", f.manager.creates, pv)
+				if len(callsOf(f.manager, managertest.CreateVolume)) != 0 || pv != nil {
+					t.Errorf("creates = %q, pv = %v; want none", callsOf(f.manager, managertest.CreateVolume), pv)
 				}
 				if r, ok := tc.existing[tc.dir]; ok && tc.wantSetOwners == "" {
-					if owner, _ := f.manager.owner("default", tc.dir); owner != r.owner || f.manager.namespace("default", tc.dir) != r.namespace {
-						t.Errorf("owner record = %q in %q, want it unchanged: %q in %q", owner, f.manager.namespace("default", tc.dir), r.owner, r.namespace)
+					if owner, _ := ownerOf(f.manager, "default", tc.dir); owner != r.owner || namespaceOf(f.manager, "default", tc.dir) != r.namespace {
+						t.Errorf("owner record = %q in %q, want it unchanged: %q in %q", owner, namespaceOf(f.manager, "default", tc.dir), r.owner, r.namespace)
 					}
 				}
 				return
 			}
-			if got := f.manager.namespace("default", tc.dir); got != "ns" {
+			if got := namespaceOf(f.manager, "default", tc.dir); got != "ns" {
 				t.Errorf("owner record names namespace %q, want the claim's %q", got, "ns")
 			}
-			if got, want := strings.Join(f.manager.creates, ", "), "default/"+tc.dir+" 0777 1Gi by "+testPVName; got != want {
+			if got, want := strings.Join(callsOf(f.manager, managertest.CreateVolume), ", "), "default/"+tc.dir+" 0777 1Gi by "+testPVName; got != want {
 				t.Errorf("manager creates = %q, want %q", got, want)
 			}
 			if want := wantPV(retain, claim("retain"), tc.dir); !equality.Semantic.DeepEqual(pv, want) {
@@ -262,8 +264,8 @@ func TestReuseRefusalsAlike(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t, fakeInstances{}, testNodes()...)
 			if r := tc.existing; r != nil {
-				f.manager.haveIn("default", "keep", r.owner, r.namespace)
-				f.manager.volumes["default/keep"].Retained = r.retained
+				f.manager.AddVolume(directory("default", "keep", r.owner, r.namespace))
+				f.manager.UpdateVolume("default", "keep", func(v *managerapi.Volume) { v.Retained = r.retained })
 			}
 			c := claim("retain", hostpathv1.AnnotationProvisionOnNode+"="+selfNode, hostpathv1.AnnotationReuseDirectory+"=keep")
 			_, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: retain, PVName: testPVName, PVC: c})
@@ -275,8 +277,8 @@ func TestReuseRefusalsAlike(t *testing.T) {
 			} else if err.Error() != first {
 				t.Errorf("err =\n%v\nwant the answer for no directory:\n%s", err, first)
 			}
-			if len(f.manager.setOwners) != 0 || len(f.manager.creates) != 0 {
-				t.Errorf("owner changes %q, creates %q; want none", f.manager.setOwners, f.manager.creates)
+			if len(callsOf(f.manager, managertest.SetOwner)) != 0 || len(callsOf(f.manager, managertest.CreateVolume)) != 0 {
+				t.Errorf("owner changes %q, creates %q; want none", callsOf(f.manager, managertest.SetOwner), callsOf(f.manager, managertest.CreateVolume))
 			}
 		})
 	}

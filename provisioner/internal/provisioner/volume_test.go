@@ -19,6 +19,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 const testPVName = "pvc-0000-uid"
@@ -286,24 +287,24 @@ func TestProvision(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t, fakeInstances{}, append(testNodes(), tc.volumes...)...)
-			f.manager.err = tc.managerErr
+			fail(f.managers, selfNode, tc.managerErr, writes...)
 			for dir, owner := range tc.existing {
-				f.manager.haveIn("default", dir, owner, tc.claim.Namespace)
+				f.manager.AddVolume(directory("default", dir, owner, tc.claim.Namespace))
 			}
 			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: tc.class, PVName: testPVName, PVC: tc.claim})
 			if state != tc.wantState {
 				t.Errorf("state = %s, want %s", state, tc.wantState)
 			}
 			checkErr(t, err, tc.wantIgnored, tc.wantErr)
-			gotCreate := strings.Join(f.manager.creates, ", ")
+			gotCreate := strings.Join(callsOf(f.manager, managertest.CreateVolume), ", ")
 			if gotCreate != tc.wantCreate {
 				t.Errorf("manager creates = %q, want %q", gotCreate, tc.wantCreate)
 			}
-			if gotCreate != "" && f.manager.lastCreate.ClaimNamespace != tc.claim.Namespace {
-				t.Errorf("create records claim namespace %q, want the claim's %q", f.manager.lastCreate.ClaimNamespace, tc.claim.Namespace)
+			if gotCreate != "" && lastCreate(f.manager).ClaimNamespace != tc.claim.Namespace {
+				t.Errorf("create records claim namespace %q, want the claim's %q", lastCreate(f.manager).ClaimNamespace, tc.claim.Namespace)
 			}
-			if f.manager.lastCreate.Multihost {
-				t.Errorf("a node-mode create says multihost: %+v", f.manager.lastCreate)
+			if lastCreate(f.manager).Multihost {
+				t.Errorf("a node-mode create says multihost: %+v", lastCreate(f.manager))
 			}
 			if !checkPV(t, pv, tc.wantPV) {
 				return
@@ -337,8 +338,8 @@ func TestProvisionNodeWithoutHostnameLabel(t *testing.T) {
 	if state != controller.ProvisioningFinished || err == nil || !strings.Contains(err.Error(), v1.LabelHostname) {
 		t.Errorf("Provision = %s, %v; want finished naming the %s label", state, err, v1.LabelHostname)
 	}
-	if len(f.manager.creates) != 0 {
-		t.Errorf("manager creates = %q, want none", f.manager.creates)
+	if len(callsOf(f.manager, managertest.CreateVolume)) != 0 {
+		t.Errorf("manager creates = %q, want none", callsOf(f.manager, managertest.CreateVolume))
 	}
 }
 
@@ -567,8 +568,8 @@ func TestProvisionChecksCreated(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t, fakeInstances{}, testNodes()...)
-			f.manager.haveIn("default", "data", testPVName, "ns")
-			tc.answer(f.manager.volumes["default/data"])
+			f.manager.AddVolume(directory("default", "data", testPVName, "ns"))
+			f.manager.UpdateVolume("default", "data", tc.answer)
 			c := claim("shared", storagehelpers.AnnSelectedNode+"="+selfNode)
 			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: shared, PVName: testPVName, PVC: c})
 			if state != controller.ProvisioningFinished || pv != nil {
