@@ -19,6 +19,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 var (
@@ -165,7 +166,7 @@ func TestDefineFailure(t *testing.T) {
 		{
 			name: "no client for the manager pod",
 			setup: func(f *fixture) {
-				delete(f.managers, "node-1")
+				f.managers.FailForNode("node-1", errors.New(`no fake manager for node "node-1"`))
 			},
 			wantReason:  ReasonManagerFailed,
 			wantMessage: []string{"manager pod hostpath-manager-node-1", "no fake manager"},
@@ -173,7 +174,7 @@ func TestDefineFailure(t *testing.T) {
 		{
 			name: "GET /v1/host fails",
 			setup: func(f *fixture) {
-				f.managers["node-1"].hostErr = errBoom
+				f.managers.Fail(managertest.Failure{Node: "node-1", Method: managertest.Host, Err: errBoom})
 			},
 			wantReason:  ReasonManagerFailed,
 			wantMessage: []string{"GET /v1/host", "connection refused"},
@@ -182,7 +183,7 @@ func TestDefineFailure(t *testing.T) {
 		{
 			name: "PUT /v1/pools fails",
 			setup: func(f *fixture) {
-				f.managers["node-1"].poolErr = managerapi.Errorf("PoolNotFound", "pool default is not configured")
+				f.managers.Fail(managertest.Failure{Node: "node-1", Method: managertest.PreparePool, Err: managerapi.Errorf("PoolNotFound", "pool default is not configured")})
 			},
 			wantReason:  ReasonPoolNotPrepared,
 			wantMessage: []string{"PUT /v1/pools/default", "pool default is not configured"},
@@ -196,7 +197,7 @@ func TestDefineFailure(t *testing.T) {
 		{
 			name: "too little free space",
 			setup: func(f *fixture) {
-				f.managers["node-1"].pool.FreeBytes = gib / 2
+				setPool(f.managers.Node("node-1"), func(p *managerapi.Pool) { p.FreeBytes = gib / 2 })
 			},
 			wantReason:  ReasonInsufficientSpace,
 			wantMessage: []string{"536870912 bytes free, less than the 1073741824", "--min-free-bytes"},
@@ -210,7 +211,7 @@ func TestDefineFailure(t *testing.T) {
 		{
 			name: "listing the volumes fails",
 			setup: func(f *fixture) {
-				f.managers["node-1"].listErr = errBoom
+				f.managers.Fail(managertest.Failure{Node: "node-1", Method: managertest.ListVolumes, Err: errBoom})
 			},
 			wantReason:  ReasonBackfillFailed,
 			wantMessage: []string{`list the volumes of pool "default" on node "node-1"`},
@@ -222,7 +223,7 @@ func TestDefineFailure(t *testing.T) {
 				f.volumes = append(f.volumes,
 					multihostPV("pv-a", "standard", "default", []string{"node-0"}, nil, v1.PersistentVolumeReclaimDelete),
 					multihostPV("pv-b", "standard", "default", []string{"node-0"}, nil, v1.PersistentVolumeReclaimDelete))
-				f.managers["node-1"].createErr["dir-pv-b"] = managerapi.Errorf("InsufficientStorage", "disk full")
+				f.managers.Fail(managertest.Failure{Node: "node-1", Method: managertest.CreateVolume, Name: "dir-pv-b", Err: managerapi.Errorf("InsufficientStorage", "disk full")})
 			},
 			wantReason:  ReasonBackfillFailed,
 			wantMessage: []string{`1 of the 2 multihost volumes of pool "default" have no directory on node "node-1"`, "dir-pv-b", "disk full"},
@@ -274,8 +275,7 @@ func TestDefineFailure(t *testing.T) {
 // round.
 func TestDefineRetries(t *testing.T) {
 	f := newStandardFixture(t)
-	m := f.managers["node-1"]
-	m.hostErr = errBoom
+	f.managers.Fail(managertest.Failure{Node: "node-1", Method: managertest.Host, Err: errBoom})
 
 	r := f.run(key1)
 	expectCalls(t, r, "node-1", "Host")
@@ -330,7 +330,7 @@ func TestDefineRetries(t *testing.T) {
 
 	// In Error no try follows, however long it waits, even when the
 	// manager has recovered.
-	m.set(func(m *fakeManager) { m.hostErr = nil })
+	f.managers.ClearFailures()
 	f.clock.Step(time.Hour)
 	r = f.run(key1)
 	expectNoCalls(t, r)
@@ -365,7 +365,7 @@ func TestRetryAnnotationResetsTries(t *testing.T) {
 	def.Status.Phase, def.Status.Tries = hostpathv1.PhaseError, 5
 	def.Annotations = map[string]string{hostpathv1.RetryAnnotation: "again"}
 	f.definitions = append(f.definitions, def)
-	f.managers["node-1"].hostErr = errBoom
+	f.managers.Fail(managertest.Failure{Node: "node-1", Method: managertest.Host, Err: errBoom})
 
 	r := f.run(key1)
 	expectCalls(t, r, "node-1", "Host")
@@ -393,7 +393,7 @@ func TestClonedHost(t *testing.T) {
 			f.classes = append(f.classes, newClass("standard", hostpathv1.DefaultProvisionerName, nil))
 			f.addNode(newNode("node-a"))
 			mb := f.addNode(newNode("node-b"))
-			tc.clone(&mb.host)
+			mb.UpdateHost(tc.clone)
 			f.definitions = append(f.definitions, readyDefinition("node-a", "default", t0.Add(-time.Hour)))
 
 			keyB := Key{Node: "node-b", Pool: "default"}
@@ -435,7 +435,7 @@ func TestClonedHostBothRecorded(t *testing.T) {
 			f.classes = append(f.classes, newClass("standard", hostpathv1.DefaultProvisionerName, nil))
 			for _, n := range []string{"node-a", "node-b"} {
 				m := f.addNode(newNode(n))
-				m.host.HostID = "host-shared"
+				m.UpdateHost(func(h *managerapi.Host) { h.HostID = "host-shared" })
 			}
 			older := readyDefinition("node-a", "default", t0.Add(-2*time.Hour))
 			younger := readyDefinition("node-b", "default", t0.Add(-time.Hour))
@@ -462,7 +462,7 @@ func TestReboot(t *testing.T) {
 	def := readyDefinition("node-1", "default", t0.Add(-time.Hour))
 	def.Status.ManagerPodUID = "uid-of-the-pod-before-the-reboot"
 	f.definitions = append(f.definitions, def)
-	f.managers["node-1"].host.BootID = "boot-2"
+	f.managers.Node("node-1").UpdateHost(func(h *managerapi.Host) { h.BootID = "boot-2" })
 	f.clock.Step(time.Minute)
 
 	r := f.run(key1)
@@ -562,7 +562,7 @@ func TestRebootSamePod(t *testing.T) {
 					p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(tc.started)}}
 				}
 			}
-			f.managers["node-1"].host.BootID = "boot-2"
+			f.managers.Node("node-1").UpdateHost(func(h *managerapi.Host) { h.BootID = "boot-2" })
 			f.clock.Step(time.Minute)
 
 			r := f.run(key1)
@@ -612,7 +612,7 @@ func TestSizeEnforcementInStatus(t *testing.T) {
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			f := newStandardFixture(t)
-			f.managers["node-1"].pool.Enforcement, f.managers["node-1"].pool.EnforcementReason = tc.kind, tc.reason
+			setPool(f.managers.Node("node-1"), func(p *managerapi.Pool) { p.Enforcement, p.EnforcementReason = tc.kind, tc.reason })
 			f.run(key1)
 			def := f.mustDefinition(def1)
 			if def.Status.SizeEnforcement != tc.want || def.Status.SizeEnforcementReason != tc.reason {
@@ -626,7 +626,7 @@ func TestSizeEnforcementInStatus(t *testing.T) {
 func TestReadyReverifyFails(t *testing.T) {
 	f := newStandardFixture(t)
 	f.definitions = append(f.definitions, readyDefinition("node-1", "default", t0.Add(-time.Hour)))
-	f.managers["node-1"].pool.FreeBytes = 1
+	setPool(f.managers.Node("node-1"), func(p *managerapi.Pool) { p.FreeBytes = 1 })
 	f.clock.Step(time.Hour)
 
 	r := f.run(key1)
@@ -675,11 +675,13 @@ func TestBackfill(t *testing.T) {
 			pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "team-b", Name: "data-b"}
 		}
 	}
-	m := f.managers["node-1"]
-	m.volumes["default"] = []managerapi.Volume{
+	m := f.managers.Node("node-1")
+	for _, v := range []managerapi.Volume{
 		{Name: "dir-pv-c", Pool: "default", Owner: "pv-c"},
 		{Name: "dir-pv-d", Pool: "default", Owner: "pv-d"},
 		{Name: "unrelated", Pool: "default", Owner: "pv-gone"},
+	} {
+		m.AddVolume(v)
 	}
 
 	r := f.run(key1)
@@ -698,7 +700,7 @@ func TestBackfill(t *testing.T) {
 			ClaimNamespace: "team-a", ClaimName: "data-a"}},
 		{pool: "default", name: "dir-pv-b", req: managerapi.CreateVolumeRequest{Owner: "pv-b", Mode: "0777", ReclaimPolicy: "Retain", Multihost: true, ClaimName: "data-b"}},
 	}
-	if got := m.takeCreates(); !slices.Equal(got, wantCreates) {
+	if got := creates(r, "node-1"); !slices.Equal(got, wantCreates) {
 		t.Errorf("CreateVolume calls:\n  got  %+v\n  want %+v", got, wantCreates)
 	}
 	def := f.mustDefinition(def1)
@@ -738,8 +740,7 @@ func TestBackfillOwnerConflict(t *testing.T) {
 	f.volumes = append(f.volumes,
 		multihostPV("pv-a", "standard", "default", []string{"node-0"}, []string{"node-1"}, v1.PersistentVolumeReclaimDelete),
 		multihostPV("pv-b", "standard", "default", []string{"node-0"}, nil, v1.PersistentVolumeReclaimDelete))
-	m := f.managers["node-1"]
-	m.volumes["default"] = []managerapi.Volume{{Name: "dir-pv-a", Pool: "default", Owner: "pv-someone-else"}}
+	f.managers.Node("node-1").AddVolume(managerapi.Volume{Name: "dir-pv-a", Pool: "default", Owner: "pv-someone-else"})
 
 	r := f.run(key1)
 
@@ -768,19 +769,19 @@ func TestBackfillRecordsUnownedDirectory(t *testing.T) {
 	pv.Annotations[hostpathv1.AnnotationClaimNamespace] = "team-a"
 	pv.Annotations[hostpathv1.AnnotationClaimName] = "data-a"
 	f.volumes = append(f.volumes, pv)
-	m := f.managers["node-1"]
-	m.volumes["default"] = []managerapi.Volume{{Name: "dir-pv-a", Pool: "default"}}
+	m := f.managers.Node("node-1")
+	m.AddVolume(managerapi.Volume{Name: "dir-pv-a", Pool: "default"})
 
 	r := f.run(key1)
 
 	expectEvents(t, r, "Normal Defined")
 	expectCalls(t, r, "node-1", "Host", "PreparePool default", "ListVolumes default", "SetOwner default/dir-pv-a pv-a multihost")
-	if got := m.volumes["default"][0].ClaimNamespace; got != "team-a" {
-		t.Errorf("the owner record names claim namespace %q, want team-a", got)
+	if v, _ := m.Volume("default", "dir-pv-a"); v.ClaimNamespace != "team-a" {
+		t.Errorf("the owner record names claim namespace %q, want team-a", v.ClaimNamespace)
 	}
 	want := managerapi.SetOwnerRequest{Owner: "pv-a", ReclaimPolicy: managerapi.ReclaimDelete, ClaimNamespace: "team-a", ClaimName: "data-a", Multihost: true}
-	if len(m.setOwners) != 1 || m.setOwners[0] != want {
-		t.Errorf("SetOwner requests %+v, want one of %+v", m.setOwners, want)
+	if got := setOwners(r, "node-1"); len(got) != 1 || got[0] != want {
+		t.Errorf("SetOwner requests %+v, want one of %+v", got, want)
 	}
 	def := f.mustDefinition(def1)
 	expectPhase(t, def, hostpathv1.PhaseReady, 0)

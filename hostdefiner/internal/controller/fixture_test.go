@@ -2,10 +2,8 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,14 +21,15 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"hostpath.dev/api/generated/clientset/versioned/fake"
 	hdinformers "hostpath.dev/api/generated/informers/externalversions"
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 // The names of the manager's deployment, as in manifests/base/manager.
@@ -92,8 +91,8 @@ type fixture struct {
 	definitions []*hostpathv1.HostDefinition
 	volumes     []*v1.PersistentVolume
 
-	// managers are the fake managers, by node.
-	managers map[string]*fakeManager
+	// managers are the fake managers.
+	managers *managertest.Fake
 
 	kube      *k8sfake.Clientset
 	client    *fake.Clientset
@@ -111,7 +110,7 @@ func newFixture(t *testing.T) *fixture {
 	_, ctx := ktesting.NewTestContext(t)
 	return &fixture{
 		t: t, ctx: ctx, cfg: testConfig(),
-		managers: map[string]*fakeManager{},
+		managers: managertest.New(),
 		clock:    clocktesting.NewFakeClock(t0),
 	}
 }
@@ -129,17 +128,41 @@ func newStandardFixture(t *testing.T) *fixture {
 }
 
 // addNode adds a node with a Ready manager pod and a healthy fake manager.
-func (f *fixture) addNode(n *v1.Node) *fakeManager {
+func (f *fixture) addNode(n *v1.Node) *managertest.Manager {
 	f.nodes = append(f.nodes, n)
 	f.pods = append(f.pods, managerPod(n.Name))
 	return f.addManager(n.Name)
 }
 
-// addManager gives node a healthy fake manager.
-func (f *fixture) addManager(node string) *fakeManager {
-	m := newFakeManager(node)
-	f.managers[node] = m
+// addManager gives node a healthy fake manager: the host of node, whose
+// pool default, and any other prepared, is healthyPool.
+func (f *fixture) addManager(node string) *managertest.Manager {
+	m := f.managers.Node(node)
+	m.UpdateHost(func(h *managerapi.Host) {
+		h.HostID, h.MachineID, h.BootID = "host-"+node, "machine-"+node, "boot-1"
+	})
+	p := healthyPool()
+	m.PoolRoot(p)
+	p.Name = "default"
+	m.AddPool(p)
 	return m
+}
+
+// healthyPool is the state of a healthy pool: 50 GiB free of 100, sizes
+// enforced.
+func healthyPool() managerapi.Pool {
+	return managerapi.Pool{CapacityBytes: 100 * gib, FreeBytes: 50 * gib, Enforcement: managerapi.EnforcementXFS}
+}
+
+// setPool changes what m says of its pools, those it has and those it
+// will prepare.
+func setPool(m *managertest.Manager, change func(p *managerapi.Pool)) {
+	p := healthyPool()
+	change(&p)
+	m.PoolRoot(p)
+	for _, p := range m.Pools() {
+		m.UpdatePool(p.Name, change)
+	}
 }
 
 // newController builds the clientsets, the informers (never started) and
@@ -215,11 +238,7 @@ func (f *fixture) newController() *Controller {
 // managerFor is the controller's ManagerFor: the fake manager of the pod's
 // node.
 func (f *fixture) managerFor(pod *v1.Pod) (Manager, error) {
-	m, ok := f.managers[pod.Spec.NodeName]
-	if !ok {
-		return nil, fmt.Errorf("no fake manager for node %q", pod.Spec.NodeName)
-	}
-	return m, nil
+	return managertest.For[Manager](f.managers)(pod.Spec.NodeName)
 }
 
 // result is what one sync did.
@@ -229,8 +248,10 @@ type result struct {
 	actions []string
 	// events are the recorded events, as "Type Reason message".
 	events []string
-	// calls are the manager calls, by node.
+	// calls are the manager calls, by node, as describeCalls has them;
+	// made are all of them.
 	calls map[string][]string
+	made  []managertest.Call
 }
 
 // run syncs key once, as a worker would, and fails the test on an error.
@@ -252,17 +273,11 @@ func (f *fixture) runErr(key Key) result {
 	f.kube.ClearActions()
 	f.client.ClearActions()
 	f.drainEvents()
-	for _, m := range f.managers {
-		m.takeCalls()
-	}
+	f.managers.Take()
 	err := f.c.Sync(f.ctx, key)
+	made := f.managers.Take()
 	r := result{err: err, actions: describeActions(append(f.client.Actions(), f.kube.Actions()...)), events: f.drainEvents(),
-		calls: map[string][]string{}}
-	for node, m := range f.managers {
-		if calls := m.takeCalls(); len(calls) > 0 {
-			r.calls[node] = calls
-		}
-	}
+		calls: describeCalls(made), made: made}
 	f.refresh()
 	return r
 }
@@ -612,12 +627,7 @@ func managerDaemonSet() *appsv1.DaemonSet {
 
 // newNode is a Ready, schedulable worker node.
 func newNode(name string) *v1.Node {
-	return &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-		}},
-		Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}},
-	}
+	return hostpathtest.Node(name, hostpathtest.NodeLabel(v1.LabelOSStable, "linux"), hostpathtest.Ready)
 }
 
 func managerPodName(node string) string { return "hostpath-manager-" + node }
@@ -641,7 +651,7 @@ func managerPod(node string) *v1.Pod {
 
 // newClass is a StorageClass.
 func newClass(name, provisioner string, params map[string]string) *storagev1.StorageClass {
-	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner, Parameters: params}
+	return hostpathtest.Class(name, provisioner, hostpathtest.Parameters(params))
 }
 
 // readyDefinition is the Ready definition of (node, pool) a healthy
@@ -671,49 +681,37 @@ func readyDefinition(node, pool string, created time.Time) *hostpathv1.HostDefin
 // multihostPV is a multihost PV of pool, with its directory on nodes and
 // to be given to pending.
 func multihostPV(name, class, pool string, nodes, pending []string, reclaim v1.PersistentVolumeReclaimPolicy) *v1.PersistentVolume {
-	pv := &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "7", Annotations: map[string]string{
-			storagehelpers.AnnDynamicallyProvisioned: hostpathv1.DefaultProvisionerName,
-			hostpathv1.AnnotationMode:                hostpathv1.ModeMultihost,
-			hostpathv1.AnnotationPool:                pool,
-			hostpathv1.AnnotationDirectory:           "dir-" + name,
-			hostpathv1.AnnotationNodes:               hostpathv1.JoinNodes(nodes),
-		}},
-		Spec: v1.PersistentVolumeSpec{
-			StorageClassName:              class,
-			PersistentVolumeReclaimPolicy: reclaim,
-			PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{
-				Path: "/var/hostpath/" + pool + "/dir-" + name,
-			}},
-		},
-		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound},
-	}
-	if len(pending) > 0 {
-		pv.Annotations[hostpathv1.AnnotationPendingNodes] = hostpathv1.JoinNodes(pending)
-	}
-	return pv
+	dir := "dir-" + name
+	return hostpathtest.MultihostPV(name, nodes, hostpathtest.ResourceVersion("7"), hostpathtest.InPool(pool), hostpathtest.InDirectory(dir),
+		hostpathtest.PendingOn(pending...), hostpathtest.OfClass(class), hostpathtest.ReclaimPolicy(reclaim),
+		hostpathtest.HostPath("/var/hostpath/"+pool+"/"+dir), hostpathtest.Phase(v1.VolumeBound))
 }
 
-// fakeManager is a programmable Manager that records its calls; backfill
-// calls CreateVolume from several goroutines.
-type fakeManager struct {
-	mu sync.Mutex
-
-	host    managerapi.Host
-	hostErr error
-	// pool is what PreparePool answers (its Name and Path are set from the
-	// pool asked for).
-	pool    managerapi.Pool
-	poolErr error
-	// volumes are the volume directories, by pool.
-	volumes   map[string][]managerapi.Volume
-	listErr   error
-	createErr map[string]error // by directory
-
-	calls   []string
-	creates []createCall
-	// setOwners are the SetOwner requests, in order.
-	setOwners []managerapi.SetOwnerRequest
+// describeCalls returns the calls by node, as "Host", "PreparePool pool",
+// "ListVolumes pool", "CreateVolume pool/name", "SetOwner pool/name
+// owner[ multihost]", with the CreateVolume calls (made in parallel, and
+// always last in a try) sorted at the end.
+func describeCalls(calls []managertest.Call) map[string][]string {
+	out, creates := map[string][]string{}, map[string][]string{}
+	for _, c := range calls {
+		s := strings.TrimPrefix(c.String(), c.Node+" ")
+		switch r := c.Request.(type) {
+		case managerapi.CreateVolumeRequest:
+			creates[c.Node] = append(creates[c.Node], s)
+			continue
+		case managerapi.SetOwnerRequest:
+			s += " " + r.Owner
+			if r.Multihost {
+				s += " multihost"
+			}
+		}
+		out[c.Node] = append(out[c.Node], s)
+	}
+	for node, cs := range creates {
+		slices.Sort(cs)
+		out[node] = append(out[node], cs...)
+	}
+	return out
 }
 
 // createCall is one CreateVolume call.
@@ -722,123 +720,26 @@ type createCall struct {
 	req        managerapi.CreateVolumeRequest
 }
 
-func newFakeManager(node string) *fakeManager {
-	return &fakeManager{
-		host:      managerapi.Host{NodeName: node, HostID: "host-" + node, MachineID: "machine-" + node, BootID: "boot-1"},
-		pool:      managerapi.Pool{CapacityBytes: 100 * gib, FreeBytes: 50 * gib},
-		volumes:   map[string][]managerapi.Volume{},
-		createErr: map[string]error{},
-	}
-}
-
-// set changes the manager's answers under its lock.
-func (m *fakeManager) set(change func(m *fakeManager)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	change(m)
-}
-
-func (m *fakeManager) record(call string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls = append(m.calls, call)
-}
-
-// takeCalls returns and forgets the calls made, with the CreateVolume calls
-// (made in parallel, and always last in a try) sorted at the end.
-func (m *fakeManager) takeCalls() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out, creates []string
-	for _, c := range m.calls {
-		if strings.HasPrefix(c, "CreateVolume ") {
-			creates = append(creates, c)
-		} else {
-			out = append(out, c)
+// creates returns the CreateVolume calls a sync made on node, sorted by
+// name.
+func creates(r result, node string) []createCall {
+	var out []createCall
+	for _, c := range r.made {
+		if req, ok := c.Request.(managerapi.CreateVolumeRequest); ok && c.Node == node {
+			out = append(out, createCall{pool: c.Pool, name: c.Name, req: req})
 		}
 	}
-	slices.Sort(creates)
-	m.calls = nil
-	return append(out, creates...)
-}
-
-// takeCreates returns and forgets the CreateVolume calls, sorted by name.
-func (m *fakeManager) takeCreates() []createCall {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := m.creates
-	m.creates = nil
 	slices.SortFunc(out, func(a, b createCall) int { return strings.Compare(a.name, b.name) })
 	return out
 }
 
-func (m *fakeManager) Host(context.Context) (*managerapi.Host, error) {
-	m.record("Host")
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hostErr != nil {
-		return nil, m.hostErr
-	}
-	h := m.host
-	return &h, nil
-}
-
-func (m *fakeManager) PreparePool(_ context.Context, pool string) (*managerapi.Pool, error) {
-	m.record("PreparePool " + pool)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.poolErr != nil {
-		return nil, m.poolErr
-	}
-	p := m.pool
-	p.Name, p.Path = pool, "/var/hostpath/"+pool
-	return &p, nil
-}
-
-func (m *fakeManager) ListVolumes(_ context.Context, pool string) (*managerapi.VolumeList, error) {
-	m.record("ListVolumes " + pool)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.listErr != nil {
-		return nil, m.listErr
-	}
-	return &managerapi.VolumeList{Items: slices.Clone(m.volumes[pool])}, nil
-}
-
-func (m *fakeManager) CreateVolume(_ context.Context, pool, name string, req managerapi.CreateVolumeRequest) (*managerapi.Volume, error) {
-	m.record("CreateVolume " + pool + "/" + name)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.creates = append(m.creates, createCall{pool: pool, name: name, req: req})
-	if err := m.createErr[name]; err != nil {
-		return nil, err
-	}
-	v := managerapi.Volume{Name: name, Pool: pool, Path: "/var/hostpath/" + pool + "/" + name, Mode: req.Mode,
-		Owner: req.Owner, ReclaimPolicy: req.ReclaimPolicy}
-	m.volumes[pool] = append(m.volumes[pool], v)
-	return &v, nil
-}
-
-func (m *fakeManager) SetOwner(_ context.Context, pool, name string, req managerapi.SetOwnerRequest) (*managerapi.Volume, error) {
-	call := "SetOwner " + pool + "/" + name + " " + req.Owner
-	if req.Multihost {
-		call += " multihost"
-	}
-	m.record(call)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.setOwners = append(m.setOwners, req)
-	for i, v := range m.volumes[pool] {
-		if v.Name == name {
-			if v.Owner != req.Previous {
-				return nil, managerapi.Errorf(managerapi.ReasonOwnerConflict, "owned by %s", v.Owner)
-			}
-			m.volumes[pool][i].Owner, m.volumes[pool][i].ClaimNamespace = req.Owner, req.ClaimNamespace
-			v.Owner, v.ClaimNamespace = req.Owner, req.ClaimNamespace
-			return &v, nil
+// setOwners returns the SetOwner requests a sync made on node, in order.
+func setOwners(r result, node string) []managerapi.SetOwnerRequest {
+	var out []managerapi.SetOwnerRequest
+	for _, c := range r.made {
+		if req, ok := c.Request.(managerapi.SetOwnerRequest); ok && c.Node == node {
+			out = append(out, req)
 		}
 	}
-	return nil, managerapi.Errorf(managerapi.ReasonNotFound, "no volume %s", name)
+	return out
 }
-
-var _ Manager = (*fakeManager)(nil)

@@ -10,13 +10,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 // hostdefiner_definitions counts the cached definitions by phase.
 func TestMetricsDefinitionsByPhase(t *testing.T) {
 	f := newStandardFixture(t)
 	f.addNode(newNode("node-2"))
-	f.addNode(newNode("node-3")).hostErr = errBoom
+	f.addNode(newNode("node-3"))
+	f.managers.Fail(managertest.Failure{Node: "node-3", Method: managertest.Host, Err: errBoom})
 	pending := readyDefinition("node-4", "default", t0)
 	pending.Status.Phase = hostpathv1.PhasePendingForDeletion
 	failed := readyDefinition("node-5", "default", t0)
