@@ -259,102 +259,27 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("get PersistentVolume %q from the cache: %w", name, err)
 	}
-	loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
-	if !ok {
-		return nil
-	}
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pv", klog.KObj(pv))
-	if !loc.Multihost {
-		logger = klog.LoggerWithValues(logger, "volumeNode", loc.Node)
-	}
-	ctx = klog.NewContext(ctx, logger)
-
-	if pv.DeletionTimestamp == nil {
-		return c.syncLive(ctx, pv, loc)
-	}
-	if !hasFinalizer(pv) {
-		return nil
-	}
-	if pv.Status.Phase == v1.VolumeBound {
-		logger.V(4).Info("Waiting for the claim to release the PersistentVolume before reclaiming its directory")
-		return nil
-	}
-	if acts, err := c.acts(responsibility.Finalize, pv, loc); !acts || err != nil {
-		return err
-	}
-	return c.finalize(ctx, pv, loc)
-}
-
-// syncLive looks after a PV not under deletion: in node mode, the
-// node-gone marks and the finalizer of a PV made without it; then, on the
-// instance that acts for it, its reclaim policy in the owner records.
-func (c *Controller) syncLive(ctx context.Context, pv *v1.PersistentVolume, loc location) error {
-	if !loc.Multihost {
-		dir := loc.at(loc.Node)
-		if c.cfg.NodeGoneGrace > 0 && loc.Node != "" {
-			if gone, err := c.syncNodeGone(ctx, pv, dir); gone || err != nil {
-				return err
-			}
-		}
-		// A Released (or Failed) PV is not given the finalizer: its claim
-		// is gone and the library reclaims it and deletes it at once;
-		// adding the finalizer now would race that for nothing (one more
-		// PATCH, and the PV would wait for a pass of this controller).
-		if loc.Node == c.cfg.Node && !hasFinalizer(pv) && pv.Status.Phase != v1.VolumeReleased && pv.Status.Phase != v1.VolumeFailed {
-			klog.FromContext(ctx).V(2).Info("Adding the finalizer to a PersistentVolume made without it", "finalizer", hostpathv1.FinalizerDirectoryProtection)
-			return EnsureFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager)
-		}
-	}
-	if policyRecorded(pv) {
-		return nil
-	}
-	if acts, err := c.acts(responsibility.RecordPolicy, pv, loc); !acts || err != nil {
-		return err
-	}
-	if !loc.Multihost {
-		if exists, err := c.nodeExists(loc.Node); !exists || err != nil {
-			return err // nothing to record on a node that is gone
-		}
-	}
-	return c.recordPolicy(ctx, pv)
-}
-
-// acts reports whether this instance does v for pv, whose directory is at
-// loc (responsibility.Rule). Every other instance writes nothing.
-func (c *Controller) acts(v responsibility.Verb, pv *v1.PersistentVolume, loc location) (bool, error) {
-	a, err := c.rule.Acts(v, objectOf(pv, loc))
+	in, err := c.facts(pv)
 	if err != nil {
-		return false, fmt.Errorf("decide whether to %s the PersistentVolume: %w", v, err)
-	}
-	return a.Acts, nil
-}
-
-// objectOf is what the rule reads of pv, whose directory is at loc.
-func objectOf(pv *v1.PersistentVolume, loc location) responsibility.Object {
-	return responsibility.Object{Key: string(pv.UID), Multihost: loc.Multihost, Node: loc.Node}
-}
-
-// finish carries out an outcome in the Controller's path: it removes the
-// finalizer and then reports the outcome, or emits the event and returns
-// the error to retry.
-func (c *Controller) finish(ctx context.Context, pv *v1.PersistentVolume, o outcome) error {
-	if !o.release {
-		if o.eventType != "" {
-			c.cfg.Recorder.Event(pv, o.eventType, o.reason, o.message)
-		}
-		return fmt.Errorf("PersistentVolume %q: %w", pv.Name, o.err)
-	}
-	return releaseVolume(ctx, c.cfg.Client, c.cfg.Recorder, c.cfg.FieldManager, pv, o)
-}
-
-// releaseVolume removes the finalizer of pv, then reports the outcome o
-// (report: an event, or only a log line when o has no event type;
-// recorder may be nil).
-func releaseVolume(ctx context.Context, c kubernetes.Interface, recorder record.EventRecorder, fieldManager string, pv *v1.PersistentVolume, o outcome) error {
-	if err := removeFinalizer(ctx, c, pv, fieldManager); err != nil {
 		return err
 	}
-	klog.FromContext(ctx).V(2).Info("Removed the finalizer", "pv", pv.Name, "finalizer", hostpathv1.FinalizerDirectoryProtection, "outcome", o.message)
-	report(ctx, recorder, pv, o)
-	return nil
+	return c.run(ctx, in)
+}
+
+// Reclaim is the library's path (provisioner.Provisioner.Delete, on the
+// instance its DeletionGuard chose, for a Released PV with policy Delete):
+// the library DELETEs the PV itself as soon as Reclaim returns nil.
+// Reclaim takes the directory of pv, a PV of this provisioner that is not
+// Bound, to its final state on every node that holds it (reclaim policy
+// Delete: removed; otherwise: marked retained) and reports what was done;
+// it does not remove pv's finalizer. Once no node is waiting it remembers
+// pv (policy Delete only: see finishedSet) and returns nil; the library's
+// DELETE then puts pv under deletion, and the Controller's pass removes
+// the finalizer without asking the managers again (ActRemoveFinalizer).
+// While a node that holds the directory is not done, Reclaim emits a
+// Warning naming the nodes and returns an error, to be retried, and
+// remembers nothing. A PV remembered already (the library syncs it again
+// before its DELETE went through) returns nil at once.
+func (c *Controller) Reclaim(ctx context.Context, pv *v1.PersistentVolume) error {
+	return c.run(ctx, c.libraryFacts(pv))
 }

@@ -11,14 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )
-
-// hasFinalizer reports whether pv carries hostpathv1.FinalizerDirectoryProtection.
-func hasFinalizer(pv *v1.PersistentVolume) bool {
-	return slices.Contains(pv.Finalizers, hostpathv1.FinalizerDirectoryProtection)
-}
 
 // EnsureFinalizer adds hostpathv1.FinalizerDirectoryProtection to pv when it lacks it and is
 // not being deleted, with one merge patch guarded by pv's resourceVersion (a
@@ -26,7 +22,7 @@ func hasFinalizer(pv *v1.PersistentVolume) bool {
 // writes nothing otherwise. The caller checks that pv is a node-mode volume
 // of its own node.
 func EnsureFinalizer(ctx context.Context, c kubernetes.Interface, pv *v1.PersistentVolume, fieldManager string) error {
-	if pv.DeletionTimestamp != nil || hasFinalizer(pv) {
+	if pv.DeletionTimestamp != nil || slices.Contains(pv.Finalizers, hostpathv1.FinalizerDirectoryProtection) {
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
@@ -87,5 +83,47 @@ func patchAnnotation(ctx context.Context, c kubernetes.Interface, pv *v1.Persist
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("annotate PersistentVolume %q with %s: %w", pv.Name, key, err)
 	}
+	return nil
+}
+
+// doFinalizer carries out a step that adds or removes the finalizer of the
+// PV of f: ActAddFinalizer, ActRemoveFinalizer, and ActRelease (release).
+func (c *Controller) doFinalizer(ctx context.Context, f Facts, step Step) error {
+	logger := klog.FromContext(ctx)
+	switch step.Action {
+	case ActAddFinalizer:
+		logger.V(2).Info("Adding the finalizer to a PersistentVolume made without it", "finalizer", hostpathv1.FinalizerDirectoryProtection)
+		return EnsureFinalizer(ctx, c.cfg.Client, f.PV, c.cfg.FieldManager)
+	case ActRemoveFinalizer:
+		if err := removeFinalizer(ctx, c.cfg.Client, f.PV, c.cfg.FieldManager); err != nil {
+			return err
+		}
+		logger.V(2).Info("Removed the finalizer; the directory reached its final state here before the library deleted the PersistentVolume",
+			"finalizer", hostpathv1.FinalizerDirectoryProtection)
+		return nil
+	}
+	return c.release(ctx, f, step.Outcome)
+}
+
+// release lets the PV of f go with its directory in its final state:
+// on the Controller's path it removes the finalizer, then reports o; on
+// the library's, it reports o and remembers the PV (finishedSet), and the
+// library DELETEs it.
+func (c *Controller) release(ctx context.Context, f Facts, o outcome) error {
+	pv, logger := f.PV, klog.FromContext(ctx)
+	if f.Path == ControllerPath {
+		if err := removeFinalizer(ctx, c.cfg.Client, pv, c.cfg.FieldManager); err != nil {
+			return err
+		}
+		logger.V(2).Info("Removed the finalizer", "finalizer", hostpathv1.FinalizerDirectoryProtection, "outcome", o.message)
+		report(ctx, c.cfg.Recorder, pv, o)
+		return nil
+	}
+	report(ctx, c.cfg.Recorder, pv, o)
+	if f.Ours {
+		c.finished.add(pv, f.Loc)
+	}
+	logger.V(2).Info("The directory reached its final state; the library deletes the PersistentVolume, then the finalizer comes off",
+		"finalizer", hostpathv1.FinalizerDirectoryProtection, "outcome", o.message)
 	return nil
 }

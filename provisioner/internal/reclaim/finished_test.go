@@ -376,7 +376,7 @@ func TestFinalizeWaitsForPVProtection(t *testing.T) {
 			f.ctrl.finished = newFinishedSet(clk)
 			loc, _ := locationOf(pv, testNames)
 			f.ctrl.finished.add(pv, loc)
-			if err := f.ctrl.finalize(ctx, pv, loc); err != nil {
+			if err := f.ctrl.sync(ctx, pv.Name); err != nil {
 				t.Fatal(err)
 			}
 			if got := len(writes(f.kube)) > 0; got != tc.wantPatch {
@@ -385,7 +385,7 @@ func TestFinalizeWaitsForPVProtection(t *testing.T) {
 			if !tc.wantPatch {
 				// The wait is over (the requeue's time): it comes off.
 				clk.SetTime(now.Add(pvProtectionWait))
-				if err := f.ctrl.finalize(ctx, pv, loc); err != nil || len(writes(f.kube)) != 1 {
+				if err := f.ctrl.sync(ctx, pv.Name); err != nil || len(writes(f.kube)) != 1 {
 					t.Errorf("after the wait: %v, writes %v; want one patch", err, writes(f.kube))
 				}
 			}

@@ -11,15 +11,16 @@ import (
 	"k8s.io/klog/v2"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
-	"hostpath.dev/provisioner/internal/responsibility"
 )
 
 // Node-mode PVs of a deleted Node (Config.NodeGoneGrace, off when 0). A
 // directory lives on its node's disk, so once the Node object is deleted
 // nothing can reach it, and the library cannot reclaim a Released PV of
 // that node (every instance's Delete leaves it to the node's instance,
-// which is gone): without help such PVs stay forever. With a grace period,
-// the instance elected for the PV's UID:
+// which is gone, and the rule of who acts gives the library's Delete of
+// such a PV to nobody): without help such PVs stay forever. With a grace
+// period, the instance elected for the PV's UID (responsibility.MarkNodeGone;
+// its steps are decided by nodeGoneStep, carried out by doNodeGone):
 //
 //  1. marks the PV with hostpathv1.AnnotationNodeGoneSince, the time it first saw the
 //     Node missing, and emits a Warning event NodeGone saying what will
@@ -30,7 +31,7 @@ import (
 //     with reclaim policy Delete that is not Bound (Released, Available,
 //     Failed) with a Warning event VolumeDeleted saying that the directory
 //     went with the node; the finalizer then comes off as for any PV of a
-//     gone node (Controller.finalize: the gone node is skipped, with a
+//     gone node (the final state: the gone node is skipped, with a
 //     Warning DirectoryNotRemoved). A Bound PV is never deleted (its
 //     claim is the user's to delete; it is deleted after the grace period
 //     once Released), and a Retain PV stays, marked.
@@ -49,49 +50,25 @@ const (
 	ReasonVolumeDeleted = "VolumeDeleted"
 )
 
-// syncNodeGone looks after a node-mode PV not under deletion when node-gone
-// handling is on: it reports whether the PV's node is missing (then nothing
-// else is to be done with the PV by this controller).
-func (c *Controller) syncNodeGone(ctx context.Context, pv *v1.PersistentVolume, dir directory) (bool, error) {
-	since, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]
-	exists, err := c.nodeExists(dir.node)
-	switch {
-	case err != nil:
-		return false, err
-	case exists && !marked:
-		return false, nil
-	}
-	// Only the instance elected for the PV marks and unmarks it. Another
-	// may still keep the Node found (nodes.Lookup keeps a found Node for
-	// a while) after the elected one was told it is gone: each would undo
-	// the other's write, over and over, with an event each time.
-	marker, err := c.rule.Acts(responsibility.MarkNodeGone, responsibility.Object{Key: string(pv.UID), Node: dir.node})
-	switch {
-	case err != nil:
-		return !exists, fmt.Errorf("elect the instance for the PersistentVolume: %w", err)
-	case !marker.Acts:
-		return !exists, nil
-	case exists:
-		return false, c.unmarkNodeGone(ctx, pv, dir)
-	}
-	now := c.clock.Now()
-	if !marked {
-		return true, c.markNodeGone(ctx, pv, dir, now)
-	}
-	t, err := time.Parse(time.RFC3339, since)
-	if err != nil {
-		// Not ours to guess: mark it again from now.
-		return true, c.markNodeGone(ctx, pv, dir, now)
-	}
-	deadline := t.Add(c.cfg.NodeGoneGrace)
-	if now.Before(deadline) {
-		c.queue.AddAfter(pv.Name, deadline.Sub(now))
+// doNodeGone carries out a step of the node-gone handling (nodeGoneStep)
+// on the PV of f; more says that the pass decides again on f: after
+// the mark is removed, on the PV without it.
+func (c *Controller) doNodeGone(ctx context.Context, f *Facts, step Step) (more bool, err error) {
+	pv, dir := f.PV, f.Loc.at(f.Loc.Node)
+	switch step.Action {
+	case ActMarkNodeGone:
+		return false, c.markNodeGone(ctx, pv, dir, f.Now)
+	case ActUnmarkNodeGone:
+		if err := c.unmarkNodeGone(ctx, pv, dir); err != nil {
+			return false, err
+		}
+		f.PV = pv.DeepCopy()
+		delete(f.PV.Annotations, hostpathv1.AnnotationNodeGoneSince)
 		return true, nil
+	case ActDeleteNodeGone:
+		return false, c.deleteNodeGone(ctx, pv, dir, step.Since)
 	}
-	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || pv.Status.Phase == v1.VolumeBound {
-		return true, nil
-	}
-	return true, c.deleteNodeGone(ctx, pv, dir, t)
+	return false, fmt.Errorf("PersistentVolume %q: no such step %q", pv.Name, step.Action)
 }
 
 // markNodeGone records on the PV when its node was first seen missing, and

@@ -237,9 +237,3 @@ func (c *Controller) markUncached(ctx context.Context, pv *v1.PersistentVolume, 
 	}
 	return false, err
 }
-
-// nodeGone reports whether node is gone (nodeExists).
-func (c *Controller) nodeGone(node string) (bool, error) {
-	exists, err := c.nodeExists(node)
-	return !exists && err == nil, err
-}

@@ -5,30 +5,49 @@
 // only after every node that holds its directory has reached its final
 // state (removed for Delete, marked retained for Retain or Recycle).
 //
-// There is one deletion path (final.go): it finds the nodes that hold the
-// directory, makes one bounded parallel fan-out to their managers, and
-// reads every answer with client.Classify; while a required node is not
+// Every pass over a PV has the shape of the host definer's controller:
+// Facts -> NextStep -> one step.
+//
+//   - facts.go reads the Facts: what the PV says (where its directory
+//     lives, whether Reclaim finished it moments ago) and, in the
+//     Controller's pass, what the rule of who acts (package
+//     responsibility) and the Nodes say of it, asked only as far as the
+//     PV's state needs.
+//   - next.go decides, with no side effect: NextStep(Facts) Step. Its
+//     table test has a row for each clause of the deletion invariant.
+//   - Small pieces carry a step out and feed the next decision: the
+//     fan-out to the holders (holders.go, calls.go: their answers become
+//     Facts.Answers and NextStep decides again), the finalizer
+//     (finalizer.go: added, removed, or left for the library's DELETE),
+//     the policy record (policy.go), the node-gone marks (nodegone.go) and
+//     the scan for PVs no cache holds (nodegonescan.go), the memory of the
+//     library's path (finished.go). steps.go runs the loop.
+//
+// One sequence takes a PV's directory to its final state (finalStep):
+// one bounded parallel fan-out to the managers of the nodes that hold it,
+// every answer read with managerapi.Classify; while a required node is not
 // done, a Warning names the nodes and why, the finalizer
 // hostpath.dev/directory-protection (hostpathv1.FinalizerDirectoryProtection)
-// stays, and the PV is retried. Two callers take it, in this order for a
+// stays, and the PV is retried. Two paths take it, in this order for a
 // claim deleted with policy Delete:
 //
 //  1. The library's Delete (provisioner.Provisioner.Delete, for a Released
-//     PV with policy Delete) calls Controller.Reclaim, which returns nil
-//     once every required node is done, leaving the finalizer on, and
-//     remembers the PV in memory (finishedSet: its UID, policy Delete and
-//     location, for a few minutes). The library then DELETEs the PV, once:
-//     Reclaim wrote nothing to the PV, so no watch event of ours makes the
-//     library sync it again, and its shouldDelete is false once the PV has
-//     a deletionTimestamp.
-//  2. The Controller (for a PV under deletion that is not Bound, on the
-//     instance that acts for it) removes the finalizer with one JSON patch:
-//     at once for a PV that Reclaim remembers, after the fan-out for any
-//     other (a PV deleted by hand, a restart, another instance, a policy
-//     or location changed since). The PV then goes.
+//     PV with policy Delete) calls Controller.Reclaim (LibraryPath), which
+//     returns nil once every required node is done, leaving the finalizer
+//     on, and remembers the PV in memory (finishedSet: its UID, policy
+//     Delete and location, for a few minutes). The library then DELETEs
+//     the PV, once: Reclaim wrote nothing to the PV, so no watch event of
+//     ours makes the library sync it again, and its shouldDelete is false
+//     once the PV has a deletionTimestamp.
+//  2. The Controller (ControllerPath: a PV under deletion that is not
+//     Bound, on the instance that acts for it) removes the finalizer with
+//     one JSON patch: at once for a PV that Reclaim remembers
+//     (ActRemoveFinalizer), after the fan-out for any other (a PV deleted
+//     by hand or by the node-gone handling, a restart, another instance, a
+//     policy or location changed since). The PV then goes.
 //
 // A PV without the finalizer (made before it existed) is deleted by the
-// library as soon as Reclaim returns nil. See final.go for the steps.
+// library as soon as Reclaim returns nil.
 //
 // The Controller also records a changed reclaim policy with the directory
 // on every node that holds it (hostpathv1.AnnotationRecordedPolicy says
