@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/provisioner/internal/responsibility"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
@@ -51,13 +52,10 @@ func keepWith(t *testing.T, objects ...any) *Keep {
 // hostpathPV is a PV of the configured name named name, in mode node on
 // node (multihost when node is "").
 func hostpathPV(name, node string) *v1.PersistentVolume {
-	a := map[string]string{storagehelpers.AnnDynamicallyProvisioned: configured.Name(), hostpathv1.AnnotationPool: "default", hostpathv1.AnnotationDirectory: name}
 	if node == "" {
-		a[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
-	} else {
-		a[hostpathv1.AnnotationMode], a[hostpathv1.AnnotationNode] = hostpathv1.ModeNode, node
+		return hostpathtest.MultihostPV(name, nil, hostpathtest.ProvisionedBy(configured.Name()), hostpathtest.InDirectory(name))
 	}
-	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: a}}
+	return hostpathtest.NodePV(name, node, hostpathtest.ProvisionedBy(configured.Name()), hostpathtest.InDirectory(name))
 }
 
 // bound makes c bound to the PV volume.
@@ -68,7 +66,7 @@ func bound(c *v1.PersistentVolumeClaim, volume string) *v1.PersistentVolumeClaim
 }
 
 func storageClass(name, provisioner string) *storagev1.StorageClass {
-	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner}
+	return hostpathtest.Class(name, provisioner)
 }
 
 // multihostClass is a multihost class of the configured name.
