@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/managertest"
 )
@@ -38,11 +39,10 @@ func managerPod(name, node, ip string, ready bool) *corev1.Pod {
 // storageClass is a class of provisioner with parameter pool (none when
 // empty).
 func storageClass(name, provisioner, pool string) *storagev1.StorageClass {
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner}
-	if pool != "" {
-		sc.Parameters = map[string]string{"pool": pool}
+	if pool == "" {
+		return hostpathtest.Class(name, provisioner)
 	}
-	return sc
+	return hostpathtest.Class(name, provisioner, hostpathtest.Parameters(map[string]string{hostpathv1.ParamPool: pool}))
 }
 
 func ptrTo(pv corev1.PersistentVolume) *corev1.PersistentVolume { return &pv }
