@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,25 +30,6 @@ type Owners interface {
 	// StorageClass returns the StorageClass name, read fresh.
 	StorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error)
 }
-
-// The annotations by which the provisioner's PVs name their directory:
-// hostpathv1.AnnotationPool and hostpathv1.AnnotationDirectory of
-// api/hostpath/v1 (well_known.go), copied here
-// because the manager module imports no program's module. Keep them
-// equal.
-const (
-	annotationPool      = "hostpath.dev/pool"
-	annotationDirectory = "hostpath.dev/directory"
-)
-
-// The StorageClass parameter that says how a class makes volumes, and its
-// value for multihost volumes: hostpathv1.ParamMode and
-// hostpathv1.ModeMultihost of api/hostpath/v1
-// (well_known.go), copied for the same reason. Keep them equal.
-const (
-	paramMode     = "mode"
-	modeMultihost = "multihost"
-)
 
 // claimVolumePrefix is what the provisioner library names a claim's PV:
 // "pvc-" and the claim's UID.
@@ -248,9 +231,9 @@ func (v volumeRef) checkRemoteClaim(ctx context.Context, what string, c forClaim
 	switch {
 	case class == nil:
 		return refuse("StorageClass %q of claim %s/%s does not exist", className, c.namespace, c.name)
-	case class.Parameters[paramMode] != modeMultihost:
+	case class.Parameters[hostpathv1.ParamMode] != hostpathv1.ModeMultihost:
 		return refuse("claim %s/%s is of StorageClass %q, whose parameter %s is %q, not %q: only the claim's own node makes its directory",
-			c.namespace, c.name, className, paramMode, class.Parameters[paramMode], modeMultihost)
+			c.namespace, c.name, className, hostpathv1.ParamMode, class.Parameters[hostpathv1.ParamMode], hostpathv1.ModeMultihost)
 	}
 	return nil
 }
@@ -344,11 +327,11 @@ func (v volumeRef) ownerVolume(ctx context.Context, what, owner string, fresh bo
 // checkNames says how pv's annotations name another directory than the
 // volume name of p; "" when they name it.
 func checkNames(pv *corev1.PersistentVolume, p *pool, name string) string {
-	pool, dir := pv.Annotations[annotationPool], pv.Annotations[annotationDirectory]
+	pool, dir := pv.Annotations[hostpathv1.AnnotationPool], pv.Annotations[hostpathv1.AnnotationDirectory]
 	if pool == p.name && dir == name {
 		return ""
 	}
-	return fmt.Sprintf("its PersistentVolume %q names directory %q of pool %q (annotations %s and %s), not this one", pv.Name, dir, pool, annotationPool, annotationDirectory)
+	return fmt.Sprintf("its PersistentVolume %q names directory %q of pool %q (annotations %s and %s), not this one", pv.Name, dir, pool, hostpathv1.AnnotationPool, hostpathv1.AnnotationDirectory)
 }
 
 // describeVolume says in what state pv is: its phase, whether it is being

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -196,7 +198,7 @@ func (f *fakeOwners) addClass(name, mode string) {
 	if f.classes == nil {
 		f.classes = map[string]*storagev1.StorageClass{}
 	}
-	f.classes[name] = &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "hostpath.dev/provisioner", Parameters: map[string]string{paramMode: mode}}
+	f.classes[name] = &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "hostpath.dev/provisioner", Parameters: map[string]string{hostpathv1.ParamMode: mode}}
 }
 
 // StorageClass implements Owners.
@@ -240,7 +242,7 @@ func (f *fakeOwners) Claim(_ context.Context, namespace, name string) (*corev1.P
 // directory its annotations name, and claimRef "ns/name" ("" for none).
 func volume(name string, phase corev1.PersistentVolumePhase, policy corev1.PersistentVolumeReclaimPolicy, pool, dir, claimRef string) *corev1.PersistentVolume {
 	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{annotationPool: pool, annotationDirectory: dir}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{hostpathv1.AnnotationPool: pool, hostpathv1.AnnotationDirectory: dir}},
 		Spec:       corev1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: policy},
 		Status:     corev1.PersistentVolumeStatus{Phase: phase},
 	}
