@@ -3,8 +3,8 @@ package managertest
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
-	"strings"
 
 	"hostpath.dev/api/managerapi"
 )
@@ -20,26 +20,19 @@ import (
 // Host answers GET /v1/host: the host as UpdateHost set it, with the
 // manager's pools sorted by name.
 func (m *Manager) Host(context.Context) (*managerapi.Host, error) {
-	n, err := m.call(Call{Method: Host})
-	if err != nil {
-		return nil, err
-	}
-	defer m.done()
-	h := n.host
-	h.Pools = nil
-	for _, p := range n.sortedPools() {
-		h.Pools = append(h.Pools, p.info)
-	}
-	return &h, nil
+	return answer(m, Call{Method: Host}, func(n *node) (*managerapi.Host, error) {
+		h := n.host
+		h.Pools = n.poolInfos()
+		return &h, nil
+	})
 }
 
-// sortedPools returns the pools sorted by name.
-func (n *node) sortedPools() []*pool {
-	out := make([]*pool, 0, len(n.pools))
-	for _, p := range n.pools {
-		out = append(out, p)
+// poolInfos returns what the manager says of its pools, sorted by name.
+func (n *node) poolInfos() []managerapi.Pool {
+	var out []managerapi.Pool
+	for _, name := range slices.Sorted(maps.Keys(n.pools)) {
+		out = append(out, n.pools[name].info)
 	}
-	slices.SortFunc(out, func(a, b *pool) int { return strings.Compare(a.info.Name, b.info.Name) })
 	return out
 }
 
@@ -48,23 +41,20 @@ func (n *node) sortedPools() []*pool {
 // template; else PoolNotFound.
 func (m *Manager) PreparePool(_ context.Context, name string) (*managerapi.Pool, error) {
 	c := Call{Method: PreparePool, Pool: name}
-	n, err := m.call(c)
-	if err != nil {
-		return nil, err
-	}
-	defer m.done()
-	p, ok := n.pools[name]
-	if !ok && n.poolRoot != nil {
-		t := *n.poolRoot
-		t.Name, t.Path = name, ""
-		p, ok = n.addPool(t), true
-	}
-	if !ok {
-		_, err := n.pool(c)
-		return nil, err
-	}
-	info := p.info
-	return &info, nil
+	return answer(m, c, func(n *node) (*managerapi.Pool, error) {
+		p, ok := n.pools[name]
+		if !ok && n.poolRoot != nil {
+			t := *n.poolRoot
+			t.Name, t.Path = name, ""
+			p, ok = n.addPool(t), true
+		}
+		if !ok {
+			_, err := n.pool(c)
+			return nil, err
+		}
+		info := p.info
+		return &info, nil
+	})
 }
 
 // ListVolumes answers every volume of the pool, sorted by name, or
@@ -86,38 +76,32 @@ func (m *Manager) ListVolumesPage(_ context.Context, pool string, opts managerap
 
 // list answers c with the page opts (opts.Limit 0: every volume).
 func (m *Manager) list(c Call, opts managerapi.ListOptions) (*managerapi.VolumeList, error) {
-	n, err := m.call(c)
-	if err != nil {
-		return nil, err
-	}
-	defer m.done()
-	if opts.Limit < 0 {
-		return nil, wrap(c, managerapi.Errorf(managerapi.ReasonBadRequest, "limit %d is negative", opts.Limit))
-	}
-	p, err := n.pool(c)
-	if err != nil {
-		return nil, err
-	}
-	l := &managerapi.VolumeList{Items: p.sorted(opts.Continue, opts.Limit)}
-	if opts.Limit > 0 && len(l.Items) == opts.Limit && len(p.sorted(l.Items[len(l.Items)-1].Name, 1)) > 0 {
-		l.Continue = l.Items[len(l.Items)-1].Name
-	}
-	return l, nil
+	return answer(m, c, func(n *node) (*managerapi.VolumeList, error) {
+		if opts.Limit < 0 {
+			return nil, wrap(c, managerapi.Errorf(managerapi.ReasonBadRequest, "limit %d is negative", opts.Limit))
+		}
+		p, err := n.pool(c)
+		if err != nil {
+			return nil, err
+		}
+		l := &managerapi.VolumeList{Items: p.sorted(opts.Continue, opts.Limit)}
+		if opts.Limit > 0 && len(l.Items) == opts.Limit && len(p.sorted(l.Items[len(l.Items)-1].Name, 1)) > 0 {
+			l.Continue = l.Items[len(l.Items)-1].Name
+		}
+		return l, nil
+	})
 }
 
 // GetVolume answers the volume, NotFound or PoolNotFound.
 func (m *Manager) GetVolume(_ context.Context, pool, name string) (*managerapi.Volume, error) {
 	c := Call{Method: GetVolume, Pool: pool, Name: name}
-	n, err := m.call(c)
-	if err != nil {
-		return nil, err
-	}
-	defer m.done()
-	_, v, err := n.volume(c)
-	if err != nil {
-		return nil, err
-	}
-	return copyVolume(v), nil
+	return answer(m, c, func(n *node) (*managerapi.Volume, error) {
+		_, v, err := n.volume(c)
+		if err != nil {
+			return nil, err
+		}
+		return copyVolume(v), nil
+	})
 }
 
 // CreateVolume makes the volume for req.Owner with an owner record of what
@@ -128,16 +112,13 @@ func (m *Manager) GetVolume(_ context.Context, pool, name string) (*managerapi.V
 // is NotEnforced; a missing pool PoolNotFound.
 func (m *Manager) CreateVolume(_ context.Context, pool, name string, req managerapi.CreateVolumeRequest) (*managerapi.Volume, error) {
 	c := Call{Method: CreateVolume, Pool: pool, Name: name, Request: req}
-	n, err := m.call(c)
-	if err != nil {
-		return nil, err
-	}
-	defer m.done()
-	v, err := n.create(c, req)
-	if err != nil {
-		return nil, err
-	}
-	return copyVolume(v), nil
+	return answer(m, c, func(n *node) (*managerapi.Volume, error) {
+		v, err := n.create(c, req)
+		if err != nil {
+			return nil, err
+		}
+		return copyVolume(v), nil
+	})
 }
 
 // create is CreateVolume's, and CloneVolume's once its copy is done.
@@ -174,38 +155,35 @@ func (n *node) create(c Call, req managerapi.CreateVolumeRequest) (*managerapi.V
 // A target volume of another owner is OwnerConflict.
 func (m *Manager) CloneVolume(_ context.Context, pool, name string, req managerapi.CloneVolumeRequest) (*managerapi.Clone, error) {
 	c := Call{Method: CloneVolume, Pool: pool, Name: name, Request: req}
-	n, err := m.call(c)
-	if err != nil {
-		return nil, err
-	}
-	defer m.done()
-	src := Call{Method: CloneVolume, Pool: req.SourcePool, Name: req.SourceName}
-	_, sv, err := n.volume(src)
-	if err != nil {
-		return nil, rewrap(c, err)
-	}
-	if sv.Owner != req.SourceOwner {
-		return nil, rewrap(c, ownerConflict(src, sv, req.SourceOwner))
-	}
-	cl := &managerapi.Clone{Source: req.SourcePool + "/" + req.SourceName, State: managerapi.CloneCopying, Method: managerapi.CloneMethodCopy, TotalBytes: 100}
-	p, err := n.pool(c)
-	if err != nil {
-		return nil, err
-	}
-	if v, ok := p.volumes[name]; ok && v.Owner != req.Owner {
-		return nil, ownerConflict(c, v, req.Owner)
-	} else if !ok && n.cloneSteps > 0 {
-		n.cloneSteps--
-		cl.CopiedBytes = int64(100 / (n.cloneSteps + 1))
+	return answer(m, c, func(n *node) (*managerapi.Clone, error) {
+		src := Call{Method: CloneVolume, Pool: req.SourcePool, Name: req.SourceName}
+		_, sv, err := n.volume(src)
+		if err != nil {
+			return nil, rewrap(c, err)
+		}
+		if sv.Owner != req.SourceOwner {
+			return nil, rewrap(c, ownerConflict(src, sv, req.SourceOwner))
+		}
+		cl := &managerapi.Clone{Source: req.SourcePool + "/" + req.SourceName, State: managerapi.CloneCopying, Method: managerapi.CloneMethodCopy, TotalBytes: 100}
+		p, err := n.pool(c)
+		if err != nil {
+			return nil, err
+		}
+		if v, ok := p.volumes[name]; ok && v.Owner != req.Owner {
+			return nil, ownerConflict(c, v, req.Owner)
+		} else if !ok && n.cloneSteps > 0 {
+			n.cloneSteps--
+			cl.CopiedBytes = int64(100 / (n.cloneSteps + 1))
+			return cl, nil
+		}
+		v, err := n.create(c, req.CreateVolumeRequest)
+		if err != nil {
+			return nil, err
+		}
+		v.CloneOf, v.CloneMethod = cl.Source, cl.Method
+		cl.State, cl.CopiedBytes, cl.Volume = managerapi.CloneDone, 100, copyVolume(v)
 		return cl, nil
-	}
-	v, err := n.create(c, req.CreateVolumeRequest)
-	if err != nil {
-		return nil, err
-	}
-	v.CloneOf, v.CloneMethod = cl.Source, cl.Method
-	cl.State, cl.CopiedBytes, cl.Volume = managerapi.CloneDone, 100, copyVolume(v)
-	return cl, nil
+	})
 }
 
 // rewrap returns err, an answer about the source of clone c, as the
@@ -226,29 +204,26 @@ func rewrap(c Call, err error) error {
 // missing volume is NotFound.
 func (m *Manager) SetOwner(_ context.Context, pool, name string, req managerapi.SetOwnerRequest) (*managerapi.Volume, error) {
 	c := Call{Method: SetOwner, Pool: pool, Name: name, Request: req}
-	n, err := m.call(c)
-	if err != nil {
-		return nil, err
-	}
-	defer m.done()
-	_, v, err := n.volume(c)
-	if err != nil {
-		return nil, err
-	}
-	if v.Owner != req.Previous {
-		return nil, ownerConflict(c, v, req.Previous)
-	}
-	if v.Owner != req.Owner {
-		v.ReclaimPolicy, v.ClaimNamespace, v.OwnedSince = "", "", nil
-	}
-	if req.ReclaimPolicy != "" {
-		v.ReclaimPolicy = req.ReclaimPolicy
-	}
-	if req.ClaimNamespace != "" {
-		v.ClaimNamespace = req.ClaimNamespace
-	}
-	v.Owner, v.Retained, v.Multihost = req.Owner, req.Retained, v.Multihost || req.Multihost
-	return copyVolume(v), nil
+	return answer(m, c, func(n *node) (*managerapi.Volume, error) {
+		_, v, err := n.volume(c)
+		if err != nil {
+			return nil, err
+		}
+		if v.Owner != req.Previous {
+			return nil, ownerConflict(c, v, req.Previous)
+		}
+		if v.Owner != req.Owner {
+			v.ReclaimPolicy, v.ClaimNamespace, v.OwnedSince = "", "", nil
+		}
+		if req.ReclaimPolicy != "" {
+			v.ReclaimPolicy = req.ReclaimPolicy
+		}
+		if req.ClaimNamespace != "" {
+			v.ClaimNamespace = req.ClaimNamespace
+		}
+		v.Owner, v.Retained, v.Multihost = req.Owner, req.Retained, v.Multihost || req.Multihost
+		return copyVolume(v), nil
+	})
 }
 
 // SetSize grows the volume of req.Owner to req.SizeBytes: another owner,
@@ -256,23 +231,20 @@ func (m *Manager) SetOwner(_ context.Context, pool, name string, req managerapi.
 // shrink), a missing volume NotFound.
 func (m *Manager) SetSize(_ context.Context, pool, name string, req managerapi.SetSizeRequest) (*managerapi.Volume, error) {
 	c := Call{Method: SetSize, Pool: pool, Name: name, Request: req}
-	n, err := m.call(c)
-	if err != nil {
-		return nil, err
-	}
-	defer m.done()
-	_, v, err := n.volume(c)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case v.Owner == "" || v.Owner != req.Owner:
-		return nil, ownerConflict(c, v, req.Owner)
-	case req.SizeBytes < v.SizeBytes:
-		return nil, wrap(c, managerapi.Errorf(managerapi.ReasonConflict, "volume %q in pool %q has size %d; it cannot shrink to %d", name, pool, v.SizeBytes, req.SizeBytes))
-	}
-	v.SizeBytes = req.SizeBytes
-	return copyVolume(v), nil
+	return answer(m, c, func(n *node) (*managerapi.Volume, error) {
+		_, v, err := n.volume(c)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case v.Owner == "" || v.Owner != req.Owner:
+			return nil, ownerConflict(c, v, req.Owner)
+		case req.SizeBytes < v.SizeBytes:
+			return nil, wrap(c, managerapi.Errorf(managerapi.ReasonConflict, "volume %q in pool %q has size %d; it cannot shrink to %d", name, pool, v.SizeBytes, req.SizeBytes))
+		}
+		v.SizeBytes = req.SizeBytes
+		return copyVolume(v), nil
+	})
 }
 
 // DeleteVolume removes the volume of opts.Owner; a missing volume is a
@@ -281,24 +253,22 @@ func (m *Manager) SetSize(_ context.Context, pool, name string, req managerapi.S
 // (UsedBytes above 0) NotEmpty.
 func (m *Manager) DeleteVolume(_ context.Context, pool, name string, opts managerapi.DeleteOptions) error {
 	c := Call{Method: DeleteVolume, Pool: pool, Name: name, Request: opts}
-	n, err := m.call(c)
-	if err != nil {
-		return err
-	}
-	defer m.done()
-	p, err := n.pool(c)
-	if err != nil {
-		return err
-	}
-	v, ok := p.volumes[name]
-	switch {
-	case !ok:
-		return nil
-	case v.Owner == "" || v.Owner != opts.Owner:
-		return ownerConflict(c, v, opts.Owner)
-	case opts.IfEmpty && v.UsedBytes != nil && *v.UsedBytes > 0:
-		return wrap(c, managerapi.Errorf(managerapi.ReasonNotEmpty, "volume %q in pool %q is not empty", name, pool))
-	}
-	delete(p.volumes, name)
-	return nil
+	_, err := answer(m, c, func(n *node) (struct{}, error) {
+		p, err := n.pool(c)
+		if err != nil {
+			return struct{}{}, err
+		}
+		v, ok := p.volumes[name]
+		switch {
+		case !ok:
+			return struct{}{}, nil
+		case v.Owner == "" || v.Owner != opts.Owner:
+			return struct{}{}, ownerConflict(c, v, opts.Owner)
+		case opts.IfEmpty && v.UsedBytes != nil && *v.UsedBytes > 0:
+			return struct{}{}, wrap(c, managerapi.Errorf(managerapi.ReasonNotEmpty, "volume %q in pool %q is not empty", name, pool))
+		}
+		delete(p.volumes, name)
+		return struct{}{}, nil
+	})
+	return err
 }

@@ -102,11 +102,7 @@ func (n *node) addPool(p managerapi.Pool) *pool {
 // (without recording a call).
 func (m *Manager) Pools() []managerapi.Pool {
 	var out []managerapi.Pool
-	m.state(func(n *node) {
-		for _, p := range n.sortedPools() {
-			out = append(out, p.info)
-		}
-	})
+	m.state(func(n *node) { out = n.poolInfos() })
 	return out
 }
 
@@ -251,19 +247,18 @@ func (p *pool) sorted(after string, limit int) []managerapi.Volume {
 	return out
 }
 
-// call records c, and returns the state of the manager, locked (the
-// caller unlocks f.mu), or the scripted error of c.
-func (m *Manager) call(c Call) (*node, error) {
+// answer records c, made to m, and answers it: with the scripted error
+// that matches it, else with fn over m's state, under the Fake's lock.
+func answer[T any](m *Manager, c Call, fn func(n *node) (T, error)) (T, error) {
 	c.Node = m.node
 	if err := m.f.begin(c); err != nil {
-		return nil, err
+		var none T
+		return none, err
 	}
 	m.f.mu.Lock()
-	return m.f.node(m.node), nil
+	defer m.f.mu.Unlock()
+	return fn(m.f.node(m.node))
 }
-
-// done unlocks what call locked.
-func (m *Manager) done() { m.f.mu.Unlock() }
 
 // wrap returns the manager's answer e of call c as the client returns it:
 // "METHOD /path: manager answered ...".
