@@ -34,7 +34,7 @@ func (req CreateVolumeRequest) Validate() (fs.FileMode, error) {
 		return 0, err
 	}
 	if req.RequiredBytes < 0 {
-		return 0, fmt.Errorf("requiredBytes %d is negative", req.RequiredBytes)
+		return 0, errors.New("requiredBytes must not be negative")
 	}
 	return ParseMode(req.Mode)
 }
@@ -91,7 +91,7 @@ func (req SetSizeRequest) Validate() error {
 		return err
 	}
 	if req.SizeBytes <= 0 {
-		return fmt.Errorf("sizeBytes %d is not positive", req.SizeBytes)
+		return errors.New("sizeBytes must be positive")
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func TestValidateRequests(t *testing.T) {
 		{"create with a bad reclaim policy", create(func(r *managerapi.CreateVolumeRequest) { r.ReclaimPolicy = "Recycle" }), "reclaimPolicy"},
 		{"create with a bad claim namespace", create(func(r *managerapi.CreateVolumeRequest) { r.ClaimNamespace = "Team_A" }), "claimNamespace"},
 		{"create with a bad claim name", create(func(r *managerapi.CreateVolumeRequest) { r.ClaimName = "Data_1" }), `claimName "Data_1" is not a PersistentVolumeClaim name`},
-		{"create with a negative size", create(func(r *managerapi.CreateVolumeRequest) { r.RequiredBytes = -1 }), "negative"},
+		{"create with a negative size", create(func(r *managerapi.CreateVolumeRequest) { r.RequiredBytes = -1 }), "requiredBytes must not be negative"},
 		{"create with a bad mode", create(func(r *managerapi.CreateVolumeRequest) { r.Mode = "999" }), "mode"},
 		{"clone", clone(func(*managerapi.CloneVolumeRequest) {}), ""},
 		{"clone of another pool's volume of the same name", clone(func(r *managerapi.CloneVolumeRequest) { r.SourcePool, r.SourceName = "slow", "copy" }), ""},
@@ -65,8 +65,8 @@ func TestValidateRequests(t *testing.T) {
 		{"set owner with a bad claim name", setOwner(func(r *managerapi.SetOwnerRequest) { r.ClaimName = strings.Repeat("c", 254) }), "claimName"},
 		{"set size", setSize("pv-1", 1), ""},
 		{"set size without owner", setSize("", 1), "owner"},
-		{"set size to zero", setSize("pv-1", 0), "sizeBytes 0 is not positive"},
-		{"set size negative", setSize("pv-1", -1), "sizeBytes -1 is not positive"},
+		{"set size to zero", setSize("pv-1", 0), "sizeBytes must be positive"},
+		{"set size negative", setSize("pv-1", -1), "sizeBytes must be positive"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			err := tc.validate()
