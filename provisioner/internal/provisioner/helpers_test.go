@@ -132,11 +132,6 @@ func ownerConflict(owner string) error {
 		Reason: managerapi.ReasonOwnerConflict, Message: "the directory belongs to " + owner, Owner: owner}})
 }
 
-// answer is the manager's error of reason.
-func answer(reason managerapi.Reason) error {
-	return fmt.Errorf("GET /v1/pools/default/volumes/x: %w", &managerapi.Error{StatusCode: reason.HTTPStatus(), Status: managerapi.Status{Reason: reason, Message: "m"}})
-}
-
 // fixture is a Provisioner and its ClaimSync on selfNode over fake caches.
 type fixture struct {
 	prov     *Provisioner
