@@ -1,10 +1,13 @@
 // Package hostpathtest builds, for tests only, the Kubernetes objects the
 // programs read: PersistentVolumes of node mode and multihost with the
 // annotations of hostpathv1 (hostpath.dev/api/hostpath/v1), claims,
-// StorageClasses and Nodes. Each builder makes a small valid object and
-// takes options (funcs that change it, applied in order), so that a test
-// says only what matters to it; the options of this package change one
-// thing each, and a test's own funcs of the same type mix with them.
+// StorageClasses, Nodes and manager pods; it also takes the events of a
+// FakeRecorder (Events) and decodes objects kept in testdata (Load), which
+// tests of several packages did each for themselves. Each builder makes a
+// small valid object and takes options (funcs that change it, applied in
+// order), so that a test says only what matters to it; the options of
+// this package change one thing each, and a test's own funcs of the same
+// type mix with them.
 //
 // It lives beside the vocabulary it spells, in the api module that both
 // the provisioner and the host definer import, rather than in either

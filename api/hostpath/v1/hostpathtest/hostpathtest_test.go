@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/client-go/tools/record"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )
@@ -81,5 +82,23 @@ func TestOptions(t *testing.T) {
 	}
 	if n := Node("node-b", Hostname("")); len(n.Labels) != 0 {
 		t.Errorf("node without hostname = %+v", n.Labels)
+	}
+}
+
+// TestPodsEventsAndLoad checks the builders of manager pods, Events and
+// Load.
+func TestPodsEventsAndLoad(t *testing.T) {
+	p := ManagerPod("ns", "m", "node-a", "10.0.0.1", NotReady, PodLabels(map[string]string{"app": "m"}))
+	if p.Spec.NodeName != "node-a" || p.Status.PodIP != "10.0.0.1" || p.Status.Conditions[0].Status != v1.ConditionFalse || p.Labels["app"] != "m" || p.UID != UID("m") {
+		t.Errorf("pod = %+v", p)
+	}
+	r := record.NewFakeRecorder(2)
+	r.Event(p, v1.EventTypeNormal, "Reason", "message")
+	if got := Events(r); !slices.Equal(got, []string{"Normal Reason message"}) || len(Events(r)) != 0 {
+		t.Errorf("Events = %q, then not empty", got)
+	}
+	n := Load[v1.Node](t, "node.json")
+	if n.Name != "node-a" {
+		t.Errorf("Load = %+v", n)
 	}
 }
