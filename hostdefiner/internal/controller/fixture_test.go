@@ -272,27 +272,14 @@ func (f *fixture) runErr(key Key) result {
 	}
 	f.kube.ClearActions()
 	f.client.ClearActions()
-	f.drainEvents()
+	hostpathtest.Events(f.recorder)
 	f.managers.Take()
 	err := f.c.Sync(f.ctx, key)
 	made := f.managers.Take()
-	r := result{err: err, actions: describeActions(append(f.client.Actions(), f.kube.Actions()...)), events: f.drainEvents(),
+	r := result{err: err, actions: describeActions(append(f.client.Actions(), f.kube.Actions()...)), events: hostpathtest.Events(f.recorder),
 		calls: describeCalls(made), made: made}
 	f.refresh()
 	return r
-}
-
-// drainEvents takes the recorded events.
-func (f *fixture) drainEvents() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
 }
 
 // refresh copies the HostDefinitions and PersistentVolumes of the fake
@@ -633,20 +620,11 @@ func newNode(name string) *v1.Node {
 func managerPodName(node string) string { return "hostpath-manager-" + node }
 
 // managerPodUID is the UID of the manager pod managerPod makes.
-func managerPodUID(node string) types.UID { return types.UID("uid-" + managerPodName(node)) }
+func managerPodUID(node string) types.UID { return hostpathtest.UID(managerPodName(node)) }
 
 // managerPod is a Ready manager pod on node.
 func managerPod(node string) *v1.Pod {
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: managerPodName(node), Namespace: testNamespace, UID: managerPodUID(node), Labels: managerPodLabels,
-		},
-		Spec: v1.PodSpec{NodeName: node},
-		Status: v1.PodStatus{
-			Phase: v1.PodRunning, PodIP: "10.0.0.1",
-			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
-		},
-	}
+	return hostpathtest.ManagerPod(testNamespace, managerPodName(node), node, "10.0.0.1", hostpathtest.PodLabels(managerPodLabels))
 }
 
 // newClass is a StorageClass.

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
@@ -23,17 +22,10 @@ import (
 
 // managerPod is a manager pod on node with ip, Ready or not.
 func managerPod(name, node, ip string, ready bool) *corev1.Pod {
-	status := corev1.ConditionFalse
 	if ready {
-		status = corev1.ConditionTrue
+		return hostpathtest.ManagerPod(DefaultNamespace, name, node, ip)
 	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: name, Labels: map[string]string{"app.kubernetes.io/name": "hostpath-manager"}},
-		Spec:       corev1.PodSpec{NodeName: node},
-		Status: corev1.PodStatus{PodIP: ip, Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: status},
-		}},
-	}
+	return hostpathtest.ManagerPod(DefaultNamespace, name, node, ip, hostpathtest.NotReady)
 }
 
 // storageClass is a class of provisioner with parameter pool (none when

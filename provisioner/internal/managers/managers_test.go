@@ -28,20 +28,19 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/trust/trusttest"
 )
 
+// managerPod is a manager pod sys/name labelled app=m on node with ip,
+// Ready or not.
 func managerPod(name, node, ip string, ready bool) *v1.Pod {
-	status := v1.ConditionFalse
-	if ready {
-		status = v1.ConditionTrue
+	p := hostpathtest.ManagerPod("sys", name, node, ip, hostpathtest.PodLabels(map[string]string{"app": "m"}))
+	if !ready {
+		hostpathtest.NotReady(p)
 	}
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "sys", Name: name, Labels: map[string]string{"app": "m"}},
-		Spec:       v1.PodSpec{NodeName: node},
-		Status:     v1.PodStatus{PodIP: ip, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: status}}},
-	}
+	return p
 }
 
 func TestResolver(t *testing.T) {

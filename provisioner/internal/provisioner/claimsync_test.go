@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 )
 
 // TestClaimSync checks that the claim sync does each effect once, and only
@@ -29,7 +30,7 @@ func TestClaimSync(t *testing.T) {
 			for range 3 {
 				f.syncClaim(ctx, t, c, 0)
 			}
-			checkEvents(t, f.events(), tc.wantEvents)
+			checkEvents(t, hostpathtest.Events(f.recorder), tc.wantEvents)
 			actions := f.kube.Actions()
 			if !tc.wantPatch {
 				if len(actions) > 0 {
@@ -73,7 +74,7 @@ func TestClaimSyncBoundClaim(t *testing.T) {
 	c.Spec.VolumeName = "pv"
 	f := newFixture(t, fakeInstances{Wins: true}, append(append(testNodes(), testClasses()...), c)...)
 	f.syncClaim(ctx, t, c, 0)
-	if events, actions := f.events(), f.kube.Actions(); len(events) > 0 || len(actions) > 0 {
+	if events, actions := hostpathtest.Events(f.recorder), f.kube.Actions(); len(events) > 0 || len(actions) > 0 {
 		t.Errorf("events = %q, API actions = %v; want none", events, actions)
 	}
 }
@@ -101,7 +102,7 @@ func TestClaimSyncPatchFailure(t *testing.T) {
 				return true, nil, tc.err
 			})
 			f.syncClaim(ctx, t, c, tc.wantRequeues)
-			if events := f.events(); len(events) > 0 {
+			if events := hostpathtest.Events(f.recorder); len(events) > 0 {
 				t.Errorf("events = %q, want none", events)
 			}
 		})
@@ -117,7 +118,7 @@ func TestClaimSyncReportsOnce(t *testing.T) {
 	for range 3 {
 		f.syncClaim(ctx, t, c, 0)
 	}
-	checkEvents(t, f.events(), []string{"Warning " + ReasonNoNode})
+	checkEvents(t, hostpathtest.Events(f.recorder), []string{"Warning " + ReasonNoNode})
 
 	// A changed problem is reported again.
 	c = c.DeepCopy()
@@ -126,13 +127,13 @@ func TestClaimSyncReportsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.syncClaim(ctx, t, c, 0)
-	checkEvents(t, f.events(), []string{"Warning " + ReasonNodeNotFound})
+	checkEvents(t, hostpathtest.Events(f.recorder), []string{"Warning " + ReasonNodeNotFound})
 
 	// Once the claim is deleted, a new claim with the same UID is
 	// reported again.
 	f.sync.claimDeleted(c)
 	f.syncClaim(ctx, t, c, 0)
-	checkEvents(t, f.events(), []string{"Warning " + ReasonNodeNotFound})
+	checkEvents(t, hostpathtest.Events(f.recorder), []string{"Warning " + ReasonNodeNotFound})
 }
 
 // claimsResource is the resource of claims on the fake API server.
@@ -254,7 +255,7 @@ func TestControlPlaneNode(t *testing.T) {
 			f := newFixture(t, fakeInstances{Wins: true, On: []string{selfNode, otherNode}},
 				append(append(testNodes(), testClasses()...), tc.node, c)...)
 			f.syncClaim(ctx, t, c, 0)
-			events := f.events()
+			events := hostpathtest.Events(f.recorder)
 			checkEvents(t, events, []string{tc.wantEvent})
 			checkMessage(t, "event", events[0], tc.want, tc.notWant)
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/managertest"
 )
@@ -109,7 +110,7 @@ func TestCloneDecision(t *testing.T) {
 				t.Errorf("ShouldProvision = %t", got)
 			}
 			synced := f.syncClaim(ctx, t, tc.clone, 0)
-			events := f.events()
+			events := hostpathtest.Events(f.recorder)
 			checkEvents(t, events, tc.wantEvents)
 			if tc.wantInMsg != "" && !strings.Contains(strings.Join(events, "\n"), tc.wantInMsg) {
 				t.Errorf("events %q do not say %q", events, tc.wantInMsg)
@@ -145,7 +146,7 @@ func TestProvisionClone(t *testing.T) {
 	if pv.Annotations[hostpathv1.AnnotationNode] != selfNode || pv.Spec.HostPath == nil || pv.Spec.HostPath.Path != "/var/hpvolumes/ns-data-"+testPVName {
 		t.Errorf("pv = %+v", pv)
 	}
-	events := f.events()
+	events := hostpathtest.Events(f.recorder)
 	checkEvents(t, events, []string{"Normal " + ReasonCloneStarted, "Normal " + ReasonCloneProgress, "Normal " + ReasonCloneFinished})
 	if !strings.Contains(events[2], "by copy in ") {
 		t.Errorf("CloneFinished = %q, want the method", events[2])
@@ -187,7 +188,7 @@ func TestProvisionMultihostClone(t *testing.T) {
 			t.Errorf("node %s: clones %q, creates %q", n, got, callsOf(managers.Node(n), managertest.CreateVolume))
 		}
 	}
-	checkEvents(t, f.events(), []string{"Normal " + ReasonCloneStarted, "Normal " + ReasonCloneFinished})
+	checkEvents(t, hostpathtest.Events(f.recorder), []string{"Normal " + ReasonCloneStarted, "Normal " + ReasonCloneFinished})
 
 	nodeSource := sourcePV(selfNode, "1Gi")
 	f, managers = multihostFixture(t, fakeTargets{ready: []string{selfNode}}, sourceClaim("multihost"), nodeSource, clone)
@@ -198,7 +199,7 @@ func TestProvisionMultihostClone(t *testing.T) {
 	if len(callsOf(managers.Node(selfNode), managertest.CloneVolume)) != 0 {
 		t.Errorf("clones = %q, want none", callsOf(managers.Node(selfNode), managertest.CloneVolume))
 	}
-	checkEvents(t, f.events(), []string{"Warning " + ReasonCloneSourceInvalid})
+	checkEvents(t, hostpathtest.Events(f.recorder), []string{"Warning " + ReasonCloneSourceInvalid})
 }
 
 // TestClonesWaitForTheirSource: when a source claim is bound, the claim

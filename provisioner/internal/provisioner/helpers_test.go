@@ -193,19 +193,6 @@ func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
 	return f
 }
 
-// events drains the recorded events.
-func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 func node(name, hostname string) *v1.Node {
 	return hostpathtest.Node(name, hostpathtest.Hostname(hostname))
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 )
 
 // claimCase is a claim as one instance (on selfNode) sees it, with what its
@@ -111,7 +112,7 @@ func TestShouldProvision(t *testing.T) {
 					t.Errorf("ShouldProvision = %v, want %v", got, tc.want)
 				}
 			}
-			if events := f.events(); len(events) > 0 {
+			if events := hostpathtest.Events(f.recorder); len(events) > 0 {
 				t.Errorf("events = %q, want none", events)
 			}
 			if actions := f.kube.Actions(); len(actions) > 0 {
@@ -140,7 +141,7 @@ func TestForeignClaims(t *testing.T) {
 			for range 2 {
 				f.syncClaim(ctx, t, c, 0)
 			}
-			if events := f.events(); len(events) > 0 {
+			if events := hostpathtest.Events(f.recorder); len(events) > 0 {
 				t.Errorf("events = %q, want none", events)
 			}
 			if actions := f.kube.Actions(); len(actions) > 0 {

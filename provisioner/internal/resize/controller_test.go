@@ -302,7 +302,7 @@ func TestSync(t *testing.T) {
 			if msg := conditionMessage(claim, v1.PersistentVolumeClaimControllerResizeError); !strings.Contains(msg, tc.wantConditionMessage) {
 				t.Errorf("ControllerResizeError message = %q, want it to contain %q", msg, tc.wantConditionMessage)
 			}
-			checkEvents(t, events(f.recorder), tc.wantEvents)
+			checkEvents(t, hostpathtest.Events(f.recorder), tc.wantEvents)
 
 			// A second sync over the caches the informers would then hold
 			// writes nothing, calls no manager on success or infeasible, and
@@ -322,7 +322,7 @@ func TestSync(t *testing.T) {
 			if got := setSizes(mgrs); len(got) != before {
 				t.Errorf("second sync called the managers: %q", got[before:])
 			}
-			if got := events(f.recorder); len(got) > 0 {
+			if got := hostpathtest.Events(f.recorder); len(got) > 0 {
 				t.Errorf("second sync emitted %q", got)
 			}
 		})

@@ -292,19 +292,6 @@ func patches(kube *fake.Clientset) []string {
 	return out
 }
 
-// events drains the recorder.
-func events(r *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-r.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 // checkEvents checks that got has one event per want, each containing
 // every part of it.
 func checkEvents(t *testing.T, got []string, want [][]string) {
