@@ -19,7 +19,9 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
@@ -28,7 +30,7 @@ import (
 type controllerFixture struct {
 	ctrl     *Controller
 	kube     *fake.Clientset
-	manager  *fakeManager
+	managers *managertest.Fake
 	asked    []string // nodes whose manager was asked for
 	recorder *record.FakeRecorder
 	// pvCache is the PV informer's cache, which the Controller reads.
@@ -37,14 +39,14 @@ type controllerFixture struct {
 
 // newControllerFixture puts pvs and nodes in the clientset and in the
 // informer caches.
-func newControllerFixture(t *testing.T, inst responsibilitytest.Instances, mgr *fakeManager, managersErr error, pvs []*v1.PersistentVolume, nodes ...string) *controllerFixture {
+func newControllerFixture(t *testing.T, inst responsibilitytest.Instances, managersErr error, pvs []*v1.PersistentVolume, nodes ...string) *controllerFixture {
 	t.Helper()
 	var objects []runtime.Object
 	for _, pv := range pvs {
 		objects = append(objects, pv)
 	}
 	for _, n := range nodes {
-		objects = append(objects, newNode(n))
+		objects = append(objects, hostpathtest.Node(n))
 	}
 	kube := fake.NewClientset(objects...)
 	factory := informers.NewSharedInformerFactory(kube, 0)
@@ -53,7 +55,7 @@ func newControllerFixture(t *testing.T, inst responsibilitytest.Instances, mgr *
 			t.Fatal(err)
 		}
 	}
-	f := &controllerFixture{kube: kube, manager: mgr, recorder: record.NewFakeRecorder(10),
+	f := &controllerFixture{kube: kube, managers: newManagers(pvs, nodes...), recorder: record.NewFakeRecorder(10),
 		pvCache: factory.Core().V1().PersistentVolumes().Informer().GetIndexer()}
 	f.ctrl = NewController(Config{
 		ProvisionerNames: testNames,
@@ -68,7 +70,7 @@ func newControllerFixture(t *testing.T, inst responsibilitytest.Instances, mgr *
 			if managersErr != nil {
 				return nil, managersErr
 			}
-			return mgr, nil
+			return managertest.For[Manager](f.managers)(node)
 		},
 		Recorder: f.recorder,
 		Fanout:   fanout.Options{Attempts: 1},
@@ -217,87 +219,87 @@ func TestSync(t *testing.T) {
 		},
 		{
 			name:           "bound PV under deletion waits",
-			pv:             newPV("pv-1", withPhase(v1.VolumeBound)),
+			pv:             newPV("pv-1", hostpathtest.Phase(v1.VolumeBound)),
 			wantFinalizers: kept,
 		},
 		{
 			name:           "PV of another node: its instance acts, this one writes nothing",
-			pv:             newPV("pv-1", onNode(otherNode)),
+			pv:             newPV("pv-1", hostpathtest.OnNode(otherNode)),
 			elected:        true,
 			wantFinalizers: kept,
 		},
 		{
 			name:           "node gone: the elected instance removes the finalizer with a warning",
-			pv:             newPV("pv-1", onNode(goneNode)),
+			pv:             newPV("pv-1", hostpathtest.OnNode(goneNode)),
 			elected:        true,
 			wantFinalizers: released,
 			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-gone" was not removed on node "node-gone": the node no longer exists`},
 		},
 		{
 			name:           "node gone, retain policy: the elected instance removes the finalizer with a warning",
-			pv:             newPV("pv-1", onNode(goneNode), withPolicy(v1.PersistentVolumeReclaimRetain)),
+			pv:             newPV("pv-1", hostpathtest.OnNode(goneNode), withPolicy(v1.PersistentVolumeReclaimRetain)),
 			elected:        true,
 			wantFinalizers: released,
 			wantEvents:     []string{`Warning DirectoryNotRetained The directory "pv-1-dir" in pool "default" on node "node-gone" was not marked retained`},
 		},
 		{
 			name:           "node gone: an instance not elected writes nothing",
-			pv:             newPV("pv-1", onNode(goneNode)),
+			pv:             newPV("pv-1", hostpathtest.OnNode(goneNode)),
 			wantFinalizers: kept,
 		},
 		{
 			name:           "no node annotation: the elected instance removes the finalizer with a warning",
-			pv:             newPV("pv-1", onNode("")),
+			pv:             newPV("pv-1", hostpathtest.OnNode("")),
 			elected:        true,
 			wantFinalizers: released,
 			wantEvents:     []string{"Warning DirectoryNotRemoved The PersistentVolume names no node"},
 		},
 		{
 			name:           "no directory annotation: finalizer removed with a warning",
-			pv:             newPV("pv-1", withAnnotation(hostpathv1.AnnotationDirectory, "")),
+			pv:             newPV("pv-1", hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "")),
 			wantFinalizers: released,
 			wantEvents:     []string{"Warning DirectoryNotRemoved The PersistentVolume names no pool or directory"},
 		},
 		{
 			name:           "PV of another provisioner is ignored",
-			pv:             newPV("pv-1", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
+			pv:             newPV("pv-1", hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
 			wantFinalizers: kept,
 		},
 		{
 			name:           "multihost PV on an instance not elected: nothing written",
-			pv:             newPV("pv-1", withAnnotation(hostpathv1.AnnotationMode, "multihost")),
+			pv:             newPV("pv-1", hostpathtest.Annotation(hostpathv1.AnnotationMode, "multihost")),
 			wantFinalizers: kept,
 		},
 		{
 			name:           "PV without the mode annotation counts as node mode",
-			pv:             newPV("pv-1", withAnnotation(hostpathv1.AnnotationMode, "")),
+			pv:             newPV("pv-1", hostpathtest.Annotation(hostpathv1.AnnotationMode, "")),
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: released,
 			wantLogged:     []string{"DirectoryRemoved"},
 		},
 		{
 			name:           "PV under deletion without the finalizer is left alone",
-			pv:             newPV("pv-1", withFinalizers(otherFinalizer)),
+			pv:             newPV("pv-1", hostpathtest.Finalizers(otherFinalizer)),
 			wantFinalizers: released,
 		},
 		{
 			name:           "PV of this node made without the finalizer gets it",
-			pv:             newPV("pv-1", notDeleting, withPhase(v1.VolumeBound), withFinalizers(otherFinalizer)),
+			pv:             newPV("pv-1", notDeleting, hostpathtest.Phase(v1.VolumeBound), hostpathtest.Finalizers(otherFinalizer)),
 			wantFinalizers: []string{otherFinalizer, hostpathv1.FinalizerDirectoryProtection},
 		},
 		{
 			name:           "Released PV released by Delete does not get the finalizer back",
-			pv:             newPV("pv-1", notDeleting, withFinalizers(otherFinalizer)),
+			pv:             newPV("pv-1", notDeleting, hostpathtest.Finalizers(otherFinalizer)),
 			wantFinalizers: []string{otherFinalizer},
 		},
 		{
 			name:           "Failed PV without the finalizer does not get it",
-			pv:             newPV("pv-1", notDeleting, withPhase(v1.VolumeFailed), withFinalizers(otherFinalizer)),
+			pv:             newPV("pv-1", notDeleting, hostpathtest.Phase(v1.VolumeFailed), hostpathtest.Finalizers(otherFinalizer)),
 			wantFinalizers: []string{otherFinalizer},
 		},
 		{
 			name:           "PV of another node made without the finalizer is left to its instance",
-			pv:             newPV("pv-1", notDeleting, onNode(otherNode), withFinalizers(otherFinalizer)),
+			pv:             newPV("pv-1", notDeleting, hostpathtest.OnNode(otherNode), hostpathtest.Finalizers(otherFinalizer)),
 			wantFinalizers: released,
 		},
 		{
@@ -307,21 +309,21 @@ func TestSync(t *testing.T) {
 		},
 		{
 			name:           "policy changed to Retain: recorded with the directory, then on the PV",
-			pv:             newPV("pv-1", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Delete")),
+			pv:             newPV("pv-1", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), hostpathtest.Annotation(hostpathv1.AnnotationRecordedPolicy, "Delete")),
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=false policy=Retain"},
 			wantFinalizers: kept,
 			wantRecorded:   "Retain",
 		},
 		{
 			name:           "PV made before the annotation: its policy is recorded once",
-			pv:             newPV("pv-1", notDeleting, withPhase(v1.VolumeBound), func(pv *v1.PersistentVolume) { delete(pv.Annotations, hostpathv1.AnnotationRecordedPolicy) }),
+			pv:             newPV("pv-1", notDeleting, hostpathtest.Phase(v1.VolumeBound), func(pv *v1.PersistentVolume) { delete(pv.Annotations, hostpathv1.AnnotationRecordedPolicy) }),
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=false policy=Delete"},
 			wantFinalizers: kept,
 			wantRecorded:   "Delete",
 		},
 		{
 			name:           "policy changed, the manager fails: retried with a warning, the PV keeps the old value",
-			pv:             newPV("pv-1", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Delete")),
+			pv:             newPV("pv-1", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), hostpathtest.Annotation(hostpathv1.AnnotationRecordedPolicy, "Delete")),
 			setOwnerErr:    managerError(managerapi.ReasonInternal, ""),
 			wantErr:        true,
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=false policy=Retain"},
@@ -331,7 +333,7 @@ func TestSync(t *testing.T) {
 		},
 		{
 			name:           "policy changed on a PV of another node: left to its instance",
-			pv:             newPV("pv-1", notDeleting, onNode(otherNode), withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Delete")),
+			pv:             newPV("pv-1", notDeleting, hostpathtest.OnNode(otherNode), withPolicy(v1.PersistentVolumeReclaimRetain), hostpathtest.Annotation(hostpathv1.AnnotationRecordedPolicy, "Delete")),
 			wantFinalizers: kept,
 		},
 	}
@@ -342,14 +344,15 @@ func TestSync(t *testing.T) {
 			if nodes == nil {
 				nodes = []string{selfNode, otherNode}
 			}
-			mgr := &fakeManager{deleteErr: tt.deleteErr, setOwnerErr: tt.setOwnerErr}
-			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tt.elected}, mgr, tt.managersErr, []*v1.PersistentVolume{tt.pv}, nodes...)
+			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tt.elected}, tt.managersErr, []*v1.PersistentVolume{tt.pv}, nodes...)
+			failOn(f.managers, "", managertest.DeleteVolume, tt.deleteErr)
+			failOn(f.managers, "", managertest.SetOwner, tt.setOwnerErr)
 
 			err := f.ctrl.sync(ctx, tt.pv.Name)
 			if gotErr := err != nil; gotErr != tt.wantErr {
 				t.Fatalf("sync() error = %v, want error %t", err, tt.wantErr)
 			}
-			if got := mgr.Calls(); !slices.Equal(got, tt.wantCalls) {
+			if got := described(f.managers.Calls()); !slices.Equal(got, tt.wantCalls) {
 				t.Errorf("manager calls = %q, want %q", got, tt.wantCalls)
 			}
 			if tt.wantCalls == nil && tt.managersErr == nil && len(f.asked) > 0 {
@@ -379,8 +382,8 @@ func TestSync(t *testing.T) {
 
 func TestRemoveFinalizerPatch(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	pv := newPV("pv-1", withFinalizers("example.com/a", hostpathv1.FinalizerDirectoryProtection, "example.com/b"))
-	f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, []*v1.PersistentVolume{pv}, selfNode)
+	pv := newPV("pv-1", hostpathtest.Finalizers("example.com/a", hostpathv1.FinalizerDirectoryProtection, "example.com/b"))
+	f := newControllerFixture(t, responsibilitytest.Instances{}, nil, []*v1.PersistentVolume{pv}, selfNode)
 
 	if err := f.ctrl.sync(ctx, pv.Name); err != nil {
 		t.Fatal(err)
@@ -408,10 +411,10 @@ func TestRemoveFinalizerPatch(t *testing.T) {
 func TestRemoveFinalizerConflict(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	cached := newPV("pv-1")
-	f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, []*v1.PersistentVolume{cached}, selfNode)
+	f := newControllerFixture(t, responsibilitytest.Instances{}, nil, []*v1.PersistentVolume{cached}, selfNode)
 	// The API server's PV changed since the cache saw it: the finalizer
 	// moved to another index.
-	live := newPV("pv-1", withFinalizers(hostpathv1.FinalizerDirectoryProtection, otherFinalizer, "example.com/new"))
+	live := newPV("pv-1", hostpathtest.Finalizers(hostpathv1.FinalizerDirectoryProtection, otherFinalizer, "example.com/new"))
 	if err := f.kube.Tracker().Update(v1.SchemeGroupVersion.WithResource("persistentvolumes"), live, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +443,8 @@ func TestProcessNextWorkItem(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			pv := newPV("pv-1")
-			f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{deleteErr: tt.deleteErr}, nil, []*v1.PersistentVolume{pv}, selfNode)
+			f := newControllerFixture(t, responsibilitytest.Instances{}, nil, []*v1.PersistentVolume{pv}, selfNode)
+			failOn(f.managers, "", managertest.DeleteVolume, tt.deleteErr)
 			f.ctrl.queue.Add(pv.Name)
 			if !f.ctrl.queue.ProcessNextWorkItem(ctx) {
 				t.Fatal("ProcessNextWorkItem() = false, want true")
@@ -455,19 +459,19 @@ func TestProcessNextWorkItem(t *testing.T) {
 func TestEventHandlers(t *testing.T) {
 	pvs := []*v1.PersistentVolume{
 		newPV("deleting-here"),
-		newPV("deleting-there", onNode(otherNode)),
-		newPV("deleting-gone", onNode(goneNode)),
-		newPV("legacy-here", notDeleting, withFinalizers()),
-		newPV("legacy-there", notDeleting, onNode(otherNode), withFinalizers()),
+		newPV("deleting-there", hostpathtest.OnNode(otherNode)),
+		newPV("deleting-gone", hostpathtest.OnNode(goneNode)),
+		newPV("legacy-here", notDeleting, hostpathtest.Finalizers()),
+		newPV("legacy-there", notDeleting, hostpathtest.OnNode(otherNode), hostpathtest.Finalizers()),
 		newPV("live-here", notDeleting),
-		newPV("released-by-us", withFinalizers(otherFinalizer)),
-		newPV("other-provisioner", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
-		newPV("multihost", withAnnotation(hostpathv1.AnnotationMode, "multihost")),
-		newPV("multihost-live", notDeleting, withFinalizers(), withAnnotation(hostpathv1.AnnotationMode, "multihost")),
-		newPV("multihost-released", withFinalizers(otherFinalizer), withAnnotation(hostpathv1.AnnotationMode, "multihost")),
-		newPV("policy-changed", notDeleting, withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Retain")),
+		newPV("released-by-us", hostpathtest.Finalizers(otherFinalizer)),
+		newPV("other-provisioner", hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
+		newPV("multihost", hostpathtest.Annotation(hostpathv1.AnnotationMode, "multihost")),
+		newPV("multihost-live", notDeleting, hostpathtest.Finalizers(), hostpathtest.Annotation(hostpathv1.AnnotationMode, "multihost")),
+		newPV("multihost-released", hostpathtest.Finalizers(otherFinalizer), hostpathtest.Annotation(hostpathv1.AnnotationMode, "multihost")),
+		newPV("policy-changed", notDeleting, hostpathtest.Annotation(hostpathv1.AnnotationRecordedPolicy, "Retain")),
 	}
-	f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
+	f := newControllerFixture(t, responsibilitytest.Instances{}, nil, pvs, selfNode, otherNode)
 
 	for _, pv := range pvs {
 		f.ctrl.volumeChanged(pv)
@@ -488,16 +492,16 @@ func TestEnsureFinalizer(t *testing.T) {
 	}{
 		{
 			name:      "missing: one patch guarded by the resourceVersion, other finalizers kept",
-			pv:        newPV("pv-1", notDeleting, withFinalizers(otherFinalizer)),
+			pv:        newPV("pv-1", notDeleting, hostpathtest.Finalizers(otherFinalizer)),
 			wantPatch: `{"metadata":{"finalizers":["example.com/keep","hostpath.dev/directory-protection"],"resourceVersion":"7"}}`,
 		},
 		{
 			name:      "no finalizers at all",
-			pv:        newPV("pv-1", notDeleting, withFinalizers()),
+			pv:        newPV("pv-1", notDeleting, hostpathtest.Finalizers()),
 			wantPatch: `{"metadata":{"finalizers":["hostpath.dev/directory-protection"],"resourceVersion":"7"}}`,
 		},
 		{name: "present: no write", pv: newPV("pv-1", notDeleting)},
-		{name: "being deleted: no write", pv: newPV("pv-1", withFinalizers(otherFinalizer))},
+		{name: "being deleted: no write", pv: newPV("pv-1", hostpathtest.Finalizers(otherFinalizer))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -531,7 +535,7 @@ func TestRunStopsBeforeCachesSync(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	cancel()
-	f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, nil)
+	f := newControllerFixture(t, responsibilitytest.Instances{}, nil, nil)
 	if err := f.ctrl.Run(ctx, 2); err == nil {
 		t.Error("Run() = nil, want an error: the caches never synced")
 	}
@@ -543,13 +547,13 @@ func TestRunStopsBeforeCachesSync(t *testing.T) {
 func TestManagerReady(t *testing.T) {
 	pvs := []*v1.PersistentVolume{
 		newPV("deleting-here"),
-		newPV("deleting-there", onNode(otherNode)),
-		newPV("policy-there", notDeleting, onNode(otherNode), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Retain")),
-		newPV("settled-there", notDeleting, onNode(otherNode)),
-		newPV("multihost", withAnnotation(hostpathv1.AnnotationMode, "multihost")),
-		newPV("other-provisioner", onNode(otherNode), withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
+		newPV("deleting-there", hostpathtest.OnNode(otherNode)),
+		newPV("policy-there", notDeleting, hostpathtest.OnNode(otherNode), hostpathtest.Annotation(hostpathv1.AnnotationRecordedPolicy, "Retain")),
+		newPV("settled-there", notDeleting, hostpathtest.OnNode(otherNode)),
+		newPV("multihost", hostpathtest.Annotation(hostpathv1.AnnotationMode, "multihost")),
+		newPV("other-provisioner", hostpathtest.OnNode(otherNode), hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")),
 	}
-	f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
+	f := newControllerFixture(t, responsibilitytest.Instances{}, nil, pvs, selfNode, otherNode)
 	f.ctrl.ManagerReady(otherNode)
 	got := f.queued()
 	if want := []string{"deleting-there", "multihost", "policy-there"}; !slices.Equal(got, want) {

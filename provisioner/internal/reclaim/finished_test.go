@@ -14,7 +14,9 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
@@ -84,6 +86,9 @@ func TestReclaimThenFinalize(t *testing.T) {
 		later time.Duration
 		// change changes the PV between Reclaim and the pass.
 		change func(*v1.PersistentVolume)
+		// dirBack puts the directory Reclaim removed back on its node's
+		// manager before the pass, so that the pass's call finds it.
+		dirBack bool
 
 		wantReclaimErr    bool
 		wantReclaimCalls  []string
@@ -142,6 +147,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 			name:              "policy changed to Retain before the pass: the full path marks the directory retained",
 			pv:                newPV("pv-1", notDeleting),
 			change:            withPolicy(v1.PersistentVolumeReclaimRetain),
+			dirBack:           true,
 			wantReclaimCalls:  []string{deleteCall},
 			wantReclaimLogged: []string{removed},
 			wantSyncCalls:     []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
@@ -187,7 +193,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 		},
 		{
 			name:              "legacy PV without the finalizer: Reclaim returns nil and nothing is written; the library's DELETE removes it",
-			pv:                newPV("pv-1", notDeleting, withFinalizers(otherFinalizer)),
+			pv:                newPV("pv-1", notDeleting, hostpathtest.Finalizers(otherFinalizer)),
 			wantReclaimCalls:  []string{deleteCall},
 			wantReclaimLogged: []string{removed},
 			wantFinalizers:    released,
@@ -196,8 +202,8 @@ func TestReclaimThenFinalize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, logged := logContext(t)
-			mgr := &fakeManager{deleteErr: tt.deleteErr}
-			f := newControllerFixture(t, responsibilitytest.Instances{}, mgr, tt.managersErr, []*v1.PersistentVolume{tt.pv}, selfNode, otherNode)
+			f := newControllerFixture(t, responsibilitytest.Instances{}, tt.managersErr, []*v1.PersistentVolume{tt.pv}, selfNode, otherNode)
+			failOn(f.managers, "", managertest.DeleteVolume, tt.deleteErr)
 			clk := testingclock.NewFakePassiveClock(time.Now())
 			f.ctrl.finished = newFinishedSet(clk)
 
@@ -211,7 +217,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 					t.Fatalf("Reclaim() = %v, want error %t", err, tt.wantReclaimErr)
 				}
 			}
-			if got := mgr.Calls(); !slices.Equal(got, tt.wantReclaimCalls) {
+			if got := described(f.managers.Calls()); !slices.Equal(got, tt.wantReclaimCalls) {
 				t.Errorf("manager calls of Reclaim = %q, want %q", got, tt.wantReclaimCalls)
 			}
 			if w := writes(f.kube); len(w) > 0 {
@@ -231,12 +237,15 @@ func TestReclaimThenFinalize(t *testing.T) {
 			}
 			clk.SetTime(clk.Now().Add(tt.later))
 			f.libraryDelete(t, tt.pv.Name, tt.change)
-			calledBefore, askedBefore := len(mgr.Calls()), len(f.asked)
+			if tt.dirBack {
+				f.managers.Node(selfNode).AddVolume(managerapi.Volume{Pool: testPool, Name: tt.pv.Name + "-dir", Owner: tt.pv.Name})
+			}
+			calledBefore, askedBefore := len(f.managers.Calls()), len(f.asked)
 			err := f.ctrl.sync(ctx, tt.pv.Name)
 			if (err != nil) != tt.wantSyncErr {
 				t.Fatalf("sync() = %v, want error %t", err, tt.wantSyncErr)
 			}
-			if got := mgr.Calls()[calledBefore:]; !slices.Equal(got, tt.wantSyncCalls) {
+			if got := described(f.managers.Calls()[calledBefore:]); !slices.Equal(got, tt.wantSyncCalls) {
 				t.Errorf("manager calls of the pass = %q, want %q", got, tt.wantSyncCalls)
 			}
 			if asked := len(f.asked) > askedBefore; asked != tt.wantSyncAsked {
@@ -269,7 +278,7 @@ func TestFinalizeMultihostLocationChanged(t *testing.T) {
 	deleteCall := []string{"delete default/shared-dir owner=shared ifEmpty=false"}
 	twice := slices.Concat(deleteCall, deleteCall)
 	pv := multihostPV("shared", "node-a", "", notDeleting)
-	managers := map[string]*fakeManager{selfNode: {}, otherNode: {}}
+	managers := newManagers([]*v1.PersistentVolume{pv}, selfNode, otherNode)
 	f := newMultihostFixture(t, true, managers, pv, selfNode, otherNode)
 	if err := f.ctrl.Reclaim(ctx, pv); err != nil {
 		t.Fatal(err)
@@ -277,12 +286,12 @@ func TestFinalizeMultihostLocationChanged(t *testing.T) {
 	if w := writes(f.kube); len(w) > 0 {
 		t.Errorf("API writes of Reclaim = %v, want none", w)
 	}
-	f.libraryDelete(t, pv.Name, withAnnotation(hostpathv1.AnnotationNodes, "node-a,node-b"))
+	f.libraryDelete(t, pv.Name, hostpathtest.Annotation(hostpathv1.AnnotationNodes, "node-a,node-b"))
 	if err := f.ctrl.sync(ctx, pv.Name); err != nil {
 		t.Fatal(err)
 	}
 	for node, want := range map[string][]string{selfNode: twice, otherNode: twice} {
-		if got := managers[node].Calls(); !slices.Equal(got, want) {
+		if got := described(managers.Node(node).Calls()); !slices.Equal(got, want) {
 			t.Errorf("calls on %s = %q, want %q", node, got, want)
 		}
 	}
@@ -369,8 +378,8 @@ func TestFinalizeWaitsForPVProtection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			deleted := metav1.NewTime(now.Add(-tc.deletedAgo))
-			pv := newPV("pv-1", withFinalizers(tc.finalizers...), func(pv *v1.PersistentVolume) { pv.DeletionTimestamp = &deleted })
-			f := newControllerFixture(t, responsibilitytest.Instances{Wins: true}, &fakeManager{}, nil, []*v1.PersistentVolume{pv}, selfNode)
+			pv := newPV("pv-1", hostpathtest.Finalizers(tc.finalizers...), func(pv *v1.PersistentVolume) { pv.DeletionTimestamp = &deleted })
+			f := newControllerFixture(t, responsibilitytest.Instances{Wins: true}, nil, []*v1.PersistentVolume{pv}, selfNode)
 			clk := testingclock.NewFakePassiveClock(now)
 			f.ctrl.clock = clk
 			f.ctrl.finished = newFinishedSet(clk)
@@ -389,7 +398,7 @@ func TestFinalizeWaitsForPVProtection(t *testing.T) {
 					t.Errorf("after the wait: %v, writes %v; want one patch", err, writes(f.kube))
 				}
 			}
-			if calls := f.manager.calls; len(calls) > 0 {
+			if calls := f.managers.Calls(); len(calls) > 0 {
 				t.Errorf("manager calls %v, want none", calls)
 			}
 		})

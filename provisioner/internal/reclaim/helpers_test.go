@@ -11,17 +11,17 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
-	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 )
 
 const (
@@ -91,65 +91,54 @@ func (f *fakeNodes) Forget(name string) {
 	f.forgotten = append(f.forgotten, name)
 }
 
-// fakeManager records calls and answers with the configured errors.
-type fakeManager struct {
-	mu    sync.Mutex
-	calls []string
-
-	deleteErr   error
-	setOwnerErr error
-	// deleteErrs answers DeleteVolume per "pool/name" (over deleteErr).
-	deleteErrs map[string]error
-	// volumes are the pools and their volumes; listErrs fails ListVolumes
-	// per pool.
-	volumes  map[string][]managerapi.Volume
-	listErrs map[string]error
-}
-
-func (f *fakeManager) record(format string, args ...any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, fmt.Sprintf(format, args...))
-}
-
-func (f *fakeManager) Calls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.calls)
-}
-
-func (f *fakeManager) Host(context.Context) (*managerapi.Host, error) {
-	f.record("host")
-	h := &managerapi.Host{NodeName: selfNode}
-	for pool := range f.volumes {
-		h.Pools = append(h.Pools, managerapi.Pool{Name: pool})
+// newManagers returns the tests' managers (managertest): one on each of
+// nodes, each holding the directory of every PV of pvs, owned by the PV,
+// as a manager holds the directory it made for it.
+func newManagers(pvs []*v1.PersistentVolume, nodes ...string) *managertest.Fake {
+	mgrs := managertest.New()
+	for _, n := range nodes {
+		m := mgrs.Node(n)
+		for _, pv := range pvs {
+			if loc, ok := locationOf(pv, testNames); ok && loc.Pool != "" && loc.Directory != "" {
+				m.AddVolume(managerapi.Volume{Pool: loc.Pool, Name: loc.Directory, Owner: pv.Name})
+			}
+		}
 	}
-	slices.SortFunc(h.Pools, func(a, b managerapi.Pool) int { return strings.Compare(a.Name, b.Name) })
-	return h, nil
+	return mgrs
 }
 
-func (f *fakeManager) ListVolumes(_ context.Context, pool string) (*managerapi.VolumeList, error) {
-	f.record("list %s", pool)
-	if err := f.listErrs[pool]; err != nil {
-		return nil, err
+// failOn makes every call of method on node ("": on every node) answer
+// err; a nil err changes nothing.
+func failOn(mgrs *managertest.Fake, node string, method managertest.Method, err error) {
+	if err != nil {
+		mgrs.Fail(managertest.Failure{Node: node, Method: method, Err: err})
 	}
-	return &managerapi.VolumeList{Items: f.volumes[pool]}, nil
 }
 
-func (f *fakeManager) DeleteVolume(_ context.Context, pool, name string, opts managerapi.DeleteOptions) error {
-	f.record("delete %s/%s owner=%s ifEmpty=%t", pool, name, opts.Owner, opts.IfEmpty)
-	if err, ok := f.deleteErrs[pool+"/"+name]; ok {
-		return err
+// described returns calls in the forms the tests compare: "host", "list
+// <pool>", "delete <pool>/<name> owner=<owner> ifEmpty=<bool>" and
+// "setOwner <pool>/<name> owner=<owner> previous=<previous>
+// retained=<bool> policy=<policy>".
+func described(calls []managertest.Call) []string {
+	var out []string
+	for _, c := range calls {
+		switch r := c.Request.(type) {
+		case managerapi.DeleteOptions:
+			out = append(out, fmt.Sprintf("delete %s/%s owner=%s ifEmpty=%t", c.Pool, c.Name, r.Owner, r.IfEmpty))
+		case managerapi.SetOwnerRequest:
+			out = append(out, fmt.Sprintf("setOwner %s/%s owner=%s previous=%s retained=%t policy=%s", c.Pool, c.Name, r.Owner, r.Previous, r.Retained, r.ReclaimPolicy))
+		default:
+			switch c.Method {
+			case managertest.Host:
+				out = append(out, "host")
+			case managertest.ListVolumes:
+				out = append(out, "list "+c.Pool)
+			default:
+				out = append(out, c.String())
+			}
+		}
 	}
-	return f.deleteErr
-}
-
-func (f *fakeManager) SetOwner(_ context.Context, pool, name string, req managerapi.SetOwnerRequest) (*managerapi.Volume, error) {
-	f.record("setOwner %s/%s owner=%s previous=%s retained=%t policy=%s", pool, name, req.Owner, req.Previous, req.Retained, req.ReclaimPolicy)
-	if f.setOwnerErr != nil {
-		return nil, f.setOwnerErr
-	}
-	return &managerapi.Volume{Name: name, Pool: pool, Owner: req.Owner, Retained: req.Retained}, nil
+	return out
 }
 
 // managerError is an answer of the manager, wrapped like the client does.
@@ -159,40 +148,19 @@ func managerError(reason managerapi.Reason, owner string) error {
 	return fmt.Errorf("DELETE /v1/pools/default/volumes/x: %w", e)
 }
 
-// newPV returns a PV of this provisioner on selfNode, policy Delete,
-// Released and under deletion, with otherFinalizer and
-// hostpathv1.FinalizerDirectoryProtection, changed by mods.
+// newPV returns a PV of this provisioner on selfNode, policy Delete (and
+// recorded so), resourceVersion 7, Released and under deletion, with
+// otherFinalizer and hostpathv1.FinalizerDirectoryProtection, changed by
+// mods (hostpathtest's, and withPolicy, notDeleting).
 func newPV(name string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
-	now := metav1.Now()
-	pv := &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              name,
-			UID:               types.UID("uid-" + name),
-			ResourceVersion:   "7",
-			DeletionTimestamp: &now,
-			Finalizers:        []string{otherFinalizer, hostpathv1.FinalizerDirectoryProtection},
-			Annotations: map[string]string{
-				storagehelpers.AnnDynamicallyProvisioned: testProvisioner,
-				hostpathv1.AnnotationNode:                selfNode,
-				hostpathv1.AnnotationPool:                testPool,
-				hostpathv1.AnnotationDirectory:           name + "-dir",
-				hostpathv1.AnnotationMode:                "node",
-				hostpathv1.AnnotationRecordedPolicy:      "Delete",
-			},
-		},
-		Spec:   v1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete},
-		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeReleased},
-	}
-	for _, m := range mods {
-		m(pv)
-	}
-	return pv
+	return hostpathtest.NodePV(name, selfNode, append([]func(*v1.PersistentVolume){
+		hostpathtest.ProvisionedBy(testProvisioner), hostpathtest.ResourceVersion("7"), hostpathtest.Phase(v1.VolumeReleased),
+		withPolicy(v1.PersistentVolumeReclaimDelete), hostpathtest.Deleting,
+		hostpathtest.Finalizers(otherFinalizer, hostpathv1.FinalizerDirectoryProtection),
+	}, mods...)...)
 }
 
-func onNode(node string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Annotations[hostpathv1.AnnotationNode] = node }
-}
-
+// withPolicy sets the PV's reclaim policy, recorded with its directory.
 func withPolicy(p v1.PersistentVolumeReclaimPolicy) func(*v1.PersistentVolume) {
 	return func(pv *v1.PersistentVolume) {
 		pv.Spec.PersistentVolumeReclaimPolicy = p
@@ -200,23 +168,8 @@ func withPolicy(p v1.PersistentVolumeReclaimPolicy) func(*v1.PersistentVolume) {
 	}
 }
 
-func withPhase(p v1.PersistentVolumePhase) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Status.Phase = p }
-}
-
-func withAnnotation(key, value string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Annotations[key] = value }
-}
-
-func withFinalizers(f ...string) func(*v1.PersistentVolume) {
-	return func(pv *v1.PersistentVolume) { pv.Finalizers = f }
-}
-
+// notDeleting makes the PV one not under deletion.
 func notDeleting(pv *v1.PersistentVolume) { pv.DeletionTimestamp = nil }
-
-func newNode(name string) *v1.Node {
-	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}
-}
 
 // writes returns the actions of kube that are not reads.
 func writes(kube *fake.Clientset) []k8stesting.Action {

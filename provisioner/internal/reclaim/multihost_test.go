@@ -1,7 +1,6 @@
 package reclaim
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +13,9 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
@@ -34,20 +35,20 @@ func multihostPV(name, nodes, pending string, mods ...func(*v1.PersistentVolume)
 	return pv
 }
 
-// newMultihostFixture is a Controller over pvs and nodes whose Managers
-// returns managers[node], or an error when there is none.
-func newMultihostFixture(t *testing.T, elected bool, managers map[string]*fakeManager, pv *v1.PersistentVolume, nodes ...string) *controllerFixture {
+// newMultihostFixture is a Controller over pv and nodes whose Managers
+// are managers.
+func newMultihostFixture(t *testing.T, elected bool, managers *managertest.Fake, pv *v1.PersistentVolume, nodes ...string) *controllerFixture {
 	t.Helper()
 	objects := []runtime.Object{pv}
 	for _, n := range nodes {
-		objects = append(objects, newNode(n))
+		objects = append(objects, hostpathtest.Node(n))
 	}
 	kube := fake.NewClientset(objects...)
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	if err := factory.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(pv); err != nil {
 		t.Fatal(err)
 	}
-	f := &controllerFixture{kube: kube, recorder: record.NewFakeRecorder(10),
+	f := &controllerFixture{kube: kube, managers: managers, recorder: record.NewFakeRecorder(10),
 		pvCache: factory.Core().V1().PersistentVolumes().Informer().GetIndexer()}
 	f.ctrl = NewController(Config{
 		ProvisionerNames: testNames, Node: selfNode, FieldManager: testFieldManager, Client: kube,
@@ -55,10 +56,7 @@ func newMultihostFixture(t *testing.T, elected bool, managers map[string]*fakeMa
 		Instances: responsibilitytest.Instances{Wins: elected},
 		Managers: func(node string) (Manager, error) {
 			f.asked = append(f.asked, node)
-			if m, ok := managers[node]; ok {
-				return m, nil
-			}
-			return nil, errors.New("no Ready manager pod")
+			return managertest.For[Manager](managers)(node)
 		},
 		// Every existing node has a Ready definition of the pool.
 		Targets:  fakeTargets{ready: nodes},
@@ -189,13 +187,13 @@ func TestSyncMultihost(t *testing.T) {
 		},
 		{
 			name:  "bound: nothing happens",
-			pv:    multihostPV("shared", "node-a", "", withPhase(v1.VolumeBound)),
+			pv:    multihostPV("shared", "node-a", "", hostpathtest.Phase(v1.VolumeBound)),
 			nodes: []string{selfNode}, managers: []string{selfNode},
 			wantFinalizers: kept,
 		},
 		{
 			name:  "no directory annotation: finalizer removed with a warning",
-			pv:    multihostPV("shared", "node-a", "", withAnnotation(hostpathv1.AnnotationDirectory, "")),
+			pv:    multihostPV("shared", "node-a", "", hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "")),
 			nodes: []string{selfNode}, managers: []string{selfNode},
 			wantFinalizers: released,
 			wantEvents:     []string{"Warning DirectoryNotRemoved The PersistentVolume names no pool or directory"},
@@ -204,9 +202,10 @@ func TestSyncMultihost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, logged := logContext(t)
-			managers := map[string]*fakeManager{}
+			managers := newManagers([]*v1.PersistentVolume{tt.pv}, tt.managers...)
 			for _, n := range tt.managers {
-				managers[n] = &fakeManager{deleteErr: tt.deleteErrs[n], setOwnerErr: tt.setOwnerErrs[n]}
+				failOn(managers, n, managertest.DeleteVolume, tt.deleteErrs[n])
+				failOn(managers, n, managertest.SetOwner, tt.setOwnerErrs[n])
 			}
 			f := newMultihostFixture(t, !tt.notElected, managers, tt.pv, tt.nodes...)
 			f.ctrl.queue.Add(tt.pv.Name)
@@ -216,8 +215,8 @@ func TestSyncMultihost(t *testing.T) {
 			if got, want := f.ctrl.queue.NumRequeues(tt.pv.Name), map[bool]int{true: 1}[tt.wantErr]; got != want {
 				t.Errorf("requeues = %d, want %d", got, want)
 			}
-			for node, m := range managers {
-				if got := m.Calls(); !slices.Equal(got, tt.wantCalls[node]) {
+			for _, node := range tt.managers {
+				if got := described(managers.Node(node).Calls()); !slices.Equal(got, tt.wantCalls[node]) {
 					t.Errorf("calls on %s = %q, want %q", node, got, tt.wantCalls[node])
 				}
 			}
@@ -255,14 +254,14 @@ func TestLocationOf(t *testing.T) {
 		t.Error("a PV of another provisioner counts as ours")
 	}
 	for _, p := range []*v1.PersistentVolume{
-		multihostPV("shared", "node-a", "", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, hostpathv1.CapacityProvisionerName)),
-		newPV("pv-3", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, hostpathv1.CapacityProvisionerName)),
+		multihostPV("shared", "node-a", "", hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, hostpathv1.CapacityProvisionerName)),
+		newPV("pv-3", hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, hostpathv1.CapacityProvisionerName)),
 	} {
 		if _, ok := locationOf(p, testNames); !ok {
 			t.Errorf("PV %s of the capacity-aware provisioner name does not count as ours", p.Name)
 		}
 	}
-	if _, ok := locationOf(newPV("pv-2", withAnnotation(hostpathv1.AnnotationMode, "future")), testNames); ok {
+	if _, ok := locationOf(newPV("pv-2", hostpathtest.Annotation(hostpathv1.AnnotationMode, "future")), testNames); ok {
 		t.Error("a PV of an unknown mode counts as ours")
 	}
 }

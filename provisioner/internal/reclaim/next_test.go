@@ -9,6 +9,7 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 )
 
 // nextNow is the time of the facts in TestNextStep.
@@ -43,7 +44,7 @@ var (
 		}
 	}
 	goneSince = func(d time.Duration) func(*v1.PersistentVolume) {
-		return withAnnotation(hostpathv1.AnnotationNodeGoneSince, nextNow.Add(-d).Format(time.RFC3339))
+		return hostpathtest.Annotation(hostpathv1.AnnotationNodeGoneSince, nextNow.Add(-d).Format(time.RFC3339))
 	}
 )
 
@@ -94,11 +95,11 @@ func TestNextStep(t *testing.T) {
 
 		// Removed only when no PV refers to it.
 		{name: "removed only when no PV refers to it: a PV not under deletion is never reclaimed",
-			in: controllerFacts(newPV("pv", notDeleting, withPhase(v1.VolumeBound))), want: ActNothing},
+			in: controllerFacts(newPV("pv", notDeleting, hostpathtest.Phase(v1.VolumeBound))), want: ActNothing},
 		{name: "removed only when no PV refers to it: a Bound PV under deletion waits for its claim (no node strips a Bound PV's finalizer)",
-			in: controllerFacts(newPV("pv", withPhase(v1.VolumeBound))), want: ActNothing},
+			in: controllerFacts(newPV("pv", hostpathtest.Phase(v1.VolumeBound))), want: ActNothing},
 		{name: "removed only when no PV refers to it: a PV under deletion without the finalizer is not ours to finish",
-			in: controllerFacts(newPV("pv", withFinalizers(otherFinalizer))), want: ActNothing},
+			in: controllerFacts(newPV("pv", hostpathtest.Finalizers(otherFinalizer))), want: ActNothing},
 
 		// A PV disappears only after every holder reached its final state.
 		{name: "a PV goes only once every holder is final: one waiting, the PV and its finalizer stay, a Warning",
@@ -117,19 +118,19 @@ func TestNextStep(t *testing.T) {
 		{name: "a PV goes only once every holder is final: the library's path lets the library delete it",
 			in: controllerFacts(newPV("pv", notDeleting), library, answered(doneHere)), want: ActRelease, reason: ReasonDirectoryRemoved},
 		{name: "a PV goes only once every holder is final: the one Reclaim finished moments ago loses its finalizer without a second fan-out",
-			in: controllerFacts(newPV("pv", withFinalizers(hostpathv1.FinalizerDirectoryProtection)), remembered), want: ActRemoveFinalizer},
+			in: controllerFacts(newPV("pv", hostpathtest.Finalizers(hostpathv1.FinalizerDirectoryProtection)), remembered), want: ActRemoveFinalizer},
 		{name: "a PV goes only once every holder is final: the remembered PV waits for kube-controller-manager's pv-protection",
-			in:   controllerFacts(newPV("pv", deletedAgo(time.Second), withFinalizers(hostpathv1.FinalizerDirectoryProtection, pvProtectionFinalizer)), remembered),
+			in:   controllerFacts(newPV("pv", deletedAgo(time.Second), hostpathtest.Finalizers(hostpathv1.FinalizerDirectoryProtection, pvProtectionFinalizer)), remembered),
 			want: ActNothing, after: true},
 		{name: "a PV goes only once every holder is final: the remembered PV's wait for pv-protection ends",
-			in:   controllerFacts(newPV("pv", deletedAgo(pvProtectionWait), withFinalizers(hostpathv1.FinalizerDirectoryProtection, pvProtectionFinalizer)), remembered),
+			in:   controllerFacts(newPV("pv", deletedAgo(pvProtectionWait), hostpathtest.Finalizers(hostpathv1.FinalizerDirectoryProtection, pvProtectionFinalizer)), remembered),
 			want: ActRemoveFinalizer},
 		{name: "a PV goes only once every holder is final: the library's path, remembered, is done at once",
 			in: controllerFacts(newPV("pv", notDeleting), library, remembered), want: ActNothing},
 
 		// The one exception: a node gone for good.
 		{name: "the one exception, a node gone for good: skipped, the PV goes with a Warning",
-			in:   controllerFacts(newPV("pv", onNode(goneNode)), answered(goneThere)),
+			in:   controllerFacts(newPV("pv", hostpathtest.OnNode(goneNode)), answered(goneThere)),
 			want: ActRelease, eventType: v1.EventTypeWarning, reason: ReasonDirectoryNotRemoved},
 
 		// Another PV's directory is never touched.
@@ -137,71 +138,71 @@ func TestNextStep(t *testing.T) {
 			in:   controllerFacts(newPV("pv"), answered(keptHere)),
 			want: ActRelease, eventType: v1.EventTypeWarning, reason: ReasonDirectoryNotRemoved},
 		{name: "a PV that names no directory removes nothing: it goes with a Warning",
-			in:   controllerFacts(newPV("pv", withAnnotation(hostpathv1.AnnotationDirectory, ""))),
+			in:   controllerFacts(newPV("pv", hostpathtest.Annotation(hostpathv1.AnnotationDirectory, ""))),
 			want: ActRelease, eventType: v1.EventTypeWarning, reason: ReasonDirectoryNotRemoved},
 		{name: "a PV that names no node removes nothing: it goes with a Warning",
-			in:   controllerFacts(newPV("pv", onNode(""))),
+			in:   controllerFacts(newPV("pv", hostpathtest.OnNode(""))),
 			want: ActRelease, eventType: v1.EventTypeWarning, reason: ReasonDirectoryNotRemoved},
 		{name: "another provisioner's PV is not touched",
-			in: controllerFacts(newPV("pv", withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other"))), want: ActNothing},
+			in: controllerFacts(newPV("pv", hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other"))), want: ActNothing},
 		{name: "another provisioner's PV is not touched: the library's path lets it go",
-			in: controllerFacts(newPV("pv", notDeleting, withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")), library), want: ActRelease},
+			in: controllerFacts(newPV("pv", notDeleting, hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")), library), want: ActRelease},
 
 		// Only the instance that acts for a PV writes.
 		{name: "only the instance that acts writes: another does nothing for a PV under deletion",
-			in: controllerFacts(newPV("pv", onNode(otherNode)), notActing), want: ActNothing},
+			in: controllerFacts(newPV("pv", hostpathtest.OnNode(otherNode)), notActing), want: ActNothing},
 		{name: "only the instance that acts writes: another does not record a changed policy",
-			in:   controllerFacts(newPV("pv", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Delete")), notActing),
+			in:   controllerFacts(newPV("pv", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), hostpathtest.Annotation(hostpathv1.AnnotationRecordedPolicy, "Delete")), notActing),
 			want: ActNothing},
 
 		// A PV of a gone node goes only after the grace period.
 		{name: "node gone, after the grace period only: off without a grace period",
-			in: controllerFacts(newPV("pv", notDeleting, onNode(goneNode)), nodeIsGone, marking), want: ActNothing},
+			in: controllerFacts(newPV("pv", notDeleting, hostpathtest.OnNode(goneNode)), nodeIsGone, marking), want: ActNothing},
 		{name: "node gone, after the grace period only: marked at first sight",
-			in: controllerFacts(newPV("pv", notDeleting, onNode(goneNode)), withGrace, nodeIsGone, marking), want: ActMarkNodeGone},
+			in: controllerFacts(newPV("pv", notDeleting, hostpathtest.OnNode(goneNode)), withGrace, nodeIsGone, marking), want: ActMarkNodeGone},
 		{name: "node gone, after the grace period only: an instance that does not mark writes nothing",
-			in: controllerFacts(newPV("pv", notDeleting, onNode(goneNode)), withGrace, nodeIsGone), want: ActNothing},
+			in: controllerFacts(newPV("pv", notDeleting, hostpathtest.OnNode(goneNode)), withGrace, nodeIsGone), want: ActNothing},
 		{name: "node gone, after the grace period only: within it, looked at again at its end",
-			in:   controllerFacts(newPV("pv", notDeleting, onNode(goneNode), goneSince(time.Minute)), withGrace, nodeIsGone, marking),
+			in:   controllerFacts(newPV("pv", notDeleting, hostpathtest.OnNode(goneNode), goneSince(time.Minute)), withGrace, nodeIsGone, marking),
 			want: ActNothing, after: true},
 		{name: "node gone, after the grace period only: then a Released PV of policy Delete is deleted",
-			in:   controllerFacts(newPV("pv", notDeleting, onNode(goneNode), goneSince(2*time.Hour)), withGrace, nodeIsGone, marking),
+			in:   controllerFacts(newPV("pv", notDeleting, hostpathtest.OnNode(goneNode), goneSince(2*time.Hour)), withGrace, nodeIsGone, marking),
 			want: ActDeleteNodeGone},
 		{name: "node gone, after the grace period only: a Bound PV is never deleted",
-			in:   controllerFacts(newPV("pv", notDeleting, onNode(goneNode), withPhase(v1.VolumeBound), goneSince(2*time.Hour)), withGrace, nodeIsGone, marking),
+			in:   controllerFacts(newPV("pv", notDeleting, hostpathtest.OnNode(goneNode), hostpathtest.Phase(v1.VolumeBound), goneSince(2*time.Hour)), withGrace, nodeIsGone, marking),
 			want: ActNothing},
 		{name: "node gone, after the grace period only: a Retain PV is never deleted",
-			in:   controllerFacts(newPV("pv", notDeleting, onNode(goneNode), withPolicy(v1.PersistentVolumeReclaimRetain), goneSince(2*time.Hour)), withGrace, nodeIsGone, marking),
+			in:   controllerFacts(newPV("pv", notDeleting, hostpathtest.OnNode(goneNode), withPolicy(v1.PersistentVolumeReclaimRetain), goneSince(2*time.Hour)), withGrace, nodeIsGone, marking),
 			want: ActNothing},
 		{name: "node gone, after the grace period only: a mark that is not a time is made again",
-			in:   controllerFacts(newPV("pv", notDeleting, onNode(goneNode), withAnnotation(hostpathv1.AnnotationNodeGoneSince, "yesterday")), withGrace, nodeIsGone, marking),
+			in:   controllerFacts(newPV("pv", notDeleting, hostpathtest.OnNode(goneNode), hostpathtest.Annotation(hostpathv1.AnnotationNodeGoneSince, "yesterday")), withGrace, nodeIsGone, marking),
 			want: ActMarkNodeGone},
 		{name: "node gone, after the grace period only: the node is back, the mark goes",
-			in: controllerFacts(newPV("pv", notDeleting, onNode(otherNode), goneSince(2*time.Hour)), withGrace, marking), want: ActUnmarkNodeGone},
+			in: controllerFacts(newPV("pv", notDeleting, hostpathtest.OnNode(otherNode), goneSince(2*time.Hour)), withGrace, marking), want: ActUnmarkNodeGone},
 		{name: "node gone, after the grace period only: the node is back to an instance that does not mark, the mark stays",
-			in: controllerFacts(newPV("pv", notDeleting, onNode(otherNode), goneSince(2*time.Hour)), withGrace), want: ActNothing},
+			in: controllerFacts(newPV("pv", notDeleting, hostpathtest.OnNode(otherNode), goneSince(2*time.Hour)), withGrace), want: ActNothing},
 
 		// The policy follows the PV.
 		{name: "the policy follows the PV: a changed policy is recorded with every holder",
-			in:   controllerFacts(newPV("pv", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Delete"))),
+			in:   controllerFacts(newPV("pv", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), hostpathtest.Annotation(hostpathv1.AnnotationRecordedPolicy, "Delete"))),
 			want: ActFanOut, op: opRecordPolicy},
 		{name: "the policy follows the PV: a holder that has not recorded it, a Warning and a retry",
-			in:   controllerFacts(newPV("pv", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Delete")), answered(waitingHere)),
+			in:   controllerFacts(newPV("pv", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), hostpathtest.Annotation(hostpathv1.AnnotationRecordedPolicy, "Delete")), answered(waitingHere)),
 			want: ActPolicyPending},
 		{name: "the policy follows the PV: once every holder recorded it, the PV says so",
-			in:   controllerFacts(newPV("pv", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Delete")), answered(doneHere)),
+			in:   controllerFacts(newPV("pv", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), hostpathtest.Annotation(hostpathv1.AnnotationRecordedPolicy, "Delete")), answered(doneHere)),
 			want: ActRecordPolicy},
 		{name: "the policy follows the PV: nothing to record on a node that is gone",
-			in:   controllerFacts(newPV("pv", notDeleting, onNode(goneNode), withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationRecordedPolicy, "Delete")), nodeIsGone),
+			in:   controllerFacts(newPV("pv", notDeleting, hostpathtest.OnNode(goneNode), withPolicy(v1.PersistentVolumeReclaimRetain), hostpathtest.Annotation(hostpathv1.AnnotationRecordedPolicy, "Delete")), nodeIsGone),
 			want: ActNothing},
 
 		// Every PV of the node carries the finalizer.
 		{name: "the finalizer keeps the PV until its directory is final: added to a PV of this node made without it",
-			in: controllerFacts(newPV("pv", notDeleting, withPhase(v1.VolumeBound), withFinalizers(otherFinalizer))), want: ActAddFinalizer},
+			in: controllerFacts(newPV("pv", notDeleting, hostpathtest.Phase(v1.VolumeBound), hostpathtest.Finalizers(otherFinalizer))), want: ActAddFinalizer},
 		{name: "the finalizer keeps the PV until its directory is final: not given back to a Released PV the library deletes",
-			in: controllerFacts(newPV("pv", notDeleting, withFinalizers(otherFinalizer))), want: ActNothing},
+			in: controllerFacts(newPV("pv", notDeleting, hostpathtest.Finalizers(otherFinalizer))), want: ActNothing},
 		{name: "the finalizer keeps the PV until its directory is final: another node's PV is its instance's",
-			in: controllerFacts(newPV("pv", notDeleting, onNode(otherNode), withFinalizers(otherFinalizer))), want: ActNothing},
+			in: controllerFacts(newPV("pv", notDeleting, hostpathtest.OnNode(otherNode), hostpathtest.Finalizers(otherFinalizer))), want: ActNothing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
@@ -40,39 +41,39 @@ func TestNodeGone(t *testing.T) {
 		wantEventText string
 		wantWrites    int
 	}{
-		{name: "off without a grace period", elected: true, pv: newPV("pv", notDeleting, onNode(gone)), wantMark: "-"},
-		{name: "marked at first sight", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, onNode(gone)),
+		{name: "off without a grace period", elected: true, pv: newPV("pv", notDeleting, hostpathtest.OnNode(gone)), wantMark: "-"},
+		{name: "marked at first sight", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, hostpathtest.OnNode(gone)),
 			wantMark: stamp(0), wantEvent: "Warning NodeGone", wantEventText: "the PersistentVolume is deleted at 2026-11-23T13:00:00Z", wantWrites: 1},
-		{name: "a Bound PV is marked and told it waits for its claim", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, onNode(gone), withPhase(v1.VolumeBound)),
+		{name: "a Bound PV is marked and told it waits for its claim", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, hostpathtest.OnNode(gone), hostpathtest.Phase(v1.VolumeBound)),
 			wantMark: stamp(0), wantEvent: "Warning NodeGone", wantEventText: "once its claim is", wantWrites: 1},
-		{name: "a Retain PV is marked and told it stays", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, onNode(gone), withPolicy(v1.PersistentVolumeReclaimRetain)),
+		{name: "a Retain PV is marked and told it stays", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, hostpathtest.OnNode(gone), withPolicy(v1.PersistentVolumeReclaimRetain)),
 			wantMark: stamp(0), wantEvent: "Warning NodeGone", wantEventText: "reclaim policy Retain: the PersistentVolume stays", wantWrites: 1},
-		{name: "not elected", grace: time.Hour, pv: newPV("pv", notDeleting, onNode(gone)), wantMark: "-"},
+		{name: "not elected", grace: time.Hour, pv: newPV("pv", notDeleting, hostpathtest.OnNode(gone)), wantMark: "-"},
 		{name: "within the grace period", grace: time.Hour, elected: true,
-			pv: newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(30*time.Minute))), wantMark: stamp(30 * time.Minute)},
+			pv: newPV("pv", notDeleting, hostpathtest.OnNode(gone), hostpathtest.Annotation(hostpathv1.AnnotationNodeGoneSince, stamp(30*time.Minute))), wantMark: stamp(30 * time.Minute)},
 		{name: "deleted after the grace period", grace: time.Hour, elected: true,
-			pv:         newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))),
+			pv:         newPV("pv", notDeleting, hostpathtest.OnNode(gone), hostpathtest.Annotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))),
 			wantDelete: true, wantEvent: "Warning VolumeDeleted", wantEventText: "went with the node", wantWrites: 1},
 		{name: "Bound after the grace period: kept", grace: time.Hour, elected: true,
-			pv: newPV("pv", notDeleting, onNode(gone), withPhase(v1.VolumeBound), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))), wantMark: stamp(2 * time.Hour)},
+			pv: newPV("pv", notDeleting, hostpathtest.OnNode(gone), hostpathtest.Phase(v1.VolumeBound), hostpathtest.Annotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))), wantMark: stamp(2 * time.Hour)},
 		{name: "Retain after the grace period: kept", grace: time.Hour, elected: true,
-			pv: newPV("pv", notDeleting, onNode(gone), withPolicy(v1.PersistentVolumeReclaimRetain), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))), wantMark: stamp(2 * time.Hour)},
+			pv: newPV("pv", notDeleting, hostpathtest.OnNode(gone), withPolicy(v1.PersistentVolumeReclaimRetain), hostpathtest.Annotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))), wantMark: stamp(2 * time.Hour)},
 		{name: "a junk mark is made again", grace: time.Hour, elected: true,
-			pv: newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, "yesterday")), wantMark: stamp(0), wantEvent: "Warning NodeGone", wantWrites: 1},
-		{name: "the node is back: unmarked", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))),
+			pv: newPV("pv", notDeleting, hostpathtest.OnNode(gone), hostpathtest.Annotation(hostpathv1.AnnotationNodeGoneSince, "yesterday")), wantMark: stamp(0), wantEvent: "Warning NodeGone", wantWrites: 1},
+		{name: "the node is back: unmarked", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, hostpathtest.OnNode(gone), hostpathtest.Annotation(hostpathv1.AnnotationNodeGoneSince, stamp(2*time.Hour))),
 			nodes: []string{gone}, wantMark: "-", wantWrites: 1},
 		// The elected instance, which asked the API server afresh, marked
 		// it; this one may still keep the Node found: it leaves the mark
 		// alone (e2e TestNodeGone saw two instances undo each other).
 		{name: "the node is there to an instance not elected: the mark stays", grace: time.Hour,
-			pv:    newPV("pv", notDeleting, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, stamp(time.Minute))),
+			pv:    newPV("pv", notDeleting, hostpathtest.OnNode(gone), hostpathtest.Annotation(hostpathv1.AnnotationNodeGoneSince, stamp(time.Minute))),
 			nodes: []string{gone}, wantMark: stamp(time.Minute)},
-		{name: "a node that exists: nothing", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, onNode(otherNode)), nodes: []string{otherNode}, wantMark: "-"},
+		{name: "a node that exists: nothing", grace: time.Hour, elected: true, pv: newPV("pv", notDeleting, hostpathtest.OnNode(otherNode)), nodes: []string{otherNode}, wantMark: "-"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tc.elected}, &fakeManager{}, nil, []*v1.PersistentVolume{tc.pv}, tc.nodes...)
+			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tc.elected}, nil, []*v1.PersistentVolume{tc.pv}, tc.nodes...)
 			f.ctrl.cfg.NodeGoneGrace = tc.grace
 			f.ctrl.clock = testingclock.NewFakePassiveClock(now)
 			if err := f.ctrl.sync(ctx, tc.pv.Name); err != nil {
@@ -122,9 +123,9 @@ func TestNodeGone(t *testing.T) {
 // marked PV are queued; without one, neither is.
 func TestNodeGoneQueues(t *testing.T) {
 	for _, grace := range []time.Duration{0, time.Hour} {
-		missing := newPV("missing", notDeleting, onNode("gone-node"))
-		marked := newPV("marked", notDeleting, onNode(otherNode), withAnnotation(hostpathv1.AnnotationNodeGoneSince, "2026-11-23T12:00:00Z"))
-		f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, []*v1.PersistentVolume{missing, marked}, otherNode)
+		missing := newPV("missing", notDeleting, hostpathtest.OnNode("gone-node"))
+		marked := newPV("marked", notDeleting, hostpathtest.OnNode(otherNode), hostpathtest.Annotation(hostpathv1.AnnotationNodeGoneSince, "2026-11-23T12:00:00Z"))
+		f := newControllerFixture(t, responsibilitytest.Instances{}, nil, []*v1.PersistentVolume{missing, marked}, otherNode)
 		f.ctrl.cfg.NodeGoneGrace = grace
 		f.ctrl.volumeChanged(missing)
 		f.ctrl.volumeChanged(marked)

@@ -13,6 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
@@ -25,18 +26,18 @@ import (
 func TestGoneScan(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	gone, back := "gone-node", "back-node"
-	bound := withPhase(v1.VolumeBound)
+	bound := hostpathtest.Phase(v1.VolumeBound)
 	listed := []*v1.PersistentVolume{
-		newPV("gone-bound", notDeleting, bound, onNode(gone)),
-		newPV("gone-retain", notDeleting, bound, onNode(gone), withPolicy(v1.PersistentVolumeReclaimRetain)),
-		newPV("other-bound", notDeleting, bound, onNode(otherNode)),
-		newPV("back-bound", notDeleting, bound, onNode(back)),
-		newPV("gone-marked", notDeleting, bound, onNode(gone), withAnnotation(hostpathv1.AnnotationNodeGoneSince, "2026-11-27T11:00:00Z")),
-		newPV("gone-released", notDeleting, onNode(gone)),
-		newPV("gone-deleting", bound, onNode(gone)),
+		newPV("gone-bound", notDeleting, bound, hostpathtest.OnNode(gone)),
+		newPV("gone-retain", notDeleting, bound, hostpathtest.OnNode(gone), withPolicy(v1.PersistentVolumeReclaimRetain)),
+		newPV("other-bound", notDeleting, bound, hostpathtest.OnNode(otherNode)),
+		newPV("back-bound", notDeleting, bound, hostpathtest.OnNode(back)),
+		newPV("gone-marked", notDeleting, bound, hostpathtest.OnNode(gone), hostpathtest.Annotation(hostpathv1.AnnotationNodeGoneSince, "2026-11-27T11:00:00Z")),
+		newPV("gone-released", notDeleting, hostpathtest.OnNode(gone)),
+		newPV("gone-deleting", bound, hostpathtest.OnNode(gone)),
 		multihostPV("shared", gone, "", notDeleting, bound),
 	}
-	cached := newPV("gone-cached", notDeleting, bound, onNode(gone))
+	cached := newPV("gone-cached", notDeleting, bound, hostpathtest.OnNode(gone))
 	for _, tc := range []struct {
 		name       string
 		elected    bool
@@ -47,7 +48,7 @@ func TestGoneScan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tc.elected}, &fakeManager{}, nil, []*v1.PersistentVolume{cached}, selfNode, otherNode)
+			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tc.elected}, nil, []*v1.PersistentVolume{cached}, selfNode, otherNode)
 			f.ctrl.cfg.NodeGoneGrace = time.Hour
 			f.ctrl.clock = testingclock.NewFakePassiveClock(now)
 			for _, pv := range listed {
@@ -57,7 +58,7 @@ func TestGoneScan(t *testing.T) {
 			}
 			// A Node that came back: on the API server, once kept as
 			// missing by Config.Nodes.
-			if _, err := f.kube.CoreV1().Nodes().Create(ctx, newNode(back), metav1.CreateOptions{}); err != nil {
+			if _, err := f.kube.CoreV1().Nodes().Create(ctx, hostpathtest.Node(back), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			f.ctrl.nodes.(*fakeNodes).exist[back] = false
@@ -94,7 +95,7 @@ func TestGoneScan(t *testing.T) {
 // instance leaving a node neither blocks nor is remembered.
 func TestGoneScanOff(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	f := newControllerFixture(t, responsibilitytest.Instances{Wins: true}, &fakeManager{}, nil, nil, selfNode)
+	f := newControllerFixture(t, responsibilitytest.Instances{Wins: true}, nil, nil, selfNode)
 	f.ctrl.NodeLeft(otherNode)
 	f.ctrl.NodeLeft(otherNode)
 	if n := len(f.ctrl.suspects); n != 0 {
@@ -123,7 +124,7 @@ func TestSuspectGone(t *testing.T) {
 		{"nothing left", true, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tc.elected}, &fakeManager{}, nil, nil, selfNode, otherNode)
+			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tc.elected}, nil, nil, selfNode, otherNode)
 			f.ctrl.cfg.NodeGoneGrace = time.Hour
 			for _, n := range tc.left {
 				f.ctrl.NodeLeft(n)
@@ -144,13 +145,13 @@ func TestSuspectGone(t *testing.T) {
 // TestNodeJoined: an instance coming to a node forgets it and queues the
 // PVs marked as of a gone node of that name, only those.
 func TestNodeJoined(t *testing.T) {
-	marked := withAnnotation(hostpathv1.AnnotationNodeGoneSince, "2026-11-27T11:00:00Z")
+	marked := hostpathtest.Annotation(hostpathv1.AnnotationNodeGoneSince, "2026-11-27T11:00:00Z")
 	pvs := []*v1.PersistentVolume{
-		newPV("marked-back", notDeleting, onNode(goneNode), marked),
-		newPV("marked-elsewhere", notDeleting, onNode(otherNode), marked),
-		newPV("unmarked-back", notDeleting, onNode(goneNode)),
+		newPV("marked-back", notDeleting, hostpathtest.OnNode(goneNode), marked),
+		newPV("marked-elsewhere", notDeleting, hostpathtest.OnNode(otherNode), marked),
+		newPV("unmarked-back", notDeleting, hostpathtest.OnNode(goneNode)),
 	}
-	f := newControllerFixture(t, responsibilitytest.Instances{}, &fakeManager{}, nil, pvs, selfNode, otherNode)
+	f := newControllerFixture(t, responsibilitytest.Instances{}, nil, pvs, selfNode, otherNode)
 	f.ctrl.cfg.NodeGoneGrace = time.Hour
 	f.ctrl.NodeJoined(goneNode)
 	got := f.queued()
@@ -169,10 +170,10 @@ func TestNodeJoined(t *testing.T) {
 // an instance not elected.
 func TestCheckNodesWithoutInstance(t *testing.T) {
 	pvs := []*v1.PersistentVolume{
-		newPV("gone-1", notDeleting, onNode(goneNode)),
-		newPV("gone-2", notDeleting, onNode(goneNode), withPhase(v1.VolumeBound)),
-		newPV("gone-deleting", onNode(goneNode)),
-		newPV("there", notDeleting, onNode(otherNode)),
+		newPV("gone-1", notDeleting, hostpathtest.OnNode(goneNode)),
+		newPV("gone-2", notDeleting, hostpathtest.OnNode(goneNode), hostpathtest.Phase(v1.VolumeBound)),
+		newPV("gone-deleting", hostpathtest.OnNode(goneNode)),
+		newPV("there", notDeleting, hostpathtest.OnNode(otherNode)),
 		newPV("here", notDeleting),
 		multihostPV("shared", goneNode, "", notDeleting),
 	}
@@ -187,7 +188,7 @@ func TestCheckNodesWithoutInstance(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inst := responsibilitytest.Instances{Wins: tc.elected, On: []string{selfNode, otherNode}}
-			f := newControllerFixture(t, inst, &fakeManager{}, nil, pvs, selfNode, otherNode)
+			f := newControllerFixture(t, inst, nil, pvs, selfNode, otherNode)
 			f.ctrl.checkNodesWithoutInstance()
 			if got := f.queued(); !slices.Equal(got, tc.want) {
 				t.Errorf("queued %q, want %q", got, tc.want)

@@ -20,7 +20,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/app/cachetrim"
 )
 
@@ -47,6 +49,28 @@ func ownedVolume(name, owner string, age time.Duration) managerapi.Volume {
 func withReclaimPolicy(v managerapi.Volume, p string) managerapi.Volume {
 	v.ReclaimPolicy = p
 	return v
+}
+
+// sweepManagers is the manager of selfNode (managertest) holding volumes,
+// by pool; deleteErrs answers the DELETE of "pool/name", listErrs the
+// list of a pool.
+func sweepManagers(volumes map[string][]managerapi.Volume, deleteErrs, listErrs map[string]error) *managertest.Fake {
+	mgrs := managertest.New()
+	m := mgrs.Node(selfNode)
+	for pool, vols := range volumes {
+		m.AddPool(managerapi.Pool{Name: pool})
+		for _, v := range vols {
+			m.AddVolume(v)
+		}
+	}
+	for key, err := range deleteErrs {
+		pool, name, _ := strings.Cut(key, "/")
+		mgrs.Fail(managertest.Failure{Method: managertest.DeleteVolume, Pool: pool, Name: name, Err: err})
+	}
+	for pool, err := range listErrs {
+		mgrs.Fail(managertest.Failure{Method: managertest.ListVolumes, Pool: pool, Err: err})
+	}
+	return mgrs
 }
 
 func TestSweep(t *testing.T) {
@@ -94,7 +118,7 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:      "owner PV of another provisioner is kept",
-			cached:    []*v1.PersistentVolume{newPV("pv-1", onNode(otherNode), withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other"))},
+			cached:    []*v1.PersistentVolume{newPV("pv-1", hostpathtest.OnNode(otherNode), hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other"))},
 			volumes:   map[string][]managerapi.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
 			wantCalls: []string{"host", "list default"},
 		},
@@ -102,8 +126,8 @@ func TestSweep(t *testing.T) {
 			// The informers keep it as a stub (package cachetrim): its
 			// name is what keeps the directory.
 			name: "owner PV of another provisioner, a stub in the cache, is kept even with policy Delete",
-			cached: []*v1.PersistentVolume{foreignStub(newPV("pv-1", notDeleting, onNode(otherNode),
-				withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")))},
+			cached: []*v1.PersistentVolume{foreignStub(newPV("pv-1", notDeleting, hostpathtest.OnNode(otherNode),
+				hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other")))},
 			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("pv-1-dir", "pv-1", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default"},
 		},
@@ -130,14 +154,14 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:       "owner PV refers to another node: kept, never removed, a warning on the PV",
-			cached:     []*v1.PersistentVolume{newPV("pv-1", notDeleting, onNode(otherNode))},
+			cached:     []*v1.PersistentVolume{newPV("pv-1", notDeleting, hostpathtest.OnNode(otherNode))},
 			volumes:    map[string][]managerapi.Volume{testPool: {ownedVolume("pv-1-dir", "pv-1", old)}},
 			wantCalls:  []string{"host", "list default"},
 			wantEvents: []string{`Warning DirectoryMisplaced The directory "pv-1-dir" in pool "default" on node "node-a" is recorded as this PersistentVolume's, but the PersistentVolume refers to directory "pv-1-dir" in pool "default" on node "node-b"`},
 		},
 		{
 			name:   "owner PV names another pool (a pool renamed): kept with policy Delete, reported once over two sweeps",
-			cached: []*v1.PersistentVolume{newPV("pv-1", notDeleting, withAnnotation(hostpathv1.AnnotationPool, "old-name"))},
+			cached: []*v1.PersistentVolume{newPV("pv-1", notDeleting, hostpathtest.Annotation(hostpathv1.AnnotationPool, "old-name"))},
 			volumes: map[string][]managerapi.Volume{testPool: {func() managerapi.Volume {
 				v := ownedVolume("pv-1-dir", "pv-1", old)
 				v.ReclaimPolicy = managerapi.ReclaimDelete
@@ -261,7 +285,7 @@ func TestSweep(t *testing.T) {
 		// exist ("pv-ghost") must not cost a live volume its data.
 		{
 			name:       "a PV of this node names the directory (in the cache): kept, a warning on that PV",
-			cached:     []*v1.PersistentVolume{newPV("pv-live", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			cached:     []*v1.PersistentVolume{newPV("pv-live", notDeleting, hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
 			volumes:    map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls:  []string{"host", "list default"},
 			wantGets:   1,
@@ -269,7 +293,7 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:       "with no policy recorded too",
-			cached:     []*v1.PersistentVolume{newPV("pv-live", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			cached:     []*v1.PersistentVolume{newPV("pv-live", notDeleting, hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
 			volumes:    map[string][]managerapi.Volume{testPool: {ownedVolume("victim-dir", "pv-ghost", old)}},
 			wantCalls:  []string{"host", "list default"},
 			wantGets:   1,
@@ -277,7 +301,7 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:       "reported once over two sweeps",
-			cached:     []*v1.PersistentVolume{newPV("pv-live", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			cached:     []*v1.PersistentVolume{newPV("pv-live", notDeleting, hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
 			volumes:    map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			sweeps:     2,
 			wantCalls:  []string{"host", "list default", "host", "list default"},
@@ -287,7 +311,7 @@ func TestSweep(t *testing.T) {
 		{
 			name: "a multihost PV names the directory, without this node: kept",
 			cached: []*v1.PersistentVolume{multihostPV("shared", "node-b", "", notDeleting,
-				withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+				hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
 			volumes:    map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls:  []string{"host", "list default"},
 			wantGets:   1,
@@ -295,8 +319,8 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name: "a PV made by hand names the directory (a stub in the cache): kept",
-			cached: []*v1.PersistentVolume{foreignStub(newPV("by-hand", notDeleting, withAnnotation(storagehelpers.AnnDynamicallyProvisioned, ""),
-				withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir")))},
+			cached: []*v1.PersistentVolume{foreignStub(newPV("by-hand", notDeleting, hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, ""),
+				hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "victim-dir")))},
 			volumes:    map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls:  []string{"host", "list default"},
 			wantGets:   1,
@@ -304,8 +328,8 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name: "another provisioner's PV names the pool and directory but no node: kept",
-			cached: []*v1.PersistentVolume{foreignStub(newPV("theirs", notDeleting, withAnnotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other"),
-				withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"), func(pv *v1.PersistentVolume) { delete(pv.Annotations, hostpathv1.AnnotationNode) }))},
+			cached: []*v1.PersistentVolume{foreignStub(newPV("theirs", notDeleting, hostpathtest.Annotation(storagehelpers.AnnDynamicallyProvisioned, "example.com/other"),
+				hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "victim-dir"), func(pv *v1.PersistentVolume) { delete(pv.Annotations, hostpathv1.AnnotationNode) }))},
 			volumes:    map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls:  []string{"host", "list default"},
 			wantGets:   1,
@@ -313,7 +337,7 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:       "a PV of an unknown mode names the directory: kept",
-			cached:     []*v1.PersistentVolume{newPV("odd", notDeleting, withAnnotation(hostpathv1.AnnotationMode, "future"), withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			cached:     []*v1.PersistentVolume{newPV("odd", notDeleting, hostpathtest.Annotation(hostpathv1.AnnotationMode, "future"), hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
 			volumes:    map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls:  []string{"host", "list default"},
 			wantGets:   1,
@@ -321,14 +345,14 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:      "a node-mode PV of another node with the same directory does not keep it",
-			cached:    []*v1.PersistentVolume{newPV("pv-b", notDeleting, onNode(otherNode), withAnnotation(hostpathv1.AnnotationDirectory, "orphan-dir"))},
+			cached:    []*v1.PersistentVolume{newPV("pv-b", notDeleting, hostpathtest.OnNode(otherNode), hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "orphan-dir"))},
 			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=false"},
 			wantGets:  1, wantLists: 1,
 		},
 		{
 			name:      "a PV of another pool with the same directory does not keep it",
-			cached:    []*v1.PersistentVolume{newPV("pv-p", notDeleting, withAnnotation(hostpathv1.AnnotationPool, "other-pool"), withAnnotation(hostpathv1.AnnotationDirectory, "orphan-dir"))},
+			cached:    []*v1.PersistentVolume{newPV("pv-p", notDeleting, hostpathtest.Annotation(hostpathv1.AnnotationPool, "other-pool"), hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "orphan-dir"))},
 			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=false"},
 			wantGets:  1, wantLists: 1,
@@ -337,7 +361,7 @@ func TestSweep(t *testing.T) {
 			// The cache lags behind a PV just made, or filters it out:
 			// the live LIST finds it.
 			name:      "a PV that names the directory only on the API server: kept",
-			live:      []*v1.PersistentVolume{newPV("pv-new", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			live:      []*v1.PersistentVolume{newPV("pv-new", notDeleting, hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
 			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default"},
 			wantGets:  1, wantLists: 1,
@@ -346,7 +370,7 @@ func TestSweep(t *testing.T) {
 		{
 			name: "a multihost PV only on the API server: kept",
 			live: []*v1.PersistentVolume{multihostPV("shared", "node-b", "", notDeleting,
-				withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+				hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
 			volumes:   map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete)}},
 			wantCalls: []string{"host", "list default"},
 			wantGets:  1, wantLists: 1,
@@ -365,7 +389,7 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name: "one live LIST per sweep: the named directory kept, the orphan removed",
-			live: []*v1.PersistentVolume{newPV("pv-new", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
+			live: []*v1.PersistentVolume{newPV("pv-new", notDeleting, hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "victim-dir"))},
 			volumes: map[string][]managerapi.Volume{testPool: {
 				withReclaimPolicy(ownedVolume("orphan-dir", "pv-gone", old), managerapi.ReclaimDelete),
 				withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", old), managerapi.ReclaimDelete),
@@ -404,7 +428,7 @@ func TestSweep(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			mgr := &fakeManager{volumes: tt.volumes, deleteErrs: tt.deleteErrs, listErrs: tt.listErrs}
+			mgrs := sweepManagers(tt.volumes, tt.deleteErrs, tt.listErrs)
 			recorder := record.NewFakeRecorder(10)
 			s := NewSweeper(SweeperConfig{
 				ProvisionerNames: testNames,
@@ -418,7 +442,7 @@ func TestSweep(t *testing.T) {
 					if tt.managersErr != nil {
 						return nil, tt.managersErr
 					}
-					return mgr, nil
+					return managertest.For[Manager](mgrs)(node)
 				},
 				Recorder: recorder,
 				Clock:    clocktesting.NewFakePassiveClock(sweepNow),
@@ -432,7 +456,7 @@ func TestSweep(t *testing.T) {
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("Sweep() error = %v, want %q", err, tt.wantErr)
 			}
-			if got := mgr.Calls(); !slices.Equal(got, tt.wantCalls) {
+			if got := described(mgrs.Calls()); !slices.Equal(got, tt.wantCalls) {
 				t.Errorf("manager calls = %q, want %q", got, tt.wantCalls)
 			}
 			if w := writes(kube); len(w) > 0 {
@@ -462,16 +486,14 @@ func TestSweepReportEventOnNode(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	kube := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(kube, 0)
-	mgr := &fakeManager{
-		volumes:    map[string][]managerapi.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", time.Hour)}},
-		deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(managerapi.ReasonNotEmpty, "")},
-	}
+	mgrs := sweepManagers(map[string][]managerapi.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", time.Hour)}},
+		map[string]error{testPool + "/orphan-dir": managerError(managerapi.ReasonNotEmpty, "")}, nil)
 	recorder := record.NewFakeRecorder(1)
 	recorder.IncludeObject = true
 	s := NewSweeper(SweeperConfig{
 		ProvisionerNames: testNames, Node: selfNode, Client: kube,
 		Volumes:  factory.Core().V1().PersistentVolumes(),
-		Managers: func(string) (Manager, error) { return mgr, nil },
+		Managers: managertest.For[Manager](mgrs),
 		Recorder: recorder, Clock: clocktesting.NewFakePassiveClock(sweepNow),
 	})
 	if err := s.Sweep(ctx); err != nil {
@@ -549,15 +571,15 @@ func TestNewSweeperSharesTheIndex(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	kube := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(kube, 0)
-	live := newPV("pv-live", notDeleting, withAnnotation(hostpathv1.AnnotationDirectory, "victim-dir"))
+	live := newPV("pv-live", notDeleting, hostpathtest.Annotation(hostpathv1.AnnotationDirectory, "victim-dir"))
 	if err := factory.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(live); err != nil {
 		t.Fatal(err)
 	}
-	mgr := &fakeManager{volumes: map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", DefaultSweepGrace+time.Minute), managerapi.ReclaimDelete)}}}
+	mgrs := sweepManagers(map[string][]managerapi.Volume{testPool: {withReclaimPolicy(ownedVolume("victim-dir", "pv-ghost", DefaultSweepGrace+time.Minute), managerapi.ReclaimDelete)}}, nil, nil)
 	cfg := SweeperConfig{
 		ProvisionerNames: testNames, Node: selfNode, Client: kube,
 		Volumes:  factory.Core().V1().PersistentVolumes(),
-		Managers: func(string) (Manager, error) { return mgr, nil },
+		Managers: managertest.For[Manager](mgrs),
 		Recorder: record.NewFakeRecorder(10),
 		Clock:    clocktesting.NewFakePassiveClock(sweepNow),
 	}
@@ -565,7 +587,7 @@ func TestNewSweeperSharesTheIndex(t *testing.T) {
 	if err := NewSweeper(cfg).Sweep(ctx); err != nil {
 		t.Fatalf("Sweep of the second sweeper: %v", err)
 	}
-	if got := mgr.Calls(); !slices.Equal(got, []string{"host", "list default"}) {
+	if got := described(mgrs.Calls()); !slices.Equal(got, []string{"host", "list default"}) {
 		t.Errorf("manager calls = %q, want the named directory kept", got)
 	}
 }
