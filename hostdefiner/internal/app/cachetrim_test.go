@@ -1,9 +1,6 @@
 package app
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -12,28 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
 
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/runtime/component"
 )
 
-// load decodes testdata/name into a new T: a worker Node with 30 images
-// and the manager's pod (manifests/base/manager/daemonset.yaml), as the
-// API server returns them.
-func load[T any](t testing.TB, name string) *T {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj := new(T)
-	if err := json.Unmarshal(b, obj); err != nil {
-		t.Fatalf("decode %s: %v", name, err)
-	}
-	return obj
-}
-
 func TestCacheTrim(t *testing.T) {
-	node := load[v1.Node](t, "node.json")
-	pod := load[v1.Pod](t, "pod.json")
+	node := hostpathtest.Load[v1.Node](t, "node.json")
+	pod := hostpathtest.Load[v1.Pod](t, "pod.json")
 	for _, tc := range []struct {
 		desc string
 		obj  runtime.Object
@@ -72,8 +54,8 @@ func TestCacheTrim(t *testing.T) {
 // TestCacheTrimKeepsWhatIsRead reads a trimmed Node and Pod the way the
 // host definer does, and gets what the whole object gives.
 func TestCacheTrimKeepsWhatIsRead(t *testing.T) {
-	node := load[v1.Node](t, "node.json")
-	pod := load[v1.Pod](t, "pod.json")
+	node := hostpathtest.Load[v1.Node](t, "node.json")
+	pod := hostpathtest.Load[v1.Pod](t, "pod.json")
 	for _, r := range []struct {
 		desc string
 		obj  runtime.Object

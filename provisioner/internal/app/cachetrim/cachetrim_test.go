@@ -1,10 +1,7 @@
 package cachetrim
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -21,6 +18,7 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/provisioner/internal/responsibility"
 )
 
@@ -31,25 +29,10 @@ const other = "ebs.csi.aws.com"
 // own: hostpath's default names must still never be stubs.
 var configured = hostpathv1.NewProvisionerNames("example.com/hostpath")
 
-// load decodes testdata/name into a new T, as the API server sends it (a
-// claim bound to a CSI volume, and that volume).
-func load[T any](t testing.TB, name string) *T {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj := new(T)
-	if err := json.Unmarshal(b, obj); err != nil {
-		t.Fatalf("decode %s: %v", name, err)
-	}
-	return obj
-}
-
 // claimWith returns the testdata claim with its storage-provisioner
 // annotations set as keyValues says ("key=value"; "key" alone removes it).
 func claimWith(t testing.TB, keyValues ...string) *v1.PersistentVolumeClaim {
-	c := load[v1.PersistentVolumeClaim](t, "claim.json")
+	c := hostpathtest.Load[v1.PersistentVolumeClaim](t, "claim.json")
 	setAnnotations(&c.ObjectMeta, keyValues)
 	return c
 }
@@ -57,7 +40,7 @@ func claimWith(t testing.TB, keyValues ...string) *v1.PersistentVolumeClaim {
 // volumeWith returns the testdata PV with annotations set as keyValues
 // says, like claimWith.
 func volumeWith(t testing.TB, keyValues ...string) *v1.PersistentVolume {
-	pv := load[v1.PersistentVolume](t, "pv.json")
+	pv := hostpathtest.Load[v1.PersistentVolume](t, "pv.json")
 	setAnnotations(&pv.ObjectMeta, keyValues)
 	return pv
 }
@@ -188,7 +171,7 @@ func TestStubFields(t *testing.T) {
 // the same stub.
 func TestPerNodeStubFields(t *testing.T) {
 	transform := New(configured)
-	node := load[v1.Node](t, "node.json")
+	node := hostpathtest.Load[v1.Node](t, "node.json")
 	node.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
 	labels := func(m map[string]string) []string {
 		var out []string
@@ -204,11 +187,11 @@ func TestPerNodeStubFields(t *testing.T) {
 	}{
 		{"node", node, append(labels(node.Labels),
 			"metadata.deletionTimestamp", "metadata.name", "metadata.resourceVersion", "metadata.uid", "spec.taints")},
-		{"pod", load[v1.Pod](t, "pod.json"), append(labels(load[v1.Pod](t, "pod.json").Labels),
+		{"pod", hostpathtest.Load[v1.Pod](t, "pod.json"), append(labels(hostpathtest.Load[v1.Pod](t, "pod.json").Labels),
 			"metadata.name", "metadata.namespace", "metadata.resourceVersion", "metadata.uid",
 			"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
 			"spec.nodeName", "spec.serviceAccountName", "status.conditions", "status.phase", "status.podIP")},
-		{"hostdefinition", load[hostpathv1.HostDefinition](t, "hostdefinition.json"), []string{
+		{"hostdefinition", hostpathtest.Load[hostpathv1.HostDefinition](t, "hostdefinition.json"), []string{
 			"metadata.name", "metadata.resourceVersion", "metadata.uid", "spec.nodeName", "spec.pool", "status.phase"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
