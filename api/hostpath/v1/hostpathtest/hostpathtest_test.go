@@ -102,3 +102,50 @@ func TestPodsEventsAndLoad(t *testing.T) {
 		t.Errorf("Load = %+v", n)
 	}
 }
+
+// TestCheckEvents checks the checks against a test that records failures.
+func TestCheckEvents(t *testing.T) {
+	got := []string{"Normal Defined node a is ready", "Warning DefinePending try 1 of 5"}
+	for _, tc := range []struct {
+		name  string
+		check func(t testing.TB)
+		fails bool
+	}{
+		{name: "reasons", check: func(t testing.TB) { CheckEvents(t, got, []string{"Normal Defined", "Warning DefinePending"}) }},
+		{name: "a start of the message", check: func(t testing.TB) { CheckEvents(t, got, []string{"Normal Defined node", "Warning DefinePending try"}) }},
+		{name: "a start of a reason", check: func(t testing.TB) { CheckEvents(t, got, []string{"Normal Def", "Warning DefinePending"}) }, fails: true},
+		{name: "another order", check: func(t testing.TB) { CheckEvents(t, got, []string{"Warning DefinePending", "Normal Defined"}) }, fails: true},
+		{name: "parts", check: func(t testing.TB) {
+			CheckEventParts(t, got, [][]string{{"Normal Defined", "is ready"}, {"Warning DefinePending", "of 5"}})
+		}},
+		{name: "a part missing", check: func(t testing.TB) {
+			CheckEventParts(t, got, [][]string{{"Normal Defined", "is not ready"}, {"Warning DefinePending"}})
+		}, fails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &recorder{TB: t}
+			tc.check(r)
+			if r.failed != tc.fails {
+				t.Errorf("failed = %t, want %t", r.failed, tc.fails)
+			}
+		})
+	}
+	r := &recorder{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		CheckEvents(r, got, []string{"Normal Defined"})
+	}()
+	if !r.failed {
+		t.Error("one event too many did not fail")
+	}
+}
+
+// recorder is a testing.TB that records failures instead of failing.
+type recorder struct {
+	testing.TB
+	failed bool
+}
+
+func (r *recorder) Helper()               {}
+func (r *recorder) Errorf(string, ...any) { r.failed = true }
+func (r *recorder) Fatalf(string, ...any) { r.failed = true; panic("Fatalf") }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -57,6 +58,50 @@ func Events(r *record.FakeRecorder) []string {
 			return out
 		}
 	}
+}
+
+// CheckEvents checks that got, the events Events took, are one per want,
+// in order, each starting with its want: "Type Reason" (the whole reason)
+// or "Type Reason message" (the start of the message).
+func CheckEvents(t testing.TB, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("events = %q, want %d starting with %q", got, len(want), want)
+	}
+	for i, w := range want {
+		if !startsWith(got[i], w) {
+			t.Errorf("event %d = %q, want it to start with %q", i, got[i], w)
+		}
+	}
+}
+
+// CheckEventParts checks that got, the events Events took, are one per
+// want, in order, each starting with its want's first part ("Type
+// Reason", the whole reason) and containing every other part.
+func CheckEventParts(t testing.TB, got []string, want [][]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("events = %q, want %d: %q", got, len(want), want)
+	}
+	for i, parts := range want {
+		if len(parts) > 0 && !startsWith(got[i], parts[0]) {
+			t.Errorf("event %d = %q, want it to start with %q", i, got[i], parts[0])
+		}
+		for _, part := range parts[min(1, len(parts)):] {
+			if !strings.Contains(got[i], part) {
+				t.Errorf("event %d = %q, want it to contain %q", i, got[i], part)
+			}
+		}
+	}
+}
+
+// startsWith reports whether the event e starts with want, a want of two
+// words ("Type Reason") only with the whole reason.
+func startsWith(e, want string) bool {
+	if strings.Count(want, " ") == 1 {
+		return e == want || strings.HasPrefix(e, want+" ")
+	}
+	return strings.HasPrefix(e, want)
 }
 
 // Load decodes the JSON file testdata/name of the test's package (an
