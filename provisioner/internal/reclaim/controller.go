@@ -193,63 +193,6 @@ func (c *Controller) ManagerReady(node string) {
 	}
 }
 
-// nodeGoneWork says whether a node-mode PV not under deletion needs the
-// node-gone handling: it is on, and the PV's node is missing or the PV is
-// marked.
-func (c *Controller) nodeGoneWork(pv *v1.PersistentVolume, dir directory) bool {
-	if c.cfg.NodeGoneGrace <= 0 || dir.node == "" {
-		return false
-	}
-	if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked {
-		return true
-	}
-	exists, err := c.nodes.Exists(dir.node)
-	return err == nil && !exists
-}
-
-// NodeJoined is told that an instance came to node (its pod was added):
-// the Node may be back. It queues the PVs marked as of a gone node of that
-// name, to remove the mark.
-func (c *Controller) NodeJoined(node string) {
-	c.nodes.Forget(node)
-	if c.cfg.NodeGoneGrace <= 0 {
-		return
-	}
-	pvs, err := c.volumes.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, pv := range pvs {
-		if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked && pv.Annotations[hostpathv1.AnnotationNode] == node {
-			c.queue.Add(pv.Name)
-		}
-	}
-}
-
-// NodeLeft is told that an instance left node (its pod was deleted, as it
-// is when its Node is): the Node may be gone. It queues the cached PVs of
-// that node, so the elected instance releases those under deletion at
-// once and marks the others, and asks for a scan of the API server for
-// those no cache holds (nodegonescan.go), which runs if the Node is gone.
-func (c *Controller) NodeLeft(node string) {
-	c.nodes.Forget(node)
-	if c.cfg.NodeGoneGrace > 0 {
-		c.mu.Lock()
-		c.suspects[node] = true
-		c.mu.Unlock()
-		c.triggerGoneScan()
-	}
-	pvs, err := c.volumes.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, pv := range pvs {
-		if loc, ok := locationOf(pv, c.cfg.ProvisionerNames); ok && (loc.Node == node || loc.Multihost && loc.Listed(node)) {
-			c.volumeChanged(pv)
-		}
-	}
-}
-
 // sync brings one PV, read from the lister, to its next state.
 func (c *Controller) sync(ctx context.Context, name string) error {
 	pv, err := c.volumes.Get(name)

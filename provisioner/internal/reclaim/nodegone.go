@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
@@ -49,6 +50,63 @@ const (
 	// for longer than the grace period was deleted.
 	ReasonVolumeDeleted = "VolumeDeleted"
 )
+
+// nodeGoneWork says whether a node-mode PV not under deletion needs the
+// node-gone handling: it is on, and the PV's node is missing or the PV is
+// marked.
+func (c *Controller) nodeGoneWork(pv *v1.PersistentVolume, dir directory) bool {
+	if c.cfg.NodeGoneGrace <= 0 || dir.node == "" {
+		return false
+	}
+	if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked {
+		return true
+	}
+	exists, err := c.nodes.Exists(dir.node)
+	return err == nil && !exists
+}
+
+// NodeJoined is told that an instance came to node (its pod was added):
+// the Node may be back. It queues the PVs marked as of a gone node of that
+// name, to remove the mark.
+func (c *Controller) NodeJoined(node string) {
+	c.nodes.Forget(node)
+	if c.cfg.NodeGoneGrace <= 0 {
+		return
+	}
+	pvs, err := c.volumes.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, pv := range pvs {
+		if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked && pv.Annotations[hostpathv1.AnnotationNode] == node {
+			c.queue.Add(pv.Name)
+		}
+	}
+}
+
+// NodeLeft is told that an instance left node (its pod was deleted, as it
+// is when its Node is): the Node may be gone. It queues the cached PVs of
+// that node, so the elected instance releases those under deletion at
+// once and marks the others, and asks for a scan of the API server for
+// those no cache holds (nodegonescan.go), which runs if the Node is gone.
+func (c *Controller) NodeLeft(node string) {
+	c.nodes.Forget(node)
+	if c.cfg.NodeGoneGrace > 0 {
+		c.mu.Lock()
+		c.suspects[node] = true
+		c.mu.Unlock()
+		c.triggerGoneScan()
+	}
+	pvs, err := c.volumes.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, pv := range pvs {
+		if loc, ok := locationOf(pv, c.cfg.ProvisionerNames); ok && (loc.Node == node || loc.Multihost && loc.Listed(node)) {
+			c.volumeChanged(pv)
+		}
+	}
+}
 
 // doNodeGone carries out a step of the node-gone handling (nodeGoneStep)
 // on the PV of f; more says that the pass decides again on f: after
