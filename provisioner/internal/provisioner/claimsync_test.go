@@ -30,7 +30,7 @@ func TestClaimSync(t *testing.T) {
 			for range 3 {
 				f.syncClaim(ctx, t, c, 0)
 			}
-			checkEvents(t, hostpathtest.Events(f.recorder), tc.wantEvents)
+			hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), tc.wantEvents)
 			actions := f.kube.Actions()
 			if !tc.wantPatch {
 				if len(actions) > 0 {
@@ -118,7 +118,7 @@ func TestClaimSyncReportsOnce(t *testing.T) {
 	for range 3 {
 		f.syncClaim(ctx, t, c, 0)
 	}
-	checkEvents(t, hostpathtest.Events(f.recorder), []string{"Warning " + ReasonNoNode})
+	hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), []string{"Warning " + ReasonNoNode})
 
 	// A changed problem is reported again.
 	c = c.DeepCopy()
@@ -127,13 +127,13 @@ func TestClaimSyncReportsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.syncClaim(ctx, t, c, 0)
-	checkEvents(t, hostpathtest.Events(f.recorder), []string{"Warning " + ReasonNodeNotFound})
+	hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), []string{"Warning " + ReasonNodeNotFound})
 
 	// Once the claim is deleted, a new claim with the same UID is
 	// reported again.
 	f.sync.claimDeleted(c)
 	f.syncClaim(ctx, t, c, 0)
-	checkEvents(t, hostpathtest.Events(f.recorder), []string{"Warning " + ReasonNodeNotFound})
+	hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), []string{"Warning " + ReasonNodeNotFound})
 }
 
 // claimsResource is the resource of claims on the fake API server.
@@ -161,20 +161,6 @@ func (f *fixture) syncClaim(ctx context.Context, t *testing.T, c *v1.PersistentV
 		t.Fatal(err)
 	}
 	return obj.(*v1.PersistentVolumeClaim)
-}
-
-// checkEvents checks that got has one event per want, in order, each
-// starting with it and a space.
-func checkEvents(t *testing.T, got, want []string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("events = %q, want %d starting with %q", got, len(want), want)
-	}
-	for i := range want {
-		if !strings.HasPrefix(got[i], want[i]+" ") {
-			t.Errorf("event %d = %q, want it to start with %q", i, got[i], want[i])
-		}
-	}
 }
 
 // checkSelectNodePatch checks that p sets selected-node of c to selfNode
@@ -256,7 +242,7 @@ func TestControlPlaneNode(t *testing.T) {
 				append(append(testNodes(), testClasses()...), tc.node, c)...)
 			f.syncClaim(ctx, t, c, 0)
 			events := hostpathtest.Events(f.recorder)
-			checkEvents(t, events, []string{tc.wantEvent})
+			hostpathtest.CheckEvents(t, events, []string{tc.wantEvent})
 			checkMessage(t, "event", events[0], tc.want, tc.notWant)
 
 			if !tc.wantReschedule {

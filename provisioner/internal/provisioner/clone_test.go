@@ -111,7 +111,7 @@ func TestCloneDecision(t *testing.T) {
 			}
 			synced := f.syncClaim(ctx, t, tc.clone, 0)
 			events := hostpathtest.Events(f.recorder)
-			checkEvents(t, events, tc.wantEvents)
+			hostpathtest.CheckEvents(t, events, tc.wantEvents)
 			if tc.wantInMsg != "" && !strings.Contains(strings.Join(events, "\n"), tc.wantInMsg) {
 				t.Errorf("events %q do not say %q", events, tc.wantInMsg)
 			}
@@ -147,7 +147,7 @@ func TestProvisionClone(t *testing.T) {
 		t.Errorf("pv = %+v", pv)
 	}
 	events := hostpathtest.Events(f.recorder)
-	checkEvents(t, events, []string{"Normal " + ReasonCloneStarted, "Normal " + ReasonCloneProgress, "Normal " + ReasonCloneFinished})
+	hostpathtest.CheckEvents(t, events, []string{"Normal " + ReasonCloneStarted, "Normal " + ReasonCloneProgress, "Normal " + ReasonCloneFinished})
 	if !strings.Contains(events[2], "by copy in ") {
 		t.Errorf("CloneFinished = %q, want the method", events[2])
 	}
@@ -188,7 +188,7 @@ func TestProvisionMultihostClone(t *testing.T) {
 			t.Errorf("node %s: clones %q, creates %q", n, got, callsOf(managers.Node(n), managertest.CreateVolume))
 		}
 	}
-	checkEvents(t, hostpathtest.Events(f.recorder), []string{"Normal " + ReasonCloneStarted, "Normal " + ReasonCloneFinished})
+	hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), []string{"Normal " + ReasonCloneStarted, "Normal " + ReasonCloneFinished})
 
 	nodeSource := sourcePV(selfNode, "1Gi")
 	f, managers = multihostFixture(t, fakeTargets{ready: []string{selfNode}}, sourceClaim("multihost"), nodeSource, clone)
@@ -199,7 +199,7 @@ func TestProvisionMultihostClone(t *testing.T) {
 	if len(callsOf(managers.Node(selfNode), managertest.CloneVolume)) != 0 {
 		t.Errorf("clones = %q, want none", callsOf(managers.Node(selfNode), managertest.CloneVolume))
 	}
-	checkEvents(t, hostpathtest.Events(f.recorder), []string{"Warning " + ReasonCloneSourceInvalid})
+	hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), []string{"Warning " + ReasonCloneSourceInvalid})
 }
 
 // TestClonesWaitForTheirSource: when a source claim is bound, the claim

@@ -302,7 +302,7 @@ func TestSync(t *testing.T) {
 			if msg := conditionMessage(claim, v1.PersistentVolumeClaimControllerResizeError); !strings.Contains(msg, tc.wantConditionMessage) {
 				t.Errorf("ControllerResizeError message = %q, want it to contain %q", msg, tc.wantConditionMessage)
 			}
-			checkEvents(t, hostpathtest.Events(f.recorder), tc.wantEvents)
+			hostpathtest.CheckEventParts(t, hostpathtest.Events(f.recorder), tc.wantEvents)
 
 			// A second sync over the caches the informers would then hold
 			// writes nothing, calls no manager on success or infeasible, and

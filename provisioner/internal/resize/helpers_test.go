@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -290,22 +289,6 @@ func patches(kube *fake.Clientset) []string {
 		}
 	}
 	return out
-}
-
-// checkEvents checks that got has one event per want, each containing
-// every part of it.
-func checkEvents(t *testing.T, got []string, want [][]string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("events = %q, want %d: %q", got, len(want), want)
-	}
-	for i := range want {
-		for _, part := range want[i] {
-			if !strings.Contains(got[i], part) {
-				t.Errorf("event %d = %q, want it to contain %q", i, got[i], part)
-			}
-		}
-	}
 }
 
 // conditionTypes returns the types of the claim's conditions, in order.
