@@ -23,6 +23,12 @@
 //   - A cache keeps (Watch) every object some verb may let this instance
 //     act for: all but another node's objects while an instance serves
 //     that node.
+//
+// Before any of it, an object is hostpath's at all or another
+// provisioner's (ForeignClaim, ForeignVolume): no instance acts for
+// another provisioner's claim or PV. The election itself (Winner,
+// PodInstances) is in election.go; the fake instances of tests are in
+// package responsibilitytest.
 package responsibility
 
 import (
@@ -160,7 +166,7 @@ const (
 	everyInstance
 )
 
-// Rule is the rule for the instance on Self.
+// Rule is the rule, seen from the instance on one node.
 type Rule struct {
 	self      string
 	instances Instances
