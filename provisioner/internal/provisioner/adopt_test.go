@@ -12,6 +12,7 @@ import (
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/managertest"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 // TestAdopt: AdoptAll over one PV of the cache (and the others that name
@@ -58,7 +59,7 @@ func TestAdopt(t *testing.T) {
 			if pv == nil {
 				pv = volume("pv", selfNode, "default", "dir", "data")
 			}
-			f := newFixture(t, fakeInstances{}, append([]any{pv}, tc.volumes...)...)
+			f := newFixture(t, responsibilitytest.Instances{}, append([]any{pv}, tc.volumes...)...)
 			if tc.owner != "-" {
 				f.manager.AddVolume(directory("default", "dir", tc.owner, ""))
 			}
@@ -81,7 +82,7 @@ func TestAdopt(t *testing.T) {
 
 func TestAdoptAll(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t, fakeInstances{},
+	f := newFixture(t, responsibilitytest.Instances{},
 		volume("pv-legacy", selfNode, "default", "legacy", "a"),       // no record: adopted
 		volume("pv-fast", selfNode, "fast", "legacy", "b"),            // same name, other pool: adopted
 		volume("pv-owned", selfNode, "default", "owned", "c"),         // has its record: left alone
@@ -139,7 +140,7 @@ func TestAdoptAllMarksMultihost(t *testing.T) {
 		delete(pv.Annotations, hostpathv1.AnnotationNode)
 		return pv
 	}
-	f := newFixture(t, fakeInstances{}, multihost("pv-old", "old"), multihost("pv-kept", "kept"), multihost("pv-marked", "marked"),
+	f := newFixture(t, responsibilitytest.Instances{}, multihost("pv-old", "old"), multihost("pv-kept", "kept"), multihost("pv-marked", "marked"),
 		multihost("pv-missing", "missing"), multihost("pv-taken", "taken"))
 	f.manager.AddVolume(directory("default", "old", "pv-old", ""))
 	f.manager.AddVolume(directory("default", "kept", "pv-kept", ""))

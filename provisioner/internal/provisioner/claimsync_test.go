@@ -18,6 +18,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/hostpath/v1/hostpathtest"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 // TestClaimSync checks that the claim sync does each effect once, and only
@@ -53,7 +54,7 @@ func TestClaimSync(t *testing.T) {
 func TestClaimSyncPinnedWaitForFirstConsumer(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	c := claim("wffc", hostpathv1.AnnotationProvisionOnNode+"="+selfNode)
-	f := newFixture(t, fakeInstances{On: []string{selfNode}}, append(append(testNodes(), testClasses()...), c)...)
+	f := newFixture(t, responsibilitytest.Instances{On: []string{selfNode}}, append(append(testNodes(), testClasses()...), c)...)
 	if f.prov.ShouldProvision(ctx, c) {
 		t.Fatal("ShouldProvision before the sync = true, want false")
 	}
@@ -72,7 +73,7 @@ func TestClaimSyncBoundClaim(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	c := claim("wffc", hostpathv1.AnnotationProvisionOnNode+"="+selfNode, hostpathv1.AnnotationKubevirtProvisionOnNode+"="+otherNode)
 	c.Spec.VolumeName = "pv"
-	f := newFixture(t, fakeInstances{Wins: true}, append(append(testNodes(), testClasses()...), c)...)
+	f := newFixture(t, responsibilitytest.Instances{Wins: true}, append(append(testNodes(), testClasses()...), c)...)
 	f.syncClaim(ctx, t, c, 0)
 	if events, actions := hostpathtest.Events(f.recorder), f.kube.Actions(); len(events) > 0 || len(actions) > 0 {
 		t.Errorf("events = %q, API actions = %v; want none", events, actions)
@@ -97,7 +98,7 @@ func TestClaimSyncPatchFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			c := claim("wffc", hostpathv1.AnnotationProvisionOnNode+"="+selfNode)
-			f := newFixture(t, fakeInstances{}, append(append(testNodes(), testClasses()...), c)...)
+			f := newFixture(t, responsibilitytest.Instances{}, append(append(testNodes(), testClasses()...), c)...)
 			f.kube.PrependReactor("patch", "persistentvolumeclaims", func(clienttesting.Action) (bool, runtime.Object, error) {
 				return true, nil, tc.err
 			})
@@ -114,7 +115,7 @@ func TestClaimSyncPatchFailure(t *testing.T) {
 func TestClaimSyncReportsOnce(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	c := claim("immediate")
-	f := newFixture(t, fakeInstances{Wins: true}, append(append(testNodes(), testClasses()...), c)...)
+	f := newFixture(t, responsibilitytest.Instances{Wins: true}, append(append(testNodes(), testClasses()...), c)...)
 	for range 3 {
 		f.syncClaim(ctx, t, c, 0)
 	}
@@ -238,7 +239,7 @@ func TestControlPlaneNode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			c := claim(tc.claim[0], tc.claim[1:]...)
-			f := newFixture(t, fakeInstances{Wins: true, On: []string{selfNode, otherNode}},
+			f := newFixture(t, responsibilitytest.Instances{Wins: true, On: []string{selfNode, otherNode}},
 				append(append(testNodes(), testClasses()...), tc.node, c)...)
 			f.syncClaim(ctx, t, c, 0)
 			events := hostpathtest.Events(f.recorder)

@@ -18,6 +18,7 @@ import (
 	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/managertest"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 // sourceClaim is claim ns/src of className, Bound to PV pv-src.
@@ -98,7 +99,7 @@ func TestCloneDecision(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			objects := append(append(testNodes(), testClasses()...), tc.objects...)
-			f := newFixture(t, fakeInstances{Wins: tc.elected, On: []string{selfNode, otherNode}}, append(objects, tc.clone)...)
+			f := newFixture(t, responsibilitytest.Instances{Wins: tc.elected, On: []string{selfNode, otherNode}}, append(objects, tc.clone)...)
 			d, err := f.prov.decide(ctx, tc.clone)
 			if err != nil {
 				t.Fatal(err)
@@ -129,7 +130,7 @@ func TestProvisionClone(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil)
 	clone := cloneOf("wffc", "src", storagehelpers.AnnSelectedNode+"="+selfNode)
-	f := newFixture(t, fakeInstances{On: []string{selfNode}}, append(testNodes(), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
+	f := newFixture(t, responsibilitytest.Instances{On: []string{selfNode}}, append(testNodes(), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
 	f.manager.AddVolume(sourceDir)
 	f.manager.CloneSteps(2)
 	pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: wffc, PVName: testPVName, PVC: clone})
@@ -154,7 +155,7 @@ func TestProvisionClone(t *testing.T) {
 
 	// A copy still running when CloneWait ends is left to the library's
 	// next call.
-	f2 := newFixture(t, fakeInstances{On: []string{selfNode}}, append(testNodes(), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
+	f2 := newFixture(t, responsibilitytest.Instances{On: []string{selfNode}}, append(testNodes(), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
 	f2.manager.AddVolume(sourceDir)
 	f2.manager.CloneSteps(1 << 30)
 	f2.prov.cfg.CloneWait = 20 * f2.prov.cfg.ClonePoll
@@ -207,7 +208,7 @@ func TestProvisionMultihostClone(t *testing.T) {
 func TestClonesWaitForTheirSource(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	clone := cloneOf("wffc", "src")
-	f := newFixture(t, fakeInstances{On: []string{selfNode}}, append(append(testNodes(), testClasses()...), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
+	f := newFixture(t, responsibilitytest.Instances{On: []string{selfNode}}, append(append(testNodes(), testClasses()...), sourceClaim("wffc"), sourcePV(selfNode, "1Gi"), clone)...)
 	f.sync.enqueueClones(sourceClaim("wffc"))
 	if n := f.sync.queue.Len(); n != 1 {
 		t.Fatalf("queued %d claims, want the clone", n)

@@ -33,10 +33,6 @@ const (
 // testNames are the provisioner names of the tests' instance.
 var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 
-// fakeInstances are the instances of the tests: this one wins every
-// election or none, and instances run on the nodes of On.
-type fakeInstances = responsibilitytest.Instances
-
 // newManagers returns the managers of nodes, each with the pools default
 // and fast under /var/hpvolumes.
 func newManagers(nodes ...string) *managertest.Fake {
@@ -147,7 +143,7 @@ type fixture struct {
 
 // newFixture puts the objects in the informer caches; PVs and claims also on
 // the fake API server.
-func newFixture(t *testing.T, inst fakeInstances, objects ...any) *fixture {
+func newFixture(t *testing.T, inst responsibilitytest.Instances, objects ...any) *fixture {
 	t.Helper()
 	kube := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(kube, 0)

@@ -26,6 +26,7 @@ import (
 	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/responsibility"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 // fakeTargets are the fixed targets of pool "default", as the
@@ -51,7 +52,7 @@ func (f fakeTargets) Targets(pool string) (ready, pending []string, err error) {
 // one attempt per node (no backoff to wait for).
 func multihostFixture(t *testing.T, targets fakeTargets, objects ...any) (*fixture, *managertest.Fake) {
 	t.Helper()
-	f := newFixture(t, fakeInstances{Wins: true}, append(testNodes(), objects...)...)
+	f := newFixture(t, responsibilitytest.Instances{Wins: true}, append(testNodes(), objects...)...)
 	mgrs := newManagers(slices.Concat(targets.ready, targets.serving)...)
 	f.prov.cfg.Managers = managertest.For[VolumeManager](mgrs)
 	f.prov.cfg.Targets = targets

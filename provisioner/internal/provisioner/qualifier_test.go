@@ -11,6 +11,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/hostpath/v1/hostpathtest"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 // claimCase is a claim as one instance (on selfNode) sees it, with what its
@@ -33,7 +34,7 @@ func (tc claimCase) setUp(t *testing.T) (context.Context, *fixture, *v1.Persiste
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	c := claim(tc.claim[0], tc.claim[1:]...)
-	f := newFixture(t, fakeInstances{Wins: tc.elected, On: []string{selfNode, otherNode}},
+	f := newFixture(t, responsibilitytest.Instances{Wins: tc.elected, On: []string{selfNode, otherNode}},
 		append(append(testNodes(), testClasses()...), c)...)
 	return ctx, f, c
 }
@@ -133,7 +134,7 @@ func TestForeignClaims(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			c := claim(tc.claim[0], append(slices.Clone(tc.claim[1:]),
 				storagehelpers.AnnStorageProvisioner+"=example.com/other", storagehelpers.AnnBetaStorageProvisioner+"=example.com/other")...)
-			f := newFixture(t, fakeInstances{Wins: true, On: []string{selfNode, otherNode}},
+			f := newFixture(t, responsibilitytest.Instances{Wins: true, On: []string{selfNode, otherNode}},
 				append(append(testNodes(), testClasses()...), c)...)
 			if f.prov.ShouldProvision(ctx, c) {
 				t.Error("ShouldProvision = true, want false")
@@ -168,7 +169,7 @@ func TestShouldDelete(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newFixture(t, fakeInstances{Wins: tc.elected})
+			f := newFixture(t, responsibilitytest.Instances{Wins: tc.elected})
 			pv := buildPV(pvInput{name: "pv", class: class("c", "Immediate", nil), claim: claim("c"), node: selfNode})
 			pv.Annotations = tc.pvAnnotations
 			if got := f.prov.ShouldDelete(ctx, pv); got != tc.want {

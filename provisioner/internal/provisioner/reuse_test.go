@@ -20,6 +20,7 @@ import (
 	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/app/cachetrim"
 	"hostpath.dev/provisioner/internal/responsibility"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 // foreignStub is what the informers keep of pv once it is another
@@ -189,7 +190,7 @@ func TestProvisionReuse(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newFixture(t, fakeInstances{}, append(testNodes(), tc.volumes...)...)
+			f := newFixture(t, responsibilitytest.Instances{}, append(testNodes(), tc.volumes...)...)
 			for dir, r := range tc.existing {
 				f.manager.AddVolume(directory("default", dir, r.owner, r.namespace))
 				f.manager.UpdateVolume("default", dir, func(v *managerapi.Volume) { v.Retained = r.retained })
@@ -262,7 +263,7 @@ func TestReuseRefusalsAlike(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newFixture(t, fakeInstances{}, testNodes()...)
+			f := newFixture(t, responsibilitytest.Instances{}, testNodes()...)
 			if r := tc.existing; r != nil {
 				f.manager.AddVolume(directory("default", "keep", r.owner, r.namespace))
 				f.manager.UpdateVolume("default", "keep", func(v *managerapi.Volume) { v.Retained = r.retained })

@@ -20,6 +20,7 @@ import (
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/managertest"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 const testPVName = "pvc-0000-uid"
@@ -286,7 +287,7 @@ func TestProvision(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newFixture(t, fakeInstances{}, append(testNodes(), tc.volumes...)...)
+			f := newFixture(t, responsibilitytest.Instances{}, append(testNodes(), tc.volumes...)...)
 			fail(f.managers, selfNode, tc.managerErr, writes...)
 			for dir, owner := range tc.existing {
 				f.manager.AddVolume(directory("default", dir, owner, tc.claim.Namespace))
@@ -315,7 +316,7 @@ func TestProvision(t *testing.T) {
 
 func TestProvisionWithoutManager(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t, fakeInstances{}, testNodes()...)
+	f := newFixture(t, responsibilitytest.Instances{}, testNodes()...)
 	f.prov.cfg.Managers = func(node string) (VolumeManager, error) {
 		return nil, fmt.Errorf("no Ready manager pod (selector app=m) on node %q", node)
 	}
@@ -330,7 +331,7 @@ func TestProvisionWithoutManager(t *testing.T) {
 
 func TestProvisionNodeWithoutHostnameLabel(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t, fakeInstances{}, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: selfNode}})
+	f := newFixture(t, responsibilitytest.Instances{}, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: selfNode}})
 	_, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{
 		StorageClass: class("immediate", storagev1.VolumeBindingImmediate, nil), PVName: testPVName,
 		PVC: claim("immediate", hostpathv1.AnnotationProvisionOnNode+"="+selfNode),
@@ -374,7 +375,7 @@ func TestDelete(t *testing.T) {
 				delete(pv.Annotations, hostpathv1.AnnotationNode)
 				pv.Annotations[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
 			}
-			f := newFixture(t, fakeInstances{Wins: tc.elected}, pv)
+			f := newFixture(t, responsibilitytest.Instances{Wins: tc.elected}, pv)
 			calls := 0
 			f.prov.cfg.Reclaim = func(_ context.Context, got *v1.PersistentVolume) error {
 				calls++
@@ -471,7 +472,7 @@ func TestProvisionSelectedNodeGone(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newFixture(t, fakeInstances{Wins: tc.elected, On: []string{selfNode, otherNode}}, append(testNodes(), wffc)...)
+			f := newFixture(t, responsibilitytest.Instances{Wins: tc.elected, On: []string{selfNode, otherNode}}, append(testNodes(), wffc)...)
 			f.prov.cfg.Managers = func(node string) (VolumeManager, error) {
 				t.Errorf("Managers(%q) called, want no manager call", node)
 				return nil, fmt.Errorf("no manager")
@@ -567,7 +568,7 @@ func TestProvisionChecksCreated(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newFixture(t, fakeInstances{}, testNodes()...)
+			f := newFixture(t, responsibilitytest.Instances{}, testNodes()...)
 			f.manager.AddVolume(directory("default", "data", testPVName, "ns"))
 			f.manager.UpdateVolume("default", "data", tc.answer)
 			c := claim("shared", storagehelpers.AnnSelectedNode+"="+selfNode)

@@ -13,6 +13,7 @@ import (
 
 	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 // claimStatus is what the resizer writes of a claim's status, as text.
@@ -280,7 +281,7 @@ func TestSync(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			mgrs := newManagers(tc.enforced, tc.errs, tc.missing)
-			f := newFixture(t, fakeInstances{Wins: tc.elected}, mgrs, []*v1.PersistentVolumeClaim{tc.claim}, []*v1.PersistentVolume{tc.pv})
+			f := newFixture(t, responsibilitytest.Instances{Wins: tc.elected}, mgrs, []*v1.PersistentVolumeClaim{tc.claim}, []*v1.PersistentVolume{tc.pv})
 
 			err := f.ctrl.sync(ctx, testNamespace+"/"+tc.claim.Name)
 			if (err != nil) != tc.wantErr {
@@ -338,7 +339,7 @@ func equalStatus(a, b claimStatus) bool {
 func TestSyncRetryKeepsTheError(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	mgrs := newManagers("", map[string]error{selfNode: managerError(managerapi.ReasonInternal, "disk on fire")}, nil)
-	f := newFixture(t, fakeInstances{}, mgrs, []*v1.PersistentVolumeClaim{newClaim("data", "pv-1", "2Gi")}, []*v1.PersistentVolume{newPV("pv-1", "data")})
+	f := newFixture(t, responsibilitytest.Instances{}, mgrs, []*v1.PersistentVolumeClaim{newClaim("data", "pv-1", "2Gi")}, []*v1.PersistentVolume{newPV("pv-1", "data")})
 	key := testNamespace + "/data"
 	if err := f.ctrl.sync(ctx, key); err == nil {
 		t.Fatal("first sync() = nil, want the manager's error")
@@ -367,7 +368,7 @@ func TestSyncRetryKeepsTheError(t *testing.T) {
 // the finish, each with the claim's resourceVersion.
 func TestStatusPatches(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t, fakeInstances{}, newManagers("", nil, nil), []*v1.PersistentVolumeClaim{newClaim("data", "pv-1", "2Gi")}, []*v1.PersistentVolume{newPV("pv-1", "data")})
+	f := newFixture(t, responsibilitytest.Instances{}, newManagers("", nil, nil), []*v1.PersistentVolumeClaim{newClaim("data", "pv-1", "2Gi")}, []*v1.PersistentVolume{newPV("pv-1", "data")})
 	if err := f.ctrl.sync(ctx, testNamespace+"/data"); err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +404,7 @@ func TestHandlers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, fakeInstances{}, newManagers("", nil, nil), []*v1.PersistentVolumeClaim{claim}, []*v1.PersistentVolume{tc.pv})
+			f := newFixture(t, responsibilitytest.Instances{}, newManagers("", nil, nil), []*v1.PersistentVolumeClaim{claim}, []*v1.PersistentVolume{tc.pv})
 			tc.event(f.ctrl)
 			if got := f.ctrl.queue.Len(); got != tc.want {
 				t.Errorf("queued %d, want %d", got, tc.want)
@@ -514,7 +515,7 @@ func TestSizeBytes(t *testing.T) {
 // when the handlers could not be registered.
 func TestRunWatchError(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t, fakeInstances{}, newManagers("", nil, nil), nil, nil)
+	f := newFixture(t, responsibilitytest.Instances{}, newManagers("", nil, nil), nil, nil)
 	f.ctrl.watchErr = errors.New("stopped informer")
 	if err := f.ctrl.Run(context.WithoutCancel(ctx), 1); err == nil || !strings.Contains(err.Error(), "stopped informer") {
 		t.Errorf("Run() = %v, want the watch error", err)

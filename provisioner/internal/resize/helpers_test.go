@@ -44,10 +44,6 @@ var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 // testNow is the time of the conditions the controller writes.
 var testNow = metav1.NewTime(time.Date(2026, 11, 23, 5, 41, 3, 0, time.UTC))
 
-// fakeInstances are the instances of the tests: this one wins every
-// election or none.
-type fakeInstances = responsibilitytest.Instances
-
 // newManagers returns the managers of the tests: selfNode, otherNode and
 // thirdNode have testPool, enforcing sizes as enforcement says; errs
 // answers SetSize per node; missing nodes have no manager. newFixture
@@ -158,7 +154,7 @@ type fixture struct {
 
 // newFixture puts claims, pvs and the two classes in the clientset and in
 // the informer caches.
-func newFixture(t *testing.T, inst fakeInstances, mgrs *managertest.Fake, claims []*v1.PersistentVolumeClaim, pvs []*v1.PersistentVolume) *fixture {
+func newFixture(t *testing.T, inst responsibilitytest.Instances, mgrs *managertest.Fake, claims []*v1.PersistentVolumeClaim, pvs []*v1.PersistentVolume) *fixture {
 	t.Helper()
 	classes := []*storagev1.StorageClass{newClass(expandableClass, true), newClass(fixedClass, false)}
 	var objects []runtime.Object
