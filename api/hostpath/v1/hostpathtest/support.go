@@ -104,14 +104,22 @@ func startsWith(e, want string) bool {
 	return strings.HasPrefix(e, want)
 }
 
-// Load decodes the JSON file testdata/name of the test's package (an
-// object as the API server sends it) into a new T.
-func Load[T any](t testing.TB, name string) *T {
+// Testdata returns the content of the file testdata/name of the test's
+// package.
+func Testdata(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// Load decodes the JSON file testdata/name of the test's package (an
+// object as the API server sends it) into a new T.
+func Load[T any](t testing.TB, name string) *T {
+	t.Helper()
+	b := Testdata(t, name)
 	obj := new(T)
 	if err := json.Unmarshal(b, obj); err != nil {
 		t.Fatalf("decode %s: %v", name, err)
