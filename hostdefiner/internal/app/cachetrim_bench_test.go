@@ -2,13 +2,12 @@ package app
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/runtime/cachetrim/cachetrimtest"
 )
 
@@ -32,7 +31,7 @@ var sizeCases = []struct {
 func BenchmarkTransform(b *testing.B) {
 	for _, tc := range sizeCases {
 		b.Run(tc.name, func(b *testing.B) {
-			data := readFile(b, tc.file)
+			data := hostpathtest.Testdata(b, tc.file)
 			whole := decode(b, data, tc.newObj)
 			trimmed, _ := cacheTrim(decode(b, data, tc.newObj))
 			metrics := map[string]float64{
@@ -58,21 +57,13 @@ func BenchmarkTransform(b *testing.B) {
 func BenchmarkDecode(b *testing.B) {
 	for _, tc := range sizeCases {
 		b.Run(tc.name, func(b *testing.B) {
-			data := readFile(b, tc.file)
+			data := hostpathtest.Testdata(b, tc.file)
 			b.ReportAllocs()
 			for b.Loop() {
 				decode(b, data, tc.newObj)
 			}
 		})
 	}
-}
-
-func readFile(b *testing.B, name string) []byte {
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return data
 }
 
 func decode(b *testing.B, data []byte, newObj func() k8sruntime.Object) k8sruntime.Object {

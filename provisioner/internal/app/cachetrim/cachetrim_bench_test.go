@@ -3,8 +3,6 @@ package cachetrim
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -17,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	shared "hostpath.dev/api/runtime/cachetrim"
 	"hostpath.dev/api/runtime/cachetrim/cachetrimtest"
 )
@@ -54,7 +53,7 @@ var foreignKinds = []struct {
 // volumeList returns n distinct PVs decoded from the testdata file name.
 func volumeList(b *testing.B, n int, name string) k8sruntime.Object {
 	{
-		data := readFile(b, name)
+		data := hostpathtest.Testdata(b, name)
 		list := &v1.PersistentVolumeList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]v1.PersistentVolume, n)}
 		for i := range list.Items {
 			pv := &list.Items[i]
@@ -77,7 +76,7 @@ func claimList(b *testing.B, n int, change func(*v1.PersistentVolumeClaim)) k8sr
 // claimListOf returns n distinct claims decoded from the testdata file
 // name, changed by change.
 func claimListOf(b *testing.B, n int, name string, change func(*v1.PersistentVolumeClaim)) k8sruntime.Object {
-	data := readFile(b, name)
+	data := hostpathtest.Testdata(b, name)
 	list := &v1.PersistentVolumeClaimList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]v1.PersistentVolumeClaim, n)}
 	for i := range list.Items {
 		c := &list.Items[i]
@@ -227,14 +226,6 @@ func extract(list k8sruntime.Object) ([]any, error) {
 	return nil, fmt.Errorf("not a list: %T", list)
 }
 
-func readFile(b *testing.B, name string) []byte {
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return data
-}
-
 func decode(b *testing.B, data []byte, obj any) {
 	if err := json.Unmarshal(data, obj); err != nil {
 		b.Fatal(err)
@@ -268,7 +259,7 @@ func BenchmarkPerNodeCache(b *testing.B) {
 		{"hostdefinition", "hostdefinition.json", func() any { return &hostpathv1.HostDefinition{} }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			data := readFile(b, tc.file)
+			data := hostpathtest.Testdata(b, tc.file)
 			metrics := map[string]float64{}
 			for unit, transform := range map[string]cache.TransformFunc{
 				"heap-B/whole":   shared.Transform(),
