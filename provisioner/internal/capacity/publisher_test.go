@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/managertest"
 )
@@ -172,7 +173,7 @@ func TestSync(t *testing.T) {
 			}
 			f := newFixture(t, mgr, testInterval, objs...)
 			_, err := f.pub.sync(ctx)
-			checkErr(t, err, tc.wantErr)
+			hostpathtest.CheckErr(t, err, tc.wantErr)
 			if got := f.writes(t); !slices.Equal(got, tc.wantWrites) {
 				t.Errorf("writes = %q, want %q", got, tc.wantWrites)
 			}
@@ -197,17 +198,6 @@ func cmpOr(n, def *v1.Node) *v1.Node {
 		return n
 	}
 	return def
-}
-
-// checkErr checks that err contains want, or is nil when want is "".
-func checkErr(t *testing.T, err error, want string) {
-	t.Helper()
-	switch {
-	case want == "" && err != nil:
-		t.Errorf("error = %v, want none", err)
-	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
-		t.Errorf("error = %v, want one containing %q", err, want)
-	}
 }
 
 // TestPublishedObject checks every field of a published object, as the

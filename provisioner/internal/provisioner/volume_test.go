@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
@@ -415,16 +416,13 @@ func withAccessModes(c *v1.PersistentVolumeClaim, modes ...v1.PersistentVolumeAc
 func checkErr(t *testing.T, err error, wantIgnored bool, wantErr string) {
 	t.Helper()
 	var ignored *controller.IgnoredError
-	switch {
-	case wantIgnored:
+	if wantIgnored {
 		if !errors.As(err, &ignored) {
 			t.Errorf("err = %v, want IgnoredError", err)
 		}
-	case wantErr == "" && err != nil:
-		t.Errorf("err = %v, want none", err)
-	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
-		t.Errorf("err = %v, want one containing %q", err, wantErr)
+		return
 	}
+	hostpathtest.CheckErr(t, err, wantErr)
 }
 
 // TestProvisionSelectedNodeGone: the instance elected for a

@@ -1,6 +1,7 @@
 package hostpathtest
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -103,7 +104,7 @@ func TestPodsEventsAndLoad(t *testing.T) {
 	}
 }
 
-// TestCheckEvents checks the checks against a test that records failures.
+// TestCheckEvents checks the checks (of events and errors) against a test that records failures.
 func TestCheckEvents(t *testing.T) {
 	got := []string{"Normal Defined node a is ready", "Warning DefinePending try 1 of 5"}
 	for _, tc := range []struct {
@@ -118,6 +119,11 @@ func TestCheckEvents(t *testing.T) {
 		{name: "parts", check: func(t testing.TB) {
 			CheckEventParts(t, got, [][]string{{"Normal Defined", "is ready"}, {"Warning DefinePending", "of 5"}})
 		}},
+		{name: "no error", check: func(t testing.TB) { CheckErr(t, nil, "") }},
+		{name: "an error", check: func(t testing.TB) { CheckErr(t, errors.New("a: b"), "b") }},
+		{name: "an error, none wanted", check: func(t testing.TB) { CheckErr(t, errors.New("a"), "") }, fails: true},
+		{name: "none, one wanted", check: func(t testing.TB) { CheckErr(t, nil, "a") }, fails: true},
+		{name: "another error", check: func(t testing.TB) { CheckErr(t, errors.New("a"), "b") }, fails: true},
 		{name: "a part missing", check: func(t testing.TB) {
 			CheckEventParts(t, got, [][]string{{"Normal Defined", "is not ready"}, {"Warning DefinePending"}})
 		}, fails: true},

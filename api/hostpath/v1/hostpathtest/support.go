@@ -104,6 +104,18 @@ func startsWith(e, want string) bool {
 	return strings.HasPrefix(e, want)
 }
 
+// CheckErr checks that err is nil when want is "", else an error whose
+// message contains want.
+func CheckErr(t testing.TB, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("error = %v, want none", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Errorf("error = %v, want one containing %q", err, want)
+	}
+}
+
 // Testdata returns the content of the file testdata/name of the test's
 // package.
 func Testdata(t testing.TB, name string) []byte {
