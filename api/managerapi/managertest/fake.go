@@ -280,3 +280,19 @@ func (f *Fake) begin(c Call) error {
 	}
 	return nil
 }
+
+// Answer returns the error a client call returns when the manager answers
+// reason with the message format, args (a call on volume x of pool
+// default): for the tests of code that is handed a manager's answer
+// without a Fake, and for Fail.
+func Answer(reason managerapi.Reason, format string, args ...any) error {
+	return wrap(Call{Method: CreateVolume, Pool: "default", Name: "x"}, managerapi.Errorf(reason, format, args...))
+}
+
+// OwnerConflict is Answer's OwnerConflict naming owner ("" for a directory
+// without an owner record), as managerapi.OwnerOf reads it.
+func OwnerConflict(owner string) error {
+	e := managerapi.Errorf(managerapi.ReasonOwnerConflict, "the directory belongs to %q", owner)
+	e.Owner = owner
+	return wrap(Call{Method: CreateVolume, Pool: "default", Name: "x"}, e)
+}

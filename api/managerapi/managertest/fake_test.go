@@ -499,3 +499,17 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("%d volumes and %d calls, want 30 of each", total, len(f.Calls()))
 	}
 }
+
+// TestAnswer checks the answers made for code handed them directly.
+func TestAnswer(t *testing.T) {
+	err := Answer(managerapi.ReasonInsufficientStorage, "pool %q is full", "default")
+	if want := `PUT /v1/pools/default/volumes/x: manager answered 507 InsufficientStorage: pool "default" is full`; err.Error() != want ||
+		managerapi.Classify(err) != managerapi.AnswerNoSpace {
+		t.Errorf("Answer = %v (%s), want %q", err, managerapi.Classify(err), want)
+	}
+	for _, owner := range []string{"pv-a", ""} {
+		if got, ok := managerapi.OwnerOf(OwnerConflict(owner)); !ok || got != owner {
+			t.Errorf("OwnerOf(OwnerConflict(%q)) = %q, %t", owner, got, ok)
+		}
+	}
+}
