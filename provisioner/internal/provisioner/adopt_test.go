@@ -36,7 +36,7 @@ func TestAdopt(t *testing.T) {
 		{name: "already adopted", owner: "pv", wantOwner: "pv"},
 		{name: "directory gone", owner: "-", wantOwner: "-"},
 		{
-			name: "adopted concurrently by the same volume", owner: "", setOwnerErr: ownerConflict("pv"),
+			name: "adopted concurrently by the same volume", owner: "", setOwnerErr: managertest.OwnerConflict("pv"),
 			wantSetOwners: "default/dir ->pv", wantOwner: "",
 		},
 		{

@@ -2,7 +2,6 @@ package provisioner
 
 import (
 	"errors"
-	"fmt"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"strings"
 	"testing"
@@ -120,12 +119,6 @@ func ownerOf(m *managertest.Manager, pool, name string) (string, bool) {
 func namespaceOf(m *managertest.Manager, pool, name string) string {
 	v, _ := m.Volume(pool, name)
 	return v.ClaimNamespace
-}
-
-// ownerConflict is the manager's 409 OwnerConflict naming owner.
-func ownerConflict(owner string) error {
-	return fmt.Errorf("PUT /v1/pools/default/volumes/x: %w", &managerapi.Error{StatusCode: 409, Status: managerapi.Status{
-		Reason: managerapi.ReasonOwnerConflict, Message: "the directory belongs to " + owner, Owner: owner}})
 }
 
 // fixture is a Provisioner and its ClaimSync on selfNode over fake caches.

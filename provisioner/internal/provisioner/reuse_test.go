@@ -182,7 +182,7 @@ func TestProvisionReuse(t *testing.T) {
 		{
 			name: "another volume took it first", dir: "keep",
 			existing:    map[string]ownerRecord{"keep": {"pvc-old", "ns", true}},
-			setOwnerErr: ownerConflict("pvc-fast"),
+			setOwnerErr: managertest.OwnerConflict("pvc-fast"),
 			wantState:   controller.ProvisioningFinished, wantSetOwners: "default/keep pvc-old->" + testPVName,
 			wantErr: `belongs to PersistentVolume "pvc-fast"`,
 		},

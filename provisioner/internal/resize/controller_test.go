@@ -13,6 +13,7 @@ import (
 
 	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
@@ -151,7 +152,7 @@ func TestSync(t *testing.T) {
 			name:                 "507: infeasible until the request changes, with the manager's message",
 			claim:                newClaim("data", "pv-1", "100Gi"),
 			pv:                   newPV("pv-1", "data"),
-			errs:                 map[string]error{selfNode: managerError(managerapi.ReasonInsufficientStorage, `pool "default" on node "node-a" has 3Gi available, 99Gi requested`)},
+			errs:                 map[string]error{selfNode: managertest.Answer(managerapi.ReasonInsufficientStorage, `pool "default" on node "node-a" has 3Gi available, 99Gi requested`)},
 			wantCalls:            []string{"node-a setSize default/pv-1-dir owner=pv-1 bytes=107374182400"},
 			wantWrites:           []string{writeClaimStatus, writeClaimStatus},
 			wantPVCapacity:       "1Gi",
@@ -167,7 +168,7 @@ func TestSync(t *testing.T) {
 			claim:                newClaim("data", "pv-1", "100Gi"),
 			pv:                   newPV("pv-1", "data", hostpathtest.Multihost(selfNode, otherNode)),
 			elected:              true,
-			errs:                 map[string]error{otherNode: managerError(managerapi.ReasonInsufficientStorage, `pool "default" on node "node-b" has 3Gi available, 99Gi requested`)},
+			errs:                 map[string]error{otherNode: managertest.Answer(managerapi.ReasonInsufficientStorage, `pool "default" on node "node-b" has 3Gi available, 99Gi requested`)},
 			wantCalls:            []string{"node-a setSize default/pv-1-dir owner=pv-1 bytes=107374182400", "node-b setSize default/pv-1-dir owner=pv-1 bytes=107374182400"},
 			wantWrites:           []string{writeClaimStatus, writeClaimStatus},
 			wantPVCapacity:       "1Gi",
@@ -179,7 +180,7 @@ func TestSync(t *testing.T) {
 			name:                 "409: volumes never shrink, infeasible",
 			claim:                newClaim("data", "pv-1", "2Gi"),
 			pv:                   newPV("pv-1", "data"),
-			errs:                 map[string]error{selfNode: managerError(managerapi.ReasonConflict, `volume "pv-1-dir" in pool "default" has size 5Gi; it cannot shrink to 2Gi`)},
+			errs:                 map[string]error{selfNode: managertest.Answer(managerapi.ReasonConflict, `volume "pv-1-dir" in pool "default" has size 5Gi; it cannot shrink to 2Gi`)},
 			wantCalls:            []string{"node-a setSize default/pv-1-dir owner=pv-1 bytes=2147483648"},
 			wantWrites:           []string{writeClaimStatus, writeClaimStatus},
 			wantPVCapacity:       "1Gi",
@@ -338,7 +339,7 @@ func equalStatus(a, b claimStatus) bool {
 // claim's status once, and that success then clears it.
 func TestSyncRetryKeepsTheError(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	mgrs := newManagers("", map[string]error{selfNode: managerError(managerapi.ReasonInternal, "disk on fire")}, nil)
+	mgrs := newManagers("", map[string]error{selfNode: managertest.Answer(managerapi.ReasonInternal, "disk on fire")}, nil)
 	f := newFixture(t, responsibilitytest.Instances{}, mgrs, []*v1.PersistentVolumeClaim{newClaim("data", "pv-1", "2Gi")}, []*v1.PersistentVolume{newPV("pv-1", "data")})
 	key := testNamespace + "/data"
 	if err := f.ctrl.sync(ctx, key); err == nil {
@@ -450,7 +451,7 @@ func TestOutcomeOf(t *testing.T) {
 	ok := func(node, enforcement string) result {
 		return result{node: node, vol: &managerapi.Volume{Enforcement: enforcement}}
 	}
-	full := managerError(managerapi.ReasonInsufficientStorage, `pool "default" on node "b" has 1Gi available, 1Gi requested`)
+	full := managertest.Answer(managerapi.ReasonInsufficientStorage, `pool "default" on node "b" has 1Gi available, 1Gi requested`)
 	tests := []struct {
 		name    string
 		results []result
@@ -460,11 +461,11 @@ func TestOutcomeOf(t *testing.T) {
 		{"one node grown", []result{ok("a", "xfs")}, grown, []string{`Resized volume "pv" to 2Gi on node "a" (size enforcement: xfs)`}},
 		{"nodes grown, mixed enforcement", []result{ok("a", ""), ok("b", "xfs"), ok("c", "xfs")}, grown, []string{`on nodes "a", "b", "c"`, "size enforcement: none, xfs"}},
 		{"507", []result{{node: "b", err: full}}, infeasible, []string{`Cannot grow volume "pv" to 2Gi: node "b": pool "default" on node "b" has 1Gi available, 1Gi requested (507 InsufficientStorage)`, "must fit in the pool of every node: change the request"}},
-		{"409", []result{{node: "a", err: managerError(managerapi.ReasonConflict, "cannot shrink")}}, infeasible, []string{"cannot shrink (409 Conflict)", "volumes never shrink"}},
+		{"409", []result{{node: "a", err: managertest.Answer(managerapi.ReasonConflict, "cannot shrink")}}, infeasible, []string{"cannot shrink (409 Conflict)", "volumes never shrink"}},
 		{"507 beats a transport error", []result{{node: "a", err: errors.New("timeout")}, {node: "b", err: full}}, infeasible, []string{`node "b"`}},
 		{"transport error", []result{ok("a", ""), {node: "b", err: errors.New("connection refused")}}, failed, []string{`Failed to grow volume "pv" to 2Gi (will retry): node "b": connection refused`}},
-		{"500", []result{{node: "a", err: managerError(managerapi.ReasonInternal, "boom")}}, failed, []string{"boom (500 Internal)"}},
-		{"owner conflict is retried", []result{{node: "a", err: managerError(managerapi.ReasonOwnerConflict, "belongs to pv-x")}}, failed, []string{"belongs to pv-x"}},
+		{"500", []result{{node: "a", err: managertest.Answer(managerapi.ReasonInternal, "boom")}}, failed, []string{"boom (500 Internal)"}},
+		{"owner conflict is retried", []result{{node: "a", err: managertest.Answer(managerapi.ReasonOwnerConflict, "belongs to pv-x")}}, failed, []string{"belongs to pv-x"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -490,11 +491,11 @@ func TestRetryable(t *testing.T) {
 		want bool
 	}{
 		{errors.New("connection refused"), true},
-		{managerError(managerapi.ReasonTooManyRequests, "busy"), true},
-		{managerError(managerapi.ReasonInternal, "boom"), true},
-		{managerError(managerapi.ReasonInsufficientStorage, "full"), false},
-		{managerError(managerapi.ReasonConflict, "shrink"), false},
-		{managerError(managerapi.ReasonOwnerConflict, "other"), false},
+		{managertest.Answer(managerapi.ReasonTooManyRequests, "busy"), true},
+		{managertest.Answer(managerapi.ReasonInternal, "boom"), true},
+		{managertest.Answer(managerapi.ReasonInsufficientStorage, "full"), false},
+		{managertest.Answer(managerapi.ReasonConflict, "shrink"), false},
+		{managertest.Answer(managerapi.ReasonOwnerConflict, "other"), false},
 	} {
 		if got := managerapi.Retryable(tc.err); got != tc.want {
 			t.Errorf("client.Retryable(%v) = %t, want %t", tc.err, got, tc.want)

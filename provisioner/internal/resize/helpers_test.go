@@ -88,11 +88,6 @@ func setSizes(f *managertest.Fake) []string {
 	return out
 }
 
-// managerError is an answer of the manager, wrapped like the client does.
-func managerError(reason managerapi.Reason, format string, args ...any) error {
-	return fmt.Errorf("PUT /v1/pools/default/volumes/x/size: %w", managerapi.Errorf(reason, format, args...))
-}
-
 // newPV returns a Bound node-mode PV of this provisioner on selfNode, of
 // 1Gi, bound to the claim of newClaim(claim), changed by mods.
 func newPV(name, claim string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
