@@ -6,8 +6,8 @@
 package main
 
 import (
-	"hostpath.dev/hostdefiner/internal/app"
 	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/hostdefiner/internal/app"
 )
 
 func main() { component.Main("hostdefiner", app.NewOptions()) }

@@ -6,8 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/labels"
 
-	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	hdlisters "hostpath.dev/api/generated/listers/hostpath/v1"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )
 
 // Metrics are the host definer's Prometheus metrics.

@@ -8,9 +8,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"hostpath.dev/hostdefiner/internal/placement"
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/hostdefiner/internal/placement"
 )
 
 // Facts are what the next step for a (node, pool) is decided from, read

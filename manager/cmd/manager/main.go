@@ -6,8 +6,8 @@
 package main
 
 import (
-	"hostpath.dev/manager/internal/app"
 	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/manager/internal/app"
 )
 
 func main() { component.Main("manager", app.NewOptions()) }

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"hostpath.dev/manager/internal/certs/certstest"
 	"hostpath.dev/api/managerapi/trust"
+	"hostpath.dev/manager/internal/certs/certstest"
 )
 
 // trustEnv is an env whose signer signs with a second CA, with a stored
