@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"hostpath.dev/api/runtime/atomicfile"
 )
 
 // FileName is the file, in Config.Dir, that holds the serving certificate
@@ -49,34 +51,11 @@ func load(path string) (*tls.Certificate, error) {
 	return cert, nil
 }
 
-// store writes data to FileName in dir atomically: a temporary file of mode
-// 0600 in dir, synced, renamed over the old one, and the directory synced.
+// store writes data to FileName in dir atomically, mode 0600 (package
+// atomicfile).
 func store(dir string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+FileName+".*")
-	if err != nil {
+	if err := atomicfile.Write(dir, FileName, data, 0o600); err != nil {
 		return fmt.Errorf("store the certificate: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after the rename, there is nothing to remove
-	err = f.Chmod(0o600)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, FileName))
-	}
-	if err != nil {
-		return fmt.Errorf("store the certificate: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }

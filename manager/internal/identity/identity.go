@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"hostpath.dev/api/runtime/atomicfile"
+
 	"github.com/google/uuid"
 	"k8s.io/klog/v2"
 )
@@ -79,7 +81,7 @@ func Load(ctx context.Context, cfg Config) (*Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate a host ID: %w", err)
 	}
-	if err := writeFileAtomic(cfg.StateDir, HostIDFile, []byte(id.String()+"\n")); err != nil {
+	if err := atomicfile.Write(cfg.StateDir, HostIDFile, []byte(id.String()+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("write host ID: %w", err)
 	}
 	klog.FromContext(ctx).Info("Generated a new host ID", "hostID", id.String(), "file", path)
@@ -116,39 +118,4 @@ func (i *Identity) MachineID(ctx context.Context) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// writeFileAtomic writes data to dir/name through a synced temporary file
-// renamed into place, then syncs dir: a crash leaves the old file or the new
-// one, never a torn one.
-func writeFileAtomic(dir, name string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

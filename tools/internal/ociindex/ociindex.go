@@ -21,8 +21,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+
+	"hostpath.dev/api/runtime/atomicfile"
 
 	digest "github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -49,28 +50,6 @@ func writeBlob(l ocilayout.Layout, mediaType string, data []byte) (v1.Descriptor
 		return v1.Descriptor{}, fmt.Errorf("write blob %s: %w", d.Digest, err)
 	}
 	return d, nil
-}
-
-// writeFile writes data to path through a temporary file and a rename, so
-// that a reader never sees half of it.
-func writeFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // Combine writes an image index of entries' manifests, each with its
@@ -138,4 +117,10 @@ func name(l ocilayout.Layout, d v1.Descriptor) error {
 		return fmt.Errorf("write the layout's index: %w", err)
 	}
 	return nil
+}
+
+// writeFile writes data to path so that a reader never sees half of it
+// (package atomicfile).
+func writeFile(path string, data []byte) error {
+	return atomicfile.Write(filepath.Dir(path), filepath.Base(path), data, 0o644)
 }
