@@ -3,20 +3,19 @@
 // its endpoints, runs its workqueues and trims its informer caches. It holds
 // no code itself; its packages below do.
 //
-// It is not the manager's API. That is hostpath.dev/api/managerapi
-// (with pkg/client/trust, the CA bundle a caller trusts the managers'
-// serving certificates by): what a manager serves and how to call it, the
-// only thing a program needs to know of another. Nothing under runtime knows
-// of volumes, pools or managers, and client and runtime import nothing of
-// each other. Both live in the manager module because the provisioner, the
-// host definer and e2e already require that module for the client; neither
-// has another hostpath dependency, so every module still builds on its own
-// (GOWORK=off).
+// It is not the manager's API. That is hostpath.dev/api/managerapi (with
+// managerapi/trust, the CA bundle a caller trusts the managers' serving
+// certificates by): what a manager serves and how to call it, the only
+// thing a program needs to know of another. Nothing under runtime knows of
+// volumes, pools or managers; review takes its error reasons and the
+// metrics reader's role name from managerapi, so that a refused call reads
+// the same from every program. Both live in the api module, the floor all
+// three programs stand on (docs/development.md, "Layout").
 //
 // Who uses which part:
 //
 //	component  every program (manager, provisioner, host definer) and the
-//	           e2e tools built like them (fakenodes, noopprovisioner, the
+//	           tools built like them (fakenodes, noopprovisioner, the
 //	           benchmarks): the shape of main (Main), klog's flags on
 //	           pflag, the API client configuration, /healthz, /readyz and
 //	           /metrics, the rule that counts a pod as serving, and the Go
@@ -34,10 +33,15 @@
 //	           trims each object before an informer caches it (Transform,
 //	           with a program's Rules). What each program drops is its own
 //	           list, in its internal/app.
+//	atomicfile the manager (host ID, serving certificate) and the release
+//	           tools (OCI layouts): a file replaced whole or not at all.
 //
 // And for tests only, never linked into a program (make verify checks):
 //
 //	dashboardtest  every program's dashboard test: the metrics that
 //	               manifests/monitoring/dashboard.json queries are ones the
 //	               program exports.
+//	review/reviewtest  review's and the manager's authorization tests: a
+//	               fake API server answering TokenReviews and
+//	               SubjectAccessReviews for the callers manifests/ installs.
 package runtime
