@@ -41,11 +41,12 @@ fmt: ## Format all Go code.
 	gofmt -w $(MODULES)
 
 .PHONY: verify
-verify: check-releases check-docs check-chart ## gofmt, go vet, staticcheck, GOWORK=off builds of every module, size rules, no test helper in a binary, generated code up to date, RELEASES, docs, the Helm chart.
+verify: check-releases check-docs check-chart ## gofmt, go vet, staticcheck, GOWORK=off builds of every module, size rules, layers (scripts/check-layers.sh), no test helper in a binary, generated code up to date, RELEASES, docs, the Helm chart.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 	@for m in $(MODULES); do (cd $$m && $(STATICCHECK) $$($(GO) list ./... | grep -v /api/generated/)); done
 	@scripts/check-size.sh
+	@scripts/check-layers.sh
 	@for b in $(BINARIES); do (cd $$b && if $(GO) list -deps ./cmd/... | grep -E '^hostpath\.dev/.*test$$'; then echo "$$b: test-only packages (above) are linked into a binary"; exit 1; fi); done
 	@scripts/codegen.sh --verify
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) build ./...); done
