@@ -3,7 +3,7 @@
 // bearer token is checked with a TokenReview for the manager's own audience
 // (client.TokenAudience, so a token meant for the API server is refused),
 // the call is authorised with a SubjectAccessReview on the hostpath.dev API
-// group (see pkg/client for the resources and verbs), and a write is then
+// group (see hostpath.dev/api/managerapi for the resources and verbs), and a write is then
 // held to the authority of what the token is bound to.
 //
 // # Node-scoped authority
