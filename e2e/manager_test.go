@@ -193,7 +193,7 @@ func managerClient(ctx context.Context, t *testing.T, f *framework.Framework, ns
 
 // roleToken makes the service account ns/sa, binds it to the ClusterRole
 // role until the test ends, and returns a manager token of it (audience
-// client.TokenAudience, bound to no pod).
+// managerapi.TokenAudience, bound to no pod).
 func roleToken(ctx context.Context, t *testing.T, f *framework.Framework, ns, sa, role string) string {
 	t.Helper()
 	serviceAccount(ctx, t, f, ns, sa)

@@ -53,7 +53,7 @@ func managerPodOn(ctx context.Context, t *testing.T, f *framework.Framework, nod
 	return f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, managerSelector, []string{node}, managerTimeout)[node]
 }
 
-// issuingCSR returns the approved CSR of signer client.SignerName, made by
+// issuingCSR returns the approved CSR of signer managerapi.SignerName, made by
 // node's manager, whose certificate is cert.
 func issuingCSR(ctx context.Context, t *testing.T, f *framework.Framework, node string, cert *x509.Certificate) *certificatesv1.CertificateSigningRequest {
 	t.Helper()

@@ -21,7 +21,7 @@ func ClaimNamespaceOf(pv *corev1.PersistentVolume) string {
 // directory of pv: owner pv.Name, reclaim policy RecordedReclaimPolicy(pv),
 // claim namespace ClaimNamespaceOf(pv), RequiredBytes pv's storage
 // capacity (0 when none), Multihost when pv IsMultihost, with the class's
-// dirMode (octal, "" for client.DefaultMode) and enforceSize. Every caller
+// dirMode (octal, "" for managerapi.DefaultMode) and enforceSize. Every caller
 // that makes a PV's directory builds its request here, so that the owner
 // records of all directories start alike.
 func NewCreateVolumeRequest(pv *corev1.PersistentVolume, dirMode string, enforceSize bool) managerapi.CreateVolumeRequest {
@@ -40,8 +40,8 @@ func NewCreateVolumeRequest(pv *corev1.PersistentVolume, dirMode string, enforce
 }
 
 // RecordedReclaimPolicy is the reclaim policy a manager records in the
-// owner record of pv's directory: client.ReclaimDelete for Delete, "" when
-// pv names none, and client.ReclaimRetain for anything else (Retain,
+// owner record of pv's directory: managerapi.ReclaimDelete for Delete, "" when
+// pv names none, and managerapi.ReclaimRetain for anything else (Retain,
 // Recycle), so that a directory is removed by policy only when its volume
 // asked for it.
 func RecordedReclaimPolicy(pv *corev1.PersistentVolume) string {

@@ -178,7 +178,7 @@ const (
 const (
 	// AnnotationSizeEnforcement says how the pool enforces the volume's
 	// size as a limit: "btrfs", "xfs" or "ext4" (the manager's
-	// client.Enforcement constants), or EnforcementNone when it does not
+	// managerapi.EnforcementBtrfs and the others), or EnforcementNone when it does not
 	// and the volume can outgrow its capacity. A multihost volume's is the
 	// kind its nodes share: EnforcementNone when any node lacks one, else
 	// the kinds, sorted and comma-separated.

@@ -1,18 +1,18 @@
 // Package trust holds what the callers of the managers trust: the CA
 // bundle that the host definer publishes in the ConfigMap
-// client.CABundleConfigMap (key client.CABundleKey, PEM) of the product's
+// managerapi.CABundleConfigMap (key managerapi.CABundleKey, PEM) of the product's
 // namespace, which may hold several CA certificates while a CA is rotated.
 //
 // A Bundle is the bundle of the moment; Watch (with a clientset) or
 // WatchConfigMaps (with anything that lists and watches ConfigMaps) keeps
 // one up to date from the ConfigMap, LoadFile reads one from a file (for
 // tools, or a mounted copy of the ConfigMap). Its Pool method is what
-// client.WithServerTLS takes as roots:
+// managerapi.WithServerTLS takes as roots:
 //
 //	b := trust.NewBundle()
 //	synced, err := trust.Watch(ctx, kube, "hostpath-system", b)
 //	// ... cache.WaitForCacheSync(ctx.Done(), synced)
-//	c, err := client.New(url, client.WithServerTLS(b.Pool, client.ServerName(node)))
+//	c, err := managerapi.New(url, managerapi.WithServerTLS(b.Pool, managerapi.ServerName(node)))
 package trust
 
 import (
@@ -144,7 +144,7 @@ func Watch[K Clientset[C, L], C CoreV1[L], L ConfigMaps](ctx context.Context, ku
 	return watchBundle(ctx, kube.CoreV1().ConfigMaps(namespace), kube, namespace, b, nil)
 }
 
-// WatchConfigMaps keeps b set from the ConfigMap client.CABundleConfigMap
+// WatchConfigMaps keeps b set from the ConfigMap managerapi.CABundleConfigMap
 // of namespace, whose ConfigMaps cms lists and watches, until ctx is done:
 // an informer of that one object (a metadata.name field selector, so that
 // RBAC can grant it by resourceNames) sets b at every add and update.

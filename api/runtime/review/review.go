@@ -97,9 +97,9 @@ type User struct {
 	Extra map[string][]string `json:"extra,omitempty"`
 }
 
-// Error is a refused call: Reason is client.ReasonUnauthorized (who the
-// caller is could not be established), client.ReasonForbidden (the caller
-// lacks a permission) or client.ReasonTooManyRequests (the caller is over a
+// Error is a refused call: Reason is managerapi.ReasonUnauthorized (who the
+// caller is could not be established), managerapi.ReasonForbidden (the caller
+// lacks a permission) or managerapi.ReasonTooManyRequests (the caller is over a
 // limit; RetryAfter says when to come back). Message says which, for the
 // caller to read.
 type Error struct {

@@ -27,10 +27,10 @@ import "hostpath.dev/api/runtime/cachetrim"
 //     metadata, owner included, spec.nodeName, spec.serviceAccountName,
 //     status.phase, status.conditions and status.podIP).
 //   - Every HostDefinition; managedFields dropped.
-//   - CertificateSigningRequests of signer client.SignerName, the Secret
-//     client.CASecret and the ConfigMap client.CABundleConfigMap of
+//   - CertificateSigningRequests of signer managerapi.SignerName, the Secret
+//     managerapi.CASecret and the ConfigMap managerapi.CABundleConfigMap of
 //     --namespace (field selectors); managedFields dropped.
-//   - The ConfigMap client.CABundleConfigMap again (the informer of
+//   - The ConfigMap managerapi.CABundleConfigMap again (the informer of
 //     api/managerapi/trust), kept whole.
 //
 // What it saves: docs/benchmarks.md, "What trimming the caches saves"

@@ -44,7 +44,7 @@ type Config struct {
 	// profiles) through: review.MetricsGuard.
 	MetricsGuard func(http.Handler) http.Handler
 	// Bundle is the CA bundle the managers' certificates are verified
-	// with, kept from the ConfigMap client.CABundleConfigMap once Run
+	// with, kept from the ConfigMap managerapi.CABundleConfigMap once Run
 	// watches it; the controller calls no manager before it is loaded.
 	Bundle *trust.Bundle
 	// Broadcaster sends the controllers' events to the API server once
@@ -118,7 +118,7 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 
 // certificateControllers builds the controllers of the managers' serving
 // certificates, reading pods (the managers' namespace) and the informers
-// of the factories it returns: the CSRs of client.SignerName, the CA
+// of the factories it returns: the CSRs of managerapi.SignerName, the CA
 // Secret and the bundle ConfigMap, each listed by a field selector (the
 // RBAC rules name them) and trimmed by cacheTrim.
 func (c *Config) certificateControllers(pods cache.SharedIndexInformer) ([]factory, error) {

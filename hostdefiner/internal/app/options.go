@@ -5,7 +5,7 @@
 // Lease runs the HostDefinition controller and the controllers of the
 // managers' serving certificates (package csr: approve, sign, keep the CA
 // and its bundle). The managers are called over HTTPS, trusting only the
-// CA bundle of the ConfigMap client.CABundleConfigMap.
+// CA bundle of the ConfigMap managerapi.CABundleConfigMap.
 package app
 
 import (

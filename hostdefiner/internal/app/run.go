@@ -172,12 +172,12 @@ func (o *Options) csrConfig() csr.Config {
 
 // managerFor calls a manager pod over HTTPS on its IP, with the token file
 // and the call timeout, trusting only bundle and only the serving
-// certificate of the pod's node (client.ServerName).
+// certificate of the pod's node (managerapi.ServerName).
 func (o *Options) managerFor(bundle *trust.Bundle) controller.ManagerFor {
 	opts := managerapi.CallerOptions(o.ManagerTokenFile, o.ManagerTimeout, 0)
 	// One client (and so one TLS transport, whose connections are reused)
 	// per manager pod; a new pod, or a new IP, gets a new one.
-	var clients sync.Map // pod UID -> *client.Client
+	var clients sync.Map // pod UID -> *managerapi.Client
 	return func(pod *v1.Pod) (controller.Manager, error) {
 		if pod.Spec.NodeName == "" {
 			return nil, fmt.Errorf("manager pod %s/%s has no node yet", pod.Namespace, pod.Name)

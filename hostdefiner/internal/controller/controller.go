@@ -38,7 +38,7 @@ type Key struct {
 // String names the key in logs.
 func (k Key) String() string { return k.Pool + "/" + k.Node }
 
-// Manager is what a try asks of a node's manager (a *client.Client).
+// Manager is what a try asks of a node's manager (a *managerapi.Client).
 type Manager interface {
 	Host(ctx context.Context) (*managerapi.Host, error)
 	PreparePool(ctx context.Context, pool string) (*managerapi.Pool, error)

@@ -26,7 +26,7 @@ import (
 // manager pod's CSR can come before the pod's own event.
 const PodCacheGrace = 30 * time.Second
 
-// Approver approves the CSRs of client.SignerName that a live manager pod
+// Approver approves the CSRs of managerapi.SignerName that a live manager pod
 // made for its own node, and denies the others (see the package doc).
 type Approver struct {
 	base

@@ -19,7 +19,7 @@ import (
 	"hostpath.dev/api/runtime/worker"
 )
 
-// The names in the CA Secret (client.CASecret), besides tls.crt and
+// The names in the CA Secret (managerapi.CASecret), besides tls.crt and
 // tls.key (the signing CA).
 const (
 	// RotateAnnotation set to a new value rotates the CA:

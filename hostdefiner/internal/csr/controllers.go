@@ -53,14 +53,14 @@ type Informers struct {
 	// Pods are the pods of Config.Namespace.
 	Pods cache.SharedIndexInformer
 	// Secrets are the Secrets of Config.Namespace, best listed with
-	// NameListOptions(client.CASecret).
+	// NameListOptions(managerapi.CASecret).
 	Secrets cache.SharedIndexInformer
 	// ConfigMaps are the ConfigMaps of Config.Namespace, best listed with
-	// NameListOptions(client.CABundleConfigMap).
+	// NameListOptions(managerapi.CABundleConfigMap).
 	ConfigMaps cache.SharedIndexInformer
 }
 
-// SignerListOptions lists and watches only the CSRs of client.SignerName.
+// SignerListOptions lists and watches only the CSRs of managerapi.SignerName.
 func SignerListOptions(o *metav1.ListOptions) {
 	o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", managerapi.SignerName).String()
 }

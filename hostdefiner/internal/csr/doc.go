@@ -1,7 +1,7 @@
 // Package csr issues the managers' serving certificates through the
 // CertificateSigningRequest API (certificates.k8s.io/v1), as the kubelet's
 // serving certificates are: each manager asks for a certificate of signer
-// client.SignerName for its node, and the host definer's leader approves,
+// managerapi.SignerName for its node, and the host definer's leader approves,
 // signs and keeps the CA. Three controllers, in the shape of Kubernetes'
 // sample-controller (informers feed a typed workqueue of
 // hostpath.dev/api/runtime/worker; the syncs read listers only):
@@ -10,8 +10,8 @@
 //     Denied condition yet.
 //   - The Signer signs every approved CSR of the signer that has no
 //     certificate yet.
-//   - The Authority keeps the CA in the Secret client.CASecret and the bundle
-//     callers trust in the ConfigMap client.CABundleConfigMap, and rotates
+//   - The Authority keeps the CA in the Secret managerapi.CASecret and the bundle
+//     callers trust in the ConfigMap managerapi.CABundleConfigMap, and rotates
 //     the CA on request.
 //
 // CSRs of other signers are never touched.
@@ -23,8 +23,8 @@
 // create pods with that service account), not from the manager of the node
 // the certificate would name. The proof of the node is the pod-bound token:
 // for a CSR made with a service account token bound to a pod, the API server
-// fills spec.extra with the pod's name, UID and node (client.ExtraPodName,
-// client.ExtraPodUID, client.ExtraNodeName), which the requester cannot
+// fills spec.extra with the pod's name, UID and node (managerapi.ExtraPodName,
+// managerapi.ExtraPodUID, managerapi.ExtraNodeName), which the requester cannot
 // forge. The Approver approves (reason ReasonApproved) only when all of these hold:
 //
 //   - spec.username is the managers' service account (else ReasonNotManager);
@@ -35,7 +35,7 @@
 //     ReasonWrongNode);
 //   - the request parses and its signature checks; its common name is
 //     CommonNamePrefix + node and its only organization, if any, is
-//     Organization; its DNS names are exactly [client.ServerName(node)],
+//     Organization; its DNS names are exactly [managerapi.ServerName(node)],
 //     with no IP address, email or URI; its usages are among digital
 //     signature, key encipherment and server auth and include server auth;
 //     its key is ECDSA, Ed25519 or RSA of at least 2048 bits (else
@@ -61,14 +61,14 @@
 //
 // # The CA and its rotation
 //
-// The Secret client.CASecret (type kubernetes.io/tls) holds the signing CA
+// The Secret managerapi.CASecret (type kubernetes.io/tls) holds the signing CA
 // in tls.crt and tls.key, and in PreviousCertKey the old CAs still trusted,
 // until the time in PreviousUntilAnnotation. When the Secret is missing the
 // Authority creates it with a new CA (ECDSA P-256, self-signed, common name
 // "hostpath-manager-ca@<unix time>", 10 years); an existing Secret is used
 // as it is (bring your own CA: any CA certificate and matching key). The key
-// is never logged. The ConfigMap client.CABundleConfigMap, key
-// client.CABundleKey, holds the bundle: the current CA and the previous
+// is never logged. The ConfigMap managerapi.CABundleConfigMap, key
+// managerapi.CABundleKey, holds the bundle: the current CA and the previous
 // ones still trusted.
 //
 // Setting RotateAnnotation on the Secret to a new value rotates the CA: a

@@ -20,8 +20,8 @@ import (
 	"hostpath.dev/api/runtime/worker"
 )
 
-// Signer signs the approved CSRs of client.SignerName with the CA of the
-// Secret client.CASecret (see the package doc).
+// Signer signs the approved CSRs of managerapi.SignerName with the CA of the
+// Secret managerapi.CASecret (see the package doc).
 type Signer struct {
 	base
 	csrs    certlisters.CertificateSigningRequestLister

@@ -288,8 +288,8 @@ func caBundle(ctx context.Context, kube kubernetes.Interface, ns string) (*trust
 }
 
 // ClientDial returns a Dial that calls the managers over HTTPS with a
-// client.Client of opts (the token, the time limits), verifying each
-// manager's certificate for client.ServerName of its node against bundle.
+// managerapi.Client of opts (the token, the time limits), verifying each
+// manager's certificate for managerapi.ServerName of its node against bundle.
 func ClientDial(bundle *trust.Bundle, opts ...managerapi.Option) Dial {
 	return func(node, address string) (Manager, error) {
 		o := append(slices.Clip(opts), managerapi.WithServerTLS(bundle.Pool, managerapi.ServerName(node)))

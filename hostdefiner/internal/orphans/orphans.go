@@ -17,7 +17,7 @@
 //     port, or an address given by the operator (a port-forward). The nodes
 //     are those of the manager pods, of the PVs and of the addresses given.
 //  3. On each node with an address, verify the manager's certificate for
-//     client.ServerName(node) against the CA bundle, and list every pool
+//     managerapi.ServerName(node) against the CA bundle, and list every pool
 //     named by a PV, a StorageClass or the manager's own GET /v1/host.
 //  4. List the PVs again, and classify (Classify): a directory no PV of
 //     either list refers to is an orphan (or retained, when its owner was
@@ -89,7 +89,7 @@ type Finding struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Manager is what the report needs of one node's manager; *client.Client
+// Manager is what the report needs of one node's manager; *managerapi.Client
 // is one.
 type Manager interface {
 	// Host is GET /v1/host (the manager's pools among others).

@@ -88,7 +88,7 @@ type Options struct {
 	// NodeName is the node the manager runs on.
 	NodeName string
 	// Namespace is the product's namespace, where the CA bundle ConfigMap
-	// client.CABundleConfigMap is; empty for no check of the serving
+	// managerapi.CABundleConfigMap is; empty for no check of the serving
 	// certificate against it.
 	Namespace string
 	// Pools are NAME=PATH pairs.

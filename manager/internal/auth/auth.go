@@ -1,7 +1,7 @@
 // Package auth decides who may call the manager's /v1 API, the way the
 // kubelet guards its own API and NodeRestriction guards nodes: the caller's
 // bearer token is checked with a TokenReview for the manager's own audience
-// (client.TokenAudience, so a token meant for the API server is refused),
+// (managerapi.TokenAudience, so a token meant for the API server is refused),
 // the call is authorised with a SubjectAccessReview on the hostpath.dev API
 // group (see hostpath.dev/api/managerapi for the resources and verbs), and a write is then
 // held to the authority of what the token is bound to.
@@ -10,7 +10,7 @@
 //
 // A projected service account token is bound to its pod: TokenReview's
 // status.user.extra carries the pod's name and UID and its node's name
-// (client.ExtraPodName, client.ExtraPodUID, client.ExtraNodeName). Reads
+// (managerapi.ExtraPodName, managerapi.ExtraPodUID, managerapi.ExtraNodeName). Reads
 // (get, list) need only the route's permission. A write (create, update,
 // resize, delete) is decided by what the token is bound to:
 //
@@ -32,7 +32,7 @@
 //     change only multihost volumes: Decision.Remote names the caller's
 //     node, and the disk Store refuses, under the volume's lock, a create
 //     that is not multihost and any write on an owner record that does not
-//     say multihost (client.ReasonForbidden, naming both nodes). PUT
+//     say multihost (managerapi.ReasonForbidden, naming both nodes). PUT
 //     /v1/pools/{pool} is not node-scoped: it only makes the pool's
 //     directory, never touches a volume, and the host definer sends it to
 //     every node.
@@ -40,7 +40,7 @@
 //     token bound to a Secret, a legacy Secret token): an operator's
 //     debugging token. It reads with the route's permission; a write also
 //     needs a SubjectAccessReview of hosts/admin (same verb, name the
-//     node), which only the ClusterRole client.AdminClusterRole grants,
+//     node), which only the ClusterRole managerapi.AdminClusterRole grants,
 //     and then has this node's authority.
 //
 // Why the mode lives in the owner record: the multihost fan-out (the
@@ -51,7 +51,7 @@
 // permission pools/multihostvolumes to those callers alone would still let
 // either reach every node-mode volume of every node; so the record says
 // which volumes are multihost (the create request says so for a new one,
-// client.CreateVolumeRequest.Multihost, from the PV's hostpath.dev/mode;
+// managerapi.CreateVolumeRequest.Multihost, from the PV's hostpath.dev/mode;
 // the adoption request for a directory without a record), and only those
 // can be reached from another node. Records written before the mode existed
 // count as node mode until the provisioner of their own node marks them at
@@ -101,9 +101,9 @@ import (
 type Attributes struct {
 	// Verb is the RBAC verb: get, list, create, update, resize or delete.
 	Verb string
-	// Resource is client.ResourceHosts or client.ResourcePools.
+	// Resource is managerapi.ResourceHosts or managerapi.ResourcePools.
 	Resource string
-	// Subresource is client.SubresourceVolumes for the volume routes.
+	// Subresource is managerapi.SubresourceVolumes for the volume routes.
 	Subresource string
 	// Name is the object's name: the node or the pool.
 	Name string
@@ -168,7 +168,7 @@ type Authorizer interface {
 
 // Options tune the Reviewer.
 type Options struct {
-	// Options are the review caches', the audience (client.TokenAudience
+	// Options are the review caches', the audience (managerapi.TokenAudience
 	// when empty) and the Budget.
 	review.Options
 	// NodeName is the manager's node: a write whose token is bound to

@@ -5,7 +5,7 @@
 // Why: callers must know they talk to the real manager of a node, and the
 // bearer tokens they send must not cross the pod network in clear text. A
 // certificate from the cluster, for a DNS name derived from the node name
-// (client.ServerName), lets a caller that trusts the CA bundle verify the
+// (managerapi.ServerName), lets a caller that trusts the CA bundle verify the
 // manager whatever the pod IP is, with no cert-manager and no certificate
 // in the manifests.
 //
@@ -18,9 +18,9 @@
 //     manager does not depend on the signer to come back after a restart.
 //   - Without a usable stored certificate (none, expired, not yet valid,
 //     or for another name), the Manager makes a new ECDSA P-256 key and a
-//     CSR for signer client.SignerName, subject CN
+//     CSR for signer managerapi.SignerName, subject CN
 //     "system:hostpath-manager:<node>", organization
-//     "hostpath.dev:managers", the one DNS name client.ServerName(node),
+//     "hostpath.dev:managers", the one DNS name managerapi.ServerName(node),
 //     usages digital signature and server auth, expirationSeconds the
 //     configured lifetime; it waits for the host definer to approve and
 //     sign it, watching that one CSR (a metadata.name field selector), and
@@ -41,7 +41,7 @@
 //     known bundle is renewed at once, not at 70%: after a reinstall (a
 //     new CA) or once an old CA has left the bundle, the stored
 //     certificate is valid but every caller refuses it. It is verified as
-//     the callers do (roots the bundle, DNS name client.ServerName(node),
+//     the callers do (roots the bundle, DNS name managerapi.ServerName(node),
 //     server auth) whenever the bundle changes (looked at every
 //     TrustCheckInterval, and at CheckTrust), and kept in service until
 //     its successor is signed. An empty bundle (none published yet, or not
@@ -106,7 +106,7 @@ type CSRs interface {
 // Config is what a Manager needs.
 type Config struct {
 	// NodeName is the manager's node; the certificate is for
-	// client.ServerName(NodeName).
+	// managerapi.ServerName(NodeName).
 	NodeName string
 	// Dir holds FileName (created with mode 0700 if missing).
 	Dir string

@@ -100,7 +100,7 @@ func (m *Manager) renew(ctx context.Context) error {
 }
 
 // csr is the CertificateSigningRequest of the x509 request der: named by
-// the API server (csr-XXXXX), for signer client.SignerName, with Usages
+// the API server (csr-XXXXX), for signer managerapi.SignerName, with Usages
 // and the configured lifetime.
 func (m *Manager) csr(der []byte) *certificatesv1.CertificateSigningRequest {
 	return &certificatesv1.CertificateSigningRequest{

@@ -66,7 +66,7 @@ func (m *Manager) untrusted(logger klog.Logger, ts *trustState) bool {
 	return ts.untrusted
 }
 
-// verify checks cert as the callers do (client.WithServerTLS): a chain to
+// verify checks cert as the callers do (managerapi.WithServerTLS): a chain to
 // pool, for the node's server name, for server auth, now on the Manager's
 // clock.
 func (m *Manager) verify(cert *tls.Certificate, pool *x509.CertPool) error {

@@ -1,6 +1,6 @@
 // Package identity says who the host is: a host ID generated once and kept
 // in the manager's state directory, the kernel's boot ID and the machine ID.
-// The disk Store reports them in GET /v1/host (client.Host).
+// The disk Store reports them in GET /v1/host (managerapi.Host).
 //
 // The host ID is a random (version 4) UUID from github.com/google/uuid,
 // written as its canonical text and a newline to StateDir/host-id. It

@@ -236,7 +236,7 @@ type Informers struct {
 	// URL, which serves no multihost volume.
 	Definitions hdinformers.HostDefinitionInformer
 	// CABundle is what the managers' certificates are verified with, kept
-	// from the ConfigMap client.CABundleConfigMap of the managers'
+	// from the ConfigMap managerapi.CABundleConfigMap of the managers'
 	// namespace once started (trust.Watch); nil with a fixed manager URL.
 	CABundle *trust.Bundle
 	// Capacities are the CSIStorageCapacity objects of this node

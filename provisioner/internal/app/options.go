@@ -97,7 +97,7 @@ const (
 	// DefaultManagerPort is the managers' HTTPS port.
 	DefaultManagerPort = managerapi.ServingPort
 	// DefaultManagerTokenFile is where the DaemonSet mounts the projected
-	// service account token of audience client.TokenAudience
+	// service account token of audience managerapi.TokenAudience
 	// (hostpath.dev/manager), meant for the managers only: the API server
 	// refuses it, and the managers refuse the pod's own API token.
 	DefaultManagerTokenFile = "/var/run/secrets/hostpath.dev/manager/token"
@@ -142,7 +142,7 @@ type Options struct {
 	// ManagerCAFile is the CA bundle (PEM) of an https ManagerURL.
 	ManagerCAFile string
 	// ManagerServerName is the name in the certificate of an https
-	// ManagerURL; empty: client.ServerName(NodeName).
+	// ManagerURL; empty: managerapi.ServerName(NodeName).
 	ManagerServerName string
 	ManagerTokenFile  string
 	// ManagerTimeout bounds every manager call but deletes.
@@ -353,7 +353,7 @@ func (o *Options) validateManagers() []error {
 	return errs
 }
 
-// isHTTPS reports whether the manager URL u is https (as client.New reads
+// isHTTPS reports whether the manager URL u is https (as managerapi.New reads
 // it: any case).
 func isHTTPS(u string) bool {
 	parsed, err := url.Parse(u)

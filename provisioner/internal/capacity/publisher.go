@@ -130,7 +130,7 @@ const queueKey = "refresh"
 // most once per TriggerDelay.
 const TriggerDelay = 5 * time.Second
 
-// Manager is what a Publisher needs of its node's manager (*client.Client).
+// Manager is what a Publisher needs of its node's manager (*managerapi.Client).
 type Manager interface {
 	// Host describes the host and its pools, with their available bytes.
 	Host(ctx context.Context) (*managerapi.Host, error)

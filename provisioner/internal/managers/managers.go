@@ -57,7 +57,7 @@ type Resolver struct {
 // in pods (the cache of the managers' namespace) and calls them over HTTPS
 // on port, trusting the CA certificates that roots returns at each TLS
 // handshake (a trust.Bundle's Pool) for the certificate of
-// client.ServerName of the node, with opts (see client.CallerOptions) for
+// managerapi.ServerName of the node, with opts (see managerapi.CallerOptions) for
 // every client; and that reads the nodes of a pool (Targets) from
 // definitions, the cache of the host definer's HostDefinitions. It adds
 // the indexes it looks them up by (hostpathv1.NodeNameIndex to pods,
@@ -75,7 +75,7 @@ func NewResolver(pods, definitions cache.Indexer, selector labels.Selector, port
 
 // NewStaticResolver returns a Resolver that answers the manager at baseURL
 // for every node (for one-node setups and debugging), with opts (for an
-// https URL, client.WithServerTLS).
+// https URL, managerapi.WithServerTLS).
 func NewStaticResolver(baseURL string, opts ...managerapi.Option) (*Resolver, error) {
 	c, err := managerapi.New(baseURL, opts...)
 	if err != nil {
@@ -86,7 +86,7 @@ func NewStaticResolver(baseURL string, opts ...managerapi.Option) (*Resolver, er
 
 // ForNode returns a client for the manager on node: for
 // https://<pod IP>:<port>, which accepts only a certificate for
-// client.ServerName(node), so a pod IP that another pod took since the
+// managerapi.ServerName(node), so a pod IP that another pod took since the
 // cache saw it fails verification rather than being called. The client is
 // kept while the pod IP stays. The error is a *NotFoundError when no Ready
 // manager pod with an IP runs there.

@@ -148,8 +148,8 @@ func TestResolverTLS(t *testing.T) {
 }
 
 // TestClientOptions checks, through a Resolver, that manager clients made
-// with client.CallerOptions send the token file's content, kept for
-// client.TokenMaxAge (a token rotated since is sent once that has passed:
+// with managerapi.CallerOptions send the token file's content, kept for
+// managerapi.TokenMaxAge (a token rotated since is sent once that has passed:
 // the client package's TestFileToken), and give up after the configured
 // time limits, closing the connection (the handler sees its request
 // canceled).

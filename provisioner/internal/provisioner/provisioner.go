@@ -20,7 +20,7 @@ import (
 )
 
 // VolumeManager is what the provisioner needs of a node's manager
-// (*client.Client).
+// (*managerapi.Client).
 type VolumeManager interface {
 	// ListVolumes lists the volume directories of a pool with their owners.
 	ListVolumes(ctx context.Context, pool string) (*managerapi.VolumeList, error)

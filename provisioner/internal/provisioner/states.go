@@ -10,7 +10,7 @@ import (
 
 // provisioningState maps the error of a manager call made while provisioning
 // to the library's state, and wraps it with what the user should know. The
-// answer's meaning is client.Classify's, the one vocabulary every caller of
+// answer's meaning is managerapi.Classify's, the one vocabulary every caller of
 // the managers uses. reschedulable says whether the claim's node came from
 // the scheduler, so that another node may be tried.
 //

@@ -53,7 +53,7 @@ type Config struct {
 	// none.
 	Targets TargetLister
 	// Fanout shapes the calls to the nodes that hold a directory (its
-	// Retryable is set from client.Classify).
+	// Retryable is set from managerapi.Classify).
 	Fanout fanout.Options
 	// FanoutMetrics records those fan-outs; nil records nothing.
 	FanoutMetrics *fanout.Metrics

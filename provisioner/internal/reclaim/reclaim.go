@@ -118,7 +118,7 @@ const (
 )
 
 // Manager is what this package needs of a node's manager
-// (*client.Client implements it).
+// (*managerapi.Client implements it).
 type Manager interface {
 	// Host describes the node and lists its pools.
 	Host(ctx context.Context) (*managerapi.Host, error)

@@ -44,7 +44,7 @@ type outcome struct {
 }
 
 // refusedForGood reports whether a manager's answer refuses a size for good
-// (client.Classify): no space for the growth (507), or a conflict (409: the
+// (managerapi.Classify): no space for the growth (507), or a conflict (409: the
 // volume is larger already, volumes never shrink).
 func refusedForGood(err error) bool {
 	a := managerapi.Classify(err)

@@ -72,7 +72,7 @@ const (
 	ReasonResizeFailed = "VolumeResizeFailed"
 )
 
-// Manager is what this package needs of a node's manager (*client.Client
+// Manager is what this package needs of a node's manager (*managerapi.Client
 // implements it).
 type Manager interface {
 	// SetSize grows the volume of req.Owner to req.SizeBytes.

@@ -102,7 +102,7 @@ const mebibyte = 1 << 20
 // the annotation for a refresh to write it again.
 const threshold = mebibyte
 
-// Manager is what a Refresher needs of a node's manager (*client.Client).
+// Manager is what a Refresher needs of a node's manager (*managerapi.Client).
 type Manager interface {
 	// Host describes the node's pools (GET /v1/host), read-only ones
 	// included.

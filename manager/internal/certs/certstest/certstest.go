@@ -114,7 +114,7 @@ func (ca *CA) Sign(csrPEM []byte, notBefore time.Time, lifetime time.Duration) (
 }
 
 // ServingPEM returns a certificate for the manager of node (its DNS names
-// are dnsNames, client.ServerName(node) when none) followed by its key, in
+// are dnsNames, managerapi.ServerName(node) when none) followed by its key, in
 // PEM: what the manager stores.
 func (ca *CA) ServingPEM(node string, notBefore time.Time, lifetime time.Duration, dnsNames ...string) ([]byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

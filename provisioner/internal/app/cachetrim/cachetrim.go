@@ -175,7 +175,7 @@
 //   - Unless --manager-url is set: Pods of --manager-namespace matching
 //     --manager-selector (the managers), as stubs the same way; every
 //     HostDefinition, as a stub (definitionStub); and the ConfigMap
-//     client.CABundleConfigMap of --manager-namespace (one object,
+//     managerapi.CABundleConfigMap of --manager-namespace (one object,
 //     api/managerapi/trust's informer), kept whole.
 //   - Unless --capacity-interval is 0: the CSIStorageCapacities of
 //     --namespace labelled with its own node (the objects it publishes,
