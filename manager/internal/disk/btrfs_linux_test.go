@@ -13,6 +13,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	"hostpath.dev/api/runtime/filetest"
 	"hostpath.dev/manager/internal/quota"
 	"hostpath.dev/manager/internal/quota/quotatest"
 )
@@ -74,7 +75,7 @@ func TestBtrfsVolumeLifecycle(t *testing.T) {
 	subvolume(filepath.Join(vol, "a", "inner"))
 	for _, d := range []string{"a/b/c/d", "a/inner/e/f", "x/y/deep/g/h"} {
 		mustMkdir(t, filepath.Join(vol, d))
-		mustWrite(t, filepath.Join(vol, d, "file"), "data")
+		filetest.Write(t, filepath.Join(vol, d, "file"), "data")
 	}
 	mustSymlink(t, "/", filepath.Join(vol, "a", "inner", "e", "root"))
 

@@ -14,6 +14,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/filetest"
 	"hostpath.dev/manager/internal/clone"
 )
 
@@ -61,7 +62,7 @@ func TestCloneVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustMkdir(t, filepath.Join(e.pool, "src", "sub"))
-	mustWrite(t, filepath.Join(e.pool, "src", "sub", "f"), "content")
+	filetest.Write(t, filepath.Join(e.pool, "src", "sub", "f"), "content")
 	mustSymlink(t, "/", filepath.Join(e.pool, "src", "root"))
 
 	cl, created := waitClone(ctx, t, e.store, "copy", cloneReq("src", 1<<20))
@@ -217,13 +218,13 @@ func TestCloneAfterRestart(t *testing.T) {
 	if _, _, err := e.store.CreateVolume(ctx, "default", "src", managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
 		t.Fatal(err)
 	}
-	mustWrite(t, filepath.Join(e.pool, "src", "f"), "whole")
+	filetest.Write(t, filepath.Join(e.pool, "src", "f"), "whole")
 	// What a crash mid-copy leaves.
 	e.writeRecordFields(t, "copy", map[string]any{"owner": "pv-b", "ownedSince": t0.Format(time.RFC3339), "claimNamespace": "ns", "reclaimPolicy": "Delete", "cloneOf": "default/src"})
 	half := filepath.Join(e.pool, stagingName("copy"))
 	mustMkdir(t, half)
-	mustWrite(t, filepath.Join(half, "f"), "wh")
-	mustWrite(t, filepath.Join(half, "junk"), "left")
+	filetest.Write(t, filepath.Join(half, "f"), "wh")
+	filetest.Write(t, filepath.Join(half, "junk"), "left")
 
 	restarted, err := New(Config{NodeName: "node-a", Pools: map[string]string{"default": e.pool}, Identity: e.identity, MountInfoFile: e.mountInfo})
 	if err != nil {
@@ -375,7 +376,7 @@ func TestRemoteClone(t *testing.T) {
 			if _, _, err := e.store.CreateVolume(ctx, "default", "src", src, 0o700, ""); err != nil {
 				t.Fatal(err)
 			}
-			mustWrite(t, filepath.Join(e.pool, "src", "f"), "content")
+			filetest.Write(t, filepath.Join(e.pool, "src", "f"), "content")
 			e.owners.addClass("shared", "multihost")
 			e.owners.addClass("standard", "node")
 			if tc.claim != nil {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/filetest"
 	"hostpath.dev/manager/internal/identity"
 )
 
@@ -38,8 +39,8 @@ func plantEscapes(t testing.TB, base, pool string) {
 	mustSymlink(t, "loop", filepath.Join(pool, "loop"))
 	mustMkdir(t, filepath.Join(pool, "inner"))
 	mustSymlink(t, "../../sibling", filepath.Join(pool, "inner", "up"))
-	mustWrite(t, filepath.Join(pool, "file"), "pool file")
-	mustWrite(t, filepath.Join(base, "outside-file"), "outside")
+	filetest.Write(t, filepath.Join(pool, "file"), "pool file")
+	filetest.Write(t, filepath.Join(base, "outside-file"), "outside")
 }
 
 // snapshot records every entry below dir (type, mode, size of files, link
@@ -133,9 +134,9 @@ func FuzzConfinement(f *testing.F) {
 	pool := filepath.Join(work, "pool")
 	mustMkdir(f, pool)
 	mustMkdir(f, filepath.Join(work, "sibling", "data"))
-	mustWrite(f, filepath.Join(work, "sibling", "data", "keep.txt"), "keep")
-	mustWrite(f, filepath.Join(base, "boot_id"), "boot\n")
-	mustWrite(f, filepath.Join(base, "mountinfo"), "28 1 259:2 / / rw - ext4 /dev/root rw\n")
+	filetest.Write(f, filepath.Join(work, "sibling", "data", "keep.txt"), "keep")
+	filetest.Write(f, filepath.Join(base, "boot_id"), "boot\n")
+	filetest.Write(f, filepath.Join(base, "mountinfo"), "28 1 259:2 / / rw - ext4 /dev/root rw\n")
 	plantEscapes(f, work, pool)
 	_, ctx := ktesting.NewTestContext(f)
 	ctx = context.WithoutCancel(ctx)
@@ -153,7 +154,7 @@ func FuzzConfinement(f *testing.F) {
 	if _, _, err := store.CreateVolume(ctx, "default", "owned", managerapi.CreateVolumeRequest{Owner: "pv-owner"}, 0o755, ""); err != nil {
 		f.Fatal(err)
 	}
-	mustWrite(f, filepath.Join(pool, "owned", "data"), "owned data")
+	filetest.Write(f, filepath.Join(pool, "owned", "data"), "owned data")
 	wantRoot := rootNames(f)
 	records := filepath.Join(pool, OwnersDir)
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/filetest"
 )
 
 // TestListVolumesPages: ListVolumes with a limit answers pages of the
@@ -53,7 +54,7 @@ func TestListVolumesPages(t *testing.T) {
 			if tc.add != "" {
 				want = append(want, tc.add)
 			}
-			mustWrite(t, filepath.Join(e.pool, "file"), "not a volume")
+			filetest.Write(t, filepath.Join(e.pool, "file"), "not a volume")
 			mustMkdir(t, filepath.Join(e.pool, ".hidden"))
 			e.writeRecord(t, "v0000a", "pv-orphan", false) // a record without a directory
 

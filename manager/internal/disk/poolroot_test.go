@@ -12,6 +12,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/filetest"
 	"hostpath.dev/manager/internal/identity"
 )
 
@@ -86,7 +87,9 @@ func TestPreparePoolNamedOnTheFly(t *testing.T) {
 	}{
 		{desc: "new pool, pool root missing", name: "fast"},
 		{desc: "existing pool directory keeps its data", name: "fast",
-			setup: func(t *testing.T, e *testEnv, root string) { mustWrite(t, mkdirIn(t, root, "fast", "vol"), "data") }},
+			setup: func(t *testing.T, e *testEnv, root string) {
+				filetest.Write(t, mkdirIn(t, root, "fast", "vol"), "data")
+			}},
 		{desc: "invalid name", name: "Fast_1", wantReason: managerapi.ReasonBadRequest},
 		{desc: "name with a slash", name: "a/b", wantReason: managerapi.ReasonBadRequest},
 		{desc: "configured name wins", name: "default", wantPath: "pool"},
@@ -108,10 +111,10 @@ func TestPreparePoolNamedOnTheFly(t *testing.T) {
 		{desc: "file", name: "fast", wantReason: managerapi.ReasonConflict, wantInMsg: "a file",
 			setup: func(t *testing.T, e *testEnv, root string) {
 				mustMkdir(t, root)
-				mustWrite(t, filepath.Join(root, "fast"), "not a pool")
+				filetest.Write(t, filepath.Join(root, "fast"), "not a pool")
 			}},
 		{desc: "pool root is a file", name: "fast", wantReason: managerapi.ReasonConflict, wantInMsg: "not a directory",
-			setup: func(t *testing.T, e *testEnv, root string) { mustWrite(t, root, "not a root") }},
+			setup: func(t *testing.T, e *testEnv, root string) { filetest.Write(t, root, "not a root") }},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -199,7 +202,7 @@ func TestPoolNamedOnTheFlyServed(t *testing.T) {
 	// Entries of the pool root that are no pools named on the fly.
 	mustMkdir(t, filepath.Join(root, "lost+found"))
 	mustMkdir(t, filepath.Join(root, "default"))
-	mustWrite(t, filepath.Join(root, "file"), "x")
+	filetest.Write(t, filepath.Join(root, "file"), "x")
 	mustSymlink(t, filepath.Join(root, "fast"), filepath.Join(root, "link"))
 
 	for i, store := range []*Store{s, restart(t, e)} {
@@ -290,7 +293,7 @@ func TestUnusablePoolNamedOnTheFly(t *testing.T) {
 		{desc: "file", wantReason: managerapi.ReasonConflict, wantInMsg: "a file",
 			setup: func(t *testing.T, e *testEnv, root string) {
 				mustMkdir(t, root)
-				mustWrite(t, filepath.Join(root, "fast"), "x")
+				filetest.Write(t, filepath.Join(root, "fast"), "x")
 			}},
 	} {
 		for op, call := range calls {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/runtime/filetest"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -325,7 +326,7 @@ func TestRemoteDelete(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			e := newTestEnv(t)
 			e.volume(t, "v1")
-			mustWrite(t, filepath.Join(e.pool, "v1", "data"), "data")
+			filetest.Write(t, filepath.Join(e.pool, "v1", "data"), "data")
 			fields := map[string]any{"owner": owner, "ownedSince": t0.Format(time.RFC3339), "multihost": true}
 			for k, v := range tc.record {
 				fields[k] = v

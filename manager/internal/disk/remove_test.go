@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/filetest"
 	"hostpath.dev/manager/internal/identity"
 )
 
@@ -42,10 +43,10 @@ func TestDeleteVolume(t *testing.T) {
 			setup: func(t *testing.T, e *testEnv) {
 				e.writeRecord(t, "v1", "pv-a", false)
 				mustMkdir(t, filepath.Join(e.pool, "v1", "a", "b", "c"))
-				mustWrite(t, filepath.Join(e.pool, "v1", "a", "b", "f"), "x")
-				mustWrite(t, filepath.Join(e.pool, "v1", "a", "b", "c", "f"), "x")
+				filetest.Write(t, filepath.Join(e.pool, "v1", "a", "b", "f"), "x")
+				filetest.Write(t, filepath.Join(e.pool, "v1", "a", "b", "c", "f"), "x")
 				mustMkdir(t, filepath.Join(e.pool, "v1", "locked", "inner"))
-				mustWrite(t, filepath.Join(e.pool, "v1", "locked", "inner", "f"), "x")
+				filetest.Write(t, filepath.Join(e.pool, "v1", "locked", "inner", "f"), "x")
 				for _, c := range []struct {
 					p    string
 					mode fs.FileMode
@@ -59,14 +60,14 @@ func TestDeleteVolume(t *testing.T) {
 				}
 				// Names a pod may pick to confuse the removal.
 				mustMkdir(t, filepath.Join(e.pool, "v1", hoistPrefix+"0011223344556677", "x"))
-				mustWrite(t, filepath.Join(e.pool, "v1", hoistPrefix+"file"), "x")
+				filetest.Write(t, filepath.Join(e.pool, "v1", hoistPrefix+"file"), "x")
 			}},
 		{desc: "many entries", name: "v1", wantDeleted: true,
 			setup: func(t *testing.T, e *testEnv) {
 				e.writeRecord(t, "v1", "pv-a", false)
 				mustMkdir(t, filepath.Join(e.pool, "v1"))
 				for i := range 3 * readBatch {
-					mustWrite(t, filepath.Join(e.pool, "v1", fmt.Sprintf("f%d", i)), "x")
+					filetest.Write(t, filepath.Join(e.pool, "v1", fmt.Sprintf("f%d", i)), "x")
 					if i%50 == 0 {
 						mustMkdir(t, filepath.Join(e.pool, "v1", "d", fmt.Sprintf("d%d", i), "e"))
 					}
@@ -95,7 +96,7 @@ func TestDeleteVolume(t *testing.T) {
 			}},
 		{desc: "file with the name is a conflict and stays", name: "v1", wantReason: managerapi.ReasonConflict,
 			survivors: []string{"pool/v1"},
-			setup:     func(t *testing.T, e *testEnv) { mustWrite(t, filepath.Join(e.pool, "v1"), "x") }},
+			setup:     func(t *testing.T, e *testEnv) { filetest.Write(t, filepath.Join(e.pool, "v1"), "x") }},
 		{desc: "traversal", name: "..", wantReason: managerapi.ReasonBadRequest, survivors: []string{"pool", "sibling/data/keep.txt"}},
 		{desc: "invalid owner", name: "v1", owner: "-", wantReason: managerapi.ReasonBadRequest,
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
@@ -146,7 +147,7 @@ func TestDeleteVolume(t *testing.T) {
 			setup: func(t *testing.T, e *testEnv) {
 				e.writeRecord(t, "v1", "pv-a", false)
 				mustMkdir(t, filepath.Join(e.pool, "v1", "a", "my disk"))
-				mustWrite(t, filepath.Join(e.pool, "v1", "a", "my disk", "precious"), "x")
+				filetest.Write(t, filepath.Join(e.pool, "v1", "a", "my disk", "precious"), "x")
 			}},
 		{desc: "filesystem mounted on the volume", name: "v1", wantReason: managerapi.ReasonConflict,
 			mounts: []string{`90 40 0:50 / BASE/pool/v1 rw - ext4 /dev/sdb rw`, `91 90 0:51 / BASE/pool/v1/x rw - ext4 /dev/sdc rw`},
@@ -214,7 +215,7 @@ func TestDeleteMountInsideSymlinkedPool(t *testing.T) {
 	e := newTestEnv(t)
 	link := filepath.Join(e.base, "pool-link")
 	mustSymlink(t, e.pool, link)
-	mustWrite(t, e.mountInfo, fmt.Sprintf("90 40 0:50 / %s/v1/m rw - ext4 /dev/sdb rw\n", e.pool))
+	filetest.Write(t, e.mountInfo, fmt.Sprintf("90 40 0:50 / %s/v1/m rw - ext4 /dev/sdb rw\n", e.pool))
 	s, err := New(Config{
 		Pools:         map[string]string{"default": link},
 		Identity:      e.identity,
@@ -261,7 +262,7 @@ func TestDeleteVolumeCancelled(t *testing.T) {
 			const files = 100
 			for i := range files {
 				mustMkdir(t, filepath.Join(e.pool, "v1", fmt.Sprintf("d%d", i%10)))
-				mustWrite(t, filepath.Join(e.pool, "v1", fmt.Sprintf("d%d", i%10), fmt.Sprintf("f%d", i)), "x")
+				filetest.Write(t, filepath.Join(e.pool, "v1", fmt.Sprintf("d%d", i%10), fmt.Sprintf("f%d", i)), "x")
 			}
 			before := snapshot(t, e.base)
 			cctx := &countdownCtx{Context: ctx}
@@ -306,12 +307,12 @@ func TestDeleteDeepTreeWithFewFiles(t *testing.T) {
 	dirs := append([]string{e.pool, "v1"}, slices.Repeat([]string{"d"}, deepTreeDepth)...)
 	for i := 2; i < len(dirs); i += 100 {
 		mustMkdir(t, filepath.Join(dirs[:i+1]...))
-		mustWrite(t, filepath.Join(filepath.Join(dirs[:i+1]...), "f"), "x")
+		filetest.Write(t, filepath.Join(filepath.Join(dirs[:i+1]...), "f"), "x")
 		mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(filepath.Join(dirs[:i+1]...), "out"))
 	}
 	deepest := filepath.Join(dirs...)
 	mustMkdir(t, deepest)
-	mustWrite(t, filepath.Join(deepest, "f"), "x")
+	filetest.Write(t, filepath.Join(deepest, "f"), "x")
 	if err := os.Chmod(filepath.Join(dirs[:len(dirs)/2]...), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +437,7 @@ func TestRemoveTreeWithoutPrivileges(t *testing.T) {
 	vol := filepath.Join(pool, "v1")
 	for _, d := range []string{"r/x", "none/inner/deeper", "wx/y"} {
 		mustMkdir(t, filepath.Join(vol, d))
-		mustWrite(t, filepath.Join(vol, d, "f"), "x")
+		filetest.Write(t, filepath.Join(vol, d, "f"), "x")
 	}
 	if os.Geteuid() == 0 {
 		err := filepath.WalkDir(pool, func(p string, _ fs.DirEntry, err error) error {

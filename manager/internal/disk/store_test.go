@@ -17,6 +17,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/filetest"
 	"hostpath.dev/manager/internal/identity"
 )
 
@@ -78,11 +79,11 @@ func newTestEnv(t testing.TB, extraMounts ...string) *testEnv {
 	for _, d := range []string{e.pool, filepath.Join(base, "sibling", "data")} {
 		mustMkdir(t, d)
 	}
-	mustWrite(t, filepath.Join(base, "sibling", "data", "keep.txt"), "outside")
-	mustWrite(t, filepath.Join(base, "boot_id"), "boot-1\n")
-	mustWrite(t, filepath.Join(base, "machine-id"), "machine-1\n")
+	filetest.Write(t, filepath.Join(base, "sibling", "data", "keep.txt"), "outside")
+	filetest.Write(t, filepath.Join(base, "boot_id"), "boot-1\n")
+	filetest.Write(t, filepath.Join(base, "machine-id"), "machine-1\n")
 	mounts := fakeMounts + strings.Join(extraMounts, "\n") + "\n"
-	mustWrite(t, e.mountInfo, strings.ReplaceAll(mounts, "BASE", base))
+	filetest.Write(t, e.mountInfo, strings.ReplaceAll(mounts, "BASE", base))
 	e.identity = loadIdentity(t, identity.Config{
 		StateDir:      filepath.Join(base, "state"),
 		BootIDFile:    filepath.Join(base, "boot_id"),
@@ -141,7 +142,7 @@ func (e *testEnv) writeRecordFields(t testing.TB, name string, fields map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustWrite(t, filepath.Join(e.pool, OwnersDir, name), string(data))
+	filetest.Write(t, filepath.Join(e.pool, OwnersDir, name), string(data))
 }
 
 // record reads an owner record by hand; nil when there is none.
@@ -165,19 +166,12 @@ func (e *testEnv) record(t testing.TB, name string) *record {
 func (e *testEnv) volume(t testing.TB, name string) {
 	t.Helper()
 	mustMkdir(t, filepath.Join(e.pool, name))
-	mustWrite(t, filepath.Join(e.pool, name, "data"), "data of "+name)
+	filetest.Write(t, filepath.Join(e.pool, name, "data"), "data of "+name)
 }
 
 func mustMkdir(t testing.TB, p string) {
 	t.Helper()
 	if err := os.MkdirAll(p, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mustWrite(t testing.TB, p, data string) {
-	t.Helper()
-	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -417,10 +411,10 @@ func TestCreateVolume(t *testing.T) {
 			wantReason: managerapi.ReasonOwnerConflict, wantOwner: "", wantMessage: "/v1/pools/default/volumes/v1/owner",
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
 		{desc: "file with the name", name: "v1", mode: 0o777, wantReason: managerapi.ReasonConflict,
-			setup: func(t *testing.T, e *testEnv) { mustWrite(t, filepath.Join(e.pool, "v1"), "x") }},
+			setup: func(t *testing.T, e *testEnv) { filetest.Write(t, filepath.Join(e.pool, "v1"), "x") }},
 		{desc: "file with the name and an own record", name: "v1", mode: 0o777, wantReason: managerapi.ReasonConflict,
 			setup: func(t *testing.T, e *testEnv) {
-				mustWrite(t, filepath.Join(e.pool, "v1"), "x")
+				filetest.Write(t, filepath.Join(e.pool, "v1"), "x")
 				e.writeRecord(t, "v1", "pv-a", false)
 			}},
 		{desc: "symlink to a directory outside", name: "v1", mode: 0o777, wantReason: managerapi.ReasonConflict,
@@ -438,7 +432,7 @@ func TestCreateVolume(t *testing.T) {
 		{desc: "corrupt record", name: "v1", mode: 0o777, wantErr: true,
 			setup: func(t *testing.T, e *testEnv) {
 				mustMkdir(t, filepath.Join(e.pool, OwnersDir))
-				mustWrite(t, filepath.Join(e.pool, OwnersDir, "v1"), `{"owner": "Not A PV"}`)
+				filetest.Write(t, filepath.Join(e.pool, OwnersDir, "v1"), `{"owner": "Not A PV"}`)
 			}},
 		{desc: "traversal", name: "../sibling", mode: 0o777, wantReason: managerapi.ReasonBadRequest},
 		{desc: "metadata directory name", name: MetadataDir, mode: 0o777, wantReason: managerapi.ReasonBadRequest},
@@ -691,7 +685,7 @@ func TestSetOwner(t *testing.T) {
 		{desc: "record without directory", name: "v1", owner: "pv-a", previous: "pv-a", wantReason: managerapi.ReasonNotFound,
 			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
 		{desc: "file with the name", name: "v1", owner: "pv-a", previous: "", wantReason: managerapi.ReasonConflict,
-			setup: func(t *testing.T, e *testEnv) { mustWrite(t, filepath.Join(e.pool, "v1"), "x") }},
+			setup: func(t *testing.T, e *testEnv) { filetest.Write(t, filepath.Join(e.pool, "v1"), "x") }},
 		{desc: "invalid owner", name: "v1", owner: "", previous: "", wantReason: managerapi.ReasonBadRequest,
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
 		{desc: "invalid previous owner", name: "v1", owner: "pv-a", previous: "../x", wantReason: managerapi.ReasonBadRequest,
@@ -797,7 +791,7 @@ func TestOwnerScenarios(t *testing.T) {
 				case "create":
 					_, _, err = e.store.CreateVolume(ctx, "default", "v1", managerapi.CreateVolumeRequest{Owner: s.owner}, 0o755, "")
 					if err == nil {
-						mustWrite(t, filepath.Join(e.pool, "v1", "data"), "data of v1")
+						filetest.Write(t, filepath.Join(e.pool, "v1", "data"), "data of v1")
 					}
 				case "set":
 					_, err = e.store.SetOwner(ctx, "default", "v1", managerapi.SetOwnerRequest{Owner: s.owner, Previous: s.previous, Retained: s.retained}, "")
@@ -857,7 +851,7 @@ func TestListAndGetVolumes(t *testing.T) {
 	mustMkdir(t, filepath.Join(e.pool, "b"))
 	mustMkdir(t, filepath.Join(e.pool, "a"))
 	mustMkdir(t, filepath.Join(e.pool, ".hidden"))
-	mustWrite(t, filepath.Join(e.pool, "file"), "x")
+	filetest.Write(t, filepath.Join(e.pool, "file"), "x")
 	mustSymlink(t, filepath.Join(e.base, "sibling"), filepath.Join(e.pool, "link"))
 	e.writeRecordNamespace(t, "a", "pv-a", true, managerapi.ReclaimRetain, "team-a")
 	mustMkdir(t, filepath.Join(e.pool, "c"))
@@ -913,7 +907,7 @@ func TestListAndGetVolumes(t *testing.T) {
 		}
 	}
 
-	mustWrite(t, filepath.Join(e.pool, OwnersDir, "b"), "{not json")
+	filetest.Write(t, filepath.Join(e.pool, OwnersDir, "b"), "{not json")
 	if _, err := e.store.ListVolumes(ctx, "default"); err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Errorf("ListVolumes with a corrupt record: error = %v", err)
 	}
@@ -956,7 +950,7 @@ func TestPreparePoolAndHost(t *testing.T) {
 	checkErr(t, "PreparePool(unknown)", err, managerapi.ReasonPoolNotFound, "")
 
 	os.RemoveAll(e.pool)
-	mustWrite(t, e.pool, "not a directory")
+	filetest.Write(t, e.pool, "not a directory")
 	_, err = e.store.PreparePool(ctx, "default")
 	checkErr(t, "PreparePool over a file", err, managerapi.ReasonConflict, "")
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/filetest"
 )
 
 // TestBegin: what a volume transaction's begin checks for each intent, in
@@ -16,7 +17,7 @@ import (
 func TestBegin(t *testing.T) {
 	corrupt := func(t *testing.T, e *testEnv) {
 		mustMkdir(t, filepath.Join(e.pool, OwnersDir))
-		mustWrite(t, filepath.Join(e.pool, OwnersDir, "v1"), `{"owner": "Not A PV"}`)
+		filetest.Write(t, filepath.Join(e.pool, OwnersDir, "v1"), `{"owner": "Not A PV"}`)
 	}
 	busy := func(t *testing.T, e *testEnv) {
 		e.volume(t, "v1")
@@ -57,7 +58,7 @@ func TestBegin(t *testing.T) {
 		{desc: "read of a record without a directory", in: toRead, want: managerapi.ReasonNotFound,
 			setup: func(t *testing.T, e *testEnv) { e.writeRecord(t, "v1", "pv-a", false) }},
 		{desc: "read of a file", in: toRead, want: managerapi.ReasonConflict,
-			setup: func(t *testing.T, e *testEnv) { mustWrite(t, filepath.Join(e.pool, "v1"), "x") }},
+			setup: func(t *testing.T, e *testEnv) { filetest.Write(t, filepath.Join(e.pool, "v1"), "x") }},
 		{desc: "read of a directory without a record", in: toRead, wantExists: true,
 			setup: func(t *testing.T, e *testEnv) { e.volume(t, "v1") }},
 		{desc: "read of a corrupt record", in: toRead, wantErr: true,

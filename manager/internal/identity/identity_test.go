@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"k8s.io/klog/v2/ktesting"
+
+	"hostpath.dev/api/runtime/filetest"
 )
 
 func TestLoad(t *testing.T) {
@@ -42,7 +44,7 @@ func TestLoad(t *testing.T) {
 		t.Error("two state directories got the same host ID")
 	}
 
-	mustWrite(t, filepath.Join(dir, HostIDFile), "garbage\n")
+	filetest.Write(t, filepath.Join(dir, HostIDFile), "garbage\n")
 	if _, err := Load(ctx, cfg); err == nil {
 		t.Error("Load accepted a corrupt host ID file")
 	}
@@ -73,7 +75,7 @@ func TestLoadKeepsTheOnDiskFormat(t *testing.T) {
 		{"3f1c2a9e-8b4d-4e7f-ca6b-0c5d7e8f9a1b\n", ""},          // variant
 	} {
 		dir := t.TempDir()
-		mustWrite(t, filepath.Join(dir, HostIDFile), tc.content)
+		filetest.Write(t, filepath.Join(dir, HostIDFile), tc.content)
 		id, err := Load(ctx, Config{StateDir: dir})
 		switch {
 		case tc.want == "" && err == nil:
@@ -88,8 +90,8 @@ func TestBootID(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	dir := t.TempDir()
 	bootID := filepath.Join(dir, "boot_id")
-	mustWrite(t, bootID, "boot-1\n")
-	mustWrite(t, filepath.Join(dir, "machine-id"), "machine-1\n")
+	filetest.Write(t, bootID, "boot-1\n")
+	filetest.Write(t, filepath.Join(dir, "machine-id"), "machine-1\n")
 	id, err := Load(ctx, Config{StateDir: filepath.Join(dir, "state"), BootIDFile: bootID, MachineIDFile: filepath.Join(dir, "machine-id")})
 	if err != nil {
 		t.Fatal(err)
@@ -105,12 +107,5 @@ func TestBootID(t *testing.T) {
 	}
 	if _, err := id.BootID(); err == nil {
 		t.Error("BootID without a boot ID file succeeded")
-	}
-}
-
-func mustWrite(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }

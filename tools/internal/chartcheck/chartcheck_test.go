@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"hostpath.dev/api/runtime/filetest"
 )
 
 // The objects of the synthetic repository: a ConfigMap whose file the
@@ -70,35 +72,35 @@ func newRepo(t *testing.T) *repo {
 	r := &repo{root: t.TempDir()}
 	r.out = filepath.Join(r.root, "out")
 	for _, dir := range []string{"manifests", "manifests/openshift", "manifests/monitoring", "manifests/components/pool-fast", "manifests/components/btrfs", "manifests/components/control-plane"} {
-		writeFile(t, filepath.Join(r.root, dir, "kustomization.yaml"), "# "+dir+"\n")
+		filetest.Write(t, filepath.Join(r.root, dir, "kustomization.yaml"), "# "+dir+"\n")
 	}
-	writeFile(t, filepath.Join(r.root, "manifests/base/pools.yaml"), configMap)
-	writeFile(t, filepath.Join(r.root, FilesDir, "base/pools.yaml"), configMap)
-	writeFile(t, filepath.Join(r.root, ChartDir, "Chart.yaml"), "apiVersion: v2\nname: hostpath\nversion: 0.0.0\n")
-	writeFile(t, filepath.Join(r.root, ValuesFile), "# -- Pools.\npools: {default: /var/hpvolumes}\n")
+	filetest.Write(t, filepath.Join(r.root, "manifests/base/pools.yaml"), configMap)
+	filetest.Write(t, filepath.Join(r.root, FilesDir, "base/pools.yaml"), configMap)
+	filetest.Write(t, filepath.Join(r.root, ChartDir, "Chart.yaml"), "apiVersion: v2\nname: hostpath\nversion: 0.0.0\n")
+	filetest.Write(t, filepath.Join(r.root, ValuesFile), "# -- Pools.\npools: {default: /var/hpvolumes}\n")
 	for _, c := range Cases {
 		if c.Values != "" {
-			writeFile(t, filepath.Join(r.root, ChartDir, c.Values), "# "+c.Name+"\n")
+			filetest.Write(t, filepath.Join(r.root, ChartDir, c.Values), "# "+c.Name+"\n")
 		}
 		name := "defaults.yaml"
 		if c.Values != "" {
 			name = filepath.Base(c.Values)
 		}
-		writeFile(t, filepath.Join(r.out, "chart-"+name), "---\n# Source: hostpath/templates/objects.yaml\n"+configMap+"---\n"+chartCRD)
+		filetest.Write(t, filepath.Join(r.out, "chart-"+name), "---\n# Source: hostpath/templates/objects.yaml\n"+configMap+"---\n"+chartCRD)
 		k := filepath.Base(c.Resources[len(c.Resources)-1])
 		if len(c.Components) > 0 {
 			k = filepath.Base(c.Components[len(c.Components)-1])
 		}
-		writeFile(t, filepath.Join(r.out, "kustomize-"+k+".yaml"), namespace+"---\n"+configMap+"---\n"+crd)
+		filetest.Write(t, filepath.Join(r.out, "kustomize-"+k+".yaml"), namespace+"---\n"+configMap+"---\n"+crd)
 	}
-	writeFile(t, filepath.Join(r.root, DocFile), "# Install\n")
+	filetest.Write(t, filepath.Join(r.root, DocFile), "# Install\n")
 	if _, err := SyncTable(r.root); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(r.root, "bin")
-	writeMode(t, filepath.Join(bin, "helm"), strings.ReplaceAll(fakeHelm, "OUT", r.out), 0o755)
-	writeMode(t, filepath.Join(bin, "helm4"), "#!/bin/sh\nHELM4=1 exec "+filepath.Join(bin, "helm")+` "$@"`+"\n", 0o755)
-	writeMode(t, filepath.Join(bin, "kustomize"), strings.ReplaceAll(fakeKustomize, "OUT", r.out), 0o755)
+	filetest.WriteMode(t, filepath.Join(bin, "helm"), strings.ReplaceAll(fakeHelm, "OUT", r.out), 0o755)
+	filetest.WriteMode(t, filepath.Join(bin, "helm4"), "#!/bin/sh\nHELM4=1 exec "+filepath.Join(bin, "helm")+` "$@"`+"\n", 0o755)
+	filetest.WriteMode(t, filepath.Join(bin, "kustomize"), strings.ReplaceAll(fakeKustomize, "OUT", r.out), 0o755)
 	r.opts = Options{Root: r.root, KubeVersion: "v1.37.2", Tools: Tools{Helm: filepath.Join(bin, "helm"), Helm4: filepath.Join(bin, "helm4"), Kustomize: filepath.Join(bin, "kustomize")}}
 	return r
 }
@@ -118,13 +120,13 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("chartcheck check in step: %v, %q; want ok", err, stdout.String())
 	}
 
-	writeFile(t, filepath.Join(r.root, FilesDir, "base/pools.yaml"), configMap+"# edited\n")
-	writeFile(t, filepath.Join(r.out, "chart-openshift-values.yaml"), strings.Replace(configMap, "/var/hpvolumes", "/var/other", 1)+"---\n"+chartCRD)
+	filetest.Write(t, filepath.Join(r.root, FilesDir, "base/pools.yaml"), configMap+"# edited\n")
+	filetest.Write(t, filepath.Join(r.out, "chart-openshift-values.yaml"), strings.Replace(configMap, "/var/hpvolumes", "/var/other", 1)+"---\n"+chartCRD)
 	if err := os.Remove(filepath.Join(r.root, ChartDir, "ci/monitoring-values.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(r.out, "helm4-defaults.yaml"), configMap)
-	writeFile(t, filepath.Join(r.root, ValuesFile), "# -- Pools.\npools: {default: /var/hpvolumes}\nundocumented: 1\n")
+	filetest.Write(t, filepath.Join(r.out, "helm4-defaults.yaml"), configMap)
+	filetest.Write(t, filepath.Join(r.root, ValuesFile), "# -- Pools.\npools: {default: /var/hpvolumes}\nundocumented: 1\n")
 
 	problems, err := Check(context.Background(), r.opts)
 	if err != nil {
@@ -179,8 +181,8 @@ func TestCheckErrors(t *testing.T) {
 func TestSync(t *testing.T) {
 	r := newRepo(t)
 	copyPath := filepath.Join(r.root, FilesDir, "base/pools.yaml")
-	writeFile(t, copyPath, "stale\n")
-	writeFile(t, filepath.Join(r.root, ValuesFile), "# -- Pools, changed.\npools: {default: /var/hpvolumes}\n")
+	filetest.Write(t, copyPath, "stale\n")
+	filetest.Write(t, filepath.Join(r.root, ValuesFile), "# -- Pools, changed.\npools: {default: /var/hpvolumes}\n")
 	var stdout bytes.Buffer
 	if err := SyncCommand(&stdout, &stdout)(context.Background(), []string{r.root}); err != nil {
 		t.Fatal(err)
@@ -199,7 +201,7 @@ func TestSync(t *testing.T) {
 		t.Errorf("chartcheck sync again: %v, %q; want nothing rewritten", err, stdout.String())
 	}
 
-	writeFile(t, filepath.Join(r.root, FilesDir, "gone.yaml"), "x\n")
+	filetest.Write(t, filepath.Join(r.root, FilesDir, "gone.yaml"), "x\n")
 	_, err := Sync(r.root)
 	if err == nil || !strings.Contains(err.Error(), "charts/hostpath/files/gone.yaml: its source manifests/gone.yaml is gone") {
 		t.Errorf("Sync with a copy of nothing: %v, want an error naming it", err)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"hostpath.dev/api/runtime/filetest"
 )
 
 // Environment variables naming the real tools for TestRealTools (paths,
@@ -51,7 +53,7 @@ metadata:
 `,
 	}
 	for name, content := range files {
-		writeFile(t, filepath.Join(root, name), content)
+		filetest.Write(t, filepath.Join(root, name), content)
 	}
 	r := Renderer{Root: root, KubeVersion: "v1.37.2", Tools: tools}
 	cases := []Case{
@@ -69,7 +71,7 @@ metadata:
 		t.Fatalf("CheckHelm4: %q, want nothing", problems)
 	}
 
-	writeFile(t, filepath.Join(root, ChartDir, "ci/extra-values.yaml"), "extra: false\n")
+	filetest.Write(t, filepath.Join(root, ChartDir, "ci/extra-values.yaml"), "extra: false\n")
 	problems, err := CheckCases(ctx, r, cases)
 	want := []string{`case extra (manifests + manifests/components/extra): ServiceAccount hostpath-system/hostpath-manager (v1): metadata.labels: chart (absent), manifests {"extra":"true"}`}
 	if err != nil || !slices.Equal(problems, want) {

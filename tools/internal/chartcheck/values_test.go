@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"hostpath.dev/api/runtime/filetest"
 )
 
 // values is a values.yaml with every shape the table meets: a header, a
@@ -127,8 +129,8 @@ func TestReplaceTable(t *testing.T) {
 // table (and still names the undocumented value); documented, all pass.
 func TestCheckTable(t *testing.T) {
 	root := t.TempDir()
-	writeFile(t, filepath.Join(root, ValuesFile), values)
-	writeFile(t, filepath.Join(root, DocFile), "# Install\n\nThe rest of the page.\n")
+	filetest.Write(t, filepath.Join(root, ValuesFile), values)
+	filetest.Write(t, filepath.Join(root, DocFile), "# Install\n\nThe rest of the page.\n")
 
 	problems, err := CheckTable(root)
 	if err != nil {
@@ -153,7 +155,7 @@ func TestCheckTable(t *testing.T) {
 	}
 
 	documented := strings.NewReplacer("  pullPolicy:", "  # -- Pull policy.\n  pullPolicy:", `  "a.b": 1`, "  # -- A key with a dot.\n  \"a.b\": 1").Replace(values)
-	writeFile(t, filepath.Join(root, ValuesFile), documented)
+	filetest.Write(t, filepath.Join(root, ValuesFile), documented)
 	problems, err = CheckTable(root)
 	if err != nil || !slices.Equal(problems, []string{"docs/install.md: the chart values table is stale (charts/hostpath/values.yaml changed): run make chart-sync"}) {
 		t.Fatalf("CheckTable after a change of values.yaml = %q, %v; want the table stale", problems, err)
@@ -169,21 +171,6 @@ func TestCheckTable(t *testing.T) {
 	}
 	if page := readFile(t, filepath.Join(root, DocFile)); strings.Count(page, "## Chart values") != 1 || !strings.Contains(page, "| `pools.\"a.b\"` | `1` | A key with a dot. |") {
 		t.Fatalf("docs/install.md after two syncs:\n%s", page)
-	}
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	writeMode(t, path, content, 0o644)
-}
-
-func writeMode(t *testing.T, path, content string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -3,11 +3,12 @@ package docscheck
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"hostpath.dev/api/runtime/filetest"
 )
 
 // managerHelp is the shape of a pflag program's --help (klog's flags
@@ -83,10 +84,10 @@ func TestCheckFailsOnUndocumentedFlag(t *testing.T) {
 		if p.Binary == "kubectl-hostpath" {
 			help = pluginHelp
 		}
-		writeFile(t, filepath.Join(bin, p.Binary), "#!/bin/sh\ncat <<'EOF'\n"+help+"EOF\nexit 2\n", 0o755)
-		writeFile(t, filepath.Join(root, p.Page), page+"`--exit-zero`, `-o`, `--output`\n", 0o644)
+		filetest.WriteMode(t, filepath.Join(bin, p.Binary), "#!/bin/sh\ncat <<'EOF'\n"+help+"EOF\nexit 2\n", 0o755)
+		filetest.WriteMode(t, filepath.Join(root, p.Page), page+"`--exit-zero`, `-o`, `--output`\n", 0o644)
 	}
-	writeFile(t, filepath.Join(root, "README.md"), "# x\n\nSee [the manager](docs/manager.md).\n", 0o644)
+	filetest.WriteMode(t, filepath.Join(root, "README.md"), "# x\n\nSee [the manager](docs/manager.md).\n", 0o644)
 
 	problems, err := Check(root, bin, nil)
 	if err != nil {
@@ -108,7 +109,7 @@ func TestCheckFailsOnUndocumentedFlag(t *testing.T) {
 	}
 
 	for _, p := range Programs {
-		writeFile(t, filepath.Join(root, p.Page), page+"`--exit-zero`, `-o`, `--output`, `--pool-overcommit NAME=RATIO`\n", 0o644)
+		filetest.WriteMode(t, filepath.Join(root, p.Page), page+"`--exit-zero`, `-o`, `--output`, `--pool-overcommit NAME=RATIO`\n", 0o644)
 	}
 	if problems, err := Check(root, bin, nil); err != nil || len(problems) > 0 {
 		t.Fatalf("Check with every flag documented = %q, %v; want nothing", problems, err)
@@ -121,7 +122,7 @@ func TestCheckFailsOnUndocumentedFlag(t *testing.T) {
 
 func TestCheckFlagsErrors(t *testing.T) {
 	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "docs/p.md"), "`--a`\n", 0o644)
+	filetest.WriteMode(t, filepath.Join(root, "docs/p.md"), "`--a`\n", 0o644)
 	programs := []Program{{Binary: "p", Page: "docs/p.md"}}
 	if _, err := CheckFlags(root, programs, func(Program) (string, error) { return "no flags here\n", nil }); err == nil || !strings.Contains(err.Error(), "no flag in its output") {
 		t.Errorf("a help without flags: %v, want an error", err)
@@ -136,11 +137,11 @@ func TestCheckFlagsErrors(t *testing.T) {
 
 func TestCheckReadme(t *testing.T) {
 	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "README.md"), strings.Repeat("line\n", MaxReadmeLines), 0o644)
+	filetest.WriteMode(t, filepath.Join(root, "README.md"), strings.Repeat("line\n", MaxReadmeLines), 0o644)
 	if problems, err := CheckReadme(root); err != nil || len(problems) > 0 {
 		t.Errorf("%d lines: %q, %v; want nothing", MaxReadmeLines, problems, err)
 	}
-	writeFile(t, filepath.Join(root, "README.md"), strings.Repeat("line\n", MaxReadmeLines+1), 0o644)
+	filetest.WriteMode(t, filepath.Join(root, "README.md"), strings.Repeat("line\n", MaxReadmeLines+1), 0o644)
 	if problems, _ := CheckReadme(root); len(problems) != 1 || !strings.Contains(problems[0], "301 lines") {
 		t.Errorf("%d lines: %q, want one problem", MaxReadmeLines+1, problems)
 	}
@@ -156,10 +157,10 @@ func TestAnchors(t *testing.T) {
 
 func TestCheckLinks(t *testing.T) {
 	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "docs/a.md"), "# A\n## Sizes\nSee [b](b.md#top), [bad](b.md#nowhere), [self](#sizes), [gone](gone.md), [up](../../x.md).\n"+
+	filetest.WriteMode(t, filepath.Join(root, "docs/a.md"), "# A\n## Sizes\nSee [b](b.md#top), [bad](b.md#nowhere), [self](#sizes), [gone](gone.md), [up](../../x.md).\n"+
 		"`[not](a-link.md)` and\n```\n[not](either.md)\n```\n[site](https://example.com/x) ![plot](../tools/bench/runs/p.svg) [later](clones.md)\n", 0o644)
-	writeFile(t, filepath.Join(root, "docs/b.md"), "# Top\n", 0o644)
-	writeFile(t, filepath.Join(root, "tools/bench/runs/p.svg"), "<svg/>", 0o644)
+	filetest.WriteMode(t, filepath.Join(root, "docs/b.md"), "# Top\n", 0o644)
+	filetest.WriteMode(t, filepath.Join(root, "tools/bench/runs/p.svg"), "<svg/>", 0o644)
 	problems, err := CheckLinks(root, []string{"docs/a.md"}, []string{"docs/clones.md"})
 	if err != nil {
 		t.Fatal(err)
@@ -171,15 +172,5 @@ func TestCheckLinks(t *testing.T) {
 	}
 	if !slices.Equal(problems, want) {
 		t.Errorf("CheckLinks = %q, want %q", problems, want)
-	}
-}
-
-func writeFile(t *testing.T, path, content string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
-		t.Fatal(err)
 	}
 }
