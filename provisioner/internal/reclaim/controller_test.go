@@ -122,7 +122,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "delete policy: a 404 NotFound to the DELETE is not taken for a removal: retried",
 			pv:             newPV("pv-1"),
-			deleteErr:      managerError(managerapi.ReasonNotFound, ""),
+			deleteErr:      managertest.Answer(managerapi.ReasonNotFound, "test answer"),
 			wantErr:        true,
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: kept,
@@ -131,7 +131,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "delete policy: the pool missing on the node is not a removal: retried, named",
 			pv:             newPV("pv-1"),
-			deleteErr:      managerError(managerapi.ReasonPoolNotFound, ""),
+			deleteErr:      managertest.Answer(managerapi.ReasonPoolNotFound, "test answer"),
 			wantErr:        true,
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: kept,
@@ -140,7 +140,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "retain policy: the pool missing on the node keeps the PV",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
-			setOwnerErr:    managerError(managerapi.ReasonPoolNotFound, ""),
+			setOwnerErr:    managertest.Answer(managerapi.ReasonPoolNotFound, "test answer"),
 			wantErr:        true,
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: kept,
@@ -149,7 +149,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "delete policy: directory of another PV is left, warning, finalizer removed",
 			pv:             newPV("pv-1"),
-			deleteErr:      managerError(managerapi.ReasonOwnerConflict, "pv-other"),
+			deleteErr:      managertest.OwnerConflict("pv-other"),
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: released,
 			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-a" was left in place: it belongs to PersistentVolume "pv-other"`},
@@ -157,7 +157,7 @@ func TestSync(t *testing.T) {
 		{
 			name:           "delete policy: directory without owner record is left, warning, finalizer removed",
 			pv:             newPV("pv-1"),
-			deleteErr:      managerError(managerapi.ReasonOwnerConflict, ""),
+			deleteErr:      managertest.OwnerConflict(""),
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: released,
 			wantEvents:     []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-a" was left in place: it has no owner record`},
@@ -165,11 +165,11 @@ func TestSync(t *testing.T) {
 		{
 			name:           "delete policy: manager error is retried, finalizer kept",
 			pv:             newPV("pv-1"),
-			deleteErr:      managerError(managerapi.ReasonInternal, ""),
+			deleteErr:      managertest.Answer(managerapi.ReasonInternal, "test answer"),
 			wantErr:        true,
 			wantCalls:      []string{"delete default/pv-1-dir owner=pv-1 ifEmpty=false"},
 			wantFinalizers: kept,
-			wantEvents:     []string{`Warning DirectoryNotRemoved Waiting before the PersistentVolume can go: the directory "pv-1-dir" in pool "default" on node "node-a" is not removed yet: DELETE`},
+			wantEvents:     []string{`Warning DirectoryNotRemoved Waiting before the PersistentVolume can go: the directory "pv-1-dir" in pool "default" on node "node-a" is not removed yet: PUT`},
 		},
 		{
 			name:           "no manager on the node: retried, finalizer kept",
@@ -196,14 +196,14 @@ func TestSync(t *testing.T) {
 		{
 			name:           "retain policy: missing directory is not an error",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
-			setOwnerErr:    managerError(managerapi.ReasonNotFound, ""),
+			setOwnerErr:    managertest.Answer(managerapi.ReasonNotFound, "test answer"),
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: released,
 		},
 		{
 			name:           "retain policy: directory handed to another PV is not an error",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
-			setOwnerErr:    managerError(managerapi.ReasonOwnerConflict, "pv-new"),
+			setOwnerErr:    managertest.OwnerConflict("pv-new"),
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: released,
 			wantEvents:     []string{`Warning DirectoryNotRetained The directory "pv-1-dir" in pool "default" on node "node-a" was left in place: it belongs to PersistentVolume "pv-new"`},
@@ -211,11 +211,11 @@ func TestSync(t *testing.T) {
 		{
 			name:           "retain policy: manager error is retried, finalizer kept",
 			pv:             newPV("pv-1", withPolicy(v1.PersistentVolumeReclaimRetain)),
-			setOwnerErr:    managerError(managerapi.ReasonInternal, ""),
+			setOwnerErr:    managertest.Answer(managerapi.ReasonInternal, "test answer"),
 			wantErr:        true,
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=true policy=Retain"},
 			wantFinalizers: kept,
-			wantEvents:     []string{`Warning DirectoryNotRetained Waiting before the PersistentVolume can go: the directory "pv-1-dir" in pool "default" on node "node-a" is not marked retained yet: DELETE`},
+			wantEvents:     []string{`Warning DirectoryNotRetained Waiting before the PersistentVolume can go: the directory "pv-1-dir" in pool "default" on node "node-a" is not marked retained yet: PUT`},
 		},
 		{
 			name:           "bound PV under deletion waits",
@@ -324,11 +324,11 @@ func TestSync(t *testing.T) {
 		{
 			name:           "policy changed, the manager fails: retried with a warning, the PV keeps the old value",
 			pv:             newPV("pv-1", notDeleting, withPolicy(v1.PersistentVolumeReclaimRetain), hostpathtest.Annotation(hostpathv1.AnnotationRecordedPolicy, "Delete")),
-			setOwnerErr:    managerError(managerapi.ReasonInternal, ""),
+			setOwnerErr:    managertest.Answer(managerapi.ReasonInternal, "test answer"),
 			wantErr:        true,
 			wantCalls:      []string{"setOwner default/pv-1-dir owner=pv-1 previous=pv-1 retained=false policy=Retain"},
 			wantFinalizers: kept,
-			wantEvents:     []string{`Warning ReclaimPolicyPending Reclaim policy Retain is not recorded yet with the directory "pv-1-dir" in pool "default" on node "node-a": DELETE`},
+			wantEvents:     []string{`Warning ReclaimPolicyPending Reclaim policy Retain is not recorded yet with the directory "pv-1-dir" in pool "default" on node "node-a": PUT`},
 			wantRecorded:   "Delete",
 		},
 		{
@@ -374,7 +374,7 @@ func TestSync(t *testing.T) {
 					t.Errorf("API writes = %v, want none", w)
 				}
 			}
-			checkEvents(t, events(f.recorder), tt.wantEvents)
+			hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), tt.wantEvents)
 			checkLogged(t, logged(), tt.wantLogged)
 		})
 	}
@@ -425,7 +425,7 @@ func TestRemoveFinalizerConflict(t *testing.T) {
 	if got, want := f.finalizers(t, cached.Name), live.Finalizers; !slices.Equal(got, want) {
 		t.Errorf("finalizers = %q, want %q", got, want)
 	}
-	if got := events(f.recorder); len(got) != 0 {
+	if got := hostpathtest.Events(f.recorder); len(got) != 0 {
 		t.Errorf("events = %q, want none before the finalizer is removed", got)
 	}
 }
@@ -437,7 +437,7 @@ func TestProcessNextWorkItem(t *testing.T) {
 		wantRequeues int
 	}{
 		{name: "success is forgotten", wantRequeues: 0},
-		{name: "manager error is requeued with backoff", deleteErr: managerError(managerapi.ReasonInternal, ""), wantRequeues: 1},
+		{name: "manager error is requeued with backoff", deleteErr: managertest.Answer(managerapi.ReasonInternal, "test answer"), wantRequeues: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

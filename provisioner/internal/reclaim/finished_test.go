@@ -172,7 +172,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 		{
 			name:              "manager error: Reclaim fails and remembers nothing; the pass calls again and the finalizer stays",
 			pv:                newPV("pv-1", notDeleting),
-			deleteErr:         managerError(managerapi.ReasonInternal, ""),
+			deleteErr:         managertest.Answer(managerapi.ReasonInternal, "test answer"),
 			wantReclaimErr:    true,
 			wantReclaimCalls:  []string{deleteCall},
 			wantReclaimEvents: []string{"Warning DirectoryNotRemoved Waiting before the PersistentVolume can go"},
@@ -185,7 +185,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 		{
 			name:              "directory of another PV: one Warning, from Reclaim; the pass removes the finalizer without a manager call",
 			pv:                newPV("pv-1", notDeleting),
-			deleteErr:         managerError(managerapi.ReasonOwnerConflict, "pv-other"),
+			deleteErr:         managertest.OwnerConflict("pv-other"),
 			wantReclaimCalls:  []string{deleteCall},
 			wantReclaimEvents: []string{`Warning DirectoryNotRemoved The directory "pv-1-dir" in pool "default" on node "node-a" was left in place: it belongs to PersistentVolume "pv-other"`},
 			wantPatches:       1,
@@ -226,7 +226,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 			if got := f.finalizers(t, tt.pv.Name); !slices.Equal(got, tt.pv.Finalizers) {
 				t.Errorf("finalizers after Reclaim = %q, want %q", got, tt.pv.Finalizers)
 			}
-			checkEvents(t, events(f.recorder), tt.wantReclaimEvents)
+			hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), tt.wantReclaimEvents)
 			reclaimLogged := logged()
 			checkLogged(t, reclaimLogged, tt.wantReclaimLogged)
 
@@ -263,7 +263,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 			if got := f.finalizers(t, tt.pv.Name); !slices.Equal(got, tt.wantFinalizers) {
 				t.Errorf("finalizers after the pass = %q, want %q", got, tt.wantFinalizers)
 			}
-			checkEvents(t, events(f.recorder), tt.wantSyncEvents)
+			hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), tt.wantSyncEvents)
 			checkLogged(t, logged()[len(reclaimLogged):], tt.wantSyncLogged)
 		})
 	}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
@@ -141,13 +140,6 @@ func described(calls []managertest.Call) []string {
 	return out
 }
 
-// managerError is an answer of the manager, wrapped like the client does.
-func managerError(reason managerapi.Reason, owner string) error {
-	e := managerapi.Errorf(reason, "test answer")
-	e.Owner = owner
-	return fmt.Errorf("DELETE /v1/pools/default/volumes/x: %w", e)
-}
-
 // newPV returns a PV of this provisioner on selfNode, policy Delete (and
 // recorded so), resourceVersion 7, Released and under deletion, with
 // otherFinalizer and hostpathv1.FinalizerDirectoryProtection, changed by
@@ -182,32 +174,6 @@ func writes(kube *fake.Clientset) []k8stesting.Action {
 		}
 	}
 	return out
-}
-
-// events drains the recorder.
-func events(r *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-r.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
-// checkEvents checks that got has one event per want, each starting with it.
-func checkEvents(t *testing.T, got, want []string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("events = %q, want %d starting with %q", got, len(want), want)
-	}
-	for i := range want {
-		if !strings.HasPrefix(got[i], want[i]) {
-			t.Errorf("event %d = %q, want it to start with %q", i, got[i], want[i])
-		}
-	}
 }
 
 // logContext returns a test context whose logger keeps what is logged,

@@ -111,11 +111,11 @@ func TestSyncMultihost(t *testing.T) {
 			name:  "one node failing: retried, the event names it, finalizer kept",
 			pv:    multihostPV("shared", "node-a,node-b,node-c", ""),
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
-			deleteErrs:     map[string]error{otherNode: managerError(managerapi.ReasonInternal, "")},
+			deleteErrs:     map[string]error{otherNode: managertest.Answer(managerapi.ReasonInternal, "test answer")},
 			wantErr:        true,
 			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
 			wantFinalizers: kept,
-			wantEvents:     []string{`Warning DirectoryNotRemoved Waiting before the PersistentVolume can go: the directory "shared-dir" in pool "default" is not removed yet: node "node-b": DELETE`},
+			wantEvents:     []string{`Warning DirectoryNotRemoved Waiting before the PersistentVolume can go: the directory "shared-dir" in pool "default" is not removed yet: node "node-b": PUT`},
 		},
 		{
 			name:  "listed node without a reachable manager: retried, named",
@@ -147,8 +147,8 @@ func TestSyncMultihost(t *testing.T) {
 			pv:    multihostPV("shared", "node-a,node-c", ""),
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
 			deleteErrs: map[string]error{
-				otherNode: managerError(managerapi.ReasonNotFound, ""),
-				thirdNode: managerError(managerapi.ReasonOwnerConflict, "pv-other"),
+				otherNode: managertest.Answer(managerapi.ReasonNotFound, "test answer"),
+				thirdNode: managertest.OwnerConflict("pv-other"),
 			},
 			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
 			wantFinalizers: released,
@@ -166,19 +166,19 @@ func TestSyncMultihost(t *testing.T) {
 			name:  "retain: a node failing or without a manager keeps the PV, named",
 			pv:    multihostPV("shared", "node-a,node-b", thirdNode, withPolicy(v1.PersistentVolumeReclaimRetain)),
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode},
-			setOwnerErrs:   map[string]error{otherNode: managerError(managerapi.ReasonInternal, "")},
+			setOwnerErrs:   map[string]error{otherNode: managertest.Answer(managerapi.ReasonInternal, "test answer")},
 			wantErr:        true,
 			wantCalls:      map[string][]string{selfNode: retainCall, otherNode: retainCall},
 			wantFinalizers: kept,
-			wantEvents:     []string{`Warning DirectoryNotRetained Waiting before the PersistentVolume can go: the directory "shared-dir" in pool "default" is not marked retained yet: node "node-b": DELETE /v1/pools/default/volumes/x: manager answered 500 Internal: test answer; node "node-c": no manager serves`},
+			wantEvents:     []string{`Warning DirectoryNotRetained Waiting before the PersistentVolume can go: the directory "shared-dir" in pool "default" is not marked retained yet: node "node-b": PUT /v1/pools/default/volumes/x: manager answered 500 Internal: test answer; node "node-c": no manager serves`},
 		},
 		{
 			name:  "delete: the pool missing on a listed node keeps the PV; on an unlisted one it is done",
 			pv:    multihostPV("shared", "node-a,node-b", ""),
 			nodes: []string{selfNode, otherNode, thirdNode}, managers: []string{selfNode, otherNode, thirdNode},
 			deleteErrs: map[string]error{
-				otherNode: managerError(managerapi.ReasonPoolNotFound, ""),
-				thirdNode: managerError(managerapi.ReasonPoolNotFound, ""),
+				otherNode: managertest.Answer(managerapi.ReasonPoolNotFound, "test answer"),
+				thirdNode: managertest.Answer(managerapi.ReasonPoolNotFound, "test answer"),
 			},
 			wantErr:        true,
 			wantCalls:      map[string][]string{selfNode: deleteCall, otherNode: deleteCall, thirdNode: deleteCall},
@@ -226,7 +226,7 @@ func TestSyncMultihost(t *testing.T) {
 			if tt.notElected && len(writes(f.kube)) > 0 {
 				t.Errorf("API writes = %v, want none", writes(f.kube))
 			}
-			checkEvents(t, events(f.recorder), tt.wantEvents)
+			hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), tt.wantEvents)
 			checkLogged(t, logged(), tt.wantLogged)
 		})
 	}

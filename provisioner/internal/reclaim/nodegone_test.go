@@ -104,14 +104,14 @@ func TestNodeGone(t *testing.T) {
 					t.Errorf("%s = %q, want %q", hostpathv1.AnnotationNodeGoneSince, got, tc.wantMark)
 				}
 			}
-			evs := events(f.recorder)
+			evs := hostpathtest.Events(f.recorder)
 			if tc.wantEvent == "" {
 				if len(evs) != 0 {
 					t.Errorf("events = %q, want none", evs)
 				}
 				return
 			}
-			checkEvents(t, evs, []string{tc.wantEvent})
+			hostpathtest.CheckEvents(t, evs, []string{tc.wantEvent})
 			if !strings.Contains(evs[0], tc.wantEventText) {
 				t.Errorf("event %q does not say %q", evs[0], tc.wantEventText)
 			}

@@ -189,7 +189,7 @@ func TestSweep(t *testing.T) {
 		{
 			name:       "orphan with data is reported once and not deleted",
 			volumes:    map[string][]managerapi.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
-			deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(managerapi.ReasonNotEmpty, "")},
+			deleteErrs: map[string]error{testPool + "/orphan-dir": managertest.Answer(managerapi.ReasonNotEmpty, "test answer")},
 			sweeps:     2,
 			wantCalls: []string{
 				"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true",
@@ -201,7 +201,7 @@ func TestSweep(t *testing.T) {
 		{
 			name:       "orphan adopted since the list is left alone",
 			volumes:    map[string][]managerapi.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}},
-			deleteErrs: map[string]error{testPool + "/orphan-dir": managerError(managerapi.ReasonOwnerConflict, "pv-new")},
+			deleteErrs: map[string]error{testPool + "/orphan-dir": managertest.OwnerConflict("pv-new")},
 			wantCalls:  []string{"host", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true"},
 			wantGets:   1, wantLists: 1,
 		},
@@ -215,10 +215,10 @@ func TestSweep(t *testing.T) {
 					ownedVolume("c-dir", "pv-c", old),
 				},
 			},
-			listErrs: map[string]error{"broken": managerError(managerapi.ReasonInternal, "")},
+			listErrs: map[string]error{"broken": managertest.Answer(managerapi.ReasonInternal, "test answer")},
 			deleteErrs: map[string]error{
-				testPool + "/a-dir": managerError(managerapi.ReasonInternal, ""),
-				testPool + "/b-dir": managerError(managerapi.ReasonNotEmpty, ""),
+				testPool + "/a-dir": managertest.Answer(managerapi.ReasonInternal, "test answer"),
+				testPool + "/b-dir": managertest.Answer(managerapi.ReasonNotEmpty, "test answer"),
 			},
 			wantCalls: []string{"host", "list broken", "list default",
 				"delete default/a-dir owner=pv-a ifEmpty=true",
@@ -275,7 +275,7 @@ func TestSweep(t *testing.T) {
 		{
 			name:      "a pool that cannot be listed is reported, the others swept",
 			volumes:   map[string][]managerapi.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", old)}, "broken": nil},
-			listErrs:  map[string]error{"broken": managerError(managerapi.ReasonInternal, "")},
+			listErrs:  map[string]error{"broken": managertest.Answer(managerapi.ReasonInternal, "test answer")},
 			wantCalls: []string{"host", "list broken", "list default", "delete default/orphan-dir owner=pv-gone ifEmpty=true"},
 			wantGets:  1, wantLists: 1,
 			wantErr: `list volumes of pool "broken"`,
@@ -477,7 +477,7 @@ func TestSweep(t *testing.T) {
 			if lists != tt.wantLists {
 				t.Errorf("live LISTs = %d, want %d", lists, tt.wantLists)
 			}
-			checkEvents(t, events(recorder), tt.wantEvents)
+			hostpathtest.CheckEvents(t, hostpathtest.Events(recorder), tt.wantEvents)
 		})
 	}
 }
@@ -487,7 +487,7 @@ func TestSweepReportEventOnNode(t *testing.T) {
 	kube := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	mgrs := sweepManagers(map[string][]managerapi.Volume{testPool: {ownedVolume("orphan-dir", "pv-gone", time.Hour)}},
-		map[string]error{testPool + "/orphan-dir": managerError(managerapi.ReasonNotEmpty, "")}, nil)
+		map[string]error{testPool + "/orphan-dir": managertest.Answer(managerapi.ReasonNotEmpty, "test answer")}, nil)
 	recorder := record.NewFakeRecorder(1)
 	recorder.IncludeObject = true
 	s := NewSweeper(SweeperConfig{
@@ -499,7 +499,7 @@ func TestSweepReportEventOnNode(t *testing.T) {
 	if err := s.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := events(recorder)
+	got := hostpathtest.Events(recorder)
 	if len(got) != 1 || !strings.Contains(got[0], "involvedObject{kind=Node,apiVersion=v1}") || !strings.Contains(got[0], selfNode) {
 		t.Errorf("events = %q, want one on Node %q", got, selfNode)
 	}
