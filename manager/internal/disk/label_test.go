@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"k8s.io/klog/v2/ktesting"
-	testingclock "k8s.io/utils/clock/testing"
 
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/selinux"
@@ -82,19 +81,7 @@ func (l *fakeLabeler) checkNames(t *testing.T, op string, paths ...string) {
 func (e *testEnv) labelStore(t *testing.T, l selinux.Labeler) (*Store, string) {
 	t.Helper()
 	root := filepath.Join(e.base, "pools")
-	s, err := New(Config{
-		NodeName:      "node-a",
-		Pools:         map[string]string{"default": e.pool},
-		PoolRoot:      root,
-		Identity:      e.identity,
-		MountInfoFile: e.mountInfo,
-		Clock:         testingclock.NewFakePassiveClock(t1),
-		Labeler:       l,
-	})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return s, root
+	return e.newStore(t, func(c *Config) { c.PoolRoot, c.Labeler = root, l }), root
 }
 
 // TestCreateVolumeLabels: exactly the directory a create makes is

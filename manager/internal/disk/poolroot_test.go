@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"k8s.io/klog/v2/ktesting"
-	testingclock "k8s.io/utils/clock/testing"
 
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/runtime/filetest"
@@ -22,18 +21,7 @@ import (
 func (e *testEnv) rootStore(t testing.TB) (*Store, string) {
 	t.Helper()
 	root := filepath.Join(e.base, "pools")
-	s, err := New(Config{
-		NodeName:      "node-a",
-		Pools:         map[string]string{"default": e.pool},
-		PoolRoot:      root,
-		Identity:      e.identity,
-		MountInfoFile: e.mountInfo,
-		Clock:         testingclock.NewFakePassiveClock(t1),
-	})
-	if err != nil {
-		t.Fatalf("New with a pool root: %v", err)
-	}
-	return s, root
+	return e.newStore(t, func(c *Config) { c.PoolRoot = root }), root
 }
 
 func TestValidatePaths(t *testing.T) {

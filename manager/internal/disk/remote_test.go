@@ -73,12 +73,7 @@ func TestRemoteCaller(t *testing.T) {
 		{desc: "local marking of a node-mode volume", setup: nodeMode, op: "set-multihost", wantMultihost: true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
-			e := newTestEnv(t)
-			if tc.setup != nil {
-				tc.setup(t, e)
-			}
-			before := snapshot(t, e.base)
+			ctx, e, before := setUp(t, tc.setup)
 			var err error
 			switch tc.op {
 			case "create", "create-multihost":

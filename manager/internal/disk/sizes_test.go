@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	testingclock "k8s.io/utils/clock/testing"
-
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/manager/internal/quota"
 )
@@ -140,19 +138,10 @@ func newSizesEnv(t *testing.T, enf *fakeEnforcer) *sizesEnv {
 // called again) with enf and the overcommit ratio of the default pool.
 func newSizesStore(t *testing.T, e *testEnv, enf *fakeEnforcer, ratio float64) *Store {
 	t.Helper()
-	s, err := New(Config{
-		NodeName:      "node-a",
-		Pools:         map[string]string{"default": e.pool},
-		Identity:      e.identity,
-		MountInfoFile: e.mountInfo,
-		Clock:         testingclock.NewFakePassiveClock(t1),
-		Overcommit:    map[string]float64{"default": ratio},
-		Quotas:        func(*os.Root) quota.Enforcer { return enf },
+	return e.newStore(t, func(c *Config) {
+		c.Overcommit = map[string]float64{"default": ratio}
+		c.Quotas = func(*os.Root) quota.Enforcer { return enf }
 	})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return s
 }
 
 func sized(owner string, n int64) managerapi.CreateVolumeRequest {

@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -90,19 +91,40 @@ func newTestEnv(t testing.TB, extraMounts ...string) *testEnv {
 		MachineIDFile: filepath.Join(base, "machine-id"),
 	})
 	e.owners = &fakeOwners{}
-	s, err := New(Config{
+	e.store = e.newStore(t, func(c *Config) { c.Owners = e.owners })
+	return e
+}
+
+// setUp is a case's start: a new testEnv that setup (if any) prepared,
+// a context logging to t and the snapshot of e.base after setup.
+func setUp(t *testing.T, setup func(*testing.T, *testEnv)) (context.Context, *testEnv, map[string]string) {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	e := newTestEnv(t)
+	if setup != nil {
+		setup(t, e)
+	}
+	return ctx, e, snapshot(t, e.base)
+}
+
+// newStore returns a new Store (a manager restart when called again) of
+// node-a over e's pool "default", its identity and mount table, at t1, with
+// what edit sets besides.
+func (e *testEnv) newStore(t testing.TB, edit func(*Config)) *Store {
+	t.Helper()
+	c := Config{
 		NodeName:      "node-a",
 		Pools:         map[string]string{"default": e.pool},
 		Identity:      e.identity,
 		MountInfoFile: e.mountInfo,
 		Clock:         testingclock.NewFakePassiveClock(t1),
-		Owners:        e.owners,
-	})
+	}
+	edit(&c)
+	s, err := New(c)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	e.store = s
-	return e
+	return s
 }
 
 // writeRecord writes an owner record by hand, dated t0.
@@ -693,12 +715,7 @@ func TestSetOwner(t *testing.T) {
 		{desc: "invalid name", name: "..", owner: "pv-a", previous: "", wantReason: managerapi.ReasonBadRequest},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
-			e := newTestEnv(t)
-			if tc.setup != nil {
-				tc.setup(t, e)
-			}
-			before := snapshot(t, e.base)
+			ctx, e, before := setUp(t, tc.setup)
 			recordFile := filepath.Join(e.pool, OwnersDir, tc.name)
 			recordBefore, _ := os.ReadFile(recordFile)
 			req := managerapi.SetOwnerRequest{Owner: tc.owner, Previous: tc.previous, Retained: tc.retained, ReclaimPolicy: tc.policy, ClaimNamespace: tc.namespace}
