@@ -5,8 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/spf13/pflag"
 	"k8s.io/klog/v2/ktesting"
+
+	"hostpath.dev/api/runtime/component/componenttest"
 )
 
 // TestComplete builds the Config of valid Options without an API server
@@ -28,12 +29,7 @@ current-context: c
 	}
 	t.Setenv(EnvPodNamespace, "hostpath-system")
 	o := NewOptions()
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse([]string{"--kubeconfig=" + kubeconfig, "--max-tries=3"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Validate(); err != nil {
+	if err := componenttest.Validate(t, o, "--kubeconfig="+kubeconfig, "--max-tries=3"); err != nil {
 		t.Fatal(err)
 	}
 	c, err := o.Complete(ctx)

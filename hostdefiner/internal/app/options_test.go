@@ -3,15 +3,14 @@ package app
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/trust"
+	"hostpath.dev/api/runtime/component/componenttest"
 )
 
 func TestValidate(t *testing.T) {
@@ -42,27 +41,7 @@ func TestValidate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(EnvPodNamespace, tc.env)
-			o := NewOptions()
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			err := o.Validate()
-			if len(tc.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate() = nil, want an error with %q", tc.wantErr)
-			}
-			for _, want := range tc.wantErr {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("Validate() = %v, want it to contain %q", err, want)
-				}
-			}
+			componenttest.CheckErrs(t, componenttest.Validate(t, NewOptions(), tc.args...), tc.wantErr)
 		})
 	}
 }
@@ -70,12 +49,7 @@ func TestValidate(t *testing.T) {
 func TestControllerConfig(t *testing.T) {
 	t.Setenv(EnvPodNamespace, "ns")
 	o := NewOptions()
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse([]string{"--allow-delete=false", "--max-tries=3", "--initial-backoff=1s", "--max-backoff=4s", "--min-free-bytes=1024"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Validate(); err != nil {
+	if err := componenttest.Validate(t, o, "--allow-delete=false", "--max-tries=3", "--initial-backoff=1s", "--max-backoff=4s", "--min-free-bytes=1024"); err != nil {
 		t.Fatal(err)
 	}
 	c := o.controllerConfig()
@@ -88,12 +62,7 @@ func TestControllerConfig(t *testing.T) {
 func TestCSRConfig(t *testing.T) {
 	t.Setenv(EnvPodNamespace, "hostpath-system")
 	o := NewOptions()
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse([]string{"--max-certificate-lifetime=1h", "--ca-overlap=3h"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Validate(); err != nil {
+	if err := componenttest.Validate(t, o, "--max-certificate-lifetime=1h", "--ca-overlap=3h"); err != nil {
 		t.Fatal(err)
 	}
 	c := o.csrConfig()

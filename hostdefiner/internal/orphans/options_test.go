@@ -3,24 +3,13 @@ package orphans
 import (
 	"errors"
 	"maps"
-	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
+	"hostpath.dev/api/runtime/component/componenttest"
 )
 
 // errRefusedByAPI is an API server's refusal.
 var errRefusedByAPI = errors.New("refused")
-
-// parse binds o to a flag set, parses args and validates o.
-func parse(o *Options, args []string) error {
-	fs := pflag.NewFlagSet("orphans", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	return o.Validate()
-}
 
 func TestValidate(t *testing.T) {
 	tests := []struct {
@@ -48,23 +37,9 @@ func TestValidate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewOptions()
-			err := parse(o, tc.args)
-			if len(tc.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
-				if !maps.Equal(o.addresses, tc.wantAddresses) {
-					t.Errorf("Addresses = %v, want %v", o.addresses, tc.wantAddresses)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate() = nil, want an error with %q", tc.wantErr)
-			}
-			for _, w := range tc.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Validate() = %v, want it to contain %q", err, w)
-				}
+			componenttest.CheckErrs(t, componenttest.Validate(t, o, tc.args...), tc.wantErr)
+			if len(tc.wantErr) == 0 && !maps.Equal(o.addresses, tc.wantAddresses) {
+				t.Errorf("Addresses = %v, want %v", o.addresses, tc.wantAddresses)
 			}
 		})
 	}

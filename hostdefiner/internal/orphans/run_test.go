@@ -23,6 +23,7 @@ import (
 
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/trust/trusttest"
+	"hostpath.dev/api/runtime/component/componenttest"
 )
 
 // testManager serves, over TLS with a certificate for node signed by ca, a
@@ -136,7 +137,7 @@ func TestRunTLS(t *testing.T) {
 			for _, a := range tc.args {
 				args = append(args, strings.ReplaceAll(a, "PORT", p))
 			}
-			if err := parse(o, args); err != nil {
+			if err := componenttest.Validate(t, o, args...); err != nil {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
@@ -188,7 +189,7 @@ func TestRunAPIErrors(t *testing.T) {
 				return true, nil, errRefusedByAPI
 			})
 			o := NewOptions()
-			if err := parse(o, tc.args); err != nil {
+			if err := componenttest.Validate(t, o, tc.args...); err != nil {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer

@@ -5,11 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -18,6 +16,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/component/componenttest"
 )
 
 func TestOptions(t *testing.T) {
@@ -93,27 +92,7 @@ func TestOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(EnvNodeName, tc.env[EnvNodeName])
 			t.Setenv(EnvPodNamespace, tc.env[EnvPodNamespace])
-			o := NewOptions()
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			err := o.Validate()
-			if len(tc.wantErr) == 0 {
-				if err != nil {
-					t.Errorf("Validate = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate = nil, want errors %q", tc.wantErr)
-			}
-			for _, w := range tc.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Validate = %v, want it to mention %q", err, w)
-				}
-			}
+			componenttest.CheckErrs(t, componenttest.Validate(t, NewOptions(), tc.args...), tc.wantErr)
 		})
 	}
 }
@@ -144,11 +123,7 @@ func TestDefaults(t *testing.T) {
 	if o.NodeGoneGracePeriod != 0 {
 		t.Errorf("NodeGoneGracePeriod = %s, want 0 (off)", o.NodeGoneGracePeriod)
 	}
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse([]string{"--manager-timeout=5s", "--manager-delete-timeout=1h", "--usage-interval=0"}); err != nil {
-		t.Fatal(err)
-	}
+	componenttest.Parse(t, o, "--manager-timeout=5s", "--manager-delete-timeout=1h", "--usage-interval=0")
 	if o.ManagerTimeout != 5*time.Second || o.ManagerDeleteTimeout != time.Hour {
 		t.Errorf("timeouts = %s, %s after flags; want 5s, 1h", o.ManagerTimeout, o.ManagerDeleteTimeout)
 	}
