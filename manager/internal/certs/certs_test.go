@@ -96,6 +96,18 @@ func (e *env) waitForTimer(t *testing.T) {
 	}
 }
 
+// store stores data as the certificate file, as the manager does (the
+// directory 0700, the file 0600).
+func (e *env) store(t *testing.T, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(e.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, FileName), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // stored returns the stored file's certificate (DER) and checks the modes.
 func (e *env) stored(t *testing.T) []byte {
 	t.Helper()
@@ -262,12 +274,7 @@ func TestStoredPastRenewalTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(e.dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.dir, FileName), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.store(t, data)
 	m := e.start(t)
 	stored := m.Current()
 	if stored == nil {

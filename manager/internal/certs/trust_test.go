@@ -2,8 +2,6 @@ package certs
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -35,12 +33,7 @@ func newTrustEnv(t *testing.T) *trustEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(e.dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.dir, FileName), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.store(t, data)
 	te := &trustEnv{env: e, ca1: ca1, ca2: ca2, bundle: trust.NewBundle()}
 	te.roots = te.bundle
 	return te
