@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
@@ -118,13 +117,6 @@ func TestLoadFile(t *testing.T) {
 	}
 }
 
-func configMap(namespace, name string, bundle []byte) *v1.ConfigMap {
-	return &v1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Data:       map[string]string{managerapi.CABundleKey: string(bundle)},
-	}
-}
-
 // TestWatch follows the ConfigMap through a CA rotation, bad content and
 // its deletion, with the fake clientset: the step after an event waits
 // until the handler is done with it.
@@ -138,9 +130,9 @@ func TestWatch(t *testing.T) {
 	// selector would leave out, the fake one does not) and one of the
 	// name in another namespace.
 	kube := fake.NewClientset(
-		configMap(ns, managerapi.CABundleConfigMap, ca1.PEM()),
-		configMap(ns, "other", stranger.PEM()),
-		configMap("elsewhere", managerapi.CABundleConfigMap, stranger.PEM()),
+		trusttest.ConfigMap(ns, managerapi.CABundleConfigMap, ca1.PEM()),
+		trusttest.ConfigMap(ns, "other", stranger.PEM()),
+		trusttest.ConfigMap("elsewhere", managerapi.CABundleConfigMap, stranger.PEM()),
 	)
 	// The fake clientset has no resource versions: changes made between
 	// the informer's list and its watch would be lost, so wait for the
@@ -179,20 +171,20 @@ func TestWatch(t *testing.T) {
 		want   []*trusttest.CA
 	}{
 		{"both CAs", func() error {
-			_, err := cms.Update(ctx, configMap(ns, managerapi.CABundleConfigMap, append(ca1.PEM(), ca2.PEM()...)), metav1.UpdateOptions{})
+			_, err := cms.Update(ctx, trusttest.ConfigMap(ns, managerapi.CABundleConfigMap, append(ca1.PEM(), ca2.PEM()...)), metav1.UpdateOptions{})
 			return err
 		}, []*trusttest.CA{ca1, ca2}},
 		{"the new CA alone", func() error {
-			_, err := cms.Update(ctx, configMap(ns, managerapi.CABundleConfigMap, ca2.PEM()), metav1.UpdateOptions{})
+			_, err := cms.Update(ctx, trusttest.ConfigMap(ns, managerapi.CABundleConfigMap, ca2.PEM()), metav1.UpdateOptions{})
 			return err
 		}, []*trusttest.CA{ca2}},
 		{"no certificate", func() error {
-			_, err := cms.Update(ctx, configMap(ns, managerapi.CABundleConfigMap, []byte("oops")), metav1.UpdateOptions{})
+			_, err := cms.Update(ctx, trusttest.ConfigMap(ns, managerapi.CABundleConfigMap, []byte("oops")), metav1.UpdateOptions{})
 			return err
 		}, []*trusttest.CA{ca2}},
 		{"deleted", func() error { return cms.Delete(ctx, managerapi.CABundleConfigMap, metav1.DeleteOptions{}) }, []*trusttest.CA{ca2}},
 		{"made again", func() error {
-			_, err := cms.Create(ctx, configMap(ns, managerapi.CABundleConfigMap, ca1.PEM()), metav1.CreateOptions{})
+			_, err := cms.Create(ctx, trusttest.ConfigMap(ns, managerapi.CABundleConfigMap, ca1.PEM()), metav1.CreateOptions{})
 			return err
 		}, []*trusttest.CA{ca1}},
 	} {

@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
+
+	"hostpath.dev/api/managerapi/trust/trusttest"
 )
 
 const (
@@ -225,15 +227,6 @@ func TestCertificateSigningRequests(t *testing.T) {
 	}
 }
 
-// configMap is the CA bundle ConfigMap with data.
-func configMap(data string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "hostpath-system", Name: bundleName},
-		Data:       map[string]string{"ca.crt": data},
-	}
-}
-
 // TestConfigMaps lists and watches the CA bundle ConfigMap as
 // trust.WatchConfigMaps does: the field selector is in the URL, so that a
 // Role may grant the one ConfigMap by resourceNames.
@@ -247,7 +240,7 @@ func TestConfigMaps(t *testing.T) {
 	api.answer = &corev1.ConfigMapList{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"},
 		ListMeta: metav1.ListMeta{ResourceVersion: "3"},
-		Items:    []corev1.ConfigMap{*configMap("one")},
+		Items:    []corev1.ConfigMap{*trusttest.ConfigMap("hostpath-system", bundleName, []byte("one"))},
 	}
 	l, err := cms.List(ctx, selected)
 	api.check(t, "GET", path, url.Values{"fieldSelector": {"metadata.name=" + bundleName}})
@@ -255,7 +248,8 @@ func TestConfigMaps(t *testing.T) {
 		t.Errorf("List = %+v, %v", l, err)
 	}
 
-	api.answer = []watch.Event{{Type: watch.Modified, Object: configMap("two")}, {Type: watch.Deleted, Object: configMap("two")}}
+	two := trusttest.ConfigMap("hostpath-system", bundleName, []byte("two"))
+	api.answer = []watch.Event{{Type: watch.Modified, Object: two}, {Type: watch.Deleted, Object: two}}
 	timeout := int64(30)
 	selected.ResourceVersion, selected.TimeoutSeconds, selected.AllowWatchBookmarks = "3", &timeout, true
 	events := watchAll(t, ctx, func() (watch.Interface, error) { return cms.Watch(ctx, selected) })
