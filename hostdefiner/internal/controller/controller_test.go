@@ -18,6 +18,7 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/managertest"
 )
@@ -389,7 +390,7 @@ func TestClonedHost(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.daemonSets = append(f.daemonSets, managerDaemonSet())
+			f.daemonSets = append(f.daemonSets, hostpathtest.ManagerDaemonSet(testNamespace, testDaemonSet))
 			f.classes = append(f.classes, newClass("standard", hostpathv1.DefaultProvisionerName, nil))
 			f.addNode(newNode("node-a"))
 			mb := f.addNode(newNode("node-b"))
@@ -431,7 +432,7 @@ func TestClonedHostBothRecorded(t *testing.T) {
 	for _, order := range [][]string{{"node-a", "node-b"}, {"node-b", "node-a"}} {
 		t.Run(strings.Join(order, ","), func(t *testing.T) {
 			f := newFixture(t)
-			f.daemonSets = append(f.daemonSets, managerDaemonSet())
+			f.daemonSets = append(f.daemonSets, hostpathtest.ManagerDaemonSet(testNamespace, testDaemonSet))
 			f.classes = append(f.classes, newClass("standard", hostpathv1.DefaultProvisionerName, nil))
 			for _, n := range []string{"node-a", "node-b"} {
 				m := f.addNode(newNode(n))
@@ -1006,7 +1007,7 @@ func TestNewNodePlacement(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			ds := managerDaemonSet()
+			ds := hostpathtest.ManagerDaemonSet(testNamespace, testDaemonSet)
 			if tc.ds != nil {
 				tc.ds(ds)
 			}
@@ -1277,7 +1278,7 @@ func TestEventHandlers(t *testing.T) {
 	c := f.newController()
 	otherPod := managerPod("node-2")
 	otherPod.Labels = map[string]string{"app": "something-else"}
-	otherDS := managerDaemonSet()
+	otherDS := hostpathtest.ManagerDaemonSet(testNamespace, testDaemonSet)
 	otherDS.Name = "something-else"
 
 	tests := []struct {

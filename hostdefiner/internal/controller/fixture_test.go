@@ -121,7 +121,7 @@ func newFixture(t *testing.T) *fixture {
 func newStandardFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := newFixture(t)
-	f.daemonSets = append(f.daemonSets, managerDaemonSet())
+	f.daemonSets = append(f.daemonSets, hostpathtest.ManagerDaemonSet(testNamespace, testDaemonSet))
 	f.classes = append(f.classes, newClass("standard", hostpathv1.DefaultProvisionerName, nil))
 	f.addNode(newNode("node-1"))
 	return f
@@ -582,33 +582,6 @@ func expectPhase(t *testing.T, def *hostpathv1.HostDefinition, phase hostpathv1.
 	t.Helper()
 	if def.Status.Phase != phase || def.Status.Tries != tries {
 		t.Errorf("%s: phase %q, tries %d; want %q, %d (conditions %+v)", def.Name, def.Status.Phase, def.Status.Tries, phase, tries, def.Status.Conditions)
-	}
-}
-
-// managerDaemonSet builds the DaemonSet of manifests/base/manager/daemonset.yaml
-// as far as placement goes: required node affinity hostpath.dev/manager
-// NotIn [false] and no toleration (control-plane nodes are opt-in, through
-// manifests/components/control-plane).
-func managerDaemonSet() *appsv1.DaemonSet {
-	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: testDaemonSet, Namespace: testNamespace},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: managerPodLabels},
-			Template: v1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: managerPodLabels},
-				Spec: v1.PodSpec{
-					Affinity: &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
-						RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
-							NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{
-								{Key: managerLabel, Operator: v1.NodeSelectorOpNotIn, Values: []string{"false"}},
-							}}},
-						},
-					}},
-					Tolerations: []v1.Toleration{},
-					Containers:  []v1.Container{{Name: "manager", Image: "hostpath.dev/manager:dev"}},
-				},
-			},
-		},
 	}
 }
 

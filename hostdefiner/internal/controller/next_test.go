@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 )
 
 // none is the "phase" of a (node, pool) without a definition, in the
@@ -28,7 +29,7 @@ var now = t0.Add(time.Minute)
 func healthy(def *hostpathv1.HostDefinition) Facts {
 	return Facts{
 		Key: key1, Definition: def, Node: newNode("node-1"), ManagerPods: []*v1.Pod{managerPod("node-1")},
-		DaemonSet: managerDaemonSet(), PoolNamed: true, Now: now,
+		DaemonSet: hostpathtest.ManagerDaemonSet(testNamespace, testDaemonSet), PoolNamed: true, Now: now,
 	}
 }
 

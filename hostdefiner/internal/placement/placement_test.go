@@ -9,37 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 )
 
 const managerLabel = "hostpath.dev/manager"
-
-// managerDaemonSet builds the DaemonSet of manifests/base/manager/daemonset.yaml
-// as far as placement goes: required affinity hostpath.dev/manager NotIn
-// ["false"] and no toleration (control-plane nodes are opt-in: the
-// component manifests/components/control-plane adds controlPlaneToleration).
-func managerDaemonSet() *appsv1.DaemonSet {
-	labels := map[string]string{"app.kubernetes.io/name": "hostpath-manager"}
-	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "hostpath-manager", Namespace: "hostpath-system"},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: v1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: v1.PodSpec{
-					Affinity: &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
-						RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
-							NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{
-								{Key: managerLabel, Operator: v1.NodeSelectorOpNotIn, Values: []string{"false"}},
-							}}},
-						},
-					}},
-					Tolerations: []v1.Toleration{},
-					Containers:  []v1.Container{{Name: "manager", Image: "hostpath.dev/manager:dev"}},
-				},
-			},
-		},
-	}
-}
 
 // controlPlaneToleration is what manifests/components/control-plane adds to
 // the node agents.
@@ -184,7 +158,7 @@ func TestShouldRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var ds *appsv1.DaemonSet
 			if !tt.nilDS {
-				ds = managerDaemonSet()
+				ds = hostpathtest.ManagerDaemonSet("hostpath-system", "hostpath-manager")
 				for _, f := range tt.ds {
 					f(ds)
 				}

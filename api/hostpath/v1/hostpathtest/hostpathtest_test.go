@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/record"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
@@ -86,8 +87,8 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-// TestPodsEventsAndLoad checks the builders of manager pods, Events and
-// Load.
+// TestPodsEventsAndLoad checks the builders of manager pods and the
+// manager DaemonSet, Events and Load.
 func TestPodsEventsAndLoad(t *testing.T) {
 	p := ManagerPod("ns", "m", "node-a", "10.0.0.1", NotReady, PodLabels(map[string]string{"app": "m"}))
 	if p.Spec.NodeName != "node-a" || p.Status.PodIP != "10.0.0.1" || p.Status.Conditions[0].Status != v1.ConditionFalse || p.Labels["app"] != "m" || p.UID != UID("m") {
@@ -97,6 +98,12 @@ func TestPodsEventsAndLoad(t *testing.T) {
 	r.Event(p, v1.EventTypeNormal, "Reason", "message")
 	if got := Events(r); !slices.Equal(got, []string{"Normal Reason message"}) || len(Events(r)) != 0 {
 		t.Errorf("Events = %q, then not empty", got)
+	}
+	ds := ManagerDaemonSet("ns", "ds")
+	ds.Spec.Template.Labels["changed"] = "yes"
+	if ds.Namespace != "ns" || ds.Name != "ds" || len(ManagerPodLabels) != 1 ||
+		!equality.Semantic.DeepEqual(ds.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution, hostpathv1.ManagerNodeSelector()) {
+		t.Errorf("ManagerDaemonSet = %+v, want the manager's node affinity and its own labels", ds)
 	}
 	n := Load[v1.Node](t, "node.json")
 	if n.Name != "node-a" {

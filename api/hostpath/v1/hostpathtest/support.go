@@ -2,11 +2,13 @@ package hostpathtest
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -30,6 +32,36 @@ func ManagerPod(namespace, name, node, ip string, opts ...func(*v1.Pod)) *v1.Pod
 		o(p)
 	}
 	return p
+}
+
+// ManagerDaemonSet returns the DaemonSet namespace/name of
+// manifests/base/manager/daemonset.yaml as far as placement goes: pods
+// labelled ManagerPodLabels (copies), the required node affinity
+// hostpath.dev/manager NotIn ["false"] (spelled out here, not taken from
+// hostpathv1.ManagerNodeSelector, so that a test of it can fail) and no
+// toleration (control-plane nodes are opt-in, through
+// manifests/components/control-plane).
+func ManagerDaemonSet(namespace, name string) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: maps.Clone(ManagerPodLabels)},
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(ManagerPodLabels)},
+				Spec: v1.PodSpec{
+					Affinity: &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+						RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+							NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{
+								{Key: "hostpath.dev/manager", Operator: v1.NodeSelectorOpNotIn, Values: []string{"false"}},
+							}}},
+						},
+					}},
+					Tolerations: []v1.Toleration{},
+					Containers:  []v1.Container{{Name: "manager", Image: "hostpath.dev/manager:dev"}},
+				},
+			},
+		},
+	}
 }
 
 // NotReady makes a pod's Ready condition False.
