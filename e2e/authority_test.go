@@ -300,11 +300,7 @@ func TestAuthorityUnboundToken(t *testing.T) {
 	})
 	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
 
-	managerClient(ctx, t, e.f, e.ns, "admin")
-	admin, err := e.f.ServiceAccountToken(ctx, e.ns, "admin", managerapi.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := roleToken(ctx, t, e.f, e.ns, "admin", managerapi.AdminClusterRole)
 	waitAllowed(ctx, t, urls[node], admin, "the admin to read")
 	here, err := e.f.NodeDir(node, path.Join(localcluster.PoolPath, name))
 	if err != nil {

@@ -627,11 +627,7 @@ func TestFaultManagerRestartWithoutHostDefiner(t *testing.T) {
 	e.killAndWaitReady(ctx, t, node, "manager", managerSelector)
 
 	urls := managerPods(ctx, t, e.f, []string{node})
-	managerClient(ctx, t, e.f, e.ns, "reader")
-	token, err := e.f.ServiceAccountToken(ctx, e.ns, "reader", managerapi.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := roleToken(ctx, t, e.f, e.ns, "reader", managerapi.AdminClusterRole)
 	waitAllowed(ctx, t, urls[node], token, "GET /v1/host over TLS on the restarted manager")
 	pvc := e.claim(ctx, t, "after-restart", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
 	_, pv := e.waitBound(ctx, t, pvc.Name)

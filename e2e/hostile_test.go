@@ -85,6 +85,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/api/runtime/filetest"
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/framework/localcluster"
 )
@@ -552,6 +553,19 @@ func TestHostileStorageClasses(t *testing.T) {
 	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
 }
 
+// victim makes the claim "victim" on node, waits for its PV and writes
+// keep.txt ("victim\n") in its directory: the live volume that hostile
+// claims and pods go after. It returns the PV, its directory's name and
+// keep.txt's path.
+func (e *provEnv) victim(ctx context.Context, t *testing.T, node string) (pv *corev1.PersistentVolume, dir, keep string) {
+	t.Helper()
+	e.claim(ctx, t, "victim", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	_, pv = e.waitBound(ctx, t, "victim")
+	keep = e.nodePath(t, node, pv, "keep.txt")
+	filetest.Write(t, keep, "victim\n")
+	return pv, pv.Annotations[annPVDirectory], keep
+}
+
 // TestHostileClaims: hostile sizes, names and annotations of claims are
 // refused by the API server or get a Warning event saying what is wrong;
 // no pool changes and another claim's volume is left alone.
@@ -562,13 +576,7 @@ func TestHostileClaims(t *testing.T) {
 	pinned := map[string]string{annProvisionOnNode: node}
 
 	// A live volume that a claim tries to take over.
-	e.claim(ctx, t, "victim", classImmediate, "1Mi", corev1.ReadWriteOnce, pinned)
-	_, victimPV := e.waitBound(ctx, t, "victim")
-	victimDir := victimPV.Annotations[annPVDirectory]
-	keep := e.nodePath(t, node, victimPV, "keep.txt")
-	if err := os.WriteFile(keep, []byte("victim\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	victimPV, victimDir, keep := e.victim(ctx, t, node)
 
 	t.Run("the API server refuses", func(t *testing.T) {
 		for _, size := range []string{"-1Mi", "0", "-1"} {
@@ -1214,11 +1222,7 @@ func TestHostileManagerSlowClients(t *testing.T) {
 	nodes := f.TwoRealNodes(ctx, t)
 	ns := f.Namespace(ctx, t)
 	base := managerPods(ctx, t, f, nodes)[nodes[0]]
-	managerClient(ctx, t, f, ns, "caller")
-	token, err := f.ServiceAccountToken(ctx, ns, "caller", managerapi.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := roleToken(ctx, t, f, ns, "caller", managerapi.AdminClusterRole)
 	waitAllowed(ctx, t, base, token, "the caller to be allowed")
 	addr := strings.TrimPrefix(base, "https://")
 	cfg := managerHTTP(t, base).Transport.(*http.Transport).TLSClientConfig.Clone()
@@ -1346,25 +1350,13 @@ func TestHostilePodSymlinks(t *testing.T) {
 	node := e.nodes[0]
 	pinned := map[string]string{annProvisionOnNode: node}
 
-	e.claim(ctx, t, "victim", classImmediate, "1Mi", corev1.ReadWriteOnce, pinned)
-	_, victimPV := e.waitBound(ctx, t, "victim")
-	victimDir := victimPV.Annotations[annPVDirectory]
-	keep := e.nodePath(t, node, victimPV, "keep.txt")
-	if err := os.WriteFile(keep, []byte("victim\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	victimPV, victimDir, keep := e.victim(ctx, t, node)
 	// A directory of this machine, outside every pool, which the nodes
 	// see at the same path.
 	sentinel := t.TempDir()
 	sentinelFiles := map[string]string{"a.txt": "sentinel a\n", "sub/b.txt": "sentinel b\n"}
 	for name, content := range sentinelFiles {
-		p := filepath.Join(sentinel, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		filetest.Write(t, filepath.Join(sentinel, name), content)
 	}
 	hostIDFile, err := e.f.NodeDir(node, path.Join(localcluster.StatePath, "host-id"))
 	if err != nil {

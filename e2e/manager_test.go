@@ -231,13 +231,9 @@ func bindClusterRole(ctx context.Context, t *testing.T, f *framework.Framework, 
 // manager token of each.
 func managerCallers(ctx context.Context, t *testing.T, f *framework.Framework, ns string) (allowed, denied string) {
 	t.Helper()
-	managerClient(ctx, t, f, ns, "allowed")
+	allowed = roleToken(ctx, t, f, ns, "allowed", managerapi.AdminClusterRole)
 	serviceAccount(ctx, t, f, ns, "denied")
-	allowed, err := f.ServiceAccountToken(ctx, ns, "allowed", managerapi.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
-	denied, err = f.ServiceAccountToken(ctx, ns, "denied", managerapi.TokenAudience)
+	denied, err := f.ServiceAccountToken(ctx, ns, "denied", managerapi.TokenAudience)
 	if err != nil {
 		t.Fatal(err)
 	}

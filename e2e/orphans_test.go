@@ -98,11 +98,7 @@ func TestOrphansReport(t *testing.T) {
 	urls := managerPods(ctx, t, e.f, e.nodes)
 	bin := buildKubectlHostpath(ctx, t, e.f)
 	// An admin makes the orphan by hand (a token bound to no pod).
-	managerClient(ctx, t, e.f, e.ns, "orphan-maker")
-	token, err := e.f.ServiceAccountToken(ctx, e.ns, "orphan-maker", managerapi.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := roleToken(ctx, t, e.f, e.ns, "orphan-maker", managerapi.AdminClusterRole)
 	waitAllowed(ctx, t, urls[node], token, "the orphan maker to be allowed")
 
 	// Missing: a node-mode claim whose directory is then removed on disk.

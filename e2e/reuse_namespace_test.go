@@ -73,11 +73,7 @@ func TestProvisionerReuseStaysInNamespace(t *testing.T) {
 	// The administrator hands the directory over to namespace C.
 	c := *a
 	c.ns = a.f.Namespace(ctx, t)
-	managerClient(ctx, t, a.f, a.ns, "admin")
-	token, err := a.f.ServiceAccountToken(ctx, a.ns, "admin", managerapi.TokenAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := roleToken(ctx, t, a.f, a.ns, "admin", managerapi.AdminClusterRole)
 	base := managerPods(ctx, t, a.f, a.nodes)[node]
 	waitAllowed(ctx, t, base, token, "the administrator's token to be allowed")
 	body := fmt.Sprintf(`{"owner":%q,"previous":%q,"retained":true,"claimNamespace":%q}`, oldPV.Name, oldPV.Name, c.ns)

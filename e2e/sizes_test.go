@@ -122,11 +122,7 @@ func TestSizesBtrfs(t *testing.T) {
 
 	t.Run("the manager reports limit and usage", func(t *testing.T) {
 		urls := managerPods(ctx, t, e.f, []string{node})
-		managerClient(ctx, t, e.f, e.ns, "sizes")
-		token, err := e.f.ServiceAccountToken(ctx, e.ns, "sizes", managerapi.TokenAudience)
-		if err != nil {
-			t.Fatal(err)
-		}
+		token := roleToken(ctx, t, e.f, e.ns, "sizes", managerapi.AdminClusterRole)
 		waitAllowed(ctx, t, urls[node], token, "GET /v1/host to be allowed")
 		code, body := callManager(ctx, t, "GET", urls[node], "/v1/pools/"+poolBtrfs+"/volumes/"+smallPV.Annotations[annPVDirectory], token, "")
 		var v managerapi.Volume
