@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
-	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -276,7 +275,7 @@ func (f *fixture) runErr(key Key) result {
 	f.managers.Take()
 	err := f.c.Sync(f.ctx, key)
 	made := f.managers.Take()
-	r := result{err: err, actions: describeActions(append(f.client.Actions(), f.kube.Actions()...)), events: hostpathtest.Events(f.recorder),
+	r := result{err: err, actions: hostpathtest.DescribeWrites(append(f.client.Actions(), f.kube.Actions()...)), events: hostpathtest.Events(f.recorder),
 		calls: describeCalls(made), made: made}
 	f.refresh()
 	return r
@@ -309,36 +308,6 @@ func (f *fixture) refresh() {
 		f.t.Fatalf("list PersistentVolumes: %v", err)
 	}
 	replace(f.informers.Volumes, pvs)
-}
-
-// describeActions renders the write actions.
-func describeActions(actions []core.Action) []string {
-	var out []string
-	for _, a := range actions {
-		res := a.GetResource().Resource
-		if sub := a.GetSubresource(); sub != "" {
-			res += "/" + sub
-		}
-		name := ""
-		switch a := a.(type) {
-		case core.CreateActionImpl:
-			if m, err := meta.Accessor(a.GetObject()); err == nil {
-				name = m.GetName()
-			}
-		case core.UpdateActionImpl:
-			if m, err := meta.Accessor(a.GetObject()); err == nil {
-				name = m.GetName()
-			}
-		case core.DeleteActionImpl:
-			name = a.GetName()
-		case core.PatchActionImpl:
-			name = a.GetName()
-		default:
-			continue // get, list, watch
-		}
-		out = append(out, a.GetVerb()+" "+res+" "+name)
-	}
-	return out
 }
 
 // definition returns the HostDefinition in the fake clientset, or nil.

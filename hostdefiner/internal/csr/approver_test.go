@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 )
 
@@ -127,7 +128,7 @@ func TestApprover(t *testing.T) {
 			if err := f.c.Approver.Sync(f.ctx, csr.Name); err != nil {
 				t.Fatalf("Sync() = %v", err)
 			}
-			if w := f.writes(); !slices.Equal(w, []string{"update certificatesigningrequests/approval"}) {
+			if w := hostpathtest.DescribeWrites(f.kube.Actions()); !slices.Equal(w, []string{"update certificatesigningrequests/approval csr-1"}) {
 				t.Fatalf("writes = %q, want one approval update", w)
 			}
 			got := f.getCSR(csr.Name)
@@ -178,7 +179,7 @@ func TestApproverLeavesAlone(t *testing.T) {
 			if err := f.c.Approver.Sync(f.ctx, csr.Name); err != nil {
 				t.Fatalf("Sync() = %v", err)
 			}
-			if w := f.writes(); len(w) != 0 {
+			if w := hostpathtest.DescribeWrites(f.kube.Actions()); len(w) != 0 {
 				t.Errorf("writes = %q, want none", w)
 			}
 		})
@@ -203,7 +204,7 @@ func TestApproverWaitsForThePodCache(t *testing.T) {
 			if err := f.c.Approver.Sync(f.ctx, csr.Name); err != nil {
 				t.Fatalf("Sync() = %v", err)
 			}
-			if w := f.writes(); len(w) != 0 {
+			if w := hostpathtest.DescribeWrites(f.kube.Actions()); len(w) != 0 {
 				t.Fatalf("writes within the grace = %q, want none", w)
 			}
 			if arrives {

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 )
 
@@ -56,7 +57,7 @@ func TestAuthorityCreatesTheCAOnce(t *testing.T) {
 	if next := f.syncCA(); next != 0 {
 		t.Errorf("sync() asks to come back in %s, want never", next)
 	}
-	if w := f.writes(); !slices.Equal(w, []string{"create secrets", "create configmaps"}) {
+	if w := hostpathtest.DescribeWrites(f.kube.Actions()); !slices.Equal(w, []string{"create secrets " + managerapi.CASecret, "create configmaps " + managerapi.CABundleConfigMap}) {
 		t.Errorf("writes = %q, want the Secret and the ConfigMap created", w)
 	}
 	s := f.getSecret()
@@ -81,7 +82,7 @@ func TestAuthorityCreatesTheCAOnce(t *testing.T) {
 	f2 := newFixture(t, f.getSecret(), bundleConfigMap(f))
 	f2.syncCA()
 	for _, x := range []*fixture{f, f2} {
-		if w := x.writes(); len(w) != 0 {
+		if w := hostpathtest.DescribeWrites(x.kube.Actions()); len(w) != 0 {
 			t.Errorf("writes = %q, want none", w)
 		}
 		if !x.secretCA().Cert.Equal(c) || !x.secretCA().Key.(*ecdsa.PrivateKey).Equal(key) {
@@ -118,12 +119,12 @@ func TestAuthorityRepairsTheBundle(t *testing.T) {
 			if _, err := f.kube.CoreV1().ConfigMaps(testNamespace).Update(f.ctx, cm, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-		}, want: "update configmaps"},
+		}, want: "update configmaps " + managerapi.CABundleConfigMap},
 		{name: "deleted", damage: func(f *fixture) {
 			if err := f.kube.CoreV1().ConfigMaps(testNamespace).Delete(f.ctx, managerapi.CABundleConfigMap, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-		}, want: "create configmaps"},
+		}, want: "create configmaps " + managerapi.CABundleConfigMap},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -132,7 +133,7 @@ func TestAuthorityRepairsTheBundle(t *testing.T) {
 			f.refresh()
 			f.kube.ClearActions()
 			f.syncCA()
-			if w := f.writes(); !slices.Equal(w, []string{tc.want}) {
+			if w := hostpathtest.DescribeWrites(f.kube.Actions()); !slices.Equal(w, []string{tc.want}) {
 				t.Errorf("writes = %q, want [%q]", w, tc.want)
 			}
 			f.wantBundle(f.secretCA().Cert)
@@ -199,7 +200,7 @@ func TestAuthorityRotation(t *testing.T) {
 	if next := f.syncCA(); next != overlap {
 		t.Errorf("sync() asks to come back in %s, want %s", next, overlap)
 	}
-	if w := f.writes(); len(w) != 0 {
+	if w := hostpathtest.DescribeWrites(f.kube.Actions()); len(w) != 0 {
 		t.Errorf("writes = %q, want none", w)
 	}
 
@@ -258,7 +259,7 @@ func TestAuthorityBrokenSecret(t *testing.T) {
 	if _, err := f.c.Authority.sync(f.ctx); err == nil || !strings.Contains(err.Error(), "delete it for a new CA") {
 		t.Errorf("sync() = %v, want an error about the Secret", err)
 	}
-	if w := f.writes(); len(w) != 0 {
+	if w := hostpathtest.DescribeWrites(f.kube.Actions()); len(w) != 0 {
 		t.Errorf("writes = %q, want none", w)
 	}
 }

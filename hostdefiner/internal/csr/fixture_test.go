@@ -170,22 +170,6 @@ func (f *fixture) bundle() []*x509.Certificate {
 	return certs
 }
 
-// writes returns the verbs and resources of the fake clientset's write
-// actions since the last ClearActions.
-func (f *fixture) writes() []string {
-	var w []string
-	for _, a := range f.kube.Actions() {
-		if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" {
-			r := a.GetResource().Resource
-			if s := a.GetSubresource(); s != "" {
-				r += "/" + s
-			}
-			w = append(w, v+" "+r)
-		}
-	}
-	return w
-}
-
 // managerPod returns a running manager pod on node.
 func managerPod(name, uid, node string) *v1.Pod {
 	return &v1.Pod{

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 )
 
@@ -122,7 +123,7 @@ func TestSignerCertificate(t *testing.T) {
 			f := newFixture(t, csr)
 			ca := f.withCA()
 			cert := f.sign(csr.Name)
-			if w := f.writes(); !slices.Equal(w, []string{"update certificatesigningrequests/status"}) {
+			if w := hostpathtest.DescribeWrites(f.kube.Actions()); !slices.Equal(w, []string{"update certificatesigningrequests/status csr-1"}) {
 				t.Errorf("writes = %q, want one status update", w)
 			}
 			if cert.KeyUsage != tc.wantUsage {
@@ -198,7 +199,7 @@ func TestSignerLeavesAlone(t *testing.T) {
 			if err := f.c.Signer.Sync(f.ctx, csr.Name); err != nil {
 				t.Fatalf("Sync() = %v", err)
 			}
-			if w := f.writes(); len(w) != 0 {
+			if w := hostpathtest.DescribeWrites(f.kube.Actions()); len(w) != 0 {
 				t.Errorf("writes = %q, want none", w)
 			}
 		})
@@ -258,7 +259,7 @@ func TestSignerWaitsForTheCA(t *testing.T) {
 	if err := f.c.Signer.Sync(f.ctx, csr.Name); err != nil {
 		t.Fatalf("Sync() = %v, want nil", err)
 	}
-	if w := f.writes(); len(w) != 0 {
+	if w := hostpathtest.DescribeWrites(f.kube.Actions()); len(w) != 0 {
 		t.Errorf("writes = %q, want none", w)
 	}
 	ca := f.withCA()
@@ -279,7 +280,7 @@ func TestSignerBrokenCA(t *testing.T) {
 	if err := f.c.Signer.Sync(f.ctx, csr.Name); err == nil || !strings.Contains(err.Error(), "the Secret hostpath-system/hostpath-manager-ca") {
 		t.Fatalf("Sync() = %v, want an error about the Secret", err)
 	}
-	if w := f.writes(); len(w) != 0 {
+	if w := hostpathtest.DescribeWrites(f.kube.Actions()); len(w) != 0 {
 		t.Errorf("writes = %q, want none", w)
 	}
 }

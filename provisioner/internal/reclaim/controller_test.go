@@ -370,7 +370,7 @@ func TestSync(t *testing.T) {
 					t.Errorf("annotation %s = %q, want %q", hostpathv1.AnnotationRecordedPolicy, got, tt.wantRecorded)
 				}
 			} else if slices.Equal(tt.wantFinalizers, tt.pv.Finalizers) {
-				if w := writes(f.kube); len(w) > 0 {
+				if w := hostpathtest.Writes(f.kube.Actions()); len(w) > 0 {
 					t.Errorf("API writes = %v, want none", w)
 				}
 			}
@@ -388,7 +388,7 @@ func TestRemoveFinalizerPatch(t *testing.T) {
 	if err := f.ctrl.sync(ctx, pv.Name); err != nil {
 		t.Fatal(err)
 	}
-	w := writes(f.kube)
+	w := hostpathtest.Writes(f.kube.Actions())
 	if len(w) != 1 {
 		t.Fatalf("API writes = %v, want one patch", w)
 	}
@@ -510,7 +510,7 @@ func TestEnsureFinalizer(t *testing.T) {
 			if err := EnsureFinalizer(ctx, kube, tt.pv, testFieldManager); err != nil {
 				t.Fatal(err)
 			}
-			w := writes(kube)
+			w := hostpathtest.Writes(kube.Actions())
 			if tt.wantPatch == "" {
 				if len(w) > 0 {
 					t.Errorf("API writes = %v, want none", w)

@@ -50,7 +50,7 @@ func (f *controllerFixture) libraryDelete(t *testing.T, name string, change func
 // patches returns the PV patches among the writes of the fake clientset.
 func (f *controllerFixture) patches() []k8stesting.PatchActionImpl {
 	var out []k8stesting.PatchActionImpl
-	for _, a := range writes(f.kube) {
+	for _, a := range hostpathtest.Writes(f.kube.Actions()) {
 		if p, ok := a.(k8stesting.PatchActionImpl); ok && p.GetResource() == pvResource {
 			out = append(out, p)
 		}
@@ -220,7 +220,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 			if got := described(f.managers.Calls()); !slices.Equal(got, tt.wantReclaimCalls) {
 				t.Errorf("manager calls of Reclaim = %q, want %q", got, tt.wantReclaimCalls)
 			}
-			if w := writes(f.kube); len(w) > 0 {
+			if w := hostpathtest.Writes(f.kube.Actions()); len(w) > 0 {
 				t.Errorf("API writes of Reclaim = %v, want none: the library deletes the PV", w)
 			}
 			if got := f.finalizers(t, tt.pv.Name); !slices.Equal(got, tt.pv.Finalizers) {
@@ -252,8 +252,8 @@ func TestReclaimThenFinalize(t *testing.T) {
 				t.Errorf("the pass asked for a manager: %t, want %t", asked, tt.wantSyncAsked)
 			}
 			patches := f.patches()
-			if len(patches) != tt.wantPatches || len(writes(f.kube)) != tt.wantPatches {
-				t.Errorf("API writes of the pass = %v, want %d PV patches", writes(f.kube), tt.wantPatches)
+			if len(patches) != tt.wantPatches || len(hostpathtest.Writes(f.kube.Actions())) != tt.wantPatches {
+				t.Errorf("API writes of the pass = %v, want %d PV patches", hostpathtest.Writes(f.kube.Actions()), tt.wantPatches)
 			}
 			for _, p := range patches {
 				if p.GetPatchType() != types.JSONPatchType {
@@ -283,7 +283,7 @@ func TestFinalizeMultihostLocationChanged(t *testing.T) {
 	if err := f.ctrl.Reclaim(ctx, pv); err != nil {
 		t.Fatal(err)
 	}
-	if w := writes(f.kube); len(w) > 0 {
+	if w := hostpathtest.Writes(f.kube.Actions()); len(w) > 0 {
 		t.Errorf("API writes of Reclaim = %v, want none", w)
 	}
 	f.libraryDelete(t, pv.Name, hostpathtest.Annotation(hostpathv1.AnnotationNodes, "node-a,node-b"))
@@ -388,14 +388,14 @@ func TestFinalizeWaitsForPVProtection(t *testing.T) {
 			if err := f.ctrl.sync(ctx, pv.Name); err != nil {
 				t.Fatal(err)
 			}
-			if got := len(writes(f.kube)) > 0; got != tc.wantPatch {
-				t.Errorf("patched %v, want %v (writes %v)", got, tc.wantPatch, writes(f.kube))
+			if got := len(hostpathtest.Writes(f.kube.Actions())) > 0; got != tc.wantPatch {
+				t.Errorf("patched %v, want %v (writes %v)", got, tc.wantPatch, hostpathtest.Writes(f.kube.Actions()))
 			}
 			if !tc.wantPatch {
 				// The wait is over (the requeue's time): it comes off.
 				clk.SetTime(now.Add(pvProtectionWait))
-				if err := f.ctrl.sync(ctx, pv.Name); err != nil || len(writes(f.kube)) != 1 {
-					t.Errorf("after the wait: %v, writes %v; want one patch", err, writes(f.kube))
+				if err := f.ctrl.sync(ctx, pv.Name); err != nil || len(hostpathtest.Writes(f.kube.Actions())) != 1 {
+					t.Errorf("after the wait: %v, writes %v; want one patch", err, hostpathtest.Writes(f.kube.Actions()))
 				}
 			}
 			if calls := f.managers.Calls(); len(calls) > 0 {

@@ -12,8 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
@@ -162,19 +160,6 @@ func withPolicy(p v1.PersistentVolumeReclaimPolicy) func(*v1.PersistentVolume) {
 
 // notDeleting makes the PV one not under deletion.
 func notDeleting(pv *v1.PersistentVolume) { pv.DeletionTimestamp = nil }
-
-// writes returns the actions of kube that are not reads.
-func writes(kube *fake.Clientset) []k8stesting.Action {
-	var out []k8stesting.Action
-	for _, a := range kube.Actions() {
-		switch a.GetVerb() {
-		case "get", "list", "watch":
-		default:
-			out = append(out, a)
-		}
-	}
-	return out
-}
 
 // logContext returns a test context whose logger keeps what is logged,
 // and a function that returns, as "reason message", every Info line

@@ -223,8 +223,8 @@ func TestSyncMultihost(t *testing.T) {
 			if got := f.finalizers(t, tt.pv.Name); !slices.Equal(got, tt.wantFinalizers) {
 				t.Errorf("finalizers = %q, want %q", got, tt.wantFinalizers)
 			}
-			if tt.notElected && len(writes(f.kube)) > 0 {
-				t.Errorf("API writes = %v, want none", writes(f.kube))
+			if tt.notElected && len(hostpathtest.Writes(f.kube.Actions())) > 0 {
+				t.Errorf("API writes = %v, want none", hostpathtest.Writes(f.kube.Actions()))
 			}
 			hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), tt.wantEvents)
 			checkLogged(t, logged(), tt.wantLogged)

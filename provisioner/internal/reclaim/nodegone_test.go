@@ -79,7 +79,7 @@ func TestNodeGone(t *testing.T) {
 			if err := f.ctrl.sync(ctx, tc.pv.Name); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
-			if w := writes(f.kube); len(w) != tc.wantWrites {
+			if w := hostpathtest.Writes(f.kube.Actions()); len(w) != tc.wantWrites {
 				t.Errorf("writes = %v, want %d", w, tc.wantWrites)
 			}
 			pv, err := f.kube.CoreV1().PersistentVolumes().Get(context.Background(), tc.pv.Name, metav1.GetOptions{})
@@ -88,7 +88,7 @@ func TestNodeGone(t *testing.T) {
 				if !apierrors.IsNotFound(err) {
 					t.Errorf("PV still there (%v), want it deleted", err)
 				}
-				for _, a := range writes(f.kube) {
+				for _, a := range hostpathtest.Writes(f.kube.Actions()) {
 					if d, ok := a.(k8stesting.DeleteAction); ok && (d.GetDeleteOptions().Preconditions == nil || *d.GetDeleteOptions().Preconditions.UID != tc.pv.UID) {
 						t.Errorf("delete without the PV's UID as precondition: %+v", d.GetDeleteOptions())
 					}

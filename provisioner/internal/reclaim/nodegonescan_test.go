@@ -102,7 +102,7 @@ func TestGoneScanOff(t *testing.T) {
 		t.Errorf("%d suspects kept, want none: no scan would take them", n)
 	}
 	f.ctrl.runGoneScans(ctx) // returns at once: no grace period
-	if got := writes(f.kube); len(got) > 0 {
+	if got := hostpathtest.Writes(f.kube.Actions()); len(got) > 0 {
 		t.Errorf("writes %v, want none", got)
 	}
 }

@@ -459,7 +459,7 @@ func TestSweep(t *testing.T) {
 			if got := described(mgrs.Calls()); !slices.Equal(got, tt.wantCalls) {
 				t.Errorf("manager calls = %q, want %q", got, tt.wantCalls)
 			}
-			if w := writes(kube); len(w) > 0 {
+			if w := hostpathtest.Writes(kube.Actions()); len(w) > 0 {
 				t.Errorf("API writes = %v, want none", w)
 			}
 			gets, lists := 0, 0

@@ -291,7 +291,7 @@ func TestSync(t *testing.T) {
 			if got := setSizes(mgrs); !slices.Equal(got, tc.wantCalls) {
 				t.Errorf("manager calls = %q, want %q", got, tc.wantCalls)
 			}
-			if got := writes(f.kube); !slices.Equal(got, tc.wantWrites) {
+			if got := hostpathtest.DescribeWrites(f.kube.Actions()); !slices.Equal(got, tc.wantWrites) {
 				t.Errorf("writes = %q, want %q", got, tc.wantWrites)
 			}
 			if got := f.pvCapacity(t, tc.pv.Name); got != tc.wantPVCapacity {
@@ -318,7 +318,7 @@ func TestSync(t *testing.T) {
 			if err != nil {
 				t.Fatalf("second sync() error = %v", err)
 			}
-			if got := writes(f.kube); len(got) > 0 {
+			if got := hostpathtest.DescribeWrites(f.kube.Actions()); len(got) > 0 {
 				t.Errorf("second sync wrote %q, want nothing", got)
 			}
 			if got := setSizes(mgrs); len(got) != before {
@@ -349,7 +349,7 @@ func TestSyncRetryKeepsTheError(t *testing.T) {
 	if err := f.ctrl.sync(ctx, key); err == nil {
 		t.Fatal("second sync() = nil, want the manager's error")
 	}
-	if got := writes(f.kube); len(got) > 0 {
+	if got := hostpathtest.DescribeWrites(f.kube.Actions()); len(got) > 0 {
 		t.Errorf("a retry with the same error wrote %q, want nothing", got)
 	}
 	f.refresh(t)
@@ -360,7 +360,7 @@ func TestSyncRetryKeepsTheError(t *testing.T) {
 	if got, want := statusOf(f.claim(t, "data")), (claimStatus{capacity: "2Gi", allocated: "2Gi"}); !equalStatus(got, want) {
 		t.Errorf("claim status = %+v, want %+v", got, want)
 	}
-	if got, want := writes(f.kube), []string{writePV, writeClaimStatus}; !slices.Equal(got, want) {
+	if got, want := hostpathtest.DescribeWrites(f.kube.Actions()), []string{writePV, writeClaimStatus}; !slices.Equal(got, want) {
 		t.Errorf("writes = %q, want %q", got, want)
 	}
 }

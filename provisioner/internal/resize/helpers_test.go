@@ -249,28 +249,6 @@ func (f *fixture) pvCapacity(t *testing.T, name string) string {
 	return q.String()
 }
 
-// writes returns the writes made to the API server, as
-// "verb resource[/subresource] name".
-func writes(kube *fake.Clientset) []string {
-	var out []string
-	for _, a := range kube.Actions() {
-		switch a.GetVerb() {
-		case "get", "list", "watch":
-			continue
-		}
-		what := a.GetResource().Resource
-		if sub := a.GetSubresource(); sub != "" {
-			what += "/" + sub
-		}
-		name := ""
-		if p, ok := a.(k8stesting.PatchAction); ok {
-			name = p.GetName()
-		}
-		out = append(out, fmt.Sprintf("%s %s %s", a.GetVerb(), what, name))
-	}
-	return out
-}
-
 // patches returns the bodies of the patches of the claim status, in order.
 func patches(kube *fake.Clientset) []string {
 	var out []string

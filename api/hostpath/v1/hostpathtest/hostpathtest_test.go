@@ -8,6 +8,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
@@ -162,3 +165,24 @@ type recorder struct {
 func (r *recorder) Helper()               {}
 func (r *recorder) Errorf(string, ...any) { r.failed = true }
 func (r *recorder) Fatalf(string, ...any) { r.failed = true; panic("Fatalf") }
+
+// TestDescribeWrites checks that the reads of a fake clientset are left
+// out and each write is named by its object.
+func TestDescribeWrites(t *testing.T) {
+	kube := fake.NewClientset(Node("node-a"))
+	ctx := t.Context()
+	nodes := kube.CoreV1().Nodes()
+	_, _ = nodes.Get(ctx, "node-a", metav1.GetOptions{})
+	_, _ = nodes.List(ctx, metav1.ListOptions{})
+	_, _ = nodes.Create(ctx, Node("node-b"), metav1.CreateOptions{})
+	_, _ = nodes.UpdateStatus(ctx, Node("node-a"), metav1.UpdateOptions{})
+	_, _ = nodes.Patch(ctx, "node-b", types.MergePatchType, []byte(`{}`), metav1.PatchOptions{})
+	_ = nodes.Delete(ctx, "node-b", metav1.DeleteOptions{})
+	want := []string{"create nodes node-b", "update nodes/status node-a", "patch nodes node-b", "delete nodes node-b"}
+	if got := DescribeWrites(kube.Actions()); !slices.Equal(got, want) {
+		t.Errorf("DescribeWrites = %q, want %q", got, want)
+	}
+	if got := Writes(kube.Actions()); len(got) != len(want) {
+		t.Errorf("Writes = %v, want %d", got, len(want))
+	}
+}

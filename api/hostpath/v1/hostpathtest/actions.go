@@ -1,0 +1,46 @@
+package hostpathtest
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// Writes returns the actions of a fake clientset (its Actions()) that are
+// not reads (get, list, watch), in order.
+func Writes(actions []k8stesting.Action) []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, a := range actions {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// DescribeWrites returns the writes among actions (Writes) as "verb
+// resource[/subresource] name": the name of the object created or
+// updated, or of what is deleted or patched ("" for another action).
+func DescribeWrites(actions []k8stesting.Action) []string {
+	var out []string
+	for _, a := range Writes(actions) {
+		res := a.GetResource().Resource
+		if sub := a.GetSubresource(); sub != "" {
+			res += "/" + sub
+		}
+		name := ""
+		switch a := a.(type) {
+		case k8stesting.CreateAction: // and UpdateAction, of the same methods
+			if m, err := meta.Accessor(a.GetObject()); err == nil {
+				name = m.GetName()
+			}
+		case k8stesting.DeleteAction:
+			name = a.GetName()
+		case k8stesting.PatchAction:
+			name = a.GetName()
+		}
+		out = append(out, a.GetVerb()+" "+res+" "+name)
+	}
+	return out
+}
