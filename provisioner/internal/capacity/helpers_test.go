@@ -164,11 +164,7 @@ func (f *fixture) stored(t *testing.T, name string) *storagev1.CSIStorageCapacit
 func (f *fixture) writes(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, a := range f.kube.Actions() {
-		switch a.GetVerb() {
-		case "get", "list", "watch":
-			continue
-		}
+	for _, a := range hostpathtest.Writes(f.kube.Actions()) {
 		if a.GetResource().Resource != "csistoragecapacities" || a.GetNamespace() != testNamespace {
 			t.Errorf("unexpected write %s %s in %q", a.GetVerb(), a.GetResource().Resource, a.GetNamespace())
 			continue

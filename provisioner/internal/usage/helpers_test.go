@@ -255,11 +255,7 @@ func names(events []recorded) []string {
 func writes(t *testing.T, kube *fake.Clientset) []string {
 	t.Helper()
 	var out []string
-	for _, a := range kube.Actions() {
-		switch a.GetVerb() {
-		case "get", "list", "watch":
-			continue
-		}
+	for _, a := range hostpathtest.Writes(kube.Actions()) {
 		p, ok := a.(k8stesting.PatchActionImpl)
 		if !ok || a.GetResource().Resource != "persistentvolumes" {
 			t.Errorf("unexpected write %s %s", a.GetVerb(), a.GetResource().Resource)
