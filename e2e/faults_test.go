@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -51,14 +50,7 @@ func (e *provEnv) burst(ctx context.Context, t *testing.T, prefix, class string,
 				if class == classShared {
 					mode = corev1.ReadWriteMany
 				}
-				pvc := &corev1.PersistentVolumeClaim{
-					ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: names[i], Annotations: annotations},
-					Spec: corev1.PersistentVolumeClaimSpec{
-						StorageClassName: &class,
-						AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
-						Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
-					},
-				}
+				pvc := e.claimObject(names[i], class, "1Mi", mode, annotations)
 				_, errs[i] = e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{})
 			}
 		})

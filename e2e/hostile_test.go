@@ -80,7 +80,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
@@ -390,19 +389,6 @@ func (e *provEnv) hostileClass(ctx context.Context, t *testing.T, params map[str
 	return sc.Name, nil
 }
 
-// hostileClaimObject is a ReadWriteOnce claim of class in the test's
-// namespace.
-func (e *provEnv) hostileClaimObject(name, class string, size resource.Quantity, annotations map[string]string) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name, Annotations: annotations},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: &class,
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-		},
-	}
-}
-
 // hostileRefusal is a claim the provisioner must refuse: its Warning event
 // has reason and contains text (and also, when not empty, detail).
 type hostileRefusal struct {
@@ -580,14 +566,14 @@ func TestHostileClaims(t *testing.T) {
 
 	t.Run("the API server refuses", func(t *testing.T) {
 		for _, size := range []string{"-1Mi", "0", "-1"} {
-			pvc := e.hostileClaimObject("size-"+framework.RandomSuffix(), classImmediate, resource.MustParse(size), pinned)
+			pvc := e.claimObject("size-"+framework.RandomSuffix(), classImmediate, size, corev1.ReadWriteOnce, pinned)
 			_, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{})
 			if !apierrors.IsInvalid(err) {
 				t.Errorf("Create a claim of %s: %v, want Invalid", size, err)
 			}
 		}
 		for _, name := range []string{"..", "a/b", "Upper", strings.Repeat("n", 254), "x\x00", "caf\u00e9"} {
-			pvc := e.hostileClaimObject(name, classImmediate, resource.MustParse("1Mi"), pinned)
+			pvc := e.claimObject(name, classImmediate, "1Mi", corev1.ReadWriteOnce, pinned)
 			_, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{})
 			if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
 				t.Errorf("Create a claim named %q: %v, want Invalid", name, err)

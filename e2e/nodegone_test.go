@@ -166,16 +166,8 @@ func (e *provEnv) staticPV(ctx context.Context, t *testing.T, name, node string,
 // claimOf creates a claim bound to the PV by name and returns its name.
 func (e *provEnv) claimOf(ctx context.Context, t *testing.T, name, pv string) string {
 	t.Helper()
-	class := classImmediate
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: &class,
-			VolumeName:       pv,
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
-		},
-	}
+	pvc := e.claimObject(name, classImmediate, "1Mi", corev1.ReadWriteOnce, nil)
+	pvc.Spec.VolumeName = pv
 	if _, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("Create claim %s: %v", name, err)
 	}

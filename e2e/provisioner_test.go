@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
@@ -144,38 +143,15 @@ func (e *provEnv) claim(ctx context.Context, t *testing.T, name, class, size str
 
 // claimObject is the claim that claim creates.
 func (e *provEnv) claimObject(name, class, size string, mode corev1.PersistentVolumeAccessMode, annotations map[string]string) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name, Annotations: annotations},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: &class,
-			AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceStorage: resource.MustParse(size),
-			}},
-		},
-	}
+	pvc := framework.Claim(e.ns, name, class, size, mode)
+	pvc.Annotations = annotations
+	return pvc
 }
 
 // waitBound waits until the claim is Bound and returns it with its PV.
 func (e *provEnv) waitBound(ctx context.Context, t *testing.T, name string) (*corev1.PersistentVolumeClaim, *corev1.PersistentVolume) {
 	t.Helper()
-	var pvc *corev1.PersistentVolumeClaim
-	framework.WaitFor(ctx, t, provisionTimeout, "claim "+e.ns+"/"+name+" to be Bound", func(ctx context.Context) (bool, error) {
-		c, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		pvc = c
-		if c.Status.Phase != corev1.ClaimBound {
-			return false, fmt.Errorf("claim is %s; events: %s", c.Status.Phase, e.eventSummary(ctx, name))
-		}
-		return true, nil
-	})
-	pv, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("Get the PV of %s/%s: %v", e.ns, name, err)
-	}
-	return pvc, pv
+	return e.f.WaitForClaimBound(ctx, t, e.ns, name, provisionTimeout)
 }
 
 // events returns the events about a claim of the test's namespace.
@@ -188,18 +164,6 @@ func (e *provEnv) events(ctx context.Context, claim string) ([]corev1.Event, err
 		return nil, err
 	}
 	return list.Items, nil
-}
-
-func (e *provEnv) eventSummary(ctx context.Context, claim string) string {
-	events, err := e.events(ctx, claim)
-	if err != nil {
-		return err.Error()
-	}
-	var out []string
-	for _, ev := range events {
-		out = append(out, fmt.Sprintf("%s %s: %s", ev.Type, ev.Reason, ev.Message))
-	}
-	return strings.Join(out, " | ")
 }
 
 // waitEvent waits for an event about the claim with the type and reason
@@ -218,7 +182,7 @@ func (e *provEnv) waitEvent(ctx context.Context, t *testing.T, claim, eventType,
 				return true, nil
 			}
 		}
-		return false, fmt.Errorf("events so far: %s", e.eventSummary(ctx, claim))
+		return false, fmt.Errorf("events so far: %s", e.f.EventReasons(ctx, e.ns, "PersistentVolumeClaim", claim))
 	})
 	return found
 }
@@ -617,7 +581,7 @@ func TestProvisionerFailures(t *testing.T) {
 			}
 		}
 		if len(from) != 1 {
-			t.Errorf("Claim %s has provisioner events from instances %v, want exactly one: %s", name, from, e.eventSummary(ctx, name))
+			t.Errorf("Claim %s has provisioner events from instances %v, want exactly one: %s", name, from, e.f.EventReasons(ctx, e.ns, "PersistentVolumeClaim", name))
 		}
 	}
 	// Only the owner counts the failure: the other instance has no

@@ -175,7 +175,7 @@ func TestSizesBtrfs(t *testing.T) {
 			}
 			got := c.Status.Capacity[corev1.ResourceStorage]
 			if got.Cmp(resource.MustParse("48Mi")) != 0 {
-				return false, fmt.Errorf("status.capacity is %s; %s", got.String(), e.eventSummary(ctx, small.Name))
+				return false, fmt.Errorf("status.capacity is %s; %s", got.String(), e.f.EventReasons(ctx, e.ns, "PersistentVolumeClaim", small.Name))
 			}
 			for _, cond := range c.Status.Conditions {
 				if cond.Type == corev1.PersistentVolumeClaimResizing && cond.Status == corev1.ConditionTrue {

@@ -38,7 +38,7 @@ func (f *Framework) WaitForClaimBound(ctx context.Context, t testing.TB, ns, nam
 		}
 		pvc = c
 		if c.Status.Phase != corev1.ClaimBound {
-			return false, fmt.Errorf("claim is %s; events: %s", c.Status.Phase, f.eventReasons(ctx, ns, "PersistentVolumeClaim", name))
+			return false, fmt.Errorf("claim is %s; events: %s", c.Status.Phase, f.EventReasons(ctx, ns, "PersistentVolumeClaim", name))
 		}
 		return true, nil
 	})
@@ -49,9 +49,9 @@ func (f *Framework) WaitForClaimBound(ctx context.Context, t testing.TB, ns, nam
 	return pvc, pv
 }
 
-// eventReasons lists the reasons and messages of the events about the
-// object kind ns/name, oldest first.
-func (f *Framework) eventReasons(ctx context.Context, ns, kind, name string) string {
+// EventReasons lists the types, reasons and messages of the events about
+// the object kind ns/name, oldest first (the error's text if it cannot).
+func (f *Framework) EventReasons(ctx context.Context, ns, kind, name string) string {
 	list, err := f.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
 		FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name,
 	})
