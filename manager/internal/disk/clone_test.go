@@ -86,25 +86,34 @@ func TestCloneVolume(t *testing.T) {
 	if err != nil || created || again.Volume == nil || again.Volume.CloneMethod != cl.Method {
 		t.Errorf("clone again = %+v, %t, %v; want the volume, not created", again, created, err)
 	}
-	if entries := stagingEntries(t, e.pool); len(entries) != 0 {
-		t.Errorf("staging directories left: %v", entries)
-	}
+	checkNoStaging(t, e.pool)
 }
 
-// stagingEntries lists the staging directories of the pool.
-func stagingEntries(t *testing.T, pool string) []string {
+// checkNoStaging checks that the pool holds no staging directory.
+func checkNoStaging(t *testing.T, pool string) {
 	t.Helper()
 	entries, err := os.ReadDir(pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var staging []string
 	for _, en := range entries {
 		if strings.HasPrefix(en.Name(), stagingPrefix) {
-			out = append(out, en.Name())
+			staging = append(staging, en.Name())
 		}
 	}
-	return out
+	if len(staging) != 0 {
+		t.Errorf("staging directories left: %v", staging)
+	}
+}
+
+// createSource creates the volume "src" of pv-a (claim namespace ns), the
+// source of the clones.
+func (e *testEnv) createSource(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if _, _, err := e.store.CreateVolume(ctx, "default", "src", managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestCloneRefusals: a source that is missing, of another owner or claim
@@ -155,9 +164,7 @@ func TestCloneRefusals(t *testing.T) {
 			if rec := e.record(t, "copy"); rec != nil && rec.Owner == "pv-b" {
 				t.Errorf("the refused clone has a record: %+v", rec)
 			}
-			if s := stagingEntries(t, e.pool); len(s) != 0 {
-				t.Errorf("staging directories: %v", s)
-			}
+			checkNoStaging(t, e.pool)
 		})
 	}
 }
@@ -169,9 +176,7 @@ func TestCloneRefusals(t *testing.T) {
 func TestCloneBusy(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
-	if _, _, err := e.store.CreateVolume(ctx, "default", "src", managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
-		t.Fatal(err)
-	}
+	e.createSource(ctx, t)
 	hold, started := make(chan struct{}), make(chan struct{})
 	e.store.clones.beforeCopy = func() {
 		close(started)
@@ -215,9 +220,7 @@ func TestCloneBusy(t *testing.T) {
 func TestCloneAfterRestart(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
-	if _, _, err := e.store.CreateVolume(ctx, "default", "src", managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
-		t.Fatal(err)
-	}
+	e.createSource(ctx, t)
 	filetest.Write(t, filepath.Join(e.pool, "src", "f"), "whole")
 	// What a crash mid-copy leaves.
 	e.writeRecordFields(t, "copy", map[string]any{"owner": "pv-b", "ownedSince": t0.Format(time.RFC3339), "claimNamespace": "ns", "reclaimPolicy": "Delete", "cloneOf": "default/src"})
@@ -240,9 +243,7 @@ func TestCloneAfterRestart(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(e.pool, "copy", "junk")); err == nil {
 		t.Error("the clone holds a file of the interrupted copy")
 	}
-	if s := stagingEntries(t, e.pool); len(s) != 0 {
-		t.Errorf("staging directories: %v", s)
-	}
+	checkNoStaging(t, e.pool)
 }
 
 // TestCloneDatedWhenPlaced: a clone's owner record is dated when the copy
@@ -252,9 +253,7 @@ func TestCloneAfterRestart(t *testing.T) {
 func TestCloneDatedWhenPlaced(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	e := newTestEnv(t)
-	if _, _, err := e.store.CreateVolume(ctx, "default", "src", managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
-		t.Fatal(err)
-	}
+	e.createSource(ctx, t)
 	clock := e.store.clock.(*testingclock.FakePassiveClock)
 	placed := t1.Add(3 * time.Hour)
 	e.store.clones.beforeCopy = func() {
@@ -288,9 +287,7 @@ func TestCloneLimits(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			e := newTestEnv(t)
-			if _, _, err := e.store.CreateVolume(ctx, "default", "src", managerapi.CreateVolumeRequest{Owner: "pv-a", ClaimNamespace: "ns"}, 0o700, ""); err != nil {
-				t.Fatal(err)
-			}
+			e.createSource(ctx, t)
 			mustMkdir(t, filepath.Join(e.pool, "src", "a", "b", "c"))
 			e.store.clones.limits = tc.limits
 			var err error
@@ -316,9 +313,7 @@ func TestCloneLimits(t *testing.T) {
 			if rec := e.record(t, "copy"); rec != nil {
 				t.Errorf("the refused clone has a record: %+v", rec)
 			}
-			if s := stagingEntries(t, e.pool); len(s) != 0 {
-				t.Errorf("staging directories: %v", s)
-			}
+			checkNoStaging(t, e.pool)
 			e.store.clones.limits = clone.Limits{}
 			if cl, _ := waitClone(ctx, t, e.store, "copy", cloneReq("src", 0)); cl.Volume.Owner != "pv-b" {
 				t.Errorf("clone within the limits = %+v", cl.Volume)
@@ -415,9 +410,7 @@ func TestRemoteClone(t *testing.T) {
 			if d := diff(before, snapshot(t, e.base)); len(d) > 0 {
 				t.Errorf("a refused clone changed the disk: %v", d)
 			}
-			if s := stagingEntries(t, e.pool); len(s) != 0 {
-				t.Errorf("staging directories: %v", s)
-			}
+			checkNoStaging(t, e.pool)
 		})
 	}
 }
