@@ -44,7 +44,7 @@ const (
 var (
 	// t0 is the fake clock's start.
 	t0               = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	managerPodLabels = map[string]string{"app.kubernetes.io/name": "hostpath-manager"}
+	managerPodLabels = hostpathtest.ManagerPodLabels
 
 	definitionsGVR = hostpathv1.SchemeGroupVersion.WithResource("hostdefinitions")
 	definitionGVK  = hostpathv1.SchemeGroupVersion.WithKind("HostDefinition")

@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 )
 
@@ -40,7 +41,7 @@ const (
 var (
 	// t0 is the fake clock's start.
 	t0               = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	managerPodLabels = map[string]string{"app.kubernetes.io/name": "hostpath-manager"}
+	managerPodLabels = hostpathtest.ManagerPodLabels
 	serving          = []certv1.KeyUsage{certv1.UsageDigitalSignature, certv1.UsageKeyEncipherment, certv1.UsageServerAuth}
 )
 
@@ -170,13 +171,12 @@ func (f *fixture) bundle() []*x509.Certificate {
 	return certs
 }
 
-// managerPod returns a running manager pod on node.
+// managerPod returns a running manager pod on node, of the UID uid and
+// the service account testSA.
 func managerPod(name, uid, node string) *v1.Pod {
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace, UID: types.UID(uid), Labels: managerPodLabels},
-		Spec:       v1.PodSpec{NodeName: node, ServiceAccountName: testSA},
-		Status:     v1.PodStatus{Phase: v1.PodRunning},
-	}
+	return hostpathtest.ManagerPod(testNamespace, name, node, "", func(p *v1.Pod) {
+		p.UID, p.Spec.ServiceAccountName = types.UID(uid), testSA
+	})
 }
 
 // request describes a certificate request.

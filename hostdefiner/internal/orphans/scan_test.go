@@ -22,10 +22,7 @@ import (
 
 // managerPod is a manager pod on node with ip, Ready or not.
 func managerPod(name, node, ip string, ready bool) *corev1.Pod {
-	if ready {
-		return hostpathtest.ManagerPod(DefaultNamespace, name, node, ip)
-	}
-	return hostpathtest.ManagerPod(DefaultNamespace, name, node, ip, hostpathtest.NotReady)
+	return hostpathtest.ManagerPod(DefaultNamespace, name, node, ip, hostpathtest.Readiness(ready))
 }
 
 // storageClass is a class of provisioner with parameter pool (none when

@@ -36,11 +36,7 @@ import (
 // managerPod is a manager pod sys/name labelled app=m on node with ip,
 // Ready or not.
 func managerPod(name, node, ip string, ready bool) *v1.Pod {
-	p := hostpathtest.ManagerPod("sys", name, node, ip, hostpathtest.PodLabels(map[string]string{"app": "m"}))
-	if !ready {
-		hostpathtest.NotReady(p)
-	}
-	return p
+	return hostpathtest.ManagerPod("sys", name, node, ip, hostpathtest.PodLabels(map[string]string{"app": "m"}), hostpathtest.Readiness(ready))
 }
 
 func TestResolver(t *testing.T) {

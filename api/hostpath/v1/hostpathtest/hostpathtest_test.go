@@ -97,6 +97,9 @@ func TestPodsEventsAndLoad(t *testing.T) {
 	if p.Spec.NodeName != "node-a" || p.Status.PodIP != "10.0.0.1" || p.Status.Conditions[0].Status != v1.ConditionFalse || p.Labels["app"] != "m" || p.UID != UID("m") {
 		t.Errorf("pod = %+v", p)
 	}
+	if p := ManagerPod("ns", "m", "node-a", "10.0.0.1", NotReady, Readiness(true)); p.Status.Conditions[0].Status != v1.ConditionTrue {
+		t.Errorf("Readiness(true) left %+v", p.Status.Conditions)
+	}
 	r := record.NewFakeRecorder(2)
 	r.Event(p, v1.EventTypeNormal, "Reason", "message")
 	if got := Events(r); !slices.Equal(got, []string{"Normal Reason message"}) || len(Events(r)) != 0 {

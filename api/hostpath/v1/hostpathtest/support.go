@@ -65,10 +65,19 @@ func ManagerDaemonSet(namespace, name string) *appsv1.DaemonSet {
 }
 
 // NotReady makes a pod's Ready condition False.
-func NotReady(p *v1.Pod) {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == v1.PodReady {
-			p.Status.Conditions[i].Status = v1.ConditionFalse
+func NotReady(p *v1.Pod) { Readiness(false)(p) }
+
+// Readiness sets a pod's Ready condition: True when ready, else False.
+func Readiness(ready bool) func(*v1.Pod) {
+	status := v1.ConditionFalse
+	if ready {
+		status = v1.ConditionTrue
+	}
+	return func(p *v1.Pod) {
+		for i := range p.Status.Conditions {
+			if p.Status.Conditions[i].Type == v1.PodReady {
+				p.Status.Conditions[i].Status = status
+			}
 		}
 	}
 }
