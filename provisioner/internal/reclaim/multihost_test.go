@@ -23,16 +23,15 @@ import (
 const thirdNode = "node-c"
 
 // multihostPV returns a multihost PV of this provisioner under deletion
-// (newPV's defaults), held on nodes and pending on pending.
+// (newPV's defaults), held on nodes and pending on pending ("": none),
+// both annotations as written (so that a test can spell one badly).
 func multihostPV(name, nodes, pending string, mods ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
-	pv := newPV(name, mods...)
-	delete(pv.Annotations, hostpathv1.AnnotationNode)
-	pv.Annotations[hostpathv1.AnnotationMode] = hostpathv1.ModeMultihost
-	pv.Annotations[hostpathv1.AnnotationNodes] = nodes
+	pendingOn := hostpathtest.PendingOn()
 	if pending != "" {
-		pv.Annotations[hostpathv1.AnnotationPendingNodes] = pending
+		pendingOn = hostpathtest.PendingOn(pending)
 	}
-	return pv
+	return newPV(name, slices.Concat(mods, []func(*v1.PersistentVolume){
+		hostpathtest.Multihost(), hostpathtest.Annotation(hostpathv1.AnnotationNodes, nodes), pendingOn})...)
 }
 
 // newMultihostFixture is a Controller over pv and nodes whose Managers
