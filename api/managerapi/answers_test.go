@@ -131,22 +131,29 @@ func TestClassifyThroughClient(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.desc, func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				w.WriteHeader(c.code)
-				_, _ = io.WriteString(w, c.body)
-			}))
-			defer srv.Close()
-			cl, err := New(srv.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = cl.DeleteVolume(ctx, "p", "v", DeleteOptions{Owner: "pv-1"})
+			err := DeleteAnswered(t, c.code, c.body)
 			if got := Classify(err); got != c.want {
 				t.Errorf("Classify(%v) = %s, want %s", err, got, c.want)
 			}
 		})
 	}
+}
+
+// DeleteAnswered is the error of a DeleteVolume call that the manager
+// answers with code and body (exported for the external tests).
+func DeleteAnswered(t *testing.T, code int, body string) error {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	cl, err := New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl.DeleteVolume(ctx, "p", "v", DeleteOptions{Owner: "pv-1"})
 }
 
 // TestEveryReasonIsClassified fails when a Reason constant is declared (in

@@ -109,14 +109,7 @@ func TestErrors(t *testing.T) {
 		{"JSON without a reason", 403, `{"message":"x"}`, managerapi.ReasonForbidden, `{"message":"x"}`},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(tc.code)
-				_, _ = io.WriteString(w, tc.body)
-			}))
-			defer srv.Close()
-			c, _ := managerapi.New(srv.URL)
-			err := c.DeleteVolume(ctx, "p", "v", managerapi.DeleteOptions{Owner: "pv-1"})
+			err := managerapi.DeleteAnswered(t, tc.code, tc.body)
 			var e *managerapi.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error %v is not a *client.Error", err)
