@@ -25,26 +25,19 @@ import (
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/fanout"
+	"hostpath.dev/provisioner/internal/managers/managerstest"
 	"hostpath.dev/provisioner/internal/responsibility"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
 // fakeTargets are the fixed targets of pool "default", as the
-// HostDefinitions would make them.
+// HostDefinitions would make them (managerstest.Targets), and the nodes
+// whose manager serves.
 type fakeTargets struct {
 	ready, pending []string
 	// serving are the other nodes whose manager can be called (a
 	// definition PendingForCreation, in Error or missing, say).
 	serving []string
-}
-
-// Targets returns the fixed nodes for pool "default" and none for another
-// pool.
-func (f fakeTargets) Targets(pool string) (ready, pending []string, err error) {
-	if pool != "default" {
-		return nil, nil, nil
-	}
-	return f.ready, f.pending, nil
 }
 
 // multihostFixture is a fixture whose Provisioner calls one fake manager
@@ -55,7 +48,7 @@ func multihostFixture(t *testing.T, targets fakeTargets, objects ...any) (*fixtu
 	f := newFixture(t, responsibilitytest.Instances{Wins: true}, append(testNodes(), objects...)...)
 	mgrs := newManagers(slices.Concat(targets.ready, targets.serving)...)
 	f.prov.cfg.Managers = managertest.For[VolumeManager](mgrs)
-	f.prov.cfg.Targets = targets
+	f.prov.cfg.Targets = managerstest.Targets{Pool: "default", Ready: targets.ready, Pending: targets.pending}
 	f.prov.cfg.Recorder = f.recorder
 	f.prov.cfg.CreateFanout = fanout.Options{Attempts: 1}
 	return f, mgrs

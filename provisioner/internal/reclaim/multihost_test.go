@@ -17,6 +17,7 @@ import (
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/fanout"
+	"hostpath.dev/provisioner/internal/managers/managerstest"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
@@ -58,18 +59,13 @@ func newMultihostFixture(t *testing.T, elected bool, managers *managertest.Fake,
 			return managertest.For[Manager](managers)(node)
 		},
 		// Every existing node has a Ready definition of the pool.
-		Targets:  fakeTargets{ready: nodes},
+		Targets:  managerstest.Targets{Ready: nodes},
 		Recorder: f.recorder,
 		Fanout:   fanout.Options{Attempts: 1},
 	})
 	t.Cleanup(f.ctrl.queue.ShutDown)
 	return f
 }
-
-// fakeTargets lists the same nodes for every pool.
-type fakeTargets struct{ ready, pending []string }
-
-func (f fakeTargets) Targets(string) ([]string, []string, error) { return f.ready, f.pending, nil }
 
 func TestSyncMultihost(t *testing.T) {
 	kept := []string{otherFinalizer, hostpathv1.FinalizerDirectoryProtection}
