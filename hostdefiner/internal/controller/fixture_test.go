@@ -285,29 +285,16 @@ func (f *fixture) runErr(key Key) result {
 // clientsets into the indexers, as their informers would.
 func (f *fixture) refresh() {
 	f.t.Helper()
-	replace := func(inf cache.SharedIndexInformer, list runtime.Object) {
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			f.t.Fatalf("extract a list: %v", err)
-		}
-		objs := make([]any, len(items))
-		for i := range items {
-			objs[i] = items[i]
-		}
-		if err := inf.GetIndexer().Replace(objs, ""); err != nil {
-			f.t.Fatalf("replace the indexer: %v", err)
-		}
-	}
 	defs, err := f.client.Tracker().List(definitionsGVR, definitionGVK, "")
 	if err != nil {
 		f.t.Fatalf("list HostDefinitions: %v", err)
 	}
-	replace(f.informers.Definitions, defs)
+	hostpathtest.Replace(f.t, f.informers.Definitions.GetIndexer(), defs)
 	pvs, err := f.kube.Tracker().List(volumesGVR, volumeGVK, "")
 	if err != nil {
 		f.t.Fatalf("list PersistentVolumes: %v", err)
 	}
-	replace(f.informers.Volumes, pvs)
+	hostpathtest.Replace(f.t, f.informers.Volumes.GetIndexer(), pvs)
 }
 
 // definition returns the HostDefinition in the fake clientset, or nil.

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -115,26 +114,9 @@ func (f *fixture) refresh() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	replace := func(inf cache.SharedIndexInformer, objs []any) {
-		if err := inf.GetIndexer().Replace(objs, ""); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	var list []any
-	for i := range csrs.Items {
-		list = append(list, &csrs.Items[i])
-	}
-	replace(f.inf.CSRs, list)
-	list = nil
-	for i := range secrets.Items {
-		list = append(list, &secrets.Items[i])
-	}
-	replace(f.inf.Secrets, list)
-	list = nil
-	for i := range cms.Items {
-		list = append(list, &cms.Items[i])
-	}
-	replace(f.inf.ConfigMaps, list)
+	hostpathtest.Replace(f.t, f.inf.CSRs.GetIndexer(), csrs)
+	hostpathtest.Replace(f.t, f.inf.Secrets.GetIndexer(), secrets)
+	hostpathtest.Replace(f.t, f.inf.ConfigMaps.GetIndexer(), cms)
 }
 
 // getCSR returns the CSR name from the fake clientset.

@@ -139,13 +139,7 @@ func (f *fixture) syncCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	items := make([]any, 0, len(list.Items))
-	for i := range list.Items {
-		items = append(items, &list.Items[i])
-	}
-	if err := f.capacities.Replace(items, ""); err != nil {
-		t.Fatal(err)
-	}
+	hostpathtest.Replace(t, f.capacities, list)
 }
 
 // stored returns the object name from the API server, nil when absent.

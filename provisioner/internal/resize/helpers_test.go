@@ -211,20 +211,12 @@ func (f *fixture) refresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range claims.Items {
-		if err := f.factory.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Update(&claims.Items[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hostpathtest.Replace(t, f.factory.Core().V1().PersistentVolumeClaims().Informer().GetIndexer(), claims)
 	pvs, err := f.kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range pvs.Items {
-		if err := f.factory.Core().V1().PersistentVolumes().Informer().GetIndexer().Update(&pvs.Items[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hostpathtest.Replace(t, f.factory.Core().V1().PersistentVolumes().Informer().GetIndexer(), pvs)
 	f.kube.ClearActions()
 }
 

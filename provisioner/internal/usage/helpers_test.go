@@ -167,13 +167,7 @@ func (f *fixture) syncCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs := make([]any, len(list.Items))
-	for i := range list.Items {
-		objs[i] = &list.Items[i]
-	}
-	if err := f.indexer.Replace(objs, ""); err != nil {
-		t.Fatal(err)
-	}
+	hostpathtest.Replace(t, f.indexer, list)
 }
 
 // pv returns the PV name as the API server has it.

@@ -1,8 +1,12 @@
 package hostpathtest
 
 import (
+	"testing"
+
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Writes returns the actions of a fake clientset (its Actions()) that are
@@ -43,4 +47,22 @@ func DescribeWrites(actions []k8stesting.Action) []string {
 		out = append(out, a.GetVerb()+" "+res+" "+name)
 	}
 	return out
+}
+
+// Replace makes store hold the items of list (a List of a fake clientset
+// or of its Tracker) and nothing else, as an informer's store after a
+// relist.
+func Replace(t testing.TB, store cache.Store, list runtime.Object) {
+	t.Helper()
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		t.Fatalf("extract the items of a %T: %v", list, err)
+	}
+	objs := make([]any, len(items))
+	for i := range items {
+		objs[i] = items[i]
+	}
+	if err := store.Replace(objs, ""); err != nil {
+		t.Fatalf("replace the store: %v", err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
@@ -187,5 +188,15 @@ func TestDescribeWrites(t *testing.T) {
 	}
 	if got := Writes(kube.Actions()); len(got) != len(want) {
 		t.Errorf("Writes = %v, want %d", got, len(want))
+	}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	_ = store.Add(Node("gone"))
+	list, err := nodes.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	Replace(t, store, list)
+	if got := store.ListKeys(); !slices.Equal(got, []string{"node-a"}) {
+		t.Errorf("Replace left %q, want [node-a]", got)
 	}
 }
