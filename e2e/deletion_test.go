@@ -223,7 +223,7 @@ func TestDeletionPoolRenamed(t *testing.T) {
 	_, sharedPV := e.waitBound(ctx, t, shared.Name)
 	local := e.claim(ctx, t, "renamed-node", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
 	_, localPV := e.waitBound(ctx, t, local.Name)
-	ds, err := e.f.Client.AppsV1().DaemonSets(e.ns).Create(ctx, sharedDaemonSet(e.ns, "users", shared.Name), metav1.CreateOptions{})
+	ds, err := e.f.Client.AppsV1().DaemonSets(e.ns).Create(ctx, framework.SharedDaemonSet(e.ns, "users", shared.Name), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,7 +138,7 @@ func TestHelm(t *testing.T) {
 	shared := e.claim(ctx, t, "kept-shared", classShared, "1Mi", corev1.ReadWriteMany, nil)
 	_, sharedPV := e.waitBound(ctx, t, shared.Name)
 	e.writeFile(ctx, t, "before", node, pinned.Name, last.Version)
-	if _, err := e.f.Client.AppsV1().DaemonSets(e.ns).Create(ctx, sharedDaemonSet(e.ns, "through-helm", shared.Name), metav1.CreateOptions{}); err != nil {
+	if _, err := e.f.Client.AppsV1().DaemonSets(e.ns).Create(ctx, framework.SharedDaemonSet(e.ns, "through-helm", shared.Name), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pods := e.f.ReadyPodsByNode(ctx, t, e.ns, "app=through-helm", e.nodes, provisionTimeout)
@@ -268,7 +268,7 @@ func (e *hdEnv) useSecondPool(ctx context.Context, t *testing.T, node string) {
 		}
 	}
 	e.writeFile(ctx, t, "second", node, pinned.Name, "second")
-	if _, err := e.f.Client.AppsV1().DaemonSets(e.ns).Create(ctx, sharedDaemonSet(e.ns, "second-shared", shared.Name), metav1.CreateOptions{}); err != nil {
+	if _, err := e.f.Client.AppsV1().DaemonSets(e.ns).Create(ctx, framework.SharedDaemonSet(e.ns, "second-shared", shared.Name), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.f.ReadyPodsByNode(ctx, t, e.ns, "app=second-shared", e.nodes, provisionTimeout)

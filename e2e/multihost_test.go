@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,28 +33,6 @@ const (
 	// managerSelector selects the manager pods.
 	managerSelector = "app.kubernetes.io/name=hostpath-manager"
 )
-
-// sharedDaemonSet runs a testtools pod on every real node with the claim at
-// /data; each pod writes its node's name into /data/<node> and stays.
-func sharedDaemonSet(ns, name, claim string) *appsv1.DaemonSet {
-	labels := map[string]string{"app": name}
-	pod := framework.TestToolsPod(ns, name, "", `echo "$NODE_NAME" > "/data/$NODE_NAME" && touch /tmp/ready && exec sleep 3600`)
-	c := &pod.Spec.Containers[0]
-	c.Env = []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}
-	c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ready"}}}}
-	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
-	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
-	}}}
-	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec},
-		},
-	}
-}
 
 // checkMultihostPV checks what a user sees on a multihost PV.
 func (e *provEnv) checkMultihostPV(t *testing.T, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) {
@@ -92,7 +69,7 @@ func TestMultihostDaemonSet(t *testing.T) {
 	pvc, pv := e.waitBound(ctx, t, pvc.Name)
 	e.checkMultihostPV(t, pvc, pv)
 
-	ds, err := e.f.Client.AppsV1().DaemonSets(e.ns).Create(ctx, sharedDaemonSet(e.ns, "writers", pvc.Name), metav1.CreateOptions{})
+	ds, err := e.f.Client.AppsV1().DaemonSets(e.ns).Create(ctx, framework.SharedDaemonSet(e.ns, "writers", pvc.Name), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

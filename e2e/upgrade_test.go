@@ -102,7 +102,7 @@ func upgradeFrom(t *testing.T, rel releases.Release, to string) {
 		t.Fatal(err)
 	}
 	e.f.WaitForPodSucceeded(ctx, t, e.ns, "before", provisionTimeout)
-	if _, err := e.f.Client.AppsV1().DaemonSets(e.ns).Create(ctx, sharedDaemonSet(e.ns, "through-upgrade", shared.Name), metav1.CreateOptions{}); err != nil {
+	if _, err := e.f.Client.AppsV1().DaemonSets(e.ns).Create(ctx, framework.SharedDaemonSet(e.ns, "through-upgrade", shared.Name), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pods := e.f.ReadyPodsByNode(ctx, t, e.ns, "app=through-upgrade", e.nodes, provisionTimeout)

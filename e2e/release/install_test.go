@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -120,22 +119,7 @@ func multihostClaim(ctx context.Context, t *testing.T, f *framework.Framework, n
 		t.Fatal(err)
 	}
 	f.WaitForClaimBound(ctx, t, ns, "shared", claimTimeout)
-	pod := framework.TestToolsPod(ns, "everywhere", "", `echo "$NODE_NAME" > "/data/$NODE_NAME" && touch /tmp/ready && exec sleep 3600`)
-	c := &pod.Spec.Containers[0]
-	c.Env = []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}
-	c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ready"}}}}
-	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
-	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "shared"}}}}
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "everywhere"},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: pod.Labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels}, Spec: pod.Spec},
-		},
-	}
-	if _, err := f.Client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.AppsV1().DaemonSets(ns).Create(ctx, framework.SharedDaemonSet(ns, "everywhere", "shared"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pods := f.ReadyPodsByNode(ctx, t, ns, "app=everywhere", nodes, claimTimeout)
