@@ -66,11 +66,10 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// decode returns a new object of newObj holding the JSON data.
 func decode(b *testing.B, data []byte, newObj func() k8sruntime.Object) k8sruntime.Object {
 	obj := newObj()
-	if err := json.Unmarshal(data, obj); err != nil {
-		b.Fatal(err)
-	}
+	hostpathtest.Decode(b, data, obj)
 	return obj
 }
 

@@ -172,10 +172,16 @@ func Testdata(t testing.TB, name string) []byte {
 // object as the API server sends it) into a new T.
 func Load[T any](t testing.TB, name string) *T {
 	t.Helper()
-	b := Testdata(t, name)
 	obj := new(T)
-	if err := json.Unmarshal(b, obj); err != nil {
-		t.Fatalf("decode %s: %v", name, err)
-	}
+	Decode(t, Testdata(t, name), obj)
 	return obj
+}
+
+// Decode decodes the JSON data into obj (a pointer); an error fails the
+// test.
+func Decode(t testing.TB, data []byte, obj any) {
+	t.Helper()
+	if err := json.Unmarshal(data, obj); err != nil {
+		t.Fatalf("decode %.40q into a %T: %v", data, obj, err)
+	}
 }

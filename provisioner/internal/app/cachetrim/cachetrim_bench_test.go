@@ -1,7 +1,6 @@
 package cachetrim
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"testing"
@@ -57,7 +56,7 @@ func volumeList(b *testing.B, n int, name string) k8sruntime.Object {
 		list := &v1.PersistentVolumeList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]v1.PersistentVolume, n)}
 		for i := range list.Items {
 			pv := &list.Items[i]
-			decode(b, data, pv)
+			hostpathtest.Decode(b, data, pv)
 			pv.Name = fmt.Sprintf("pvc-%08x-8a4f-4c1e-9d2b-3f6a7c8d9e01", i)
 			pv.UID = types.UID(fmt.Sprintf("%08x-6b2e-4e8f-a1c4-7d5e9b2f3a60", i))
 			pv.Spec.ClaimRef.Name = fmt.Sprintf("data-%05d", i)
@@ -80,7 +79,7 @@ func claimListOf(b *testing.B, n int, name string, change func(*v1.PersistentVol
 	list := &v1.PersistentVolumeClaimList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]v1.PersistentVolumeClaim, n)}
 	for i := range list.Items {
 		c := &list.Items[i]
-		decode(b, data, c)
+		hostpathtest.Decode(b, data, c)
 		c.Name = fmt.Sprintf("data-%05d", i)
 		c.UID = types.UID(fmt.Sprintf("%08x-8a4f-4c1e-9d2b-3f6a7c8d9e01", i))
 		c.Spec.VolumeName = "pvc-" + string(c.UID)
@@ -226,12 +225,6 @@ func extract(list k8sruntime.Object) ([]any, error) {
 	return nil, fmt.Errorf("not a list: %T", list)
 }
 
-func decode(b *testing.B, data []byte, obj any) {
-	if err := json.Unmarshal(data, obj); err != nil {
-		b.Fatal(err)
-	}
-}
-
 // BenchmarkPerNodeCache reports what a Node, a Pod and a HostDefinition
 // cost an instance: every instance caches every HostDefinition (one per
 // node and pool) and the pods of every instance and manager, the part of
@@ -271,7 +264,7 @@ func BenchmarkPerNodeCache(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				obj := tc.newObj()
-				decode(b, data, obj)
+				hostpathtest.Decode(b, data, obj)
 				if _, err := stub(obj); err != nil {
 					b.Fatal(err)
 				}
@@ -288,7 +281,7 @@ func BenchmarkPerNodeCache(b *testing.B) {
 func cachedHeap(b *testing.B, data []byte, newObj func() any, transform cache.TransformFunc) float64 {
 	return cachetrimtest.HeapPerObject(500, func() any {
 		obj := newObj()
-		decode(b, data, obj)
+		hostpathtest.Decode(b, data, obj)
 		trimmed, err := transform(obj)
 		if err != nil {
 			b.Fatal(err)
