@@ -345,13 +345,7 @@ func TestRemoteDelete(t *testing.T) {
 				}
 				return
 			}
-			if tc.err != nil {
-				if err == nil || managerapi.ReasonOf(err) != "" {
-					t.Fatalf("DeleteVolume error = %v, want an internal error", err)
-				}
-			} else {
-				checkErr(t, "DeleteVolume", err, tc.wantReason, "")
-			}
+			checkErrOrInternal(t, "DeleteVolume", err, tc.err != nil, tc.wantReason, "")
 			for _, want := range tc.wantInMsg {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("message %q does not say %s", err, want)
@@ -719,13 +713,7 @@ func TestRemoteGrow(t *testing.T) {
 				}
 				return
 			}
-			if tc.err != nil {
-				if err == nil || managerapi.ReasonOf(err) != "" {
-					t.Fatalf("SetSize error = %v, want an internal error", err)
-				}
-			} else {
-				checkErr(t, "SetSize", err, tc.wantReason, "")
-			}
+			checkErrOrInternal(t, "SetSize", err, tc.err != nil, tc.wantReason, "")
 			checkRefused(t, err, tc.wantInMsg, "resize", before, snapshot(t, e.base))
 		})
 	}

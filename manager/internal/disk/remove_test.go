@@ -175,13 +175,7 @@ func TestDeleteVolume(t *testing.T) {
 			}
 			before := snapshot(t, e.base)
 			deleted, err := e.store.DeleteVolume(ctx, pool, tc.name, owner, tc.ifEmpty, "")
-			if tc.wantErr {
-				if err == nil || managerapi.ReasonOf(err) != "" {
-					t.Fatalf("DeleteVolume error = %v, want an internal error", err)
-				}
-			} else {
-				checkErr(t, "DeleteVolume", err, tc.wantReason, tc.wantOwner)
-			}
+			checkErrOrInternal(t, "DeleteVolume", err, tc.wantErr, tc.wantReason, tc.wantOwner)
 			if err != nil {
 				if msg := strings.ReplaceAll(tc.wantMessage, "BASE", e.base); !strings.Contains(err.Error(), msg) {
 					t.Errorf("DeleteVolume error %q does not say %q", err, msg)

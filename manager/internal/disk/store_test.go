@@ -207,6 +207,19 @@ func mustSymlink(t testing.TB, target, link string) {
 
 // checkErr fails unless err has reason want ("" for no error), and, for
 // OwnerConflict, names owner.
+// checkErrOrInternal is checkErr, or, when internal, checks that err is
+// an error of no reason (an internal error), failing at once if not.
+func checkErrOrInternal(t testing.TB, op string, err error, internal bool, want managerapi.Reason, owner string) {
+	t.Helper()
+	if !internal {
+		checkErr(t, op, err, want, owner)
+		return
+	}
+	if err == nil || managerapi.ReasonOf(err) != "" {
+		t.Fatalf("%s error = %v, want an internal error", op, err)
+	}
+}
+
 func checkErr(t testing.TB, op string, err error, want managerapi.Reason, owner string) {
 	t.Helper()
 	if want == "" {
@@ -511,13 +524,7 @@ func TestCreateVolume(t *testing.T) {
 			req := managerapi.CreateVolumeRequest{Owner: owner, RequiredBytes: tc.required, ReclaimPolicy: tc.policy, ClaimNamespace: tc.namespace}
 			v, created, err := e.store.CreateVolume(ctx, pool, tc.name, req, tc.mode, "")
 			if tc.wantErr || tc.wantReason != "" {
-				if tc.wantErr {
-					if err == nil || managerapi.ReasonOf(err) != "" {
-						t.Fatalf("CreateVolume error = %v, want an internal error", err)
-					}
-				} else {
-					checkErr(t, "CreateVolume", err, tc.wantReason, tc.wantOwner)
-				}
+				checkErrOrInternal(t, "CreateVolume", err, tc.wantErr, tc.wantReason, tc.wantOwner)
 				if !strings.Contains(err.Error(), tc.wantMessage) {
 					t.Errorf("CreateVolume error %q does not say %q", err, tc.wantMessage)
 				}

@@ -103,13 +103,10 @@ func TestBegin(t *testing.T) {
 				name = "v1"
 			}
 			tx, err := e.store.begin(pool, name, tc.remote, tc.in)
+			checkErrOrInternal(t, "begin", err, tc.wantErr, tc.want, "")
 			if tc.wantErr {
-				if err == nil || managerapi.ReasonOf(err) != "" {
-					t.Fatalf("begin error = %v, want an internal error", err)
-				}
 				return
 			}
-			checkErr(t, "begin", err, tc.want, "")
 			if err != nil {
 				return
 			}
