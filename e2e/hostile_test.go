@@ -552,6 +552,22 @@ func (e *provEnv) victim(ctx context.Context, t *testing.T, node string) (pv *co
 	return pv, pv.Annotations[annPVDirectory], keep
 }
 
+// checkVictim checks that the victim volume (see victim) on node is
+// intact: keep.txt as written, the owner record naming its PV.
+func (e *provEnv) checkVictim(t *testing.T, node string, pv *corev1.PersistentVolume, keep string) {
+	t.Helper()
+	if data, err := os.ReadFile(keep); err != nil || string(data) != "victim\n" {
+		t.Errorf("The victim's file %s = %q, %v; want \"victim\\n\"", keep, data, err)
+	}
+	pool, err := e.f.NodeDir(node, localcluster.PoolPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner, _ := hostileRecordOwner(filepath.Join(pool, ".hostpath", "owners", pv.Annotations[annPVDirectory])); owner != pv.Name {
+		t.Errorf("The victim's directory is owned by %q, want %q", owner, pv.Name)
+	}
+}
+
 // TestHostileClaims: hostile sizes, names and annotations of claims are
 // refused by the API server or get a Warning event saying what is wrong;
 // no pool changes and another claim's volume is left alone.
@@ -620,16 +636,7 @@ func TestHostileClaims(t *testing.T) {
 
 	e.hostileCheckRefusals(ctx, t, refusals)
 	hostileCheckDisk(ctx, t, e.f, e.nodes, before, e.ns)
-	if data, err := os.ReadFile(keep); err != nil || string(data) != "victim\n" {
-		t.Errorf("The victim's file %s = %q, %v; want \"victim\\n\"", keep, data, err)
-	}
-	pool, err := e.f.NodeDir(node, localcluster.PoolPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if owner, _ := hostileRecordOwner(filepath.Join(pool, ".hostpath", "owners", victimDir)); owner != victimPV.Name {
-		t.Errorf("The victim's directory is owned by %q, want %q", owner, victimPV.Name)
-	}
+	e.checkVictim(t, node, victimPV, keep)
 }
 
 // hostileDirectory is the directory the docs promise for an expanded
@@ -1415,16 +1422,7 @@ func TestHostilePodSymlinks(t *testing.T) {
 			t.Errorf("Sentinel %s = %q, %v; want %q", p, data, err, content)
 		}
 	}
-	if data, err := os.ReadFile(keep); err != nil || string(data) != "victim\n" {
-		t.Errorf("The victim's file %s = %q, %v; want \"victim\\n\"", keep, data, err)
-	}
-	pool, err := e.f.NodeDir(node, localcluster.PoolPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if owner, _ := hostileRecordOwner(filepath.Join(pool, ".hostpath", "owners", victimDir)); owner != victimPV.Name {
-		t.Errorf("The victim's directory is owned by %q, want %q", owner, victimPV.Name)
-	}
+	e.checkVictim(t, node, victimPV, keep)
 	if data, err := os.ReadFile(hostIDFile); err != nil || string(data) != string(hostID) {
 		t.Errorf("The manager's host ID %s = %q, %v; want %q", hostIDFile, data, err, hostID)
 	}
