@@ -96,6 +96,19 @@ func (e *env) waitForTimer(t *testing.T) {
 	}
 }
 
+// watched returns the name of the CSR the Manager watches (with the
+// signer holding it), failing at once with failure if none is within 30 s.
+func (e *env) watched(t *testing.T, failure string) string {
+	t.Helper()
+	select {
+	case name := <-e.signer.Watching():
+		return name
+	case <-time.After(30 * time.Second):
+		t.Fatal(failure)
+		return ""
+	}
+}
+
 // store stores data as the certificate file, as the manager does (the
 // directory 0700, the file 0600).
 func (e *env) store(t *testing.T, data []byte) {
@@ -414,12 +427,7 @@ func TestWaitsForApproval(t *testing.T) {
 	e := newEnv(t)
 	e.signer.SetMode(certstest.Hold)
 	m := e.start(t)
-	var name string
-	select {
-	case name = <-e.signer.Watching():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the Manager does not watch its CSR")
-	}
+	name := e.watched(t, "the Manager does not watch its CSR")
 	if m.Ready() {
 		t.Fatal("Ready before approval")
 	}

@@ -92,12 +92,7 @@ func TestUntrustedAtStart(t *testing.T) {
 	e.setBundle(t, e.ca2)
 	e.signer.SetMode(certstest.Hold)
 	m := e.start(t)
-	var name string
-	select {
-	case name = <-e.signer.Watching():
-	case <-time.After(30 * time.Second):
-		t.Fatal("no CSR for the untrusted certificate")
-	}
+	name := e.watched(t, "no CSR for the untrusted certificate")
 	if old := m.Current(); old == nil || old.Leaf.CheckSignatureFrom(e.ca1.Cert) != nil {
 		t.Fatal("the stored certificate is not served while the renewal is pending")
 	}
