@@ -21,6 +21,7 @@ import (
 	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/managertest"
+	"hostpath.dev/api/runtime/worker/workertest"
 )
 
 var (
@@ -1256,10 +1257,7 @@ func TestRecoveryProcedure(t *testing.T) {
 // queued drains the controller's queue (the keys added without a delay).
 func queued(c *Controller) []string {
 	var keys []string
-	for c.queue.Len() > 0 {
-		k, _ := c.queue.Get()
-		c.queue.Done(k)
-		c.queue.Forget(k)
+	for _, k := range workertest.Queued(c.queue) {
 		keys = append(keys, k.String())
 	}
 	slices.Sort(keys)

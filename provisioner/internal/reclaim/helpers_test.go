@@ -19,6 +19,7 @@ import (
 	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/managertest"
+	"hostpath.dev/api/runtime/worker/workertest"
 )
 
 const (
@@ -36,12 +37,7 @@ var testNames = hostpathv1.NewProvisionerNames(testProvisioner)
 
 // queued takes every PV name out of the controller's queue, sorted.
 func (f *controllerFixture) queued() []string {
-	var got []string
-	for f.ctrl.queue.Len() > 0 {
-		name, _ := f.ctrl.queue.Get()
-		got = append(got, name)
-		f.ctrl.queue.Done(name)
-	}
+	got := workertest.Queued(f.ctrl.queue)
 	slices.Sort(got)
 	return got
 }
