@@ -65,13 +65,9 @@ func bound(c *v1.PersistentVolumeClaim, volume string) *v1.PersistentVolumeClaim
 	return c
 }
 
-func storageClass(name, provisioner string) *storagev1.StorageClass {
-	return hostpathtest.Class(name, provisioner)
-}
-
 // multihostClass is a multihost class of the configured name.
 func multihostClass(name string) *storagev1.StorageClass {
-	c := storageClass(name, configured.Name())
+	c := hostpathtest.Class(name, configured.Name())
 	c.Parameters = map[string]string{hostpathv1.ParamMode: hostpathv1.ModeMultihost}
 	return c
 }
@@ -85,8 +81,8 @@ func claimOfClass(t *testing.T, class *string, keyValues ...string) *v1.Persiste
 }
 
 func TestKeep(t *testing.T) {
-	keep := keepWith(t, storageClass("hostpath", hostpathv1.DefaultProvisionerName), storageClass("mine", configured.Name()),
-		storageClass("gp3", other), multihostClass("shared"), hostpathPV("pv-here", "node-a"), hostpathPV("pv-there", "node-b"), hostpathPV("pv-shared", ""),
+	keep := keepWith(t, hostpathtest.Class("hostpath", hostpathv1.DefaultProvisionerName), hostpathtest.Class("mine", configured.Name()),
+		hostpathtest.Class("gp3", other), multihostClass("shared"), hostpathPV("pv-here", "node-a"), hostpathPV("pv-there", "node-b"), hostpathPV("pv-shared", ""),
 		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}})
 	boundPV := func(name, node string, change func(*v1.PersistentVolume)) *v1.PersistentVolume {
 		pv := hostpathPV(name, node)
@@ -187,7 +183,7 @@ func TestClaimInformer(t *testing.T) {
 	}
 	ann := storagehelpers.AnnStorageProvisioner
 	namespace := claimWith(t).Namespace
-	kube := fake.NewClientset(storageClass("hostpath", hostpathv1.DefaultProvisionerName), storageClass("gp3", other),
+	kube := fake.NewClientset(hostpathtest.Class("hostpath", hostpathv1.DefaultProvisionerName), hostpathtest.Class("gp3", other),
 		named("foreign", claimOfClass(t, ptr.To("gp3"), ann+"="+other)),
 		named("ours", claimOfClass(t, ptr.To("hostpath"))),
 		named("turns-foreign", claimOfClass(t, ptr.To("later"))),
