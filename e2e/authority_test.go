@@ -23,7 +23,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"path"
@@ -99,17 +98,8 @@ func readRecord(t *testing.T, f *framework.Framework, node, dir string) string {
 func waitMultihostRecord(ctx context.Context, t *testing.T, f *framework.Framework, node, dir string) {
 	t.Helper()
 	framework.WaitFor(ctx, t, provisionTimeout, "the owner record of "+dir+" on "+node+" to say multihost", func(context.Context) (bool, error) {
-		var rec struct {
-			Multihost bool `json:"multihost"`
-		}
-		data, err := os.ReadFile(ownerRecordFile(t, f, node, localcluster.PoolPath, dir))
-		if err != nil {
-			return false, err
-		}
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return false, err
-		}
-		return rec.Multihost, nil
+		rec, err := readRecordFile(ownerRecordFile(t, f, node, localcluster.PoolPath, dir))
+		return rec.Multihost, err
 	})
 }
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -188,18 +187,15 @@ type ownerRecord struct {
 	ReclaimPolicy  string `json:"reclaimPolicy"`
 	ClaimNamespace string `json:"claimNamespace"`
 	Multihost      bool   `json:"multihost"`
+	SizeBytes      int64  `json:"sizeBytes"`
 }
 
 // readOwnerRecord reads the owner record of directory dir of the pool at
 // poolPath on node.
 func (e *provEnv) readOwnerRecord(t *testing.T, node, poolPath, dir string) ownerRecord {
 	t.Helper()
-	var rec ownerRecord
-	data, err := os.ReadFile(ownerRecordFile(t, e.f, node, poolPath, dir))
+	rec, err := readRecordFile(ownerRecordFile(t, e.f, node, poolPath, dir))
 	if err != nil {
-		t.Fatalf("Owner record of %s on %s: %v", dir, node, err)
-	}
-	if err := json.Unmarshal(data, &rec); err != nil {
 		t.Fatalf("Owner record of %s on %s: %v", dir, node, err)
 	}
 	return rec

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -173,13 +172,8 @@ func (e *provEnv) poolDirectories(t *testing.T) []diskEntry {
 				continue
 			}
 			d := diskEntry{node: n, dir: en.Name()}
-			if data, err := os.ReadFile(filepath.Join(pool, ".hostpath", "owners", en.Name())); err == nil {
-				var rec struct {
-					Owner string `json:"owner"`
-				}
-				if json.Unmarshal(data, &rec) == nil {
-					d.owner = rec.Owner
-				}
+			if rec, err := readRecordFile(filepath.Join(pool, ".hostpath", "owners", en.Name())); err == nil {
+				d.owner = rec.Owner
 			}
 			out = append(out, d)
 		}

@@ -226,16 +226,10 @@ func hostileKind(en fs.DirEntry) string {
 	}
 }
 
-// hostileRecord is the part of an owner record the tests look at.
-type hostileRecord struct {
-	Owner     string `json:"owner"`
-	SizeBytes int64  `json:"sizeBytes"`
-}
-
-// hostileReadRecord reads the owner record file; the error says what is
+// readRecordFile reads the owner record file; the error says what is
 // wrong with it.
-func hostileReadRecord(file string) (hostileRecord, error) {
-	var rec hostileRecord
+func readRecordFile(file string) (ownerRecord, error) {
+	var rec ownerRecord
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return rec, err
@@ -249,7 +243,7 @@ func hostileReadRecord(file string) (hostileRecord, error) {
 // hostileRecordOwner is the owner an owner record file names; for a record
 // that cannot be read, the error and an owner saying so.
 func hostileRecordOwner(file string) (string, error) {
-	rec, err := hostileReadRecord(file)
+	rec, err := readRecordFile(file)
 	if err != nil {
 		return "(unreadable record: " + err.Error() + ")", err
 	}
@@ -854,7 +848,7 @@ func TestHostileManagerRequests(t *testing.T) {
 		if data, err := os.ReadFile(filepath.Join(victim.here, "data")); err != nil || string(data) != "victim\n" {
 			t.Errorf("The victim's file = %q, %v; want \"victim\\n\"", data, err)
 		}
-		rec, err := hostileReadRecord(filepath.Join(pool, ".hostpath", "owners", victim.name))
+		rec, err := readRecordFile(filepath.Join(pool, ".hostpath", "owners", victim.name))
 		if err != nil || rec.Owner != victimOwner || rec.SizeBytes != 0 {
 			t.Errorf("The victim's owner record = %+v, %v; want owner %s and no size", rec, err, victimOwner)
 		}

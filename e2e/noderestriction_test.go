@@ -326,22 +326,14 @@ func TestNodeRestrictionBoundPV(t *testing.T) {
 }
 
 // ownerRecordOf reads the owner record of dir on node.
-func ownerRecordOf(t *testing.T, f *framework.Framework, node, dir string) (rec struct {
-	Owner          string `json:"owner"`
-	Multihost      bool   `json:"multihost"`
-	ClaimNamespace string `json:"claimNamespace"`
-	SizeBytes      int64  `json:"sizeBytes"`
-}, exists bool) {
+func ownerRecordOf(t *testing.T, f *framework.Framework, node, dir string) (rec ownerRecord, exists bool) {
 	t.Helper()
-	data, err := os.ReadFile(ownerRecordFile(t, f, node, localcluster.PoolPath, dir))
+	rec, err := readRecordFile(ownerRecordFile(t, f, node, localcluster.PoolPath, dir))
 	if os.IsNotExist(err) {
 		return rec, false
 	}
 	if err != nil {
 		t.Fatalf("Owner record of %s on %s: %v", dir, node, err)
-	}
-	if err := json.Unmarshal(data, &rec); err != nil {
-		t.Fatalf("Owner record of %s on %s: %v: %s", dir, node, err, data)
 	}
 	return rec, true
 }

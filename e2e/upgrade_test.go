@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -230,16 +229,12 @@ func (e *hdEnv) waitRecordsUpgraded(ctx context.Context, t *testing.T, pv *corev
 	multihost := pv.Annotations[annPVMode] == "multihost"
 	for _, n := range nodes {
 		framework.WaitFor(ctx, t, provisionTimeout, "the owner record of "+dir+" on "+n+" to be brought up to date", func(context.Context) (bool, error) {
-			var rec ownerRecord
-			data, err := os.ReadFile(ownerRecordFile(t, e.f, n, localcluster.PoolPath, dir))
+			rec, err := readRecordFile(ownerRecordFile(t, e.f, n, localcluster.PoolPath, dir))
 			if err != nil {
 				return false, err
 			}
-			if err := json.Unmarshal(data, &rec); err != nil {
-				return false, err
-			}
 			if rec.Owner != pv.Name || rec.ReclaimPolicy != policy || rec.Multihost != multihost {
-				return false, fmt.Errorf("record %s, want owner %s, reclaimPolicy %s, multihost %v", data, pv.Name, policy, multihost)
+				return false, fmt.Errorf("record %+v, want owner %s, reclaimPolicy %s, multihost %v", rec, pv.Name, policy, multihost)
 			}
 			return true, nil
 		})
