@@ -39,7 +39,7 @@ func TestClaimSync(t *testing.T) {
 				}
 				return
 			}
-			patches := patchActions(actions)
+			patches := hostpathtest.Patches(actions, "")
 			if len(patches) != 1 || len(actions) != 1 {
 				t.Fatalf("API actions = %v, want one patch", actions)
 			}
@@ -183,17 +183,6 @@ func checkSelectNodePatch(t *testing.T, p clienttesting.PatchActionImpl, c *v1.P
 	if body.Metadata.Annotations[storagehelpers.AnnSelectedNode] != selfNode || body.Metadata.ResourceVersion != c.ResourceVersion {
 		t.Errorf("patch = %s, want selected-node %q at resourceVersion %q", p.Patch, selfNode, c.ResourceVersion)
 	}
-}
-
-// patchActions returns the patches among actions.
-func patchActions(actions []clienttesting.Action) []clienttesting.PatchActionImpl {
-	var out []clienttesting.PatchActionImpl
-	for _, a := range actions {
-		if p, ok := a.(clienttesting.PatchActionImpl); ok {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // TestControlPlaneNode checks that a claim of a node without an instance

@@ -49,13 +49,7 @@ func (f *controllerFixture) libraryDelete(t *testing.T, name string, change func
 
 // patches returns the PV patches among the writes of the fake clientset.
 func (f *controllerFixture) patches() []k8stesting.PatchActionImpl {
-	var out []k8stesting.PatchActionImpl
-	for _, a := range hostpathtest.Writes(f.kube.Actions()) {
-		if p, ok := a.(k8stesting.PatchActionImpl); ok && p.GetResource() == pvResource {
-			out = append(out, p)
-		}
-	}
-	return out
+	return hostpathtest.Patches(f.kube.Actions(), pvResource.Resource)
 }
 
 // TestReclaimThenFinalize: the library's path (Reclaim, which

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
@@ -244,10 +243,8 @@ func (f *fixture) pvCapacity(t *testing.T, name string) string {
 // patches returns the bodies of the patches of the claim status, in order.
 func patches(kube *fake.Clientset) []string {
 	var out []string
-	for _, a := range kube.Actions() {
-		if p, ok := a.(k8stesting.PatchAction); ok && a.GetResource().Resource == "persistentvolumeclaims" {
-			out = append(out, string(p.GetPatch()))
-		}
+	for _, p := range hostpathtest.Patches(kube.Actions(), "persistentvolumeclaims") {
+		out = append(out, string(p.GetPatch()))
 	}
 	return out
 }

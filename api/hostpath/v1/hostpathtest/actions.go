@@ -66,3 +66,15 @@ func Replace(t testing.TB, store cache.Store, list runtime.Object) {
 		t.Fatalf("replace the store: %v", err)
 	}
 }
+
+// Patches returns the patches among actions of the resource named
+// resource ("persistentvolumes", say; "" for every resource), in order.
+func Patches(actions []k8stesting.Action, resource string) []k8stesting.PatchActionImpl {
+	var out []k8stesting.PatchActionImpl
+	for _, a := range actions {
+		if p, ok := a.(k8stesting.PatchActionImpl); ok && (resource == "" || p.GetResource().Resource == resource) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -189,6 +189,9 @@ func TestDescribeWrites(t *testing.T) {
 	if got := Writes(kube.Actions()); len(got) != len(want) {
 		t.Errorf("Writes = %v, want %d", got, len(want))
 	}
+	if got, none := Patches(kube.Actions(), ""), Patches(kube.Actions(), "pods"); len(got) != 1 || got[0].GetName() != "node-b" || len(none) != 0 {
+		t.Errorf("Patches = %v, of pods %v; want the one of node-b, none", got, none)
+	}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	_ = store.Add(Node("gone"))
 	list, err := nodes.List(ctx, metav1.ListOptions{})
