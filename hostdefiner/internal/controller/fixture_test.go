@@ -368,20 +368,20 @@ func (f *fixture) deleteObject(gvr schema.GroupVersionResource, inf cache.Shared
 	}
 }
 
-// getNode returns a copy of a node from the indexer.
-func (f *fixture) getNode(name string) *v1.Node {
+// indexed returns a copy of the object key of inf's indexer.
+func (f *fixture) indexed(inf cache.SharedIndexInformer, key string) runtime.Object {
 	f.t.Helper()
-	obj, ok, err := f.informers.Nodes.GetIndexer().GetByKey(name)
+	obj, ok, err := inf.GetIndexer().GetByKey(key)
 	if err != nil || !ok {
-		f.t.Fatalf("node %s is not in the indexer (%v)", name, err)
+		f.t.Fatalf("%s is not in the indexer (%v)", key, err)
 	}
-	return obj.(*v1.Node).DeepCopy()
+	return obj.(runtime.Object).DeepCopyObject()
 }
 
 // updateNode changes a node.
 func (f *fixture) updateNode(name string, change func(*v1.Node)) {
 	f.t.Helper()
-	n := f.getNode(name)
+	n := f.indexed(f.informers.Nodes, name).(*v1.Node)
 	change(n)
 	f.setObject(nodesGVR, f.informers.Nodes, n)
 }
@@ -389,23 +389,16 @@ func (f *fixture) updateNode(name string, change func(*v1.Node)) {
 // deleteNode deletes a node.
 func (f *fixture) deleteNode(name string) {
 	f.t.Helper()
-	f.deleteObject(nodesGVR, f.informers.Nodes, f.getNode(name))
+	f.deleteObject(nodesGVR, f.informers.Nodes, f.indexed(f.informers.Nodes, name))
 }
 
-// getPod returns a copy of the manager pod of node from the indexer.
-func (f *fixture) getPod(node string) *v1.Pod {
-	f.t.Helper()
-	obj, ok, err := f.informers.Pods.GetIndexer().GetByKey(testNamespace + "/" + managerPodName(node))
-	if err != nil || !ok {
-		f.t.Fatalf("the manager pod of node %s is not in the indexer (%v)", node, err)
-	}
-	return obj.(*v1.Pod).DeepCopy()
-}
+// podKey is the indexer key of the manager pod of node.
+func podKey(node string) string { return testNamespace + "/" + managerPodName(node) }
 
 // updatePod changes the manager pod of node.
 func (f *fixture) updatePod(node string, change func(*v1.Pod)) {
 	f.t.Helper()
-	p := f.getPod(node)
+	p := f.indexed(f.informers.Pods, podKey(node)).(*v1.Pod)
 	change(p)
 	f.setObject(podsGVR, f.informers.Pods, p)
 }
@@ -413,17 +406,13 @@ func (f *fixture) updatePod(node string, change func(*v1.Pod)) {
 // deletePod deletes the manager pod of node.
 func (f *fixture) deletePod(node string) {
 	f.t.Helper()
-	f.deleteObject(podsGVR, f.informers.Pods, f.getPod(node))
+	f.deleteObject(podsGVR, f.informers.Pods, f.indexed(f.informers.Pods, podKey(node)))
 }
 
 // deleteClass deletes a StorageClass.
 func (f *fixture) deleteClass(name string) {
 	f.t.Helper()
-	obj, ok, err := f.informers.Classes.GetIndexer().GetByKey(name)
-	if err != nil || !ok {
-		f.t.Fatalf("class %s is not in the indexer (%v)", name, err)
-	}
-	f.deleteObject(classesGVR, f.informers.Classes, obj.(runtime.Object))
+	f.deleteObject(classesGVR, f.informers.Classes, f.indexed(f.informers.Classes, name))
 }
 
 // expectActions compares the write actions of a sync.
