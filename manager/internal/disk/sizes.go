@@ -150,6 +150,22 @@ func availableBytes(st fsStats, ratio float64, promised int64) int64 {
 	return max(avail, 0)
 }
 
+// withFigures runs fn with the promise of pool p locked and loaded, and
+// the pool's figures read: what reserve and fill decide on.
+func (z *sizes) withFigures(p *pool, root *os.Root, fn func(pr *promise, f poolSizes) error) error {
+	pr := z.promiseOf(p.name)
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if err := pr.loadLocked(p, root); err != nil {
+		return err
+	}
+	f, err := z.figuresLocked(p, root, pr)
+	if err != nil {
+		return err
+	}
+	return fn(pr, f)
+}
+
 // figuresLocked reads the pool's figures; the caller holds pr.mu and pr
 // is loaded.
 func (z *sizes) figuresLocked(p *pool, root *os.Root, pr *promise) (poolSizes, error) {
@@ -168,26 +184,18 @@ func (z *sizes) reserve(p *pool, root *os.Root, node string, n int64, newVolume 
 	if n <= 0 {
 		return nil
 	}
-	pr := z.promiseOf(p.name)
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	if err := pr.loadLocked(p, root); err != nil {
-		return err
-	}
-	f, err := z.figuresLocked(p, root, pr)
-	if err != nil {
-		return err
-	}
-	if n > f.available {
-		return managerapi.Errorf(managerapi.ReasonInsufficientStorage,
-			"pool %q on node %q has %s available, %s (free %s; capacity %s × overcommit ratio %g − %s promised to %s)",
-			p.name, node, formatBytes(f.available), request, formatBytes(f.stats.FreeBytes), formatBytes(f.stats.CapacityBytes), f.ratio, formatBytes(f.promised), volumesText(f.volumes))
-	}
-	pr.bytes += n
-	if newVolume {
-		pr.volumes++
-	}
-	return nil
+	return z.withFigures(p, root, func(pr *promise, f poolSizes) error {
+		if n > f.available {
+			return managerapi.Errorf(managerapi.ReasonInsufficientStorage,
+				"pool %q on node %q has %s available, %s (free %s; capacity %s × overcommit ratio %g − %s promised to %s)",
+				p.name, node, formatBytes(f.available), request, formatBytes(f.stats.FreeBytes), formatBytes(f.stats.CapacityBytes), f.ratio, formatBytes(f.promised), volumesText(f.volumes))
+		}
+		pr.bytes += n
+		if newVolume {
+			pr.volumes++
+		}
+		return nil
+	})
 }
 
 // unreserve takes back n bytes promised by reserve (or by a record that is
@@ -213,18 +221,10 @@ func (z *sizes) unreserve(p *pool, n int64, oldVolume bool) {
 func (z *sizes) fill(info *managerapi.Pool, p *pool, root *os.Root) error {
 	sup := z.detect(root).Support()
 	info.Enforcement, info.EnforcementReason = sup.Kind, sup.Reason
-	pr := z.promiseOf(p.name)
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	if err := pr.loadLocked(p, root); err != nil {
-		return err
-	}
-	f, err := z.figuresLocked(p, root, pr)
-	if err != nil {
-		return err
-	}
-	info.PromisedBytes, info.OvercommitRatio, info.AvailableBytes = f.promised, f.ratio, f.available
-	return nil
+	return z.withFigures(p, root, func(_ *promise, f poolSizes) error {
+		info.PromisedBytes, info.OvercommitRatio, info.AvailableBytes = f.promised, f.ratio, f.available
+		return nil
+	})
 }
 
 // usage fills the used bytes and inodes of the volume name of p that rec
