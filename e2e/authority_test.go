@@ -74,11 +74,7 @@ func authorityCalls(ctx context.Context, t *testing.T, base, token string, calls
 // poolPath on node, as this machine sees it.
 func ownerRecordFile(t *testing.T, f *framework.Framework, node, poolPath, dir string) string {
 	t.Helper()
-	file, err := f.NodeDir(node, path.Join(poolPath, ".hostpath", "owners", dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return file
+	return f.MustNodeDir(t, node, path.Join(poolPath, ".hostpath", "owners", dir))
 }
 
 // readRecord returns the bytes of the owner record of dir of the default
@@ -292,10 +288,7 @@ func TestAuthorityUnboundToken(t *testing.T) {
 
 	admin := roleToken(ctx, t, e.f, e.ns, "admin", managerapi.AdminClusterRole)
 	waitAllowed(ctx, t, urls[node], admin, "the admin to read")
-	here, err := e.f.NodeDir(node, path.Join(localcluster.PoolPath, name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	here := e.f.MustNodeDir(t, node, path.Join(localcluster.PoolPath, name))
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

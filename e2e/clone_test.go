@@ -355,10 +355,7 @@ func TestFaultCloneManagerKilled(t *testing.T) {
 	_, srcPV := e.waitBound(ctx, t, src.Name)
 	const size = 2 << 30
 	want := writePattern(t, e.nodePath(t, node, srcPV, "data"), size)
-	pool, err := e.f.NodeDir(node, localcluster.PoolPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := e.f.MustNodeDir(t, node, localcluster.PoolPath)
 
 	clone := e.cloneClaim(ctx, t, "big-copy", classImmediate, "3Gi", corev1.ReadWriteOnce, src.Name)
 	// Watch the pool until the clone is Bound: the clone's directory, once

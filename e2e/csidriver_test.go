@@ -75,10 +75,7 @@ func TestCSIDriverChangesNothing(t *testing.T) {
 				}
 			}
 
-			volumes, err := e.f.NodeDir(node, path.Join(localcluster.KubeletPath, "pods", string(running.UID), "volumes"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			volumes := e.f.MustNodeDir(t, node, path.Join(localcluster.KubeletPath, "pods", string(running.UID), "volumes"))
 			entries, err := os.ReadDir(volumes)
 			if err != nil && !os.IsNotExist(err) {
 				t.Fatal(err)

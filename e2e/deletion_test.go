@@ -402,10 +402,7 @@ func TestDeletionPoolMissing(t *testing.T) {
 	if err := os.WriteFile(e.nodePath(t, node, pv, "f"), []byte("data\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	poolDir, err := e.f.NodeDir(node, path.Join(localcluster.PoolRootPath, pool))
-	if err != nil {
-		t.Fatal(err)
-	}
+	poolDir := e.f.MustNodeDir(t, node, path.Join(localcluster.PoolRootPath, pool))
 	moved := poolDir + ".moved"
 	if err := os.Rename(poolDir, moved); err != nil {
 		t.Fatal(err)

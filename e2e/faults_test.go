@@ -159,10 +159,7 @@ func (e *provEnv) poolDirectories(t *testing.T) []diskEntry {
 	t.Helper()
 	var out []diskEntry
 	for _, n := range e.nodes {
-		pool, err := e.f.NodeDir(n, localcluster.PoolPath)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pool := e.f.MustNodeDir(t, n, localcluster.PoolPath)
 		entries, err := os.ReadDir(pool)
 		if err != nil {
 			t.Fatal(err)
@@ -459,10 +456,7 @@ func TestFaultRetainSurvives(t *testing.T) {
 	if b, err := os.ReadFile(e.nodePath(t, node, pv, "f")); err != nil || string(b) != "precious\n" {
 		t.Errorf("Retained file after the restarts and the sweep: %q, %v", b, err)
 	}
-	pool, err := e.f.NodeDir(node, localcluster.PoolPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := e.f.MustNodeDir(t, node, localcluster.PoolPath)
 	rec, err := os.ReadFile(filepath.Join(pool, ".hostpath", "owners", pv.Annotations[annPVDirectory]))
 	if err != nil || !strings.Contains(string(rec), `"retained":true`) {
 		t.Errorf("Owner record %s, %v: want retained", rec, err)

@@ -217,7 +217,7 @@ func TestHostDefinerNewPool(t *testing.T) {
 	pool := e.newPoolClass(ctx, t)
 	for _, node := range e.nodes {
 		d := e.waitPhase(ctx, t, node, pool, hostpathv1.PhaseReady)
-		dir := e.nodeDir(t, node, filepath.Join(poolRoot, pool))
+		dir := e.f.MustNodeDir(t, node, filepath.Join(poolRoot, pool))
 		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 			t.Errorf("Pool directory of %s on %s (%s): %v", pool, node, dir, err)
 		}
@@ -238,20 +238,10 @@ func TestHostDefinerNewPool(t *testing.T) {
 	}
 	for _, node := range e.nodes {
 		e.waitGone(ctx, t, node, pool)
-		if _, err := os.Stat(e.nodeDir(t, node, filepath.Join(poolRoot, pool))); err != nil {
+		if _, err := os.Stat(e.f.MustNodeDir(t, node, filepath.Join(poolRoot, pool))); err != nil {
 			t.Errorf("Pool directory on %s after undefine: %v, want it kept", node, err)
 		}
 	}
-}
-
-// nodeDir maps a path on a node to this machine.
-func (e *hdEnv) nodeDir(t *testing.T, node, path string) string {
-	t.Helper()
-	p, err := e.f.NodeDir(node, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // breakManager makes the manager of node unable to start (a host ID file
@@ -259,7 +249,7 @@ func (e *hdEnv) nodeDir(t *testing.T, node, path string) string {
 // restores the file.
 func (e *hdEnv) breakManager(ctx context.Context, t *testing.T, node string) func() {
 	t.Helper()
-	file := e.nodeDir(t, node, filepath.Join(stateDir, "host-id"))
+	file := e.f.MustNodeDir(t, node, filepath.Join(stateDir, "host-id"))
 	saved, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -352,8 +342,8 @@ func TestHostDefinerClonedHost(t *testing.T) {
 	original, clone := e.nodes[0], e.nodes[1]
 	e.waitPhase(ctx, t, original, "default", hostpathv1.PhaseReady)
 	e.waitPhase(ctx, t, clone, "default", hostpathv1.PhaseReady)
-	src := e.nodeDir(t, original, filepath.Join(stateDir, "host-id"))
-	dst := e.nodeDir(t, clone, filepath.Join(stateDir, "host-id"))
+	src := e.f.MustNodeDir(t, original, filepath.Join(stateDir, "host-id"))
+	dst := e.f.MustNodeDir(t, clone, filepath.Join(stateDir, "host-id"))
 	id, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)

@@ -137,10 +137,7 @@ func hostileSnapshot(t *testing.T, f *framework.Framework, nodes []string) map[s
 	out := map[string]hostileDiskEntry{}
 	for _, n := range nodes {
 		hostileScanPool(t, f, n, localcluster.PoolPath, true, out)
-		root, err := f.NodeDir(n, localcluster.PoolRootPath)
-		if err != nil {
-			t.Fatal(err)
-		}
+		root := f.MustNodeDir(t, n, localcluster.PoolRootPath)
 		for _, en := range hostileReadDir(t, root) {
 			p := path.Join(localcluster.PoolRootPath, en.Name())
 			out[n+":"+p] = hostileDiskEntry{kind: hostileKind(en)}
@@ -160,10 +157,7 @@ func hostileSnapshot(t *testing.T, f *framework.Framework, nodes []string) map[s
 // owner.
 func hostileScanPool(t *testing.T, f *framework.Framework, node, pool string, inside bool, out map[string]hostileDiskEntry) {
 	t.Helper()
-	dir, err := f.NodeDir(node, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := f.MustNodeDir(t, node, pool)
 	owners := filepath.Join(dir, ".hostpath", "owners")
 	recorded := map[string]string{}
 	for _, rec := range hostileReadDir(t, owners) {
@@ -553,10 +547,7 @@ func (e *provEnv) checkVictim(t *testing.T, node string, pv *corev1.PersistentVo
 	if data, err := os.ReadFile(keep); err != nil || string(data) != "victim\n" {
 		t.Errorf("The victim's file %s = %q, %v; want \"victim\\n\"", keep, data, err)
 	}
-	pool, err := e.f.NodeDir(node, localcluster.PoolPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := e.f.MustNodeDir(t, node, localcluster.PoolPath)
 	if owner, _ := hostileRecordOwner(filepath.Join(pool, ".hostpath", "owners", pv.Annotations[annPVDirectory])); owner != pv.Name {
 		t.Errorf("The victim's directory is owned by %q, want %q", owner, pv.Name)
 	}
@@ -712,10 +703,7 @@ func TestHostileLongNames(t *testing.T) {
 		}
 		c.env.claim(ctx, t, c.claim, class, "1Mi", corev1.ReadWriteOnce, pinned)
 	}
-	pool, err := e.f.NodeDir(node, localcluster.PoolPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := e.f.MustNodeDir(t, node, localcluster.PoolPath)
 	dirs := map[string]string{}
 	pvs := map[string]*corev1.PersistentVolume{}
 	for _, c := range cases {
@@ -834,14 +822,8 @@ func TestHostileManagerRequests(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(victim.here, "data"), []byte("victim\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := f.NodeDir(node, localcluster.PoolPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stateDir, err := f.NodeDir(node, localcluster.StatePath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := f.MustNodeDir(t, node, localcluster.PoolPath)
+	stateDir := f.MustNodeDir(t, node, localcluster.StatePath)
 	stateBefore := listDir(t, stateDir)
 	victimIntact := func(t *testing.T) {
 		t.Helper()
@@ -862,10 +844,7 @@ func TestHostileManagerRequests(t *testing.T) {
 	freshAbsent := func(t *testing.T) {
 		t.Helper()
 		for _, n := range nodes {
-			p, err := f.NodeDir(n, path.Join(localcluster.PoolPath, fresh))
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := f.MustNodeDir(t, n, path.Join(localcluster.PoolPath, fresh))
 			if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("%s appeared on %s: %v", fresh, n, err)
 				_ = os.RemoveAll(p)
@@ -1105,10 +1084,7 @@ func TestHostileManagerRequests(t *testing.T) {
 		}
 		links := map[string]string{}
 		for name, target := range targets {
-			link, err := f.NodeDir(node, path.Join(localcluster.PoolRootPath, name))
-			if err != nil {
-				t.Fatal(err)
-			}
+			link := f.MustNodeDir(t, node, path.Join(localcluster.PoolRootPath, name))
 			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -1184,10 +1160,7 @@ func TestHostileManagerRequests(t *testing.T) {
 		wantStatus(t, "DELETE with Basic authentication", resp.StatusCode, body, http.StatusUnauthorized, string(managerapi.ReasonUnauthorized))
 		victimIntact(t)
 		for _, n := range nodes {
-			p, err := f.NodeDir(n, path.Join(localcluster.PoolRootPath, newPool))
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := f.MustNodeDir(t, n, path.Join(localcluster.PoolRootPath, newPool))
 			if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("Pool directory %s appeared on %s: %v", newPool, n, err)
 			}
@@ -1345,10 +1318,7 @@ func TestHostilePodSymlinks(t *testing.T) {
 	for name, content := range sentinelFiles {
 		filetest.Write(t, filepath.Join(sentinel, name), content)
 	}
-	hostIDFile, err := e.f.NodeDir(node, path.Join(localcluster.StatePath, "host-id"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	hostIDFile := e.f.MustNodeDir(t, node, path.Join(localcluster.StatePath, "host-id"))
 	hostID, err := os.ReadFile(hostIDFile)
 	if err != nil {
 		t.Fatal(err)

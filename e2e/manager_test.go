@@ -269,13 +269,7 @@ func newManagerVolume(t *testing.T, f *framework.Framework, base, token, node, o
 	t.Helper()
 	v := managerVolume{name: "e2e-" + framework.RandomSuffix()}
 	v.hostPath = path.Join(localcluster.PoolPath, v.name)
-	var err error
-	if v.here, err = f.NodeDir(node, v.hostPath); err != nil {
-		t.Fatal(err)
-	}
-	if v.there, err = f.NodeDir(other, v.hostPath); err != nil {
-		t.Fatal(err)
-	}
+	v.here, v.there = f.MustNodeDir(t, node, v.hostPath), f.MustNodeDir(t, other, v.hostPath)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -380,10 +374,7 @@ func TestManager(t *testing.T) {
 		if hostIDs[node] == hostIDs[other] {
 			t.Errorf("Both nodes report host ID %s", hostIDs[node])
 		}
-		hostIDFile, err := f.NodeDir(node, path.Join(localcluster.StatePath, "host-id"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		hostIDFile := f.MustNodeDir(t, node, path.Join(localcluster.StatePath, "host-id"))
 		if data, err := os.ReadFile(hostIDFile); err != nil || strings.TrimSpace(string(data)) != hostIDs[node] {
 			t.Errorf("host ID of %s is not persisted in its state directory: %q, %v", node, data, err)
 		}
@@ -450,10 +441,7 @@ func TestManager(t *testing.T) {
 	})
 
 	t.Run("traversal names are 400 and nothing appears outside", func(t *testing.T) {
-		pool, err := f.NodeDir(node, localcluster.PoolPath)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pool := f.MustNodeDir(t, node, localcluster.PoolPath)
 		nodeRoot := filepath.Dir(pool) // .cluster/nodes/<node>
 		// The pool itself gets volumes of the tests running alongside: it
 		// is checked for the names these paths could make in it.
@@ -483,10 +471,7 @@ func TestManager(t *testing.T) {
 		}
 	})
 	t.Run("symlinks planted in the pool are not followed", func(t *testing.T) {
-		stateFile, err := f.NodeDir(node, path.Join(localcluster.StatePath, "host-id"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		stateFile := f.MustNodeDir(t, node, path.Join(localcluster.StatePath, "host-id"))
 		// A symlink named like a volume, pointing at the manager's state
 		// directory, and a volume holding such a symlink, as a pod could
 		// leave them.

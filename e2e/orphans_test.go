@@ -118,10 +118,7 @@ func TestOrphansReport(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Fatalf("PUT %s: %d %s, want 201", volumePath, code, body)
 	}
-	orphanDir, err := e.f.NodeDir(node, path.Join(localcluster.PoolPath, orphan))
-	if err != nil {
-		t.Fatal(err)
-	}
+	orphanDir := e.f.MustNodeDir(t, node, path.Join(localcluster.PoolPath, orphan))
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -290,10 +290,7 @@ func (e *provEnv) checkPV(ctx context.Context, t *testing.T, pvc *corev1.Persist
 // nodePath is where this machine sees node's copy of the PV's directory.
 func (e *provEnv) nodePath(t *testing.T, node string, pv *corev1.PersistentVolume, file ...string) string {
 	t.Helper()
-	p, err := e.f.NodeDir(node, hostpathv1.VolumePath(pv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := e.f.MustNodeDir(t, node, hostpathv1.VolumePath(pv))
 	return filepath.Join(append([]string{p}, file...)...)
 }
 
@@ -303,10 +300,7 @@ func (e *provEnv) poolEntries(t *testing.T, text string) []string {
 	t.Helper()
 	var out []string
 	for _, n := range e.nodes {
-		pool, err := e.f.NodeDir(n, localcluster.PoolPath)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pool := e.f.MustNodeDir(t, n, localcluster.PoolPath)
 		entries, err := os.ReadDir(pool)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)

@@ -55,10 +55,7 @@ func TestSmoke(t *testing.T) {
 		}
 		for _, node := range nodes {
 			for _, writer := range nodes {
-				file, err := f.NodeDir(node, path.Join(dir, writer+".txt"))
-				if err != nil {
-					t.Fatal(err)
-				}
+				file := f.MustNodeDir(t, node, path.Join(dir, writer+".txt"))
 				data, err := os.ReadFile(file)
 				switch {
 				case writer == node && err != nil:

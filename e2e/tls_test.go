@@ -159,7 +159,7 @@ func TestManagerCertificateRenewal(t *testing.T) {
 	ctx := t.Context()
 	e := setupHostDefiner(ctx, t)
 	node := e.nodes[1]
-	tlsDir := e.nodeDir(t, node, filepath.Join(localcluster.StatePath, "tls"))
+	tlsDir := e.f.MustNodeDir(t, node, filepath.Join(localcluster.StatePath, "tls"))
 	serving := func() *x509.Certificate {
 		t.Helper()
 		var cert *x509.Certificate

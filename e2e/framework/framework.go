@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -143,4 +144,14 @@ func FindRepoRoot() (string, error) {
 // (.cluster/nodes/<node>/..., localcluster.NodeDir).
 func (f *Framework) NodeDir(node, hostPath string) (string, error) {
 	return localcluster.NodeDir(filepath.Join(f.ClusterDir, "nodes"), node, hostPath)
+}
+
+// MustNodeDir is NodeDir failing t at once if hostPath cannot be mapped.
+func (f *Framework) MustNodeDir(t testing.TB, node, hostPath string) string {
+	t.Helper()
+	dir, err := f.NodeDir(node, hostPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
