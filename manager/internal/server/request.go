@@ -94,15 +94,24 @@ func (p parser) readBody(r *http.Request, c *call) error {
 	return nil
 }
 
-// parseDelete reads DELETE's query: owner (required) and ifEmpty.
-func parseDelete(q url.Values, c *call) error {
+// checkQuery fails unless each parameter of q is one of the two keys the
+// route takes, given once.
+func checkQuery(q url.Values, route, key1, key2 string) error {
 	for key, values := range q {
-		if key != "owner" && key != "ifEmpty" {
-			return fmt.Errorf("unknown query parameter %q: DELETE takes owner and ifEmpty", key)
+		if key != key1 && key != key2 {
+			return fmt.Errorf("unknown query parameter %q: %s takes %s and %s", key, route, key1, key2)
 		}
 		if len(values) != 1 {
 			return fmt.Errorf("query parameter %q is given %d times", key, len(values))
 		}
+	}
+	return nil
+}
+
+// parseDelete reads DELETE's query: owner (required) and ifEmpty.
+func parseDelete(q url.Values, c *call) error {
+	if err := checkQuery(q, "DELETE", "owner", "ifEmpty"); err != nil {
+		return err
 	}
 	c.del.Owner = q.Get("owner")
 	if err := managerapi.ValidateOwner(c.del.Owner); err != nil {
@@ -123,13 +132,8 @@ func parseDelete(q url.Values, c *call) error {
 // continue (a volume name, the continue of the previous page), each at
 // most once; anything else is 400.
 func parseList(q url.Values, c *call) error {
-	for key, values := range q {
-		if key != "limit" && key != "continue" {
-			return fmt.Errorf("unknown query parameter %q: GET .../volumes takes limit and continue", key)
-		}
-		if len(values) != 1 {
-			return fmt.Errorf("query parameter %q is given %d times", key, len(values))
-		}
+	if err := checkQuery(q, "GET .../volumes", "limit", "continue"); err != nil {
+		return err
 	}
 	c.list.Limit = managerapi.DefaultListLimit
 	if v, ok := q["limit"]; ok {
