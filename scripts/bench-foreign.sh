@@ -126,14 +126,10 @@ wait_for() {
   log "$what: $want after $(($(date +%s) - t0))s"
 }
 
-# claims FROM TO: the claims FROM..TO-1, as a List.
-claims() {
-  local i
-  echo "apiVersion: v1"
-  echo "kind: List"
-  echo "items:"
-  for ((i = $1; i < $2; i++)); do
-    cat << EOF
+# claim I: the claim I, an item of a List.
+claim() {
+  local i=$1
+  cat << EOF
 - apiVersion: v1
   kind: PersistentVolumeClaim
   metadata: {name: data-$i, namespace: $NS, labels: {hostpath.dev/bench-run: "$RUN_ID"}}
@@ -142,18 +138,13 @@ claims() {
     accessModes: [ReadWriteOnce]
     resources: {requests: {storage: 1Gi}}
 EOF
-  done
 }
 
-# volumes FROM TO: the PVs FROM..TO-1, as a List, as a CSI provisioner makes
-# them (not bound).
-volumes() {
-  local i
-  echo "apiVersion: v1"
-  echo "kind: List"
-  echo "items:"
-  for ((i = $1; i < $2; i++)); do
-    cat << EOF
+# volume I: the PV I as a CSI provisioner makes it (not bound), an item of
+# a List.
+volume() {
+  local i=$1
+  cat << EOF
 - apiVersion: v1
   kind: PersistentVolume
   metadata:
@@ -168,15 +159,18 @@ volumes() {
     volumeMode: Filesystem
     csi: {driver: $PROVISIONER, volumeHandle: vol-$RUN_ID-$i, fsType: ext4}
 EOF
-  done
 }
 
-# create GENERATOR: the COUNT objects GENERATOR makes, CHUNK at a time.
+# create ITEM: the N objects ITEM makes (ITEM I prints the object I, an
+# item of a List), created CHUNK at a time.
 create() {
-  local from to
+  local from to i
   for ((from = 0; from < N; from += CHUNK)); do
     to=$((from + CHUNK < N ? from + CHUNK : N))
-    "$1" "$from" "$to" | kc create -f - > /dev/null
+    {
+      printf 'apiVersion: v1\nkind: List\nitems:\n'
+      for ((i = from; i < to; i++)); do "$1" "$i"; done
+    } | kc create -f - > /dev/null
   done
 }
 
@@ -210,12 +204,12 @@ volumeBindingMode: Immediate
 reclaimPolicy: Delete
 EOF
 log "Creating $N claims of class $CLASS"
-create claims
+create claim
 wait_for "claims annotated with provisioner $PROVISIONER" "$N" annotated
 reading claims
 
 log "Creating $N PVs of provisioner $PROVISIONER"
-create volumes
+create volume
 wait_for "PVs Available" "$N" available
 reading pvs
 
