@@ -1,4 +1,4 @@
-package auth
+package auth_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/runtime/review"
+	"hostpath.dev/manager/internal/auth"
 )
 
 // benchToken is as long as a projected service account token (a JWT of
@@ -23,7 +24,7 @@ var benchToken = "eyJhbGciOiJSUzI1NiIsImtpZCI6ImJlbmNoIn0." + strings.Repeat("x"
 // SubjectAccessReview with the fake clientset, for comparison (a real
 // review adds a round trip to the API server).
 func BenchmarkAuthorize(b *testing.B) {
-	attrs := Attributes{Verb: "create", Resource: managerapi.ResourcePools, Subresource: managerapi.SubresourceVolumes, Name: "fast"}
+	attrs := auth.Attributes{Verb: "create", Resource: managerapi.ResourcePools, Subresource: managerapi.SubresourceVolumes, Name: "fast"}
 	caller := review.Caller{Token: benchToken}
 	for _, tc := range []struct {
 		name string
@@ -37,7 +38,7 @@ func BenchmarkAuthorize(b *testing.B) {
 			api := newFakeAPI()
 			api.Tokens[benchToken] = api.Tokens["good"]
 			clock := clocktesting.NewFakeClock(time.Now())
-			opts := DefaultOptions()
+			opts := auth.DefaultOptions()
 			opts.Clock = clock
 			r := reviewerOf(api, opts)
 			if _, err := r.Authorize(ctx, caller, attrs); err != nil {

@@ -1,4 +1,4 @@
-package auth
+package auth_test
 
 import (
 	"errors"
@@ -15,6 +15,8 @@ import (
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/runtime/review"
 	"hostpath.dev/api/runtime/review/reviewtest"
+	"hostpath.dev/manager/internal/auth"
+	"hostpath.dev/manager/internal/auth/authtest"
 )
 
 // newFakeAPI knows "good", the token of alice's live pod on this node
@@ -34,28 +36,26 @@ func newFakeAPI() *reviewtest.API {
 
 // newReviewer is a Reviewer of reviewtest.ThisNode on api's fake clientset,
 // with opts; it returns the clientset too.
-func newReviewer(api *reviewtest.API, opts Options) (*Reviewer, *fake.Clientset) {
+func newReviewer(api *reviewtest.API, opts auth.Options) (*auth.Reviewer, *fake.Clientset) {
 	cs := api.Clientset()
-	opts.NodeName = reviewtest.ThisNode
-	pods := func(ns string) PodGetter { return cs.CoreV1().Pods(ns) }
-	return NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), pods, opts), cs
+	return authtest.NewReviewer(cs, opts), cs
 }
 
 // reviewerOf is newReviewer without the clientset.
-func reviewerOf(api *reviewtest.API, opts Options) *Reviewer {
+func reviewerOf(api *reviewtest.API, opts auth.Options) *auth.Reviewer {
 	r, _ := newReviewer(api, opts)
 	return r
 }
 
-func volumes(verb, pool string) Attributes {
-	return Attributes{Verb: verb, Resource: managerapi.ResourcePools, Subresource: managerapi.SubresourceVolumes, Name: pool}
+func volumes(verb, pool string) auth.Attributes {
+	return auth.Attributes{Verb: verb, Resource: managerapi.ResourcePools, Subresource: managerapi.SubresourceVolumes, Name: pool}
 }
 
 func TestAuthorize(t *testing.T) {
 	for _, tc := range []struct {
 		desc        string
 		token       string
-		attrs       Attributes
+		attrs       auth.Attributes
 		failReviews bool
 		wantReason  managerapi.Reason // "" means allowed
 		wantOther   bool              // a non-*Error error
@@ -80,7 +80,7 @@ func TestAuthorize(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			api := newFakeAPI()
 			api.FailReviews = tc.failReviews
-			d, err := reviewerOf(api, DefaultOptions()).Authorize(ctx, review.Caller{Token: tc.token}, tc.attrs)
+			d, err := reviewerOf(api, auth.DefaultOptions()).Authorize(ctx, review.Caller{Token: tc.token}, tc.attrs)
 			if api.LastTR != nil && !slices.Equal(api.LastTR.Spec.Audiences, []string{managerapi.TokenAudience}) {
 				t.Errorf("TokenReview audiences = %q, want only %q", api.LastTR.Spec.Audiences, managerapi.TokenAudience)
 			}
@@ -121,17 +121,17 @@ func TestCaching(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	api := newFakeAPI()
 	clock := clocktesting.NewFakeClock(time.Now())
-	opts := DefaultOptions()
+	opts := auth.DefaultOptions()
 	opts.Clock = clock
 	opts.CacheSize = 2
 	r := reviewerOf(api, opts)
-	get := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
+	get := auth.Attributes{Verb: "get", Resource: "hosts", Name: "n"}
 	list := volumes("list", "fast")
 
 	steps := []struct {
 		desc                  string
 		token                 string
-		attrs                 Attributes
+		attrs                 auth.Attributes
 		advance               time.Duration
 		wantTokens, wantSARs  int
 		wantAllowed, wantAuth bool
@@ -183,8 +183,8 @@ func TestReviewErrorsAreNotCached(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	api := newFakeAPI()
 	api.FailReviews = true
-	r := reviewerOf(api, DefaultOptions())
-	attrs := Attributes{Verb: "get", Resource: "hosts", Name: "n"}
+	r := reviewerOf(api, auth.DefaultOptions())
+	attrs := auth.Attributes{Verb: "get", Resource: "hosts", Name: "n"}
 	if _, err := r.Authorize(ctx, review.Caller{Token: "good"}, attrs); err == nil {
 		t.Fatal("Authorize succeeded while the API server fails")
 	}
@@ -196,7 +196,7 @@ func TestReviewErrorsAreNotCached(t *testing.T) {
 
 func TestAllowAll(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	if d, err := (AllowAll{}).Authorize(ctx, review.Caller{}, volumes("delete", "fast")); err != nil || d.User.Name == "" || d.Remote != "" {
+	if d, err := (auth.AllowAll{}).Authorize(ctx, review.Caller{}, volumes("delete", "fast")); err != nil || d.User.Name == "" || d.Remote != "" {
 		t.Errorf("AllowAll = %+v, %v; want this node's authority", d, err)
 	}
 }

@@ -1,4 +1,4 @@
-package auth
+package auth_test
 
 import (
 	"errors"
@@ -13,17 +13,18 @@ import (
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/runtime/review"
 	"hostpath.dev/api/runtime/review/reviewtest"
+	"hostpath.dev/manager/internal/auth"
 )
 
 // TestScope: reads need the route's permission alone; a write is held to
 // what its token is bound to (the package doc's steps 1 to 4). The callers
 // and tokens are reviewtest.NewCallers'.
 func TestScope(t *testing.T) {
-	poolUpdate := Attributes{Verb: "update", Resource: managerapi.ResourcePools, Name: "default"}
+	poolUpdate := auth.Attributes{Verb: "update", Resource: managerapi.ResourcePools, Name: "default"}
 	for _, tc := range []struct {
 		desc  string
 		token string
-		attrs Attributes
+		attrs auth.Attributes
 		// wantRemote is the decision's Remote; wantReason the refusal's
 		// ("" when allowed), whose message has wantInMsg.
 		wantRemote string
@@ -76,7 +77,7 @@ func TestScope(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			api := reviewtest.NewCallers()
-			d, err := reviewerOf(api, DefaultOptions()).Authorize(ctx, review.Caller{Token: tc.token}, tc.attrs)
+			d, err := reviewerOf(api, auth.DefaultOptions()).Authorize(ctx, review.Caller{Token: tc.token}, tc.attrs)
 			if tc.wantReason == "" {
 				if err != nil {
 					t.Fatalf("Authorize = %v, want allowed", err)
@@ -106,12 +107,12 @@ func TestPodCache(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	api := reviewtest.NewCallers()
 	clock := clocktesting.NewFakeClock(time.Now())
-	opts := DefaultOptions()
+	opts := auth.DefaultOptions()
 	opts.Clock = clock
 	r, cs := newReviewer(api, opts)
 	steps := []struct {
 		desc       string
-		attrs      Attributes
+		attrs      auth.Attributes
 		advance    time.Duration
 		deletePod  bool
 		wantReason managerapi.Reason

@@ -11,6 +11,8 @@ import (
 
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/runtime/review/reviewtest"
+	"hostpath.dev/manager/internal/auth"
+	"hostpath.dev/manager/internal/auth/authtest"
 )
 
 // TestNodeScopedAuthority drives node-a's manager, on a real disk.Store,
@@ -30,7 +32,7 @@ func TestNodeScopedAuthority(t *testing.T) {
 	pvM := pvOf("pvc-m", "m1", "claim-m", corev1.VolumeReleased)
 	pvM.Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}
 	addObjects(t, cs, classOf("shared", "multihost"), claimOf("default", "claim-m", "m", "shared"), claimOf("default", "claim-m3", "m3", "shared"), pvM)
-	e := &env{srv: d.newServerOwners(t, "", newReviewer(cs), ownersOf(cs, nil))}
+	e := &env{srv: d.newServerOwners(t, "", authtest.NewReviewer(cs, auth.DefaultOptions()), ownersOf(cs, nil))}
 	bothNodes := mentions(`"node-a"`, `"node-b"`)
 	n1 := filepath.Join(d.def, "n1")
 	d.run(t, e, []diskStep{

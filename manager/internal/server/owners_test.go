@@ -18,16 +18,9 @@ import (
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/runtime/review/reviewtest"
 	"hostpath.dev/manager/internal/auth"
+	"hostpath.dev/manager/internal/auth/authtest"
 	"hostpath.dev/manager/internal/kube"
 )
-
-// newReviewer is the auth.Reviewer of node-a over the callers of cs.
-func newReviewer(cs *fake.Clientset) *auth.Reviewer {
-	opts := auth.DefaultOptions()
-	opts.NodeName = reviewtest.ThisNode
-	return auth.NewReviewer(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(),
-		func(ns string) auth.PodGetter { return cs.CoreV1().Pods(ns) }, opts)
-}
 
 // ownersOf is the kube.Owners of cs's PVs and claims, on clk (nil: the
 // real clock).
@@ -101,7 +94,7 @@ func TestRemoteAttacks(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	addObjects(t, cs, classOf("standard", "node"), classOf("shared", "multihost"),
 		claimOf("default", "data", "a1", "standard"), claimOf("default", "shared", "b1", "shared"), pvOf("pvc-b1", "dir-b", "shared", corev1.VolumeBound))
-	e := &env{srv: d.newServerOwners(t, "", newReviewer(cs), ownersOf(cs, clk))}
+	e := &env{srv: d.newServerOwners(t, "", authtest.NewReviewer(cs, auth.DefaultOptions()), ownersOf(cs, clk))}
 	dirA, dirB, dirD := filepath.Join(d.def, "dir-a"), filepath.Join(d.def, "dir-b"), filepath.Join(d.def, "dir-d")
 	recordD := filepath.Join(d.def, ".hostpath", "owners", "dir-d")
 	plant := func(t *testing.T) {
