@@ -2,8 +2,10 @@
 // programs read: PersistentVolumes of node mode and multihost with the
 // annotations of hostpathv1 (hostpath.dev/api/hostpath/v1), claims,
 // StorageClasses, Nodes and manager pods; it also takes the events of a
-// FakeRecorder (Events) and decodes objects kept in testdata (Load), which
-// tests of several packages did each for themselves. Each builder makes a
+// FakeRecorder (Events), decodes objects kept in testdata (Load), reads
+// what a fake clientset was asked to write (Writes, Patches) and fills an
+// informer's store from its list (Replace), which tests of several
+// packages did each for themselves. Each builder makes a
 // small valid object and takes options (funcs that change it, applied in
 // order), so that a test says only what matters to it; the options of
 // this package change one thing each, and a test's own funcs of the same
