@@ -375,7 +375,7 @@ func TestSync(t *testing.T) {
 				}
 			}
 			hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), tt.wantEvents)
-			checkLogged(t, logged(), tt.wantLogged)
+			hostpathtest.CheckOutcomes(t, "logged outcome", logged(), tt.wantLogged)
 		})
 	}
 }

@@ -222,7 +222,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 			}
 			hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), tt.wantReclaimEvents)
 			reclaimLogged := logged()
-			checkLogged(t, reclaimLogged, tt.wantReclaimLogged)
+			hostpathtest.CheckOutcomes(t, "logged outcome", reclaimLogged, tt.wantReclaimLogged)
 
 			// The library's DELETE (or, after a failed Delete, a DELETE
 			// by hand), then the Controller's pass.
@@ -258,7 +258,7 @@ func TestReclaimThenFinalize(t *testing.T) {
 				t.Errorf("finalizers after the pass = %q, want %q", got, tt.wantFinalizers)
 			}
 			hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), tt.wantSyncEvents)
-			checkLogged(t, logged()[len(reclaimLogged):], tt.wantSyncLogged)
+			hostpathtest.CheckOutcomes(t, "logged outcome", logged()[len(reclaimLogged):], tt.wantSyncLogged)
 		})
 	}
 }

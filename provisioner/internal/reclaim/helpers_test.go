@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -185,18 +184,5 @@ func logContext(t *testing.T) (context.Context, func() []string) {
 			}
 		}
 		return out
-	}
-}
-
-// checkLogged checks that got has one line per want, each starting with it.
-func checkLogged(t *testing.T, got, want []string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("logged outcomes = %q, want %d starting with %q", got, len(want), want)
-	}
-	for i := range want {
-		if !strings.HasPrefix(got[i], want[i]) {
-			t.Errorf("logged outcome %d = %q, want it to start with %q", i, got[i], want[i])
-		}
 	}
 }

@@ -222,7 +222,7 @@ func TestSyncMultihost(t *testing.T) {
 				t.Errorf("API writes = %v, want none", hostpathtest.Writes(f.kube.Actions()))
 			}
 			hostpathtest.CheckEvents(t, hostpathtest.Events(f.recorder), tt.wantEvents)
-			checkLogged(t, logged(), tt.wantLogged)
+			hostpathtest.CheckOutcomes(t, "logged outcome", logged(), tt.wantLogged)
 		})
 	}
 }

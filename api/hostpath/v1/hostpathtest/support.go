@@ -106,12 +106,20 @@ func Events(r *record.FakeRecorder) []string {
 // or "Type Reason message" (the start of the message).
 func CheckEvents(t testing.TB, got, want []string) {
 	t.Helper()
+	CheckOutcomes(t, "event", got, want)
+}
+
+// CheckOutcomes is CheckEvents for outcomes of another kind, "Reason
+// message" lines that a test took from a log, say; kind names one in the
+// failures.
+func CheckOutcomes(t testing.TB, kind string, got, want []string) {
+	t.Helper()
 	if len(got) != len(want) {
-		t.Fatalf("events = %q, want %d starting with %q", got, len(want), want)
+		t.Fatalf("%ss = %q, want %d starting with %q", kind, got, len(want), want)
 	}
 	for i, w := range want {
 		if !startsWith(got[i], w) {
-			t.Errorf("event %d = %q, want it to start with %q", i, got[i], w)
+			t.Errorf("%s %d = %q, want it to start with %q", kind, i, got[i], w)
 		}
 	}
 }
