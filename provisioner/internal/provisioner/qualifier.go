@@ -75,10 +75,9 @@ const (
 	provision
 	// reschedule: the node the scheduler selected for a WaitForFirstConsumer
 	// claim was deleted or runs no instance, and this instance is the one
-	// elected for the claim: it gives the claim back to the scheduler. The
-	// library removes selected-node by itself for a deleted node, before
-	// calling Provision; for a node without an instance Provision answers
-	// ProvisioningReschedule, which makes the library remove it.
+	// elected for the claim: it gives the claim back to the scheduler.
+	// Provision answers ProvisioningReschedule (for a deleted node before
+	// any other check), which makes the library remove selected-node.
 	reschedule
 )
 
