@@ -282,7 +282,7 @@ func (c *Config) newPublisher(names hostpathv1.ProvisionerNames) *capacity.Publi
 	inf := c.Informers
 	cfg := capacity.Config{
 		ProvisionerNames: names, Node: c.NodeName, Namespace: c.Namespace, FieldManager: provisioner.FieldManager,
-		Client: c.Kube, Classes: inf.Classes.Lister(), Nodes: inf.Nodes,
+		Client: c.Kube, Classes: inf.Classes.Lister(), Nodes: inf.OwnNode.Lister(),
 		Managers: managersAs(c.Resolver, func(m *managerapi.Client) capacity.Manager { return m }),
 		Interval: c.CapacityInterval,
 	}
