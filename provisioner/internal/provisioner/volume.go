@@ -37,9 +37,10 @@ var multihostAccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany, v1.
 //
 // Before anything else, a claim whose selected node was deleted goes back
 // to the scheduler (selectedNodeDeleted); its other failures say the
-// claim's StorageClass first (provisionFailed). Up to v12 the library did
-// both itself, around the call of Provision: the texts of the claims'
-// ProvisioningFailed events stay what they were.
+// claim's StorageClass first (provisionFailed). The library did both
+// itself, around the call of Provision, the first up to v12, the second
+// up to v11.0: the claims' ProvisioningFailed events say what they said
+// under v10.
 func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
 	if err := p.selectedNodeDeleted(ctx, opts); err != nil {
 		return nil, controller.ProvisioningReschedule, err
@@ -70,7 +71,7 @@ func (p *Provisioner) selectedNodeDeleted(ctx context.Context, opts controller.P
 
 // provisionFailed is err, a failure of Provision, as the ProvisioningFailed
 // event of the claim says it: after the claim's StorageClass, as the
-// library up to v12 said it. An IgnoredError is passed on as it is: the
+// library said it up to v11.0. An IgnoredError is passed on as it is: the
 // library asserts its type, as it did before it added the StorageClass.
 func provisionFailed(claim *v1.PersistentVolumeClaim, err error) error {
 	if _, ignored := err.(*controller.IgnoredError); ignored || err == nil {
@@ -80,7 +81,7 @@ func provisionFailed(claim *v1.PersistentVolumeClaim, err error) error {
 }
 
 // provision is Provision but for what the library did around it up to
-// v12.
+// v12 (selectedNodeDeleted, provisionFailed).
 func (p *Provisioner) provision(ctx context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
 	claim := opts.PVC
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pvc", klog.KObj(claim), "pv", opts.PVName)
