@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller/metrics"
 
 	"hostpath.dev/api/runtime/component"
 	"hostpath.dev/provisioner/internal/fanout"

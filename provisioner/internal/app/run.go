@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
@@ -59,7 +59,7 @@ func (c *Config) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	logger := klog.FromContext(ctx)
-	p := c.wire(logger)
+	p := c.wire(ctx)
 	// Registered before the informers start, like the other handlers.
 	if err := c.onManagerReady(p); err != nil {
 		return err
@@ -213,8 +213,10 @@ func (c *Config) watchCapacity(p *parts) error {
 }
 
 // wire makes the parts of the instance and registers their event handlers
-// with the informers, which must not have started yet.
-func (c *Config) wire(logger klog.Logger) *parts {
+// with the informers, which must not have started yet. The library's
+// controller logs with ctx's logger, and its event broadcaster stops when
+// ctx is done.
+func (c *Config) wire(ctx context.Context) *parts {
 	inf := c.Informers
 	names := hostpathv1.NewProvisionerNames(c.ProvisionerName)
 	volumeManagers := managersAs(c.Resolver, func(m *managerapi.Client) provisioner.VolumeManager { return m })
@@ -257,7 +259,7 @@ func (c *Config) wire(logger klog.Logger) *parts {
 		Recorder: c.Recorder, Metrics: c.UsageMetrics,
 	})
 	p.publisher = c.newPublisher(names)
-	p.ctrl = controller.NewProvisionController(logger, c.Kube, names.Name(), p.prov,
+	p.ctrl = controller.NewProvisionController(ctx, c.Kube, names.Name(), p.prov,
 		// The claims of classes of hostpathv1.CapacityProvisionerName too.
 		controller.AdditionalProvisionerNames(names.Additional()),
 		controller.LeaderElection(false),
@@ -266,11 +268,10 @@ func (c *Config) wire(logger klog.Logger) *parts {
 		controller.ClaimsInformer(inf.Claims.Informer()),
 		controller.VolumesInformer(inf.Volumes.Informer()),
 		controller.ClassesInformer(inf.Classes.Informer()),
-		controller.NodesLister(inf.Nodes),
 		controller.MetricsInstance(c.Metrics),
 		// Keep trying to save a PV rather than deleting a directory that
 		// was created.
-		controller.CreateProvisionedPVLimiter(workqueue.DefaultTypedControllerRateLimiter[any]()),
+		controller.CreateProvisionedPVLimiter(workqueue.DefaultTypedControllerRateLimiter[string]()),
 	)
 	return p
 }
@@ -281,7 +282,7 @@ func (c *Config) newPublisher(names hostpathv1.ProvisionerNames) *capacity.Publi
 	inf := c.Informers
 	cfg := capacity.Config{
 		ProvisionerNames: names, Node: c.NodeName, Namespace: c.Namespace, FieldManager: provisioner.FieldManager,
-		Client: c.Kube, Classes: inf.Classes.Lister(), Nodes: inf.Nodes,
+		Client: c.Kube, Classes: inf.Classes.Lister(), Nodes: inf.OwnNode.Lister(),
 		Managers: managersAs(c.Resolver, func(m *managerapi.Client) capacity.Manager { return m }),
 		Interval: c.CapacityInterval,
 	}

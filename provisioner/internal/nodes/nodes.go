@@ -11,9 +11,8 @@
 //     holds; a DaemonSet pod is deleted with its Node), else what the API
 //     server says, a Node found kept for a short while (a missing one is
 //     asked about each time);
-//   - a Node itself (Lookup.Get, for the library's selected node and the
-//     labels of a node that runs no instance): from the API server, kept
-//     for a short while.
+//   - a Node itself (Lookup.Get, for the labels of a node that runs no
+//     instance): from the API server, kept for a short while.
 //
 // So Exists asks the API server only about a Node that runs no instance:
 // one deleted, one without a kubelet, or a control-plane node. A Node that
@@ -36,7 +35,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -74,14 +72,12 @@ type Config struct {
 }
 
 // Lookup answers for the Nodes of the cluster as described in the package
-// doc. It is a corelisters.NodeLister, so the library and the parts that
-// read a Node take it as they took the cache of every Node.
+// doc. Its Get is a lister's Get, but it lists nothing: no part of the
+// provisioner (nor the library, since v13) needs every Node.
 type Lookup struct {
 	cfg   Config
 	found cache.Store
 }
-
-var _ corelisters.NodeLister = (*Lookup)(nil)
 
 // answer is what the API server said of one Node: node is nil when it was
 // NotFound.
@@ -172,22 +168,6 @@ func (l *Lookup) Exists(name string) (bool, error) {
 // or goes on that node.
 func (l *Lookup) Forget(name string) {
 	_ = l.found.Delete(&answer{name: name})
-}
-
-// List returns the Nodes known now that match selector: this instance's
-// and those the API server's answers kept hold. It is not every Node of
-// the cluster.
-func (l *Lookup) List(selector labels.Selector) ([]*v1.Node, error) {
-	out, err := l.cfg.Own.List(selector)
-	if err != nil {
-		return nil, err
-	}
-	for _, obj := range l.found.List() {
-		if n := obj.(*answer).node; n != nil && n.Name != l.cfg.Node && selector.Matches(labels.Set(n.Labels)) {
-			out = append(out, n)
-		}
-	}
-	return out, nil
 }
 
 // validName reports whether a Node may have name: a claim's annotation

@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -150,38 +149,5 @@ func TestGet(t *testing.T) {
 	}
 	if f.gets["node-d"] != 4 {
 		t.Errorf("GETs of node-d = %d, want 4: an error is not kept", f.gets["node-d"])
-	}
-}
-
-// TestList: List holds this instance's Node and the Nodes got since, not
-// the missing ones, by selector.
-func TestList(t *testing.T) {
-	f := newFixture(t)
-	for _, n := range []string{"node-b", "node-c", "node-gone"} {
-		_, _ = f.lookup.Get(n)
-	}
-	for _, tc := range []struct {
-		selector labels.Selector
-		want     []string
-	}{
-		{labels.Everything(), []string{self, "node-b", "node-c"}},
-		{labels.SelectorFromSet(labels.Set{"zone": "z1"}), []string{self}},
-	} {
-		got, err := f.lookup.List(tc.selector)
-		if err != nil {
-			t.Fatal(err)
-		}
-		names := map[string]bool{}
-		for _, n := range got {
-			names[n.Name] = true
-		}
-		if len(got) != len(tc.want) {
-			t.Errorf("List(%v) = %d Nodes, want %v", tc.selector, len(got), tc.want)
-		}
-		for _, w := range tc.want {
-			if !names[w] {
-				t.Errorf("List(%v) lacks %s", tc.selector, w)
-			}
-		}
 	}
 }

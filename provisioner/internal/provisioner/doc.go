@@ -26,10 +26,11 @@
 //     reports a given problem of a claim once. When the node of a
 //     WaitForFirstConsumer claim came from the scheduler (selected-node), and
 //     it was deleted or runs no instance, the elected instance instead says
-//     yes in ShouldProvision and the claim goes back to the scheduler: the
-//     library removes selected-node by itself for a deleted node, and
-//     Provision answers ProvisioningReschedule for a node without an
-//     instance (event Rescheduling).
+//     yes in ShouldProvision and the claim goes back to the scheduler:
+//     Provision answers ProvisioningReschedule, at once for a deleted node
+//     (the library's ProvisionOptions.SelectedNodeName), after the checks
+//     of the class and the claim for a node without an instance, and the
+//     library removes selected-node (event Rescheduling).
 //  4. Provision validates the class parameters and the claim, expands the
 //     pathPattern (shortened with a hash suffix past 255 bytes) or takes the
 //     directory the claim's hostpath.dev/reuse-directory names (after

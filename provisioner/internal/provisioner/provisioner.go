@@ -11,7 +11,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
@@ -41,6 +41,12 @@ type VolumeManager interface {
 
 var _ VolumeManager = &managerapi.Client{}
 
+// NodeGetter gets a Node by name (*nodes.Lookup): a Node that does not
+// exist is a NotFound error, as from a lister.
+type NodeGetter interface {
+	Get(name string) (*v1.Node, error)
+}
+
 // TargetLister lists the nodes of multihost volumes
 // (*managers.Resolver), from the host definer's HostDefinitions.
 type TargetLister interface {
@@ -69,7 +75,7 @@ type Config struct {
 	Claims corelisters.PersistentVolumeClaimLister
 	// Nodes reads Nodes: this instance's from the cache of its own Node,
 	// another on demand (nodes.Lookup).
-	Nodes corelisters.NodeLister
+	Nodes NodeGetter
 	// Volumes reads PersistentVolumes from the informer cache: which
 	// volumes name a directory (reuse, adoption, conflict messages).
 	Volumes corelisters.PersistentVolumeLister

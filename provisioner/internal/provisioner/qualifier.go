@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/util"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/util"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/provisioner/internal/responsibility"
@@ -75,10 +75,9 @@ const (
 	provision
 	// reschedule: the node the scheduler selected for a WaitForFirstConsumer
 	// claim was deleted or runs no instance, and this instance is the one
-	// elected for the claim: it gives the claim back to the scheduler. The
-	// library removes selected-node by itself for a deleted node, before
-	// calling Provision; for a node without an instance Provision answers
-	// ProvisioningReschedule, which makes the library remove it.
+	// elected for the claim: it gives the claim back to the scheduler.
+	// Provision answers ProvisioningReschedule (for a deleted node before
+	// any other check), which makes the library remove selected-node.
 	reschedule
 )
 

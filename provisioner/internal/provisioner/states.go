@@ -3,7 +3,7 @@ package provisioner
 import (
 	"fmt"
 
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
 	"hostpath.dev/api/managerapi"
 )

@@ -15,7 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/util"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
@@ -33,7 +34,55 @@ var multihostAccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany, v1.
 // provisionMultihost). The directory is the expanded pathPattern, or the one the
 // claim's hostpathv1.AnnotationReuseDirectory names; the manager records the PV as
 // its owner, so a directory of another PV is never handed out.
+//
+// Before anything else, a claim whose selected node was deleted goes back
+// to the scheduler (selectedNodeDeleted); its other failures say the
+// claim's StorageClass first (provisionFailed). The library did both
+// itself, around the call of Provision, the first up to v12, the second
+// up to v11.0: the claims' ProvisioningFailed events say what they said
+// under v10.
 func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
+	if err := p.selectedNodeDeleted(ctx, opts); err != nil {
+		return nil, controller.ProvisioningReschedule, err
+	}
+	pv, state, err := p.provision(ctx, opts)
+	return pv, state, provisionFailed(opts.PVC, err)
+}
+
+// selectedNodeDeleted returns the NotFound of the claim's selected node
+// (opts.SelectedNodeName, the scheduler's) when that Node was deleted and
+// this instance gives the claim back to the scheduler (decide: verdict
+// reschedule), or nil. The library removes selected-node on
+// ProvisioningReschedule. A node without an instance is answered the same
+// way, but after the checks of the class and the claim
+// (provisionElsewhere), as before.
+func (p *Provisioner) selectedNodeDeleted(ctx context.Context, opts controller.ProvisionOptions) error {
+	if opts.SelectedNodeName == "" || opts.SelectedNodeName == p.cfg.Node {
+		return nil
+	}
+	d, err := p.decide(ctx, opts.PVC)
+	if err != nil || d.verdict != reschedule || d.gone.reason != ReasonNodeNotFound || d.choice.node != opts.SelectedNodeName {
+		// An error of the election is Provision's to report
+		// (provisionElsewhere).
+		return nil
+	}
+	return apierrors.NewNotFound(v1.Resource("node"), d.choice.node)
+}
+
+// provisionFailed is err, a failure of Provision, as the ProvisioningFailed
+// event of the claim says it: after the claim's StorageClass, as the
+// library said it up to v11.0. An IgnoredError is passed on as it is: the
+// library asserts its type, as it did before it added the StorageClass.
+func provisionFailed(claim *v1.PersistentVolumeClaim, err error) error {
+	if _, ignored := err.(*controller.IgnoredError); ignored || err == nil {
+		return err
+	}
+	return fmt.Errorf("failed to provision volume with StorageClass %q: %w", util.GetPersistentVolumeClaimClass(claim), err)
+}
+
+// provision is Provision but for what the library did around it up to
+// v12 (selectedNodeDeleted, provisionFailed).
+func (p *Provisioner) provision(ctx context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
 	claim := opts.PVC
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pvc", klog.KObj(claim), "pv", opts.PVName)
 	ctx = klog.NewContext(ctx, logger)

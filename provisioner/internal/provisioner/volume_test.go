@@ -15,7 +15,7 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/hostpath/v1/hostpathtest"
@@ -415,9 +415,10 @@ func withAccessModes(c *v1.PersistentVolumeClaim, modes ...v1.PersistentVolumeAc
 // wantIgnored, else none when wantErr is empty, else one containing wantErr.
 func checkErr(t *testing.T, err error, wantIgnored bool, wantErr string) {
 	t.Helper()
-	var ignored *controller.IgnoredError
 	if wantIgnored {
-		if !errors.As(err, &ignored) {
+		// The library asserts the type: an IgnoredError wrapped is a
+		// failure to it.
+		if _, ok := err.(*controller.IgnoredError); !ok {
 			t.Errorf("err = %v, want IgnoredError", err)
 		}
 		return
@@ -426,14 +427,20 @@ func checkErr(t *testing.T, err error, wantIgnored bool, wantErr string) {
 }
 
 // TestProvisionSelectedNodeGone: the instance elected for a
-// WaitForFirstConsumer claim whose selected node runs no provisioner gives
-// it back to the scheduler; any other instance ignores it; a pinned claim is
-// never rescheduled.
+// WaitForFirstConsumer claim whose selected node was deleted or runs no
+// provisioner gives it back to the scheduler; any other instance ignores
+// it; a pinned claim is never rescheduled. A deleted node is answered
+// first, with the Node's NotFound, whatever else is wrong with the claim
+// (as the library did up to v12, before it called Provision); a node
+// without a provisioner after the checks of the class, after the claim's
+// StorageClass (as every failure of Provision).
 func TestProvisionSelectedNodeGone(t *testing.T) {
 	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, nil)
+	bad := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer, map[string]string{"nosuch": "x"})
 	tests := []struct {
 		name        string
 		claim       *v1.PersistentVolumeClaim
+		class       *storagev1.StorageClass // wffc when nil
 		elected     bool
 		wantState   controller.ProvisioningState
 		wantErr     string
@@ -443,13 +450,30 @@ func TestProvisionSelectedNodeGone(t *testing.T) {
 			name: "elected, selected node without provisioner", elected: true,
 			claim:     claim("wffc", storagehelpers.AnnSelectedNode+"="+idleNode),
 			wantState: controller.ProvisioningReschedule,
-			wantErr:   `Node "` + idleNode + `", which the scheduler selected, runs no hostpath provisioner: removing volume.kubernetes.io/selected-node`,
+			wantErr:   `failed to provision volume with StorageClass "wffc": Node "` + idleNode + `", which the scheduler selected, runs no hostpath provisioner: removing volume.kubernetes.io/selected-node`,
+		},
+		{
+			name: "elected, selected node without provisioner, bad class", elected: true,
+			claim: claim("wffc", storagehelpers.AnnSelectedNode+"="+idleNode), class: bad,
+			wantState: controller.ProvisioningFinished,
+			wantErr:   `failed to provision volume with StorageClass "wffc": `,
 		},
 		{
 			name: "elected, selected node deleted", elected: true,
 			claim:     claim("wffc", storagehelpers.AnnSelectedNode+"=ghost"),
 			wantState: controller.ProvisioningReschedule,
-			wantErr:   `Node "ghost", which the scheduler selected, does not exist any more`,
+			wantErr:   `node "ghost" not found`,
+		},
+		{
+			name: "elected, selected node deleted, bad class", elected: true,
+			claim: claim("wffc", storagehelpers.AnnSelectedNode+"=ghost"), class: bad,
+			wantState: controller.ProvisioningReschedule,
+			wantErr:   `node "ghost" not found`,
+		},
+		{
+			name:      "not elected, selected node deleted",
+			claim:     claim("wffc", storagehelpers.AnnSelectedNode+"=ghost"),
+			wantState: controller.ProvisioningFinished, wantIgnored: true,
 		},
 		{
 			name:      "not elected",
@@ -475,11 +499,20 @@ func TestProvisionSelectedNodeGone(t *testing.T) {
 				t.Errorf("Managers(%q) called, want no manager call", node)
 				return nil, fmt.Errorf("no manager")
 			}
-			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: wffc, PVName: testPVName, PVC: tc.claim})
+			class := wffc
+			if tc.class != nil {
+				class = tc.class
+			}
+			// The library passes the claim's selected-node.
+			pv, state, err := f.prov.Provision(ctx, controller.ProvisionOptions{StorageClass: class, PVName: testPVName, PVC: tc.claim,
+				SelectedNodeName: tc.claim.Annotations[storagehelpers.AnnSelectedNode]})
 			if pv != nil || state != tc.wantState {
 				t.Errorf("Provision = %v, %s; want no PV, %s", pv, state, tc.wantState)
 			}
 			checkErr(t, err, tc.wantIgnored, tc.wantErr)
+			if !tc.wantIgnored && !strings.HasPrefix(err.Error(), tc.wantErr) {
+				t.Errorf("err = %q, want it to start with %q", err, tc.wantErr)
+			}
 		})
 	}
 }

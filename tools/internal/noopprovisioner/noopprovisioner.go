@@ -10,8 +10,8 @@
 // Options.Run configures the library's ProvisionController exactly as the
 // provisioner does (provisioner/internal/app, Config.wire): leader election
 // off, shared informers for claims, volumes and classes with the same
-// resync period and a node lister, its own metrics instance, PVs saved in
-// the background with client-go's default controller rate limiter
+// resync period, its own metrics instance, PVs saved in the background
+// with client-go's default controller rate limiter
 // (CreateProvisionedPVLimiter), and the library's defaults for everything
 // else (failed-provision and failed-delete thresholds, exponential backoff
 // on errors). Its client limits and worker count are flags, which the
@@ -32,7 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )

@@ -12,12 +12,11 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller/metrics"
 
 	"hostpath.dev/api/runtime/component"
 )
@@ -124,8 +123,8 @@ func (o *Options) run(ctx context.Context, kube kubernetes.Interface) error {
 	claims, volumes := factory.Core().V1().PersistentVolumeClaims(), factory.Core().V1().PersistentVolumes()
 	classes, nodes := factory.Storage().V1().StorageClasses(), factory.Core().V1().Nodes()
 	m := metrics.New("controller")
-	ctrl := controller.NewProvisionController(logger, kube, o.ProvisionerName, New(nodes.Lister()), o.controllerOptions(
-		claims.Informer(), volumes.Informer(), classes.Informer(), nodes.Lister(), m)...)
+	ctrl := controller.NewProvisionController(ctx, kube, o.ProvisionerName, New(nodes.Lister()), o.controllerOptions(
+		claims.Informer(), volumes.Informer(), classes.Informer(), m)...)
 
 	var ready atomic.Bool
 	if o.MetricsAddress != "" {
@@ -158,7 +157,7 @@ func (o *Options) run(ctx context.Context, kube kubernetes.Interface) error {
 
 // controllerOptions are the library options, those the provisioner gives
 // (provisioner/internal/app, Config.wire) and no other.
-func (o *Options) controllerOptions(claims, volumes, classes cache.SharedIndexInformer, nodes corelisters.NodeLister, m metrics.Metrics) []func(*controller.ProvisionController) error {
+func (o *Options) controllerOptions(claims, volumes, classes cache.SharedIndexInformer, m metrics.Metrics) []func(*controller.ProvisionController) error {
 	return []func(*controller.ProvisionController) error{
 		controller.LeaderElection(false),
 		controller.Threadiness(o.Workers),
@@ -166,8 +165,7 @@ func (o *Options) controllerOptions(claims, volumes, classes cache.SharedIndexIn
 		controller.ClaimsInformer(claims),
 		controller.VolumesInformer(volumes),
 		controller.ClassesInformer(classes),
-		controller.NodesLister(nodes),
 		controller.MetricsInstance(m),
-		controller.CreateProvisionedPVLimiter(workqueue.DefaultTypedControllerRateLimiter[any]()),
+		controller.CreateProvisionedPVLimiter(workqueue.DefaultTypedControllerRateLimiter[string]()),
 	}
 }

@@ -241,10 +241,10 @@ func volumeStub(pv *v1.PersistentVolume) *v1.PersistentVolume {
 // deletionTimestamp and spec.taints. The provisioner reads a Node's name
 // and UID (the owner of its CSIStorageCapacities), its labels
 // (kubernetes.io/hostname for the PV's node affinity, the control-plane
-// role) and its taints (the control-plane taint); the library looks the
-// selected node up by name and hands it to Provision; the reclaim
-// controller asks only whether a Node is there. Dropped: annotations, owner references, finalizers, the rest of
-// spec (pod CIDRs, provider ID) and the whole status (images, conditions,
+// role) and its taints (the control-plane taint); the reclaim controller
+// asks only whether a Node is there (the library reads no Node since v13).
+// Dropped: annotations, owner references, finalizers, the rest of spec
+// (pod CIDRs, provider ID) and the whole status (images, conditions,
 // addresses), which is most of a Node.
 func nodeStub(n *v1.Node) *v1.Node {
 	return &v1.Node{

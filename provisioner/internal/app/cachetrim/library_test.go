@@ -19,8 +19,8 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
-	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller/metrics"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller/metrics"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 )
@@ -136,7 +136,7 @@ func TestLibrarySkipsStubs(t *testing.T) {
 	classes := factory.Storage().V1().StorageClasses()
 	prov := &yesProvisioner{provisionCh: make(chan string, len(claims)), deleteCh: make(chan string, len(pvs))}
 	m := metrics.New("test")
-	ctrl := controller.NewProvisionController(ktesting.NewLogger(t, ktesting.NewConfig()), kube, hostpathv1.DefaultProvisionerName, prov,
+	ctrl := controller.NewProvisionController(ctx, kube, hostpathv1.DefaultProvisionerName, prov,
 		controller.AdditionalProvisionerNames(names.Additional()),
 		controller.LeaderElection(false),
 		controller.Threadiness(1),
