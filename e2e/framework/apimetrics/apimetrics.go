@@ -18,6 +18,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -118,7 +119,9 @@ func MetricFamilies(r io.Reader, names ...string) (map[string]*dto.MetricFamily,
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read the metrics: %w", err)
 	}
-	var parser expfmt.TextParser
+	// The API server's metric names are legacy Prometheus names; the
+	// parser must be told which rule to check them by.
+	parser := expfmt.NewTextParser(model.LegacyValidation)
 	families, err := parser.TextToMetricFamilies(&only)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", strings.Join(names, ", "), err)
