@@ -9,7 +9,8 @@
 # default; default "1000/2000 200/400 default"), restarted with scripts/kcm.sh:
 #   noop@SETTING: tools/cmd/noopprovisioner started on this machine (PV objects
 #     only; client limits the sum of the provisioner pods' two clients',
-#     workers the sum of theirs),
+#     workers the sum of theirs; the fair floor: its PVs carry the library's
+#     finalizer, as Kubernetes 1.33+ expects of a provisioner, KEP-2644),
 #     COUNT claims of class hostpath-bench-noop, then it is stopped by PID;
 #   ours@SETTING: the provisioner and manager DaemonSets restarted (so their
 #     peak RSS is this run's), COUNT claims of class hostpath-immediate with
@@ -27,7 +28,9 @@
 # results.json; default a new temporary folder), BENCH_TIMEOUT (each wait of
 # a run, default 15m), ROLLOUT_TIMEOUT (seconds, default 300), BENCH_SETTLE
 # (seconds to wait after restarting kube-controller-manager, default 10),
-# BENCH_NOOP_PORT (the no-op provisioner's health port, default 18089).
+# BENCH_NOOP_PORT (the no-op provisioner's health port, default 18089),
+# BENCH_FLOOR_FINALIZER (1, the default: the fair floor; 0: the old floor,
+# no finalizer, noopprovisioner --finalizer=false, for comparison).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster-lib.sh"
@@ -36,7 +39,7 @@ N=${N:-1000}
 while [ $# -gt 0 ]; do
   case $1 in
   -n | --count) N=${2:?-n needs a number}; shift 2 ;;
-  *) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "the number of claims must be a positive integer, got '$N'"
@@ -52,6 +55,11 @@ ROLLOUT_TIMEOUT=${ROLLOUT_TIMEOUT:-300}
 BENCH_SETTLE=${BENCH_SETTLE:-10}
 [[ $BENCH_SETTLE =~ ^[0-9]+$ ]] || die "BENCH_SETTLE must be a number of seconds, got '$BENCH_SETTLE'"
 NOOP_PORT=${BENCH_NOOP_PORT:-18089}
+case ${BENCH_FLOOR_FINALIZER:-1} in
+1 | true | on) FLOOR_FINALIZER=true FLOOR_DESC="fair floor (PVs with the library's finalizer)" ;;
+0 | false | off) FLOOR_FINALIZER=false FLOOR_DESC="old floor (PVs without a finalizer)" ;;
+*) die "BENCH_FLOOR_FINALIZER must be 1 (the fair floor) or 0 (the old floor), got '$BENCH_FLOOR_FINALIZER'" ;;
+esac
 NS=hostpath-system
 PROV_DS=hostpath-provisioner
 MGR_DS=hostpath-manager
@@ -106,10 +114,15 @@ cleanup() {
   trap - EXIT INT TERM
   stop_noop
   # What a killed run left (a finished run deletes its namespace itself);
-  # nothing deletes the no-op PVs once it is stopped: they are objects only.
+  # nothing deletes the no-op PVs once it is stopped: they are objects only,
+  # and the fair floor's finalizer, which nothing removes any more, goes too.
   kc delete ns -l "hostpath.dev/bench-run=$RUN_ID" --wait=false --ignore-not-found > /dev/null 2>&1 || true
-  kc get pv -o jsonpath="{range .items[?(@.spec.storageClassName==\"$NOOP_CLASS\")]}{.metadata.name}{\"\\n\"}{end}" 2> /dev/null |
-    xargs -r "$KUBECTL" --kubeconfig "$CLUSTER_KUBECONFIG" delete pv --wait=false --ignore-not-found > /dev/null 2>&1 || true
+  kc get pv -o jsonpath="{range .items[?(@.spec.storageClassName==\"$NOOP_CLASS\")]}{.metadata.name}{\"\\n\"}{end}" 2> /dev/null > "$WORK/noop-pvs" || true
+  if [ -s "$WORK/noop-pvs" ]; then
+    xargs -r "$KUBECTL" --kubeconfig "$CLUSTER_KUBECONFIG" delete pv --wait=false --ignore-not-found < "$WORK/noop-pvs" > /dev/null 2>&1 || true
+    xargs -r "$KUBECTL" --kubeconfig "$CLUSTER_KUBECONFIG" patch pv --type=merge -p '{"metadata":{"finalizers":null}}' \
+      < "$WORK/noop-pvs" > /dev/null 2>&1 || true
+  fi
   kc delete storageclass "$NOOP_CLASS" --ignore-not-found > /dev/null 2>&1 || true
   if [ "$("$KCM" get 2> /dev/null)" != "$ORIG_KCM" ]; then
     log "Restoring kube-controller-manager's client limits $ORIG_KCM"
@@ -142,9 +155,9 @@ if [ "$EB1" != 0 ]; then
   QPS=$(awk -v a="$QPS" -v b="$EQ" 'BEGIN {print a + b}')
   BURST=$((BURST + EB))
 fi
-NOOP_DESC="1 process, --kube-api-qps=$QPS --kube-api-burst=$BURST --workers=$WORKERS"
+NOOP_DESC="1 process, --kube-api-qps=$QPS --kube-api-burst=$BURST --workers=$WORKERS --finalizer=$FLOOR_FINALIZER"
 log "Benchmark $RUN_ID: $N claims on ${NODES[*]}; kube-controller-manager settings ${SETTINGS[*]} (now $ORIG_KCM)"
-log "ours: $OURS_DESC; noop: $NOOP_DESC"
+log "ours: $OURS_DESC; noop, the $FLOOR_DESC: $NOOP_DESC"
 
 kc apply -f - > /dev/null << EOF
 apiVersion: storage.k8s.io/v1
@@ -184,7 +197,7 @@ run_noop() {
   local label=noop@$1 logf
   logf=$(base "$label").log
   "$BIN/noopprovisioner" --kubeconfig "$CLUSTER_KUBECONFIG" --provisioner-name "$NOOP_PROVISIONER" \
-    --kube-api-qps "$QPS" --kube-api-burst "$BURST" --workers "$WORKERS" \
+    --kube-api-qps "$QPS" --kube-api-burst "$BURST" --workers "$WORKERS" --finalizer="$FLOOR_FINALIZER" \
     --metrics-address "127.0.0.1:$NOOP_PORT" > "$logf" 2>&1 < /dev/null &
   NOOP_PID=$!
   wait_until 60 "the no-op provisioner's caches" curl -sf --max-time 2 "http://127.0.0.1:$NOOP_PORT/readyz" || {
@@ -242,5 +255,6 @@ done
 
 echo
 echo "hostpath provisioning against the no-op floor, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $N claims"
+echo "floor: the $FLOOR_DESC, noopprovisioner --finalizer=$FLOOR_FINALIZER (BENCH_FLOOR_FINALIZER=${BENCH_FLOOR_FINALIZER:-1})"
 "$BIN/benchprovision" report "${FOOTPRINTS[@]}" --plots "$PLOTS" --json "$PLOTS/results.json" "${RESULTS[@]}"
 echo "plots and results.json: $PLOTS"

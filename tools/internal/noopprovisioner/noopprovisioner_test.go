@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -110,42 +111,96 @@ func TestProvision(t *testing.T) {
 }
 
 // TestRun runs the library's controller as Options.run wires it on a fake
-// clientset: a claim of the class gets its PV object.
+// clientset: a claim of the class gets its PV object, with the library's
+// finalizer by default (the fair floor) and without it with
+// --finalizer=false (the old floor).
 func TestRun(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	kube := fake.NewClientset(testClass(nil), testClaim("n1"),
-		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1.LabelHostname: "host-1"}}})
-	o := NewOptions()
-	o.KubeAPIQPS, o.KubeAPIBurst, o.Workers, o.MetricsAddress = 5, 10, 2, "127.0.0.1:0"
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- o.run(ctx, kube) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		finalizers []string
+	}{
+		{"fair floor, the default", nil, []string{LibraryFinalizer}},
+		{"old floor", []string{"--" + FlagFinalizer + "=false"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithCancel(ctx)
+			kube := fake.NewClientset(testClass(nil), testClaim("n1"),
+				&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1.LabelHostname: "host-1"}}})
+			o := NewOptions()
+			fs := pflag.NewFlagSet("noopprovisioner", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(append([]string{"--kube-api-qps=5", "--kube-api-burst=10", "--workers=2",
+				"--metrics-address=127.0.0.1:0"}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- o.run(ctx, kube) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("run: %v", err)
+				}
+			}()
 
-	var pv *v1.PersistentVolume
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		got, err := kube.CoreV1().PersistentVolumes().Get(ctx, "pvc-uid-1", metav1.GetOptions{})
-		pv = got
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("no PV for the claim: %v", err)
+			var pv *v1.PersistentVolume
+			err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				got, err := kube.CoreV1().PersistentVolumes().Get(ctx, "pvc-uid-1", metav1.GetOptions{})
+				pv = got
+				return err == nil, nil
+			})
+			if err != nil {
+				t.Fatalf("no PV for the claim: %v", err)
+			}
+			want := wantPV("n1", "host-1", v1.PersistentVolumeReclaimDelete, []string{"ro"}).Spec
+			if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != "uid-1" || pv.Spec.StorageClassName != "hostpath-bench-noop" {
+				t.Errorf("PV claim reference %+v, class %q", pv.Spec.ClaimRef, pv.Spec.StorageClassName)
+			}
+			pv.Spec.ClaimRef, pv.Spec.StorageClassName = nil, ""
+			if !reflect.DeepEqual(pv.Spec, want) || pv.Annotations[hostpathv1.AnnotationNode] != "n1" {
+				t.Errorf("PV %+v\nwant spec %+v", pv, want)
+			}
+			if !reflect.DeepEqual(pv.Finalizers, tc.finalizers) {
+				t.Errorf("PV finalizers %q, want %q", pv.Finalizers, tc.finalizers)
+			}
+		})
 	}
-	want := wantPV("n1", "host-1", v1.PersistentVolumeReclaimDelete, []string{"ro"}).Spec
-	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != "uid-1" || pv.Spec.StorageClassName != "hostpath-bench-noop" {
-		t.Errorf("PV claim reference %+v, class %q", pv.Spec.ClaimRef, pv.Spec.StorageClassName)
+}
+
+// TestFinalizerFlag: --finalizer is on by default, can be turned off and
+// back on, and its help says what it does.
+func TestFinalizerFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--finalizer=false"}, false},
+		{[]string{"--finalizer=true"}, true},
+		{[]string{"--finalizer"}, true},
+		{[]string{"--finalizer=false", "--finalizer=true"}, true},
+	} {
+		o := NewOptions()
+		fs := pflag.NewFlagSet("noopprovisioner", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		if o.Finalizer != tc.want {
+			t.Errorf("%q: Finalizer = %v, want %v", tc.args, o.Finalizer, tc.want)
+		}
 	}
-	pv.Spec.ClaimRef, pv.Spec.StorageClassName = nil, ""
-	if !reflect.DeepEqual(pv.Spec, want) || pv.Annotations[hostpathv1.AnnotationNode] != "n1" {
-		t.Errorf("PV %+v\nwant spec %+v", pv, want)
+	fs := pflag.NewFlagSet("noopprovisioner", pflag.ContinueOnError)
+	NewOptions().AddFlags(fs)
+	usage := fs.Lookup(FlagFinalizer).Usage
+	for _, want := range []string{LibraryFinalizer, "KEP-2644", "--finalizer=false"} {
+		if !strings.Contains(usage, want) {
+			t.Errorf("--%s help %q lacks %q", FlagFinalizer, usage, want)
+		}
 	}
 }
 
@@ -175,7 +230,7 @@ func TestValidate(t *testing.T) {
 			t.Errorf("Validate = %v, want %q", err, tc.want)
 		}
 	}
-	if d := NewOptions(); d.ProvisionerName != "hostpath.dev/noop-bench" || d.ResyncPeriod != controller.DefaultResyncPeriod {
+	if d := NewOptions(); d.ProvisionerName != "hostpath.dev/noop-bench" || d.ResyncPeriod != controller.DefaultResyncPeriod || !d.Finalizer {
 		t.Errorf("defaults %+v", d)
 	}
 }

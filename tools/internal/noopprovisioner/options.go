@@ -30,6 +30,7 @@ const (
 	FlagWorkers         = "workers"
 	FlagResyncPeriod    = "resync-period"
 	FlagMetricsAddress  = "metrics-address"
+	FlagFinalizer       = "finalizer"
 )
 
 // userAgent identifies the no-op provisioner to the API server.
@@ -48,6 +49,12 @@ type Options struct {
 	// MetricsAddress, when set, serves /healthz, /readyz (ready once the
 	// informer caches synced) and the library's /metrics.
 	MetricsAddress string
+	// Finalizer runs the library with controller.AddFinalizer(true): its
+	// PVs carry LibraryFinalizer, as Kubernetes 1.33 and later expect of a
+	// provisioner that honours the reclaim policy (KEP-2644), and it
+	// removes the finalizer after deleting a PV. This is the fair floor.
+	// Without it, the floor is the old one, which writes PV objects only.
+	Finalizer bool
 }
 
 var _ component.Program = &Options{}
@@ -58,6 +65,7 @@ func NewOptions() *Options {
 		Kubeconfig:      os.Getenv("KUBECONFIG"),
 		ProvisionerName: DefaultProvisionerName,
 		ResyncPeriod:    controller.DefaultResyncPeriod,
+		Finalizer:       true,
 	}
 }
 
@@ -70,6 +78,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, FlagWorkers, o.Workers, "The number of claim workers and of volume workers, each (the library's threadiness); required (the benchmark gives the sum of the provisioner instances').")
 	fs.DurationVar(&o.ResyncPeriod, FlagResyncPeriod, o.ResyncPeriod, "How often every claim and volume is looked at again even when nothing changed; the default is the library's and the provisioner's.")
 	fs.StringVar(&o.MetricsAddress, FlagMetricsAddress, o.MetricsAddress, "The address that serves /healthz, /readyz (ready once the caches synced) and the Prometheus /metrics, such as 127.0.0.1:18089. Defaults to empty: none.")
+	fs.BoolVar(&o.Finalizer, FlagFinalizer, o.Finalizer, "Whether the PVs carry the library's finalizer "+LibraryFinalizer+
+		" (AddFinalizer), as Kubernetes 1.33 and later expect of a provisioner that honours the reclaim policy (KEP-2644): the fair floor. --"+
+		FlagFinalizer+"=false is the old floor, which writes PV objects only, for comparison.")
 }
 
 // Validate reports every option that cannot work.
@@ -149,14 +160,16 @@ func (o *Options) run(ctx context.Context, kube kubernetes.Interface) error {
 	}
 	ready.Store(true)
 	logger.Info("Starting the no-op provisioner", "provisioner", o.ProvisionerName, "workers", o.Workers,
-		"kubeAPIQPS", o.KubeAPIQPS, "kubeAPIBurst", o.KubeAPIBurst)
+		"kubeAPIQPS", o.KubeAPIQPS, "kubeAPIBurst", o.KubeAPIBurst, "finalizer", o.Finalizer)
 	ctrl.Run(ctx)
 	logger.Info("Stopped the no-op provisioner")
 	return nil
 }
 
 // controllerOptions are the library options, those the provisioner gives
-// (provisioner/internal/app, Config.wire) and no other.
+// (provisioner/internal/app, Config.wire), and AddFinalizer: the provisioner
+// keeps a finalizer of its own on its PVs (hostpathv1.FinalizerDirectoryProtection),
+// the fair floor the library's.
 func (o *Options) controllerOptions(claims, volumes, classes cache.SharedIndexInformer, m metrics.Metrics) []func(*controller.ProvisionController) error {
 	return []func(*controller.ProvisionController) error{
 		controller.LeaderElection(false),
@@ -167,5 +180,6 @@ func (o *Options) controllerOptions(claims, volumes, classes cache.SharedIndexIn
 		controller.ClassesInformer(classes),
 		controller.MetricsInstance(m),
 		controller.CreateProvisionedPVLimiter(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		controller.AddFinalizer(o.Finalizer),
 	}
 }
