@@ -2,7 +2,6 @@ package releases
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,9 +132,6 @@ func TestCheckChangelog(t *testing.T) {
 // TestCheck builds a repository of three commits (a, b on main; c on a
 // branch) and checks records against it.
 func TestCheck(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
 	ctx := t.Context()
 	root := t.TempDir()
 	releasestest.Git(t, root, nil, "init", "-q", "-b", "main")

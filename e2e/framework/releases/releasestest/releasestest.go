@@ -20,7 +20,8 @@ func Commit(t *testing.T, root, message, date string) string {
 }
 
 // Git runs git in root with env added to the environment and returns
-// its trimmed output.
+// its trimmed output; it fails the test where git is missing (the
+// repository is a git clone: CI and every developer have it).
 func Git(t *testing.T, root string, env []string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", root}, args...)...)
