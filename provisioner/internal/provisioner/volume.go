@@ -57,7 +57,11 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 // way, but after the checks of the class and the claim
 // (provisionElsewhere), as before.
 func (p *Provisioner) selectedNodeDeleted(ctx context.Context, opts controller.ProvisionOptions) error {
-	if opts.SelectedNodeName == "" || opts.SelectedNodeName == p.cfg.Node {
+	if opts.SelectedNodeName == "" || opts.SelectedNodeName == p.cfg.Node ||
+		opts.StorageClass.Parameters[hostpathv1.ParamMode] == hostpathv1.ModeMultihost {
+		// Only a node-mode claim goes back to the scheduler (decide); the
+		// common case, a claim of this node or a multihost one, asks
+		// nothing more here.
 		return nil
 	}
 	d, err := p.decide(ctx, opts.PVC)
