@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller/metrics"
 
 	"hostpath.dev/api/generated/clientset/versioned"
@@ -36,6 +37,8 @@ import (
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
 	"hostpath.dev/provisioner/internal/nodes"
+	"hostpath.dev/provisioner/internal/provisioner"
+	"hostpath.dev/provisioner/internal/relabel"
 	"hostpath.dev/provisioner/internal/responsibility"
 	"hostpath.dev/provisioner/internal/usage"
 )
@@ -53,6 +56,9 @@ type Config struct {
 	// HostDefiner is the API client of the host definer's HostDefinitions
 	// (same configuration as Kube).
 	HostDefiner versioned.Interface
+	// ClaimPolicy says whether the claims carry the watch label, as the
+	// instance found at start.
+	ClaimPolicy ClaimPolicy
 	// Informers are the shared informers, not started yet.
 	Informers *Informers
 	// Instances are this instance's peers, for leaderless elections.
@@ -103,7 +109,12 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create the HostDefinition API client: %w", err)
 	}
-	c := &Config{Options: *o, Kube: kube, HostDefiner: definer, Informers: o.newInformers(kube, definer, instanceSelector)}
+	policy, err := findClaimPolicy(ctx, clientset)
+	if err != nil {
+		// Safe either way: every claim is watched, as before the label.
+		klog.FromContext(ctx).Error(err, "Cannot tell whether the claims carry the watch label; watching every claim")
+	}
+	c := &Config{Options: *o, Kube: kube, HostDefiner: definer, ClaimPolicy: policy, Informers: o.newInformers(kube, definer, instanceSelector, policy.Active)}
 	c.Instances = c.Informers.Instances
 	if c.Resolver, err = o.newResolver(c.Informers); err != nil {
 		return nil, err
@@ -260,8 +271,11 @@ type factory interface {
 
 // newInformers makes the informers of the Options and registers every one
 // of them with its factory, so that starting the factories starts them all;
-// instances is the selector of the provisioner pods.
-func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Interface, instances labels.Selector) *Informers {
+// instances is the selector of the provisioner pods; labelledClaims says
+// that the claims carry the watch label (ClaimPolicy.Active). PVs are
+// watched by the watch label always: the provisioner labels its own
+// (package relabel labels the older ones before the first list).
+func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Interface, instances labels.Selector, labelledClaims bool) *Informers {
 	names := hostpathv1.NewProvisionerNames(o.ProvisionerName)
 	trim := cachetrim.New(names)
 	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector, trim)
@@ -269,7 +283,16 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 	i.Instances = responsibility.NewPodInstances(i.PeerPods.Lister().Pods(o.Namespace), instances, o.NodeName)
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTransform(trim))
 	// The claim and PV informers cache only what cachetrim.Keep accepts.
-	cachetrim.Register(cluster, names, o.NodeName, i.Instances, i.PeerPods.Informer().HasSynced)
+	scope := cachetrim.Scope{Names: names, Node: o.NodeName, Instances: i.Instances, InstancesSynced: i.PeerPods.Informer().HasSynced,
+		Volumes: hostpathv1.WatchSelector(o.NodeName),
+		BeforeVolumes: func(ctx context.Context) error {
+			_, err := relabel.Volumes(ctx, relabel.Config{Client: kube, Names: names, Node: o.NodeName, Instances: i.Instances, FieldManager: provisioner.FieldManager})
+			return err
+		}}
+	if labelledClaims {
+		scope.Claims = hostpathv1.WatchSelector(o.NodeName)
+	}
+	cachetrim.Register(cluster, scope)
 	own := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, o.NodeName).String()

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
@@ -30,12 +29,9 @@ import (
 // returns the errors joined. It is meant for start-up (after the caches
 // synced) and is idempotent, so it can be retried.
 func (p *Provisioner) AdoptAll(ctx context.Context) error {
-	if p.cfg.Volumes == nil {
-		return errors.New("adopt volume directories: the provisioner has no PersistentVolume cache")
-	}
-	pvs, err := p.cfg.Volumes.List(labels.Everything())
+	pvs, err := p.knownVolumes(ctx)
 	if err != nil {
-		return fmt.Errorf("adopt volume directories: list PersistentVolumes: %w", err)
+		return fmt.Errorf("adopt volume directories: %w", err)
 	}
 	naming := map[dirKey][]string{}
 	byPool := map[string][]*v1.PersistentVolume{}

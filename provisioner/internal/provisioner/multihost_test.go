@@ -60,6 +60,7 @@ func wantMultihostPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim,
 	pv := wantPV(class, c, dir)
 	pv.Spec.NodeAffinity = nil
 	delete(pv.Annotations, hostpathv1.AnnotationNode)
+	pv.Labels[hostpathv1.LabelNode] = hostpathv1.NodeLabelMultihost
 	pv.Annotations[hostpathv1.AnnotationMode] = "multihost"
 	pv.Annotations["hostpath.dev/nodes"] = nodes
 	if pending != "" {

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/pager"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
@@ -77,7 +79,7 @@ func (p *Provisioner) checkReusable(ctx context.Context, vol *managerapi.Volume,
 	if !checkNamespace(vol.ClaimNamespace, namespace) {
 		return controller.ProvisioningFinished, notReusable(where, namespace)
 	}
-	names, err := p.volumesNaming(pool, vol.Name)
+	names, err := p.volumesNaming(ctx, pool, vol.Name)
 	if err != nil {
 		return controller.ProvisioningInBackground, fmt.Errorf("find the volumes that use %s: %w; will retry", where, err)
 	}
@@ -148,15 +150,12 @@ func (p *Provisioner) volumeExists(ctx context.Context, name string) (bool, erro
 	return false, fmt.Errorf("get PersistentVolume %q: %w", name, err)
 }
 
-// volumesNaming returns the sorted names of the PVs (from the informer cache)
-// whose annotations name the directory dir of pool on this node.
-func (p *Provisioner) volumesNaming(pool, dir string) ([]string, error) {
-	if p.cfg.Volumes == nil {
-		return nil, errors.New("the provisioner has no PersistentVolume cache")
-	}
-	pvs, err := p.cfg.Volumes.List(labels.Everything())
+// volumesNaming returns the sorted names of the PVs whose annotations
+// name the directory dir of pool on this node (knownVolumes).
+func (p *Provisioner) volumesNaming(ctx context.Context, pool, dir string) ([]string, error) {
+	pvs, err := p.knownVolumes(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list PersistentVolumes: %w", err)
+		return nil, err
 	}
 	want := dirKey{node: p.cfg.Node, pool: pool, dir: dir}
 	var names []string
@@ -167,6 +166,41 @@ func (p *Provisioner) volumesNaming(pool, dir string) ([]string, error) {
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// knownVolumes returns the PVs that may name a directory of this node:
+// those of the informer cache, which holds the PVs the watch label gives
+// this instance (hostpathv1.WatchSelector), and those without the label,
+// asked of the API server (from its watch cache, page by page), but for
+// those cached (a PV labelled since): PVs made by hand, or by another
+// provisioner, that point into a pool carry no label, and still protect
+// the directory they name.
+func (p *Provisioner) knownVolumes(ctx context.Context) ([]*v1.PersistentVolume, error) {
+	if p.cfg.Volumes == nil {
+		return nil, errors.New("the provisioner has no PersistentVolume cache")
+	}
+	pvs, err := p.cfg.Volumes.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list PersistentVolumes: %w", err)
+	}
+	cached := make(map[string]bool, len(pvs))
+	for _, pv := range pvs {
+		cached[pv.Name] = true
+	}
+	list := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+		return p.cfg.Client.CoreV1().PersistentVolumes().List(ctx, opts)
+	}))
+	err = list.EachListItemWithAlloc(ctx, metav1.ListOptions{LabelSelector: hostpathv1.UnlabelledSelector().String(), ResourceVersion: "0"},
+		func(obj runtime.Object) error {
+			if pv, ok := obj.(*v1.PersistentVolume); ok && !cached[pv.Name] {
+				pvs = append(pvs, pv)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("list the PersistentVolumes without the label %s: %w", hostpathv1.LabelNode, err)
+	}
+	return pvs, nil
 }
 
 // dirKey is a directory of a pool on a node.

@@ -132,8 +132,16 @@ func TestProvisionReuse(t *testing.T) {
 		{
 			name: "owner volume on the API server, not yet in the cache", dir: "keep",
 			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns", true}},
-			apiOnly:   []*v1.PersistentVolume{volume("pvc-old", selfNode, "default", "keep", "old")},
+			apiOnly:   []*v1.PersistentVolume{labelled(volume("pvc-old", selfNode, "default", "keep", "old"))},
 			wantState: controller.ProvisioningFinished, wantErr: `PersistentVolume "pvc-old", which still exists`,
+		},
+		{
+			// A PV made by hand carries no watch label: no cache holds
+			// it, and the API server is asked for it.
+			name: "unlabelled volume naming the directory, on the API server only", dir: "keep",
+			existing:  map[string]ownerRecord{"keep": {"pvc-old", "ns", true}},
+			apiOnly:   []*v1.PersistentVolume{volume("pvc-old", selfNode, "default", "keep", "old")},
+			wantState: controller.ProvisioningFinished, wantErr: `the PersistentVolumes "pvc-old" use it`,
 		},
 		{
 			name: "API server unavailable is retried", dir: "keep",
@@ -284,3 +292,4 @@ func TestReuseRefusalsAlike(t *testing.T) {
 		})
 	}
 }
+

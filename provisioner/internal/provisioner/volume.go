@@ -415,7 +415,8 @@ func reclaimPolicy(class *storagev1.StorageClass) v1.PersistentVolumeReclaimPoli
 // local one the nodes that run a manager (see VolumeTypeLocal). It is made
 // before the directory, whose create request is made from it
 // (hostpathv1.NewCreateVolumeRequest), so the owner records start with the
-// PV's reclaim policy (hostpathv1.AnnotationRecordedPolicy). The library adds the
+// PV's reclaim policy (hostpathv1.AnnotationRecordedPolicy). It carries the
+// watch label (labelled). The library adds the
 // claim reference, the storage class name and
 // pv.kubernetes.io/provisioned-by.
 func buildPV(in pvInput) *v1.PersistentVolume {
@@ -453,7 +454,7 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 		if in.local {
 			pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: hostpathv1.ManagerNodeSelector()}
 		}
-		return pv
+		return labelled(pv)
 	}
 	pv.Annotations[hostpathv1.AnnotationNode] = in.node
 	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
@@ -465,6 +466,14 @@ func buildPV(in pvInput) *v1.PersistentVolume {
 			}},
 		}},
 	}}
+	return labelled(pv)
+}
+
+// labelled sets the watch label hostpathv1.LabelNode on pv from its
+// annotations (hostpathv1.VolumeNodeLabel): the API server sends a
+// node-mode PV to its node's instance only, a multihost one to all.
+func labelled(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	pv.Labels = map[string]string{hostpathv1.LabelNode: hostpathv1.VolumeNodeLabel(pv)}
 	return pv
 }
 

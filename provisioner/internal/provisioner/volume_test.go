@@ -38,7 +38,7 @@ func wantPV(class *storagev1.StorageClass, c *v1.PersistentVolumeClaim, dir stri
 		recorded = "Retain"
 	}
 	return &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: testPVName, Annotations: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: testPVName, Labels: map[string]string{hostpathv1.LabelNode: selfNode}, Annotations: map[string]string{
 			hostpathv1.AnnotationNode: selfNode, hostpathv1.AnnotationPool: "default", hostpathv1.AnnotationDirectory: dir,
 			hostpathv1.AnnotationClaimNamespace: "ns", hostpathv1.AnnotationClaimName: "data", hostpathv1.AnnotationMode: "node", hostpathv1.AnnotationSizeEnforcement: hostpathv1.EnforcementNone,
 			hostpathv1.AnnotationRecordedPolicy: recorded,

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,23 +67,29 @@ func removeFinalizer(ctx context.Context, c kubernetes.Interface, pv *v1.Persist
 }
 
 // patchAnnotation sets the annotation key of pv to *value, or removes it
-// when value is nil, with one merge patch that carries pv's UID and
-// resourceVersion: a PV made again under the same name is never touched,
-// and a concurrent change fails with a conflict (the caller looks again).
-// A PV that is gone is a success.
+// when value is nil (patchMetadata, with no label).
 func patchAnnotation(ctx context.Context, c kubernetes.Interface, pv *v1.PersistentVolume, fieldManager, key string, value *string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid":             pv.UID,
-		"resourceVersion": pv.ResourceVersion,
-		"annotations":     map[string]*string{key: value},
-	}})
+	return patchMetadata(ctx, c, pv, fieldManager, map[string]*string{key: value}, nil)
+}
+
+// patchMetadata sets the annotations and labels of pv to the values given,
+// removing those given as nil, with one merge patch that carries pv's UID
+// and resourceVersion: a PV made again under the same name is never
+// touched, and a concurrent change fails with a conflict (the caller looks
+// again). A PV that is gone is a success.
+func patchMetadata(ctx context.Context, c kubernetes.Interface, pv *v1.PersistentVolume, fieldManager string, annotations, labels map[string]*string) error {
+	meta := map[string]any{"uid": pv.UID, "resourceVersion": pv.ResourceVersion, "annotations": annotations}
+	if len(labels) > 0 {
+		meta["labels"] = labels
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return fmt.Errorf("encode patch: %w", err)
 	}
 	_, err = c.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: fieldManager})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("annotate PersistentVolume %q with %s: %w", pv.Name, key, err)
+		return fmt.Errorf("annotate PersistentVolume %q with %s: %w", pv.Name, strings.Join(slices.Sorted(maps.Keys(annotations)), ", "), err)
 	}
 	return nil
 }

@@ -92,9 +92,7 @@ func (c *Controller) NodeJoined(node string) {
 func (c *Controller) NodeLeft(node string) {
 	c.nodes.Forget(node)
 	if c.cfg.NodeGoneGrace > 0 {
-		c.mu.Lock()
-		c.suspects[node] = true
-		c.mu.Unlock()
+		c.addSuspect(node)
 		c.triggerGoneScan()
 	}
 	pvs, err := c.volumes.List(labels.Everything())
@@ -139,6 +137,8 @@ func (c *Controller) markNodeGone(ctx context.Context, pv *v1.PersistentVolume, 
 	deadline := now.Add(c.cfg.NodeGoneGrace).UTC().Format(time.RFC3339)
 	var what string
 	switch {
+	case pv.DeletionTimestamp != nil:
+		what = "the PersistentVolume is being deleted: it goes without its directory"
 	case pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete:
 		what = fmt.Sprintf("reclaim policy %s: the PersistentVolume stays; delete it by hand once the data is given up", pv.Spec.PersistentVolumeReclaimPolicy)
 	case pv.Status.Phase == v1.VolumeBound:
@@ -161,10 +161,20 @@ func (c *Controller) unmarkNodeGone(ctx context.Context, pv *v1.PersistentVolume
 	return nil
 }
 
-// patchNodeGone sets hostpathv1.AnnotationNodeGoneSince to *since, or removes it
-// when since is nil.
+// patchNodeGone sets hostpathv1.AnnotationNodeGoneSince to *since, or
+// removes it when since is nil, and the watch label with it
+// (hostpathv1.VolumeNodeLabel): NodeGone brings a marked PV into every
+// instance's watch, as the elected one releases or deletes it, and the
+// node's name takes it back to its node's instance alone.
 func (c *Controller) patchNodeGone(ctx context.Context, pv *v1.PersistentVolume, since *string) error {
-	return patchAnnotation(ctx, c.cfg.Client, pv, c.cfg.FieldManager, hostpathv1.AnnotationNodeGoneSince, since)
+	next := pv.DeepCopy()
+	delete(next.Annotations, hostpathv1.AnnotationNodeGoneSince)
+	if since != nil {
+		metav1.SetMetaDataAnnotation(&next.ObjectMeta, hostpathv1.AnnotationNodeGoneSince, *since)
+	}
+	label := hostpathv1.VolumeNodeLabel(next)
+	return patchMetadata(ctx, c.cfg.Client, pv, c.cfg.FieldManager,
+		map[string]*string{hostpathv1.AnnotationNodeGoneSince: since}, map[string]*string{hostpathv1.LabelNode: &label})
 }
 
 // deleteNodeGone deletes a PV whose node has been missing since since,

@@ -3,12 +3,13 @@ package reclaim
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -22,20 +23,28 @@ import (
 
 // The scan for the node-mode PVs of deleted Nodes that no cache holds.
 //
-// An instance does not cache a Bound node-mode PV of another node whose
-// Node exists and that is not marked (package app's cachetrim: only that
-// node's instance acts for it). When such a Node is deleted, its instance
-// goes with it, and no cache holds its Bound PVs: the mark of step 1 above
-// would never come. So one instance, elected for goneScanKey, lists the PVs
-// on the API server, page by page, and marks (markNodeGone) each Bound,
-// unmarked node-mode PV of this provisioner that its own cache does not
-// hold and whose Node the API server says is gone (Config.Nodes). The
-// mark changes the PV, and every instance's cache takes it in at that
-// update: from then on the steps above go as for any PV. It scans once its
-// caches have synced, when an instance leaves a node whose Node is gone
-// (NodeLeft: the pods of a deleted Node are deleted with it), and every
-// goneScanPeriod (a Node deleted with no instance on it, or while no
-// instance ran), only with a grace period.
+// An instance watches only the PVs of its own node, the multihost ones and
+// those marked as of a gone node (hostpathv1.WatchSelector), so no other
+// instance caches the PVs of a node until they are marked. When a Node is
+// deleted, its instance goes with it, and no cache holds its PVs: the mark
+// of step 1 above would never come. So one instance, elected for
+// goneScanKey, lists the PVs on the API server, page by page, and marks
+// (markNodeGone) each unmarked node-mode PV of this provisioner, of any
+// phase, that its own cache does not hold and whose Node the API server
+// says is gone (Config.Nodes). The mark sets the watch label NodeGone,
+// and every instance's cache takes the PV in at that update: from then on
+// the steps above go as for any PV. It scans once its caches have synced,
+// when a suspect's Node is gone, and every goneScanPeriod, only with a
+// grace period.
+//
+// The suspects are the nodes an instance left (NodeLeft: the pods of a
+// deleted Node are deleted with it, and an instance's pod also goes in a
+// rollout) and, found by a scan, the nodes of PVs whose Node exists but
+// runs no instance (a node the DaemonSet no longer covers). Every
+// nodeCheckPeriod, the scanning instance asks the API server whether each
+// suspect's Node is still there (one GET a suspect) and scans when one is
+// gone; a suspect whose instance is back, or whose Node is gone, is
+// dropped.
 
 // goneScanKey is the key the scanning instance is elected for.
 const goneScanKey = "node-gone-scan"
@@ -89,73 +98,77 @@ func (c *Controller) runGoneScans(ctx context.Context) {
 	}
 }
 
-// suspectGone takes the nodes that instances left since it was last
-// called and, on the instance elected to scan, reports whether one of
-// their Nodes is gone (or cannot be looked up): an instance's pod also
-// goes in a rollout, and a scan lists every PV.
+// suspectGone reports, on the instance elected to scan, whether the Node
+// of a suspect is gone (or cannot be looked up). It drops the suspects
+// that run an instance again, and, on the scanning instance, those whose
+// Node is gone (the scan it asks for marks their PVs).
 func (c *Controller) suspectGone() bool {
-	c.mu.Lock()
-	suspects := c.suspects
-	c.suspects = map[string]bool{}
-	c.mu.Unlock()
-	if scans, err := c.scans(); err != nil || !scans {
-		return err != nil
+	scans, err := c.scans()
+	if err != nil {
+		return true
 	}
-	for node := range suspects {
-		if exists, err := c.nodes.Exists(node); err != nil || !exists {
-			return true
+	gone := false
+	for _, node := range c.suspectList() {
+		if served, err := c.rule.Served(node); err == nil && served {
+			c.dropSuspect(node)
+			continue
+		}
+		if !scans {
+			continue
+		}
+		exists, err := c.nodes.Exists(node)
+		if err != nil || !exists {
+			gone = true
+		}
+		if err == nil && !exists {
+			c.dropSuspect(node)
 		}
 	}
-	return false
+	return gone
 }
 
-// nodeCheckPeriod is the time between two checks of the nodes that run no
-// instance (checkNodesWithoutInstance).
+// addSuspect keeps node among the suspects.
+func (c *Controller) addSuspect(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.suspects[node] = true
+}
+
+// dropSuspect drops node from the suspects.
+func (c *Controller) dropSuspect(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.suspects, node)
+}
+
+// suspectList returns the suspects.
+func (c *Controller) suspectList() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Collect(maps.Keys(c.suspects))
+}
+
+// nodeCheckPeriod is the time between two checks of the suspects.
 const nodeCheckPeriod = 15 * time.Second
 
-// runNodeChecks checks the nodes that run no instance every
-// nodeCheckPeriod once the caches synced, until ctx is done; it does
-// nothing without a grace period.
+// runNodeChecks checks the suspects every nodeCheckPeriod once the caches
+// synced, until ctx is done; it does nothing without a grace period. The
+// deletion of a Node that runs no instance is told by nothing (no
+// instance watches every Node), so the check asks the API server anew
+// (nodes.Lookup.Forget) each time.
 func (c *Controller) runNodeChecks(ctx context.Context) {
 	if c.cfg.NodeGoneGrace <= 0 || !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
 	}
-	wait.UntilWithContext(ctx, func(context.Context) { c.checkNodesWithoutInstance() }, nodeCheckPeriod)
-}
-
-// checkNodesWithoutInstance queues the cached node-mode PVs, not under
-// deletion, of the other nodes that run no instance and for which this
-// instance is elected, once it has forgotten what it knew of those nodes.
-// The deletion of a Node that runs an instance is told by its pod's
-// (NodeLeft); of one that runs none (a control-plane node, a node the
-// DaemonSet leaves out, a Node without a kubelet) nothing tells, and no
-// instance watches every Node. So the instance elected for each such PV
-// asks the API server about its node every nodeCheckPeriod (the sync, one
-// GET per node a round), and marks the PV once the Node is gone. Every
-// instance caches these PVs: they are not settled (cachetrim.Keep).
-func (c *Controller) checkNodesWithoutInstance() {
-	pvs, err := c.volumes.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	forgotten := map[string]bool{}
-	for _, pv := range pvs {
-		loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
-		if !ok || loc.Multihost || loc.Node == "" || loc.Node == c.cfg.Node || pv.DeletionTimestamp != nil {
-			continue
+	wait.UntilWithContext(ctx, func(context.Context) {
+		suspects := c.suspectList()
+		for _, node := range suspects {
+			c.nodes.Forget(node)
 		}
-		if running, err := c.rule.Served(loc.Node); err != nil || running {
-			continue
+		if len(suspects) > 0 {
+			c.triggerGoneScan()
 		}
-		if a, err := c.rule.Acts(responsibility.MarkNodeGone, objectOf(pv, loc)); err != nil || !a.Acts {
-			continue
-		}
-		if !forgotten[loc.Node] {
-			c.nodes.Forget(loc.Node)
-			forgotten[loc.Node] = true
-		}
-		c.queue.Add(pv.Name)
-	}
+	}, nodeCheckPeriod)
 }
 
 // scanGoneNodes is one scan, on the elected instance only: it marks the
@@ -200,14 +213,15 @@ func (c *Controller) scanGoneNodes(ctx context.Context) error {
 	return first
 }
 
-// markUncached marks pv, listed from the API server, when it is a Bound,
+// markUncached marks pv, listed from the API server, when it is an
 // unmarked node-mode PV of this provisioner that the cache does not hold
 // and whose Node is gone (nodeGone, answers kept in gone); it reports
-// whether it marked it. A PV that changed since the list (a conflict) is
+// whether it marked it. A PV whose Node exists but runs no instance makes
+// its node a suspect. A PV that changed since the list (a conflict) is
 // left to the caches that take it in, or to the next scan.
 func (c *Controller) markUncached(ctx context.Context, pv *v1.PersistentVolume, gone map[string]bool) (bool, error) {
 	loc, ok := locationOf(pv, c.cfg.ProvisionerNames)
-	if !ok || loc.Multihost || loc.Node == "" || pv.DeletionTimestamp != nil || pv.Status.Phase != v1.VolumeBound {
+	if !ok || loc.Multihost || loc.Node == "" {
 		return false, nil
 	}
 	if _, marked := pv.Annotations[hostpathv1.AnnotationNodeGoneSince]; marked {
@@ -225,6 +239,9 @@ func (c *Controller) markUncached(ctx context.Context, pv *v1.PersistentVolume, 
 		gone[loc.Node] = isGone
 	}
 	if !isGone {
+		if served, err := c.rule.Served(loc.Node); err == nil && !served {
+			c.addSuspect(loc.Node)
+		}
 		return false, nil
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pv", klog.KObj(pv))

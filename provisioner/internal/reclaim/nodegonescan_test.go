@@ -17,12 +17,14 @@ import (
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
 
-// TestGoneScan: the scan of the API server marks the Bound node-mode PVs
-// of deleted Nodes that the cache does not hold, on the elected instance
-// only, and nothing else: not a PV of a Node that exists (in the cache, or
-// only on the API server yet), not one marked already, not a multihost PV,
-// not a PV that is not Bound or under deletion, not one the cache holds
-// (the cached steps look after those).
+// TestGoneScan: the scan of the API server marks the node-mode PVs of
+// deleted Nodes that the cache does not hold, of any phase and under
+// deletion too (no other instance watches them until marked), on the
+// elected instance only, and nothing else: not a PV of a Node that exists
+// (in the cache, or only on the API server yet), not one marked already,
+// not a multihost PV, not one the cache holds (the cached steps look after
+// those). The nodes of PVs whose Node exists and runs no instance become
+// suspects; a node with an instance does not.
 func TestGoneScan(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	gone, back := "gone-node", "back-node"
@@ -39,16 +41,17 @@ func TestGoneScan(t *testing.T) {
 	}
 	cached := newPV("gone-cached", notDeleting, bound, hostpathtest.OnNode(gone))
 	for _, tc := range []struct {
-		name       string
-		elected    bool
-		wantMarked []string
+		name         string
+		elected      bool
+		wantMarked   []string
+		wantSuspects []string
 	}{
-		{name: "elected", elected: true, wantMarked: []string{"gone-bound", "gone-retain"}},
+		{name: "elected", elected: true, wantMarked: []string{"gone-bound", "gone-deleting", "gone-released", "gone-retain"}, wantSuspects: []string{back}},
 		{name: "not elected"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tc.elected}, nil, []*v1.PersistentVolume{cached}, selfNode, otherNode)
+			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tc.elected, On: []string{selfNode, otherNode}}, nil, []*v1.PersistentVolume{cached}, selfNode, otherNode)
 			f.ctrl.cfg.NodeGoneGrace = time.Hour
 			f.ctrl.clock = testingclock.NewFakePassiveClock(now)
 			for _, pv := range listed {
@@ -87,6 +90,16 @@ func TestGoneScan(t *testing.T) {
 					t.Errorf("event %q, want a Warning %s", e, ReasonNodeGone)
 				}
 			}
+			for _, pv := range pvs.Items {
+				if slices.Contains(tc.wantMarked, pv.Name) && pv.Labels[hostpathv1.LabelNode] != hostpathv1.NodeLabelNodeGone {
+					t.Errorf("PV %s marked with label %s=%q, want %q", pv.Name, hostpathv1.LabelNode, pv.Labels[hostpathv1.LabelNode], hostpathv1.NodeLabelNodeGone)
+				}
+			}
+			got := f.ctrl.suspectList()
+			slices.Sort(got)
+			if !slices.Equal(got, tc.wantSuspects) {
+				t.Errorf("suspects %q, want %q", got, tc.wantSuspects)
+			}
 		})
 	}
 }
@@ -109,19 +122,23 @@ func TestGoneScanOff(t *testing.T) {
 
 // TestSuspectGone: an instance leaving a node asks for a scan, which the
 // elected instance runs only when a Node left is gone (an instance's pod
-// also goes in a rollout); every node left is forgotten, so that the
-// next question about it asks the API server.
+// also goes in a rollout); every node left is forgotten, so that the next
+// question about it asks the API server. A suspect whose Node is gone is
+// dropped by the scanning instance (its scan marks the PVs); one whose
+// Node exists stays, to be asked about again (runNodeChecks), until an
+// instance runs on it again.
 func TestSuspectGone(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		elected bool
-		left    []string
-		want    bool
+		name     string
+		elected  bool
+		left     []string
+		want     bool
+		wantKept []string
 	}{
-		{"a Node left is gone", true, []string{otherNode, goneNode}, true},
-		{"the Nodes left exist (a rollout)", true, []string{otherNode, otherNode}, false},
-		{"not elected", false, []string{goneNode}, false},
-		{"nothing left", true, nil, false},
+		{"a Node left is gone", true, []string{otherNode, goneNode}, true, []string{otherNode}},
+		{"the Nodes left exist (a rollout)", true, []string{otherNode, otherNode}, false, []string{otherNode}},
+		{"not elected", false, []string{goneNode}, false, []string{goneNode}},
+		{"nothing left", true, nil, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newControllerFixture(t, responsibilitytest.Instances{Wins: tc.elected}, nil, nil, selfNode, otherNode)
@@ -133,12 +150,28 @@ func TestSuspectGone(t *testing.T) {
 				t.Errorf("suspectGone() = %v, want %v", got, tc.want)
 			}
 			if got := f.ctrl.suspectGone(); got {
-				t.Error("suspectGone() again = true, want false: the suspects were taken")
+				t.Error("suspectGone() again = true, want false: the gone Nodes were dropped")
+			}
+			if got := f.ctrl.suspectList(); !slices.Equal(got, tc.wantKept) {
+				t.Errorf("suspects kept %q, want %q", got, tc.wantKept)
 			}
 			if got := f.ctrl.nodes.(*fakeNodes).forgotten; !slices.Equal(got, tc.left) {
 				t.Errorf("forgotten %q, want %q", got, tc.left)
 			}
 		})
+	}
+}
+
+// TestSuspectBack: a suspect on which an instance runs again is dropped.
+func TestSuspectBack(t *testing.T) {
+	f := newControllerFixture(t, responsibilitytest.Instances{Wins: true, On: []string{otherNode}}, nil, nil, selfNode, otherNode)
+	f.ctrl.cfg.NodeGoneGrace = time.Hour
+	f.ctrl.NodeLeft(otherNode)
+	if f.ctrl.suspectGone() {
+		t.Error("suspectGone() = true for a node whose instance is back")
+	}
+	if got := f.ctrl.suspectList(); len(got) > 0 {
+		t.Errorf("suspects %q, want none", got)
 	}
 }
 
@@ -160,42 +193,5 @@ func TestNodeJoined(t *testing.T) {
 	}
 	if got := f.ctrl.nodes.(*fakeNodes).forgotten; !slices.Equal(got, []string{goneNode}) {
 		t.Errorf("forgotten %q, want [%s]", got, goneNode)
-	}
-}
-
-// TestCheckNodesWithoutInstance: the instance elected for a cached
-// node-mode PV of a node that runs no instance queues it, once it has
-// forgotten that node (once a round); not a PV of a node with an
-// instance, of its own node, under deletion, or multihost, nor any PV on
-// an instance not elected.
-func TestCheckNodesWithoutInstance(t *testing.T) {
-	pvs := []*v1.PersistentVolume{
-		newPV("gone-1", notDeleting, hostpathtest.OnNode(goneNode)),
-		newPV("gone-2", notDeleting, hostpathtest.OnNode(goneNode), hostpathtest.Phase(v1.VolumeBound)),
-		newPV("gone-deleting", hostpathtest.OnNode(goneNode)),
-		newPV("there", notDeleting, hostpathtest.OnNode(otherNode)),
-		newPV("here", notDeleting),
-		multihostPV("shared", goneNode, "", notDeleting),
-	}
-	for _, tc := range []struct {
-		name       string
-		elected    bool
-		want       []string
-		wantForgot []string
-	}{
-		{"elected", true, []string{"gone-1", "gone-2"}, []string{goneNode}},
-		{"not elected", false, nil, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			inst := responsibilitytest.Instances{Wins: tc.elected, On: []string{selfNode, otherNode}}
-			f := newControllerFixture(t, inst, nil, pvs, selfNode, otherNode)
-			f.ctrl.checkNodesWithoutInstance()
-			if got := f.queued(); !slices.Equal(got, tc.want) {
-				t.Errorf("queued %q, want %q", got, tc.want)
-			}
-			if got := f.ctrl.nodes.(*fakeNodes).forgotten; !slices.Equal(got, tc.wantForgot) {
-				t.Errorf("forgotten %q, want %q", got, tc.wantForgot)
-			}
-		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
@@ -149,42 +150,68 @@ func namesDirectory(pv *v1.PersistentVolume) bool {
 	return false
 }
 
+// Scope is what an instance asks the API server for, and whose decisions
+// (Keep) filter what it caches of the answers.
+type Scope struct {
+	// Names are the instance's provisioner names, and Node its node.
+	Names hostpathv1.ProvisionerNames
+	Node  string
+	// Instances say whether an instance runs on a PV's node (nil: every
+	// PV of hostpath is cached); the PV informer waits until
+	// InstancesSynced.
+	Instances       responsibility.Instances
+	InstancesSynced cache.InformerSynced
+	// Volumes and Claims select the PVs and claims the API server sends
+	// (hostpathv1.WatchSelector); nil asks for every one.
+	Volumes, Claims labels.Selector
+	// BeforeVolumes and BeforeClaims, when set, run before the first list
+	// of PVs and of claims, again at each list until one succeeds: the
+	// upgrade steps that label the objects made before the label, so that
+	// the selectors see them (package relabel).
+	BeforeVolumes, BeforeClaims func(context.Context) error
+}
+
 // Register makes the claim and PersistentVolume informers of factory those
-// of ClaimInformer and VolumeInformer, deciding by Keep for the instance
-// of names on node with the factory's StorageClass and PV caches (the
-// claim informer waits for both) and instances (the PV informer waits
-// until instancesSynced; nil instances: every PV of hostpath is cached).
-// Call it before anything asks factory for them: the first informer of a
-// kind is the factory's.
-func Register(factory informers.SharedInformerFactory, names hostpathv1.ProvisionerNames, node string, instances responsibility.Instances, instancesSynced cache.InformerSynced) {
+// of ClaimInformer and VolumeInformer for s, deciding by Keep with the
+// factory's StorageClass and PV caches (the claim informer waits for
+// both). Call it before anything asks factory for them: the first informer
+// of a kind is the factory's.
+func Register(factory informers.SharedInformerFactory, s Scope) {
 	classes := factory.Storage().V1().StorageClasses()
-	keep := NewKeep(names, node, classes.Lister(), nil, instances)
-	volumes := factory.InformerFor(&v1.PersistentVolume{}, VolumeInformer(keep.Volume, instancesSynced))
+	keep := NewKeep(s.Names, s.Node, classes.Lister(), nil, s.Instances)
+	volumes := factory.InformerFor(&v1.PersistentVolume{}, VolumeInformer(keep.Volume, Ask{Ready: s.InstancesSynced, Selector: s.Volumes, Before: s.BeforeVolumes}))
 	keep.volumes = corelisters.NewPersistentVolumeLister(volumes.GetIndexer())
 	synced := func() bool { return classes.Informer().HasSynced() && volumes.HasSynced() }
-	factory.InformerFor(&v1.PersistentVolumeClaim{}, ClaimInformer(keep.Claim, synced))
+	factory.InformerFor(&v1.PersistentVolumeClaim{}, ClaimInformer(keep.Claim, Ask{Ready: synced, Selector: s.Claims, Before: s.BeforeClaims}))
+}
+
+// Ask is how a filtered informer asks the API server: once Ready says
+// yes, and Before succeeded (each nil: at once), for the objects Selector
+// selects (nil: every one).
+type Ask struct {
+	Ready    cache.InformerSynced
+	Selector labels.Selector
+	Before   func(context.Context) error
 }
 
 // ClaimInformer returns the constructor of the claim informer for an
 // informer factory (SharedInformerFactory.InformerFor): every claim of the
-// cluster that keep accepts, indexed by namespace as the factory's own.
-// Its lists and watches wait until ready (the caches keep reads) says
-// yes.
-func ClaimInformer(keep func(*v1.PersistentVolumeClaim) bool, ready cache.InformerSynced) internalinterfaces.NewInformerFunc {
+// cluster that ask selects and keep accepts, indexed by namespace as the
+// factory's own.
+func ClaimInformer(keep func(*v1.PersistentVolumeClaim) bool, ask Ask) internalinterfaces.NewInformerFunc {
 	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return newFilteredInformer(client, resync, &v1.PersistentVolumeClaim{}, client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll),
-			func(l *v1.PersistentVolumeClaimList) *[]v1.PersistentVolumeClaim { return &l.Items }, keep, ready)
+			func(l *v1.PersistentVolumeClaimList) *[]v1.PersistentVolumeClaim { return &l.Items }, keep, ask)
 	}
 }
 
 // VolumeInformer returns the constructor of the PersistentVolume informer
-// for an informer factory: every PV of the cluster that keep accepts. Its
-// lists and watches wait until ready (the peer cache keep reads) says
-// yes.
-func VolumeInformer(keep func(*v1.PersistentVolume) bool, ready cache.InformerSynced) internalinterfaces.NewInformerFunc {
+// for an informer factory: every PV of the cluster that ask selects and
+// keep accepts.
+func VolumeInformer(keep func(*v1.PersistentVolume) bool, ask Ask) internalinterfaces.NewInformerFunc {
 	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return newFilteredInformer(client, resync, &v1.PersistentVolume{}, client.CoreV1().PersistentVolumes(),
-			func(l *v1.PersistentVolumeList) *[]v1.PersistentVolume { return &l.Items }, keep, ready)
+			func(l *v1.PersistentVolumeList) *[]v1.PersistentVolume { return &l.Items }, keep, ask)
 	}
 }
 
@@ -196,20 +223,25 @@ type listWatcher[L any] interface {
 }
 
 // newFilteredInformer returns a shared informer of example's kind, indexed
-// by namespace, over the lists and watches of api that wait until ready
+// by namespace, over the lists and watches of api that ask as ask says
 // and pass through a filter of keep (items gives a list's items). It uses
 // the watch-list protocol where client supports it.
 func newFilteredInformer[P interface {
 	*T
 	metav1.Object
 }, T any, L runtime.Object](client kubernetes.Interface, resync time.Duration, example runtime.Object,
-	api listWatcher[L], items func(L) *[]T, keep func(P) bool, ready cache.InformerSynced) cache.SharedIndexInformer {
+	api listWatcher[L], items func(L) *[]T, keep func(P) bool, ask Ask) cache.SharedIndexInformer {
 	f := newFilter(keep)
+	before := untilDone(ask.Before)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			if err := waitFor(ctx, ready); err != nil {
+			if err := waitFor(ctx, ask.Ready); err != nil {
 				return nil, err
 			}
+			if err := before(ctx); err != nil {
+				return nil, err
+			}
+			ask.selecting(&opts)
 			list, err := api.List(ctx, opts)
 			if err != nil {
 				return nil, err
@@ -219,9 +251,10 @@ func newFilteredInformer[P interface {
 			return list, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			if err := waitFor(ctx, ready); err != nil {
+			if err := waitFor(ctx, ask.Ready); err != nil {
 				return nil, err
 			}
+			ask.selecting(&opts)
 			w, err := api.Watch(ctx, opts)
 			if err != nil {
 				return nil, err
@@ -231,6 +264,34 @@ func newFilteredInformer[P interface {
 	}
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
 		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+}
+
+// untilDone returns a function that runs do until it once succeeds, and
+// does nothing after; for a nil do, nothing.
+func untilDone(do func(context.Context) error) func(context.Context) error {
+	var (
+		mu   sync.Mutex
+		done = do == nil
+	)
+	return func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return nil
+		}
+		if err := do(ctx); err != nil {
+			return err
+		}
+		done = true
+		return nil
+	}
+}
+
+// selecting sets the label selector of opts to ask's, if any.
+func (ask Ask) selecting(opts *metav1.ListOptions) {
+	if ask.Selector != nil {
+		opts.LabelSelector = ask.Selector.String()
+	}
 }
 
 // waitFor waits until ready says yes, or ctx is done; a nil ready is

@@ -192,7 +192,7 @@ func TestClaimInformer(t *testing.T) {
 		hostpathPV("pv-there", "node-b"),
 	)
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(New(configured)))
-	Register(factory, configured, "node-a", nil, nil)
+	Register(factory, Scope{Names: configured, Node: "node-a"})
 	claims := factory.Core().V1().PersistentVolumeClaims().Informer()
 	events := make(chan string, 100)
 	if _, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -130,7 +130,7 @@ func TestLibrarySkipsStubs(t *testing.T) {
 	}
 	kube := fake.NewClientset(objects...)
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(transform))
-	Register(factory, names, "node-a", nil, nil)
+	Register(factory, Scope{Names: names, Node: "node-a"})
 	claimInformer := factory.Core().V1().PersistentVolumeClaims().Informer()
 	volumeInformer := factory.Core().V1().PersistentVolumes().Informer()
 	classes := factory.Storage().V1().StorageClasses()
