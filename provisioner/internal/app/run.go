@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -56,8 +57,8 @@ type parts struct {
 // once the caches synced) and /metrics, starts the informers, and runs the
 // parts until ctx is done.
 func (c *Config) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	logger := klog.FromContext(ctx)
 	p := c.wire(ctx)
 	// Registered before the informers start, like the other handlers.
@@ -68,6 +69,9 @@ func (c *Config) Run(ctx context.Context) error {
 		return err
 	}
 	if err := c.watchCapacity(p); err != nil {
+		return err
+	}
+	if err := watchClaimPolicy(ctx, c.Kube, c.ClaimPolicy, func() { cancel(errClaimPolicyChanged) }); err != nil {
 		return err
 	}
 	var ready atomic.Bool
@@ -100,6 +104,9 @@ func (c *Config) Run(ctx context.Context) error {
 	logger.Info("Starting the provisioner", "provisioner", c.ProvisionerName, "workers", c.Workers)
 	p.ctrl.Run(ctx)
 	logger.Info("Stopped the provisioner")
+	if cause := context.Cause(ctx); errors.Is(cause, errClaimPolicyChanged) {
+		return cause
+	}
 	return nil
 }
 
