@@ -16,7 +16,8 @@ package e2e
 //   - TestNodeRestrictionBoundPV: the same token cannot strip the finalizer
 //     of the other node's Bound PV, delete it (or a retained Released
 //     one), or change its spec or the
-//     annotations that say where its directory is; nor change a claim
+//     annotations that say where its directory is, or give it a watch
+//     label that hides it from its node's instance; nor change a claim
 //     beyond selected-node, nor the status of another provisioner's claim;
 //     the host definer's token changes only the node annotations of
 //     multihost PVs.
@@ -59,6 +60,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/e2e/framework"
 	"hostpath.dev/e2e/framework/localcluster"
 )
@@ -273,6 +275,11 @@ func TestNodeRestrictionBoundPV(t *testing.T) {
 		{"point it at another directory", `{"metadata":{"annotations":{"hostpath.dev/directory":"etc"}}}`, []string{"may not change the annotations that say what a PersistentVolume is"}},
 		{"grow another node's volume", `{"spec":{"capacity":{"storage":"2Mi"}}}`, []string{"only the instance of node " + there + " may grow"}},
 		{"record a policy it does not have", `{"metadata":{"annotations":{"hostpath.dev/recorded-reclaim-policy":"Retain"}}}`, []string{"may only record the PersistentVolume's own reclaim policy"}},
+		// The watch label: another node's, or none, would hide the PV from
+		// the instance of its node.
+		{"take it into its own node's watch", `{"metadata":{"labels":{"hostpath.dev/node":"` + here + `"}}}`, []string{"the label hostpath.dev/node of a PersistentVolume must say what its annotations say (" + there + ")"}},
+		{"mark it gone by the label alone", `{"metadata":{"labels":{"hostpath.dev/node":"NodeGone"}}}`, []string{"must say what its annotations say (" + there + ")"}},
+		{"remove its watch label", `{"metadata":{"labels":{"hostpath.dev/node":null}}}`, []string{"cannot be removed"}},
 	} {
 		_, err := pvs.Patch(ctx, pv.Name, types.MergePatchType, []byte(tc.patch), metav1.PatchOptions{})
 		wantPolicyDenied(t, tc.what, err, policyVolumes, tc.texts...)
@@ -315,7 +322,8 @@ func TestNodeRestrictionBoundPV(t *testing.T) {
 
 	got, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 	if err != nil || got.Status.Phase != corev1.VolumeBound || got.DeletionTimestamp != nil || len(got.Finalizers) != len(pv.Finalizers) ||
-		got.Spec.PersistentVolumeReclaimPolicy != pv.Spec.PersistentVolumeReclaimPolicy || got.Annotations[annPVDirectory] != pv.Annotations[annPVDirectory] {
+		got.Spec.PersistentVolumeReclaimPolicy != pv.Spec.PersistentVolumeReclaimPolicy || got.Annotations[annPVDirectory] != pv.Annotations[annPVDirectory] ||
+		got.Labels[hostpathv1.LabelNode] != there {
 		t.Errorf("PV %s after the refusals: %+v, %v; want it unchanged and Bound", pv.Name, got, err)
 	}
 	if data, err := os.ReadFile(e.nodePath(t, there, pv, "data")); err != nil || string(data) != "theirs\n" {

@@ -283,16 +283,7 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 	i.Instances = responsibility.NewPodInstances(i.PeerPods.Lister().Pods(o.Namespace), instances, o.NodeName)
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTransform(trim))
 	// The claim and PV informers cache only what cachetrim.Keep accepts.
-	scope := cachetrim.Scope{Names: names, Node: o.NodeName, Instances: i.Instances, InstancesSynced: i.PeerPods.Informer().HasSynced,
-		Volumes: hostpathv1.WatchSelector(o.NodeName),
-		BeforeVolumes: func(ctx context.Context) error {
-			_, err := relabel.Volumes(ctx, relabel.Config{Client: kube, Names: names, Node: o.NodeName, Instances: i.Instances, FieldManager: provisioner.FieldManager})
-			return err
-		}}
-	if labelledClaims {
-		scope.Claims = hostpathv1.WatchSelector(o.NodeName)
-	}
-	cachetrim.Register(cluster, scope)
+	cachetrim.Register(cluster, o.scope(kube, names, i, cluster, labelledClaims))
 	own := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, o.NodeName).String()
@@ -329,6 +320,30 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 		i.factories = append(i.factories, capacities)
 	}
 	return i
+}
+
+// scope is what the instance asks the API server for (cachetrim.Scope):
+// the PVs by the watch label, after the upgrade step that labels the older
+// ones of its node (relabel.Volumes); the claims by the watch label too
+// when labelledClaims, after labelling those made before the policy was
+// bound (relabel.Claims), else every claim.
+func (o *Options) scope(kube kubernetes.Interface, names hostpathv1.ProvisionerNames, i *Informers, cluster informers.SharedInformerFactory, labelledClaims bool) cachetrim.Scope {
+	cfg := relabel.Config{Client: kube, Names: names, Node: o.NodeName, Instances: i.Instances, FieldManager: provisioner.FieldManager}
+	s := cachetrim.Scope{Names: names, Node: o.NodeName, Instances: i.Instances, InstancesSynced: i.PeerPods.Informer().HasSynced,
+		Volumes: hostpathv1.WatchSelector(o.NodeName),
+		BeforeVolumes: func(ctx context.Context) error {
+			_, err := relabel.Volumes(ctx, cfg)
+			return err
+		}}
+	if labelledClaims {
+		classes := cluster.Storage().V1().StorageClasses().Lister()
+		s.Claims = hostpathv1.WatchSelector(o.NodeName)
+		s.BeforeClaims = func(ctx context.Context) error {
+			_, err := relabel.Claims(ctx, relabel.ClaimConfig{Config: cfg, Classes: classes})
+			return err
+		}
+	}
+	return s
 }
 
 // podFactory returns an informer factory for the pods in namespace that match

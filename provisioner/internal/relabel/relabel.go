@@ -33,13 +33,8 @@ import (
 	"k8s.io/klog/v2"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/provisioner/internal/responsibility"
 )
-
-// Elector says whether this instance is the one elected for a key
-// (responsibility.Instances).
-type Elector interface {
-	Elected(key string) (bool, error)
-}
 
 // Config is what Volumes needs.
 type Config struct {
@@ -49,8 +44,9 @@ type Config struct {
 	Names hostpathv1.ProvisionerNames
 	// Node is the instance's node.
 	Node string
-	// Instances elect the instance that labels a multihost PV.
-	Instances Elector
+	// Instances elect the instance that labels an object of no single
+	// node (and, for claims, of a node that runs no instance).
+	Instances responsibility.Instances
 	// FieldManager names the writer of the patches.
 	FieldManager string
 }

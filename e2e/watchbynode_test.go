@@ -1,0 +1,140 @@
+package e2e
+
+// Watches by node (docs/scale.md, "Watches by node"): the claims and PVs
+// of hostpath carry the watch label hostpath.dev/node, by which each
+// provisioner instance asks the API server only for its own node's
+// objects and those every instance may act for.
+//
+//   - TestWatchLabels: a node-mode PV is labelled with its node, a
+//     multihost one Multihost; where the API server has the
+//     claim-labelling policy (Kubernetes 1.36 and later), a pending claim
+//     is Unsorted and a bound one says its node, or Multihost; on an older
+//     API server the claims carry no label and still bind (the instances
+//     watch every claim).
+//   - TestUpgrade (upgrade_test.go) checks that the PVs and claims of the
+//     last release are labelled after the upgrade.
+//   - TestNodeGone (nodegone_test.go) checks the NodeGone label of a
+//     marked PV; TestNodeRestrictionBoundPV that another node's token
+//     cannot relabel a PV.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/e2e/framework"
+)
+
+func TestWatchLabels(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := setupMultihost(ctx, t)
+	there := e.nodes[len(e.nodes)-1]
+	policy := claimPolicyBound(ctx, t, e.f)
+	t.Logf("Claim-labelling policy bound: %v", policy)
+
+	pending := e.claim(ctx, t, "pending", classWaitForConsumer, "1Mi", corev1.ReadWriteOnce, nil)
+	pinned := e.claim(ctx, t, "pinned", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: there})
+	shared := e.claim(ctx, t, "shared", classShared, "1Mi", corev1.ReadWriteMany, nil)
+	_, pinnedPV := e.waitBound(ctx, t, pinned.Name)
+	_, sharedPV := e.waitBound(ctx, t, shared.Name)
+	e.waitVolumeLabel(ctx, t, pinnedPV.Name, there)
+	e.waitVolumeLabel(ctx, t, sharedPV.Name, hostpathv1.NodeLabelMultihost)
+	if policy {
+		e.waitClaimLabel(ctx, t, pending.Name, hostpathv1.NodeLabelUnsorted)
+		e.waitClaimLabel(ctx, t, pinned.Name, there)
+		e.waitClaimLabel(ctx, t, shared.Name, hostpathv1.NodeLabelMultihost)
+	} else {
+		for _, name := range []string{pending.Name, pinned.Name, shared.Name} {
+			c, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := c.Labels[hostpathv1.LabelNode]; ok {
+				t.Errorf("Claim %s has %s=%q without the claim-labelling policy", name, hostpathv1.LabelNode, v)
+			}
+		}
+	}
+
+	// The pending claim binds once a pod uses it, on its node's instance,
+	// which watches it as Unsorted until then.
+	pod := writerPod(e.ns, "consumer", there, pending.Name, "echo ok > /data/ok")
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.f.WaitForPodSucceeded(ctx, t, e.ns, pod.Name, provisionTimeout)
+	_, pendingPV := e.waitBound(ctx, t, pending.Name)
+	e.waitVolumeLabel(ctx, t, pendingPV.Name, there)
+	if policy {
+		e.waitClaimLabel(ctx, t, pending.Name, there)
+	}
+	if err := e.f.Client.CoreV1().Pods(e.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		claim string
+		pv    *corev1.PersistentVolume
+	}{{pending.Name, pendingPV}, {pinned.Name, pinnedPV}, {shared.Name, sharedPV}} {
+		e.deleteAndWaitGone(ctx, t, "", c.claim)
+		e.waitGoneEverywhere(ctx, t, c.pv)
+	}
+}
+
+// claimPolicyBound reports whether the API server serves
+// MutatingAdmissionPolicyBindings and has the claim-labelling policy's
+// binding: what each provisioner instance asks at start.
+func claimPolicyBound(ctx context.Context, t *testing.T, f *framework.Framework) bool {
+	t.Helper()
+	resources, err := f.Client.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if err != nil {
+		t.Fatalf("Discover admissionregistration.k8s.io/v1: %v", err)
+	}
+	if !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "mutatingadmissionpolicybindings" }) {
+		return false
+	}
+	_, err = f.Client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Get(ctx, hostpathv1.ClaimLabelsPolicy, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		t.Fatalf("The API server serves MutatingAdmissionPolicyBindings but the install has no binding %s", hostpathv1.ClaimLabelsPolicy)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// waitVolumeLabel waits until PV name carries the watch label want.
+func (e *provEnv) waitVolumeLabel(ctx context.Context, t *testing.T, name, want string) {
+	t.Helper()
+	framework.WaitFor(ctx, t, provisionTimeout, "PV "+name+" to carry "+hostpathv1.LabelNode+"="+want, func(ctx context.Context) (bool, error) {
+		pv, err := e.f.Client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got := pv.Labels[hostpathv1.LabelNode]; got != want {
+			return false, fmt.Errorf("%s=%q", hostpathv1.LabelNode, got)
+		}
+		return true, nil
+	})
+}
+
+// waitClaimLabel waits until claim name of the test's namespace carries
+// the watch label want.
+func (e *provEnv) waitClaimLabel(ctx context.Context, t *testing.T, name, want string) {
+	t.Helper()
+	framework.WaitFor(ctx, t, provisionTimeout, "claim "+name+" to carry "+hostpathv1.LabelNode+"="+want, func(ctx context.Context) (bool, error) {
+		c, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got := c.Labels[hostpathv1.LabelNode]; got != want {
+			return false, fmt.Errorf("%s=%q", hostpathv1.LabelNode, got)
+		}
+		return true, nil
+	})
+}

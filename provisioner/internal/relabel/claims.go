@@ -1,0 +1,138 @@
+package relabel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/pager"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
+	"k8s.io/klog/v2"
+
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+	"hostpath.dev/provisioner/internal/responsibility"
+)
+
+// ClaimConfig is what Claims needs: Config and the StorageClasses.
+type ClaimConfig struct {
+	Config
+	// Classes are the StorageClasses (a synced cache).
+	Classes storagelisters.StorageClassLister
+}
+
+// Claims labels the claims of hostpath made before the claim-labelling
+// policy was bound, with the value the policy gives them
+// (hostpathv1.ClaimNodeLabel): the policy labels a claim when it is
+// created or updated, and an instance that watches claims by label sees
+// none without it. Each instance runs it at start, where the policy is
+// bound, before its claim cache first lists; it lists the claims without
+// the label (from the API server's watch cache, page by page) and labels
+// the hostpath claims of its node, and those of no single node, or of a
+// node that runs no instance, that it is elected for. It returns how many
+// it labelled and the errors joined.
+func Claims(ctx context.Context, cfg ClaimConfig) (int, error) {
+	list := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+		return cfg.Client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, opts)
+	}))
+	list.PageSize = pageSize
+	var (
+		labelled int
+		errs     []error
+	)
+	err := list.EachListItemWithAlloc(ctx, metav1.ListOptions{LabelSelector: hostpathv1.UnlabelledSelector().String(), ResourceVersion: "0"},
+		func(obj runtime.Object) error {
+			claim, ok := obj.(*v1.PersistentVolumeClaim)
+			if !ok {
+				return nil
+			}
+			value, mine, err := cfg.claimLabel(claim)
+			if err == nil && mine {
+				err = patchClaimLabel(ctx, cfg.Client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, value, cfg.FieldManager)
+				if err == nil {
+					labelled++
+				}
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+			return nil
+		})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list the claims without the label %s: %w", hostpathv1.LabelNode, err))
+	}
+	if labelled > 0 {
+		klog.FromContext(ctx).Info("Labelled the claims made before the claim-labelling policy", "label", hostpathv1.LabelNode, "labelled", labelled)
+	}
+	return labelled, errors.Join(errs...)
+}
+
+// claimLabel returns the label of claim and whether this instance gives
+// it: not for another provisioner's claim, nor one of another node that
+// runs an instance.
+func (cfg ClaimConfig) claimLabel(claim *v1.PersistentVolumeClaim) (string, bool, error) {
+	class, err := cfg.Classes.Get(storagehelpers.GetPersistentVolumeClaimClass(claim))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", false, fmt.Errorf("get the StorageClass of claim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	ours := responsibility.ClaimNamesHostpath(claim, cfg.Names) || (class != nil && responsibility.HostpathName(class.Provisioner, cfg.Names))
+	if !ours || responsibility.ForeignClaim(claim, cfg.Names) {
+		return "", false, nil
+	}
+	multihost := class != nil && class.Parameters[hostpathv1.ParamMode] == hostpathv1.ModeMultihost
+	value := hostpathv1.ClaimNodeLabel(claim, multihost)
+	node := claimNode(claim)
+	if !multihost && node == cfg.Node {
+		return value, true, nil
+	}
+	if !multihost && node != "" {
+		served, err := cfg.Instances.OnNode(node)
+		if err != nil || served {
+			return value, false, err
+		}
+	}
+	elected, err := cfg.Instances.Elected(string(claim.UID))
+	if err != nil {
+		return "", false, fmt.Errorf("elect the instance that labels claim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	return value, elected, nil
+}
+
+// claimNode is the node the first set of hostpathv1.ClaimNodeAnnotations
+// names, or "".
+func claimNode(claim *v1.PersistentVolumeClaim) string {
+	for _, key := range hostpathv1.ClaimNodeAnnotations {
+		if n := claim.Annotations[key]; n != "" {
+			return n
+		}
+	}
+	return ""
+}
+
+// claimPatcher is the part of the claims' client patchClaimLabel uses.
+type claimPatcher interface {
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*v1.PersistentVolumeClaim, error)
+}
+
+// patchClaimLabel sets the watch label of claim to value with a merge
+// patch that carries its UID; a claim gone or made again is left.
+func patchClaimLabel(ctx context.Context, claims claimPatcher, claim *v1.PersistentVolumeClaim, value, fieldManager string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":    claim.UID,
+		"labels": map[string]string{hostpathv1.LabelNode: value},
+	}})
+	if err != nil {
+		return fmt.Errorf("encode patch: %w", err)
+	}
+	_, err = claims.Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("label claim %s/%s with %s: %w", claim.Namespace, claim.Name, hostpathv1.LabelNode, err)
+	}
+	return nil
+}
