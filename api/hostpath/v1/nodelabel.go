@@ -135,3 +135,29 @@ func ClassOfKey(key string) (string, bool) {
 // binding (Kubernetes 1.36 and later, with manifests/base/policies'
 // claim-labels.yaml applied), and every claim otherwise.
 const ClaimLabelsPolicy = "hostpath-claim-labels"
+
+// ClaimNodeLabel is the value of LabelNode for claim, a claim of
+// hostpath, whose class is of mode ModeMultihost when multihost is true:
+// what the claim-labelling policy (ClaimLabelsPolicy) sets, computed the
+// same way, for tests and for the provisioner.
+//
+//   - NodeLabelMultihost for a multihost claim;
+//   - for a bound claim (spec.volumeName set), NodeLabelValue of the node
+//     that the first set of ClaimNodeAnnotations names;
+//   - NodeLabelUnsorted otherwise: a pending claim (the elected instance
+//     may have to speak for it, or give it back to the scheduler), and a
+//     bound one that names no node.
+func ClaimNodeLabel(claim *corev1.PersistentVolumeClaim, multihost bool) string {
+	if multihost {
+		return NodeLabelMultihost
+	}
+	if claim.Spec.VolumeName == "" {
+		return NodeLabelUnsorted
+	}
+	for _, a := range ClaimNodeAnnotations {
+		if node := claim.Annotations[a]; node != "" {
+			return NodeLabelValue(node)
+		}
+	}
+	return NodeLabelUnsorted
+}

@@ -64,3 +64,40 @@ func TestClassKey(t *testing.T) {
 		t.Errorf("ClassOfKey(%q) says it is a class", ProvisionersKey)
 	}
 }
+
+func TestClaimNodeLabel(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	longest := strings.Repeat("a", 63)
+	selected := ClaimNodeAnnotations[2] // volume.kubernetes.io/selected-node
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		volume      string
+		multihost   bool
+		want        string
+	}{
+		{name: "multihost pending", multihost: true, want: NodeLabelMultihost},
+		{name: "multihost bound with a node", annotations: map[string]string{AnnotationProvisionOnNode: "worker-1"}, volume: "pvc-1", multihost: true, want: NodeLabelMultihost},
+		{name: "pending pinned", annotations: map[string]string{AnnotationProvisionOnNode: "worker-1"}, want: NodeLabelUnsorted},
+		{name: "pending selected", annotations: map[string]string{selected: "worker-1"}, want: NodeLabelUnsorted},
+		{name: "bound pinned", annotations: map[string]string{AnnotationProvisionOnNode: "worker-1", selected: "worker-2"}, volume: "pvc-1", want: "worker-1"},
+		{name: "bound pinned by kubevirt", annotations: map[string]string{AnnotationKubevirtProvisionOnNode: "worker-3", selected: "worker-2"}, volume: "pvc-1", want: "worker-3"},
+		{name: "hostpath pin before kubevirt's", annotations: map[string]string{AnnotationKubevirtProvisionOnNode: "worker-3", AnnotationProvisionOnNode: "worker-1"}, volume: "pvc-1", want: "worker-1"},
+		{name: "empty pin skipped", annotations: map[string]string{AnnotationProvisionOnNode: "", selected: "worker-2"}, volume: "pvc-1", want: "worker-2"},
+		{name: "bound selected", annotations: map[string]string{selected: "worker-2"}, volume: "pvc-1", want: "worker-2"},
+		{name: "bound without a node", volume: "pvc-1", want: NodeLabelUnsorted},
+		{name: "node name of 63", annotations: map[string]string{selected: longest}, volume: "pvc-1", want: longest},
+		{name: "node name too long for a label", annotations: map[string]string{selected: long}, volume: "pvc-1", want: NodeLabelUnsorted},
+		{name: "not a label value", annotations: map[string]string{AnnotationProvisionOnNode: "a b"}, volume: "pvc-1", want: NodeLabelUnsorted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			claim := &corev1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations},
+				Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: tc.volume},
+			}
+			if got := ClaimNodeLabel(claim, tc.multihost); got != tc.want {
+				t.Errorf("ClaimNodeLabel = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
