@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,8 +64,24 @@ func Main(m *testing.M) int {
 // (manifests/components/btrfs), for the size tests.
 const InstallKustomization = "e2e/install/"
 
-// InstallProduct runs `kubectl apply -k e2e/install/` (InstallKustomization)
-// and waits for the product's workloads; it does nothing (but say so) when
+// InstallKustomization135 is what the suite installs where the API server
+// does not serve MutatingAdmissionPolicies v1 (Kubernetes 1.35):
+// InstallKustomization without the claim-labelling policy.
+const InstallKustomization135 = "e2e/install-kubernetes-1.35/"
+
+// ServesMutatingAdmissionPolicies reports whether the API server serves
+// admissionregistration.k8s.io/v1 MutatingAdmissionPolicies (Kubernetes
+// 1.36 and later).
+func (f *Framework) ServesMutatingAdmissionPolicies() (bool, error) {
+	list, err := f.Client.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if err != nil {
+		return false, fmt.Errorf("discover admissionregistration.k8s.io/v1: %w", err)
+	}
+	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "mutatingadmissionpolicies" }), nil
+}
+
+// InstallProduct runs `kubectl apply -k e2e/install/` (InstallKustomization;
+// InstallKustomization135 on Kubernetes 1.35) and waits for the product's workloads; it does nothing (but say so) when
 // manifests/kustomization.yaml does not exist yet.
 func (f *Framework) InstallProduct(ctx context.Context) error {
 	if os.Getenv(SkipInstallEnv) == "true" {
@@ -75,8 +92,14 @@ func (f *Framework) InstallProduct(ctx context.Context) error {
 		fmt.Println("e2e: manifests/kustomization.yaml does not exist yet: the product is not installed")
 		return nil
 	}
+	dir := InstallKustomization
+	if serves, err := f.ServesMutatingAdmissionPolicies(); err != nil {
+		return err
+	} else if !serves {
+		dir = InstallKustomization135
+	}
 	start := time.Now()
-	out, err := f.Kubectl(ctx, "apply", "-k", InstallKustomization)
+	out, err := f.Kubectl(ctx, "apply", "-k", dir)
 	if err != nil {
 		return fmt.Errorf("install the product: %w", err)
 	}

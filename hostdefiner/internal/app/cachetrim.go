@@ -10,10 +10,10 @@ import "hostpath.dev/api/runtime/cachetrim"
 // reading a field changes only its own list. A dropped field reads as
 // empty, with no error.
 //
-// The host definer updates HostDefinitions, CSR statuses, the CA Secret and
-// the bundle ConfigMap with the cached objects, so nothing but
-// managedFields is dropped from those kinds. It never writes a Node or a
-// Pod.
+// The host definer updates HostDefinitions, CSR statuses, the CA Secret,
+// the bundle ConfigMap and the ConfigMap of the classes with the cached
+// objects, so nothing but managedFields is dropped from those kinds. It
+// never writes a Node or a Pod.
 //
 // What each cache holds (the leader only):
 //
@@ -30,6 +30,8 @@ import "hostpath.dev/api/runtime/cachetrim"
 //   - CertificateSigningRequests of signer managerapi.SignerName, the Secret
 //     managerapi.CASecret and the ConfigMap managerapi.CABundleConfigMap of
 //     --namespace (field selectors); managedFields dropped.
+//   - The ConfigMap hostpathv1.ClassesConfigMap of --namespace (a field
+//     selector); managedFields dropped.
 //   - The ConfigMap managerapi.CABundleConfigMap again (the informer of
 //     api/managerapi/trust), kept whole.
 //

@@ -17,10 +17,12 @@ import (
 	"hostpath.dev/api/generated/clientset/versioned"
 	hdscheme "hostpath.dev/api/generated/clientset/versioned/scheme"
 	hdinformers "hostpath.dev/api/generated/informers/externalversions"
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/trust"
 	"hostpath.dev/api/runtime/component"
 	"hostpath.dev/api/runtime/review"
+	"hostpath.dev/hostdefiner/internal/classes"
 	"hostpath.dev/hostdefiner/internal/controller"
 	"hostpath.dev/hostdefiner/internal/csr"
 )
@@ -54,6 +56,9 @@ type Config struct {
 	Controller *controller.Controller
 	// Certificates approve and sign the managers' CSRs and keep their CA.
 	Certificates *csr.Controllers
+	// Classes keeps the ConfigMap of the classes, the parameters of the
+	// claim-labelling policy.
+	Classes *classes.Controller
 
 	// factories are the informer factories of the controllers.
 	factories []factory
@@ -112,8 +117,26 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.factories = append([]factory{cluster, local, defs}, certFactories...)
+	classesFactory, err := c.classesController(inf.Classes)
+	if err != nil {
+		return nil, err
+	}
+	c.factories = append([]factory{cluster, local, defs, classesFactory}, certFactories...)
 	return c, nil
+}
+
+// classesController builds the controller of the ConfigMap of the
+// classes, reading classes (the host definer's informer of every
+// StorageClass) and the informer of the factory it returns: the ConfigMap
+// hostpathv1.ClassesConfigMap alone, listed by a field selector (the RBAC
+// rules name it) and trimmed by cacheTrim.
+func (c *Config) classesController(classInformer cache.SharedIndexInformer) (factory, error) {
+	cms := informers.NewSharedInformerFactoryWithOptions(c.Kube, c.ResyncPeriod, informers.WithNamespace(c.Namespace),
+		informers.WithTweakListOptions(csr.NameListOptions(hostpathv1.ClassesConfigMap)), informers.WithTransform(cacheTrim))
+	var err error
+	c.Classes, err = classes.New(hostpathv1.NewProvisionerNames(c.ProvisionerName), c.Kube, c.Namespace,
+		classInformer, cms.Core().V1().ConfigMaps().Informer())
+	return cms, err
 }
 
 // certificateControllers builds the controllers of the managers' serving

@@ -37,16 +37,16 @@ current-context: c
 		t.Fatal(err)
 	}
 	defer c.Broadcaster.Shutdown()
-	if c.Kube == nil || c.HostPath == nil || c.Controller == nil || c.Certificates == nil || c.Bundle == nil || c.MetricsGuard == nil {
+	if c.Kube == nil || c.HostPath == nil || c.Controller == nil || c.Certificates == nil || c.Classes == nil || c.Bundle == nil || c.MetricsGuard == nil {
 		t.Errorf("Complete left parts out: %+v", c)
 	}
 	if c.MaxTries != 3 || c.Namespace != "hostpath-system" {
 		t.Errorf("Config options: max tries %d, namespace %q; want the Options'", c.MaxTries, c.Namespace)
 	}
-	// Nodes, classes, volumes; pods, DaemonSets; HostDefinitions; CSRs,
-	// the CA Secret, the bundle ConfigMap.
-	if len(c.factories) != 6 {
-		t.Errorf("%d informer factories, want 6", len(c.factories))
+	// Nodes, classes, volumes; pods, DaemonSets; HostDefinitions; the
+	// ConfigMap of the classes; CSRs, the CA Secret, the bundle ConfigMap.
+	if len(c.factories) != 7 {
+		t.Errorf("%d informer factories, want 7", len(c.factories))
 	}
 	families, err := c.Registry.Gather()
 	if err != nil {

@@ -101,8 +101,8 @@ func (c *Config) lead(ctx context.Context, run func(context.Context) error) erro
 	return errors.New("lost the leader Lease: restarting as a standby")
 }
 
-// runControllers runs the controllers (HostDefinitions, and the managers'
-// certificates) on their informers, and sends their events, until ctx is
+// runControllers runs the controllers (HostDefinitions, the managers'
+// certificates, and the ConfigMap of the classes) on their informers, and sends their events, until ctx is
 // done or one of them fails. The HostDefinition controller calls the
 // managers once the CA bundle is loaded.
 func (c *Config) runControllers(ctx context.Context) error {
@@ -123,6 +123,7 @@ func (c *Config) runControllers(ctx context.Context) error {
 	defer cancel()
 	return runAll(runCtx,
 		func(ctx context.Context) error { return c.Certificates.Run(ctx, c.Workers) },
+		c.Classes.Run,
 		func(ctx context.Context) error {
 			if !cache.WaitForNamedCacheSyncWithContext(ctx, bundleSynced) {
 				return fmt.Errorf("wait for the CA bundle: %w", context.Cause(ctx))

@@ -67,11 +67,21 @@ func (r Renderer) chartPath(file string) string {
 	return filepath.Join(r.Root, filepath.FromSlash(ChartDir), filepath.FromSlash(file))
 }
 
+// ServedAPIs are the kinds helm renders as served (its --api-versions),
+// beside those it knows: the chart includes the claim-labelling
+// MutatingAdmissionPolicy only where the API server serves it (Kubernetes
+// 1.36 and later, as the pinned K8S_VERSION), which `helm template`,
+// offline, cannot ask.
+var ServedAPIs = []string{"admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"}
+
 // Template runs `helm template` of the chart with helm (a path), in
 // Namespace as Release, with the values file (relative to ChartDir; none
 // when empty), and returns what it printed.
 func (r Renderer) Template(ctx context.Context, helm, values string) ([]byte, error) {
 	args := []string{"template", Release, r.chartPath(""), "--namespace", Namespace, "--kube-version", r.KubeVersion}
+	for _, api := range ServedAPIs {
+		args = append(args, "--api-versions", api)
+	}
 	if values != "" {
 		args = append(args, "-f", r.chartPath(values))
 	}

@@ -1,0 +1,133 @@
+package manifests
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
+)
+
+// kubernetes135 is the component of installs on Kubernetes 1.35, which
+// does not serve MutatingAdmissionPolicies.
+const kubernetes135 = "components/kubernetes-1.35"
+
+// TestClaimLabelsPolicy checks the claim-labelling policy, its binding and
+// its parameters as the base renders them. Its CEL is not evaluated here
+// (no CEL evaluator is a dependency of the repository): the expressions
+// are checked on a cluster.
+func TestClaimLabelsPolicy(t *testing.T) {
+	m := render(t, "")
+	policy := &admissionv1.MutatingAdmissionPolicy{}
+	m.decode(t, key{"MutatingAdmissionPolicy", "", hostpathv1.ClaimLabelsPolicy}, policy)
+	binding := &admissionv1.MutatingAdmissionPolicyBinding{}
+	m.decode(t, key{"MutatingAdmissionPolicyBinding", "", hostpathv1.ClaimLabelsPolicy}, binding)
+	params := &corev1.ConfigMap{}
+	m.decode(t, key{"ConfigMap", namespace, hostpathv1.ClassesConfigMap}, params)
+
+	s := policy.Spec
+	if s.FailurePolicy == nil || *s.FailurePolicy != admissionv1.Fail || s.ParamKind == nil ||
+		s.ParamKind.APIVersion != "v1" || s.ParamKind.Kind != "ConfigMap" || len(s.Mutations) != 1 ||
+		s.Mutations[0].PatchType != admissionv1.PatchTypeApplyConfiguration {
+		t.Errorf("policy spec %+v: want failurePolicy Fail, ConfigMap parameters, one ApplyConfiguration", s)
+	}
+	if s.MatchConstraints == nil || len(s.MatchConstraints.ResourceRules) != 1 {
+		t.Fatalf("policy matchConstraints %+v: want one rule", s.MatchConstraints)
+	}
+	rule := s.MatchConstraints.ResourceRules[0]
+	ops := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}
+	if !slices.Equal(rule.Operations, ops) || !slices.Equal(rule.Resources, []string{"persistentvolumeclaims"}) ||
+		!slices.Equal(rule.APIGroups, []string{""}) {
+		t.Errorf("policy rule %+v: want CREATE and UPDATE of persistentvolumeclaims (not their status)", rule)
+	}
+	// The expressions name the label, its values and the node annotations
+	// in hostpathv1's order.
+	var all strings.Builder
+	for _, v := range s.Variables {
+		all.WriteString(v.Expression + "\n")
+	}
+	all.WriteString(s.Mutations[0].ApplyConfiguration.Expression)
+	exprs := all.String()
+	for _, want := range []string{"'" + hostpathv1.LabelNode + "'", "'" + hostpathv1.NodeLabelMultihost + "'", "'" + hostpathv1.NodeLabelUnsorted + "'",
+		"'" + hostpathv1.ClassKeyPrefix + "'", "'" + hostpathv1.ModeMultihost + "'", "'" + hostpathv1.ModeNode + "'", "spec.?volumeName",
+		"['" + strings.Join(hostpathv1.ClaimNodeAnnotations, "', '") + "']"} {
+		if !strings.Contains(exprs, want) {
+			t.Errorf("the policy's expressions do not contain %s", want)
+		}
+	}
+	if len(s.MatchConditions) != 1 || !strings.Contains(s.MatchConditions[0].Expression, "'"+hostpathv1.ProvisionersKey+"'") {
+		t.Errorf("policy matchConditions %+v: want one, reading the provisioners", s.MatchConditions)
+	}
+
+	if binding.Spec.PolicyName != policy.Name || binding.Spec.ParamRef == nil || binding.Spec.ParamRef.Name != params.Name ||
+		binding.Spec.ParamRef.Namespace != params.Namespace || binding.Spec.ParamRef.ParameterNotFoundAction == nil ||
+		*binding.Spec.ParamRef.ParameterNotFoundAction != admissionv1.AllowAction {
+		t.Errorf("binding spec %+v: want policy %s, parameters %s/%s, Allow when missing", binding.Spec, policy.Name, params.Namespace, params.Name)
+	}
+	// Shipped with the provisioner names only; the host definer adds the
+	// classes.
+	names := hostpathv1.NewProvisionerNames(hostpathv1.DefaultProvisionerName)
+	want := map[string]string{hostpathv1.ProvisionersKey: strings.Join(append([]string{names.Name()}, names.Additional()...), " ")}
+	if !maps.Equal(params.Data, want) || params.Labels["app.kubernetes.io/part-of"] != "hostpath" {
+		t.Errorf("ConfigMap %s data %v labels %v: want data %v, part of hostpath", params.Name, params.Data, params.Labels, want)
+	}
+}
+
+// TestKubernetes135 checks that the component of 1.35 installs leaves out
+// the claim-labelling policy and its binding, and nothing else.
+func TestKubernetes135(t *testing.T) {
+	base, old := render(t, ""), render(t, kubernetes135)
+	gone := []key{{"MutatingAdmissionPolicy", "", hostpathv1.ClaimLabelsPolicy}, {"MutatingAdmissionPolicyBinding", "", hostpathv1.ClaimLabelsPolicy}}
+	for k, doc := range base.docs {
+		if slices.Contains(gone, k) {
+			if _, ok := old.docs[k]; ok {
+				t.Errorf("%v rendered with %s", k, kubernetes135)
+			}
+			continue
+		}
+		if string(old.docs[k]) != string(doc) {
+			t.Errorf("%v differs with %s", k, kubernetes135)
+		}
+	}
+	if len(old.docs) != len(base.docs)-len(gone) {
+		t.Errorf("%d objects with %s, %d without: want %d fewer", len(old.docs), kubernetes135, len(base.docs), len(gone))
+	}
+}
+
+// TestClassesConfigMapWriters checks who may write the ConfigMap of the
+// classes: the host definer may create and update it; the provisioner
+// (whose instances run on every node) may write no ConfigMap.
+func TestClassesConfigMapWriters(t *testing.T) {
+	m := render(t, "")
+	can := func(rules []rbacv1.PolicyRule, verb string) bool {
+		return slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.APIGroups, "") && slices.Contains(r.Resources, "configmaps") && slices.Contains(r.Verbs, verb) &&
+				(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, hostpathv1.ClassesConfigMap))
+		})
+	}
+	role := &rbacv1.Role{}
+	m.decode(t, key{"Role", namespace, hostdefinerName}, role)
+	for _, verb := range []string{"get", "list", "watch", "create", "update"} {
+		if !can(role.Rules, verb) {
+			t.Errorf("Role %s may not %s ConfigMap %s", hostdefinerName, verb, hostpathv1.ClassesConfigMap)
+		}
+	}
+	for k := range m.docs {
+		if k.kind != "Role" && k.kind != "ClusterRole" || !strings.HasPrefix(k.name, provisionerName) {
+			continue
+		}
+		// A Role decodes as a ClusterRole: the same fields, but one.
+		r := &rbacv1.ClusterRole{}
+		m.decode(t, k, r)
+		for _, verb := range []string{"create", "update", "patch", "delete", "deletecollection", "*"} {
+			if can(r.Rules, verb) {
+				t.Errorf("%v may %s ConfigMap %s", k, verb, hostpathv1.ClassesConfigMap)
+			}
+		}
+	}
+}
