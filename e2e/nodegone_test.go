@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/e2e/framework"
 )
 
@@ -24,7 +25,9 @@ const (
 )
 
 // TestNodeGone: with --node-gone-grace-period, the node-mode PVs of a
-// deleted Node are marked at once; after the grace period the one with
+// deleted Node are marked at once (these, made by hand on Nodes that never
+// ran an instance, carry no watch label: the periodic scan,
+// --node-gone-scan-period, finds them), and labelled NodeGone; after the grace period the one with
 // policy Delete that is not Bound is deleted with an event, the Bound one
 // once its claim is deleted, and the Retain one stays, marked; the PV of a
 // Node deleted and made again is unmarked; the PV of a Node that exists
@@ -55,6 +58,10 @@ func TestNodeGone(t *testing.T) {
 			if _, ok := pv.Annotations[annNodeGoneSince]; !ok {
 				return errors.New("not marked")
 			}
+			// The mark brings it into every instance's watch.
+			if got := pv.Labels[hostpathv1.LabelNode]; got != hostpathv1.NodeLabelNodeGone {
+				return fmt.Errorf("marked, with %s=%q", hostpathv1.LabelNode, got)
+			}
 			return nil
 		})
 	}
@@ -66,6 +73,9 @@ func TestNodeGone(t *testing.T) {
 	e.waitPV(ctx, t, onBack, "unmarked", func(pv *corev1.PersistentVolume) error {
 		if v, ok := pv.Annotations[annNodeGoneSince]; ok {
 			return fmt.Errorf("still marked %s", v)
+		}
+		if got := pv.Labels[hostpathv1.LabelNode]; got != back {
+			return fmt.Errorf("unmarked, with %s=%q, want its node's", hostpathv1.LabelNode, got)
 		}
 		return nil
 	})

@@ -38,7 +38,8 @@ const oldHostDefinerBinding = "hostpath-hostdefiner-manager-client"
 // (upgradeToCurrent). The pods keep their data; the HostDefinitions the
 // release wrote are kept (same objects, same host IDs); the release's owner
 // records and PVs are brought up to date (multihost mark, reclaim policy
-// recorded with every copy and on the PV); the old volumes can be deleted
+// recorded with every copy and on the PV; the watch label on the PVs and
+// claims); the old volumes can be deleted
 // (their directories go on every node), and new claims provision. It fails
 // when RELEASES is missing or malformed or records no release to upgrade
 // from. It may run anywhere in the suite: each subtest works in a
@@ -126,6 +127,15 @@ func upgradeFrom(t *testing.T, rel releases.Release, to string) {
 	// policy, and then the PV says so.
 	e.waitRecordsUpgraded(ctx, t, nodePV, node)
 	e.waitRecordsUpgraded(ctx, t, sharedPV, e.nodes...)
+	// The release's PVs get the watch label from the upgrade step of the
+	// instances (their node's; the elected one for the multihost PV), and,
+	// where the claim-labelling policy is bound, its claims too.
+	e.waitVolumeLabel(ctx, t, nodePV.Name, node)
+	e.waitVolumeLabel(ctx, t, sharedPV.Name, hostpathv1.NodeLabelMultihost)
+	if claimPolicyBound(ctx, t, e.f) {
+		e.waitClaimLabel(ctx, t, pinned.Name, node)
+		e.waitClaimLabel(ctx, t, shared.Name, hostpathv1.NodeLabelMultihost)
+	}
 
 	// The old volumes keep working: the pods that ran through the upgrade
 	// still see their files, and a new pod reads what the old one wrote.

@@ -52,6 +52,7 @@ const (
 	FlagManagerDeleteTimeout  = "manager-delete-timeout"
 	FlagOrphanSweepPeriod     = "orphan-sweep-period"
 	FlagNodeGoneGracePeriod   = "node-gone-grace-period"
+	FlagNodeGoneScanPeriod    = "node-gone-scan-period"
 	FlagOrphanGracePeriod     = "orphan-grace-period"
 	FlagUsageInterval         = "usage-interval"
 	FlagUsageWarningThreshold = "usage-warning-threshold"
@@ -153,6 +154,9 @@ type Options struct {
 	// must have been deleted before the PV (reclaim policy Delete, not
 	// Bound) is deleted too; 0 leaves such PVs alone.
 	NodeGoneGracePeriod time.Duration
+	// NodeGoneScanPeriod is how often the instance elected to scan lists
+	// every PV for those of deleted Nodes that no instance watches.
+	NodeGoneScanPeriod time.Duration
 	// OrphanSweepPeriod is how often the node's pools are swept for
 	// orphaned directories; 0 turns the sweeper off.
 	OrphanSweepPeriod time.Duration
@@ -204,6 +208,7 @@ func NewOptions() *Options {
 		ManagerTimeout:        DefaultManagerTimeout,
 		ManagerDeleteTimeout:  DefaultManagerDeleteTimeout,
 		OrphanSweepPeriod:     reclaim.DefaultSweepPeriod,
+		NodeGoneScanPeriod:    reclaim.DefaultGoneScanPeriod,
 		OrphanGracePeriod:     reclaim.DefaultSweepGrace,
 		UsageInterval:         usage.DefaultInterval,
 		UsageWarningThreshold: usage.DefaultWarningThreshold,
@@ -238,6 +243,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read again after a minute: a projected service account token of audience "+managerapi.TokenAudience+". Empty sends no token.")
 	fs.DurationVar(&o.ManagerTimeout, FlagManagerTimeout, o.ManagerTimeout, "The time limit of each manager call but deletes.")
 	fs.DurationVar(&o.NodeGoneGracePeriod, FlagNodeGoneGracePeriod, o.NodeGoneGracePeriod, "Off when 0 (the default). Otherwise, how long the Node object of a node-mode PV must have been deleted before the PV is deleted too, when its reclaim policy is Delete and it is not Bound (its directory went with the node); such PVs are marked "+hostpathv1.AnnotationNodeGoneSince+" with a NodeGone event at once, and unmarked if the Node comes back. Retain PVs stay, marked. A NotReady, cordoned or rebooting node keeps its Node object: its PVs are never touched.")
+	fs.DurationVar(&o.NodeGoneScanPeriod, FlagNodeGoneScanPeriod, o.NodeGoneScanPeriod, "With --"+FlagNodeGoneGracePeriod+": how often one instance (elected) lists every PersistentVolume for the node-mode PVs of deleted Nodes that no instance watches (each instance watches only its own node's PVs); the nodes an instance left are checked every 15s besides, so this period matters only for PVs of a node that never ran an instance while the others did.")
 	fs.DurationVar(&o.OrphanSweepPeriod, FlagOrphanSweepPeriod, o.OrphanSweepPeriod, "How often this instance sweeps its node's pools (and at once when this node's manager turns Ready): directories whose owner PV no longer exists go by the reclaim policy kept in their owner record (Delete: removed; Retain: kept; none: removed only when empty); 0 turns it off.")
 	fs.DurationVar(&o.OrphanGracePeriod, FlagOrphanGracePeriod, o.OrphanGracePeriod, "How long after its owner record was written a directory may count as orphaned; keep it well above the time a PV takes to be saved.")
 	fs.DurationVar(&o.UsageInterval, FlagUsageInterval, o.UsageInterval, "How often this instance refreshes the annotation "+hostpathv1.AnnotationSizeUsed+" on its node's PVs whose pool enforces their size (what the volume uses, rounded up to a whole MiB, written again when it moved by 1 MiB or more), looks at the health of their directories ("+hostpathv1.AnnotationHealth+", with an event at each change) and refreshes the volume metrics; 0 turns all of it off.")
@@ -290,6 +296,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ManagerDeleteTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive", FlagManagerDeleteTimeout))
+	}
+	if o.NodeGoneScanPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive", FlagNodeGoneScanPeriod))
 	}
 	if o.NodeGoneGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--%s must not be negative", FlagNodeGoneGracePeriod))

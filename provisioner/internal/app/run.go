@@ -235,7 +235,7 @@ func (c *Config) wire(ctx context.Context) *parts {
 		Instances: c.Instances, Managers: reclaimManagers, Targets: c.Resolver, Recorder: c.Recorder,
 		Fanout:        fanout.Options{Workers: c.FanoutWorkers, NodeTimeout: c.ManagerDeleteTimeout, Attempts: c.FanoutAttempts},
 		FanoutMetrics: c.FanoutMetrics,
-		NodeGoneGrace: c.NodeGoneGracePeriod,
+		NodeGoneGrace: c.NodeGoneGracePeriod, NodeGoneScan: c.NodeGoneScanPeriod,
 	})
 	p.prov = provisioner.New(provisioner.Config{
 		Names: names, Node: c.NodeName, Client: c.Kube,

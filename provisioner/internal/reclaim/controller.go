@@ -63,6 +63,9 @@ type Config struct {
 	// must have been missing before the PV (reclaim policy Delete, not
 	// Bound) is deleted (see nodegone.go); 0 leaves such PVs alone.
 	NodeGoneGrace time.Duration
+	// NodeGoneScan is the period of the scan for the PVs of deleted Nodes
+	// (nodegonescan.go); 0 is DefaultGoneScanPeriod.
+	NodeGoneScan time.Duration
 	// Clock dates the node-gone marks; nil means the real clock.
 	Clock clock.PassiveClock
 }

@@ -34,7 +34,7 @@ import (
 // says is gone (Config.Nodes). The mark sets the watch label NodeGone,
 // and every instance's cache takes the PV in at that update: from then on
 // the steps above go as for any PV. It scans once its caches have synced,
-// when a suspect's Node is gone, and every goneScanPeriod, only with a
+// when a suspect's Node is gone, and every Config.NodeGoneScan, only with a
 // grace period.
 //
 // The suspects are the nodes an instance left (NodeLeft: the pods of a
@@ -49,8 +49,9 @@ import (
 // goneScanKey is the key the scanning instance is elected for.
 const goneScanKey = "node-gone-scan"
 
-// goneScanPeriod is the time between two scans without a deleted Node.
-const goneScanPeriod = 30 * time.Minute
+// DefaultGoneScanPeriod is the time between two scans without a deleted
+// Node (Config.NodeGoneScan): one paged list of every PV on one instance.
+const DefaultGoneScanPeriod = 10 * time.Minute
 
 // goneScanPageSize is the number of PVs per page of a scan's list.
 const goneScanPageSize = 500
@@ -71,7 +72,7 @@ func (c *Controller) triggerGoneScan() {
 	}
 }
 
-// runGoneScans scans once the caches synced, then every goneScanPeriod and
+// runGoneScans scans once the caches synced, then every Config.NodeGoneScan and
 // when triggered by an instance leaving a node whose Node is gone
 // (suspectGone), until ctx is done; it does nothing without a grace
 // period.
@@ -79,7 +80,11 @@ func (c *Controller) runGoneScans(ctx context.Context) {
 	if c.cfg.NodeGoneGrace <= 0 || !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
 	}
-	ticker := time.NewTicker(goneScanPeriod)
+	period := c.cfg.NodeGoneScan
+	if period <= 0 {
+		period = DefaultGoneScanPeriod
+	}
+	ticker := time.NewTicker(period)
 	defer ticker.Stop()
 	for scan := true; ; {
 		if scan {
