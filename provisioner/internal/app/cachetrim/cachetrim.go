@@ -22,15 +22,20 @@
 //
 // # What is never cached
 //
-// Each instance watches every claim and PV of the cluster, but keeps in
-// its caches only those it may act on, or that protect a directory: the
-// claim and PV informers (ClaimInformer, VolumeInformer, which package app
-// registers with the informer factory) pass each listed object and each
-// watch event through Keep first, so the claims and PVs of other
-// provisioners cost an instance the decoding of their events, not memory
-// that grows with the cluster. Keep decides from the object and, for a
-// claim, its StorageClass in the cache (the claim informer lists and
-// watches only once the StorageClass cache has synced):
+// Each instance asks the API server only for the PVs, and where the
+// claim-labelling policy is bound the claims, whose watch label selects
+// them (Scope, hostpathv1.WatchSelector: its node's, Multihost, NodeGone,
+// Unsorted): the objects of other provisioners and of other nodes never
+// reach it. Without the policy it watches every claim. Either way it
+// keeps in its caches only those it may act on, or that protect a
+// directory: the claim and PV informers (ClaimInformer, VolumeInformer,
+// which Register registers with the informer factory) pass each listed
+// object and each watch event through Keep first, so the claims of other
+// provisioners cost an instance without the policy the decoding of their
+// events, not memory that grows with the cluster, and a label set wrong
+// makes nothing cached that Keep refuses. Keep decides from the object
+// and, for a claim, its StorageClass in the cache (the claim informer
+// lists and watches only once the StorageClass cache has synced):
 //
 //   - A claim (Keep.Claim) is not cached when its annotations
 //     volume.kubernetes.io/storage-provisioner and
@@ -98,7 +103,10 @@
 // # Which PVs become stubs
 //
 // A PersistentVolume that is cached although responsibility.ForeignVolume says it is
-// another provisioner's (it names a directory of a pool) is a stub. PVs of
+// another provisioner's (it names a directory of a pool) is a stub. Since
+// the PVs are watched by label, only such a PV that carries the watch
+// label arrives at all (one labelled by hand); the parts that need the
+// unlabelled ones ask the API server (provisioner's knownVolumes). PVs of
 // hostpath's names are never stubs, whatever the instance is configured
 // with, nor are claims (a claim is cached whole or not at all), nor is any
 // other kind. A stub whose annotations come to name hostpath is cached
