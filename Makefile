@@ -130,9 +130,10 @@ e2e: ## Run the e2e suite against the running local cluster, but the fault tests
 
 # LIFECYCLE_TESTS: the tests that replace the install itself (the upgrades
 # from the recorded releases, the chart's install, upgrade and uninstall, the
-# kustomize uninstall): `make test-lifecycle` runs them apart from `make
+# kustomize uninstall) or restart every provisioner (the claim-labelling
+# policy's binding removed and put back): `make test-lifecycle` runs them apart from `make
 # test`, on the cluster .ci/run keeps (docs/development.md, "Time budget").
-LIFECYCLE_TESTS := ^(TestUpgrade|TestHelm|TestUninstall)$$
+LIFECYCLE_TESTS := ^(TestUpgrade|TestHelm|TestUninstall|TestClaimPolicyBinding)$$
 
 .PHONY: e2e-lifecycle
 e2e-lifecycle: ## Run the lifecycle tests (LIFECYCLE_TESTS: upgrades from the recorded releases, the Helm chart's install, upgrade and uninstall, the kustomize uninstall) against the running local cluster.

@@ -11,6 +11,9 @@ package e2e
 //     is Unsorted and a bound one says its node, or Multihost; on an older
 //     API server the claims carry no label and still bind (the instances
 //     watch every claim).
+//   - TestClaimPolicyBinding: the policy's binding removed, the instances
+//     restart and watch every claim (an unlabelled claim binds); put back,
+//     they restart, label that claim and watch by label again.
 //   - TestUpgrade (upgrade_test.go) checks that the PVs and claims of the
 //     last release are labelled after the upgrade.
 //   - TestNodeGone (nodegone_test.go) checks the NodeGone label of a
@@ -64,7 +67,8 @@ func TestWatchLabels(t *testing.T) {
 
 	// The pending claim binds once a pod uses it, on its node's instance,
 	// which watches it as Unsorted until then.
-	pod := writerPod(e.ns, "consumer", there, pending.Name, "echo ok > /data/ok")
+	pod := writerPod(e.ns, "consumer", "", pending.Name, "echo ok > /data/ok")
+	pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: there} // the scheduler selects the claim's node
 	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +138,112 @@ func (e *provEnv) waitClaimLabel(ctx context.Context, t *testing.T, name, want s
 		}
 		if got := c.Labels[hostpathv1.LabelNode]; got != want {
 			return false, fmt.Errorf("%s=%q", hostpathv1.LabelNode, got)
+		}
+		return true, nil
+	})
+}
+
+// TestClaimPolicyBinding: the claim-labelling policy's binding removed
+// and put back, as an administrator would to get claims through a refusing
+// policy. Every provisioner instance restarts when it goes and watches
+// every claim: a claim made meanwhile, without the label, binds. When it
+// is back they restart again, watch by label, and the upgrade step labels
+// that claim (its node's instance, at start), which still binds new ones.
+// A lifecycle test (LIFECYCLE_TESTS): it restarts every provisioner.
+func TestClaimPolicyBinding(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	if !claimPolicyBound(ctx, t, e.f) {
+		t.Skip("The API server does not serve MutatingAdmissionPolicyBindings (Kubernetes 1.35): the instances watch every claim, TestWatchLabels checks it")
+	}
+	bindings := e.f.Client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings()
+	binding, err := bindings.Get(ctx, hostpathv1.ClaimLabelsPolicy, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := binding.DeepCopy()
+	restore.ObjectMeta = metav1.ObjectMeta{Name: binding.Name, Labels: binding.Labels}
+	t.Cleanup(func() {
+		if _, err := bindings.Create(context.Background(), restore, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Errorf("Put the binding %s back: %v", restore.Name, err)
+		}
+	})
+	node := e.nodes[0]
+
+	restarted := e.provisionerRestarts(ctx, t)
+	if err := bindings.Delete(ctx, binding.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitProvisionersRestarted(ctx, t, restarted)
+	meanwhile := e.claim(ctx, t, "meanwhile", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	_, meanwhilePV := e.waitBound(ctx, t, meanwhile.Name)
+	c, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, meanwhile.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := c.Labels[hostpathv1.LabelNode]; ok {
+		t.Errorf("Claim %s made without the binding has %s=%q", c.Name, hostpathv1.LabelNode, v)
+	}
+
+	restarted = e.provisionerRestarts(ctx, t)
+	if _, err := bindings.Create(ctx, restore, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitProvisionersRestarted(ctx, t, restarted)
+	e.waitClaimLabel(ctx, t, meanwhile.Name, node)
+	after := e.claim(ctx, t, "after", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	_, afterPV := e.waitBound(ctx, t, after.Name)
+	e.waitClaimLabel(ctx, t, after.Name, node)
+	for _, c := range []struct {
+		claim string
+		pv    *corev1.PersistentVolume
+	}{{meanwhile.Name, meanwhilePV}, {after.Name, afterPV}} {
+		e.deleteAndWaitGone(ctx, t, "", c.claim)
+		e.waitGoneEverywhere(ctx, t, c.pv)
+	}
+}
+
+// provisionerRestarts returns the restart count of each provisioner pod,
+// by node.
+func (e *provEnv) provisionerRestarts(ctx context.Context, t *testing.T) map[string]int32 {
+	t.Helper()
+	pods, err := e.f.Client.CoreV1().Pods(framework.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: provisionerSelector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int32{}
+	for _, p := range pods.Items {
+		if len(p.Status.ContainerStatuses) == 1 {
+			out[p.Spec.NodeName] = p.Status.ContainerStatuses[0].RestartCount
+		}
+	}
+	if len(out) != len(e.nodes) {
+		t.Fatalf("Provisioner pods on %v, want one on each of %v", out, e.nodes)
+	}
+	return out
+}
+
+// waitProvisionersRestarted waits until the provisioner of every node in
+// before has restarted since and is Ready again.
+func (e *provEnv) waitProvisionersRestarted(ctx context.Context, t *testing.T, before map[string]int32) {
+	t.Helper()
+	framework.WaitFor(ctx, t, provisionTimeout, "every provisioner to restart and be Ready", func(ctx context.Context) (bool, error) {
+		pods, err := e.f.Client.CoreV1().Pods(framework.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: provisionerSelector})
+		if err != nil {
+			return false, err
+		}
+		done := 0
+		for _, p := range pods.Items {
+			if len(p.Status.ContainerStatuses) != 1 {
+				continue
+			}
+			cs := p.Status.ContainerStatuses[0]
+			if cs.RestartCount > before[p.Spec.NodeName] && cs.Ready {
+				done++
+			}
+		}
+		if done < len(before) {
+			return false, fmt.Errorf("%d of %d restarted and Ready", done, len(before))
 		}
 		return true, nil
 	})
