@@ -137,27 +137,47 @@ func ClassOfKey(key string) (string, bool) {
 const ClaimLabelsPolicy = "hostpath-claim-labels"
 
 // ClaimNodeLabel is the value of LabelNode for claim, a claim of
-// hostpath, whose class is of mode ModeMultihost when multihost is true:
-// what the claim-labelling policy (ClaimLabelsPolicy) sets, computed the
-// same way, for tests and for the provisioner.
+// hostpath, whose class is of mode ModeMultihost when multihost is true,
+// when served says whether an instance runs on a node (ServedKey in
+// ClassesConfigMap): what the claim-labelling policy (ClaimLabelsPolicy)
+// sets, computed the same way, for tests and for the provisioner.
 //
 //   - NodeLabelMultihost for a multihost claim;
-//   - for a bound claim (spec.volumeName set), NodeLabelValue of the node
-//     that the first set of ClaimNodeAnnotations names;
-//   - NodeLabelUnsorted otherwise: a pending claim (the elected instance
-//     may have to speak for it, or give it back to the scheduler), and a
-//     bound one that names no node.
-func ClaimNodeLabel(claim *corev1.PersistentVolumeClaim, multihost bool) string {
+//   - NodeLabelValue of the node that the first set of
+//     ClaimNodeAnnotations names, for a bound claim (spec.volumeName set),
+//     and for a pending one whose node runs an instance: only that
+//     instance acts for it;
+//   - NodeLabelUnsorted otherwise: a claim that names no node, or a
+//     pending one whose node runs no instance (the elected instance
+//     speaks for it, or gives it back to the scheduler).
+func ClaimNodeLabel(claim *corev1.PersistentVolumeClaim, multihost bool, served func(node string) bool) string {
 	if multihost {
 		return NodeLabelMultihost
 	}
-	if claim.Spec.VolumeName == "" {
+	node := ClaimNode(claim)
+	if node == "" || (claim.Spec.VolumeName == "" && !served(node)) {
 		return NodeLabelUnsorted
 	}
+	return NodeLabelValue(node)
+}
+
+// ClaimNode is the node that the first set of ClaimNodeAnnotations of
+// claim names, or "".
+func ClaimNode(claim *corev1.PersistentVolumeClaim) string {
 	for _, a := range ClaimNodeAnnotations {
 		if node := claim.Annotations[a]; node != "" {
-			return NodeLabelValue(node)
+			return node
 		}
 	}
-	return NodeLabelUnsorted
+	return ""
 }
+
+// ServedKeyPrefix prefixes the key of each node that runs a provisioner
+// instance in ClassesConfigMap (the host definer keeps them, with an empty
+// value): the policy labels a pending claim with its node only when that
+// node's instance runs, and Unsorted otherwise, so that the elected
+// instance speaks for a claim whose node runs none (or does not exist).
+const ServedKeyPrefix = "node."
+
+// ServedKey is the key of node in ClassesConfigMap.
+func ServedKey(node string) string { return ServedKeyPrefix + node }

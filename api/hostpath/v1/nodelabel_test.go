@@ -78,8 +78,11 @@ func TestClaimNodeLabel(t *testing.T) {
 	}{
 		{name: "multihost pending", multihost: true, want: NodeLabelMultihost},
 		{name: "multihost bound with a node", annotations: map[string]string{AnnotationProvisionOnNode: "worker-1"}, volume: "pvc-1", multihost: true, want: NodeLabelMultihost},
-		{name: "pending pinned", annotations: map[string]string{AnnotationProvisionOnNode: "worker-1"}, want: NodeLabelUnsorted},
-		{name: "pending selected", annotations: map[string]string{selected: "worker-1"}, want: NodeLabelUnsorted},
+		{name: "pending pinned to a node with an instance", annotations: map[string]string{AnnotationProvisionOnNode: "worker-1"}, want: "worker-1"},
+		{name: "pending selected, a node with an instance", annotations: map[string]string{selected: "worker-1"}, want: "worker-1"},
+		{name: "pending pinned to a node without an instance", annotations: map[string]string{AnnotationProvisionOnNode: "worker-9"}, want: NodeLabelUnsorted},
+		{name: "bound on a node without an instance", annotations: map[string]string{AnnotationProvisionOnNode: "worker-9"}, volume: "pvc-1", want: "worker-9"},
+		{name: "pending without a node", want: NodeLabelUnsorted},
 		{name: "bound pinned", annotations: map[string]string{AnnotationProvisionOnNode: "worker-1", selected: "worker-2"}, volume: "pvc-1", want: "worker-1"},
 		{name: "bound pinned by kubevirt", annotations: map[string]string{AnnotationKubevirtProvisionOnNode: "worker-3", selected: "worker-2"}, volume: "pvc-1", want: "worker-3"},
 		{name: "hostpath pin before kubevirt's", annotations: map[string]string{AnnotationKubevirtProvisionOnNode: "worker-3", AnnotationProvisionOnNode: "worker-1"}, volume: "pvc-1", want: "worker-1"},
@@ -95,7 +98,8 @@ func TestClaimNodeLabel(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations},
 				Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: tc.volume},
 			}
-			if got := ClaimNodeLabel(claim, tc.multihost); got != tc.want {
+			served := func(node string) bool { return node != "worker-9" }
+			if got := ClaimNodeLabel(claim, tc.multihost, served); got != tc.want {
 				t.Errorf("ClaimNodeLabel = %q, want %q", got, tc.want)
 			}
 		})
