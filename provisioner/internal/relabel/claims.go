@@ -86,33 +86,24 @@ func (cfg ClaimConfig) claimLabel(claim *v1.PersistentVolumeClaim) (string, bool
 		return "", false, nil
 	}
 	multihost := class != nil && class.Parameters[hostpathv1.ParamMode] == hostpathv1.ModeMultihost
-	value := hostpathv1.ClaimNodeLabel(claim, multihost)
-	node := claimNode(claim)
-	if !multihost && node == cfg.Node {
-		return value, true, nil
-	}
-	if !multihost && node != "" {
-		served, err := cfg.Instances.OnNode(node)
-		if err != nil || served {
-			return value, false, err
+	node := hostpathv1.ClaimNode(claim)
+	served := true
+	if !multihost && node != "" && node != cfg.Node {
+		if served, err = cfg.Instances.OnNode(node); err != nil {
+			return "", false, fmt.Errorf("tell whether an instance runs on node %q: %w", node, err)
 		}
+	}
+	value := hostpathv1.ClaimNodeLabel(claim, multihost, func(string) bool { return served })
+	if !multihost && node != "" && served {
+		// Its node's instance labels it (this one, or that node's at its
+		// start).
+		return value, node == cfg.Node, nil
 	}
 	elected, err := cfg.Instances.Elected(string(claim.UID))
 	if err != nil {
 		return "", false, fmt.Errorf("elect the instance that labels claim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
 	return value, elected, nil
-}
-
-// claimNode is the node the first set of hostpathv1.ClaimNodeAnnotations
-// names, or "".
-func claimNode(claim *v1.PersistentVolumeClaim) string {
-	for _, key := range hostpathv1.ClaimNodeAnnotations {
-		if n := claim.Annotations[key]; n != "" {
-			return n
-		}
-	}
-	return ""
 }
 
 // claimPatcher is the part of the claims' client patchClaimLabel uses.

@@ -20,9 +20,10 @@ import (
 )
 
 // TestClaims: the upgrade step labels, as the policy would, the unlabelled
-// hostpath claims of its node, and, when elected, those of no single node
-// and of a node that runs no instance; not those of another node with an
-// instance, nor another provisioner's, nor a claim labelled already.
+// hostpath claims of its node (pending ones too: it runs there), and, when
+// elected, those of no single node and of a node that runs no instance (a
+// pending one Unsorted); not those of another node with an instance, nor
+// another provisioner's, nor a claim labelled already.
 func TestClaims(t *testing.T) {
 	const self, other, unserved = "node-a", "node-b", "node-c"
 	ns := "team"
@@ -36,6 +37,8 @@ func TestClaims(t *testing.T) {
 		hostpathtest.Claim(ns, "mine-pending", hostpathtest.ClaimOfClass("node"), onNode(self)),
 		hostpathtest.Claim(ns, "theirs", hostpathtest.ClaimOfClass("node"), hostpathtest.BoundToPV("pv-2", "1Gi"), onNode(other)),
 		hostpathtest.Claim(ns, "unserved", hostpathtest.ClaimOfClass("node"), hostpathtest.BoundToPV("pv-3", "1Gi"), onNode(unserved)),
+		hostpathtest.Claim(ns, "unserved-pending", hostpathtest.ClaimOfClass("node"), onNode(unserved)),
+		hostpathtest.Claim(ns, "theirs-pending", hostpathtest.ClaimOfClass("node"), onNode(other)),
 		hostpathtest.Claim(ns, "shared", hostpathtest.ClaimOfClass("shared"), hostpathtest.BoundToPV("pv-4", "1Gi"), onNode(other)),
 		hostpathtest.Claim(ns, "waiting", hostpathtest.ClaimOfClass("node")),
 		hostpathtest.Claim(ns, "foreign", hostpathtest.ClaimOfClass("gp3"), onNode(self)),
@@ -53,9 +56,10 @@ func TestClaims(t *testing.T) {
 		elected bool
 		want    map[string]string
 	}{
-		{name: "elected", elected: true, want: map[string]string{"mine": self, "mine-pending": hostpathv1.NodeLabelUnsorted,
-			"unserved": unserved, "shared": hostpathv1.NodeLabelMultihost, "waiting": hostpathv1.NodeLabelUnsorted, "labelled": self}},
-		{name: "not elected", want: map[string]string{"mine": self, "mine-pending": hostpathv1.NodeLabelUnsorted, "labelled": self}},
+		{name: "elected", elected: true, want: map[string]string{"mine": self, "mine-pending": self,
+			"unserved": unserved, "unserved-pending": hostpathv1.NodeLabelUnsorted, "shared": hostpathv1.NodeLabelMultihost,
+			"waiting": hostpathv1.NodeLabelUnsorted, "labelled": self}},
+		{name: "not elected", want: map[string]string{"mine": self, "mine-pending": self, "labelled": self}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
