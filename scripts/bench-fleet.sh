@@ -17,8 +17,14 @@
 #     kube-controller-manager) and after their deletion, each memory reading
 #     BENCH_FOREIGN_SETTLE seconds (default 30) after its step, and the real
 #     nodes' provisioners' RSS before and with the fleet: the per-node and
-#     the per-foreign-claim costs of each instance; and the API server's
-#     Node watch events per Node status update (each fleet Node's once).
+#     the per-foreign-claim costs of each instance; the API server's
+#     Node watch events per Node status update (each fleet Node's once);
+#     and, before the fleet starts and again with it up, the API server's
+#     claim and PV watch events per hostpath volume: BENCH_FLEET_VOLUMES
+#     (default 1000) node-mode volumes pinned to the real nodes and
+#     BENCH_FLEET_MULTIHOST (default 20) multihost ones, each made, Bound
+#     and deleted (0 and 0: left out). These two count only in the
+#     foreign phase, that is with BENCH_FOREIGN above 0.
 # An empty BENCH_INSTANCES or BENCH_ENDPOINTS, or BENCH_BACKFILL=0, leaves
 # that step out; with all three, only the foreign phase runs:
 #
@@ -35,6 +41,7 @@
 #
 # Environment: BENCH_KCM, BENCH_INSTANCES, BENCH_ENDPOINTS, BENCH_BACKFILL,
 # BENCH_FOREIGN, BENCH_FOREIGN_INSTANCES, BENCH_FOREIGN_SETTLE,
+# BENCH_FLEET_VOLUMES, BENCH_FLEET_MULTIHOST (both only with BENCH_FOREIGN),
 # BENCH_TIMEOUT (each wait, default 15m), BENCH_PLOTS (folder that gets
 # fleet.json and, with BENCH_FOREIGN, fleet-foreign.json; default none).
 set -euo pipefail
@@ -50,6 +57,9 @@ FOREIGN_DIR=$FLEET_DIR/foreign
 # Its StorageClass (tools/internal/fleet/foreign.ClassName); its namespace
 # and class are labelled hostpath.dev/bench-fleet=true.
 FOREIGN_CLASS=hostpath-bench-fleet-foreign
+# The classes of its hostpath volumes step (foreign.VolumesClass and
+# foreign.MultihostClass), labelled the same, as are their namespaces.
+VOLUMES_CLASSES=(hostpath-bench-fleet-volumes hostpath-bench-fleet-multihost)
 ADDRESS_PREFIX=198.18.250.
 BIN=$CACHE_DIR/bin
 FLEET_BIN=$CACHE_DIR/bin/fleet
@@ -62,10 +72,14 @@ BACKFILL=${BENCH_BACKFILL:-1000}
 FOREIGN=${BENCH_FOREIGN:-0}
 FOREIGN_INSTANCES=${BENCH_FOREIGN_INSTANCES:-100}
 FOREIGN_SETTLE=${BENCH_FOREIGN_SETTLE:-30}
+FLEET_VOLUMES=${BENCH_FLEET_VOLUMES:-1000}
+FLEET_MULTIHOST=${BENCH_FLEET_MULTIHOST:-20}
 [[ $BACKFILL =~ ^[0-9]+$ ]] || die "BENCH_BACKFILL must be a number of volumes, got '$BACKFILL'"
 [[ $FOREIGN =~ ^[0-9]+$ ]] || die "BENCH_FOREIGN must be a number of claims, got '$FOREIGN'"
 [[ $FOREIGN_INSTANCES =~ ^[1-9][0-9]*$ ]] || die "BENCH_FOREIGN_INSTANCES must be a positive number, got '$FOREIGN_INSTANCES'"
 [[ $FOREIGN_SETTLE =~ ^[0-9]+$ ]] || die "BENCH_FOREIGN_SETTLE must be a number of seconds, got '$FOREIGN_SETTLE'"
+[[ $FLEET_VOLUMES =~ ^[0-9]+$ ]] || die "BENCH_FLEET_VOLUMES must be a number of volumes, got '$FLEET_VOLUMES'"
+[[ $FLEET_MULTIHOST =~ ^[0-9]+$ ]] || die "BENCH_FLEET_MULTIHOST must be a number of volumes, got '$FLEET_MULTIHOST'"
 RUN_STEPS=1
 [ -n "$INSTANCES" ] || [ -n "$ENDPOINTS" ] || [ "$BACKFILL" != 0 ] || RUN_STEPS=0
 [ "$RUN_STEPS" = 1 ] || [ "$FOREIGN" != 0 ] || die "nothing to measure: BENCH_INSTANCES and BENCH_ENDPOINTS empty, BENCH_BACKFILL and BENCH_FOREIGN 0"
@@ -85,7 +99,7 @@ log "Building benchfleet, and the manager and the provisioner as their images ha
 
 # cleanup: what a killed benchfleet left (it undoes its own fleet when it
 # can): processes by their PID files, the fleet's objects, fake nodes and
-# addresses, the foreign phase's namespace and class, the folder.
+# addresses, the foreign phase's namespaces and classes, the folder.
 cleanup() {
   local rc=$? f a
   trap - EXIT INT TERM
@@ -101,7 +115,7 @@ cleanup() {
   kc -n "$NS" delete pods -l hostpath.dev/bench-fleet=true --grace-period=0 --ignore-not-found > /dev/null 2>&1 || true
   kc delete nodes -l hostpath.dev/fake-node=true --ignore-not-found > /dev/null 2>&1 || true
   kc delete ns -l hostpath.dev/bench-fleet=true --wait=false --ignore-not-found > /dev/null 2>&1 || true
-  kc delete storageclass "$FOREIGN_CLASS" --ignore-not-found > /dev/null 2>&1 || true
+  kc delete storageclass "$FOREIGN_CLASS" "${VOLUMES_CLASSES[@]}" --ignore-not-found > /dev/null 2>&1 || true
   for a in $(ip -4 -o addr show dev "$API_BRIDGE" | awk '{print $4}' | grep "^${ADDRESS_PREFIX//./\\.}" || true); do
     ip addr del "$a" dev "$API_BRIDGE" || rc=1
   done
@@ -133,13 +147,14 @@ fi
 FLEET_ARGS=(--kubeconfig "$CLUSTER_KUBECONFIG" --manager-bin "$FLEET_BIN/manager"
   --provisioner-bin "$FLEET_BIN/provisioner" --provisioner-args "${ARGS:-[]}"
   --namespace "$NS" --address-prefix "$ADDRESS_PREFIX" --device "$API_BRIDGE" --timeout "${BENCH_TIMEOUT:-15m}")
-log "Fleet benchmark: kube-controller-manager client limits $("$KCM" get), instances '$INSTANCES', multihost endpoints '$ENDPOINTS', backfill $BACKFILL, foreign claims $FOREIGN over $FOREIGN_INSTANCES instances"
+log "Fleet benchmark: kube-controller-manager client limits $("$KCM" get), instances '$INSTANCES', multihost endpoints '$ENDPOINTS', backfill $BACKFILL, foreign claims $FOREIGN over $FOREIGN_INSTANCES instances (hostpath volumes $FLEET_VOLUMES node-mode, $FLEET_MULTIHOST multihost)"
 echo "hostpath over a fleet of fake nodes, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, kube-controller-manager client limits $("$KCM" get)"
 # The foreign phase first: the real nodes' provisioners have not yet held
 # the other steps' fleet and claims when it reads them before its own.
 if [ "$FOREIGN" != 0 ]; then
   "$BIN/benchfleet" foreign "${FLEET_ARGS[@]}" --dir "$FOREIGN_DIR" --foreign "$FOREIGN" \
-    --foreign-instances "$FOREIGN_INSTANCES" --foreign-settle "${FOREIGN_SETTLE}s" "${FOREIGN_OUT[@]}" &
+    --foreign-instances "$FOREIGN_INSTANCES" --foreign-settle "${FOREIGN_SETTLE}s" \
+    --volumes "$FLEET_VOLUMES" --multihost-volumes "$FLEET_MULTIHOST" "${FOREIGN_OUT[@]}" &
   FLEET_PID=$!
   wait "$FLEET_PID"
   # Its fleet is closed: no PID file of it may outlive it (PIDs are reused).

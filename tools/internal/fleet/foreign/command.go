@@ -52,6 +52,8 @@ func (f *runFlags) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&f.o.Workers, "create-workers", 16, "Claims created at once.")
 	fs.StringVar(&f.o.Pool, "pool", "default", "Pool whose Ready HostDefinition on a fleet node makes it up.")
 	fs.DurationVar(&f.o.Timeout, "timeout", 15*time.Minute, "Bound of each wait.")
+	fs.IntVar(&f.o.Volumes, "volumes", 1000, "Node-mode hostpath volumes (M) of each run of the hostpath volumes step, before the fleet and with it, pinned to the real nodes in turn; 0 and --multihost-volumes 0: the step is off.")
+	fs.IntVar(&f.o.MultihostVolumes, "multihost-volumes", 20, "Multihost hostpath volumes (H) of each run of the hostpath volumes step, after the node-mode ones; 0: none.")
 }
 
 // Complete parses the text flags into the Options.
@@ -61,6 +63,9 @@ func (f *runFlags) Complete() error {
 	}
 	if f.o.Claims < 0 {
 		return fmt.Errorf("--foreign: %d claims", f.o.Claims)
+	}
+	if f.o.Volumes < 0 || f.o.MultihostVolumes < 0 {
+		return fmt.Errorf("--volumes %d, --multihost-volumes %d: not negative", f.o.Volumes, f.o.MultihostVolumes)
 	}
 	return nil
 }

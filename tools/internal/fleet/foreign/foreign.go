@@ -6,7 +6,20 @@
 // nodes' provisioners (/proc), and the API server's watch events for
 // claims, at these steps:
 //
-//   - before: the real nodes' provisioners, before the fleet starts;
+//   - hostpath volumes, before the fleet starts (unless Options.Volumes
+//     and Options.MultihostVolumes are both 0): in a fresh namespace,
+//     Volumes node-mode claims of VolumesClass (Immediate), pinned to the
+//     real nodes in turn with hostpath.dev/provision-on-node, created
+//     Workers at a time, Bound, deleted and their PVs gone; then the
+//     same with MultihostVolumes claims of MultihostClass (ReadWriteMany).
+//     Both classes are made once per Run, and waited for until the host
+//     definer lists them in hostpath-classes (the claim-labelling
+//     policy's parameters), so that their claims are labelled by mode.
+//     For each part, the API server's watch events of claims and of PVs,
+//     from the counters steady before to the counters steady after (late
+//     events count): the baseline of the real nodes' instances alone;
+//   - before: the real nodes' provisioners, before the fleet starts
+//     (Settle after the volumes, when they were made);
 //   - up: once the K members run, each with a Ready HostDefinition of the
 //     pool (so every instance caches 2K more pods and K more
 //     HostDefinitions; Nodes, only its own);
@@ -21,6 +34,12 @@
 //   - claims: Settle later: the memory the claims cost;
 //   - deleted: the namespace deleted and its claims gone, the class
 //     deleted, Settle later;
+//   - hostpath volumes again, with the K instances up: each fleet
+//     instance should receive only the node-mode claims' pending-state
+//     events (a claim is labelled hostpath.dev/node=Unsorted until it is
+//     bound, api/hostpath/v1/nodelabel.go), and every multihost claim's
+//     and PV's. After the fleet's readings, so that their CPU time and
+//     memory are in none of them;
 //   - then every fleet Node's status updated once, as a kubelet reports
 //     it (the Ready condition's heartbeat), and the API server's watch
 //     events for Nodes counted until they stop growing: per update, how
@@ -31,8 +50,8 @@
 // The provisioner caches no claim of another provisioner
 // (provisioner/internal/app/cachetrim filters its lists and watches), but
 // the API server still sends every instance every claim's events. The
-// namespace and the class are deleted at the end, also on failure, and the
-// fleet closed. Summarize and Report make the figures of a Result.
+// namespaces and the classes are deleted at the end, also on failure, and
+// the fleet closed. Summarize and Report make the figures of a Result.
 package foreign
 
 import (
@@ -86,6 +105,11 @@ type Options struct {
 	Workers int
 	// Timeout bounds each wait.
 	Timeout time.Duration
+	// Volumes is M, the node-mode volumes of each run of the hostpath
+	// volumes step, and MultihostVolumes H, its multihost volumes; the
+	// step is off when both are 0.
+	Volumes          int
+	MultihostVolumes int
 	// Logf prints progress.
 	Logf func(format string, args ...any)
 }
@@ -101,6 +125,8 @@ func (o *Options) Validate() error {
 		return errors.New("the settle time must not be negative, the timeout and workers must be positive")
 	case o.Pool == "":
 		return errors.New("the pool must not be empty")
+	case o.Volumes < 0 || o.MultihostVolumes < 0:
+		return fmt.Errorf("the volumes (%d) and multihost volumes (%d) must not be negative", o.Volumes, o.MultihostVolumes)
 	}
 	return o.Fleet.Validate()
 }
@@ -142,7 +168,13 @@ type Result struct {
 	Annotated  Reading `json:"annotated"`
 	WithClaims Reading `json:"withClaims"`
 	Deleted    Reading `json:"deleted"`
-	Summary    Summary `json:"summary"`
+	// Volumes and MultihostVolumes are what the hostpath volumes step was
+	// asked to make per run (M and H); VolumeRuns its runs, in order: the
+	// baseline without the fleet, then with it.
+	Volumes          int          `json:"volumes"`
+	MultihostVolumes int          `json:"multihostVolumes"`
+	VolumeRuns       []VolumesRun `json:"volumeRuns,omitempty"`
+	Summary          Summary      `json:"summary"`
 }
 
 // Reading is the provisioners' usage and the API server's claim watch
@@ -174,7 +206,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Inter
 	}
 	res = Result{
 		Date: time.Now().UTC(), Provisioner: Provisioner, Claims: o.Claims, Instances: o.Instances,
-		SettleSeconds: o.Settle.Seconds(), RealNodes: real,
+		SettleSeconds: o.Settle.Seconds(), RealNodes: real, Volumes: o.Volumes, MultihostVolumes: o.MultihostVolumes,
 	}
 	defer func() { res.Summary = Summarize(res) }()
 	p := &phase{kube: kube, hp: hp, o: o, res: &res, metrics: apimetrics.APIServerMetrics(kube)}
@@ -185,6 +217,11 @@ func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Inter
 		return res, fmt.Errorf("found the %s process of %d of the %d real nodes %v (is hostpath deployed and running?)",
 			ProvisionerProgram, len(res.Before.Real), len(real), real)
 	}
+	deleteClasses, err := p.baseline(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer deleteClasses()
 	cleanup, err := p.setup(ctx)
 	if err != nil {
 		return res, err
@@ -197,12 +234,34 @@ func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Inter
 		o.logf("Closing the fleet of %d nodes", len(p.fleet.Nodes()))
 		err = errors.Join(err, p.fleet.Close(ctx))
 	}()
-	for _, step := range []func(context.Context) error{p.start, p.fill, p.empty, p.heartbeats} {
+	for _, step := range []func(context.Context) error{p.start, p.fill, p.empty, p.volumesUp, p.heartbeats} {
 		if err := step(ctx); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// baseline makes the hostpath volumes step's classes and runs it before
+// the fleet starts, then takes the before reading again Settle later, so
+// that the volumes' burst is in no figure of the fleet; deleteClasses
+// deletes the classes. Nothing is done when the step is off.
+func (p *phase) baseline(ctx context.Context) (deleteClasses func(), err error) {
+	if p.o.Volumes == 0 && p.o.MultihostVolumes == 0 {
+		return func() {}, nil
+	}
+	if deleteClasses, err = p.makeVolumeClasses(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.volumesBefore(ctx); err != nil {
+		deleteClasses()
+		return nil, err
+	}
+	if p.res.Before, err = p.settledRead(ctx, "before"); err != nil {
+		deleteClasses()
+		return nil, err
+	}
+	return deleteClasses, nil
 }
 
 // phase is a Run in progress.

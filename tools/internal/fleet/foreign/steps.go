@@ -183,7 +183,7 @@ func heartbeat(ctx context.Context, kube kubernetes.Interface, node string, now 
 func (p *phase) fill(ctx context.Context) error {
 	p.o.logf("Creating %d claims of StorageClass %s (provisioner %s) in namespace %s", p.o.Claims, ClassName, Provisioner, p.ns)
 	t0 := time.Now()
-	if err := p.createClaims(ctx, t0); err != nil {
+	if err := p.createClaims(ctx, p.ns, p.o.Claims, claim, t0); err != nil {
 		return err
 	}
 	p.res.CreateSeconds = time.Since(t0).Seconds()
@@ -232,23 +232,24 @@ func (p *phase) empty(ctx context.Context) error {
 	return err
 }
 
-// createClaims creates the N claims, chunk by chunk, Workers at a time.
-func (p *phase) createClaims(ctx context.Context, t0 time.Time) error {
-	pvcs := p.kube.CoreV1().PersistentVolumeClaims(p.ns)
-	for from := 0; from < p.o.Claims; from += chunk {
-		n := min(chunk, p.o.Claims-from)
-		errs := make([]error, n)
-		workqueue.ParallelizeUntil(ctx, p.o.Workers, n, func(i int) {
-			_, errs[i] = pvcs.Create(ctx, claim(from+i), metav1.CreateOptions{})
+// createClaims creates the n claims newClaim(0) to newClaim(n-1) in namespace
+// ns, chunk by chunk, Workers at a time.
+func (p *phase) createClaims(ctx context.Context, ns string, n int, newClaim func(int) *corev1.PersistentVolumeClaim, t0 time.Time) error {
+	pvcs := p.kube.CoreV1().PersistentVolumeClaims(ns)
+	for from := 0; from < n; from += chunk {
+		size := min(chunk, n-from)
+		errs := make([]error, size)
+		workqueue.ParallelizeUntil(ctx, p.o.Workers, size, func(i int) {
+			_, errs[i] = pvcs.Create(ctx, newClaim(from+i), metav1.CreateOptions{})
 		})
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if err := firstError(errs); err != nil {
-			return fmt.Errorf("create claims %d to %d: %w", from, from+n-1, err)
+			return fmt.Errorf("create claims %d to %d in namespace %s: %w", from, from+size-1, ns, err)
 		}
-		if done := from + n; done%(10*chunk) == 0 && done < p.o.Claims {
-			p.o.logf("%d of %d claims created in %.1fs", done, p.o.Claims, time.Since(t0).Seconds())
+		if done := from + size; done%(10*chunk) == 0 && done < n {
+			p.o.logf("%d of %d claims created in %.1fs", done, n, time.Since(t0).Seconds())
 		}
 	}
 	return nil

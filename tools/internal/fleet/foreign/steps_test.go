@@ -109,7 +109,8 @@ func TestFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := f.o
-	if o.Claims != 0 || o.Instances != 100 || o.Settle != 30*time.Second || o.Pool != "default" || len(o.Fleet.ProvisionerArgs) != 1 {
+	if o.Claims != 0 || o.Instances != 100 || o.Settle != 30*time.Second || o.Pool != "default" || len(o.Fleet.ProvisionerArgs) != 1 ||
+		o.Volumes != 1000 || o.MultihostVolumes != 20 {
 		t.Errorf("defaults %+v", o)
 	}
 	o.Fleet.Server = "https://x"
@@ -123,6 +124,9 @@ func TestFlags(t *testing.T) {
 		{"too many", func(o *Options) { o.Claims, o.Instances = 1, fleet.MaxMembers+1 }, "instances"},
 		{"settle", func(o *Options) { o.Claims, o.Settle = 1, -time.Second }, "settle"},
 		{"fleet", func(o *Options) { o.Claims, o.Fleet.Dir = 1, "" }, "folder"},
+		{"volumes off", func(o *Options) { o.Claims, o.Volumes, o.MultihostVolumes = 1, 0, 0 }, ""},
+		{"negative volumes", func(o *Options) { o.Claims, o.Volumes = 1, -1 }, "volumes"},
+		{"negative multihost volumes", func(o *Options) { o.Claims, o.MultihostVolumes = 1, -1 }, "multihost volumes"},
 	} {
 		oo := o
 		tc.edit(&oo)
@@ -130,6 +134,10 @@ func TestFlags(t *testing.T) {
 		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("%s: Validate = %v, want %q", tc.name, err, tc.err)
 		}
+	}
+	f = runFlags{o: Options{Volumes: -1}, fleet: fleet.Flags{ProvisionerArgs: "[]"}}
+	if err := f.Complete(); err == nil || !strings.Contains(err.Error(), "--volumes -1") {
+		t.Errorf("Complete of --volumes -1 = %v", err)
 	}
 	f = runFlags{fleet: fleet.Flags{ProvisionerArgs: "nope"}}
 	if err := f.Complete(); err == nil {

@@ -78,6 +78,11 @@ type Summary struct {
 	// the API server's watch events for Nodes, and their bytes, per Node
 	// status update; nil when not read.
 	NodeWatchPerUpdate *WatchCounts `json:"nodeWatchPerUpdate,omitempty"`
+	// NodeVolumes and MultihostVolumes are the hostpath volumes step's
+	// claim and PV watch events per volume without and with the fleet;
+	// nil when not measured.
+	NodeVolumes      *VolumesFigures `json:"nodeVolumes,omitempty"`
+	MultihostVolumes *VolumesFigures `json:"multihostVolumes,omitempty"`
 	// Notes say what was left out, and why.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -128,6 +133,7 @@ func Summarize(res Result) Summary {
 		n := float64(res.NodeUpdates)
 		s.NodeWatchPerUpdate = &WatchCounts{Events: res.NodeWatch.Events / n, Bytes: res.NodeWatch.Bytes / n}
 	}
+	s.NodeVolumes, s.MultihostVolumes = summarizeVolumes(res, nodePart), summarizeVolumes(res, multihostPart)
 	return s
 }
 
@@ -185,8 +191,9 @@ func seconds(a, b time.Time) float64 {
 }
 
 // Report prints the figures of res: the fleet's provisioners (min, median,
-// max), the real nodes', the watch events of claims and of Nodes, and a line of the per-instance
-// costs a scale model takes.
+// max), the real nodes', the watch events of claims and of Nodes, a line
+// of the per-instance costs a scale model takes, and the hostpath volumes
+// step's watch events per volume without and with the fleet.
 func Report(w io.Writer, res Result) error {
 	s := Summarize(res)
 	bw := bufio.NewWriter(w)
@@ -222,6 +229,9 @@ func Report(w io.Writer, res Result) error {
 		medianText(s.PerNodeMiBPer100, f2), s.PerNodeMiBPer100.N, medianText(s.GrowthMiBPer1000, f3), medianText(s.NetCPUSecondsPer1000, f3), s.GrowthMiBPer1000.N)
 	for _, n := range s.Notes {
 		fmt.Fprintf(bw, "note: %s\n", n)
+	}
+	if err := reportVolumes(bw, res, s); err != nil {
+		return err
 	}
 	return bw.Flush()
 }
