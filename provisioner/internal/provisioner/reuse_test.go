@@ -292,4 +292,3 @@ func TestReuseRefusalsAlike(t *testing.T) {
 		})
 	}
 }
-
