@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -285,6 +286,7 @@ func (c *Controller) write(ctx context.Context, want map[string]string) error {
 			}
 		}
 	}
+	slices.Sort(removed)
 	cm = cm.DeepCopy()
 	cm.Data = want
 	if cm.Labels == nil {
@@ -295,7 +297,10 @@ func (c *Controller) write(ctx context.Context, want map[string]string) error {
 		return fmt.Errorf("update ConfigMap %s/%s: %w", c.namespace, hostpathv1.ClassesConfigMap, err)
 	}
 	logger.Info("Updated the ConfigMap of the classes", "classes", countKeys(want, hostpathv1.ClassKeyPrefix),
-		"servedNodes", countKeys(want, hostpathv1.ServedKeyPrefix), "unservedNodes", removed)
+		"servedNodes", countKeys(want, hostpathv1.ServedKeyPrefix), "unservedNodes", len(removed))
+	if len(removed) > 0 {
+		logger.V(2).Info("Nodes that run no provisioner pod any more", "nodes", removed)
+	}
 	for _, node := range removed {
 		c.unserved[node] = 0
 	}
@@ -318,55 +323,106 @@ func countKeys(data map[string]string, prefix string) int {
 // are all relabelled, or after touchTries syncs. It returns the errors,
 // so that the queue retries.
 func (c *Controller) touchUnserved(ctx context.Context, want map[string]string) error {
-	var errs []error
+	var nodes []string
 	for _, node := range slices.Sorted(maps.Keys(c.unserved)) {
 		if _, served := want[hostpathv1.ServedKey(node)]; served {
 			// Served again: the label naming it is right again.
 			delete(c.unserved, node)
 			continue
 		}
-		err := c.touch(ctx, node)
+		nodes = append(nodes, node)
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	pending, err := c.pendingClaims(ctx, nodes)
+	var errs []error
+	for _, node := range nodes {
+		nodeErr := err
 		if err == nil {
+			nodeErr = c.touch(ctx, node, pending[node])
+		}
+		if nodeErr == nil {
 			delete(c.unserved, node)
 			continue
 		}
 		c.unserved[node]++
 		if c.unserved[node] >= touchTries {
-			klog.FromContext(ctx).Error(err, "Gave up relabelling the pending claims of a node that runs no provisioner pod any more: each is relabelled at its next update",
+			klog.FromContext(ctx).Error(nodeErr, "Gave up relabelling the pending claims of a node that runs no provisioner pod any more: each is relabelled at its next update",
 				"node", node, "tries", c.unserved[node])
 			delete(c.unserved, node)
 			continue
 		}
+		if err == nil {
+			errs = append(errs, nodeErr)
+		}
+	}
+	if err != nil && len(c.unserved) > 0 {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-// touch sends an empty merge patch to each pending claim (no
-// spec.volumeName) labelled with node (hostpathv1.LabelNode), a node
-// whose served key the ConfigMap no longer holds. The patch changes
-// nothing itself: the API server runs mutating admission on every update,
-// and the claim-labelling policy recomputes the label, now
-// hostpathv1.NodeLabelUnsorted, so that every instance sees the claim and
-// the elected one speaks for it. A bound claim keeps its node's label; a
-// claim gone meanwhile is done. A claim that comes back still labelled
-// with node (the API server has not seen the new ConfigMap yet) is an
-// error, so that the queue retries.
-func (c *Controller) touch(ctx context.Context, node string) error {
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "node", node)
-	claims, err := c.kube.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(labels.Set{hostpathv1.LabelNode: node}).String(),
-	})
-	if err != nil {
-		return fmt.Errorf("list the claims labelled %s=%s: %w", hostpathv1.LabelNode, node, err)
+// perNodeLists is the most nodes whose claims pendingClaims lists node by
+// node; for more it lists every claim labelled with a node at once.
+const perNodeLists = 8
+
+// pendingClaims returns the pending claims (no spec.volumeName) labelled
+// with each of nodes, listed from the API server: the API server filters
+// a label selector by scanning its cache of claims, so a few nodes are
+// listed one by one (little is sent), and more, as when the provisioner
+// DaemonSet is deleted, in one list of every claim labelled with a node.
+func (c *Controller) pendingClaims(ctx context.Context, nodes []string) (map[string][]v1.PersistentVolumeClaim, error) {
+	var selectors []labels.Selector
+	if len(nodes) <= perNodeLists {
+		for _, node := range nodes {
+			selectors = append(selectors, labels.SelectorFromSet(labels.Set{hostpathv1.LabelNode: node}))
+		}
+	} else {
+		labelled, err := labels.NewRequirement(hostpathv1.LabelNode, selection.Exists, nil)
+		if err != nil {
+			return nil, fmt.Errorf("the selector of the claims labelled with a node: %w", err)
+		}
+		byNode, err := labels.NewRequirement(hostpathv1.LabelNode, selection.NotIn,
+			[]string{hostpathv1.NodeLabelMultihost, hostpathv1.NodeLabelNodeGone, hostpathv1.NodeLabelUnsorted})
+		if err != nil {
+			return nil, fmt.Errorf("the selector of the claims labelled with a node: %w", err)
+		}
+		selectors = append(selectors, labels.NewSelector().Add(*labelled, *byNode))
 	}
+	wanted := make(map[string]bool, len(nodes))
+	for _, node := range nodes {
+		wanted[node] = true
+	}
+	pending := map[string][]v1.PersistentVolumeClaim{}
+	for _, sel := range selectors {
+		claims, err := c.kube.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return nil, fmt.Errorf("list the claims of selector %s: %w", sel, err)
+		}
+		for _, claim := range claims.Items {
+			if node := claim.Labels[hostpathv1.LabelNode]; claim.Spec.VolumeName == "" && wanted[node] {
+				pending[node] = append(pending[node], claim)
+			}
+		}
+	}
+	return pending, nil
+}
+
+// touch sends an empty merge patch to each of claims, the pending claims
+// labelled with node (hostpathv1.LabelNode), a node whose served key the
+// ConfigMap no longer holds. The patch changes nothing itself: the API
+// server runs mutating admission on every update, and the
+// claim-labelling policy recomputes the label, now
+// hostpathv1.NodeLabelUnsorted, so that every instance sees the claim and
+// the elected one speaks for it. A claim gone meanwhile, or bound, is
+// done. A claim that comes back still pending and labelled with node (the
+// API server has not seen the new ConfigMap yet) is an error, so that the
+// queue retries.
+func (c *Controller) touch(ctx context.Context, node string, claims []v1.PersistentVolumeClaim) error {
 	var errs []error
 	touched := 0
-	for i := range claims.Items {
-		claim := &claims.Items[i]
-		if claim.Spec.VolumeName != "" {
-			continue
-		}
+	for _, claim := range claims {
 		got, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, []byte("{}"),
 			metav1.PatchOptions{FieldManager: FieldManager})
 		switch {
@@ -379,6 +435,9 @@ func (c *Controller) touch(ctx context.Context, node string) error {
 			touched++
 		}
 	}
-	logger.V(2).Info("Touched the pending claims of a node that runs no provisioner pod any more", "claims", touched)
+	if len(claims) == 0 {
+		return nil
+	}
+	klog.FromContext(ctx).V(2).Info("Touched the pending claims of a node that runs no provisioner pod any more", "node", node, "claims", touched)
 	return errors.Join(errs...)
 }

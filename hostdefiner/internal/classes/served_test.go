@@ -1,6 +1,7 @@
 package classes
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -261,8 +262,40 @@ func TestTouchClaimGone(t *testing.T) {
 	f.kube.PrependReactor("patch", "persistentvolumeclaims", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewNotFound(v1.Resource("persistentvolumeclaims"), a.(clienttesting.PatchAction).GetName())
 	})
-	if err := f.c.touch(ctx, "node-b"); err != nil {
+	if err := f.c.touch(ctx, "node-b", []v1.PersistentVolumeClaim{*labelled("pending-b", "node-b", "")}); err != nil {
 		t.Errorf("touch: %v, want none", err)
+	}
+}
+
+// TestTouchManyNodes: the claims of more than perNodeLists nodes are
+// listed at once, by every claim labelled with a node.
+func TestTouchManyNodes(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	partOf := map[string]string{"app.kubernetes.io/part-of": "hostpath"}
+	var nodes []string
+	for i := range perNodeLists + 2 {
+		nodes = append(nodes, fmt.Sprintf("node-%d", i))
+	}
+	unsorted := labelled("unsorted", "x", "")
+	unsorted.Labels[hostpathv1.LabelNode] = hostpathv1.NodeLabelUnsorted
+	f := newFixture(t, testClasses(), configMap(withData(nodes...), partOf), []*v1.Pod{pod("p0", "node-0")},
+		labelled("pending-0", "node-0", ""), labelled("pending-1", "node-1", ""), labelled("bound-2", "node-2", "pvc-2"),
+		labelled("pending-8", "node-8", ""), labelled("pending-other", "other", ""), unsorted)
+	relabel(f.kube)
+	if err := f.c.sync(ctx, key{}); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	var lists []string
+	for _, a := range f.kube.Actions() {
+		if l, ok := a.(clienttesting.ListAction); ok && a.GetResource().Resource == "persistentvolumeclaims" {
+			lists = append(lists, l.GetListRestrictions().Labels.String())
+		}
+	}
+	if want := []string{"hostpath.dev/node,hostpath.dev/node notin (Multihost,NodeGone,Unsorted)"}; !slices.Equal(lists, want) {
+		t.Errorf("claim lists %q, want %q", lists, want)
+	}
+	if got, want := patched(f.kube.Actions()), []string{"pending-1", "pending-8"}; !slices.Equal(got, want) {
+		t.Errorf("patched %v, want %v", got, want)
 	}
 }
 
