@@ -54,7 +54,7 @@ func TestClaimLabelsPolicy(t *testing.T) {
 	all.WriteString(s.Mutations[0].ApplyConfiguration.Expression)
 	exprs := all.String()
 	for _, want := range []string{"'" + hostpathv1.LabelNode + "'", "'" + hostpathv1.NodeLabelMultihost + "'", "'" + hostpathv1.NodeLabelUnsorted + "'",
-		"'" + hostpathv1.ClassKeyPrefix + "'", "'" + hostpathv1.ModeMultihost + "'", "'" + hostpathv1.ModeNode + "'", "spec.?volumeName",
+		"'" + hostpathv1.ClassKeyPrefix + "'", "'" + hostpathv1.ServedKeyPrefix + "'", "'" + hostpathv1.ModeMultihost + "'", "'" + hostpathv1.ModeNode + "'", "spec.?volumeName",
 		"['" + strings.Join(hostpathv1.ClaimNodeAnnotations, "', '") + "']"} {
 		if !strings.Contains(exprs, want) {
 			t.Errorf("the policy's expressions do not contain %s", want)
@@ -129,5 +129,43 @@ func TestClassesConfigMapWriters(t *testing.T) {
 				t.Errorf("%v may %s ConfigMap %s", k, verb, hostpathv1.ClassesConfigMap)
 			}
 		}
+	}
+}
+
+// TestHostDefinerClaimTouch checks what lets the host definer touch the
+// pending claims of a node that no longer runs a provisioner pod: its
+// ClusterRole lists and patches claims and does nothing else with them,
+// and a ValidatingAdmissionPolicy, bound with Deny, matches its account's
+// writes of claims.
+func TestHostDefinerClaimTouch(t *testing.T) {
+	m := render(t, "")
+	role := &rbacv1.ClusterRole{}
+	m.decode(t, key{"ClusterRole", "", hostdefinerName}, role)
+	var verbs []string
+	for _, r := range role.Rules {
+		if slices.Contains(r.APIGroups, "") && (slices.Contains(r.Resources, "persistentvolumeclaims") || slices.Contains(r.Resources, "*")) {
+			verbs = append(verbs, r.Verbs...)
+		}
+	}
+	slices.Sort(verbs)
+	if want := []string{"list", "patch"}; !slices.Equal(verbs, want) {
+		t.Errorf("ClusterRole %s verbs on claims %v, want %v", hostdefinerName, verbs, want)
+	}
+	const name = "hostpath-hostdefiner-claims"
+	policy := &admissionv1.ValidatingAdmissionPolicy{}
+	m.decode(t, key{"ValidatingAdmissionPolicy", "", name}, policy)
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{}
+	m.decode(t, key{"ValidatingAdmissionPolicyBinding", "", name}, binding)
+	s := policy.Spec
+	if s.FailurePolicy == nil || *s.FailurePolicy != admissionv1.Fail || s.MatchConstraints == nil || len(s.MatchConstraints.ResourceRules) != 1 ||
+		!slices.Equal(s.MatchConstraints.ResourceRules[0].Resources, []string{"persistentvolumeclaims"}) ||
+		!slices.Contains(s.MatchConstraints.ResourceRules[0].Operations, admissionv1.Update) {
+		t.Errorf("policy %s spec %+v: want failurePolicy Fail, the updates of claims", name, s)
+	}
+	if len(s.MatchConditions) != 1 || !strings.Contains(s.MatchConditions[0].Expression, "serviceaccount:"+namespace+":"+hostdefinerName) {
+		t.Errorf("policy %s matchConditions %+v: want the host definer's account", name, s.MatchConditions)
+	}
+	if binding.Spec.PolicyName != name || !slices.Equal(binding.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
+		t.Errorf("binding %s spec %+v: want policy %s, Deny", name, binding.Spec, name)
 	}
 }

@@ -25,7 +25,9 @@ import "hostpath.dev/api/runtime/cachetrim"
 //     provisioner and host definer pods); managedFields dropped, and the
 //     Pod fields of cachetrim.PodContainers (the host definer reads a pod's
 //     metadata, owner included, spec.nodeName, spec.serviceAccountName,
-//     status.phase, status.conditions and status.podIP).
+//     status.phase, status.conditions and status.podIP; of a provisioner
+//     pod, which package classes reads from the same cache, only its
+//     labels, deletionTimestamp and spec.nodeName).
 //   - Every HostDefinition; managedFields dropped.
 //   - CertificateSigningRequests of signer managerapi.SignerName, the Secret
 //     managerapi.CASecret and the ConfigMap managerapi.CABundleConfigMap of

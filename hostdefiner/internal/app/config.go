@@ -117,7 +117,7 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	classesFactory, err := c.classesController(inf.Classes)
+	classesFactory, err := c.classesController(inf.Classes, inf.Pods)
 	if err != nil {
 		return nil, err
 	}
@@ -127,15 +127,18 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 
 // classesController builds the controller of the ConfigMap of the
 // classes, reading classes (the host definer's informer of every
-// StorageClass) and the informer of the factory it returns: the ConfigMap
-// hostpathv1.ClassesConfigMap alone, listed by a field selector (the RBAC
-// rules name it) and trimmed by cacheTrim.
-func (c *Config) classesController(classInformer cache.SharedIndexInformer) (factory, error) {
+// StorageClass), pods (its informer of every pod of --namespace, where
+// the provisioner pods run, which --provisioner-selector selects in the
+// lister: no second watch of the same pods) and the informer of the
+// factory it returns: the ConfigMap hostpathv1.ClassesConfigMap alone,
+// listed by a field selector (the RBAC rules name it) and trimmed by
+// cacheTrim.
+func (c *Config) classesController(classInformer, pods cache.SharedIndexInformer) (factory, error) {
 	cms := informers.NewSharedInformerFactoryWithOptions(c.Kube, c.ResyncPeriod, informers.WithNamespace(c.Namespace),
 		informers.WithTweakListOptions(csr.NameListOptions(hostpathv1.ClassesConfigMap)), informers.WithTransform(cacheTrim))
 	var err error
-	c.Classes, err = classes.New(hostpathv1.NewProvisionerNames(c.ProvisionerName), c.Kube, c.Namespace,
-		classInformer, cms.Core().V1().ConfigMaps().Informer())
+	c.Classes, err = classes.New(hostpathv1.NewProvisionerNames(c.ProvisionerName), c.Kube, c.Namespace, c.provisionerSelector,
+		classes.Informers{Classes: classInformer, ConfigMaps: cms.Core().V1().ConfigMaps().Informer(), Pods: pods})
 	return cms, err
 }
 

@@ -37,6 +37,7 @@ const (
 	FlagProvisionerName     = "provisioner-name"
 	FlagManagerDaemonSet    = "manager-daemonset"
 	FlagManagerSelector     = "manager-selector"
+	FlagProvisionerSelector = "provisioner-selector"
 	FlagManagerPort         = "manager-port"
 	FlagManagerTokenFile    = "manager-token-file"
 	FlagManagerTimeout      = "manager-timeout"
@@ -75,23 +76,27 @@ type Options struct {
 	ProvisionerName  string
 	ManagerDaemonSet string
 	ManagerSelector  string
-	ManagerPort      int
-	ManagerTokenFile string
-	ManagerTimeout   time.Duration
-	MinFreeBytes     int64
-	MaxTries         int32
-	InitialBackoff   time.Duration
-	MaxBackoff       time.Duration
-	AllowDelete      bool
-	ReverifyPeriod   time.Duration
-	BackfillWorkers  int
-	Workers          int
-	ResyncPeriod     time.Duration
-	LeaderElect      bool
-	LeaseName        string
-	LeaseDuration    time.Duration
-	RenewDeadline    time.Duration
-	RetryPeriod      time.Duration
+	// ProvisionerSelector selects the provisioner pods in Namespace: the
+	// nodes they run on are listed as served in the ConfigMap of the
+	// classes.
+	ProvisionerSelector string
+	ManagerPort         int
+	ManagerTokenFile    string
+	ManagerTimeout      time.Duration
+	MinFreeBytes        int64
+	MaxTries            int32
+	InitialBackoff      time.Duration
+	MaxBackoff          time.Duration
+	AllowDelete         bool
+	ReverifyPeriod      time.Duration
+	BackfillWorkers     int
+	Workers             int
+	ResyncPeriod        time.Duration
+	LeaderElect         bool
+	LeaseName           string
+	LeaseDuration       time.Duration
+	RenewDeadline       time.Duration
+	RetryPeriod         time.Duration
 
 	// ManagerServiceAccount is the managers' service account, in
 	// Namespace.
@@ -101,8 +106,10 @@ type Options struct {
 	// CAOverlap is how long an old CA stays trusted after a rotation.
 	CAOverlap time.Duration
 
-	// managerSelector is ManagerSelector parsed by Validate.
-	managerSelector labels.Selector
+	// managerSelector is ManagerSelector parsed by Validate, and
+	// provisionerSelector ProvisionerSelector.
+	managerSelector     labels.Selector
+	provisionerSelector labels.Selector
 }
 
 var _ component.Program = &Options{}
@@ -111,28 +118,29 @@ var _ component.Program = &Options{}
 func NewOptions() *Options {
 	return &Options{
 		KubeAPIQPS: 50, KubeAPIBurst: 100,
-		HealthAddress:    ":8081",
-		Namespace:        os.Getenv(EnvPodNamespace),
-		ProvisionerName:  hostpathv1.DefaultProvisionerName,
-		ManagerDaemonSet: "hostpath-manager",
-		ManagerSelector:  "app.kubernetes.io/name=hostpath-manager",
-		ManagerPort:      managerapi.ServingPort,
-		ManagerTokenFile: DefaultManagerTokenFile,
-		ManagerTimeout:   managerapi.DefaultCallTimeout,
-		MinFreeBytes:     0,
-		MaxTries:         5,
-		InitialBackoff:   2 * time.Second,
-		MaxBackoff:       5 * time.Minute,
-		AllowDelete:      true,
-		ReverifyPeriod:   10 * time.Minute,
-		BackfillWorkers:  8,
-		Workers:          2,
-		ResyncPeriod:     15 * time.Minute,
-		LeaderElect:      true,
-		LeaseName:        "hostpath-hostdefiner",
-		LeaseDuration:    15 * time.Second,
-		RenewDeadline:    10 * time.Second,
-		RetryPeriod:      2 * time.Second,
+		HealthAddress:       ":8081",
+		Namespace:           os.Getenv(EnvPodNamespace),
+		ProvisionerName:     hostpathv1.DefaultProvisionerName,
+		ManagerDaemonSet:    "hostpath-manager",
+		ManagerSelector:     "app.kubernetes.io/name=hostpath-manager",
+		ProvisionerSelector: "app.kubernetes.io/name=hostpath-provisioner",
+		ManagerPort:         managerapi.ServingPort,
+		ManagerTokenFile:    DefaultManagerTokenFile,
+		ManagerTimeout:      managerapi.DefaultCallTimeout,
+		MinFreeBytes:        0,
+		MaxTries:            5,
+		InitialBackoff:      2 * time.Second,
+		MaxBackoff:          5 * time.Minute,
+		AllowDelete:         true,
+		ReverifyPeriod:      10 * time.Minute,
+		BackfillWorkers:     8,
+		Workers:             2,
+		ResyncPeriod:        15 * time.Minute,
+		LeaderElect:         true,
+		LeaseName:           "hostpath-hostdefiner",
+		LeaseDuration:       15 * time.Second,
+		RenewDeadline:       10 * time.Second,
+		RetryPeriod:         2 * time.Second,
 
 		ManagerServiceAccount:  "hostpath-manager",
 		MaxCertificateLifetime: csr.DefaultLifetime,
@@ -151,6 +159,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ProvisionerName, FlagProvisionerName, o.ProvisionerName, "The provisioner name of the StorageClasses whose pools get definitions, and of the multihost PersistentVolumes that are backfilled; those of "+hostpathv1.CapacityProvisionerName+" (capacity-aware classes) are always served too.")
 	fs.StringVar(&o.ManagerDaemonSet, FlagManagerDaemonSet, o.ManagerDaemonSet, "The manager DaemonSet's name: a node is defined where it runs a pod, and leaves when it would no longer run one.")
 	fs.StringVar(&o.ManagerSelector, FlagManagerSelector, o.ManagerSelector, "The label selector of the manager pods.")
+	fs.StringVar(&o.ProvisionerSelector, FlagProvisionerSelector, o.ProvisionerSelector, "The label selector of the provisioner pods, in --"+FlagNamespace+
+		": the nodes they run on are listed in the ConfigMap "+hostpathv1.ClassesConfigMap+", so that the claim-labelling policy labels a pending claim with its node only when an instance runs there.")
 	fs.IntVar(&o.ManagerPort, FlagManagerPort, o.ManagerPort, "The port the managers serve their API on, in HTTPS.")
 	fs.StringVar(&o.ManagerTokenFile, FlagManagerTokenFile, o.ManagerTokenFile, "The file holding the bearer token sent to the managers, read again after a minute: a projected service account token of audience "+managerapi.TokenAudience+". Empty sends no token.")
 	fs.DurationVar(&o.ManagerTimeout, FlagManagerTimeout, o.ManagerTimeout, "The time limit of each manager call.")
@@ -197,6 +207,11 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--%s %q: want a non-empty label selector: %v", FlagManagerSelector, o.ManagerSelector, err))
 	}
 	o.managerSelector = sel
+	sel, err = labels.Parse(o.ProvisionerSelector)
+	if err != nil || sel.Empty() {
+		errs = append(errs, fmt.Errorf("--%s %q: want a non-empty label selector: %v", FlagProvisionerSelector, o.ProvisionerSelector, err))
+	}
+	o.provisionerSelector = sel
 	errs = append(errs, o.validateNumbers()...)
 	return errors.Join(errs...)
 }

@@ -26,6 +26,8 @@ func TestValidate(t *testing.T) {
 		{name: "bad health address", env: "ns", args: []string{"--health-address=nowhere"}, wantErr: []string{"--health-address"}},
 		{name: "empty selector", env: "ns", args: []string{"--manager-selector="}, wantErr: []string{"--manager-selector"}},
 		{name: "bad selector", env: "ns", args: []string{"--manager-selector=a in (b"}, wantErr: []string{"--manager-selector"}},
+		{name: "empty provisioner selector", env: "ns", args: []string{"--provisioner-selector="}, wantErr: []string{"--provisioner-selector"}},
+		{name: "bad provisioner selector", env: "ns", args: []string{"--provisioner-selector=app=x,"}, wantErr: []string{"--provisioner-selector"}},
 		{name: "zero tries", env: "ns", args: []string{"--max-tries=0"}, wantErr: []string{"--max-tries must be positive"}},
 		{name: "backoff order", env: "ns", args: []string{"--initial-backoff=1m", "--max-backoff=10s"}, wantErr: []string{"--max-backoff must be at least --initial-backoff"}},
 		{name: "negative minimum", env: "ns", args: []string{"--min-free-bytes=-1"}, wantErr: []string{"must not be negative"}},
@@ -69,6 +71,9 @@ func TestCSRConfig(t *testing.T) {
 	if c.Namespace != "hostpath-system" || c.ServiceAccount != "hostpath-manager" || c.MaxLifetime != time.Hour || c.CAOverlap != 3*time.Hour ||
 		c.ManagerSelector.String() != "app.kubernetes.io/name=hostpath-manager" {
 		t.Errorf("csrConfig() = %+v", c)
+	}
+	if got := o.provisionerSelector.String(); got != "app.kubernetes.io/name=hostpath-provisioner" {
+		t.Errorf("--provisioner-selector parsed to %q, want app.kubernetes.io/name=hostpath-provisioner", got)
 	}
 	if o.ManagerPort != managerapi.ServingPort {
 		t.Errorf("--manager-port defaults to %d, want %d", o.ManagerPort, managerapi.ServingPort)

@@ -80,7 +80,7 @@ func TestData(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Data(tc.names, tc.classes); !maps.Equal(got, tc.want) {
+			if got := Data(tc.names, tc.classes, nil); !maps.Equal(got, tc.want) {
 				t.Errorf("Data = %v, want %v", got, tc.want)
 			}
 		})
@@ -90,15 +90,15 @@ func TestData(t *testing.T) {
 // fixture is a Controller on a fake clientset whose caches hold what a
 // test put in them.
 type fixture struct {
-	c          *Controller
-	kube       *k8sfake.Clientset
-	classes    cache.SharedIndexInformer
-	configMaps cache.SharedIndexInformer
+	c    *Controller
+	kube *k8sfake.Clientset
+	inf  Informers
 }
 
-// newFixture returns a fixture holding objs in the API server and in the
-// caches.
-func newFixture(t *testing.T, classes []*storagev1.StorageClass, cm *v1.ConfigMap) *fixture {
+// newFixture returns a fixture holding classes, cm, pods (in the caches
+// and the API server) and claims (in the API server only: the controller
+// lists them there).
+func newFixture(t *testing.T, classes []*storagev1.StorageClass, cm *v1.ConfigMap, pods []*v1.Pod, claims ...*v1.PersistentVolumeClaim) *fixture {
 	t.Helper()
 	var objs []runtime.Object
 	for _, sc := range classes {
@@ -107,20 +107,35 @@ func newFixture(t *testing.T, classes []*storagev1.StorageClass, cm *v1.ConfigMa
 	if cm != nil {
 		objs = append(objs, cm)
 	}
+	for _, p := range pods {
+		objs = append(objs, p)
+	}
+	for _, claim := range claims {
+		objs = append(objs, claim)
+	}
 	kube := k8sfake.NewClientset(objs...)
 	factory := kubeinformers.NewSharedInformerFactory(kube, 0)
-	f := &fixture{kube: kube, classes: factory.Storage().V1().StorageClasses().Informer(), configMaps: factory.Core().V1().ConfigMaps().Informer()}
+	f := &fixture{kube: kube, inf: Informers{
+		Classes:    factory.Storage().V1().StorageClasses().Informer(),
+		ConfigMaps: factory.Core().V1().ConfigMaps().Informer(),
+		Pods:       factory.Core().V1().Pods().Informer(),
+	}}
 	for _, sc := range classes {
-		if err := f.classes.GetIndexer().Add(sc); err != nil {
+		if err := f.inf.Classes.GetIndexer().Add(sc); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if cm != nil {
-		if err := f.configMaps.GetIndexer().Add(cm); err != nil {
+		if err := f.inf.ConfigMaps.GetIndexer().Add(cm); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c, err := New(names, kube, testNamespace, f.classes, f.configMaps)
+	for _, p := range pods {
+		if err := f.inf.Pods.GetIndexer().Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := New(names, kube, testNamespace, provisioners, f.inf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +168,7 @@ func TestSync(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			f := newFixture(t, testClasses(), tc.cm)
+			f := newFixture(t, testClasses(), tc.cm, nil)
 			if err := f.c.sync(ctx, key{}); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
@@ -186,7 +201,7 @@ func TestSyncKeepsBinaryData(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	cm := configMap(nil, nil)
 	cm.BinaryData = map[string][]byte{"note": []byte("x")}
-	f := newFixture(t, testClasses(), cm)
+	f := newFixture(t, testClasses(), cm, nil)
 	if err := f.c.sync(ctx, key{}); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
@@ -202,7 +217,7 @@ func TestSyncKeepsBinaryData(t *testing.T) {
 // TestSyncCreateFails: an error is returned, so that the queue retries.
 func TestSyncCreateFails(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t, testClasses(), nil)
+	f := newFixture(t, testClasses(), nil, nil)
 	// The ConfigMap exists in the API server, not yet in the cache.
 	if _, err := f.kube.CoreV1().ConfigMaps(testNamespace).Create(ctx, configMap(nil, nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -232,7 +247,7 @@ func TestEvents(t *testing.T) {
 		{name: "another ConfigMap", event: func(c *Controller) { c.onConfigMap(otherCM) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, nil, nil)
+			f := newFixture(t, nil, nil, nil)
 			tc.event(f.c)
 			if got := len(workertest.Queued(f.c.queue)); got != tc.want {
 				t.Errorf("queued %d keys, want %d", got, tc.want)

@@ -3,13 +3,29 @@
 // (manifests/base/policies/claim-labels.yaml): a key class.NAME for each
 // StorageClass of the installation's provisioner names, whose value is
 // the class's mode (hostpathv1.ModeMultihost, or hostpathv1.ModeNode for
-// any other value of its mode parameter, as the provisioner reads it), and
-// the key provisioners, the names separated by single spaces.
+// any other value of its mode parameter, as the provisioner reads it); the
+// key provisioners, the names separated by single spaces; and a key
+// node.NAME (hostpathv1.ServedKey), with an empty value, for each node
+// that runs a provisioner pod (scheduled, not being deleted, selected by
+// --provisioner-selector in the host definer's namespace), which the
+// policy looks up to label a pending claim with its node or Unsorted.
 //
 // The controller follows sample-controller on a queue of a single key:
-// every event of a class of the installation, and every event of the
+// every event of a class of the installation, every event of a
+// provisioner pod that changes the node it serves, and every event of the
 // ConfigMap itself (someone edits or deletes it), queues it; the sync
-// computes the data from the StorageClass lister, creates the ConfigMap
-// when it is missing, and updates it only when its data or its
-// part-of label differ. Only the leader runs it (internal/app).
+// computes the data from the StorageClass and Pod listers, creates the
+// ConfigMap when it is missing, and updates it only when its data or its
+// part-of label differ.
+//
+// When an update removes a node's key, the sync then touches the pending
+// claims labelled with that node (an empty merge patch): the API server
+// runs the policy on the update, which labels them Unsorted now, so that
+// every instance sees them and the elected one speaks for them (the claims
+// of a few nodes are listed node by node, those of more in one list of
+// every claim labelled with a node). A claim that comes back still
+// labelled with the node (the API server has not seen the new ConfigMap
+// yet) fails the sync, which the queue retries, a few times. Only the
+// leader runs it (internal/app); a node whose touch a leader change
+// interrupts keeps its claims' label until their next update.
 package classes
