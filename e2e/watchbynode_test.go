@@ -7,8 +7,9 @@ package e2e
 //
 //   - TestWatchLabels: a node-mode PV is labelled with its node, a
 //     multihost one Multihost; where the API server has the
-//     claim-labelling policy (Kubernetes 1.36 and later), a pending claim
-//     is Unsorted and a bound one says its node, or Multihost; on an older
+//     claim-labelling policy (Kubernetes 1.36 and later), a claim without a
+//     node, or pinned to a node that runs no instance, is Unsorted, a bound
+//     one says its node, or Multihost; on an older
 //     API server the claims carry no label and still bind (the instances
 //     watch every claim).
 //   - TestClaimPolicyBinding: the policy's binding removed, the instances
@@ -43,6 +44,9 @@ func TestWatchLabels(t *testing.T) {
 	t.Logf("Claim-labelling policy bound: %v", policy)
 
 	pending := e.claim(ctx, t, "pending", classWaitForConsumer, "1Mi", corev1.ReadWriteOnce, nil)
+	// Pinned to a node that runs no instance (it does not exist): every
+	// instance watches it, so the elected one can say why it waits.
+	nowhere := e.claim(ctx, t, "nowhere", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: "e2e-no-such-node"})
 	pinned := e.claim(ctx, t, "pinned", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: there})
 	shared := e.claim(ctx, t, "shared", classShared, "1Mi", corev1.ReadWriteMany, nil)
 	_, pinnedPV := e.waitBound(ctx, t, pinned.Name)
@@ -51,10 +55,12 @@ func TestWatchLabels(t *testing.T) {
 	e.waitVolumeLabel(ctx, t, sharedPV.Name, hostpathv1.NodeLabelMultihost)
 	if policy {
 		e.waitClaimLabel(ctx, t, pending.Name, hostpathv1.NodeLabelUnsorted)
+		e.waitClaimLabel(ctx, t, nowhere.Name, hostpathv1.NodeLabelUnsorted)
+		e.waitEvent(ctx, t, nowhere.Name, corev1.EventTypeWarning, "NodeNotFound", `Node "e2e-no-such-node" named by `+annProvisionOnNode+" does not exist")
 		e.waitClaimLabel(ctx, t, pinned.Name, there)
 		e.waitClaimLabel(ctx, t, shared.Name, hostpathv1.NodeLabelMultihost)
 	} else {
-		for _, name := range []string{pending.Name, pinned.Name, shared.Name} {
+		for _, name := range []string{pending.Name, nowhere.Name, pinned.Name, shared.Name} {
 			c, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
