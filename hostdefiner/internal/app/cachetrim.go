@@ -17,8 +17,10 @@ import "hostpath.dev/api/runtime/cachetrim"
 //
 // What each cache holds (the leader only):
 //
-//   - Nodes, StorageClasses and PersistentVolumes, every one in the
-//     cluster; managedFields dropped, and a Node's status
+//   - Nodes and StorageClasses, every one in the cluster, and the
+//     multihost PersistentVolumes (labelled hostpath.dev/node=Multihost,
+//     the only ones it asks the API server for); managedFields dropped,
+//     and a Node's status
 //     (cachetrim.NodeStatus: the host definer reads a Node's name, labels
 //     and spec.taints).
 //   - Pods and DaemonSets of --namespace, all of them (manager,

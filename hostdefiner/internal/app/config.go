@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -100,10 +102,17 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	cluster := informers.NewSharedInformerFactoryWithOptions(c.Kube, o.ResyncPeriod, trim)
 	local := informers.NewSharedInformerFactoryWithOptions(c.Kube, o.ResyncPeriod, informers.WithNamespace(o.Namespace), trim)
 	defs := hdinformers.NewSharedInformerFactoryWithOptions(c.HostPath, o.ResyncPeriod, hdinformers.WithTransform(cacheTrim))
+	// Only the multihost PVs are the host definer's (the backfill): the API
+	// server sends it those its watch label selects, and no node-mode PV
+	// (docs/scale.md, "Watches by node").
+	multihost := informers.NewSharedInformerFactoryWithOptions(c.Kube, o.ResyncPeriod, trim,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.LabelSelector = labels.SelectorFromSet(labels.Set{hostpathv1.LabelNode: hostpathv1.NodeLabelMultihost}).String()
+		}))
 	inf := controller.Informers{
 		Nodes:       cluster.Core().V1().Nodes().Informer(),
 		Classes:     cluster.Storage().V1().StorageClasses().Informer(),
-		Volumes:     cluster.Core().V1().PersistentVolumes().Informer(),
+		Volumes:     multihost.Core().V1().PersistentVolumes().Informer(),
 		Pods:        local.Core().V1().Pods().Informer(),
 		DaemonSets:  local.Apps().V1().DaemonSets().Informer(),
 		Definitions: defs.Hostpath().V1().HostDefinitions().Informer(),
@@ -121,7 +130,7 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.factories = append([]factory{cluster, local, defs, classesFactory}, certFactories...)
+	c.factories = append([]factory{cluster, multihost, local, defs, classesFactory}, certFactories...)
 	return c, nil
 }
 

@@ -43,10 +43,11 @@ current-context: c
 	if c.MaxTries != 3 || c.Namespace != "hostpath-system" {
 		t.Errorf("Config options: max tries %d, namespace %q; want the Options'", c.MaxTries, c.Namespace)
 	}
-	// Nodes, classes, volumes; pods, DaemonSets; HostDefinitions; the
-	// ConfigMap of the classes; CSRs, the CA Secret, the bundle ConfigMap.
-	if len(c.factories) != 7 {
-		t.Errorf("%d informer factories, want 7", len(c.factories))
+	// Nodes, classes; the multihost volumes (by label); pods, DaemonSets;
+	// HostDefinitions; the ConfigMap of the classes; CSRs, the CA Secret,
+	// the bundle ConfigMap.
+	if len(c.factories) != 8 {
+		t.Errorf("%d informer factories, want 8", len(c.factories))
 	}
 	families, err := c.Registry.Gather()
 	if err != nil {
