@@ -3,7 +3,6 @@ package relabel
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
-	"k8s.io/client-go/tools/pager"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
@@ -38,39 +36,19 @@ type ClaimConfig struct {
 // node that runs no instance, that it is elected for. It returns how many
 // it labelled and the errors joined.
 func Claims(ctx context.Context, cfg ClaimConfig) (int, error) {
-	list := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+	n, err := eachUnlabelled(ctx, "claims", func(opts metav1.ListOptions) (runtime.Object, error) {
 		return cfg.Client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, opts)
-	}))
-	list.PageSize = pageSize
-	var (
-		labelled int
-		errs     []error
-	)
-	err := list.EachListItemWithAlloc(ctx, metav1.ListOptions{LabelSelector: hostpathv1.UnlabelledSelector().String(), ResourceVersion: "0"},
-		func(obj runtime.Object) error {
-			claim, ok := obj.(*v1.PersistentVolumeClaim)
-			if !ok {
-				return nil
-			}
-			value, mine, err := cfg.claimLabel(claim)
-			if err == nil && mine {
-				err = patchClaimLabel(ctx, cfg.Client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, value, cfg.FieldManager)
-				if err == nil {
-					labelled++
-				}
-			}
-			if err != nil {
-				errs = append(errs, err)
-			}
-			return nil
-		})
-	if err != nil {
-		errs = append(errs, fmt.Errorf("list the claims without the label %s: %w", hostpathv1.LabelNode, err))
+	}, func(claim *v1.PersistentVolumeClaim) (bool, error) {
+		value, mine, err := cfg.claimLabel(claim)
+		if err != nil || !mine {
+			return false, err
+		}
+		return true, patchClaimLabel(ctx, cfg.Client.CoreV1().PersistentVolumeClaims(claim.Namespace), claim, value, cfg.FieldManager)
+	})
+	if n > 0 {
+		klog.FromContext(ctx).Info("Labelled the claims made before the claim-labelling policy", "label", hostpathv1.LabelNode, "labelled", n)
 	}
-	if labelled > 0 {
-		klog.FromContext(ctx).Info("Labelled the claims made before the claim-labelling policy", "label", hostpathv1.LabelNode, "labelled", labelled)
-	}
-	return labelled, errors.Join(errs...)
+	return n, err
 }
 
 // claimLabel returns the label of claim and whether this instance gives

@@ -51,16 +51,37 @@ type Config struct {
 	FieldManager string
 }
 
-// pageSize is the number of PVs per page of the list.
+// pageSize is the number of objects per page of a list.
 const pageSize = 500
 
 // Volumes labels the unlabelled PVs of this instance (see the package
 // doc) and returns how many it labelled, and the errors of the list and
 // the patches joined; it labels what it can.
 func Volumes(ctx context.Context, cfg Config) (int, error) {
-	list := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+	n, err := eachUnlabelled(ctx, "PersistentVolumes", func(opts metav1.ListOptions) (runtime.Object, error) {
 		return cfg.Client.CoreV1().PersistentVolumes().List(ctx, opts)
-	}))
+	}, func(pv *v1.PersistentVolume) (bool, error) {
+		mine, err := cfg.labels(pv)
+		if err != nil || !mine {
+			return false, err
+		}
+		return true, patchLabel(ctx, cfg.Client, pv, cfg.FieldManager)
+	})
+	if n > 0 {
+		klog.FromContext(ctx).Info("Labelled the PersistentVolumes made before the watch label", "label", hostpathv1.LabelNode, "labelled", n)
+	}
+	return n, err
+}
+
+// eachUnlabelled lists the objects of one kind (what, for errors) without
+// the watch label, from the API server's watch cache page by page, and
+// passes each to label, which reports whether it labelled it; it returns
+// how many were labelled and the errors of the list and of label joined.
+func eachUnlabelled[T any, P interface {
+	*T
+	runtime.Object
+}](ctx context.Context, what string, page func(metav1.ListOptions) (runtime.Object, error), label func(P) (bool, error)) (int, error) {
+	list := pager.New(pager.SimplePageFunc(page))
 	list.PageSize = pageSize
 	var (
 		labelled int
@@ -68,30 +89,20 @@ func Volumes(ctx context.Context, cfg Config) (int, error) {
 	)
 	err := list.EachListItemWithAlloc(ctx, metav1.ListOptions{LabelSelector: hostpathv1.UnlabelledSelector().String(), ResourceVersion: "0"},
 		func(obj runtime.Object) error {
-			pv, ok := obj.(*v1.PersistentVolume)
+			o, ok := obj.(P)
 			if !ok {
 				return nil
 			}
-			mine, err := cfg.labels(pv)
+			done, err := label(o)
 			if err != nil {
 				errs = append(errs, err)
-				return nil
+			} else if done {
+				labelled++
 			}
-			if !mine {
-				return nil
-			}
-			if err := patchLabel(ctx, cfg.Client, pv, cfg.FieldManager); err != nil {
-				errs = append(errs, err)
-				return nil
-			}
-			labelled++
 			return nil
 		})
 	if err != nil {
-		errs = append(errs, fmt.Errorf("list the PersistentVolumes without the label %s: %w", hostpathv1.LabelNode, err))
-	}
-	if labelled > 0 {
-		klog.FromContext(ctx).Info("Labelled the PersistentVolumes made before the watch label", "label", hostpathv1.LabelNode, "labelled", labelled)
+		errs = append(errs, fmt.Errorf("list the %s without the label %s: %w", what, hostpathv1.LabelNode, err))
 	}
 	return labelled, errors.Join(errs...)
 }
