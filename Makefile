@@ -146,11 +146,13 @@ e2e-faults: ## Run the fault tests (TestFault*: crashes, outages, reboots, failo
 # COMPAT_TESTS: the part of the e2e suite `make test-compat` runs on the
 # oldest supported Kubernetes (scripts/lib.sh, K8S_OLDEST); the node
 # restriction tests check that its API server enforces the admission
-# policies as the newest one does.
-COMPAT_TESTS := ^(TestSmoke|TestProvisionerWaitForFirstConsumer|TestProvisionerPinnedClaims|TestMultihostDaemonSet|TestHostDefinerReady|TestManagerTLS|TestSizesBtrfs|TestLocalVolumes|TestCapacityAwareScheduling|TestNodeRestrictionPVCreate|TestNodeRestrictionBoundPV|TestNodeRestrictionCapacity)$$
+# policies as the newest one does; TestWatchLabels that without the
+# claim-labelling policy (not served there) claims bind unlabelled while
+# PVs are labelled.
+COMPAT_TESTS := ^(TestWatchLabels|TestSmoke|TestProvisionerWaitForFirstConsumer|TestProvisionerPinnedClaims|TestMultihostDaemonSet|TestHostDefinerReady|TestManagerTLS|TestSizesBtrfs|TestLocalVolumes|TestCapacityAwareScheduling|TestNodeRestrictionPVCreate|TestNodeRestrictionBoundPV|TestNodeRestrictionCapacity)$$
 
 .PHONY: e2e-compat
-e2e-compat: ## Run the compatibility part of the e2e suite (COMPAT_TESTS: smoke, both modes, host definer Ready, TLS, sizes, local volumes, capacity, node restriction) against the running local cluster.
+e2e-compat: ## Run the compatibility part of the e2e suite (COMPAT_TESTS: watch labels without the claim policy, smoke, both modes, host definer Ready, TLS, sizes, local volumes, capacity, node restriction) against the running local cluster.
 	cd e2e && $(GO) test -count=1 -timeout 20m -v -parallel $(E2E_PARALLEL) -run '$(COMPAT_TESTS)' .
 
 .PHONY: e2e-storage
