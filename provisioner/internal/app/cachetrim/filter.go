@@ -165,7 +165,9 @@ type Scope struct {
 	// (hostpathv1.WatchSelector); nil asks for every one.
 	Volumes, Claims labels.Selector
 	// BeforeVolumes and BeforeClaims, when set, run before the first list
-	// of PVs and of claims, again at each list until one succeeds: the
+	// or watch of PVs and of claims (a watch with the initial events is
+	// the list of the watch-list protocol), again at each until one
+	// succeeds: the
 	// upgrade steps that label the objects made before the label, so that
 	// the selectors see them (package relabel).
 	BeforeVolumes, BeforeClaims func(context.Context) error
@@ -252,6 +254,11 @@ func newFilteredInformer[P interface {
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			if err := waitFor(ctx, ask.Ready); err != nil {
+				return nil, err
+			}
+			// The watch-list protocol lists by a watch with the initial
+			// events: the reflector may never call List.
+			if err := before(ctx); err != nil {
 				return nil, err
 			}
 			ask.selecting(&opts)
