@@ -233,9 +233,19 @@ func newFilteredInformer[P interface {
 	metav1.Object
 }, T any, L runtime.Object](client kubernetes.Interface, resync time.Duration, example runtime.Object,
 	api listWatcher[L], items func(L) *[]T, keep func(P) bool, ask Ask) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(filteredListWatch(api, items, keep, ask), client), example,
+		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+}
+
+// filteredListWatch is the lists and watches of newFilteredInformer: they
+// ask api as ask says, and pass through a filter of keep.
+func filteredListWatch[P interface {
+	*T
+	metav1.Object
+}, T any, L runtime.Object](api listWatcher[L], items func(L) *[]T, keep func(P) bool, ask Ask) *cache.ListWatch {
 	f := newFilter(keep)
 	before := untilDone(ask.Before)
-	lw := &cache.ListWatch{
+	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			if err := waitFor(ctx, ask.Ready); err != nil {
 				return nil, err
@@ -269,8 +279,6 @@ func newFilteredInformer[P interface {
 			return f.watch(w, opts), nil
 		},
 	}
-	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
-		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
 }
 
 // untilDone returns a function that runs do until it once succeeds, and

@@ -2,6 +2,7 @@ package cachetrim
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2/ktesting"
@@ -340,5 +342,60 @@ func TestFilteredWatch(t *testing.T) {
 	<-added
 	w.Stop()
 	for range w.ResultChan() {
+	}
+}
+
+// TestAskBefore: the upgrade step (Ask.Before) runs before the first list
+// and before the first watch, whichever comes first (the watch-list
+// protocol lists by a watch), again after a failure, and once it
+// succeeded never again; both ask by the selector.
+func TestAskBefore(t *testing.T) {
+	for _, first := range []string{"list", "watch"} {
+		t.Run(first, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			kube := fake.NewClientset()
+			runs, fail := 0, true
+			ask := Ask{Selector: hostpathv1.WatchSelector("node-a"), Before: func(context.Context) error {
+				runs++
+				if fail {
+					return errors.New("not yet")
+				}
+				return nil
+			}}
+			lw := filteredListWatch(kube.CoreV1().PersistentVolumes(),
+				func(l *v1.PersistentVolumeList) *[]v1.PersistentVolume { return &l.Items }, func(*v1.PersistentVolume) bool { return true }, ask)
+			call := func(what string) error {
+				if what == "list" {
+					_, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+					return err
+				}
+				w, err := lw.WatchWithContext(ctx, metav1.ListOptions{})
+				if err == nil {
+					w.Stop()
+				}
+				return err
+			}
+			if err := call(first); err == nil {
+				t.Fatalf("%s succeeded while the step fails", first)
+			}
+			fail = false
+			for _, what := range []string{first, "list", "watch"} {
+				if err := call(what); err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+			}
+			if runs != 2 {
+				t.Errorf("the step ran %d times, want 2 (a failure, then once)", runs)
+			}
+			for _, a := range kube.Actions() {
+				if r, ok := a.(interface {
+					GetListRestrictions() clienttesting.ListRestrictions
+				}); ok {
+					if got := r.GetListRestrictions().Labels.String(); got != ask.Selector.String() {
+						t.Errorf("%s asked by %q, want %q", a.GetVerb(), got, ask.Selector)
+					}
+				}
+			}
+		})
 	}
 }
