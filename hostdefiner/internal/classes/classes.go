@@ -72,6 +72,12 @@ type Controller struct {
 	// pending claims are not all relabelled yet, with the syncs that
 	// tried (touch). Only the queue's single worker reads and writes it.
 	unserved map[string]int
+	// resort says that a sync added keys (a class, a served node) since
+	// the Unsorted claims were last sorted (resort.go). Only the queue's
+	// single worker reads and writes it.
+	resort bool
+	// resortTries counts the syncs that failed to sort them.
+	resortTries int
 }
 
 // New returns a Controller for the classes of names and the provisioner
@@ -247,7 +253,7 @@ func (c *Controller) sync(ctx context.Context, _ key) error {
 	if err := c.write(ctx, want); err != nil {
 		return err
 	}
-	return c.touchUnserved(ctx, want)
+	return errors.Join(c.touchUnserved(ctx, want), c.sortUnsorted(ctx, want))
 }
 
 // write makes the ConfigMap hold want, and records in c.unserved the
@@ -270,6 +276,7 @@ func (c *Controller) write(ctx context.Context, want map[string]string) error {
 		}
 		logger.Info("Created the ConfigMap of the classes", "classes", countKeys(want, hostpathv1.ClassKeyPrefix),
 			"servedNodes", countKeys(want, hostpathv1.ServedKeyPrefix))
+		c.resort = true
 		return nil
 	}
 	if err != nil {
@@ -287,6 +294,12 @@ func (c *Controller) write(ctx context.Context, want map[string]string) error {
 		}
 	}
 	slices.Sort(removed)
+	grown := false
+	for k, v := range want {
+		if old, ok := cm.Data[k]; !ok || old != v {
+			grown = true
+		}
+	}
 	cm = cm.DeepCopy()
 	cm.Data = want
 	if cm.Labels == nil {
@@ -304,6 +317,7 @@ func (c *Controller) write(ctx context.Context, want map[string]string) error {
 	for _, node := range removed {
 		c.unserved[node] = 0
 	}
+	c.resort = c.resort || grown
 	return nil
 }
 
