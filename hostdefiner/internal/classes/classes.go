@@ -434,6 +434,22 @@ func (c *Controller) pendingClaims(ctx context.Context, nodes []string) (map[str
 // API server has not seen the new ConfigMap yet) is an error, so that the
 // queue retries.
 func (c *Controller) touch(ctx context.Context, node string, claims []v1.PersistentVolumeClaim) error {
+	if len(claims) == 0 {
+		return nil
+	}
+	touched, err := c.touchAll(ctx, claims, func(got *v1.PersistentVolumeClaim) bool {
+		return got.Spec.VolumeName != "" || got.Labels[hostpathv1.LabelNode] != node
+	})
+	klog.FromContext(ctx).V(2).Info("Touched the pending claims of a node that runs no provisioner pod any more", "node", node, "claims", touched)
+	return err
+}
+
+// touchAll sends each of claims an empty merge patch, on which the API
+// server runs the claim-labelling policy, and returns how many came back
+// as done says, and the errors joined: a patch that failed, a claim that
+// did not come back done (the API server's policy has not seen the new
+// ConfigMap yet). A claim gone meanwhile is done.
+func (c *Controller) touchAll(ctx context.Context, claims []v1.PersistentVolumeClaim, done func(*v1.PersistentVolumeClaim) bool) (int, error) {
 	var errs []error
 	touched := 0
 	for _, claim := range claims {
@@ -443,15 +459,11 @@ func (c *Controller) touch(ctx context.Context, node string, claims []v1.Persist
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			errs = append(errs, fmt.Errorf("touch claim %s/%s: %w", claim.Namespace, claim.Name, err))
-		case got.Spec.VolumeName == "" && got.Labels[hostpathv1.LabelNode] == node:
-			errs = append(errs, fmt.Errorf("touch claim %s/%s: still labelled %s=%s", claim.Namespace, claim.Name, hostpathv1.LabelNode, node))
+		case !done(got):
+			errs = append(errs, fmt.Errorf("touch claim %s/%s: still labelled %s=%s", claim.Namespace, claim.Name, hostpathv1.LabelNode, got.Labels[hostpathv1.LabelNode]))
 		default:
 			touched++
 		}
 	}
-	if len(claims) == 0 {
-		return nil
-	}
-	klog.FromContext(ctx).V(2).Info("Touched the pending claims of a node that runs no provisioner pod any more", "node", node, "claims", touched)
-	return errors.Join(errs...)
+	return touched, errors.Join(errs...)
 }

@@ -2,15 +2,12 @@ package classes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
@@ -39,31 +36,20 @@ func (c *Controller) sortUnsorted(ctx context.Context, want map[string]string) e
 	if err != nil {
 		return fmt.Errorf("list the claims labelled %s: %w", sel, err)
 	}
-	var errs []error
-	touched := 0
+	var sorted []v1.PersistentVolumeClaim
 	for i := range claims.Items {
-		claim := &claims.Items[i]
-		if !Sorts(want, claim) {
-			continue
-		}
-		got, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, []byte("{}"),
-			metav1.PatchOptions{FieldManager: FieldManager})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			errs = append(errs, fmt.Errorf("touch claim %s/%s: %w", claim.Namespace, claim.Name, err))
-		case got.Labels[hostpathv1.LabelNode] == hostpathv1.NodeLabelUnsorted:
-			errs = append(errs, fmt.Errorf("touch claim %s/%s: still %s=%s (the API server's policy has not seen the new ConfigMap yet?)",
-				claim.Namespace, claim.Name, hostpathv1.LabelNode, hostpathv1.NodeLabelUnsorted))
-		default:
-			touched++
+		if Sorts(want, &claims.Items[i]) {
+			sorted = append(sorted, claims.Items[i])
 		}
 	}
-	if len(errs) > 0 {
+	touched, err := c.touchAll(ctx, sorted, func(got *v1.PersistentVolumeClaim) bool {
+		return got.Labels[hostpathv1.LabelNode] != hostpathv1.NodeLabelUnsorted
+	})
+	if err != nil {
 		if c.resortTries++; c.resortTries < touchTries {
-			return errors.Join(errs...)
+			return err
 		}
-		klog.FromContext(ctx).Error(errors.Join(errs...), "Gave up sorting the Unsorted claims: each is labelled again at its next update", "tries", c.resortTries)
+		klog.FromContext(ctx).Error(err, "Gave up sorting the Unsorted claims: each is labelled again at its next update", "tries", c.resortTries)
 	}
 	c.resort, c.resortTries = false, 0
 	if touched > 0 {
