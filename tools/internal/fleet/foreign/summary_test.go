@@ -208,20 +208,7 @@ func TestResultJSON(t *testing.T) {
 			t.Errorf("JSON lacks %s: %s", key, b)
 		}
 	}
-	var back Result
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	var want, got bytes.Buffer
-	if err := Report(&want, res); err != nil {
-		t.Fatal(err)
-	}
-	if err := Report(&got, back); err != nil {
-		t.Fatal(err)
-	}
-	if got.String() != want.String() {
-		t.Errorf("report of the JSON:\n%s\nwant:\n%s", got.String(), want.String())
-	}
+	checkReportRoundTrip(t, res, b)
 }
 
 // TestNodeWatchPerUpdate checks the figure and the report line of the Node
@@ -256,5 +243,25 @@ func TestNodeWatchPerUpdate(t *testing.T) {
 				t.Errorf("report lacks %q:\n%s", tc.line, buf.String())
 			}
 		})
+	}
+}
+
+// checkReportRoundTrip checks that b, res as JSON, reads back as a Result
+// whose report is res's.
+func checkReportRoundTrip(t *testing.T, res Result, b []byte) {
+	t.Helper()
+	var back Result
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	var want, got bytes.Buffer
+	if err := Report(&want, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := Report(&got, back); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Errorf("report of the JSON:\n%s\nwant:\n%s", got.String(), want.String())
 	}
 }

@@ -208,18 +208,5 @@ func TestVolumesJSON(t *testing.T) {
 			t.Errorf("JSON lacks %s: %s", key, b)
 		}
 	}
-	var back Result
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	var want, got bytes.Buffer
-	if err := Report(&want, res); err != nil {
-		t.Fatal(err)
-	}
-	if err := Report(&got, back); err != nil {
-		t.Fatal(err)
-	}
-	if got.String() != want.String() {
-		t.Errorf("report of the JSON:\n%s\nwant:\n%s", got.String(), want.String())
-	}
+	checkReportRoundTrip(t, res, b)
 }
