@@ -9,8 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -68,19 +67,10 @@ func watchClaimPolicy(ctx context.Context, kube kubernetes.Interface, p ClaimPol
 	if !p.Served {
 		return nil
 	}
-	byName := fields.OneTermEqualSelector(metav1.ObjectNameField, hostpathv1.ClaimLabelsPolicy).String()
-	api := kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = byName
-			return api.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = byName
-			return api.Watch(ctx, opts)
-		},
-	}
-	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, kube), &admissionv1.MutatingAdmissionPolicyBinding{}, 0, cache.Indexers{})
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, hostpathv1.ClaimLabelsPolicy).String()
+	}))
+	inf := factory.Admissionregistration().V1().MutatingAdmissionPolicyBindings().Informer()
 	check := func() {
 		if _, exists, err := inf.GetStore().GetByKey(hostpathv1.ClaimLabelsPolicy); err == nil && exists != p.Active {
 			klog.FromContext(ctx).Info("The claim-labelling policy binding changed", "binding", hostpathv1.ClaimLabelsPolicy, "bound", exists)
@@ -92,7 +82,7 @@ func watchClaimPolicy(ctx context.Context, kube kubernetes.Interface, p ClaimPol
 	}); err != nil {
 		return fmt.Errorf("watch MutatingAdmissionPolicyBinding %s: %w", hostpathv1.ClaimLabelsPolicy, err)
 	}
-	go inf.RunWithContext(ctx)
+	factory.Start(ctx.Done())
 	// A binding gone before the first list sends no event.
 	go func() {
 		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
