@@ -1,8 +1,6 @@
 package v1
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -122,12 +120,6 @@ const ProvisionersKey = "provisioners"
 
 // ClassKey is the key of the class name in ClassesConfigMap.
 func ClassKey(class string) string { return ClassKeyPrefix + class }
-
-// ClassOfKey returns the class name of a key of ClassesConfigMap, and
-// whether the key is a class's.
-func ClassOfKey(key string) (string, bool) {
-	return strings.CutPrefix(key, ClassKeyPrefix)
-}
 
 // ClaimLabelsPolicy is the name of the MutatingAdmissionPolicy that sets
 // LabelNode on the claims of hostpath, and of its binding: an instance

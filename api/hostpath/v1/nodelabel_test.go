@@ -57,11 +57,8 @@ func TestWatchSelector(t *testing.T) {
 }
 
 func TestClassKey(t *testing.T) {
-	if c, ok := ClassOfKey(ClassKey("fast")); !ok || c != "fast" {
-		t.Errorf("ClassOfKey(ClassKey(fast)) = %q, %v", c, ok)
-	}
-	if _, ok := ClassOfKey(ProvisionersKey); ok {
-		t.Errorf("ClassOfKey(%q) says it is a class", ProvisionersKey)
+	if got := ClassKey("fast"); got != "class.fast" || got == ProvisionersKey {
+		t.Errorf("ClassKey(fast) = %q", got)
 	}
 }
 
