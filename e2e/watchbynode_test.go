@@ -30,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/e2e/framework"
@@ -59,6 +60,14 @@ func TestWatchLabels(t *testing.T) {
 		e.waitEvent(ctx, t, nowhere.Name, corev1.EventTypeWarning, "NodeNotFound", `Node "e2e-no-such-node" named by `+annProvisionOnNode+" does not exist")
 		e.waitClaimLabel(ctx, t, pinned.Name, there)
 		e.waitClaimLabel(ctx, t, shared.Name, hostpathv1.NodeLabelMultihost)
+		// The policy skips the updates of a settled claim that change
+		// none of its inputs, but a label set by hand is one of them: the
+		// API server puts the right one back in the same update (the host
+		// definer's touch sets Unsorted the same way).
+		e.labelClaim(ctx, t, pinned.Name, hostpathv1.NodeLabelUnsorted, there)
+		e.labelClaim(ctx, t, pinned.Name, "e2e-other-node", there)
+		e.labelClaim(ctx, t, shared.Name, there, hostpathv1.NodeLabelMultihost)
+		e.labelClaim(ctx, t, nowhere.Name, "e2e-no-such-node", hostpathv1.NodeLabelUnsorted)
 	} else {
 		for _, name := range []string{pending.Name, nowhere.Name, pinned.Name, shared.Name} {
 			c, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, name, metav1.GetOptions{})
@@ -147,6 +156,21 @@ func (e *provEnv) waitClaimLabel(ctx context.Context, t *testing.T, name, want s
 		}
 		return true, nil
 	})
+}
+
+// labelClaim sets the watch label of claim name to value, as a user or
+// the host definer would, and checks that the claim-labelling policy
+// answered the update with the label want.
+func (e *provEnv) labelClaim(ctx context.Context, t *testing.T, name, value, want string) {
+	t.Helper()
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, hostpathv1.LabelNode, value)
+	c, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("Label claim %s %s=%s: %v", name, hostpathv1.LabelNode, value, err)
+	}
+	if got := c.Labels[hostpathv1.LabelNode]; got != want {
+		t.Errorf("Claim %s labelled %s=%s by hand: the API server stored %q, want %q", name, hostpathv1.LabelNode, value, got, want)
+	}
 }
 
 // TestClaimPolicyBinding: the claim-labelling policy's binding removed

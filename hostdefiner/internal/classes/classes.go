@@ -35,6 +35,13 @@ const (
 	partOfValue = "hostpath"
 )
 
+// touchPatch is the merge patch of a touch (touchAll): the watch label
+// set to hostpathv1.NodeLabelUnsorted. An empty patch would not do: the
+// claim-labelling policy skips an update of a claim labelled with a node
+// that changes neither that label, nor the class, nor the node's
+// annotations (manifests/base/policies/claim-labels.yaml).
+var touchPatch = []byte(`{"metadata":{"labels":{"` + hostpathv1.LabelNode + `":"` + hostpathv1.NodeLabelUnsorted + `"}}}`)
+
 // touchTries is how many syncs try to get the pending claims of a node
 // that is no longer served relabelled before the controller gives up on
 // them (touch): the queue's backoff makes them about five seconds.
@@ -423,16 +430,13 @@ func (c *Controller) pendingClaims(ctx context.Context, nodes []string) (map[str
 	return pending, nil
 }
 
-// touch sends an empty merge patch to each of claims, the pending claims
-// labelled with node (hostpathv1.LabelNode), a node whose served key the
-// ConfigMap no longer holds. The patch changes nothing itself: the API
-// server runs mutating admission on every update, and the
-// claim-labelling policy recomputes the label, now
-// hostpathv1.NodeLabelUnsorted, so that every instance sees the claim and
-// the elected one speaks for it. A claim gone meanwhile, or bound, is
-// done. A claim that comes back still pending and labelled with node (the
-// API server has not seen the new ConfigMap yet) is an error, so that the
-// queue retries.
+// touch sets hostpathv1.NodeLabelUnsorted on each of claims, the pending
+// claims labelled with node (hostpathv1.LabelNode), a node whose served
+// key the ConfigMap no longer holds (touchAll): every instance then sees
+// the claim and the elected one speaks for it. A claim gone meanwhile, or
+// bound, is done. A claim that comes back still pending and labelled with
+// node (the API server has not seen the new ConfigMap yet, and its policy
+// labelled it with node again) is an error, so that the queue retries.
 func (c *Controller) touch(ctx context.Context, node string, claims []v1.PersistentVolumeClaim) error {
 	if len(claims) == 0 {
 		return nil
@@ -444,16 +448,19 @@ func (c *Controller) touch(ctx context.Context, node string, claims []v1.Persist
 	return err
 }
 
-// touchAll sends each of claims an empty merge patch, on which the API
-// server runs the claim-labelling policy, and returns how many came back
-// as done says, and the errors joined: a patch that failed, a claim that
-// did not come back done (the API server's policy has not seen the new
-// ConfigMap yet). A claim gone meanwhile is done.
+// touchAll sets the label hostpathv1.NodeLabelUnsorted on each of claims
+// (touchPatch) and returns how many came back as done says, and the
+// errors joined: a patch that failed, a claim that did not come back done.
+// A claim gone meanwhile is done. The claim-labelling policy runs on the
+// update, because it changes the label or the claim is Unsorted, and
+// labels the claim from the parameters the API server has; without the
+// policy (its binding removed) the claim stays Unsorted, which every
+// instance watches.
 func (c *Controller) touchAll(ctx context.Context, claims []v1.PersistentVolumeClaim, done func(*v1.PersistentVolumeClaim) bool) (int, error) {
 	var errs []error
 	touched := 0
 	for _, claim := range claims {
-		got, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, []byte("{}"),
+		got, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, touchPatch,
 			metav1.PatchOptions{FieldManager: FieldManager})
 		switch {
 		case apierrors.IsNotFound(err):

@@ -19,13 +19,13 @@
 // part-of label differ.
 //
 // When an update removes a node's key, the sync then touches the pending
-// claims labelled with that node (an empty merge patch): the API server
-// runs the policy on the update, which labels them Unsorted now, so that
+// claims labelled with that node (it sets Unsorted): the API server runs
+// the policy on the update, which leaves them Unsorted now, so that
 // every instance sees them and the elected one speaks for them (the claims
 // of a few nodes are listed node by node, those of more in one list of
 // every claim labelled with a node). A claim that comes back still
 // labelled with the node (the API server has not seen the new ConfigMap
 // yet) fails the sync, which the queue retries, a few times. Only the
 // leader runs it (internal/app); a node whose touch a leader change
-// interrupts keeps its claims' label until their next update.
+// interrupts keeps its claims' label until an update changes their node.
 package classes

@@ -21,10 +21,10 @@ import (
 // provisioner pod, is Unsorted until its next update, and a bound claim
 // may never have one (an upgrade: the provisioners label the claims of an
 // older release at start, maybe before the host definer listed their
-// classes). The touch is an empty merge patch: the API server runs the
-// policy on every update, which sets the label again from the parameters
-// it has (an API server that has not seen the new ConfigMap yet leaves
-// the claim Unsorted, and the next sync that adds a key tries again).
+// classes). The touch (touchAll) is an update on which the API server
+// runs the policy, which sets the label again from the parameters it has
+// (an API server that has not seen the new ConfigMap yet leaves the claim
+// Unsorted, and the next sync that adds a key tries again).
 // Every instance watches the Unsorted claims, so a claim left there costs
 // events, never a claim that no instance sees.
 func (c *Controller) sortUnsorted(ctx context.Context, want map[string]string) error {

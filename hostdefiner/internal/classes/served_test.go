@@ -133,11 +133,26 @@ func relabel(kube interface {
 	})
 }
 
-// patched is the names of the claims patched among actions.
+// stalePolicy makes kube answer each claim patch as an API server whose
+// claim-labelling policy has not seen the new ConfigMap: the claim stays
+// as it is, labelled with its node.
+func stalePolicy(kube interface {
+	PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
+	Tracker() clienttesting.ObjectTracker
+}) {
+	kube.PrependReactor("patch", "persistentvolumeclaims", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		p := a.(clienttesting.PatchAction)
+		obj, err := kube.Tracker().Get(a.GetResource(), p.GetNamespace(), p.GetName())
+		return true, obj, err
+	})
+}
+
+// patched is the names of the claims patched among actions; each patch
+// must set the watch label Unsorted, on which the policy runs again.
 func patched(actions []clienttesting.Action) []string {
 	var out []string
 	for _, p := range hostpathtest.Patches(actions, "persistentvolumeclaims") {
-		if string(p.GetPatch()) != "{}" || p.GetPatchType() != "application/merge-patch+json" {
+		if string(p.GetPatch()) != `{"metadata":{"labels":{"hostpath.dev/node":"Unsorted"}}}` || p.GetPatchType() != "application/merge-patch+json" {
 			out = append(out, "unexpected patch "+string(p.GetPatchType())+" "+string(p.GetPatch()))
 			continue
 		}
@@ -207,6 +222,7 @@ func TestTouchRetried(t *testing.T) {
 	partOf := map[string]string{"app.kubernetes.io/part-of": "hostpath"}
 	f := newFixture(t, testClasses(), configMap(withData("node-a", "node-b"), partOf), nil,
 		labelled("pending-a", "node-a", ""), labelled("pending-b", "node-b", ""))
+	stalePolicy(f.kube)
 	if err := f.c.sync(ctx, key{}); err == nil {
 		t.Fatal("sync: no error, want the claims still labelled")
 	}
@@ -231,12 +247,14 @@ func TestTouchRetried(t *testing.T) {
 	}
 }
 
-// TestTouchGivenUp: a claim that the policy never relabels (its binding
-// removed) is tried touchTries times, then left to its next update.
+// TestTouchGivenUp: a claim that the policy keeps labelling with its node
+// (an API server that never sees the new ConfigMap) is tried touchTries
+// times, then left to the next update that changes its node.
 func TestTouchGivenUp(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	partOf := map[string]string{"app.kubernetes.io/part-of": "hostpath"}
 	f := newFixture(t, testClasses(), configMap(withData("node-b"), partOf), nil, labelled("pending-b", "node-b", ""))
+	stalePolicy(f.kube)
 	for i := 1; i < touchTries; i++ {
 		if err := f.c.sync(ctx, key{}); err == nil {
 			t.Fatalf("sync %d: no error", i)
@@ -309,5 +327,23 @@ func (f *fixture) updateCache(t *testing.T) {
 	}
 	if err := f.inf.ConfigMaps.GetIndexer().Update(cm); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTouchWithoutPolicy: where the claim-labelling policy does not run
+// (its binding removed; the fake clientset runs no admission), the touch
+// itself leaves the claim Unsorted, which every instance watches: done.
+func TestTouchWithoutPolicy(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t, nil, nil, nil, labelled("pending-b", "node-b", ""))
+	if err := f.c.touch(ctx, "node-b", []v1.PersistentVolumeClaim{*labelled("pending-b", "node-b", "")}); err != nil {
+		t.Fatalf("touch: %v, want none", err)
+	}
+	got, err := f.kube.CoreV1().PersistentVolumeClaims("apps").Get(ctx, "pending-b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := got.Labels[hostpathv1.LabelNode]; v != hostpathv1.NodeLabelUnsorted {
+		t.Errorf("%s=%q after the touch, want %s", hostpathv1.LabelNode, v, hostpathv1.NodeLabelUnsorted)
 	}
 }
