@@ -96,11 +96,12 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	clientset, err := kubernetes.NewForConfig(restConfig)
+	builtin := component.Protobuf(restConfig)
+	clientset, err := kubernetes.NewForConfig(builtin)
 	if err != nil {
 		return nil, fmt.Errorf("create the API client: %w", err)
 	}
-	events, err := eventClient(restConfig, o.EventQPS, o.EventBurst)
+	events, err := eventClient(builtin, o.EventQPS, o.EventBurst)
 	if err != nil {
 		return nil, err
 	}
