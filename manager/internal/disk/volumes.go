@@ -235,7 +235,8 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req man
 		return nil, false, err
 	}
 	if created {
-		logger.V(2).Info("Created volume", "mode", managerapi.FormatMode(mode), "sizeBytes", tx.rec.SizeBytes, "enforcement", tx.rec.Enforcement)
+		// V(4): the server logs each volume created, with who asked.
+		logger.V(4).Info("Created volume", "mode", managerapi.FormatMode(mode), "sizeBytes", tx.rec.SizeBytes, "enforcement", tx.rec.Enforcement)
 	}
 	return tx.describe(), created, nil
 }
@@ -544,7 +545,8 @@ func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, 
 	if err := tx.remove(ctx, ifEmpty); err != nil {
 		return false, err
 	}
-	logger.V(2).Info("Removed volume", "ifEmpty", ifEmpty)
+	// V(4): the server logs each volume deleted, with who asked.
+	logger.V(4).Info("Removed volume", "ifEmpty", ifEmpty)
 	return true, nil
 }
 

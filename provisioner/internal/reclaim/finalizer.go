@@ -131,7 +131,9 @@ func (c *Controller) release(ctx context.Context, f Facts, o outcome) error {
 	if f.Ours {
 		c.finished.add(pv, f.Loc)
 	}
-	logger.V(2).Info("The directory reached its final state; the library deletes the PersistentVolume, then the finalizer comes off",
+	// V(4): report logged the outcome (or recorded it as an event); the
+	// finalizer's removal is logged when it happens.
+	logger.V(4).Info("The directory reached its final state; the library deletes the PersistentVolume, then the finalizer comes off",
 		"finalizer", hostpathv1.FinalizerDirectoryProtection, "outcome", o.message)
 	return nil
 }
