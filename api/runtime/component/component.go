@@ -24,7 +24,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -107,22 +106,6 @@ func RESTConfig(kubeconfig string, qps float32, burst int, userAgent string) (*r
 	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, userAgent
 	cfg.DisableCompression = true
 	return cfg, nil
-}
-
-// Protobuf returns a copy of cfg that sends Kubernetes' protobuf encoding
-// and asks for it first (JSON where a resource has none), as
-// kube-controller-manager and kube-scheduler do: for the clientset of the
-// built-in types. Protobuf costs a fraction of JSON's CPU to decode, in
-// each instance, for every watch event of its claims, PVs and pods, and
-// the API server encodes each event once for all its protobuf watchers
-// (docs/bench/2026-11-29.md, "Protobuf"). The clients of the
-// HostDefinition API (custom resources, which have no protobuf encoding)
-// keep cfg as RESTConfig made it.
-func Protobuf(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.ContentType = runtime.ContentTypeProtobuf
-	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	return c
 }
 
 // NewRegistry returns a Prometheus registry with the Go and process

@@ -14,7 +14,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -142,35 +141,6 @@ func TestRESTConfigAsksNoCompression(t *testing.T) {
 	_ = resp.Body.Close()
 	if got := <-encodings; len(got) != 0 {
 		t.Errorf("the request asked for Accept-Encoding %q, want none", got)
-	}
-}
-
-// TestProtobuf: a typed client of Protobuf's config asks for protobuf
-// first and takes JSON when that is what comes (a resource without
-// protobuf); the config given is left as it was.
-func TestProtobuf(t *testing.T) {
-	accepts := make(chan string, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		accepts <- r.Header.Get("Accept")
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"kind":"PersistentVolume","apiVersion":"v1","metadata":{"name":"pv-1"}}`))
-	}))
-	defer srv.Close()
-	cfg := &rest.Config{Host: srv.URL}
-	pb := Protobuf(cfg)
-	if cfg.ContentType != "" || cfg.AcceptContentTypes != "" {
-		t.Errorf("Protobuf changed the config given: %q, %q", cfg.ContentType, cfg.AcceptContentTypes)
-	}
-	client, err := typedcorev1.NewForConfig(pb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv, err := client.PersistentVolumes().Get(t.Context(), "pv-1", metav1.GetOptions{})
-	if err != nil || pv.Name != "pv-1" {
-		t.Fatalf("Get = %v, %v; want pv-1 decoded from JSON", pv, err)
-	}
-	if got, want := <-accepts, "application/vnd.kubernetes.protobuf,application/json"; got != want {
-		t.Errorf("Accept %q, want %q", got, want)
 	}
 }
 

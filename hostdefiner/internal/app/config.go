@@ -83,7 +83,7 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 		return nil, err
 	}
 	c := &Config{Options: *o, Bundle: trust.NewBundle()}
-	if c.Kube, err = kubernetes.NewForConfig(component.Protobuf(restConfig)); err != nil {
+	if c.Kube, err = kubernetes.NewForConfig(restConfig); err != nil {
 		return nil, fmt.Errorf("build the Kubernetes client: %w", err)
 	}
 	if c.HostPath, err = versioned.NewForConfig(restConfig); err != nil {

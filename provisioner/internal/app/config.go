@@ -96,12 +96,11 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	builtin := component.Protobuf(restConfig)
-	clientset, err := kubernetes.NewForConfig(builtin)
+	clientset, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("create the API client: %w", err)
 	}
-	events, err := eventClient(builtin, o.EventQPS, o.EventBurst)
+	events, err := eventClient(restConfig, o.EventQPS, o.EventBurst)
 	if err != nil {
 		return nil, err
 	}

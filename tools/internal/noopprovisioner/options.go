@@ -116,7 +116,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(component.Protobuf(cfg))
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create the API client: %w", err)
 	}
