@@ -9,7 +9,8 @@ package e2e
 //     multihost one Multihost; where the API server has the
 //     claim-labelling policy (Kubernetes 1.36 and later), a claim without a
 //     node, or pinned to a node that runs no instance, is Unsorted, a bound
-//     one says its node, or Multihost; on an older
+//     one says its node, or Multihost, and a label set by hand comes
+//     back as the policy computes it; on an older
 //     API server the claims carry no label and still bind (the instances
 //     watch every claim).
 //   - TestClaimPolicyBinding: the policy's binding removed, the instances
