@@ -114,13 +114,16 @@ func labelled(name, node, pv string) *v1.PersistentVolumeClaim {
 	return c
 }
 
-// relabel makes the fake API server do what the claim-labelling policy
-// does on the update of a pending claim whose node is not served (the
-// fake clientset runs no admission).
-func relabel(kube interface {
+// fakeAPI is the fake clientset's part the reactors below need.
+type fakeAPI interface {
 	PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
 	Tracker() clienttesting.ObjectTracker
-}) {
+}
+
+// answerPatches makes kube answer each claim patch with the claim as
+// policy leaves it (the fake clientset runs no admission, and the
+// claim-labelling policy decides the label, not the patch).
+func answerPatches(kube fakeAPI, policy func(*v1.PersistentVolumeClaim)) {
 	kube.PrependReactor("patch", "persistentvolumeclaims", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		p := a.(clienttesting.PatchAction)
 		obj, err := kube.Tracker().Get(a.GetResource(), p.GetNamespace(), p.GetName())
@@ -128,23 +131,22 @@ func relabel(kube interface {
 			return true, nil, err
 		}
 		claim := obj.(*v1.PersistentVolumeClaim).DeepCopy()
-		claim.Labels[hostpathv1.LabelNode] = hostpathv1.NodeLabelUnsorted
+		policy(claim)
 		return true, claim, kube.Tracker().Update(a.GetResource(), claim, claim.Namespace)
 	})
+}
+
+// relabel makes the fake API server do what the claim-labelling policy
+// does on the update of a pending claim whose node is not served.
+func relabel(kube fakeAPI) {
+	answerPatches(kube, func(c *v1.PersistentVolumeClaim) { c.Labels[hostpathv1.LabelNode] = hostpathv1.NodeLabelUnsorted })
 }
 
 // stalePolicy makes kube answer each claim patch as an API server whose
 // claim-labelling policy has not seen the new ConfigMap: the claim stays
 // as it is, labelled with its node.
-func stalePolicy(kube interface {
-	PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
-	Tracker() clienttesting.ObjectTracker
-}) {
-	kube.PrependReactor("patch", "persistentvolumeclaims", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		p := a.(clienttesting.PatchAction)
-		obj, err := kube.Tracker().Get(a.GetResource(), p.GetNamespace(), p.GetName())
-		return true, obj, err
-	})
+func stalePolicy(kube fakeAPI) {
+	answerPatches(kube, func(*v1.PersistentVolumeClaim) {})
 }
 
 // patched is the names of the claims patched among actions; each patch
