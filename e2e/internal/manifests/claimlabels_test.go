@@ -60,8 +60,23 @@ func TestClaimLabelsPolicy(t *testing.T) {
 			t.Errorf("the policy's expressions do not contain %s", want)
 		}
 	}
-	if len(s.MatchConditions) != 1 || !strings.Contains(s.MatchConditions[0].Expression, "'"+hostpathv1.ProvisionersKey+"'") {
-		t.Errorf("policy matchConditions %+v: want one, reading the provisioners", s.MatchConditions)
+	// Two match conditions: whether the update may change the label (a
+	// creation; no label or Unsorted; the label, the class or a node
+	// annotation changed), so that kube-controller-manager's updates of a
+	// settled claim skip the policy; and whether the claim is of hostpath.
+	if len(s.MatchConditions) != 2 {
+		t.Fatalf("policy matchConditions %+v: want label-may-change and hostpath-claim", s.MatchConditions)
+	}
+	mayChange := s.MatchConditions[0].Expression
+	for _, want := range []string{"request.operation == 'CREATE'", "oldObject.metadata.?labels[?'" + hostpathv1.LabelNode + "']",
+		"['', '" + hostpathv1.NodeLabelUnsorted + "']", "oldObject.spec.?storageClassName",
+		"['" + strings.Join(hostpathv1.ClaimNodeAnnotations, "', '") + "']", "oldObject.metadata.?annotations[?k]"} {
+		if s.MatchConditions[0].Name != "label-may-change" || !strings.Contains(mayChange, want) {
+			t.Errorf("policy matchCondition %s (%s): want label-may-change, containing %s", s.MatchConditions[0].Name, mayChange, want)
+		}
+	}
+	if s.MatchConditions[1].Name != "hostpath-claim" || !strings.Contains(s.MatchConditions[1].Expression, "'"+hostpathv1.ProvisionersKey+"'") {
+		t.Errorf("policy matchCondition %+v: want hostpath-claim, reading the provisioners", s.MatchConditions[1])
 	}
 
 	if binding.Spec.PolicyName != policy.Name || binding.Spec.ParamRef == nil || binding.Spec.ParamRef.Name != params.Name ||
