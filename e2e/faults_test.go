@@ -574,36 +574,7 @@ func TestFaultManagerRestartWithoutHostDefiner(t *testing.T) {
 	ctx := t.Context()
 	e := setupHostDefiner(ctx, t)
 	node := e.nodes[0]
-	scale := func(ctx context.Context, n int32) error {
-		_, err := e.f.Kubectl(ctx, "-n", framework.SystemNamespace, "scale", "deployment", hostdefinerName, fmt.Sprintf("--replicas=%d", n))
-		return err
-	}
-	before, err := e.f.Client.AppsV1().Deployments(framework.SystemNamespace).Get(ctx, hostdefinerName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	replicas := *before.Spec.Replicas
-	if err := scale(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		err := scale(cctx, replicas)
-		if err == nil {
-			err = e.f.WaitForWorkloads(cctx, framework.SystemNamespace, 2*time.Minute)
-		}
-		if err != nil {
-			t.Errorf("Scale the host definer back to %d: %v", replicas, err)
-		}
-	})
-	framework.WaitFor(ctx, t, provisionTimeout, "no host definer pod", func(ctx context.Context) (bool, error) {
-		pods, err := e.f.Client.CoreV1().Pods(framework.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: hostdefinerSelector})
-		if err != nil {
-			return false, err
-		}
-		return len(pods.Items) == 0, nil
-	})
+	stopHostDefiner(ctx, t, e.f)
 	e.killAndWaitReady(ctx, t, node, "manager", managerSelector)
 
 	urls := managerPods(ctx, t, e.f, []string{node})
@@ -615,4 +586,84 @@ func TestFaultManagerRestartWithoutHostDefiner(t *testing.T) {
 		t.Errorf("Directory of %s on %s: %v", pv.Name, node, err)
 	}
 	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
+}
+
+// stopHostDefiner scales the host definer's Deployment to no replica and
+// waits until no pod of it runs; it returns what scales it back to its
+// replicas and waits for the workloads, which the test's cleanup also
+// does if the test did not.
+func stopHostDefiner(ctx context.Context, t *testing.T, f *framework.Framework) (start func(context.Context) error) {
+	t.Helper()
+	scale := func(ctx context.Context, n int32) error {
+		_, err := f.Kubectl(ctx, "-n", framework.SystemNamespace, "scale", "deployment", hostdefinerName, fmt.Sprintf("--replicas=%d", n))
+		return err
+	}
+	before, err := f.Client.AppsV1().Deployments(framework.SystemNamespace).Get(ctx, hostdefinerName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas := *before.Spec.Replicas
+	if err := scale(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	started := false
+	start = func(ctx context.Context) error {
+		if started {
+			return nil
+		}
+		started = true
+		if err := scale(ctx, replicas); err != nil {
+			return err
+		}
+		return f.WaitForWorkloads(ctx, framework.SystemNamespace, 2*time.Minute)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := start(cctx); err != nil {
+			t.Errorf("Scale the host definer back to %d: %v", replicas, err)
+		}
+	})
+	framework.WaitFor(ctx, t, provisionTimeout, "no host definer pod", func(ctx context.Context) (bool, error) {
+		pods, err := f.Client.CoreV1().Pods(framework.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: hostdefinerSelector})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, nil
+	})
+	return start
+}
+
+// TestFaultClaimWithoutClassesConfigMap: the ConfigMap of the classes
+// deleted while no host definer runs, the API server skips the
+// claim-labelling policy (its parameters are missing), and a claim of
+// hostpath made meanwhile has no watch label: no instance that watches by
+// label sees it, and a WaitForFirstConsumer claim pinned to a node, with
+// no pod, gets no other update. When the host definer is back it makes the
+// ConfigMap again and labels that claim, which then binds on its node.
+// Where the API server has no claim-labelling policy (Kubernetes 1.35) it
+// skips.
+func TestFaultClaimWithoutClassesConfigMap(t *testing.T) {
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	if !claimPolicyBound(ctx, t, e.f) {
+		t.Skip("the API server has no claim-labelling policy (Kubernetes 1.35): the claims carry no label")
+	}
+	node := e.nodes[0]
+	start := stopHostDefiner(ctx, t, e.f)
+	if err := e.f.Client.CoreV1().ConfigMaps(framework.SystemNamespace).Delete(ctx, hostpathv1.ClassesConfigMap, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pinned := e.claim(ctx, t, "while-missing", classWaitForConsumer, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
+	if v, ok := pinned.Labels[hostpathv1.LabelNode]; ok {
+		t.Fatalf("Claim %s made without the policy's parameters has %s=%q: the test needs it unlabelled", pinned.Name, hostpathv1.LabelNode, v)
+	}
+	if err := start(ctx); err != nil {
+		t.Fatalf("Start the host definer again: %v", err)
+	}
+	e.waitClaimLabel(ctx, t, pinned.Name, node)
+	_, pv := e.waitBound(ctx, t, pinned.Name)
+	e.deleteAndWaitGone(ctx, t, "", pinned.Name)
+	e.waitGoneEverywhere(ctx, t, pv)
+	e.checkDisks(ctx, t)
 }

@@ -85,6 +85,12 @@ type Controller struct {
 	resort bool
 	// resortTries counts the syncs that failed to sort them.
 	resortTries int
+	// unlabelled says that a sync created the ConfigMap: claims of
+	// hostpath made while it was missing have no label (the policy skips
+	// a claim without its parameters), resort.go.
+	unlabelled bool
+	// unlabelledTries counts the syncs that failed to label them.
+	unlabelledTries int
 }
 
 // New returns a Controller for the classes of names and the provisioner
@@ -260,7 +266,7 @@ func (c *Controller) sync(ctx context.Context, _ key) error {
 	if err := c.write(ctx, want); err != nil {
 		return err
 	}
-	return errors.Join(c.touchUnserved(ctx, want), c.sortUnsorted(ctx, want))
+	return errors.Join(c.touchUnserved(ctx, want), c.sortUnlabelled(ctx, want), c.sortUnsorted(ctx, want))
 }
 
 // write makes the ConfigMap hold want, and records in c.unserved the
@@ -283,7 +289,7 @@ func (c *Controller) write(ctx context.Context, want map[string]string) error {
 		}
 		logger.Info("Created the ConfigMap of the classes", "classes", countKeys(want, hostpathv1.ClassKeyPrefix),
 			"servedNodes", countKeys(want, hostpathv1.ServedKeyPrefix))
-		c.resort = true
+		c.resort, c.unlabelled = true, true
 		return nil
 	}
 	if err != nil {

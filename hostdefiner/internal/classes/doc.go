@@ -28,4 +28,10 @@
 // yet) fails the sync, which the queue retries, a few times. Only the
 // leader runs it (internal/app); a node whose touch a leader change
 // interrupts keeps its claims' label until an update changes their node.
+//
+// A sync that creates the ConfigMap (it was deleted) also lists the
+// claims without the label and sets Unsorted on those of hostpath
+// (OfHostpath): the API server skips the policy while its parameters are
+// missing, so a claim made then has no label, which no instance watching
+// by label sees.
 package classes

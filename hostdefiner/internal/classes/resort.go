@@ -3,6 +3,7 @@ package classes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -56,6 +57,64 @@ func (c *Controller) sortUnsorted(ctx context.Context, want map[string]string) e
 		klog.FromContext(ctx).V(2).Info("Touched the Unsorted claims that the ConfigMap of the classes now sorts", "claims", touched)
 	}
 	return nil
+}
+
+// sortUnlabelled touches the claims of hostpath (OfHostpath) that carry
+// no watch label, after a sync created the ConfigMap (c.unlabelled): the
+// API server skips the claim-labelling policy while its parameters are
+// missing (parameterNotFoundAction Allow), so a claim created then has no
+// label, no instance that watches by label sees it, and a pending claim
+// may get no other update that would label it (a WaitForFirstConsumer
+// claim pinned to a node, with no pod yet). The touch sets Unsorted, and
+// the policy labels the claim from the parameters it has; an API server
+// that has not seen the new ConfigMap yet leaves it Unsorted, which every
+// instance watches, and sortUnsorted sorts it with the next key added.
+// The list is of every unlabelled claim of the cluster, other
+// provisioners' too: once per creation of the ConfigMap.
+func (c *Controller) sortUnlabelled(ctx context.Context, want map[string]string) error {
+	if !c.unlabelled {
+		return nil
+	}
+	claims, err := c.kube.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: hostpathv1.UnlabelledSelector().String()})
+	if err != nil {
+		return fmt.Errorf("list the claims without the label %s: %w", hostpathv1.LabelNode, err)
+	}
+	var ours []v1.PersistentVolumeClaim
+	for i := range claims.Items {
+		if OfHostpath(want, &claims.Items[i]) {
+			ours = append(ours, claims.Items[i])
+		}
+	}
+	touched, err := c.touchAll(ctx, ours, func(got *v1.PersistentVolumeClaim) bool {
+		return got.Labels[hostpathv1.LabelNode] != ""
+	})
+	if err != nil {
+		if c.unlabelledTries++; c.unlabelledTries < touchTries {
+			return err
+		}
+		klog.FromContext(ctx).Error(err, "Gave up labelling the claims made while the ConfigMap of the classes was missing: each is labelled at its next update", "tries", c.unlabelledTries)
+	}
+	c.unlabelled, c.unlabelledTries = false, 0
+	if touched > 0 {
+		klog.FromContext(ctx).Info("Labelled the claims made while the ConfigMap of the classes was missing", "claims", touched)
+	}
+	return nil
+}
+
+// OfHostpath reports whether the policy, with the parameters data, takes
+// claim for a claim of hostpath: its class is listed, or its
+// storage-provisioner annotation names one of the provisioners.
+func OfHostpath(data map[string]string, claim *v1.PersistentVolumeClaim) bool {
+	if _, listed := data[hostpathv1.ClassKey(storagehelpers.GetPersistentVolumeClaimClass(claim))]; listed {
+		return true
+	}
+	names := strings.Fields(data[hostpathv1.ProvisionersKey])
+	for _, k := range []string{storagehelpers.AnnStorageProvisioner, storagehelpers.AnnBetaStorageProvisioner} {
+		if p := claim.Annotations[k]; p != "" && slices.Contains(names, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Sorts reports whether the policy, with the parameters data, labels

@@ -5,8 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clienttesting "k8s.io/client-go/testing"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
@@ -23,6 +22,72 @@ func unsorted(name, class, node, pv string) *v1.PersistentVolumeClaim {
 	c.Labels = map[string]string{hostpathv1.LabelNode: hostpathv1.NodeLabelUnsorted}
 	c.Spec.VolumeName = pv
 	return c
+}
+
+// policyWith is the claim-labelling policy, on the API server the fake
+// clientset is not, with the parameters data: Unsorted for a class not
+// listed, else hostpathv1.ClaimNodeLabel.
+func policyWith(data map[string]string) func(*v1.PersistentVolumeClaim) {
+	return func(claim *v1.PersistentVolumeClaim) {
+		mode, listed := data[hostpathv1.ClassKey(*claim.Spec.StorageClassName)]
+		if claim.Labels == nil {
+			claim.Labels = map[string]string{}
+		}
+		if !listed {
+			claim.Labels[hostpathv1.LabelNode] = hostpathv1.NodeLabelUnsorted
+			return
+		}
+		claim.Labels[hostpathv1.LabelNode] = hostpathv1.ClaimNodeLabel(claim, mode == hostpathv1.ModeMultihost, func(n string) bool {
+			_, ok := data[hostpathv1.ServedKey(n)]
+			return ok
+		})
+	}
+}
+
+// TestSortUnlabelled: a sync that creates the ConfigMap (it was missing,
+// and the API server skipped the policy meanwhile) touches the claims of
+// hostpath without a label, by class or by storage-provisioner
+// annotation, and no other; the next sync lists nothing.
+func TestSortUnlabelled(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	unlabelled := func(name, class string) *v1.PersistentVolumeClaim {
+		c := unsorted(name, class, "node-a", "")
+		c.Labels = nil
+		return c
+	}
+	byAnnotation := unlabelled("by-annotation", "not-listed-yet")
+	byAnnotation.Annotations["volume.kubernetes.io/storage-provisioner"] = hostpathv1.DefaultProvisionerName
+	claims := []*v1.PersistentVolumeClaim{
+		unlabelled("pinned", "hostpath"), byAnnotation, unlabelled("foreign", "gp3"),
+		unsorted("labelled", "hostpath", "node-z", ""),
+	}
+	f := newFixture(t, testClasses(), nil, []*v1.Pod{pod("a", "node-a")}, claims...)
+	answerPatches(f.kube, policyWith(withData("node-a")))
+	if err := f.c.sync(ctx, key{}); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if got, want := patched(f.kube.Actions()), []string{"by-annotation", "pinned"}; !slices.Equal(got, want) {
+		t.Errorf("touched %v, want %v", got, want)
+	}
+	for name, want := range map[string]string{"pinned": "node-a", "by-annotation": hostpathv1.NodeLabelUnsorted} {
+		got, err := f.kube.CoreV1().PersistentVolumeClaims("apps").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := got.Labels[hostpathv1.LabelNode]; v != want {
+			t.Errorf("claim %s labelled %q after the sync, want %q", name, v, want)
+		}
+	}
+	f.updateCache(t)
+	f.kube.ClearActions()
+	if err := f.c.sync(ctx, key{}); err != nil {
+		t.Fatalf("sync again: %v", err)
+	}
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "list" && a.GetResource().Resource == "persistentvolumeclaims" {
+			t.Errorf("the next sync listed claims: %v", a)
+		}
+	}
 }
 
 // TestSortUnsorted: once a sync adds keys to the ConfigMap (here: made
@@ -43,23 +108,7 @@ func TestSortUnsorted(t *testing.T) {
 		unsorted("foreign", "gp3", "node-a", "pvc-2"),
 	}
 	f := newFixture(t, testClasses(), nil, []*v1.Pod{pod("a", "node-a")}, claims...)
-	// The policy, on the API server the fake clientset is not: the label
-	// from the ConfigMap the sync writes.
-	data := withData("node-a")
-	f.kube.PrependReactor("patch", "persistentvolumeclaims", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		p := a.(clienttesting.PatchAction)
-		obj, err := f.kube.Tracker().Get(a.GetResource(), p.GetNamespace(), p.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		claim := obj.(*v1.PersistentVolumeClaim).DeepCopy()
-		mode := data[hostpathv1.ClassKey(*claim.Spec.StorageClassName)]
-		claim.Labels[hostpathv1.LabelNode] = hostpathv1.ClaimNodeLabel(claim, mode == hostpathv1.ModeMultihost, func(n string) bool {
-			_, ok := data[hostpathv1.ServedKey(n)]
-			return ok
-		})
-		return true, claim, f.kube.Tracker().Update(a.GetResource(), claim, claim.Namespace)
-	})
+	answerPatches(f.kube, policyWith(withData("node-a")))
 	if err := f.c.sync(ctx, key{}); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
