@@ -79,18 +79,14 @@ type Controller struct {
 	// pending claims are not all relabelled yet, with the syncs that
 	// tried (touch). Only the queue's single worker reads and writes it.
 	unserved map[string]int
-	// resort says that a sync added keys (a class, a served node) since
-	// the Unsorted claims were last sorted (resort.go). Only the queue's
-	// single worker reads and writes it.
-	resort bool
-	// resortTries counts the syncs that failed to sort them.
-	resortTries int
-	// unlabelled says that a sync created the ConfigMap: claims of
+	// resort is owed when a sync added keys (a class, a served node)
+	// since the Unsorted claims were last sorted (resort.go). Only the
+	// queue's single worker reads and writes it, and unlabelled.
+	resort owed
+	// unlabelled is owed when a sync created the ConfigMap: claims of
 	// hostpath made while it was missing have no label (the policy skips
 	// a claim without its parameters), resort.go.
-	unlabelled bool
-	// unlabelledTries counts the syncs that failed to label them.
-	unlabelledTries int
+	unlabelled owed
 }
 
 // New returns a Controller for the classes of names and the provisioner
@@ -289,7 +285,7 @@ func (c *Controller) write(ctx context.Context, want map[string]string) error {
 		}
 		logger.Info("Created the ConfigMap of the classes", "classes", countKeys(want, hostpathv1.ClassKeyPrefix),
 			"servedNodes", countKeys(want, hostpathv1.ServedKeyPrefix))
-		c.resort, c.unlabelled = true, true
+		c.resort.due, c.unlabelled.due = true, true
 		return nil
 	}
 	if err != nil {
@@ -330,7 +326,7 @@ func (c *Controller) write(ctx context.Context, want map[string]string) error {
 	for _, node := range removed {
 		c.unserved[node] = 0
 	}
-	c.resort = c.resort || grown
+	c.resort.due = c.resort.due || grown
 	return nil
 }
 

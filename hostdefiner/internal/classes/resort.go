@@ -29,34 +29,17 @@ import (
 // Every instance watches the Unsorted claims, so a claim left there costs
 // events, never a claim that no instance sees.
 func (c *Controller) sortUnsorted(ctx context.Context, want map[string]string) error {
-	if !c.resort {
-		return nil
-	}
 	sel := labels.SelectorFromSet(labels.Set{hostpathv1.LabelNode: hostpathv1.NodeLabelUnsorted})
-	claims, err := c.kube.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
-	if err != nil {
-		return fmt.Errorf("list the claims labelled %s: %w", sel, err)
-	}
-	var sorted []v1.PersistentVolumeClaim
-	for i := range claims.Items {
-		if Sorts(want, &claims.Items[i]) {
-			sorted = append(sorted, claims.Items[i])
-		}
-	}
-	touched, err := c.touchAll(ctx, sorted, func(got *v1.PersistentVolumeClaim) bool {
-		return got.Labels[hostpathv1.LabelNode] != hostpathv1.NodeLabelUnsorted
-	})
-	if err != nil {
-		if c.resortTries++; c.resortTries < touchTries {
-			return err
-		}
-		klog.FromContext(ctx).Error(err, "Gave up sorting the Unsorted claims: each is labelled again at its next update", "tries", c.resortTries)
-	}
-	c.resort, c.resortTries = false, 0
+	touched, err := c.sweep(ctx, &c.resort, sel,
+		func(claim *v1.PersistentVolumeClaim) bool { return Sorts(want, claim) },
+		func(got *v1.PersistentVolumeClaim) bool {
+			return got.Labels[hostpathv1.LabelNode] != hostpathv1.NodeLabelUnsorted
+		},
+		"sorting the Unsorted claims")
 	if touched > 0 {
 		klog.FromContext(ctx).V(2).Info("Touched the Unsorted claims that the ConfigMap of the classes now sorts", "claims", touched)
 	}
-	return nil
+	return err
 }
 
 // sortUnlabelled touches the claims of hostpath (OfHostpath) that carry
@@ -72,33 +55,52 @@ func (c *Controller) sortUnsorted(ctx context.Context, want map[string]string) e
 // The list is of every unlabelled claim of the cluster, other
 // provisioners' too: once per creation of the ConfigMap.
 func (c *Controller) sortUnlabelled(ctx context.Context, want map[string]string) error {
-	if !c.unlabelled {
-		return nil
-	}
-	claims, err := c.kube.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: hostpathv1.UnlabelledSelector().String()})
-	if err != nil {
-		return fmt.Errorf("list the claims without the label %s: %w", hostpathv1.LabelNode, err)
-	}
-	var ours []v1.PersistentVolumeClaim
-	for i := range claims.Items {
-		if OfHostpath(want, &claims.Items[i]) {
-			ours = append(ours, claims.Items[i])
-		}
-	}
-	touched, err := c.touchAll(ctx, ours, func(got *v1.PersistentVolumeClaim) bool {
-		return got.Labels[hostpathv1.LabelNode] != ""
-	})
-	if err != nil {
-		if c.unlabelledTries++; c.unlabelledTries < touchTries {
-			return err
-		}
-		klog.FromContext(ctx).Error(err, "Gave up labelling the claims made while the ConfigMap of the classes was missing: each is labelled at its next update", "tries", c.unlabelledTries)
-	}
-	c.unlabelled, c.unlabelledTries = false, 0
+	touched, err := c.sweep(ctx, &c.unlabelled, hostpathv1.UnlabelledSelector(),
+		func(claim *v1.PersistentVolumeClaim) bool { return OfHostpath(want, claim) },
+		func(got *v1.PersistentVolumeClaim) bool { return got.Labels[hostpathv1.LabelNode] != "" },
+		"labelling the claims made while the ConfigMap of the classes was missing")
 	if touched > 0 {
 		klog.FromContext(ctx).Info("Labelled the claims made while the ConfigMap of the classes was missing", "claims", touched)
 	}
-	return nil
+	return err
+}
+
+// owed is a sweep (Controller.sweep) a sync owes: due until one succeeds
+// or touchTries syncs failed it.
+type owed struct {
+	due   bool
+	tries int
+}
+
+// sweep does o when it is due: it lists the claims of sel, touches those
+// pick keeps (touchAll, done saying which came back labelled as wanted),
+// and returns how many it touched. A failure is returned, so that the
+// queue retries the sync, until touchTries syncs failed; then it is
+// logged as giving up what (each claim is labelled at the next update
+// that runs the policy) and o is no longer due.
+func (c *Controller) sweep(ctx context.Context, o *owed, sel labels.Selector, pick, done func(*v1.PersistentVolumeClaim) bool, what string) (int, error) {
+	if !o.due {
+		return 0, nil
+	}
+	claims, err := c.kube.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return 0, fmt.Errorf("list the claims of %s: %w", sel, err)
+	}
+	var picked []v1.PersistentVolumeClaim
+	for i := range claims.Items {
+		if pick(&claims.Items[i]) {
+			picked = append(picked, claims.Items[i])
+		}
+	}
+	touched, err := c.touchAll(ctx, picked, done)
+	if err != nil {
+		if o.tries++; o.tries < touchTries {
+			return touched, err
+		}
+		klog.FromContext(ctx).Error(err, "Gave up "+what+": each is labelled at the next update that runs the policy", "tries", o.tries)
+	}
+	*o = owed{}
+	return touched, nil
 }
 
 // OfHostpath reports whether the policy, with the parameters data, takes
