@@ -307,6 +307,7 @@ func (c *Controller) write(ctx context.Context, want map[string]string) error {
 	for k, v := range want {
 		if old, ok := cm.Data[k]; !ok || old != v {
 			grown = true
+			break
 		}
 	}
 	cm = cm.DeepCopy()
@@ -371,7 +372,7 @@ func (c *Controller) touchUnserved(ctx context.Context, want map[string]string) 
 		}
 		c.unserved[node]++
 		if c.unserved[node] >= touchTries {
-			klog.FromContext(ctx).Error(nodeErr, "Gave up relabelling the pending claims of a node that runs no provisioner pod any more: each is relabelled at its next update",
+			klog.FromContext(ctx).Error(nodeErr, "Gave up relabelling the pending claims of a node that runs no provisioner pod any more: each keeps its label until an update changes its node",
 				"node", node, "tries", c.unserved[node])
 			delete(c.unserved, node)
 			continue
