@@ -120,8 +120,11 @@ start_bg() {
 
 # start_apiserver: start kube-apiserver (on etcd, which must run), appending
 # to its log; cluster-up.sh and apiserver.sh (an outage on purpose) use it.
+# APISERVER_PROFILING=1 serves Go's profiles on /debug/pprof/ (for
+# profiling a benchmark: scripts/apiserver.sh stop, then start with it).
 start_apiserver() {
-  local prog=$K8S_BIN/kube-apiserver
+  local prog=$K8S_BIN/kube-apiserver profiling=false
+  [ "${APISERVER_PROFILING:-0}" = 1 ] && profiling=true
   setsid "$prog" \
     --etcd-servers=http://127.0.0.1:2379 \
     --bind-address="$API_IP" --advertise-address="$API_IP" --secure-port="$API_PORT" \
@@ -136,7 +139,7 @@ start_apiserver() {
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range="$SERVICE_CIDR" \
     --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
-    --allow-privileged=true --profiling=false \
+    --allow-privileged=true --profiling="$profiling" \
     >> "$LOG_DIR/kube-apiserver.log" 2>&1 < /dev/null &
   record_pid kube-apiserver $! "$prog"
 }
