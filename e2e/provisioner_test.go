@@ -26,23 +26,27 @@ import (
 // What users see of the provisioner (docs/provisioner.md): the names are
 // repeated here on purpose, so that renaming one breaks a test.
 const (
-	provisionerName       = "hostpath.dev/provisioner"
-	provisionerSelector   = "app.kubernetes.io/name=hostpath-provisioner"
-	annProvisionOnNode    = "hostpath.dev/provision-on-node"
-	annKubevirtOnNode     = "kubevirt.io/provisionOnNode"
-	annSelectedNode       = "volume.kubernetes.io/selected-node"
-	annPVNode             = "hostpath.dev/node"
-	annPVPool             = "hostpath.dev/pool"
-	annPVDirectory        = "hostpath.dev/directory"
-	annPVClaimNamespace   = "hostpath.dev/claim-namespace"
-	annPVClaimName        = "hostpath.dev/claim-name"
-	annPVMode             = "hostpath.dev/mode"
-	annPVProvisionedBy    = "pv.kubernetes.io/provisioned-by"
-	provisionTimeout      = 2 * time.Minute
-	classWaitForConsumer  = "hostpath"
-	classRetain           = "hostpath-retain"
-	classImmediate        = "hostpath-immediate"
-	eventProvisioningFail = "ProvisioningFailed"
+	provisionerName     = "hostpath.dev/provisioner"
+	provisionerSelector = "app.kubernetes.io/name=hostpath-provisioner"
+	annProvisionOnNode  = "hostpath.dev/provision-on-node"
+	annKubevirtOnNode   = "kubevirt.io/provisionOnNode"
+	annSelectedNode     = "volume.kubernetes.io/selected-node"
+	// The storage-provisioner annotations: the provisioner that is to
+	// provision a claim (kube-controller-manager's, or the claim policy's).
+	annStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
+	annBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
+	annPVNode                 = "hostpath.dev/node"
+	annPVPool                 = "hostpath.dev/pool"
+	annPVDirectory            = "hostpath.dev/directory"
+	annPVClaimNamespace       = "hostpath.dev/claim-namespace"
+	annPVClaimName            = "hostpath.dev/claim-name"
+	annPVMode                 = "hostpath.dev/mode"
+	annPVProvisionedBy        = "pv.kubernetes.io/provisioned-by"
+	provisionTimeout          = 2 * time.Minute
+	classWaitForConsumer      = "hostpath"
+	classRetain               = "hostpath-retain"
+	classImmediate            = "hostpath-immediate"
+	eventProvisioningFail     = "ProvisioningFailed"
 	// provisionerMetricsPort serves /healthz, /readyz and /metrics.
 	provisionerMetricsPort = "8081"
 	// failedMetric counts failed provisioning per class.

@@ -13,6 +13,13 @@ package e2e
 //     back as the policy computes it; on an older
 //     API server the claims carry no label and still bind (the instances
 //     watch every claim).
+//   - TestClaimProvisionerNamed: where the policy runs, it names the
+//     class's provisioner in a claim's storage-provisioner annotations
+//     where kube-controller-manager would: at the creation of a claim of
+//     an Immediate class, in the scheduler's update of a
+//     WaitForFirstConsumer claim (the same field manager owns the selected
+//     node and the annotation); never on a claim that names a provisioner
+//     already or names its PV.
 //   - TestClaimPolicyBinding: the policy's binding removed, the instances
 //     restart and watch every claim (an unlabelled claim binds); put back,
 //     they restart, label that claim and watch by label again.
@@ -24,6 +31,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -104,6 +112,103 @@ func TestWatchLabels(t *testing.T) {
 		e.deleteAndWaitGone(ctx, t, "", c.claim)
 		e.waitGoneEverywhere(ctx, t, c.pv)
 	}
+}
+
+func TestClaimProvisionerNamed(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := setupProvisioner(ctx, t)
+	if !claimPolicyBound(ctx, t, e.f) {
+		t.Skip("The API server does not serve MutatingAdmissionPolicyBindings: kube-controller-manager names the provisioner, as before (TestWatchLabels checks that claims bind)")
+	}
+	there := e.nodes[len(e.nodes)-1]
+	named := map[string]string{annStorageProvisioner: hostpathv1.DefaultProvisionerName, annBetaStorageProvisioner: hostpathv1.DefaultProvisionerName}
+	// The API server takes the policy and the host definer's keys from
+	// its caches: right after an install they may lag. A claim created
+	// as a dry run says when they are there.
+	framework.WaitFor(ctx, t, provisionTimeout, "the claim policy to name the provisioner of a claim created as a dry run", func(ctx context.Context) (bool, error) {
+		probe := e.claimObject("probe", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: there})
+		got, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err
+		}
+		return got.Annotations[annStorageProvisioner] == hostpathv1.DefaultProvisionerName, nil
+	})
+
+	// Immediate: named in the creation's answer, before any controller
+	// saw the claim.
+	pinned := e.claim(ctx, t, "pinned", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: there})
+	checkProvisionerNamed(t, pinned, named)
+	// A claim that names a provisioner already keeps it (kube-controller-
+	// manager puts the class's there, and the claim binds); one that names
+	// its PV is not provisioned, and gets no name.
+	other := e.claim(ctx, t, "named-other", classImmediate, "1Mi", corev1.ReadWriteOnce,
+		map[string]string{annProvisionOnNode: there, annStorageProvisioner: "example.com/other"})
+	checkProvisionerNamed(t, other, map[string]string{annStorageProvisioner: "example.com/other", annBetaStorageProvisioner: ""})
+	static := e.claimObject("static", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: there})
+	static.Spec.VolumeName = "e2e-no-such-pv"
+	static, err := e.f.Client.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, static, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkProvisionerNamed(t, static, map[string]string{annStorageProvisioner: "", annBetaStorageProvisioner: ""})
+	// WaitForFirstConsumer: no name until the scheduler selects a node;
+	// then in the scheduler's own update, not in a later one of
+	// kube-controller-manager (what admission sets has no field manager;
+	// what kube-controller-manager writes is its own, as on the claim
+	// that named another provisioner).
+	pending := e.claim(ctx, t, "pending", classWaitForConsumer, "1Mi", corev1.ReadWriteOnce, nil)
+	checkProvisionerNamed(t, pending, map[string]string{annStorageProvisioner: "", annBetaStorageProvisioner: ""})
+	pod := writerPod(e.ns, "consumer", "", pending.Name, "echo ok > /data/ok")
+	pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: there}
+	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.f.WaitForPodSucceeded(ctx, t, e.ns, pod.Name, provisionTimeout)
+
+	for _, c := range []struct{ name, writer string }{{pinned.Name, ""}, {other.Name, "kube-controller-manager"}, {pending.Name, ""}} {
+		claim, _ := e.waitBound(ctx, t, c.name)
+		checkProvisionerNamed(t, claim, named)
+		if got := fieldManager(claim, annStorageProvisioner); got != c.writer {
+			t.Errorf("Claim %s: %s owned by the field manager %q, want %q", c.name, annStorageProvisioner, got, c.writer)
+		}
+	}
+	if err := e.f.Client.CoreV1().Pods(e.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{pinned.Name, other.Name, pending.Name, static.Name} {
+		e.deleteAndWaitGone(ctx, t, "", name)
+	}
+}
+
+// checkProvisionerNamed checks claim's storage-provisioner annotations
+// against want ("" for absent).
+func checkProvisionerNamed(t *testing.T, claim *corev1.PersistentVolumeClaim, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got := claim.Annotations[k]; got != v {
+			t.Errorf("Claim %s (resourceVersion %s): %s=%q, want %q", claim.Name, claim.ResourceVersion, k, got, v)
+		}
+	}
+}
+
+// fieldManager returns the manager of claim's managed fields whose entry
+// owns the annotation key, "" for none.
+func fieldManager(claim *corev1.PersistentVolumeClaim, key string) string {
+	for _, m := range claim.ManagedFields {
+		var fields struct {
+			Metadata struct {
+				Annotations map[string]json.RawMessage `json:"f:annotations"`
+			} `json:"f:metadata"`
+		}
+		if m.FieldsV1 == nil || json.Unmarshal(m.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		if _, ok := fields.Metadata.Annotations["f:"+key]; ok {
+			return m.Manager
+		}
+	}
+	return ""
 }
 
 // claimPolicyBound reports whether the API server serves

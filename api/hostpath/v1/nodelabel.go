@@ -105,7 +105,9 @@ func UnlabelledSelector() labels.Selector {
 // StorageClasses of hostpath and their modes, as the parameters of the
 // claim-labelling MutatingAdmissionPolicy: a key ClassKeyPrefix+NAME per
 // class, whose value is its hostpath.dev/mode (ModeNode or
-// ModeMultihost), and the key ProvisionersKey.
+// ModeMultihost), ProvisionerKey and ImmediateKey of each class, the key
+// ProvisionersKey, and ServedKey of each node that runs a provisioner
+// instance.
 const ClassesConfigMap = "hostpath-classes"
 
 // ClassKeyPrefix prefixes the key of each class in ClassesConfigMap.
@@ -120,6 +122,38 @@ const ProvisionersKey = "provisioners"
 
 // ClassKey is the key of the class name in ClassesConfigMap.
 func ClassKey(class string) string { return ClassKeyPrefix + class }
+
+// The claim's provisioner, named at once. The PV controller writes the
+// class's provisioner into a claim's storage-provisioner annotations
+// (volume.kubernetes.io/storage-provisioner and its beta twin) before any
+// external provisioner may act on the claim: one more update of each
+// claim, which the library waits for, in the PV controller's path
+// (docs/bench/2026-11-29.md, "The claim's provisioner, named at once").
+// The PV controller writes nothing when the annotation already names the
+// class's provisioner, so the claim-labelling policy sets both annotations
+// itself where the PV controller would: on a claim of a class of hostpath
+// that is not bound and names no provisioner yet, when its class binds
+// Immediate (ImmediateKey) or the claim has a selected node. The host
+// definer keeps ProvisionerKey and ImmediateKey of each class of hostpath
+// in ClassesConfigMap; without them (a ConfigMap of an older host definer)
+// the policy sets nothing, and the PV controller does it as before.
+const (
+	// ProvisionerKeyPrefix prefixes the key of each class of hostpath
+	// whose value is the class's provisioner.
+	ProvisionerKeyPrefix = "provisioner."
+	// ImmediateKeyPrefix prefixes the key, with an empty value, of each
+	// class of hostpath whose volumeBindingMode is Immediate (the API
+	// server's default).
+	ImmediateKeyPrefix = "immediate."
+)
+
+// ProvisionerKey is the key of the class name's provisioner in
+// ClassesConfigMap.
+func ProvisionerKey(class string) string { return ProvisionerKeyPrefix + class }
+
+// ImmediateKey is the key in ClassesConfigMap that says the class name
+// binds Immediate.
+func ImmediateKey(class string) string { return ImmediateKeyPrefix + class }
 
 // ClaimLabelsPolicy is the name of the MutatingAdmissionPolicy that sets
 // LabelNode on the claims of hostpath, and of its binding: an instance

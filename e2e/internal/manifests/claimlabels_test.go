@@ -55,7 +55,12 @@ func TestClaimLabelsPolicy(t *testing.T) {
 	exprs := all.String()
 	for _, want := range []string{"'/metadata/labels/" + strings.ReplaceAll(hostpathv1.LabelNode, "/", "~1") + "'", "'" + hostpathv1.LabelNode + "'", "'" + hostpathv1.NodeLabelMultihost + "'", "'" + hostpathv1.NodeLabelUnsorted + "'",
 		"'" + hostpathv1.ClassKeyPrefix + "'", "'" + hostpathv1.ServedKeyPrefix + "'", "'" + hostpathv1.ModeMultihost + "'", "'" + hostpathv1.ModeNode + "'", "spec.?volumeName",
-		"['" + strings.Join(hostpathv1.ClaimNodeAnnotations, "', '") + "']"} {
+		"['" + strings.Join(hostpathv1.ClaimNodeAnnotations, "', '") + "']",
+		// The storage-provisioner annotations, named where the PV
+		// controller would (the class's keys).
+		"'" + hostpathv1.ProvisionerKeyPrefix + "'", "'" + hostpathv1.ImmediateKeyPrefix + "'",
+		"'/metadata/annotations/volume.kubernetes.io~1storage-provisioner'", "'/metadata/annotations/volume.beta.kubernetes.io~1storage-provisioner'",
+		"['volume.kubernetes.io/storage-provisioner', 'volume.beta.kubernetes.io/storage-provisioner'].all("} {
 		if !strings.Contains(exprs, want) {
 			t.Errorf("the policy's expressions do not contain %s", want)
 		}

@@ -217,9 +217,11 @@ func ServedNodes(provisioners labels.Selector, pods []*v1.Pod) []string {
 
 // Data is the content of the ConfigMap for the classes of names among
 // classes and the nodes that run a provisioner pod: a key per class
-// (hostpathv1.ClassKey) with its mode, hostpathv1.ProvisionersKey, and a
-// key per node (hostpathv1.ServedKey) with an empty value, which the
-// policy looks up in O(1) whatever the number of nodes.
+// (hostpathv1.ClassKey) with its mode, its provisioner
+// (hostpathv1.ProvisionerKey) and, when it binds Immediate,
+// hostpathv1.ImmediateKey; hostpathv1.ProvisionersKey; and a key per node
+// (hostpathv1.ServedKey) with an empty value, which the policy looks up in
+// O(1) whatever the number of nodes.
 func Data(names hostpathv1.ProvisionerNames, classes []*storagev1.StorageClass, nodes []string) map[string]string {
 	data := map[string]string{
 		hostpathv1.ProvisionersKey: strings.Join(append([]string{names.Name()}, names.Additional()...), " "),
@@ -241,6 +243,10 @@ func Data(names hostpathv1.ProvisionerNames, classes []*storagev1.StorageClass, 
 			mode = hostpathv1.ModeMultihost
 		}
 		data[hostpathv1.ClassKey(sc.Name)] = mode
+		data[hostpathv1.ProvisionerKey(sc.Name)] = sc.Provisioner
+		if sc.VolumeBindingMode == nil || *sc.VolumeBindingMode == storagev1.VolumeBindingImmediate {
+			data[hostpathv1.ImmediateKey(sc.Name)] = ""
+		}
 	}
 	return data
 }

@@ -13,6 +13,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/runtime/worker/workertest"
@@ -39,26 +40,43 @@ func configMap(data, labels map[string]string) *v1.ConfigMap {
 }
 
 // testClasses are classes of every kind: node mode (said or not), multihost,
-// an unknown mode, the capacity name, and another provisioner's.
+// an unknown mode, the capacity name, and another provisioner's; each binds
+// Immediate but hostpath (WaitForFirstConsumer) and plain (no mode said,
+// as the API server never leaves it).
 func testClasses() []*storagev1.StorageClass {
+	hostpath := class("hostpath", hostpathv1.DefaultProvisionerName, map[string]string{hostpathv1.ParamMode: hostpathv1.ModeNode})
+	hostpath.VolumeBindingMode = ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)
+	immediate := func(sc *storagev1.StorageClass) *storagev1.StorageClass {
+		sc.VolumeBindingMode = ptr.To(storagev1.VolumeBindingImmediate)
+		return sc
+	}
 	return []*storagev1.StorageClass{
-		class("hostpath", hostpathv1.DefaultProvisionerName, map[string]string{hostpathv1.ParamMode: hostpathv1.ModeNode}),
+		hostpath,
 		class("plain", hostpathv1.DefaultProvisionerName, nil),
-		class("shared", hostpathv1.DefaultProvisionerName, map[string]string{hostpathv1.ParamMode: hostpathv1.ModeMultihost}),
-		class("odd", hostpathv1.DefaultProvisionerName, map[string]string{hostpathv1.ParamMode: "Multihost"}),
-		class("capacity", hostpathv1.CapacityProvisionerName, map[string]string{hostpathv1.ParamMode: hostpathv1.ModeMultihost}),
-		class("other", otherProvider, map[string]string{hostpathv1.ParamMode: hostpathv1.ModeMultihost}),
+		immediate(class("shared", hostpathv1.DefaultProvisionerName, map[string]string{hostpathv1.ParamMode: hostpathv1.ModeMultihost})),
+		immediate(class("odd", hostpathv1.DefaultProvisionerName, map[string]string{hostpathv1.ParamMode: "Multihost"})),
+		immediate(class("capacity", hostpathv1.CapacityProvisionerName, map[string]string{hostpathv1.ParamMode: hostpathv1.ModeMultihost})),
+		immediate(class("other", otherProvider, map[string]string{hostpathv1.ParamMode: hostpathv1.ModeMultihost})),
 	}
 }
 
 // wantData is Data of testClasses.
 var wantData = map[string]string{
-	"provisioners":   "hostpath.dev/provisioner hostpath.dev",
-	"class.hostpath": "node",
-	"class.plain":    "node",
-	"class.shared":   "multihost",
-	"class.odd":      "node",
-	"class.capacity": "multihost",
+	"provisioners":         "hostpath.dev/provisioner hostpath.dev",
+	"class.hostpath":       "node",
+	"provisioner.hostpath": "hostpath.dev/provisioner",
+	"class.plain":          "node",
+	"provisioner.plain":    "hostpath.dev/provisioner",
+	"immediate.plain":      "",
+	"class.shared":         "multihost",
+	"provisioner.shared":   "hostpath.dev/provisioner",
+	"immediate.shared":     "",
+	"class.odd":            "node",
+	"provisioner.odd":      "hostpath.dev/provisioner",
+	"immediate.odd":        "",
+	"class.capacity":       "multihost",
+	"provisioner.capacity": "hostpath.dev",
+	"immediate.capacity":   "",
 }
 
 func TestData(t *testing.T) {
@@ -72,11 +90,12 @@ func TestData(t *testing.T) {
 		{name: "every kind of class", names: names, classes: testClasses(), want: wantData},
 		{
 			name: "the capacity name alone", names: hostpathv1.NewProvisionerNames(hostpathv1.CapacityProvisionerName), classes: testClasses(),
-			want: map[string]string{"provisioners": "hostpath.dev", "class.capacity": "multihost"},
+			want: map[string]string{"provisioners": "hostpath.dev", "class.capacity": "multihost", "provisioner.capacity": "hostpath.dev", "immediate.capacity": ""},
 		},
 		{
 			name: "another name", names: hostpathv1.NewProvisionerNames(otherProvider), classes: testClasses(),
-			want: map[string]string{"provisioners": "example.com/other hostpath.dev", "class.capacity": "multihost", "class.other": "multihost"},
+			want: map[string]string{"provisioners": "example.com/other hostpath.dev", "class.capacity": "multihost", "provisioner.capacity": "hostpath.dev",
+				"immediate.capacity": "", "class.other": "multihost", "provisioner.other": "example.com/other", "immediate.other": ""},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
