@@ -3,7 +3,11 @@
 // (manifests/base/policies/claim-labels.yaml): a key class.NAME for each
 // StorageClass of the installation's provisioner names, whose value is
 // the class's mode (hostpathv1.ModeMultihost, or hostpathv1.ModeNode for
-// any other value of its mode parameter, as the provisioner reads it); the
+// any other value of its mode parameter, as the provisioner reads it), a
+// key provisioner.NAME with the class's provisioner and, when the class
+// binds Immediate, a key immediate.NAME with an empty value (from which
+// the policy names a pending claim's provisioner where the PV controller
+// would: hostpathv1.ProvisionerKey); the
 // key provisioners, the names separated by single spaces; and a key
 // node.NAME (hostpathv1.ServedKey), with an empty value, for each node
 // that runs a provisioner pod (scheduled, not being deleted, selected by
