@@ -17,9 +17,11 @@ package e2e
 //     class's provisioner in a claim's storage-provisioner annotations
 //     where kube-controller-manager would: at the creation of a claim of
 //     an Immediate class, in the scheduler's update of a
-//     WaitForFirstConsumer claim (the same field manager owns the selected
-//     node and the annotation); never on a claim that names a provisioner
-//     already or names its PV.
+//     WaitForFirstConsumer claim (no field manager owns the annotation,
+//     where kube-controller-manager's own what it writes); never on a
+//     claim that names a provisioner already or names its PV, nor in the
+//     update by which a pinned claim's instance selects its node (which
+//     binds).
 //   - TestClaimPolicyBinding: the policy's binding removed, the instances
 //     restart and watch every claim (an unlabelled claim binds); put back,
 //     they restart, label that claim and watch by label again.
@@ -159,6 +161,11 @@ func TestClaimProvisionerNamed(t *testing.T) {
 	// that named another provisioner).
 	pending := e.claim(ctx, t, "pending", classWaitForConsumer, "1Mi", corev1.ReadWriteOnce, nil)
 	checkProvisionerNamed(t, pending, map[string]string{annStorageProvisioner: "", annBetaStorageProvisioner: ""})
+	// A pinned WaitForFirstConsumer claim gets its selected node from its
+	// node's instance, whose update may change no other annotation: the
+	// policy adds none there (it did, and the update was refused), and
+	// kube-controller-manager names the provisioner, as before.
+	pinnedLater := e.claim(ctx, t, "pinned-later", classWaitForConsumer, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: there})
 	pod := writerPod(e.ns, "consumer", "", pending.Name, "echo ok > /data/ok")
 	pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: there}
 	if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -166,7 +173,9 @@ func TestClaimProvisionerNamed(t *testing.T) {
 	}
 	e.f.WaitForPodSucceeded(ctx, t, e.ns, pod.Name, provisionTimeout)
 
-	for _, c := range []struct{ name, writer string }{{pinned.Name, ""}, {other.Name, "kube-controller-manager"}, {pending.Name, ""}} {
+	for _, c := range []struct{ name, writer string }{
+		{pinned.Name, ""}, {other.Name, "kube-controller-manager"}, {pending.Name, ""}, {pinnedLater.Name, "kube-controller-manager"},
+	} {
 		claim, _ := e.waitBound(ctx, t, c.name)
 		checkProvisionerNamed(t, claim, named)
 		if got := fieldManager(claim, annStorageProvisioner); got != c.writer {
@@ -176,7 +185,7 @@ func TestClaimProvisionerNamed(t *testing.T) {
 	if err := e.f.Client.CoreV1().Pods(e.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{pinned.Name, other.Name, pending.Name, static.Name} {
+	for _, name := range []string{pinned.Name, other.Name, pending.Name, pinnedLater.Name, static.Name} {
 		e.deleteAndWaitGone(ctx, t, "", name)
 	}
 }
