@@ -131,9 +131,11 @@ func ClassKey(class string) string { return ClassKeyPrefix + class }
 // (docs/bench/2026-11-29.md, "The claim's provisioner, named at once").
 // The PV controller writes nothing when the annotation already names the
 // class's provisioner, so the claim-labelling policy sets both annotations
-// itself where the PV controller would: on a claim of a class of hostpath
-// that is not bound and names no provisioner yet, when its class binds
-// Immediate (ImmediateKey) or the claim has a selected node. The host
+// itself where the PV controller would, on a claim of a class of hostpath
+// that is not bound and names no provisioner yet: at its creation, when
+// its class binds Immediate (ImmediateKey) or it has a selected node; in
+// the scheduler's update that selects its node (never in another writer's
+// update, which a policy of its own may confine). The host
 // definer keeps ProvisionerKey and ImmediateKey of each class of hostpath
 // in ClassesConfigMap; without them (a ConfigMap of an older host definer)
 // the policy sets nothing, and the PV controller does it as before.
