@@ -210,7 +210,7 @@ func fieldManager(claim *corev1.PersistentVolumeClaim, key string) string {
 				Annotations map[string]json.RawMessage `json:"f:annotations"`
 			} `json:"f:metadata"`
 		}
-		if m.FieldsV1 == nil || json.Unmarshal(m.FieldsV1.Raw, &fields) != nil {
+		if m.FieldsV1 == nil || json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		if _, ok := fields.Metadata.Annotations["f:"+key]; ok {
