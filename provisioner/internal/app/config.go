@@ -162,7 +162,8 @@ func (c coreEventsApart) Events(namespace string) typedcorev1.EventInterface {
 // on a claim each time it calls Provision ("External provisioner is
 // provisioning volume for claim ..."): one API write per volume that tells
 // a user nothing ProvisioningSucceeded or a Warning does not. The
-// provisioner's log has it (the broadcaster logs every event).
+// provisioner's log has it at --v=3 (the library's broadcaster logs every
+// event, libraryEventsLevel).
 const droppedReason = "Provisioning"
 
 // droppedEvents is an event client that sends no Normal droppedReason

@@ -266,7 +266,7 @@ func (c *Config) wire(ctx context.Context) *parts {
 		Recorder: c.Recorder, Metrics: c.UsageMetrics,
 	})
 	p.publisher = c.newPublisher(names)
-	p.ctrl = controller.NewProvisionController(ctx, c.Kube, names.Name(), p.prov,
+	p.ctrl = controller.NewProvisionController(libraryContext(ctx), c.Kube, names.Name(), p.prov,
 		// The claims of classes of hostpathv1.CapacityProvisionerName too.
 		controller.AdditionalProvisionerNames(names.Additional()),
 		controller.LeaderElection(false),
@@ -281,6 +281,24 @@ func (c *Config) wire(ctx context.Context) *parts {
 		controller.CreateProvisionedPVLimiter(workqueue.DefaultTypedControllerRateLimiter[string]()),
 	)
 	return p
+}
+
+// libraryEventsLevel is how many levels deeper than this program's own the
+// library logs with the logger of the context NewProvisionController is
+// given: that of its event broadcaster, which logs every event it records
+// at V(0) (client-go's StartStructuredLogging(0); the library has no option
+// for another level). That is a log line for each volume provisioned and
+// each Provisioning event, which says what the claim's events say, and in a
+// burst of claims a load on the node's container runtime, which copies each
+// line into the pod's log. Three levels deeper, the library's events are
+// logged at V(3), as this program's own broadcaster logs its own (Run).
+const libraryEventsLevel = 3
+
+// libraryContext is ctx for NewProvisionController: its logger logs
+// libraryEventsLevel levels deeper (errors are logged at any verbosity).
+// The library's workers log with the context of Run, at their own levels.
+func libraryContext(ctx context.Context) context.Context {
+	return klog.NewContext(ctx, klog.FromContext(ctx).V(libraryEventsLevel))
 }
 
 // newPublisher returns the capacity publisher of this node, with the cache
