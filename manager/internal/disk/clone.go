@@ -301,7 +301,7 @@ func (s *Store) startClone(ctx context.Context, target, source volumeRef, req ma
 	if err := s.sweepStaging(ctx, tx.root, tx.p); err != nil {
 		return nil, err
 	}
-	enf := s.sizes.detect(tx.root)
+	enf := tx.enforcer()
 	if rec := tx.rec; rec == nil {
 		newRec := record{Owner: req.Owner, ReclaimPolicy: req.ReclaimPolicy, ClaimNamespace: req.ClaimNamespace, SizeBytes: req.RequiredBytes, Multihost: req.Multihost, CloneOf: from}
 		if _, err := tx.ownNew(logger, newRec, req.EnforceSize, enf.Support()); err != nil {
@@ -584,7 +584,7 @@ func (s *Store) dropClone(target volumeRef, root *os.Root, owner string, cause e
 // cause.
 func (tx *volumeTx) forgetClone(rec record, cause error) error {
 	tx.rec = &rec
-	if err := tx.forget(tx.s.sizes.detect(tx.root), 0); err != nil {
+	if err := tx.forget(tx.enforcer(), 0); err != nil {
 		return errors.Join(cause, err)
 	}
 	return cause

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"hostpath.dev/api/managerapi"
@@ -406,4 +407,40 @@ func TestSizesPromiseFollowsThePoolsDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	promised("the first directory back", quarter)
+}
+
+// TestDetectOncePerCall: a call probes the pool's filesystem for its size
+// enforcement once (quota.Detect makes system calls), whatever it does
+// with the answer: a create with an enforced size, which makes a quota and
+// describes its usage, and the deletion, which releases it.
+func TestDetectOncePerCall(t *testing.T) {
+	e := newTestEnv(t)
+	enf := newFakeEnforcer(quota.KindBtrfs)
+	var detects atomic.Int32
+	e.store = e.newStore(t, func(c *Config) {
+		c.Quotas = func(*os.Root) quota.Enforcer { detects.Add(1); return enf }
+	})
+	ctx := ctxOf(t)
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"create", func() error {
+			v, _, err := e.store.CreateVolume(ctx, "default", "v1", sized("pv-v1", 1<<20), 0o777, "")
+			if err == nil && (v.Enforcement != quota.KindBtrfs || v.UsedBytes == nil) {
+				t.Errorf("volume = %+v, want enforcement btrfs and its usage", v)
+			}
+			return err
+		}},
+		{"get", func() error { _, err := e.store.GetVolume(ctx, "default", "v1"); return err }},
+		{"delete", func() error { _, err := e.store.DeleteVolume(ctx, "default", "v1", "pv-v1", false, ""); return err }},
+	} {
+		detects.Store(0)
+		if err := tc.call(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if n := detects.Load(); n != 1 {
+			t.Errorf("%s probed the size enforcement %d times, want once", tc.name, n)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"hostpath.dev/api/managerapi"
+	"hostpath.dev/manager/internal/quota"
 )
 
 // Every call on one volume works through a volumeTx, which owns what the
@@ -85,6 +86,19 @@ type volumeTx struct {
 	exists bool
 	rec    *record
 	unlock func()
+	// enf is the pool's size enforcement, detected once per call
+	// (enforcer).
+	enf quota.Enforcer
+}
+
+// enforcer is how the pool enforces sizes, detected at the first use in
+// the call (quota.Detect probes the filesystem) and the same for the rest
+// of it.
+func (tx *volumeTx) enforcer() quota.Enforcer {
+	if tx.enf == nil {
+		tx.enf = tx.s.sizes.detect(tx.root)
+	}
+	return tx.enf
 }
 
 // volume returns the volume name of pool poolName for a caller of node
@@ -279,6 +293,6 @@ func (tx *volumeTx) mayCreate(req managerapi.CreateVolumeRequest) error {
 // usage where its size is enforced.
 func (tx *volumeTx) describe() *managerapi.Volume {
 	v := tx.p.volume(tx.name, tx.fi, tx.rec)
-	usage(&v, tx.s.sizes.detect(tx.root), tx.root, tx.name, tx.rec)
+	usage(&v, tx.enforcer(), tx.root, tx.name, tx.rec)
 	return &v
 }

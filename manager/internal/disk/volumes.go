@@ -154,7 +154,7 @@ func (tx *volumeTx) grow(logger klog.Logger, sizeBytes int64) error {
 	}
 	next := *rec
 	next.SizeBytes = sizeBytes
-	enf := tx.s.sizes.detect(tx.root)
+	enf := tx.enforcer()
 	if id := quotaID(enf, tx.root, tx.name, rec); id != 0 {
 		if err := enf.SetLimit(tx.root, tx.name, id, sizeBytes); err != nil {
 			tx.s.sizes.unreserve(tx.p, growth, rec.SizeBytes == 0)
@@ -253,7 +253,7 @@ func (s *Store) CreateVolume(ctx context.Context, poolName, name string, req man
 // its quota, the record it wrote, the reservation.
 func (tx *volumeTx) make(logger klog.Logger, newRec record, enforceSize bool) error {
 	root, name := tx.root, tx.name
-	enf := tx.s.sizes.detect(root)
+	enf := tx.enforcer()
 	sup := enf.Support()
 	undoRecord := func() {}
 	if tx.rec == nil {
@@ -536,7 +536,7 @@ func (s *Store) DeleteVolume(ctx context.Context, poolName, name, owner string, 
 	}
 	logger := tx.logger(ctx, owner)
 	if !tx.exists {
-		if err := tx.forget(tx.s.sizes.detect(tx.root), tx.rec.QuotaID); err != nil {
+		if err := tx.forget(tx.enforcer(), tx.rec.QuotaID); err != nil {
 			return false, err
 		}
 		logger.V(2).Info("Removed the owner record of a volume without a directory")
@@ -569,7 +569,7 @@ func (tx *volumeTx) remove(ctx context.Context, ifEmpty bool) error {
 	}
 	// The quota ID is read before the directory goes, should the record
 	// not have it.
-	enf := tx.s.sizes.detect(root)
+	enf := tx.enforcer()
 	id := quotaID(enf, root, name, tx.rec)
 	if err := removeTree(ctx, root, name); err != nil {
 		return fmt.Errorf("remove volume %q from pool %q: %w", name, p.name, err)
