@@ -23,6 +23,13 @@ ETCD_VERSION=${ETCD_VERSION:-$_etcd}
 PAUSE_IMAGE=registry.k8s.io/pause:$PAUSE_VERSION
 unset _etcd
 
+# What make release builds (release.sh; precompile.sh compiles the
+# same ahead): the three programs' images for each of RELEASE_PLATFORMS
+# (comma-separated, images.sh's PLATFORMS) and the kubectl plugin for each
+# of PLUGIN_PLATFORMS.
+RELEASE_PLATFORMS=${RELEASE_PLATFORMS:-linux/amd64,linux/arm64}
+PLUGIN_PLATFORMS=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
+
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # CACHE_DIR keeps build outputs between runs (git-ignored).
 CACHE_DIR=${CACHE_DIR:-$REPO_ROOT/.cache}

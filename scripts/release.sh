@@ -39,10 +39,8 @@ RELEASE_REGISTRY=${RELEASE_REGISTRY:-hostpath.dev}
 RELEASE_REGISTRY=${RELEASE_REGISTRY%/}
 [[ $RELEASE_REGISTRY =~ ^[A-Za-z0-9.-]+(:[0-9]+)?(/[a-z0-9._/-]+)?$ ]] ||
   die "RELEASE_REGISTRY $RELEASE_REGISTRY is not HOST[:PORT][/PATH] (a lower-case path, no scheme)"
-RELEASE_PLATFORMS=${RELEASE_PLATFORMS:-linux/amd64,linux/arm64}
 DIST_DIR=${DIST_DIR:-$REPO_ROOT/dist}
 PROGRAMS=(manager provisioner hostdefiner)
-PLUGIN_PLATFORMS=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
 T0=$(now)
 
 # The record names the version, and the version's commit has the chart.
