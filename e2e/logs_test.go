@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"io"
 	"strings"
 	"testing"
@@ -11,9 +12,11 @@ import (
 )
 
 // TestProvisionerLogLevel: at the DaemonSet's --v=2, the provisioner's log
-// (read through the kubelet) says that it made a claim's directory, and
-// does not log the claim's events: the provisioner library's broadcaster
-// logs them at V(3), as the provisioner's own (docs/provisioner.md).
+// (read through the kubelet) says in one line each that it made a claim's
+// directory and that its deletion removed it, and does not log the claim's
+// events: the provisioner library's broadcaster logs them at V(3), as the
+// provisioner's own, and the removal of the finalizer that follows the
+// directory's is logged at V(3) too (docs/provisioner.md).
 func TestProvisionerLogLevel(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -22,6 +25,36 @@ func TestProvisionerLogLevel(t *testing.T) {
 	pvc := e.claim(ctx, t, "logged", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
 	_, pv := e.waitBound(ctx, t, pvc.Name)
 
+	claim := `pvc="` + e.ns + "/" + pvc.Name + `"`
+	var made bool
+	for _, line := range e.instanceLog(ctx, t, node) {
+		if strings.Contains(line, "Event occurred") && strings.Contains(line, e.ns+"/"+pvc.Name) {
+			t.Errorf("the provisioner logged an event of the claim at --v=2: %s", line)
+		}
+		made = made || (strings.Contains(line, "Created the volume directory") && strings.Contains(line, claim) && strings.Contains(line, pv.Name))
+	}
+	if !made {
+		t.Errorf("the log of %s does not say that it made the directory of %s (%s)", e.instances[node], claim, pv.Name)
+	}
+
+	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
+	e.waitGoneEverywhere(ctx, t, pv)
+	var deletion []string
+	for _, line := range e.instanceLog(ctx, t, node) {
+		if strings.Contains(line, `pv="`+pv.Name+`"`) && !strings.Contains(line, "Created the volume directory") {
+			deletion = append(deletion, line)
+		}
+	}
+	if len(deletion) != 1 || !strings.Contains(deletion[0], "Directory reached its final state") || !strings.Contains(deletion[0], "DirectoryRemoved") {
+		t.Errorf("the log of %s has %d lines about the deletion of %s, want one that says the directory was removed (DirectoryRemoved):\n%s",
+			e.instances[node], len(deletion), pv.Name, strings.Join(deletion, "\n"))
+	}
+}
+
+// instanceLog is the log of the provisioner instance of node, read through
+// the kubelet, line by line.
+func (e *provEnv) instanceLog(ctx context.Context, t *testing.T, node string) []string {
+	t.Helper()
 	rc, err := e.f.Client.CoreV1().Pods(framework.SystemNamespace).GetLogs(e.instances[node], &corev1.PodLogOptions{}).Stream(ctx)
 	if err != nil {
 		t.Fatalf("read the log of %s: %v", e.instances[node], err)
@@ -31,15 +64,5 @@ func TestProvisionerLogLevel(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read the log of %s: %v", e.instances[node], err)
 	}
-	claim := `pvc="` + e.ns + "/" + pvc.Name + `"`
-	var made bool
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.Contains(line, "Event occurred") && strings.Contains(line, e.ns+"/"+pvc.Name) {
-			t.Errorf("the provisioner logged an event of the claim at --v=2: %s", line)
-		}
-		made = made || (strings.Contains(line, "Created the volume directory") && strings.Contains(line, claim) && strings.Contains(line, pv.Name))
-	}
-	if !made {
-		t.Errorf("the log of %s does not say that it made the directory of %s (%s)", e.instances[node], claim, pv.Name)
-	}
+	return strings.Split(string(data), "\n")
 }

@@ -106,7 +106,10 @@ func (c *Controller) doFinalizer(ctx context.Context, f Facts, step Step) error 
 		if err := removeFinalizer(ctx, c.cfg.Client, f.PV, c.cfg.FieldManager); err != nil {
 			return err
 		}
-		logger.V(2).Info("Removed the finalizer; the directory reached its final state here before the library deleted the PersistentVolume",
+		// V(3): the outcome was logged when this instance's Delete
+		// reached it (report), a moment before: at --v=2 a volume's
+		// deletion is one line, as its creation is.
+		logger.V(3).Info("Removed the finalizer; the directory reached its final state here before the library deleted the PersistentVolume",
 			"finalizer", hostpathv1.FinalizerDirectoryProtection)
 		return nil
 	}
