@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -69,9 +71,10 @@ type bench struct {
 	// created and uids are, per claim, when its create returned and its UID.
 	created []time.Time
 	uids    []types.UID
-	// pvs are the claims' PVs, in claim order; dirs their directories.
+	// pvs are the claims' PVs, in claim order; dirs their directories, by
+	// the directory that holds them (a node's pool), by name.
 	pvs  []*corev1.PersistentVolume
-	dirs []string
+	dirs volumeDirs
 	// requests is the API server's request counts before the first claim,
 	// watch its watch events and watchers (ParseWatchEvents).
 	requests, watch apimetrics.Requests
@@ -318,18 +321,62 @@ func (b *bench) checkDirs(context.Context) error {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return fmt.Errorf("PV %s is there but its directory %s is not: %v", pv.Name, dir, err)
 		}
-		b.dirs = append(b.dirs, dir)
+		b.dirs.add(dir)
 	}
-	b.res.Dirs = len(b.dirs)
+	b.res.Dirs = b.dirs.count()
 	return nil
 }
 
-// leftDirs is how many of the PVs' directories still exist.
-func (b *bench) leftDirs() int {
+// volumeDirs are directories by the directory that holds them, by name.
+type volumeDirs map[string]map[string]bool
+
+func (v *volumeDirs) add(dir string) {
+	if *v == nil {
+		*v = volumeDirs{}
+	}
+	parent, name := filepath.Split(filepath.Clean(dir))
+	if (*v)[parent] == nil {
+		(*v)[parent] = map[string]bool{}
+	}
+	(*v)[parent][name] = true
+}
+
+func (v volumeDirs) count() int {
 	n := 0
-	for _, d := range b.dirs {
-		if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
-			n++
+	for _, names := range v {
+		n += len(names)
+	}
+	return n
+}
+
+// left is how many of the directories still exist (as anything: a file in
+// a directory's place counts), from one listing of each directory that
+// holds them, not one lstat each: the deletion's wait calls it every
+// Options.Poll, and 1,000 lstats at a time made the benchmark use 7.6 CPU-s
+// in a deletion of 1,000 volumes, 3.2 with the listings (the floor's side,
+// which has no directories to wait for, 2.6-2.9), on the CPUs of the API
+// server whose work it times. A holder that cannot be read counts all its directories as left;
+// one that is gone, none.
+func (v volumeDirs) left() int {
+	n := 0
+	for parent, names := range v {
+		f, err := os.Open(parent)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		var present []string
+		if err == nil {
+			present, err = f.Readdirnames(-1)
+			f.Close()
+		}
+		if err != nil {
+			n += len(names)
+			continue
+		}
+		for _, p := range present {
+			if names[p] {
+				n++
+			}
 		}
 	}
 	return n
@@ -353,7 +400,7 @@ func (b *bench) deleteAll(ctx context.Context) error {
 		}
 		left := 0
 		if dirsGone.IsZero() {
-			if left = b.leftDirs(); left == 0 {
+			if left = b.dirs.left(); left == 0 {
 				dirsGone = time.Now()
 			}
 		}
