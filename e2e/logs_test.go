@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"io"
 	"strings"
 	"testing"
 
@@ -22,12 +20,20 @@ func TestProvisionerLogLevel(t *testing.T) {
 	ctx := t.Context()
 	e := setupProvisioner(ctx, t)
 	node := e.nodes[0]
+	logLines := func() []string {
+		t.Helper()
+		out, err := e.f.PodLogs(ctx, framework.SystemNamespace, e.instances[node], "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(out, "\n")
+	}
 	pvc := e.claim(ctx, t, "logged", classImmediate, "1Mi", corev1.ReadWriteOnce, map[string]string{annProvisionOnNode: node})
 	_, pv := e.waitBound(ctx, t, pvc.Name)
 
 	claim := `pvc="` + e.ns + "/" + pvc.Name + `"`
 	var made bool
-	for _, line := range e.instanceLog(ctx, t, node) {
+	for _, line := range logLines() {
 		if strings.Contains(line, "Event occurred") && strings.Contains(line, e.ns+"/"+pvc.Name) {
 			t.Errorf("the provisioner logged an event of the claim at --v=2: %s", line)
 		}
@@ -40,7 +46,7 @@ func TestProvisionerLogLevel(t *testing.T) {
 	e.deleteAndWaitGone(ctx, t, "", pvc.Name)
 	e.waitGoneEverywhere(ctx, t, pv)
 	var deletion []string
-	for _, line := range e.instanceLog(ctx, t, node) {
+	for _, line := range logLines() {
 		if strings.Contains(line, `pv="`+pv.Name+`"`) && !strings.Contains(line, "Created the volume directory") {
 			deletion = append(deletion, line)
 		}
@@ -49,20 +55,4 @@ func TestProvisionerLogLevel(t *testing.T) {
 		t.Errorf("the log of %s has %d lines about the deletion of %s, want one that says the directory was removed (DirectoryRemoved):\n%s",
 			e.instances[node], len(deletion), pv.Name, strings.Join(deletion, "\n"))
 	}
-}
-
-// instanceLog is the log of the provisioner instance of node, read through
-// the kubelet, line by line.
-func (e *provEnv) instanceLog(ctx context.Context, t *testing.T, node string) []string {
-	t.Helper()
-	rc, err := e.f.Client.CoreV1().Pods(framework.SystemNamespace).GetLogs(e.instances[node], &corev1.PodLogOptions{}).Stream(ctx)
-	if err != nil {
-		t.Fatalf("read the log of %s: %v", e.instances[node], err)
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatalf("read the log of %s: %v", e.instances[node], err)
-	}
-	return strings.Split(string(data), "\n")
 }

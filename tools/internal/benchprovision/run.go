@@ -313,6 +313,7 @@ func (b *bench) checkDirs(context.Context) error {
 	if b.o.NodesDir == "" {
 		return nil
 	}
+	b.dirs = volumeDirs{}
 	for _, pv := range b.pvs {
 		dir, err := HostDir(pv, b.o.NodesDir, b.o.PoolPath)
 		if err != nil {
@@ -330,15 +331,12 @@ func (b *bench) checkDirs(context.Context) error {
 // volumeDirs are directories by the directory that holds them, by name.
 type volumeDirs map[string]map[string]bool
 
-func (v *volumeDirs) add(dir string) {
-	if *v == nil {
-		*v = volumeDirs{}
-	}
+func (v volumeDirs) add(dir string) {
 	parent, name := filepath.Split(filepath.Clean(dir))
-	if (*v)[parent] == nil {
-		(*v)[parent] = map[string]bool{}
+	if v[parent] == nil {
+		v[parent] = map[string]bool{}
 	}
-	(*v)[parent][name] = true
+	v[parent][name] = true
 }
 
 func (v volumeDirs) count() int {
@@ -355,8 +353,8 @@ func (v volumeDirs) count() int {
 // Options.Poll, and 1,000 lstats at a time made the benchmark use 7.6 CPU-s
 // in a deletion of 1,000 volumes, 3.2 with the listings (the floor's side,
 // which has no directories to wait for, 2.6-2.9), on the CPUs of the API
-// server whose work it times. A holder that cannot be read counts all its directories as left;
-// one that is gone, none.
+// server whose work it times. A holder that cannot be read counts all its
+// directories as left; one that is gone, none.
 func (v volumeDirs) left() int {
 	n := 0
 	for parent, names := range v {

@@ -25,7 +25,7 @@ func TestVolumeDirsLeft(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
-			var dirs volumeDirs
+			dirs := volumeDirs{}
 			for _, d := range []string{"a/v1", "a/v2", "b/v3"} {
 				p := filepath.Join(root, d)
 				if err := os.MkdirAll(p, 0o755); err != nil {
