@@ -64,7 +64,7 @@ if [ "${1:-}" = --pid ]; then
   row "$3" local "$2"
   exit 0
 fi
-for p in manager provisioner hostdefiner; do
+for p in "${PRODUCT_PROGRAMS[@]}"; do
   for pid in $(pgrep -x "$p" || true); do
     # The node is the cgroup's first path element (cluster-lib.sh puts every
     # node's processes under a cgroup named after it).

@@ -266,7 +266,7 @@ else
   if ! $BASE_ONLY; then
     [ "$SOURCE_DIR" = "$REPO_ROOT" ] || log "Building the product images $IMAGE_TAG from $SOURCE_DIR"
     [ ${#platforms[@]} -eq 0 ] || gobuild "$REPO_ROOT" tools ./cmd/ociindex ociindex
-    for p in manager provisioner hostdefiner; do
+    for p in "${PRODUCT_PROGRAMS[@]}"; do
       if [ ! -f "$SOURCE_DIR/$p/cmd/$p/main.go" ]; then
         log "Skipping hostpath.dev/$p:$IMAGE_TAG: $p/cmd/$p/main.go does not exist in $SOURCE_DIR"
         continue

@@ -23,6 +23,9 @@ ETCD_VERSION=${ETCD_VERSION:-$_etcd}
 PAUSE_IMAGE=registry.k8s.io/pause:$PAUSE_VERSION
 unset _etcd
 
+# The product's programs: each the module of its name, with its main
+# package in cmd/NAME and an image hostpath.dev/NAME.
+PRODUCT_PROGRAMS=(manager provisioner hostdefiner)
 # What make release builds (release.sh; precompile.sh compiles the
 # same ahead): the three programs' images for each of RELEASE_PLATFORMS
 # (comma-separated, images.sh's PLATFORMS) and the kubectl plugin for each

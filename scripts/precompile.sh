@@ -3,8 +3,9 @@
 # what the later targets of .ci/run build from other trees or for other
 # platforms, so that they then mostly link:
 #
-#   - the three programs of each recorded release (RELEASES), from its
-#     commit's tree, for this machine: TestUpgrade builds their images
+#   - the three programs of each release TestUpgrade upgrades from
+#     (`releases supported`: RELEASES), from its commit's tree, for this
+#     machine: TestUpgrade builds their images
 #     (make test-lifecycle: git archive, then images.sh with SOURCE_DIR),
 #     and an old release's dependencies are not those of HEAD;
 #   - what make release cross-compiles (make test-release): the three
@@ -26,7 +27,8 @@ set -euo pipefail
 cd "$REPO_ROOT"
 
 T0=$(now)
-PROGRAMS=(hostpath.dev/manager/cmd/manager hostpath.dev/provisioner/cmd/provisioner hostpath.dev/hostdefiner/cmd/hostdefiner)
+MAINS=()
+for p in "${PRODUCT_PROGRAMS[@]}"; do MAINS+=("hostpath.dev/$p/cmd/$p"); done
 PLUGIN=hostpath.dev/hostdefiner/cmd/kubectl-hostpath
 # compile DIR OS/ARCH PKG...: compile PKGs (at least two: go build links a
 # lone main package into the current directory, and keeps no output of
@@ -40,17 +42,19 @@ compile() {
 work=$(mktemp -d "${TMPDIR:-/tmp}/hostpath-precompile.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 host=$(go env GOOS)/$(go env GOARCH)
+supported=$(cd tools && go run ./cmd/releases supported "$REPO_ROOT")
 while read -r version commit; do
+  [ -n "$version" ] || continue
   mkdir -p "$work/$version"
   git archive "$commit" | tar -x -C "$work/$version"
   log "Compiling the programs of release $version (${commit:0:12}) for $host"
-  compile "$work/$version" "$host" "${PROGRAMS[@]}"
-done < <(awk '!/^#/ && NF >= 2 { print $1, $2 }' RELEASES)
+  compile "$work/$version" "$host" "${MAINS[@]}"
+done <<< "$supported"
 
 IFS=, read -ra platforms <<< "$RELEASE_PLATFORMS"
 for plat in $(printf '%s\n' "${platforms[@]}" "${PLUGIN_PLATFORMS[@]}" | sort -u); do
   pkgs=()
-  [[ " ${platforms[*]} " != *" $plat "* ]] || pkgs+=("${PROGRAMS[@]}")
+  [[ " ${platforms[*]} " != *" $plat "* ]] || pkgs+=("${MAINS[@]}")
   [[ " ${PLUGIN_PLATFORMS[*]} " != *" $plat "* ]] || pkgs+=("$PLUGIN")
   [ ${#pkgs[@]} -gt 1 ] || pkgs+=(hostpath.dev/api/managerapi)
   log "Compiling what make release builds for $plat"

@@ -38,7 +38,7 @@ platforms=()
 [ -z "${PLATFORMS:-}" ] || IFS=, read -ra platforms <<< "$PLATFORMS"
 auth=()
 [ -z "${REGISTRY_AUTH_FILE:-}" ] || auth=(--dest-authfile "$REGISTRY_AUTH_FILE")
-for p in manager provisioner hostdefiner; do
+for p in "${PRODUCT_PROGRAMS[@]}"; do
   # What images.sh built: the tarball, one platform's image, or the index.
   file=$images/oci/$p-$IMAGE_TAG
   case ${#platforms[@]} in

@@ -40,7 +40,6 @@ RELEASE_REGISTRY=${RELEASE_REGISTRY%/}
 [[ $RELEASE_REGISTRY =~ ^[A-Za-z0-9.-]+(:[0-9]+)?(/[a-z0-9._/-]+)?$ ]] ||
   die "RELEASE_REGISTRY $RELEASE_REGISTRY is not HOST[:PORT][/PATH] (a lower-case path, no scheme)"
 DIST_DIR=${DIST_DIR:-$REPO_ROOT/dist}
-PROGRAMS=(manager provisioner hostdefiner)
 T0=$(now)
 
 # The record names the version, and the version's commit has the chart.
@@ -66,7 +65,7 @@ mkdir -p "$DIST_DIR"
 # (the same digests: --preserve-digests).
 PLATFORMS=$RELEASE_PLATFORMS IMAGE_TAG=$VERSION SOURCE_DIR=$src "$S/images.sh" --product
 declare -A digest
-for p in "${PROGRAMS[@]}"; do
+for p in "${PRODUCT_PROGRAMS[@]}"; do
   layout=$IMAGES_DIR/oci/$p-$VERSION
   archive=$DIST_DIR/$p-$VERSION.oci.tar
   digest[$p]=$("$IMAGES_DIR/bin/ociindex" digest "$layout" "$VERSION")
@@ -79,7 +78,7 @@ done
 mkdir "$work/overlay"
 {
   printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../src/manifests\nimages:\n'
-  for p in "${PROGRAMS[@]}"; do
+  for p in "${PRODUCT_PROGRAMS[@]}"; do
     printf -- '- {name: hostpath.dev/%s, newName: %s/%s, digest: "%s"}\n' "$p" "$RELEASE_REGISTRY" "$p" "${digest[$p]}"
   done
 } > "$work/overlay/kustomization.yaml"
@@ -94,14 +93,14 @@ kustomize=$("$S/tool.sh" kustomize)
 mkdir "$work/chart"
 cp -r "$src/charts/hostpath" "$work/chart/hostpath"
 settings=("image.registry=$RELEASE_REGISTRY" "image.tag=$VERSION")
-for p in "${PROGRAMS[@]}"; do settings+=("$p.image.digest=${digest[$p]}"); done
+for p in "${PRODUCT_PROGRAMS[@]}"; do settings+=("$p.image.digest=${digest[$p]}"); done
 (cd "$REPO_ROOT/tools" && go run ./cmd/releases set-values "$work/chart/hostpath/values.yaml" "${settings[@]}") ||
   die "the chart of $VERSION lacks the values image.registry, image.tag or <program>.image.digest (above)"
 helm=$("$S/tool.sh" helm)
 "$helm" package "$work/chart/hostpath" --version "${VERSION#v}" --app-version "$VERSION" --destination "$DIST_DIR" > /dev/null
 
 # Both install the same three images, each by its index's digest.
-want=$(for p in "${PROGRAMS[@]}"; do echo "$RELEASE_REGISTRY/$p@${digest[$p]}"; done | sort)
+want=$(for p in "${PRODUCT_PROGRAMS[@]}"; do echo "$RELEASE_REGISTRY/$p@${digest[$p]}"; done | sort)
 for what in hostpath.yaml chart; do
   if [ "$what" = chart ]; then
     rendered=$("$helm" template hostpath "$DIST_DIR/hostpath-${VERSION#v}.tgz" --namespace hostpath-system --kube-version "$K8S_VERSION")

@@ -1,5 +1,5 @@
 // Package releasetool is the releases command (tools/cmd/releases) of make
-// verify and make release: check and commit read RELEASES with
+// verify and make release: check, commit and supported read RELEASES with
 // hostpath.dev/e2e/framework/releases, the record the upgrade test reads
 // too, and check it against the history and CHANGELOG.md; set-values pins
 // the Helm chart's values of a release (SetValues).
@@ -16,13 +16,17 @@ import (
 )
 
 // Usage is the usage of the releases command.
-const Usage = "check [REPO] | commit VERSION [REPO] | set-values FILE KEY.PATH=VALUE..."
+const Usage = "check [REPO] | commit VERSION [REPO] | supported [REPO] | set-values FILE KEY.PATH=VALUE..."
 
 // Commands returns the subcommands of the releases command for cli.Main,
 // which print their result to stdout:
 //
 //	check [REPO]           Read and Check; prints "releases: ok (...)"
 //	commit VERSION [REPO]  Read, Check and Find; prints the release's commit
+//	supported [REPO]       Read and Check; prints "VERSION COMMIT", a line for
+//	                       each release the current code upgrades from
+//	                       directly (Release.Supported: TestUpgrade's, which
+//	                       scripts/precompile.sh compiles ahead)
 //	set-values FILE KEY.PATH=VALUE...  SetValues
 //
 // REPO is the repository's root (default: the working directory).
@@ -53,6 +57,24 @@ func Commands(stdout io.Writer) map[string]cli.Command {
 			}
 			_, err = fmt.Fprintln(stdout, r.Commit)
 			return err
+		},
+		"supported": func(ctx context.Context, args []string) error {
+			if len(args) > 1 {
+				return errors.New("usage: releases supported [REPO]")
+			}
+			rels, err := readChecked(ctx, root(args))
+			if err != nil {
+				return err
+			}
+			for _, r := range rels {
+				if !r.Supported() {
+					continue
+				}
+				if _, err := fmt.Fprintln(stdout, r.Version, r.Commit); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 		"set-values": func(_ context.Context, args []string) error {
 			if len(args) < 2 {

@@ -41,6 +41,9 @@ func TestCommands(t *testing.T) {
 		{name: "commit of a broken record", record: "v0.1.0 " + a + " 2026-11-23 supported\nv0.2.0 " + strings.Repeat("0", 40) + " 2026-11-24 supported\n",
 			args: []string{"commit", "v0.1.0", root}, wantErr: "is not in this repository"},
 		{name: "commit without a version", record: good, args: []string{"commit"}, wantErr: "usage: releases commit VERSION [REPO]"},
+		{name: "supported", record: good, args: []string{"supported", root}, want: "v0.1.0 " + a + "\nv0.2.0 " + b + "\n"},
+		{name: "supported leaves out the unsupported", record: "v0.1.0 " + a + " 2026-11-23 unsupported\nv0.2.0 " + b + " 2026-11-24 supported\n",
+			args: []string{"supported", root}, want: "v0.2.0 " + b + "\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
