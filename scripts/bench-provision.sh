@@ -31,7 +31,10 @@
 # (seconds to wait after restarting kube-controller-manager, default 10),
 # BENCH_NOOP_PORT (the no-op provisioner's health port, default 18089),
 # BENCH_FLOOR_FINALIZER (1, the default: the fair floor; 0: the old floor,
-# no finalizer, noopprovisioner --finalizer=false, for comparison).
+# no finalizer, noopprovisioner --finalizer=false, for comparison),
+# BENCH_PERF (1: perf record -a beside each run, then every process's CPU
+# seconds from its first claim to all Bound, both sides of each round in
+# the report; the probe slows both sides: compare within a round).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster-lib.sh"
@@ -40,7 +43,7 @@ N=${N:-1000}
 while [ $# -gt 0 ]; do
   case $1 in
   -n | --count) N=${2:?-n needs a number}; shift 2 ;;
-  *) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "the number of claims must be a positive integer, got '$N'"
@@ -56,6 +59,11 @@ ROLLOUT_TIMEOUT=${ROLLOUT_TIMEOUT:-300}
 BENCH_SETTLE=${BENCH_SETTLE:-10}
 [[ $BENCH_SETTLE =~ ^[0-9]+$ ]] || die "BENCH_SETTLE must be a number of seconds, got '$BENCH_SETTLE'"
 NOOP_PORT=${BENCH_NOOP_PORT:-18089}
+case ${BENCH_PERF:-0} in
+1 | true | on) PERF=1 ;;
+0 | false | off) PERF=0 ;;
+*) die "BENCH_PERF must be 1 (perf beside each run) or 0, got '$BENCH_PERF'" ;;
+esac
 case ${BENCH_FLOOR_FINALIZER:-1} in
 1 | true | on) FLOOR_FINALIZER=true FLOOR_DESC="fair floor (PVs with the library's finalizer)" ;;
 0 | false | off) FLOOR_FINALIZER=false FLOOR_DESC="old floor (PVs without a finalizer)" ;;
@@ -74,6 +82,9 @@ RUN_ID=$(date +%Y%m%d%H%M%S)-$$
 FAKE_NODE_SELECTOR='hostpath.dev/fake-node!=true'
 
 require_root
+if [ "$PERF" = 1 ]; then
+  command -v perf > /dev/null || die "BENCH_PERF=1 needs perf (apt install linux-perf)"
+fi
 [ -f "$CLUSTER_KUBECONFIG" ] || die "no local cluster (run make cluster-up)"
 kc get --raw /readyz > /dev/null 2>&1 || die "the local cluster does not answer (run make cluster-up)"
 [ -x "$KCM" ] || die "$KCM is missing: it restarts kube-controller-manager with other client limits"
@@ -91,6 +102,7 @@ WORK=$(mktemp -d)
 PLOTS=${BENCH_PLOTS:-$(mktemp -d -t hostpath-bench-plots.XXXXXX)}
 mkdir -p "$PLOTS"
 NOOP_PID=
+PERF_PID=
 
 ds_args() { kc -n "$NS" get ds "$PROV_DS" -o jsonpath="{.spec.template.spec.containers[?(@.name==\"$CONTAINER\")].args}"; }
 real_nodes() { kc get nodes -l "$FAKE_NODE_SELECTOR" -o jsonpath='{.items[*].metadata.name}'; }
@@ -110,9 +122,55 @@ stop_noop() {
   NOOP_PID=
 }
 
+# perf_start LABEL: with BENCH_PERF=1, perf record every CPU until
+# perf_stop, into the run's .perf file (timestamps in wall-clock time).
+perf_start() {
+  [ "$PERF" = 1 ] || return 0
+  perf record -a -F 99 -k realtime -o "$(base "$1").perf" > "$(base "$1").perf.log" 2>&1 < /dev/null &
+  PERF_PID=$!
+  wait_until 30 "perf record to start" test -s "$(base "$1").perf" || {
+    cat "$(base "$1").perf.log" >&2
+    die "perf record did not start"
+  }
+}
+
+# perf_stop: stop perf record, by its PID, if it runs.
+perf_stop() {
+  [ -n "$PERF_PID" ] || return 0
+  kill -INT "$PERF_PID" 2> /dev/null || true
+  wait "$PERF_PID" 2> /dev/null || true
+  PERF_PID=
+}
+
+# cpu_by_process LABEL: the CPU seconds of each process (perf's samples at
+# 99 a second and CPU) from the run's first claim to its last claim Bound,
+# the busiest first, into the run's .cpu file.
+cpu_by_process() {
+  [ "$PERF" = 1 ] || return 0
+  local json started bound t0
+  json=$(base "$1").json
+  started=$(grep -o '"started": *"[^"]*"' "$json" | head -1 | sed 's/.*"\([^"]*\)"$/\1/')
+  bound=$(grep -o '"allBoundSeconds": *[0-9.e+-]*' "$json" | head -1 | sed 's/.*: *//')
+  [ -n "$started" ] && [ -n "$bound" ] || die "$json has no start or all-Bound time"
+  t0=$(date -d "$started" +%s.%N)
+  {
+    printf '%s, to all Bound (%.1f s):\n' "$(run_key "$1")" "$bound"
+    perf report -i "$(base "$1").perf" --time "$(awk -v a="$t0" -v b="$bound" 'BEGIN { printf "%.6f,%.6f", a, a + b }')" \
+      --sort comm --stdio -n -g none 2> /dev/null |
+      awk '!/^#/ && NF >= 3 {
+          n = $2; $1 = ""; $2 = ""; sub(/^ +/, ""); if ($0 == "swapper") $0 = "(idle)"
+          if (++i <= 14) printf "  %-18s %7.2f\n", $0, n / 99; else o += n
+          t += n
+        }
+        END { if (o) printf "  %-18s %7.2f\n", "(the others)", o / 99; printf "  %-18s %7.2f\n", "(all)", t / 99 }'
+  } > "$(base "$1").cpu"
+  rm -f "$(base "$1").perf"
+}
+
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
+  perf_stop
   stop_noop
   # What a killed run left (a finished run deletes its namespace itself);
   # nothing deletes the no-op PVs once it is stopped: they are objects only,
@@ -205,7 +263,10 @@ run_noop() {
     tail -20 "$logf" >&2
     die "the no-op provisioner did not become ready"
   }
+  perf_start "$label"
   bench "$label" "$NOOP_CLASS" "$NOOP_DESC" || { tail -20 "$logf" >&2; return 1; }
+  perf_stop
+  cpu_by_process "$label"
   kill -0 "$NOOP_PID" 2> /dev/null || die "the no-op provisioner stopped during the run (log: above)"
   "$REPO_ROOT/scripts/footprint.sh" --pid "$NOOP_PID" noopprovisioner > "$(base "$label").footprint"
   stop_noop
@@ -258,7 +319,10 @@ restart_ours() {
 run_ours() {
   local label=ours@$1
   restart_ours
+  perf_start "$label"
   bench "$label" "$OURS_CLASS" "$OURS_DESC" --nodes-dir "$NODES_DIR"
+  perf_stop
+  cpu_by_process "$label"
   # Someone else applying manifests/ in between would spoil the comparison.
   [ "$(ds_args)" = "$OURS_ARGS" ] || die "the provisioner's args changed during the $label run (now $(ds_args))"
   "$REPO_ROOT/scripts/footprint.sh" > "$(base "$label").footprint"
@@ -286,4 +350,13 @@ echo
 echo "hostpath provisioning against the no-op floor, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $N claims"
 echo "floor: the $FLOOR_DESC, noopprovisioner --finalizer=$FLOOR_FINALIZER (BENCH_FLOOR_FINALIZER=${BENCH_FLOOR_FINALIZER:-1})"
 "$BIN/benchprovision" report "${FOOTPRINTS[@]}" --plots "$PLOTS" --json "$PLOTS/results.json" "${RESULTS[@]}"
+if [ "$PERF" = 1 ]; then
+  echo
+  echo "Every process's CPU seconds (perf record -a beside each run; the probe slows both sides):"
+  for s in "${SETTINGS[@]}"; do
+    for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
+      paste "$(base "noop@$s").cpu" "$(base "ours@$s").cpu" | expand -t 44 | sed 's/ *$//'
+    done
+  done
+fi
 echo "plots and results.json: $PLOTS"
