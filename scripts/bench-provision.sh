@@ -114,13 +114,18 @@ kcm_desc() {
   if [ "$l" = default ]; then echo "default (20/30)"; else echo "$l"; fi
 }
 
-# stop_noop: stop the no-op provisioner, by its PID, if it runs.
-stop_noop() {
-  [ -n "$NOOP_PID" ] || return 0
-  kill -TERM "$NOOP_PID" 2> /dev/null || true
-  wait "$NOOP_PID" 2> /dev/null || true
-  NOOP_PID=
+# stop_child VAR SIGNAL: stop the child process whose PID the variable
+# VAR holds, if any, with SIGNAL, wait for it, and empty VAR.
+stop_child() {
+  local pid=${!1}
+  [ -n "$pid" ] || return 0
+  kill -"$2" "$pid" 2> /dev/null || true
+  wait "$pid" 2> /dev/null || true
+  printf -v "$1" '%s' ''
 }
+
+# stop_noop: stop the no-op provisioner, by its PID, if it runs.
+stop_noop() { stop_child NOOP_PID TERM; }
 
 # perf_start LABEL: with BENCH_PERF=1, perf record every CPU until
 # perf_stop, into the run's .perf file (timestamps in wall-clock time).
@@ -134,13 +139,9 @@ perf_start() {
   }
 }
 
-# perf_stop: stop perf record, by its PID, if it runs.
-perf_stop() {
-  [ -n "$PERF_PID" ] || return 0
-  kill -INT "$PERF_PID" 2> /dev/null || true
-  wait "$PERF_PID" 2> /dev/null || true
-  PERF_PID=
-}
+# perf_stop: stop perf record (SIGINT: it writes its file out), by its
+# PID, if it runs.
+perf_stop() { stop_child PERF_PID INT; }
 
 # cpu_by_process LABEL: the CPU seconds of each process (perf's samples at
 # 99 a second and CPU) from the run's first claim to its last claim Bound,
