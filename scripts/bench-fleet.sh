@@ -24,7 +24,12 @@
 #     (default 1000) node-mode volumes pinned to the real nodes and
 #     BENCH_FLEET_MULTIHOST (default 20) multihost ones, each made, Bound
 #     and deleted (0 and 0: left out). These two count only in the
-#     foreign phase, that is with BENCH_FOREIGN above 0.
+#     foreign phase, that is with BENCH_FOREIGN above 0. The foreign
+#     phase restarts the real nodes' provisioners first and reads them
+#     BENCH_FOREIGN_SETTLE seconds later (BENCH_FLEET_RESTART=0: not), so
+#     that their growth is a fresh instance's; with BENCH_FLEET_VOLUMES=0
+#     and BENCH_FLEET_MULTIHOST=0 nothing comes between that reading and
+#     the fleet, which gives the cleanest per-node figure.
 # An empty BENCH_INSTANCES or BENCH_ENDPOINTS, or BENCH_BACKFILL=0, leaves
 # that step out; with all three, only the foreign phase runs:
 #
@@ -41,7 +46,7 @@
 #
 # Environment: BENCH_KCM, BENCH_INSTANCES, BENCH_ENDPOINTS, BENCH_BACKFILL,
 # BENCH_FOREIGN, BENCH_FOREIGN_INSTANCES, BENCH_FOREIGN_SETTLE,
-# BENCH_FLEET_VOLUMES, BENCH_FLEET_MULTIHOST (both only with BENCH_FOREIGN),
+# BENCH_FLEET_VOLUMES, BENCH_FLEET_MULTIHOST, BENCH_FLEET_RESTART (only with BENCH_FOREIGN),
 # BENCH_TIMEOUT (each wait, default 15m), BENCH_PLOTS (folder that gets
 # fleet.json and, with BENCH_FOREIGN, fleet-foreign.json; default none).
 set -euo pipefail
@@ -74,12 +79,14 @@ FOREIGN_INSTANCES=${BENCH_FOREIGN_INSTANCES:-100}
 FOREIGN_SETTLE=${BENCH_FOREIGN_SETTLE:-30}
 FLEET_VOLUMES=${BENCH_FLEET_VOLUMES:-1000}
 FLEET_MULTIHOST=${BENCH_FLEET_MULTIHOST:-20}
+FLEET_RESTART=${BENCH_FLEET_RESTART:-1}
 [[ $BACKFILL =~ ^[0-9]+$ ]] || die "BENCH_BACKFILL must be a number of volumes, got '$BACKFILL'"
 [[ $FOREIGN =~ ^[0-9]+$ ]] || die "BENCH_FOREIGN must be a number of claims, got '$FOREIGN'"
 [[ $FOREIGN_INSTANCES =~ ^[1-9][0-9]*$ ]] || die "BENCH_FOREIGN_INSTANCES must be a positive number, got '$FOREIGN_INSTANCES'"
 [[ $FOREIGN_SETTLE =~ ^[0-9]+$ ]] || die "BENCH_FOREIGN_SETTLE must be a number of seconds, got '$FOREIGN_SETTLE'"
 [[ $FLEET_VOLUMES =~ ^[0-9]+$ ]] || die "BENCH_FLEET_VOLUMES must be a number of volumes, got '$FLEET_VOLUMES'"
 [[ $FLEET_MULTIHOST =~ ^[0-9]+$ ]] || die "BENCH_FLEET_MULTIHOST must be a number of volumes, got '$FLEET_MULTIHOST'"
+[[ $FLEET_RESTART =~ ^[01]$ ]] || die "BENCH_FLEET_RESTART must be 0 or 1, got '$FLEET_RESTART'"
 RUN_STEPS=1
 [ -n "$INSTANCES" ] || [ -n "$ENDPOINTS" ] || [ "$BACKFILL" != 0 ] || RUN_STEPS=0
 [ "$RUN_STEPS" = 1 ] || [ "$FOREIGN" != 0 ] || die "nothing to measure: BENCH_INSTANCES and BENCH_ENDPOINTS empty, BENCH_BACKFILL and BENCH_FOREIGN 0"
@@ -152,6 +159,14 @@ echo "hostpath over a fleet of fake nodes, $(date -u '+%Y-%m-%d %H:%M UTC'), $(n
 # The foreign phase first: the real nodes' provisioners have not yet held
 # the other steps' fleet and claims when it reads them before its own.
 if [ "$FOREIGN" != 0 ]; then
+  if [ "$FLEET_RESTART" = 1 ]; then
+    # Fresh processes, so that the real nodes' growth with the fleet is a
+    # new instance's, not that of one that served earlier runs or tests.
+    kc -n "$NS" rollout restart "ds/$PROV_DS" > /dev/null
+    kc -n "$NS" rollout status "ds/$PROV_DS" --timeout=300s > /dev/null || die "DaemonSet $PROV_DS did not roll out within 300s"
+    log "The real nodes' provisioners restarted; reading them ${FOREIGN_SETTLE}s later"
+    sleep "$FOREIGN_SETTLE"
+  fi
   "$BIN/benchfleet" foreign "${FLEET_ARGS[@]}" --dir "$FOREIGN_DIR" --foreign "$FOREIGN" \
     --foreign-instances "$FOREIGN_INSTANCES" --foreign-settle "${FOREIGN_SETTLE}s" \
     --volumes "$FLEET_VOLUMES" --multihost-volumes "$FLEET_MULTIHOST" "${FOREIGN_OUT[@]}" &
