@@ -23,7 +23,8 @@
 // A Rule (For) trims the objects of one Go type, after managedFields went:
 // it changes the object in place (the informer's own decoded copy, which
 // client-go allows a transform to change) or returns a new, smaller one of
-// the same type in its place (a stub). A rule must be idempotent, as
+// the same type in its place (a stub); a Rule of Into caches a record of
+// another type in its place. A rule must be idempotent, as
 // client-go asks of a transform, and must keep every field its program, or
 // a library it runs, reads: a dropped field reads as empty, with no error.
 // It must drop nothing from a kind its program updates with the cached
@@ -51,6 +52,24 @@ func For[T any](trim func(*T) *T) Rule {
 			return obj, false
 		}
 		return trim(o), true
+	}}
+}
+
+// Into returns the Rule for objects of type *T that caches, in place of
+// each, the *S that convert makes of it: a record of the program's own
+// type, smaller than any *T (whose empty struct may be most of a stub).
+// S must be an object with metadata (its informer keys and indexes it by
+// them) and a runtime.Object, and convert must keep the name, namespace,
+// UID and resourceVersion. The informer then holds no *T, so its typed
+// lister finds nothing: the program reads its objects from the informer's
+// indexer, and its event handlers get *S. Idempotent: a *S is no *T.
+func Into[T, S any](convert func(*T) *S) Rule {
+	return Rule{apply: func(obj any) (any, bool) {
+		o, ok := obj.(*T)
+		if !ok {
+			return obj, false
+		}
+		return convert(o), true
 	}}
 }
 

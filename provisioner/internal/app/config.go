@@ -37,6 +37,7 @@ import (
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
 	"hostpath.dev/provisioner/internal/nodes"
+	"hostpath.dev/provisioner/internal/podstub"
 	"hostpath.dev/provisioner/internal/provisioner"
 	"hostpath.dev/provisioner/internal/relabel"
 	"hostpath.dev/provisioner/internal/responsibility"
@@ -238,11 +239,13 @@ type Informers struct {
 	// for a while.
 	Nodes *nodes.Lookup
 	// PeerPods are the provisioner pods, and Instances the instances they
-	// are, by node.
-	PeerPods  coreinformers.PodInformer
+	// are, by node. Both pod informers cache podstub.Pods, not *v1.Pods
+	// (the transform of package cachetrim), so they have no typed lister:
+	// podstub.Lister and podstub.Of read them.
+	PeerPods  cache.SharedIndexInformer
 	Instances *responsibility.PodInstances
 	// ManagerPods are the manager pods; nil with a fixed manager URL.
-	ManagerPods coreinformers.PodInformer
+	ManagerPods cache.SharedIndexInformer
 	// Definitions are the HostDefinitions (cluster-scoped), which say
 	// the nodes of each pool's multihost volumes; nil with a fixed manager
 	// URL, which serves no multihost volume.
@@ -280,8 +283,8 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 	names := hostpathv1.NewProvisionerNames(o.ProvisionerName)
 	trim := cachetrim.New(names)
 	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector, trim)
-	i := &Informers{PeerPods: peers.Core().V1().Pods()}
-	i.Instances = responsibility.NewPodInstances(i.PeerPods.Lister().Pods(o.Namespace), instances, o.NodeName)
+	i := &Informers{PeerPods: peers.Core().V1().Pods().Informer()}
+	i.Instances = responsibility.NewPodInstances(podstub.NewLister(i.PeerPods.GetIndexer(), o.Namespace), instances, o.NodeName)
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTransform(trim))
 	// The claim and PV informers cache only what cachetrim.Keep accepts.
 	cachetrim.Register(cluster, o.scope(kube, names, i, cluster, labelledClaims))
@@ -295,12 +298,12 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 	i.Nodes = nodes.New(nodes.Config{Node: o.NodeName, Own: i.OwnNode.Lister(), API: kube.CoreV1(), Peers: i.Instances, Transform: trim})
 	i.factories = []factory{cluster, own, peers}
 	i.synced = []cache.InformerSynced{i.Claims.Informer().HasSynced, i.Volumes.Informer().HasSynced,
-		i.Classes.Informer().HasSynced, i.OwnNode.Informer().HasSynced, i.PeerPods.Informer().HasSynced}
+		i.Classes.Informer().HasSynced, i.OwnNode.Informer().HasSynced, i.PeerPods.HasSynced}
 	if o.ManagerURL == "" {
 		managerFactory := podFactory(kube, o.ResyncPeriod, o.ManagerNamespace, o.ManagerSelector, trim)
-		i.ManagerPods = managerFactory.Core().V1().Pods()
+		i.ManagerPods = managerFactory.Core().V1().Pods().Informer()
 		i.factories = append(i.factories, managerFactory)
-		i.synced = append(i.synced, i.ManagerPods.Informer().HasSynced)
+		i.synced = append(i.synced, i.ManagerPods.HasSynced)
 		definitions := externalversions.NewSharedInformerFactoryWithOptions(definer, o.ResyncPeriod, externalversions.WithTransform(trim))
 		i.Definitions = definitions.Hostpath().V1().HostDefinitions()
 		i.factories = append(i.factories, definitions)
@@ -330,7 +333,7 @@ func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Inte
 // bound (relabel.Claims), else every claim.
 func (o *Options) scope(kube kubernetes.Interface, names hostpathv1.ProvisionerNames, i *Informers, cluster informers.SharedInformerFactory, labelledClaims bool) cachetrim.Scope {
 	cfg := relabel.Config{Client: kube, Names: names, Node: o.NodeName, Instances: i.Instances, FieldManager: provisioner.FieldManager}
-	s := cachetrim.Scope{Names: names, Node: o.NodeName, Instances: i.Instances, InstancesSynced: i.PeerPods.Informer().HasSynced,
+	s := cachetrim.Scope{Names: names, Node: o.NodeName, Instances: i.Instances, InstancesSynced: i.PeerPods.HasSynced,
 		Volumes: hostpathv1.WatchSelector(o.NodeName),
 		BeforeVolumes: func(ctx context.Context) error {
 			_, err := relabel.Volumes(ctx, cfg)
@@ -409,7 +412,7 @@ func (o *Options) newResolver(inf *Informers) (*managers.Resolver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", FlagManagerSelector, err)
 	}
-	return managers.NewResolver(inf.ManagerPods.Informer().GetIndexer(), inf.Definitions.Informer().GetIndexer(), selector, o.ManagerPort, inf.CABundle.Pool, opts...)
+	return managers.NewResolver(inf.ManagerPods.GetIndexer(), inf.Definitions.Informer().GetIndexer(), selector, o.ManagerPort, inf.CABundle.Pool, opts...)
 }
 
 // newRegistry returns the registry /metrics serves: the Go and process

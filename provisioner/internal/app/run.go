@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -24,6 +22,7 @@ import (
 	"hostpath.dev/provisioner/internal/capacity"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers"
+	"hostpath.dev/provisioner/internal/podstub"
 	"hostpath.dev/provisioner/internal/provisioner"
 	"hostpath.dev/provisioner/internal/reclaim"
 	"hostpath.dev/provisioner/internal/resize"
@@ -121,20 +120,20 @@ func (c *Config) onManagerReady(p *parts) error {
 		return nil
 	}
 	ready := func(obj any) {
-		pod, ok := obj.(*v1.Pod)
+		pod, ok := podstub.Of(obj)
 		if !ok {
 			return
 		}
-		if pod.Spec.NodeName == c.NodeName && c.OrphanSweepPeriod > 0 {
+		if pod.NodeName == c.NodeName && c.OrphanSweepPeriod > 0 {
 			p.sweeper.Trigger()
 		}
-		p.reclaimer.ManagerReady(pod.Spec.NodeName)
+		p.reclaimer.ManagerReady(pod.NodeName)
 	}
 	serving := func(obj any) bool {
-		pod, ok := obj.(*v1.Pod)
-		return ok && component.PodServing(pod)
+		pod, ok := podstub.Of(obj)
+		return ok && pod.Serving()
 	}
-	_, err := c.Informers.ManagerPods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err := c.Informers.ManagerPods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if serving(obj) {
 				ready(obj)
@@ -160,7 +159,7 @@ func (c *Config) onManagerReady(p *parts) error {
 // a Node comes. The node of a pod not scheduled yet is the one its
 // DaemonSet's node affinity names.
 func (c *Config) onInstancesMoved(p *parts) error {
-	_, err := c.Informers.PeerPods.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	_, err := c.Informers.PeerPods.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		// The pods of the first list are no news: the reclaim controller
 		// looks at every cached PV when its caches sync.
 		AddFunc: func(obj any, initial bool) {
@@ -182,27 +181,10 @@ func (c *Config) onInstancesMoved(p *parts) error {
 
 // podNode returns the node of a pod of a DaemonSet (a tombstone's too):
 // the one it is scheduled to, else the one its node affinity requires by
-// name, as the DaemonSet controller sets it.
+// name, as the DaemonSet controller sets it (podstub.Pod.Node).
 func podNode(obj any) string {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*v1.Pod)
-	if !ok {
-		return ""
-	}
-	if pod.Spec.NodeName != "" {
-		return pod.Spec.NodeName
-	}
-	if pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil || pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	for _, term := range pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, f := range term.MatchFields {
-			if f.Key == metav1.ObjectNameField && f.Operator == v1.NodeSelectorOpIn && len(f.Values) == 1 {
-				return f.Values[0]
-			}
-		}
+	if pod, ok := podstub.Of(obj); ok {
+		return pod.Node()
 	}
 	return ""
 }

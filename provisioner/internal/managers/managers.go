@@ -1,7 +1,7 @@
 // Package managers finds the hostpath manager that serves a node: the Ready
 // manager pod scheduled to the node, looked up by node in the pod cache
-// (hostpathv1.NodeNameIndex), called over HTTPS on its pod IP and verified
-// as the manager of that node (its certificate names the node, signed by a
+// (hostpathv1.NodeNameIndex, by podstub.IndexByNodeName), called over
+// HTTPS on its pod IP and verified as the manager of that node (its certificate names the node, signed by a
 // CA of the bundle), or one static URL for every node; and the nodes a
 // multihost volume of a pool goes to, from the host definer's
 // HostDefinitions (Resolver.Targets).
@@ -16,13 +16,12 @@ import (
 	"strconv"
 	"sync"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/api/managerapi"
-	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/provisioner/internal/podstub"
 )
 
 // NotFoundError says that no Ready manager pod runs on a node.
@@ -54,7 +53,7 @@ type Resolver struct {
 }
 
 // NewResolver returns a Resolver that finds manager pods matching selector
-// in pods (the cache of the managers' namespace) and calls them over HTTPS
+// in pods (the cache of the managers' namespace, of podstub.Pods) and calls them over HTTPS
 // on port, trusting the CA certificates that roots returns at each TLS
 // handshake (a trust.Bundle's Pool) for the certificate of
 // managerapi.ServerName of the node, with opts (see managerapi.CallerOptions) for
@@ -64,7 +63,7 @@ type Resolver struct {
 // hostpathv1.PoolIndex to definitions), so that a call costs the pods of
 // one node and the definitions of one pool, not a list of all.
 func NewResolver(pods, definitions cache.Indexer, selector labels.Selector, port int, roots func() *x509.CertPool, opts ...managerapi.Option) (*Resolver, error) {
-	if err := pods.AddIndexers(cache.Indexers{hostpathv1.NodeNameIndex: hostpathv1.IndexByNodeName}); err != nil {
+	if err := pods.AddIndexers(cache.Indexers{hostpathv1.NodeNameIndex: podstub.IndexByNodeName}); err != nil {
 		return nil, fmt.Errorf("index the manager pods by node: %w", err)
 	}
 	if err := definitions.AddIndexers(cache.Indexers{hostpathv1.PoolIndex: hostpathv1.IndexByPool}); err != nil {
@@ -101,7 +100,7 @@ func (r *Resolver) ForNode(node string) (*managerapi.Client, error) {
 	if pod == nil {
 		return nil, &NotFoundError{Node: node, Selector: r.selector.String()}
 	}
-	url := "https://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(r.port))
+	url := "https://" + net.JoinHostPort(pod.PodIP, strconv.Itoa(r.port))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.clients[node]; ok && c.BaseURL() == url {
@@ -116,13 +115,13 @@ func (r *Resolver) ForNode(node string) (*managerapi.Client, error) {
 }
 
 // servingPod returns the manager pod on node that ForNode calls, or nil.
-func (r *Resolver) servingPod(node string) (*v1.Pod, error) {
+func (r *Resolver) servingPod(node string) (*podstub.Pod, error) {
 	objs, err := r.pods.ByIndex(hostpathv1.NodeNameIndex, node)
 	if err != nil {
 		return nil, fmt.Errorf("look the manager pods of node %q up: %w", node, err)
 	}
 	for _, obj := range objs {
-		if p, ok := obj.(*v1.Pod); ok && r.selector.Matches(labels.Set(p.Labels)) && serving(p) {
+		if p, ok := obj.(*podstub.Pod); ok && r.selector.Matches(labels.Set(p.Labels)) && serving(p) {
 			return p, nil
 		}
 	}
@@ -131,8 +130,8 @@ func (r *Resolver) servingPod(node string) (*v1.Pod, error) {
 
 // serving reports whether ForNode calls manager pod p: scheduled, not
 // terminating, Ready, and with an IP.
-func serving(p *v1.Pod) bool {
-	return p.Status.PodIP != "" && component.PodServing(p)
+func serving(p *podstub.Pod) bool {
+	return p.PodIP != "" && p.Serving()
 }
 
 // ErrNoTargets says that a Resolver with a fixed manager URL cannot list

@@ -31,6 +31,7 @@ import (
 	"hostpath.dev/api/hostpath/v1/hostpathtest"
 	"hostpath.dev/api/managerapi"
 	"hostpath.dev/api/managerapi/trust/trusttest"
+	"hostpath.dev/provisioner/internal/podstub"
 )
 
 // managerPod is a manager pod sys/name labelled app=m on node with ip,
@@ -47,7 +48,7 @@ func TestResolver(t *testing.T) {
 		managerPod("m2", "n2", "198.18.2.5", false),
 		managerPod("m3", "n3", "", true),
 	} {
-		if err := indexer.Add(p); err != nil {
+		if err := indexer.Add(podstub.From(p)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +68,7 @@ func TestResolver(t *testing.T) {
 		}
 	}
 	// A restarted manager pod with a new IP gets a new client.
-	if err := indexer.Update(managerPod("m1", "n1", "198.18.1.9", true)); err != nil {
+	if err := indexer.Update(podstub.From(managerPod("m1", "n1", "198.18.1.9", true))); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := r.ForNode("n1"); err != nil || c.BaseURL() != "https://198.18.1.9:8443" {
@@ -110,7 +111,7 @@ func TestResolverTLS(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	indexer := factory.Core().V1().Pods().Informer().GetIndexer()
 	for _, p := range []*v1.Pod{managerPod("m1", "n1", u.Hostname(), true), managerPod("m2", "n2", u.Hostname(), true)} {
-		if err := indexer.Add(p); err != nil {
+		if err := indexer.Add(podstub.From(p)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -282,7 +283,7 @@ func TestTargets(t *testing.T) {
 			factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 			indexer := factory.Core().V1().Pods().Informer().GetIndexer()
 			for _, p := range tc.pods {
-				if err := indexer.Add(p); err != nil {
+				if err := indexer.Add(podstub.From(p)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -303,7 +304,7 @@ func (failingIndexer) ByIndex(string, string) ([]any, error) { return nil, error
 func TestResolverCacheErrors(t *testing.T) {
 	newPods := func() cache.Indexer {
 		pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-		if err := pods.Add(managerPod("m1", "n1", "198.18.1.5", true)); err != nil {
+		if err := pods.Add(podstub.From(managerPod("m1", "n1", "198.18.1.5", true))); err != nil {
 			t.Fatal(err)
 		}
 		return pods

@@ -26,6 +26,7 @@ import (
 	"hostpath.dev/api/managerapi/managertest"
 	"hostpath.dev/provisioner/internal/fanout"
 	"hostpath.dev/provisioner/internal/managers/managerstest"
+	"hostpath.dev/provisioner/internal/podstub"
 	"hostpath.dev/provisioner/internal/responsibility"
 	"hostpath.dev/provisioner/internal/responsibility/responsibilitytest"
 )
@@ -312,13 +313,13 @@ func TestMultihostOwnerAgreement(t *testing.T) {
 			Spec:       v1.PodSpec{NodeName: n},
 			Status:     v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}},
 		}
-		if err := pods.Add(pod); err != nil {
+		if err := pods.Add(podstub.From(pod)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var provs []*Provisioner
 	for _, n := range nodes {
-		inst := responsibility.NewPodInstances(factory.Core().V1().Pods().Lister().Pods("sys"), labels.SelectorFromSet(labels.Set{"app": "prov"}), n)
+		inst := responsibility.NewPodInstances(podstub.NewLister(pods, "sys"), labels.SelectorFromSet(labels.Set{"app": "prov"}), n)
 		provs = append(provs, New(Config{Names: testNames, Node: n, Classes: classes.Lister(), Instances: inst}))
 	}
 	owned := map[string]int{}

@@ -7,9 +7,8 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
-	corelisters "k8s.io/client-go/listers/core/v1"
 
-	"hostpath.dev/api/runtime/component"
+	"hostpath.dev/provisioner/internal/podstub"
 )
 
 // The election, without a leader: rendezvous (highest random weight)
@@ -47,9 +46,9 @@ func weight(key, candidate string) uint64 {
 }
 
 // PodInstances are the provisioner instances (one pod per node), read
-// through a pod lister and named by their node.
+// from the cache of their pods (podstub) and named by their node.
 type PodInstances struct {
-	pods     corelisters.PodNamespaceLister
+	pods     podstub.Lister
 	selector labels.Selector
 	self     string
 }
@@ -58,7 +57,7 @@ var _ Instances = &PodInstances{}
 
 // NewPodInstances returns the instances whose pods match selector in pods.
 // self is the node of the calling instance.
-func NewPodInstances(pods corelisters.PodNamespaceLister, selector labels.Selector, self string) *PodInstances {
+func NewPodInstances(pods podstub.Lister, selector labels.Selector, self string) *PodInstances {
 	return &PodInstances{pods: pods, selector: selector, self: self}
 }
 
@@ -72,8 +71,8 @@ func (i *PodInstances) Live() ([]string, error) {
 	}
 	nodes := []string{i.self}
 	for _, p := range pods {
-		if component.PodServing(p) {
-			nodes = append(nodes, p.Spec.NodeName)
+		if p.Serving() {
+			nodes = append(nodes, p.NodeName)
 		}
 	}
 	slices.Sort(nodes)
@@ -91,7 +90,7 @@ func (i *PodInstances) OnNode(node string) (bool, error) {
 		return false, fmt.Errorf("list provisioner pods: %w", err)
 	}
 	for _, p := range pods {
-		if p.Spec.NodeName == node && p.DeletionTimestamp == nil {
+		if p.NodeName == node && p.DeletionTimestamp == nil {
 			return true, nil
 		}
 	}

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 // BenchmarkWinner elects the instance for a claim UID among n live instances,
@@ -32,14 +31,11 @@ func BenchmarkWinner(b *testing.B) {
 // of the namespace from the cache, keep the serving ones, sort, elect.
 func BenchmarkElected(b *testing.B) {
 	for _, n := range []int{2, 10, 100, 1000} {
-		factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-		pods := factory.Core().V1().Pods()
+		var pods []*v1.Pod
 		for i := range n {
-			if err := pods.Informer().GetIndexer().Add(pod(fmt.Sprintf("p%d", i), fmt.Sprintf("hostpath-node-%d", i), true, false)); err != nil {
-				b.Fatal(err)
-			}
+			pods = append(pods, pod(fmt.Sprintf("p%d", i), fmt.Sprintf("hostpath-node-%d", i), true, false))
 		}
-		inst := NewPodInstances(pods.Lister().Pods("ns"), labels.SelectorFromSet(labels.Set{"app": "p"}), "hostpath-node-0")
+		inst := NewPodInstances(podCache(b, pods...), labels.SelectorFromSet(labels.Set{"app": "p"}), "hostpath-node-0")
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

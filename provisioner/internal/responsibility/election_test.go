@@ -9,8 +9,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"hostpath.dev/provisioner/internal/podstub"
 )
 
 func TestWinner(t *testing.T) {
@@ -67,26 +68,33 @@ func pod(name, node string, ready bool, deleting bool) *v1.Pod {
 	return p
 }
 
+// podCache is a cache of pods as an instance keeps them (podstub.Pods,
+// indexed by namespace as an informer's are).
+func podCache(t testing.TB, pods ...*v1.Pod) podstub.Lister {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range pods {
+		if err := indexer.Add(podstub.From(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return podstub.NewLister(indexer, "ns")
+}
+
 func TestPodInstances(t *testing.T) {
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	pods := factory.Core().V1().Pods()
 	other := pod("other", "n9", true, false)
 	other.Labels = map[string]string{"app": "else"}
-	for _, p := range []*v1.Pod{
+	pods := podCache(t,
 		pod("a", "n1", true, false),
 		pod("b", "n2", false, false), // not ready yet
 		pod("c", "n3", true, true),   // terminating
 		pod("d", "n4", true, false),
 		other,
-	} {
-		if err := pods.Informer().GetIndexer().Add(p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	sel := labels.SelectorFromSet(labels.Set{"app": "p"})
 
 	// The calling instance counts even before its pod is Ready.
-	inst := NewPodInstances(pods.Lister().Pods("ns"), sel, "n2")
+	inst := NewPodInstances(pods, sel, "n2")
 	live, err := inst.Live()
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +112,7 @@ func TestPodInstances(t *testing.T) {
 		key := fmt.Sprintf("uid-%d", i)
 		electedCount := 0
 		for _, self := range []string{"n1", "n4"} {
-			ok, err := NewPodInstances(pods.Lister().Pods("ns"), sel, self).Elected(key)
+			ok, err := NewPodInstances(pods, sel, self).Elected(key)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,12 +8,14 @@
 // a change of what the provisioner reads changes this package only.
 //
 // New drops every object's managedFields (the mechanism's), replaces each
-// Node, Pod and HostDefinition by a stub (nodeStub, podStub,
-// definitionStub: a new object with only the fields this program and the
-// library read of it; every instance keeps every HostDefinition and the
-// pods of every instance and manager, so these are the part of an
-// instance's memory that grows with the number of nodes; of the Nodes, it
-// keeps its own and, for a while, those it looked up: package nodes),
+// Node and HostDefinition by a stub (nodeStub, definitionStub: a new
+// object with only the fields this program and the library read of it)
+// and each Pod by a podstub.Pod (a struct of the provisioner's own, with
+// the few fields it reads of a pod: package podstub says which, and why
+// no *v1.Pod); every instance keeps every HostDefinition and the pods of
+// every instance and manager, so these are the part of an instance's
+// memory that grows with the number of nodes; of the Nodes, it keeps its
+// own and, for a while, those it looked up: package nodes),
 // then replaces each PersistentVolume of another provisioner that
 // is cached at all by a stub: a new object with the few fields of the
 // original that the provisioner library and this program read to skip it.
@@ -179,9 +181,10 @@
 //     are these): managedFields dropped, Nodes as stubs (nodeStub), the PVs
 //     of other provisioners that name a directory as stubs (above).
 //   - Pods of --namespace matching --instance-selector (the provisioner
-//     instances), as stubs (podStub).
+//     instances), as podstub.Pods (read with podstub.Lister, never a
+//     typed lister).
 //   - Unless --manager-url is set: Pods of --manager-namespace matching
-//     --manager-selector (the managers), as stubs the same way; every
+//     --manager-selector (the managers), as podstub.Pods the same way; every
 //     HostDefinition, as a stub (definitionStub); and the ConfigMap
 //     managerapi.CABundleConfigMap of --manager-namespace (one object,
 //     api/managerapi/trust's informer), kept whole.
@@ -203,6 +206,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	shared "hostpath.dev/api/runtime/cachetrim"
+	"hostpath.dev/provisioner/internal/podstub"
 	"hostpath.dev/provisioner/internal/responsibility"
 )
 
@@ -219,7 +223,7 @@ var volumeAnnotations = []string{
 // of names (see the package doc). It never fails, and is idempotent, as
 // client-go asks. It may run on several informers at once.
 func New(names hostpathv1.ProvisionerNames) cache.TransformFunc {
-	return shared.Transform(shared.For(nodeStub), shared.For(podStub), shared.For(definitionStub), shared.For(func(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	return shared.Transform(shared.For(nodeStub), shared.Into(podstub.From), shared.For(definitionStub), shared.For(func(pv *v1.PersistentVolume) *v1.PersistentVolume {
 		if responsibility.ForeignVolume(pv, names) {
 			return volumeStub(pv)
 		}
@@ -260,64 +264,6 @@ func nodeStub(n *v1.Node) *v1.Node {
 			Labels: n.Labels, DeletionTimestamp: n.DeletionTimestamp},
 		Spec: v1.NodeSpec{Taints: n.Spec.Taints},
 	}
-}
-
-// podStub is the Pod an instance caches of a provisioner instance or a
-// manager: its name, namespace, UID, resourceVersion, labels,
-// deletionTimestamp, spec.nodeName, spec.serviceAccountName,
-// status.phase, status.podIP, its Ready condition (type and status
-// only), and of its affinity only the required node selector terms'
-// matchFields on metadata.name (daemonAffinity). The election (package
-// responsibility) reads the node, the deletion and readiness
-// (component.PodServing) of the instances' pods, and the app the node of
-// an instance's pod that comes or goes (for a pod not scheduled yet, the
-// node its DaemonSet's affinity names); the managers' resolver the same of
-// the managers' pods, their labels (the selector) and pod IP (the URL).
-// Dropped: annotations, owner references, containers, volumes,
-// tolerations, the rest of the affinity, the other conditions and the
-// container statuses.
-func podStub(p *v1.Pod) *v1.Pod {
-	s := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
-		Spec:   v1.PodSpec{NodeName: p.Spec.NodeName, ServiceAccountName: p.Spec.ServiceAccountName, Affinity: daemonAffinity(p)},
-		Status: v1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP},
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			s.Status.Conditions = []v1.PodCondition{{Type: c.Type, Status: c.Status}}
-			break
-		}
-	}
-	return s
-}
-
-// daemonAffinity is the part of p's affinity that names its node as the
-// DaemonSet controller does: the matchFields on metadata.name of its
-// required node selector terms, each term with those alone; nil when
-// there is none.
-func daemonAffinity(p *v1.Pod) *v1.Affinity {
-	a := p.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return nil
-	}
-	var terms []v1.NodeSelectorTerm
-	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		var fields []v1.NodeSelectorRequirement
-		for _, f := range t.MatchFields {
-			if f.Key == metav1.ObjectNameField {
-				fields = append(fields, f)
-			}
-		}
-		if fields != nil {
-			terms = append(terms, v1.NodeSelectorTerm{MatchFields: fields})
-		}
-	}
-	if terms == nil {
-		return nil
-	}
-	return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: terms}}}
 }
 
 // definitionStub is the HostDefinition an instance caches: its name, UID,

@@ -236,7 +236,7 @@ func extract(list k8sruntime.Object) ([]any, error) {
 // ("heap-B/whole"), trimmed by the rules the host definer uses
 // (shared.NodeStatus, shared.PodContainers; the provisioner used them until
 // 2026-11-27; they leave a HostDefinition whole: "heap-B/trimmed"), and as
-// the provisioner caches it now (New: nodeStub, podStub, definitionStub;
+// the provisioner caches it now (New: nodeStub, podstub.From, definitionStub;
 // "heap-B/stub"). The loop times New on one decoded
 // object:
 //
