@@ -26,7 +26,16 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Pod is what the provisioner keeps of a pod.
+// Pod is what the provisioner keeps of a pod. The election (package
+// responsibility) reads the node, the deletion and the readiness of the
+// instances' pods, and their labels (its selector); the app the node of an
+// instance's pod that comes or goes (Node: for a pod not scheduled yet,
+// the node its DaemonSet's affinity names) and whether a manager pod
+// became Ready; the managers' resolver the node, deletion, readiness,
+// labels and IP of the managers' pods. Nothing else of a pod is kept:
+// its annotations, owners, containers, volumes, tolerations, the rest of
+// its affinity, its other conditions, its phase and service account, and
+// its container statuses.
 type Pod struct {
 	// ObjectMeta holds the pod's name, namespace, UID, resourceVersion,
 	// labels and deletionTimestamp, what the informer keys and indexes it
