@@ -1,10 +1,10 @@
 // Package managers finds the hostpath manager that serves a node: the Ready
 // manager pod scheduled to the node, looked up by node in the pod cache
 // (hostpathv1.NodeNameIndex, by podstub.IndexByNodeName), called over
-// HTTPS on its pod IP and verified as the manager of that node (its certificate names the node, signed by a
-// CA of the bundle), or one static URL for every node; and the nodes a
-// multihost volume of a pool goes to, from the host definer's
-// HostDefinitions (Resolver.Targets).
+// HTTPS on its pod IP and verified as the manager of that node (its
+// certificate names the node, signed by a CA of the bundle), or one static
+// URL for every node; and the nodes a multihost volume of a pool goes to,
+// from the host definer's HostDefinitions (Resolver.Targets).
 package managers
 
 import (
@@ -53,12 +53,13 @@ type Resolver struct {
 }
 
 // NewResolver returns a Resolver that finds manager pods matching selector
-// in pods (the cache of the managers' namespace, of podstub.Pods) and calls them over HTTPS
-// on port, trusting the CA certificates that roots returns at each TLS
-// handshake (a trust.Bundle's Pool) for the certificate of
-// managerapi.ServerName of the node, with opts (see managerapi.CallerOptions) for
-// every client; and that reads the nodes of a pool (Targets) from
-// definitions, the cache of the host definer's HostDefinitions. It adds
+// in pods (the cache of the managers' namespace, of podstub.Pods) and
+// calls them over HTTPS on port, trusting the CA certificates that roots
+// returns at each TLS handshake (a trust.Bundle's Pool) for the
+// certificate of managerapi.ServerName of the node, with opts (see
+// managerapi.CallerOptions) for every client; and that reads the nodes of
+// a pool (Targets) from definitions, the cache of the host definer's
+// HostDefinitions. It adds
 // the indexes it looks them up by (hostpathv1.NodeNameIndex to pods,
 // hostpathv1.PoolIndex to definitions), so that a call costs the pods of
 // one node and the definitions of one pool, not a list of all.

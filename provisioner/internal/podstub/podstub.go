@@ -7,9 +7,10 @@
 //
 // A Pod is a struct of its own, not a *v1.Pod with fields dropped: a
 // v1.Pod, however empty, is 1,240 bytes before its maps and slices, and a
-// stub kept as one took 2,080 bytes of heap (BenchmarkPerNodeCache in
-// provisioner/internal/app/cachetrim); a Pod keeps the metadata an
-// informer needs and the five fields the provisioner reads. The informers
+// stub kept as one took 2,336 bytes of heap, a Pod 928
+// (BenchmarkPerNodeCache in provisioner/internal/app/cachetrim); a Pod
+// keeps the metadata an informer needs and the four fields the
+// provisioner reads besides. The informers
 // of those pods cache Pods in place of *v1.Pods (the transform of
 // provisioner/internal/app/cachetrim, with From), so their typed listers
 // must not be used: they would find no *v1.Pod. Read them with a Lister,
