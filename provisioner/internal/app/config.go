@@ -89,8 +89,7 @@ type Config struct {
 // makes the API clients, the informers, the manager resolver, the event
 // recorder and the metrics registry.
 func (o *Options) Complete(ctx context.Context) (*Config, error) {
-	instanceSelector, err := labels.Parse(o.InstanceSelector)
-	if err != nil {
+	if _, err := labels.Parse(o.InstanceSelector); err != nil {
 		return nil, fmt.Errorf("--%s: %w", FlagInstanceSelector, err)
 	}
 	restConfig, err := component.RESTConfig(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst, userAgent)
@@ -115,7 +114,7 @@ func (o *Options) Complete(ctx context.Context) (*Config, error) {
 		// Safe either way: every claim is watched, as before the label.
 		klog.FromContext(ctx).Error(err, "Cannot tell whether the claims carry the watch label; watching every claim")
 	}
-	c := &Config{Options: *o, Kube: kube, HostDefiner: definer, ClaimPolicy: policy, Informers: o.newInformers(kube, definer, instanceSelector, policy.Active)}
+	c := &Config{Options: *o, Kube: kube, HostDefiner: definer, ClaimPolicy: policy, Informers: o.newInformers(kube, definer, policy.Active)}
 	c.Instances = c.Informers.Instances
 	if c.Resolver, err = o.newResolver(c.Informers); err != nil {
 		return nil, err
@@ -275,16 +274,16 @@ type factory interface {
 
 // newInformers makes the informers of the Options and registers every one
 // of them with its factory, so that starting the factories starts them all;
-// instances is the selector of the provisioner pods; labelledClaims says
+// labelledClaims says
 // that the claims carry the watch label (ClaimPolicy.Active). PVs are
 // watched by the watch label always: the provisioner labels its own
 // (package relabel labels the older ones before the first list).
-func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Interface, instances labels.Selector, labelledClaims bool) *Informers {
+func (o *Options) newInformers(kube kubernetes.Interface, definer versioned.Interface, labelledClaims bool) *Informers {
 	names := hostpathv1.NewProvisionerNames(o.ProvisionerName)
 	trim := cachetrim.New(names)
 	peers := podFactory(kube, o.ResyncPeriod, o.Namespace, o.InstanceSelector, trim)
 	i := &Informers{PeerPods: peers.Core().V1().Pods().Informer()}
-	i.Instances = responsibility.NewPodInstances(podstub.NewLister(i.PeerPods.GetIndexer(), o.Namespace), instances, o.NodeName)
+	i.Instances = responsibility.NewPodInstances(podstub.NewLister(i.PeerPods.GetIndexer(), o.Namespace), o.NodeName)
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, o.ResyncPeriod, informers.WithTransform(trim))
 	// The claim and PV informers cache only what cachetrim.Keep accepts.
 	cachetrim.Register(cluster, o.scope(kube, names, i, cluster, labelledClaims))

@@ -72,7 +72,7 @@ func TestInformersFeedTheResolver(t *testing.T) {
 		def("n2", "default", hostpathv1.PhasePendingForCreation),
 		def("n3", "default", hostpathv1.PhaseError),
 	)
-	inf := o.newInformers(kube, definer, labels.Everything(), false)
+	inf := o.newInformers(kube, definer, false)
 	r, err := o.newResolver(inf)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestInformersFeedTheResolver(t *testing.T) {
 
 	// A fixed manager URL watches neither manager pods nor HostDefinitions.
 	o.ManagerURL = "http://127.0.0.1:8080"
-	inf = o.newInformers(kube, definer, labels.Everything(), false)
+	inf = o.newInformers(kube, definer, false)
 	if inf.ManagerPods != nil || inf.Definitions != nil || inf.CABundle != nil {
 		t.Errorf("informers with --%s: manager pods %v, definitions %v, CA bundle %v; want none", FlagManagerURL, inf.ManagerPods, inf.Definitions, inf.CABundle)
 	}
@@ -134,7 +134,7 @@ func TestOwnNodeOnly(t *testing.T) {
 		selectors = append(selectors, a.(k8stesting.WatchAction).GetWatchRestrictions().Fields.String())
 		return false, nil, nil
 	})
-	inf := o.newInformers(kube, hdfake.NewSimpleClientset(), labels.Everything(), false)
+	inf := o.newInformers(kube, hdfake.NewSimpleClientset(), false)
 	stop, err := inf.start(ctx)
 	defer stop()
 	if err != nil {

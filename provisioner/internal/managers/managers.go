@@ -52,17 +52,18 @@ type Resolver struct {
 	clients map[string]*managerapi.Client
 }
 
-// NewResolver returns a Resolver that finds manager pods matching selector
-// in pods (the cache of the managers' namespace, of podstub.Pods) and
-// calls them over HTTPS on port, trusting the CA certificates that roots
-// returns at each TLS handshake (a trust.Bundle's Pool) for the
-// certificate of managerapi.ServerName of the node, with opts (see
-// managerapi.CallerOptions) for every client; and that reads the nodes of
-// a pool (Targets) from definitions, the cache of the host definer's
-// HostDefinitions. It adds
-// the indexes it looks them up by (hostpathv1.NodeNameIndex to pods,
-// hostpathv1.PoolIndex to definitions), so that a call costs the pods of
-// one node and the definitions of one pool, not a list of all.
+// NewResolver returns a Resolver that finds manager pods in pods (the
+// cache of the managers' namespace, of podstub.Pods, which holds the pods
+// of selector and no other: the API server selects them; selector names
+// them in NotFoundError) and calls them over HTTPS on port, trusting the
+// CA certificates that roots returns at each TLS handshake (a
+// trust.Bundle's Pool) for the certificate of managerapi.ServerName of
+// the node, with opts (see managerapi.CallerOptions) for every client;
+// and that reads the nodes of a pool (Targets) from definitions, the
+// cache of the host definer's HostDefinitions. It adds the indexes it
+// looks them up by (hostpathv1.NodeNameIndex to pods, hostpathv1.PoolIndex
+// to definitions), so that a call costs the pods of one node and the
+// definitions of one pool, not a list of all.
 func NewResolver(pods, definitions cache.Indexer, selector labels.Selector, port int, roots func() *x509.CertPool, opts ...managerapi.Option) (*Resolver, error) {
 	if err := pods.AddIndexers(cache.Indexers{hostpathv1.NodeNameIndex: podstub.IndexByNodeName}); err != nil {
 		return nil, fmt.Errorf("index the manager pods by node: %w", err)
@@ -122,7 +123,7 @@ func (r *Resolver) servingPod(node string) (*podstub.Pod, error) {
 		return nil, fmt.Errorf("look the manager pods of node %q up: %w", node, err)
 	}
 	for _, obj := range objs {
-		if p, ok := obj.(*podstub.Pod); ok && r.selector.Matches(labels.Set(p.Labels)) && serving(p) {
+		if p, ok := obj.(*podstub.Pod); ok && serving(p) {
 			return p, nil
 		}
 	}

@@ -7,10 +7,10 @@
 //
 // A Pod is a struct of its own, not a *v1.Pod with fields dropped: a
 // v1.Pod, however empty, is 1,240 bytes before its maps and slices, and a
-// stub kept as one took 2,336 bytes of heap, a Pod 928
+// stub kept as one took 2,336 bytes of heap, a Pod 440
 // (BenchmarkPerNodeCache in provisioner/internal/app/cachetrim); a Pod
-// keeps the metadata an informer needs and the four fields the
-// provisioner reads besides. The informers
+// keeps the metadata an informer needs (but the labels) and the four
+// fields the provisioner reads besides. The informers
 // of those pods cache Pods in place of *v1.Pods (the transform of
 // provisioner/internal/app/cachetrim, with From), so their typed listers
 // must not be used: they would find no *v1.Pod. Read them with a Lister,
@@ -29,18 +29,21 @@ import (
 
 // Pod is what the provisioner keeps of a pod. The election (package
 // responsibility) reads the node, the deletion and the readiness of the
-// instances' pods, and their labels (its selector); the app the node of an
-// instance's pod that comes or goes (Node: for a pod not scheduled yet,
-// the node its DaemonSet's affinity names) and whether a manager pod
-// became Ready; the managers' resolver the node, deletion, readiness,
-// labels and IP of the managers' pods. Nothing else of a pod is kept:
-// its annotations, owners, containers, volumes, tolerations, the rest of
-// its affinity, its other conditions, its phase and service account, and
-// its container statuses.
+// instances' pods; the app the node of an instance's pod that comes or
+// goes (Node: for a pod not scheduled yet, the node its DaemonSet's
+// affinity names) and whether a manager pod became Ready; the managers'
+// resolver the node, deletion, readiness and IP of the managers' pods.
+// Nothing else of a pod is kept: its labels (488 of the 928 bytes a Pod
+// took with them), annotations, owners, containers, volumes, tolerations,
+// the rest of its affinity, its other conditions, its phase and service
+// account, and its container statuses. No reader needs the labels: each
+// pod informer asks the API server only for the pods of its selector
+// (--instance-selector, --manager-selector), and a pod whose labels stop
+// matching leaves its cache by a deletion, so a cache holds no other pod.
 type Pod struct {
-	// ObjectMeta holds the pod's name, namespace, UID, resourceVersion,
-	// labels and deletionTimestamp, what the informer keys and indexes it
-	// by and what the readers below look at; nothing else of it is set.
+	// ObjectMeta holds the pod's name, namespace, UID, resourceVersion and
+	// deletionTimestamp, what the informer keys and indexes it by and what
+	// the readers look at; nothing else of it is set.
 	metav1.ObjectMeta `json:"metadata"`
 	// NodeName is spec.nodeName: "" while the pod is not scheduled.
 	NodeName string `json:"nodeName,omitempty"`
@@ -60,7 +63,7 @@ var _ runtime.Object = &Pod{}
 func From(p *v1.Pod) *Pod {
 	s := &Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
+			DeletionTimestamp: p.DeletionTimestamp},
 		NodeName:   p.Spec.NodeName,
 		DaemonNode: daemonNode(p),
 		PodIP:      p.Status.PodIP,
@@ -140,7 +143,8 @@ func IndexByNodeName(obj any) ([]string, error) {
 }
 
 // Lister lists the Pods of one namespace of a cache of Pods (an
-// informer's indexer with the namespace index, as a typed informer has).
+// informer's indexer with the namespace index, as a typed informer has):
+// every one, since the informer holds only the pods of its selector.
 type Lister struct {
 	indexer   cache.Indexer
 	namespace string
@@ -151,10 +155,10 @@ func NewLister(indexer cache.Indexer, namespace string) Lister {
 	return Lister{indexer: indexer, namespace: namespace}
 }
 
-// List returns the Pods of the namespace whose labels match selector.
-func (l Lister) List(selector labels.Selector) ([]*Pod, error) {
+// List returns the Pods of the namespace.
+func (l Lister) List() ([]*Pod, error) {
 	var pods []*Pod
-	err := cache.ListAllByNamespace(l.indexer, l.namespace, selector, func(obj any) {
+	err := cache.ListAllByNamespace(l.indexer, l.namespace, labels.Everything(), func(obj any) {
 		if p, ok := obj.(*Pod); ok {
 			pods = append(pods, p)
 		}

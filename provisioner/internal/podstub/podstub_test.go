@@ -7,7 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/client-go/tools/cache"
@@ -47,7 +46,8 @@ func pod(name, node string, scheduled bool, ready v1.ConditionStatus, opts ...fu
 func terminating(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{} }
 
 // TestFrom: a pod as the API server sends it becomes a Pod with its
-// metadata, node, DaemonSet node, IP and readiness, and nothing else.
+// metadata but its labels, node, DaemonSet node, IP and readiness, and
+// nothing else.
 func TestFrom(t *testing.T) {
 	gone := metav1.Now()
 	full := &v1.Pod{
@@ -62,7 +62,7 @@ func TestFrom(t *testing.T) {
 			ContainerStatuses: []v1.ContainerStatus{{Name: "c", Ready: true}}},
 	}
 	want := &Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u", ResourceVersion: "7", Labels: map[string]string{"app": "x"}, DeletionTimestamp: &gone},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u", ResourceVersion: "7", DeletionTimestamp: &gone},
 		NodeName:   "n1", DaemonNode: "n1", PodIP: "198.18.1.9", Ready: true,
 	}
 	if got := From(full); !equality.Semantic.DeepEqual(got, want) {
@@ -159,22 +159,19 @@ func TestOfAndIndex(t *testing.T) {
 	}
 }
 
-// TestLister: the Pods of one namespace matching a selector, from an
-// informer-like cache; other namespaces and objects of other types are
-// not listed.
+// TestLister: every Pod of one namespace, from an informer-like cache;
+// other namespaces and objects of other types are not listed.
 func TestLister(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	other := pod("other", "n3", true, v1.ConditionTrue)
-	other.Labels = map[string]string{"app": "else"}
 	elsewhere := pod("elsewhere", "n4", true, v1.ConditionTrue)
 	elsewhere.Namespace = "ns2"
-	for _, obj := range []any{From(pod("a", "n1", true, v1.ConditionTrue)), From(pod("b", "n2", false, "")), From(other), From(elsewhere),
+	for _, obj := range []any{From(pod("a", "n1", true, v1.ConditionTrue)), From(pod("b", "n2", false, "")), From(elsewhere),
 		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "typed", Labels: map[string]string{"app": "p"}}}} {
 		if err := indexer.Add(obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	pods, err := NewLister(indexer, "ns").List(labels.SelectorFromSet(labels.Set{"app": "p"}))
+	pods, err := NewLister(indexer, "ns").List()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,16 +185,16 @@ func TestLister(t *testing.T) {
 	}
 }
 
-// TestDeepCopyObject: a copy shares no map or pointer with its original.
+// TestDeepCopyObject: a copy shares no pointer with its original.
 func TestDeepCopyObject(t *testing.T) {
 	s := From(pod("a", "n1", true, v1.ConditionTrue, terminating))
 	c, ok := s.DeepCopyObject().(*Pod)
 	if !ok || !equality.Semantic.DeepEqual(c, s) {
 		t.Fatalf("DeepCopyObject = %#v, want a copy of %#v", c, s)
 	}
-	c.Labels["app"] = "changed"
+	c.Name = "changed"
 	c.DeletionTimestamp.Time = c.DeletionTimestamp.Add(1)
-	if s.Labels["app"] != "p" || !s.DeletionTimestamp.IsZero() {
+	if s.Name != "a" || !s.DeletionTimestamp.IsZero() {
 		t.Errorf("changing the copy changed the original: %#v", s)
 	}
 	if s.GetObjectKind().GroupVersionKind().Kind != "" {

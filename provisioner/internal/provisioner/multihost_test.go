@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -319,7 +318,7 @@ func TestMultihostOwnerAgreement(t *testing.T) {
 	}
 	var provs []*Provisioner
 	for _, n := range nodes {
-		inst := responsibility.NewPodInstances(podstub.NewLister(pods, "sys"), labels.SelectorFromSet(labels.Set{"app": "prov"}), n)
+		inst := responsibility.NewPodInstances(podstub.NewLister(pods, "sys"), n)
 		provs = append(provs, New(Config{Names: testNames, Node: n, Classes: classes.Lister(), Instances: inst}))
 	}
 	owned := map[string]int{}

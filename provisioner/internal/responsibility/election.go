@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/labels"
-
 	"hostpath.dev/provisioner/internal/podstub"
 )
 
@@ -46,26 +44,27 @@ func weight(key, candidate string) uint64 {
 }
 
 // PodInstances are the provisioner instances (one pod per node), read
-// from the cache of their pods (podstub) and named by their node.
+// from the cache of their pods (podstub), which holds the pods the
+// instance selector selects and no other (the API server selects them),
+// and named by their node.
 type PodInstances struct {
-	pods     podstub.Lister
-	selector labels.Selector
-	self     string
+	pods podstub.Lister
+	self string
 }
 
 var _ Instances = &PodInstances{}
 
-// NewPodInstances returns the instances whose pods match selector in pods.
-// self is the node of the calling instance.
-func NewPodInstances(pods podstub.Lister, selector labels.Selector, self string) *PodInstances {
-	return &PodInstances{pods: pods, selector: selector, self: self}
+// NewPodInstances returns the instances whose pods are in pods. self is
+// the node of the calling instance.
+func NewPodInstances(pods podstub.Lister, self string) *PodInstances {
+	return &PodInstances{pods: pods, self: self}
 }
 
 // Live returns the sorted nodes of the instances whose pod is Ready and not
 // terminating. The calling instance is always included: it is alive, even
 // while its own pod is not Ready yet.
 func (i *PodInstances) Live() ([]string, error) {
-	pods, err := i.pods.List(i.selector)
+	pods, err := i.pods.List()
 	if err != nil {
 		return nil, fmt.Errorf("list provisioner pods: %w", err)
 	}
@@ -85,7 +84,7 @@ func (i *PodInstances) OnNode(node string) (bool, error) {
 	if node == i.self {
 		return true, nil
 	}
-	pods, err := i.pods.List(i.selector)
+	pods, err := i.pods.List()
 	if err != nil {
 		return false, fmt.Errorf("list provisioner pods: %w", err)
 	}

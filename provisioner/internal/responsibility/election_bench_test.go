@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // BenchmarkWinner elects the instance for a claim UID among n live instances,
@@ -35,7 +34,7 @@ func BenchmarkElected(b *testing.B) {
 		for i := range n {
 			pods = append(pods, pod(fmt.Sprintf("p%d", i), fmt.Sprintf("hostpath-node-%d", i), true, false))
 		}
-		inst := NewPodInstances(podCache(b, pods...), labels.SelectorFromSet(labels.Set{"app": "p"}), "hostpath-node-0")
+		inst := NewPodInstances(podCache(b, pods...), "hostpath-node-0")
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

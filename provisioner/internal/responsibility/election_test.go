@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"hostpath.dev/provisioner/internal/podstub"
@@ -81,9 +80,13 @@ func podCache(t testing.TB, pods ...*v1.Pod) podstub.Lister {
 	return podstub.NewLister(indexer, "ns")
 }
 
+// TestPodInstances: the instances are the pods of the instances' cache
+// in their namespace (the API server sends it only the pods of the
+// instance selector), by node: Live those Ready and not terminating,
+// OnNode those not terminating.
 func TestPodInstances(t *testing.T) {
 	other := pod("other", "n9", true, false)
-	other.Labels = map[string]string{"app": "else"}
+	other.Namespace = "ns2"
 	pods := podCache(t,
 		pod("a", "n1", true, false),
 		pod("b", "n2", false, false), // not ready yet
@@ -91,10 +94,9 @@ func TestPodInstances(t *testing.T) {
 		pod("d", "n4", true, false),
 		other,
 	)
-	sel := labels.SelectorFromSet(labels.Set{"app": "p"})
 
 	// The calling instance counts even before its pod is Ready.
-	inst := NewPodInstances(pods, sel, "n2")
+	inst := NewPodInstances(pods, "n2")
 	live, err := inst.Live()
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +114,7 @@ func TestPodInstances(t *testing.T) {
 		key := fmt.Sprintf("uid-%d", i)
 		electedCount := 0
 		for _, self := range []string{"n1", "n4"} {
-			ok, err := NewPodInstances(pods, sel, self).Elected(key)
+			ok, err := NewPodInstances(pods, self).Elected(key)
 			if err != nil {
 				t.Fatal(err)
 			}

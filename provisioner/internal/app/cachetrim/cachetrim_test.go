@@ -188,9 +188,9 @@ func TestPerNodeStubFields(t *testing.T) {
 	}{
 		{"node", node, append(labels(node.Labels),
 			"metadata.deletionTimestamp", "metadata.name", "metadata.resourceVersion", "metadata.uid", "spec.taints")},
-		{"pod", hostpathtest.Load[v1.Pod](t, "pod.json"), append(labels(hostpathtest.Load[v1.Pod](t, "pod.json").Labels),
+		{"pod", hostpathtest.Load[v1.Pod](t, "pod.json"), []string{
 			"metadata.name", "metadata.namespace", "metadata.resourceVersion", "metadata.uid",
-			"daemonNode", "nodeName", "podIP", "ready")},
+			"daemonNode", "nodeName", "podIP", "ready"}},
 		{"hostdefinition", hostpathtest.Load[hostpathv1.HostDefinition](t, "hostdefinition.json"), []string{
 			"metadata.name", "metadata.resourceVersion", "metadata.uid", "spec.nodeName", "spec.pool", "status.phase"}},
 	} {
@@ -279,7 +279,7 @@ func TestTransformNodesAndPods(t *testing.T) {
 			ContainerStatuses: []v1.ContainerStatus{{Name: "c", Ready: true}}},
 	}
 	wantPod := &podstub.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", ResourceVersion: "7", Labels: map[string]string{"app": "x"}, DeletionTimestamp: &gone},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", ResourceVersion: "7", DeletionTimestamp: &gone},
 		NodeName:   "n", PodIP: "198.18.1.9",
 	}
 	if got, err := transform(pod); err != nil || !equality.Semantic.DeepEqual(got, wantPod) {
