@@ -162,8 +162,7 @@ if [ "$FOREIGN" != 0 ]; then
   if [ "$FLEET_RESTART" = 1 ]; then
     # Fresh processes, so that the real nodes' growth with the fleet is a
     # new instance's, not that of one that served earlier runs or tests.
-    kc -n "$NS" rollout restart "ds/$PROV_DS" > /dev/null
-    kc -n "$NS" rollout status "ds/$PROV_DS" --timeout=300s > /dev/null || die "DaemonSet $PROV_DS did not roll out within 300s"
+    restart_daemonsets "$NS" 300 "$PROV_DS"
     log "The real nodes' provisioners restarted; reading them ${FOREIGN_SETTLE}s later"
     sleep "$FOREIGN_SETTLE"
   fi

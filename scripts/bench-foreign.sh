@@ -180,9 +180,7 @@ if [ "$ORIG_KCM" != "$LIMITS" ]; then
 fi
 
 t0=$(now)
-kc -n "$NS_SYSTEM" rollout restart "ds/$PROV_DS" > /dev/null
-kc -n "$NS_SYSTEM" rollout status "ds/$PROV_DS" --timeout="${ROLLOUT_TIMEOUT}s" > /dev/null ||
-  die "DaemonSet $PROV_DS did not roll out within ${ROLLOUT_TIMEOUT}s"
+restart_daemonsets "$NS_SYSTEM" "$ROLLOUT_TIMEOUT" "$PROV_DS"
 log "Provisioner pods restarted in $(since "$t0")s"
 reading idle
 "$FOOTPRINT" | awk '$1 == "provisioner" || $1 == "manager" {print $1, $2, $4, $9, $10}' | sort > "$WORK/idle-detail"

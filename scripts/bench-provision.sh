@@ -302,13 +302,9 @@ no_stale_containers() {
 # again), which they do up to a minute after the pods are gone: that work
 # is the restart's, not the run's, and the floor's run has none.
 restart_ours() {
-  local t0 ds
+  local t0
   t0=$(now)
-  kc -n "$NS" rollout restart "ds/$MGR_DS" "ds/$PROV_DS" > /dev/null
-  for ds in "$MGR_DS" "$PROV_DS"; do
-    kc -n "$NS" rollout status "ds/$ds" --timeout="${ROLLOUT_TIMEOUT}s" > /dev/null ||
-      die "DaemonSet $ds did not roll out within ${ROLLOUT_TIMEOUT}s"
-  done
+  restart_daemonsets "$NS" "$ROLLOUT_TIMEOUT" "$MGR_DS" "$PROV_DS"
   log "Manager and provisioner pods restarted in $(since "$t0")s"
   t0=$(now)
   wait_until "$ROLLOUT_TIMEOUT" "the kubelets to remove the old pods' containers" no_stale_containers ||

@@ -170,6 +170,19 @@ start_kcm() {
 # kcm_healthy: kube-controller-manager answers ok on /healthz.
 kcm_healthy() { [ "$(curl -sk --max-time 2 https://127.0.0.1:10257/healthz)" = ok ]; }
 
+# restart_daemonsets NAMESPACE TIMEOUT DS...: restart the DaemonSets (new
+# pods, so fresh processes) and wait, at most TIMEOUT seconds each, until
+# every one has rolled out; die naming the one that did not.
+restart_daemonsets() {
+  local ns=$1 timeout=$2 ds
+  shift 2
+  kc -n "$ns" rollout restart "${@/#/ds/}" > /dev/null
+  for ds in "$@"; do
+    kc -n "$ns" rollout status "ds/$ds" --timeout="${timeout}s" > /dev/null ||
+      die "DaemonSet $ds did not roll out within ${timeout}s"
+  done
+}
+
 # wait_until SECONDS DESCRIPTION COMMAND...: poll COMMAND every 0.2 s.
 wait_until() {
   local timeout=$1 what=$2 t0
