@@ -218,20 +218,9 @@ func PeakMiB(statusFile string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for line := range strings.Lines(string(b)) {
-		rest, ok := strings.CutPrefix(line, "VmHWM:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("%s: VmHWM line %q", statusFile, strings.TrimSpace(line))
-		}
-		kb, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: VmHWM: %w", statusFile, err)
-		}
-		return kb / 1024, nil
+	mib, err := fleet.StatusMiB(string(b), "VmHWM")
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", statusFile, err)
 	}
-	return 0, fmt.Errorf("%s: no VmHWM line", statusFile)
+	return mib, nil
 }

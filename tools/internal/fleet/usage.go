@@ -14,11 +14,15 @@ import (
 // getconf CLK_TCK prints): 100 on every architecture Linux and Go share.
 const userHZ = 100
 
-// Usage is what a process holds and has used: its resident set now (VmRSS)
-// and its CPU time since it started (user and system).
+// Usage is what a process holds and has used: its resident set now (VmRSS),
+// the anonymous part of it (RssAnon: the heap, stacks and other private
+// memory, without the pages of its binary and other files, which the kernel
+// may drop and read again), and its CPU time since it started (user and
+// system).
 type Usage struct {
 	PID        int     `json:"pid"`
 	RSSMiB     float64 `json:"rssMiB"`
+	AnonMiB    float64 `json:"anonMiB"`
 	CPUSeconds float64 `json:"cpuSeconds"`
 }
 
@@ -36,8 +40,8 @@ func (p *Process) Usage() (Usage, error) {
 	return ReadUsage(p.PID())
 }
 
-// ReadUsage reads the Usage of the process pid of this machine: VmRSS from
-// /proc/PID/status, utime+stime from /proc/PID/stat.
+// ReadUsage reads the Usage of the process pid of this machine: VmRSS and
+// RssAnon from /proc/PID/status, utime+stime from /proc/PID/stat.
 func ReadUsage(pid int) (Usage, error) { return readUsage("/proc", pid) }
 
 func readUsage(proc string, pid int) (Usage, error) {
@@ -51,7 +55,10 @@ func readUsage(proc string, pid int) (Usage, error) {
 		return Usage{}, fmt.Errorf("read the stat of PID %d: %w", pid, err)
 	}
 	u := Usage{PID: pid}
-	if u.RSSMiB, err = parseRSS(string(status)); err != nil {
+	if u.RSSMiB, err = StatusMiB(string(status), "VmRSS"); err != nil {
+		return Usage{}, fmt.Errorf("PID %d: %w", pid, err)
+	}
+	if u.AnonMiB, err = StatusMiB(string(status), "RssAnon"); err != nil {
 		return Usage{}, fmt.Errorf("PID %d: %w", pid, err)
 	}
 	if u.CPUSeconds, err = parseCPU(string(stat)); err != nil {
@@ -60,24 +67,25 @@ func readUsage(proc string, pid int) (Usage, error) {
 	return u, nil
 }
 
-// parseRSS returns the VmRSS of a /proc/PID/status text, in MiB.
-func parseRSS(status string) (float64, error) {
+// StatusMiB returns the field (VmRSS, RssAnon, VmHWM, ...) of a
+// /proc/PID/status text, in MiB.
+func StatusMiB(status, field string) (float64, error) {
 	for line := range strings.Lines(status) {
-		rest, ok := strings.CutPrefix(line, "VmRSS:")
+		rest, ok := strings.CutPrefix(line, field+":")
 		if !ok {
 			continue
 		}
 		f := strings.Fields(rest)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("VmRSS line %q", strings.TrimSpace(line))
+			return 0, fmt.Errorf("%s line %q", field, strings.TrimSpace(line))
 		}
 		kb, err := strconv.ParseFloat(f[0], 64)
 		if err != nil {
-			return 0, fmt.Errorf("VmRSS: %w", err)
+			return 0, fmt.Errorf("%s: %w", field, err)
 		}
 		return kb / 1024, nil
 	}
-	return 0, errors.New("no VmRSS line (a kernel thread, or a zombie)")
+	return 0, fmt.Errorf("no %s line (a kernel thread, or a zombie)", field)
 }
 
 // parseCPU returns utime+stime of a /proc/PID/stat text, in seconds. The

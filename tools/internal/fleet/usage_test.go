@@ -13,8 +13,11 @@ import (
 const stat = "4242 (provisioner (x)) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 50 0 0 20 0 12 0 5000 900000000 7000 18446744073709551615\n"
 
 // TestParseProc checks the readings of a process's /proc files:
-// /proc/PID/status (parseRSS) and /proc/PID/stat (parseCPU).
+// /proc/PID/status (StatusMiB) and /proc/PID/stat (parseCPU).
 func TestParseProc(t *testing.T) {
+	field := func(name string) func(string) (float64, error) {
+		return func(status string) (float64, error) { return StatusMiB(status, name) }
+	}
 	for _, tc := range []struct {
 		name  string
 		parse func(string) (float64, error)
@@ -22,10 +25,13 @@ func TestParseProc(t *testing.T) {
 		want  float64
 		err   string
 	}{
-		{"RSS in kB", parseRSS, "Name:\tprovisioner\nVmHWM:\t  80000 kB\nVmRSS:\t   51200 kB\nThreads: 9\n", 50, ""},
-		{"no RSS", parseRSS, "Name:\tkthreadd\nThreads: 1\n", 0, "no VmRSS"},
-		{"RSS unit", parseRSS, "VmRSS:\t 12 MB\n", 0, "VmRSS line"},
-		{"RSS number", parseRSS, "VmRSS:\t x kB\n", 0, "VmRSS"},
+		{"RSS in kB", field("VmRSS"), "Name:\tprovisioner\nVmHWM:\t  80000 kB\nVmRSS:\t   51200 kB\nRssAnon:\t 10240 kB\nThreads: 9\n", 50, ""},
+		{"anonymous", field("RssAnon"), "Name:\tprovisioner\nVmRSS:\t   51200 kB\nRssAnon:\t 10240 kB\nRssFile:\t 40960 kB\n", 10, ""},
+		{"peak", field("VmHWM"), "Name:\tprovisioner\nVmHWM:\t  80000 kB\nVmRSS:\t   51200 kB\n", 78.125, ""},
+		{"no RSS", field("VmRSS"), "Name:\tkthreadd\nThreads: 1\n", 0, "no VmRSS"},
+		{"RssAnon is not RssAnonX", field("RssAnon"), "RssAnonX:\t 1 kB\n", 0, "no RssAnon"},
+		{"RSS unit", field("VmRSS"), "VmRSS:\t 12 MB\n", 0, "VmRSS line"},
+		{"RSS number", field("VmRSS"), "VmRSS:\t x kB\n", 0, "VmRSS"},
 		{"CPU, parentheses in the name", parseCPU, stat, 3, ""},
 		{"CPU, no name", parseCPU, "4242 S 1", 0, "no ')'"},
 		{"CPU, short", parseCPU, "1 (a) S 1 2 3", 0, "fields"},
@@ -69,7 +75,7 @@ func TestProcFiles(t *testing.T) {
 		dir := filepath.Join(proc, pid)
 		for name, text := range map[string]string{
 			"comm": comm + "\n", "cgroup": cgroup, "stat": stat,
-			"status": "Name:\t" + comm + "\nVmRSS:\t 20480 kB\n",
+			"status": "Name:\t" + comm + "\nVmRSS:\t 20480 kB\nRssAnon:\t 5120 kB\n",
 		} {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
@@ -93,7 +99,7 @@ func TestProcFiles(t *testing.T) {
 		t.Errorf("nodeProcesses = %v, %v; want %v", got, err, want)
 	}
 	u, err := readUsage(proc, 300)
-	if err != nil || u != (Usage{PID: 300, RSSMiB: 20, CPUSeconds: 3}) {
+	if err != nil || u != (Usage{PID: 300, RSSMiB: 20, AnonMiB: 5, CPUSeconds: 3}) {
 		t.Errorf("readUsage = %+v, %v", u, err)
 	}
 	if _, err := readUsage(proc, 999); err == nil || !strings.Contains(err.Error(), "PID 999") {

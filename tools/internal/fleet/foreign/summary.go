@@ -37,15 +37,21 @@ func spreadOf(values []float64) Spread {
 // NodeCost is a real node's provisioner through the readings: its RSS at
 // each (0: not read there, or another process than the one read before),
 // and its growth from before to idle, over the fleet's size, per 100 nodes
-// (0 unless both were read).
+// (0 unless both were read); the same of its anonymous memory (RssAnon:
+// the heap and stacks, without the pages of its binary).
 type NodeCost struct {
-	Node           string  `json:"node"`
-	PID            int     `json:"pid"`
-	BeforeMiB      float64 `json:"beforeMiB"`
-	IdleMiB        float64 `json:"idleMiB"`
-	ClaimsMiB      float64 `json:"claimsMiB"`
-	DeletedMiB     float64 `json:"deletedMiB"`
-	MiBPer100Nodes float64 `json:"mibPer100Nodes"`
+	Node               string  `json:"node"`
+	PID                int     `json:"pid"`
+	BeforeMiB          float64 `json:"beforeMiB"`
+	IdleMiB            float64 `json:"idleMiB"`
+	ClaimsMiB          float64 `json:"claimsMiB"`
+	DeletedMiB         float64 `json:"deletedMiB"`
+	MiBPer100Nodes     float64 `json:"mibPer100Nodes"`
+	BeforeAnonMiB      float64 `json:"beforeAnonMiB,omitempty"`
+	IdleAnonMiB        float64 `json:"idleAnonMiB,omitempty"`
+	ClaimsAnonMiB      float64 `json:"claimsAnonMiB,omitempty"`
+	DeletedAnonMiB     float64 `json:"deletedAnonMiB,omitempty"`
+	AnonMiBPer100Nodes float64 `json:"anonMiBPer100Nodes,omitempty"`
 }
 
 // Summary is the figures of a Result. Per instance figures are of the
@@ -67,9 +73,11 @@ type Summary struct {
 	IdleCPUSeconds       Spread  `json:"idleCPUSeconds"`
 	NetCPUSecondsPer1000 Spread  `json:"netCPUSecondsPer1000"`
 	// Real are the real nodes' provisioners; PerNodeMiBPer100 the Spread
-	// of their MiBPer100Nodes: the per-node cost.
-	Real             []NodeCost `json:"real"`
-	PerNodeMiBPer100 Spread     `json:"perNodeMiBPer100"`
+	// of their MiBPer100Nodes: the per-node cost; PerNodeAnonMiBPer100
+	// that of their AnonMiBPer100Nodes.
+	Real                 []NodeCost `json:"real"`
+	PerNodeMiBPer100     Spread     `json:"perNodeMiBPer100"`
+	PerNodeAnonMiBPer100 Spread     `json:"perNodeAnonMiBPer100"`
 	// CreateWatch is the API server's watch events for claims from idle to
 	// annotated, DeleteWatch from claims to deleted; nil when not read.
 	CreateWatch *WatchCounts `json:"createWatch,omitempty"`
@@ -120,13 +128,16 @@ func Summarize(res Result) Summary {
 	s.GrowthMiBPer1000 = spreadOf(growth)
 	s.CPUSeconds, s.IdleCPUSeconds, s.NetCPUSecondsPer1000 = spreadOf(cpu), spreadOf(idleCPU), spreadOf(net)
 	s.Real, s.Notes = realCosts(res)
-	var perNode []float64
+	var perNode, perNodeAnon []float64
 	for _, c := range s.Real {
 		if c.BeforeMiB > 0 && c.IdleMiB > 0 {
 			perNode = append(perNode, c.MiBPer100Nodes)
 		}
+		if c.BeforeAnonMiB > 0 && c.IdleAnonMiB > 0 {
+			perNodeAnon = append(perNodeAnon, c.AnonMiBPer100Nodes)
+		}
 	}
-	s.PerNodeMiBPer100 = spreadOf(perNode)
+	s.PerNodeMiBPer100, s.PerNodeAnonMiBPer100 = spreadOf(perNode), spreadOf(perNodeAnon)
 	s.CreateWatch = res.Annotated.Watch.Sub(res.Idle.Watch)
 	s.DeleteWatch = res.Deleted.Watch.Sub(res.WithClaims.Watch)
 	if res.NodeWatch != nil && res.NodeUpdates > 0 {
@@ -143,12 +154,12 @@ func realCosts(res Result) ([]NodeCost, []string) {
 	var out []NodeCost
 	var notes []string
 	for _, b := range res.Before.Real {
-		c := NodeCost{Node: b.Node, PID: b.PID, BeforeMiB: b.RSSMiB}
+		c := NodeCost{Node: b.Node, PID: b.PID, BeforeMiB: b.RSSMiB, BeforeAnonMiB: b.AnonMiB}
 		for _, step := range []struct {
-			name string
-			r    Reading
-			mib  *float64
-		}{{"idle", res.Idle, &c.IdleMiB}, {"claims", res.WithClaims, &c.ClaimsMiB}, {"deleted", res.Deleted, &c.DeletedMiB}} {
+			name      string
+			r         Reading
+			mib, anon *float64
+		}{{"idle", res.Idle, &c.IdleMiB, &c.IdleAnonMiB}, {"claims", res.WithClaims, &c.ClaimsMiB, &c.ClaimsAnonMiB}, {"deleted", res.Deleted, &c.DeletedMiB, &c.DeletedAnonMiB}} {
 			u, ok := byNode(step.r.Real)[b.Node]
 			switch {
 			case !ok && step.r.At.IsZero(): // not taken
@@ -157,11 +168,14 @@ func realCosts(res Result) ([]NodeCost, []string) {
 			case u.PID != b.PID:
 				notes = append(notes, fmt.Sprintf("%s: its provisioner is PID %d at the %s reading, %d before (restarted): left out", b.Node, u.PID, step.name, b.PID))
 			default:
-				*step.mib = u.RSSMiB
+				*step.mib, *step.anon = u.RSSMiB, u.AnonMiB
 			}
 		}
 		if c.IdleMiB > 0 && res.Instances > 0 {
 			c.MiBPer100Nodes = (c.IdleMiB - c.BeforeMiB) * 100 / float64(res.Instances)
+		}
+		if c.IdleAnonMiB > 0 && c.BeforeAnonMiB > 0 && res.Instances > 0 {
+			c.AnonMiBPer100Nodes = (c.IdleAnonMiB - c.BeforeAnonMiB) * 100 / float64(res.Instances)
 		}
 		out = append(out, c)
 	}
@@ -225,8 +239,8 @@ func Report(w io.Writer, res Result) error {
 	fmt.Fprintf(bw, "API server watch events for claims: %s while created and annotated; %s while deleted\n",
 		watchText(s.CreateWatch, res.Claims), watchText(s.DeleteWatch, res.Claims))
 	fmt.Fprintf(bw, "Node watch events per Node status update: %s, %d updates\n", perUpdateText(s.NodeWatchPerUpdate), res.NodeUpdates)
-	fmt.Fprintf(bw, "per instance: %s MiB per 100 nodes (median of %d real nodes); %s MiB of RSS and %s CPU-s per 1,000 claims of another provisioner (medians of %d instances)\n",
-		medianText(s.PerNodeMiBPer100, f2), s.PerNodeMiBPer100.N, medianText(s.GrowthMiBPer1000, f3), medianText(s.NetCPUSecondsPer1000, f3), s.GrowthMiBPer1000.N)
+	fmt.Fprintf(bw, "per instance: %s MiB per 100 nodes (median of %d real nodes), %s MiB of it anonymous; %s MiB of RSS and %s CPU-s per 1,000 claims of another provisioner (medians of %d instances)\n",
+		medianText(s.PerNodeMiBPer100, f2), s.PerNodeMiBPer100.N, medianText(s.PerNodeAnonMiBPer100, f2), medianText(s.GrowthMiBPer1000, f3), medianText(s.NetCPUSecondsPer1000, f3), s.GrowthMiBPer1000.N)
 	for _, n := range s.Notes {
 		fmt.Fprintf(bw, "note: %s\n", n)
 	}
@@ -239,13 +253,17 @@ func Report(w io.Writer, res Result) error {
 // reportReal prints the real nodes' table.
 func reportReal(bw *bufio.Writer, tw *tabwriter.Writer, s Summary, instances int) error {
 	fmt.Fprintln(bw)
-	fmt.Fprintf(tw, "real nodes' provisioners, RSS (MiB)\tPID\tbefore the fleet\tfleet of %d up\twith the claims\tafter deletion\tper 100 nodes\n", instances)
+	fmt.Fprintf(tw, "real nodes' provisioners, RSS (MiB)\tPID\tbefore the fleet\tfleet of %d up\twith the claims\tafter deletion\tper 100 nodes\tanonymous: before\tfleet up\twith the claims\tafter deletion\tper 100 nodes\n", instances)
 	for _, c := range s.Real {
-		per := "-"
+		per, anonPer := "-", "-"
 		if c.BeforeMiB > 0 && c.IdleMiB > 0 {
 			per = f2(c.MiBPer100Nodes)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Node, c.PID, mib(c.BeforeMiB), mib(c.IdleMiB), mib(c.ClaimsMiB), mib(c.DeletedMiB), per)
+		if c.BeforeAnonMiB > 0 && c.IdleAnonMiB > 0 {
+			anonPer = f2(c.AnonMiBPer100Nodes)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Node, c.PID, mib(c.BeforeMiB), mib(c.IdleMiB), mib(c.ClaimsMiB), mib(c.DeletedMiB), per,
+			mib(c.BeforeAnonMiB), mib(c.IdleAnonMiB), mib(c.ClaimsAnonMiB), mib(c.DeletedAnonMiB), anonPer)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

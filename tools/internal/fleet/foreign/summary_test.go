@@ -23,6 +23,14 @@ func usages(v ...any) []NodeUsage {
 	return out
 }
 
+// withAnon sets the anonymous memory of us, in order.
+func withAnon(us []NodeUsage, anon ...float64) []NodeUsage {
+	for i := range us {
+		us[i].AnonMiB = anon[i]
+	}
+	return us
+}
+
 // fixture is a run of 10,000 claims over 4 instances: f4 grows and works
 // the most; r2's provisioner restarts after the idle reading and r1's is
 // not found at the deleted one.
@@ -31,16 +39,16 @@ func fixture() Result {
 		Date: t0, Provisioner: Provisioner, Claims: 10000, Instances: 4, SettleSeconds: 30,
 		RealNodes: []string{"r1", "r2"}, CreateSeconds: 80, AnnotateSeconds: 99.5, DeleteSeconds: 60,
 		NodeUpdates: 4, NodeWatch: &WatchCounts{Events: 18, Bytes: 6 << 10},
-		Before: Reading{At: t0.Add(-time.Minute), Real: usages("r1", 100, 40.0, 1.0, "r2", 200, 50.0, 2.0)},
+		Before: Reading{At: t0.Add(-time.Minute), Real: withAnon(usages("r1", 100, 40.0, 1.0, "r2", 200, 50.0, 2.0), 10, 12)},
 		Up: Reading{At: t0, Real: usages("r1", 100, 43.0, 1.5),
 			Fleet: usages("f1", 11, 29.0, 10.0, "f2", 12, 30.0, 10.0, "f3", 13, 31.0, 10.0, "f4", 14, 32.0, 10.0)},
-		Idle: Reading{At: t0.Add(30 * time.Second), Real: usages("r1", 100, 44.0, 2.0, "r2", 200, 52.0, 3.0),
+		Idle: Reading{At: t0.Add(30 * time.Second), Real: withAnon(usages("r1", 100, 44.0, 2.0, "r2", 200, 52.0, 3.0), 11, 12.5),
 			Fleet: usages("f1", 11, 30.0, 10.3, "f2", 12, 31.0, 10.6, "f3", 13, 32.0, 10.3, "f4", 14, 33.0, 10.3),
 			Watch: &WatchCounts{Events: 1000, Bytes: 1 << 20}},
 		Annotated: Reading{At: t0.Add(130 * time.Second),
 			Fleet: usages("f1", 11, 40.0, 15.3, "f2", 12, 40.0, 16.6, "f3", 13, 40.0, 14.3, "f4", 14, 40.0, 20.3),
 			Watch: &WatchCounts{Events: 2_001_000, Bytes: 2001 << 20}},
-		WithClaims: Reading{At: t0.Add(160 * time.Second), Real: usages("r1", 100, 44.25, 3.0, "r2", 201, 60.0, 1.0),
+		WithClaims: Reading{At: t0.Add(160 * time.Second), Real: withAnon(usages("r1", 100, 44.25, 3.0, "r2", 201, 60.0, 1.0), 10.5, 20),
 			Fleet: usages("f1", 11, 30.5, 15.4, "f2", 12, 31.25, 16.7, "f3", 13, 32.125, 14.4, "f4", 14, 34.0, 20.4),
 			Watch: &WatchCounts{Events: 2_002_000, Bytes: 2002 << 20}},
 		Deleted: Reading{At: t0.Add(300 * time.Second), Real: usages("r2", 201, 55.0, 2.0),
@@ -102,6 +110,7 @@ func TestSummarize(t *testing.T) {
 				{"idle cpu", s.IdleCPUSeconds, Spread{4, 1, 1, 2}},
 				{"net cpu", s.NetCPUSecondsPer1000, Spread{4, 0.3, 0.4, 0.9}},
 				{"per node", s.PerNodeMiBPer100, Spread{2, 50, 75, 100}},
+				{"per node, anonymous", s.PerNodeAnonMiBPer100, Spread{2, 12.5, 18.75, 25}},
 			} {
 				if !near(c.got, c.want) {
 					t.Errorf("%s = %+v, want %+v", c.name, c.got, c.want)
@@ -111,8 +120,8 @@ func TestSummarize(t *testing.T) {
 				t.Errorf("window %v s, want 100", s.WindowSeconds)
 			}
 			want := []NodeCost{
-				{Node: "r1", PID: 100, BeforeMiB: 40, IdleMiB: 44, ClaimsMiB: 44.25, MiBPer100Nodes: 100},
-				{Node: "r2", PID: 200, BeforeMiB: 50, IdleMiB: 52, MiBPer100Nodes: 50},
+				{Node: "r1", PID: 100, BeforeMiB: 40, IdleMiB: 44, ClaimsMiB: 44.25, MiBPer100Nodes: 100, BeforeAnonMiB: 10, IdleAnonMiB: 11, ClaimsAnonMiB: 10.5, AnonMiBPer100Nodes: 25},
+				{Node: "r2", PID: 200, BeforeMiB: 50, IdleMiB: 52, MiBPer100Nodes: 50, BeforeAnonMiB: 12, IdleAnonMiB: 12.5, AnonMiBPer100Nodes: 12.5},
 			}
 			if !reflect.DeepEqual(s.Real, want) {
 				t.Errorf("real nodes %+v, want %+v", s.Real, want)
@@ -168,18 +177,18 @@ func TestReport(t *testing.T) {
 			"CPU while created and annotated, 100.0s (s)    4.00   5.50    10.00",
 			"CPU per 1,000 claims, idle rate taken off (s)  0.300  0.400   0.900",
 			"real nodes' provisioners, RSS (MiB)  PID  before the fleet  fleet of 4 up  with the claims  after deletion  per 100 nodes",
-			"r1                                   100  40.0              44.0           44.2             -               100.00",
-			"r2                                   200  50.0              52.0           -                -               50.00",
+			"r1                                   100  40.0              44.0           44.2             -               100.00         10.0               11.0      10.5             -               25.00",
+			"r2                                   200  50.0              52.0           -                -               50.00          12.0               12.5      -                -               12.50",
 			"API server watch events for claims: 2000000 events (200.0 per claim, 2000.0 MiB) while created and annotated; 1000000 events (100.0 per claim, 500.0 MiB) while deleted",
 			"Node watch events per Node status update: 4.5 (1.5 KiB), 4 updates",
-			"per instance: 75.00 MiB per 100 nodes (median of 2 real nodes); 0.038 MiB of RSS and 0.400 CPU-s per 1,000 claims of another provisioner (medians of 4 instances)",
+			"per instance: 75.00 MiB per 100 nodes (median of 2 real nodes), 18.75 MiB of it anonymous; 0.038 MiB of RSS and 0.400 CPU-s per 1,000 claims of another provisioner (medians of 4 instances)",
 			"note: r2: its provisioner is PID 201 at the deleted reading, 200 before (restarted): left out",
 		}},
 		{"failed at once", Result{Provisioner: Provisioner, Claims: 50000, Instances: 100}, []string{
 			"RSS with the 50000 claims (MiB)                -    -       -",
 			"API server watch events for claims: not read while created and annotated; not read while deleted",
 			"Node watch events per Node status update: not read, 0 updates",
-			"per instance: - MiB per 100 nodes (median of 0 real nodes); - MiB of RSS and - CPU-s per 1,000 claims",
+			"per instance: - MiB per 100 nodes (median of 0 real nodes), - MiB of it anonymous; - MiB of RSS and - CPU-s per 1,000 claims",
 		}},
 	} {
 		var buf bytes.Buffer
