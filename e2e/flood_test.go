@@ -26,12 +26,14 @@ import (
 	"hostpath.dev/e2e/internal/nettool"
 )
 
-// Shape of each flood, as the issue that asked for bounded reviews measured
-// it: 20 pods (20 addresses), 200 requests each, 8 at a time (here paced
-// at 10 a second per pod, so that each flood lasts about 20 s).
+// Shape of each flood: 20 pods (20 addresses), as the issue that asked for
+// bounded reviews measured it, 100 requests each (it sent 200), 8 at a time,
+// paced at 10 a second per pod, so that each flood lasts about 10 s: five
+// times the strangers' burst of reviews, and long enough for every fresh
+// token of the provisioner's calls to come during it.
 const (
 	floodPods        = 20
-	floodRequests    = 200
+	floodRequests    = 100
 	floodConcurrency = 8
 	floodQPS         = 10
 	// gateAddress is where the test tells the flood pods to start: the API
@@ -138,7 +140,7 @@ func managerReviews(ctx context.Context, t *testing.T, healthBase, token, lane s
 	return n
 }
 
-// TestManagerReviewFloodFromPods: floods from 20 pods (20 addresses, 200
+// TestManagerReviewFloodFromPods: floods from 20 pods (20 addresses, 100
 // requests each, 8 at a time) at one manager, first with junk tokens, then
 // with valid tokens of a service account that holds no permission, each
 // request naming another pool, cost the API server a bounded number of
@@ -159,23 +161,28 @@ func TestManagerReviewFloodFromPods(t *testing.T) {
 	serviceAccount(ctx, t, e.f, e.ns, "stranger")
 	g := newGate(t)
 
-	for _, kind := range []floodKind{
+	kinds := []floodKind{
 		{name: "junk", serviceAccount: "default"},
 		{name: "stranger", serviceAccount: "stranger", tokenFile: true},
-	} {
+	}
+	// Both floods' pods start at once, each waiting at the gate for its
+	// turn: one wait for pods to start, not two.
+	for _, kind := range kinds {
+		for i := range floodPods {
+			pod := floodPod(e.ns, fmt.Sprintf("flood-%s-%d", kind.name, i), e.nodes[i%len(e.nodes)], g.url, base+"/v1/pools/p{i}/volumes", kind)
+			if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, kind := range kinds {
 		t.Run(kind.name, func(t *testing.T) {
 			// The product's calls: tokens of the provisioner's pod, a fresh
 			// one (not cached yet) every tokenCalls calls.
-			fresh := make([]string, 20)
+			fresh := make([]string, freshTokens)
 			for i := range fresh {
 				var err error
 				if fresh[i], err = e.f.PodBoundToken(ctx, prov, managerapi.TokenAudience); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for i := range floodPods {
-				pod := floodPod(e.ns, fmt.Sprintf("flood-%s-%d", kind.name, i), e.nodes[i%len(e.nodes)], g.url, base+"/v1/pools/p{i}/volumes", kind)
-				if _, err := e.f.Client.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -230,10 +237,12 @@ func TestManagerReviewFloodFromPods(t *testing.T) {
 
 // The provisioner's calls during a flood: legitQPS in all, two at a time,
 // a fresh token every tokenCalls calls, as when its projected token
-// rotates, only much more often.
+// rotates, only much more often; freshTokens of them, so that the calls
+// last at least 10 s, as the flood does.
 const (
-	legitQPS   = 20
-	tokenCalls = 20
+	legitQPS    = 20
+	tokenCalls  = 20
+	freshTokens = 10
 )
 
 // legitCalls makes the provisioner's calls at base, GET /v1/host and GET
