@@ -28,9 +28,10 @@ import (
 
 // Shape of each flood: 20 pods (20 addresses), as the issue that asked for
 // bounded reviews measured it, 100 requests each (it sent 200), 8 at a time,
-// paced at 10 a second per pod, so that each flood lasts about 10 s: five
-// times the strangers' burst of reviews, and long enough for every fresh
-// token of the provisioner's calls to come during it.
+// paced at 10 a second per pod, so that each flood lasts about 10 s: long
+// enough for the strangers' lane to spend its burst of 20 reviews and run
+// on its rate of 5 a second, and for the provisioner's fresh tokens to come
+// during it.
 const (
 	floodPods        = 20
 	floodRequests    = 100
