@@ -54,6 +54,24 @@ type NodeCost struct {
 	AnonMiBPer100Nodes float64 `json:"anonMiBPer100Nodes,omitempty"`
 }
 
+// rssPer100 is MiBPer100Nodes, and whether it was read (both the before and
+// the idle reading taken); anonPer100 the same of the anonymous memory.
+func (c NodeCost) rssPer100() (float64, bool) {
+	return c.MiBPer100Nodes, c.BeforeMiB > 0 && c.IdleMiB > 0
+}
+
+func (c NodeCost) anonPer100() (float64, bool) {
+	return c.AnonMiBPer100Nodes, c.BeforeAnonMiB > 0 && c.IdleAnonMiB > 0
+}
+
+// perText is a per-100-nodes figure, or "-" when not read.
+func perText(v float64, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return f2(v)
+}
+
 // Summary is the figures of a Result. Per instance figures are of the
 // fleet's provisioners, each compared with itself across the readings.
 type Summary struct {
@@ -130,11 +148,11 @@ func Summarize(res Result) Summary {
 	s.Real, s.Notes = realCosts(res)
 	var perNode, perNodeAnon []float64
 	for _, c := range s.Real {
-		if c.BeforeMiB > 0 && c.IdleMiB > 0 {
-			perNode = append(perNode, c.MiBPer100Nodes)
+		if v, ok := c.rssPer100(); ok {
+			perNode = append(perNode, v)
 		}
-		if c.BeforeAnonMiB > 0 && c.IdleAnonMiB > 0 {
-			perNodeAnon = append(perNodeAnon, c.AnonMiBPer100Nodes)
+		if v, ok := c.anonPer100(); ok {
+			perNodeAnon = append(perNodeAnon, v)
 		}
 	}
 	s.PerNodeMiBPer100, s.PerNodeAnonMiBPer100 = spreadOf(perNode), spreadOf(perNodeAnon)
@@ -171,11 +189,13 @@ func realCosts(res Result) ([]NodeCost, []string) {
 				*step.mib, *step.anon = u.RSSMiB, u.AnonMiB
 			}
 		}
-		if c.IdleMiB > 0 && res.Instances > 0 {
-			c.MiBPer100Nodes = (c.IdleMiB - c.BeforeMiB) * 100 / float64(res.Instances)
-		}
-		if c.IdleAnonMiB > 0 && c.BeforeAnonMiB > 0 && res.Instances > 0 {
-			c.AnonMiBPer100Nodes = (c.IdleAnonMiB - c.BeforeAnonMiB) * 100 / float64(res.Instances)
+		if res.Instances > 0 {
+			if _, ok := c.rssPer100(); ok {
+				c.MiBPer100Nodes = (c.IdleMiB - c.BeforeMiB) * 100 / float64(res.Instances)
+			}
+			if _, ok := c.anonPer100(); ok {
+				c.AnonMiBPer100Nodes = (c.IdleAnonMiB - c.BeforeAnonMiB) * 100 / float64(res.Instances)
+			}
 		}
 		out = append(out, c)
 	}
@@ -255,15 +275,8 @@ func reportReal(bw *bufio.Writer, tw *tabwriter.Writer, s Summary, instances int
 	fmt.Fprintln(bw)
 	fmt.Fprintf(tw, "real nodes' provisioners, RSS (MiB)\tPID\tbefore the fleet\tfleet of %d up\twith the claims\tafter deletion\tper 100 nodes\tanonymous: before\tfleet up\twith the claims\tafter deletion\tper 100 nodes\n", instances)
 	for _, c := range s.Real {
-		per, anonPer := "-", "-"
-		if c.BeforeMiB > 0 && c.IdleMiB > 0 {
-			per = f2(c.MiBPer100Nodes)
-		}
-		if c.BeforeAnonMiB > 0 && c.IdleAnonMiB > 0 {
-			anonPer = f2(c.AnonMiBPer100Nodes)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Node, c.PID, mib(c.BeforeMiB), mib(c.IdleMiB), mib(c.ClaimsMiB), mib(c.DeletedMiB), per,
-			mib(c.BeforeAnonMiB), mib(c.IdleAnonMiB), mib(c.ClaimsAnonMiB), mib(c.DeletedAnonMiB), anonPer)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Node, c.PID, mib(c.BeforeMiB), mib(c.IdleMiB), mib(c.ClaimsMiB), mib(c.DeletedMiB), perText(c.rssPer100()),
+			mib(c.BeforeAnonMiB), mib(c.IdleAnonMiB), mib(c.ClaimsAnonMiB), mib(c.DeletedAnonMiB), perText(c.anonPer100()))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
