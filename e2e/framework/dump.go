@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,12 +25,42 @@ const componentLogLines = 40
 // tail of every component log in .cluster/logs.
 func (f *Framework) DumpOnFailure(ctx context.Context, t testing.TB, namespaces ...string) {
 	t.Helper()
+	f.dump(ctx, t, "Diagnostics after failure", namespaces...)
+}
+
+// restoresDumped holds the tests whose diagnostics dumpBeforeRestore
+// already logged.
+var restoresDumped sync.Map // testing.TB → struct{}
+
+// dumpBeforeRestore logs, for a failed test, the product's diagnostics
+// before the first of its SetArgs restores rolls the pods: the
+// namespace's dump (Namespace) runs after the restores (cleanups run last
+// registered first), when the pods that failed and their logs are gone.
+// It logs them once per test; the namespace's dump still follows.
+func (f *Framework) dumpBeforeRestore(t testing.TB, w Workload) {
+	t.Helper()
+	if !t.Failed() {
+		return
+	}
+	if _, done := restoresDumped.LoadOrStore(t, struct{}{}); done {
+		return
+	}
+	// The test's context may be cancelled by now.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f.dump(ctx, t, "Diagnostics after failure, before restoring the arguments of "+w.String())
+}
+
+// dump logs, under title, the diagnostics of namespaces and SystemNamespace
+// and the tails of the component logs.
+func (f *Framework) dump(ctx context.Context, t testing.TB, title string, namespaces ...string) {
+	t.Helper()
 	var b strings.Builder
 	for _, ns := range append(namespaces, SystemNamespace) {
 		f.dumpNamespace(ctx, &b, ns)
 	}
 	f.dumpComponentLogs(&b)
-	t.Logf("Diagnostics after failure:\n%s", b.String())
+	t.Logf("%s:\n%s", title, b.String())
 }
 
 func (f *Framework) dumpNamespace(ctx context.Context, b *strings.Builder, ns string) {

@@ -63,7 +63,8 @@ func (f *Framework) Args(ctx context.Context, w Workload, container string) ([]s
 // ones and waits for the rollout. It returns a function that restores the
 // arguments w had (waiting again), which also runs when the test ends
 // unless called before; calls for the same workload within a test restore
-// the first arguments last.
+// the first arguments last. If the test has failed by then, the first
+// restore logs the product's diagnostics before it rolls the pods.
 func (f *Framework) SetArgs(ctx context.Context, t testing.TB, w Workload, container string, edit func([]string) []string, timeout time.Duration) (restore func()) {
 	t.Helper()
 	before, err := f.Args(ctx, w, container)
@@ -73,9 +74,11 @@ func (f *Framework) SetArgs(ctx context.Context, t testing.TB, w Workload, conta
 	if err := f.patchArgs(ctx, w, container, edit(slices.Clone(before)), timeout); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { restoresDumped.Delete(t) })
 	var once sync.Once
 	restore = func() {
 		once.Do(func() {
+			f.dumpBeforeRestore(t, w)
 			cctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			if err := f.patchArgs(cctx, w, container, before, timeout); err != nil {
