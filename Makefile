@@ -170,7 +170,7 @@ bench-foreign: ## On the running local cluster: each provisioner's RSS idle, wit
 	scripts/bench-foreign.sh
 
 .PHONY: bench-fleet
-bench-fleet: ## On the running local cluster: many instances, multihost fan-out and backfill over a fleet of fake nodes with real manager and provisioner processes; with BENCH_FOREIGN=N, each instance's cost per node and per claim of another provisioner, and the watch events per node-mode and multihost volume without and with the fleet (BENCH_FLEET_VOLUMES, BENCH_FLEET_MULTIHOST).
+bench-fleet: ## On the running local cluster: many instances, multihost fan-out and backfill over a fleet of fake nodes with real manager and provisioner processes; with BENCH_FOREIGN=N, each instance's cost per node and per claim of another provisioner, and the watch events per node-mode and multihost volume without and with the fleet (BENCH_FLEET_VOLUMES, BENCH_FLEET_MULTIHOST); with BENCH_NODE_COST=1000,5000, each instance's memory with the pods and HostDefinitions of that many nodes, without their processes.
 	scripts/bench-fleet.sh
 
 .PHONY: bench-clone

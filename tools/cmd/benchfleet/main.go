@@ -11,8 +11,14 @@
 //	    with a fleet of its own of K members, what each provisioner costs per
 //	    node and per claim of another provisioner, N of them
 //	    (tools/internal/fleet/foreign.Run), and prints the report
-//	benchfleet report RESULT.json | foreign-report RESULT.json
-//	    prints the report of a run's or a foreign phase's --out file
+//	benchfleet node-cost --nodes 1000,5000 [flags]
+//	    without processes, the objects every instance caches of each node
+//	    (its two pods, its HostDefinition) written for that many fake nodes,
+//	    and the real nodes' provisioners' memory after each step
+//	    (tools/internal/fleet/nodecost.Run); prints the report
+//	benchfleet report RESULT.json | foreign-report RESULT.json | node-cost-report RESULT.json
+//	    prints the report of a run's, a foreign phase's or a node-cost
+//	    run's --out file
 package main
 
 import (
@@ -23,15 +29,18 @@ import (
 	"hostpath.dev/e2e/framework/cli"
 	"hostpath.dev/tools/internal/benchfleet"
 	"hostpath.dev/tools/internal/fleet/foreign"
+	"hostpath.dev/tools/internal/fleet/nodecost"
 )
 
 func main() {
-	cli.Main("benchfleet", benchfleet.Usage+" | "+foreign.Usage, commands(os.Stdout, os.Stderr))
+	cli.Main("benchfleet", benchfleet.Usage+" | "+foreign.Usage+" | "+nodecost.Usage, commands(os.Stdout, os.Stderr))
 }
 
-// commands are benchfleet's and the foreign phase's subcommands.
+// commands are benchfleet's, the foreign phase's and node-cost's
+// subcommands.
 func commands(stdout, stderr io.Writer) map[string]cli.Command {
 	cmds := benchfleet.Commands(stdout, stderr)
 	maps.Copy(cmds, foreign.Commands(stdout, stderr))
+	maps.Copy(cmds, nodecost.Commands(stdout, stderr))
 	return cmds
 }

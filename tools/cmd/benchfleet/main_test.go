@@ -5,17 +5,22 @@ import (
 	"slices"
 	"testing"
 
+	"hostpath.dev/e2e/framework/cli"
 	"hostpath.dev/tools/internal/benchfleet"
 	"hostpath.dev/tools/internal/fleet/foreign"
+	"hostpath.dev/tools/internal/fleet/nodecost"
 )
 
-// TestCommands checks that the foreign phase's subcommands add to
-// benchfleet's and replace none.
+// TestCommands checks that the foreign phase's and node-cost's
+// subcommands add to benchfleet's and replace none.
 func TestCommands(t *testing.T) {
-	own, phase := benchfleet.Commands(io.Discard, io.Discard), foreign.Commands(io.Discard, io.Discard)
-	for name := range phase {
-		if _, ok := own[name]; ok {
-			t.Errorf("the foreign phase's subcommand %q replaces benchfleet's", name)
+	own := benchfleet.Commands(io.Discard, io.Discard)
+	for _, other := range []map[string]cli.Command{foreign.Commands(io.Discard, io.Discard), nodecost.Commands(io.Discard, io.Discard)} {
+		for name := range other {
+			if _, ok := own[name]; ok {
+				t.Errorf("subcommand %q replaces benchfleet's", name)
+			}
+			own[name] = other[name]
 		}
 	}
 	var names []string
@@ -23,7 +28,7 @@ func TestCommands(t *testing.T) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	if want := []string{"foreign", "foreign-report", "report", "run"}; !slices.Equal(names, want) {
+	if want := []string{"foreign", "foreign-report", "node-cost", "node-cost-report", "report", "run"}; !slices.Equal(names, want) {
 		t.Errorf("subcommands %v, want %v", names, want)
 	}
 }

@@ -152,7 +152,7 @@ func New(ctx context.Context, kube kubernetes.Interface, o Options) (*Fleet, err
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	cm, err := kube.CoreV1().ConfigMaps(o.Namespace).Create(ctx, owner(o.Namespace), metav1.CreateOptions{})
+	cm, err := kube.CoreV1().ConfigMaps(o.Namespace).Create(ctx, Owner(o.Namespace), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("ConfigMap %s/%s exists: another fleet runs, or one was not cleaned up (scripts/bench-provision.sh cleans up)", o.Namespace, OwnerName)
 	}
@@ -232,7 +232,7 @@ func (f *Fleet) start(ctx context.Context, i int) (*Member, error) {
 // process, waits for its /readyz and sets the pod Ready.
 func (f *Fleet) run(ctx context.Context, m *Member, r Role) (*Process, error) {
 	pods := f.kube.CoreV1().Pods(f.o.Namespace)
-	p, err := pods.Create(ctx, pod(r, m.Node, f.o.Namespace, f.owner), metav1.CreateOptions{})
+	p, err := pods.Create(ctx, Pod(r, m.Node, f.o.Namespace, f.owner), metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("%s: create pod: %w", m.Node, err)
 	}
@@ -273,7 +273,7 @@ func (f *Fleet) run(ctx context.Context, m *Member, r Role) (*Process, error) {
 	if err := proc.waitReady(ctx, health, f.o.ReadyTimeout); err != nil {
 		return proc, fmt.Errorf("%s: %s (PID %d, log %s): %w", m.Node, r, proc.PID(), filepath.Join(dir, "log"), err)
 	}
-	p.Status = readyStatus(r, m.Address, proc.PID(), time.Now())
+	p.Status = ReadyStatus(r, m.Address, proc.PID(), time.Now())
 	if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		return proc, fmt.Errorf("%s: set pod %s Ready: %w", m.Node, p.Name, err)
 	}

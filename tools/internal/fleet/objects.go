@@ -50,18 +50,18 @@ func (r Role) Name() string { return "hostpath-" + string(r) }
 // PodName returns the name of the pod of role on node.
 func PodName(r Role, node string) string { return fmt.Sprintf("%s-%s", r.Name(), node) }
 
-// owner returns the ConfigMap OwnerName.
-func owner(namespace string) *corev1.ConfigMap {
+// Owner returns the ConfigMap OwnerName.
+func Owner(namespace string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: OwnerName, Namespace: namespace, Labels: map[string]string{FleetLabel: "true"},
 	}}
 }
 
-// pod returns the pod object of role on node, controlled by own: what the
+// Pod returns the pod object of role on node, controlled by own: what the
 // DaemonSet would create there, with a container that never runs (no
 // kubelet serves a fake node) and no service account token mounted (the
 // process gets its tokens from files).
-func pod(r Role, node, namespace string, own *corev1.ConfigMap) *corev1.Pod {
+func Pod(r Role, node, namespace string, own *corev1.ConfigMap) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      PodName(r, node),
@@ -82,9 +82,9 @@ func pod(r Role, node, namespace string, own *corev1.ConfigMap) *corev1.Pod {
 	}
 }
 
-// readyStatus returns the status of a pod whose process serves on ip since
-// since: Running and Ready, as a kubelet would report it.
-func readyStatus(r Role, ip string, pid int, since time.Time) corev1.PodStatus {
+// ReadyStatus returns the status of a pod whose process pid serves on ip
+// since since: Running and Ready, as a kubelet would report it.
+func ReadyStatus(r Role, ip string, pid int, since time.Time) corev1.PodStatus {
 	t := metav1.NewTime(since)
 	cond := func(c corev1.PodConditionType) corev1.PodCondition {
 		return corev1.PodCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: t}

@@ -16,10 +16,10 @@ import (
 // TestPod checks what the product's selectors, the DaemonSet controller and
 // the host definer's CSR approver look at.
 func TestPod(t *testing.T) {
-	own := owner("hostpath-system")
+	own := Owner("hostpath-system")
 	own.UID = "u1"
 	for _, r := range []Role{RoleManager, RoleProvisioner} {
-		p := pod(r, "fleet-3", "hostpath-system", own)
+		p := Pod(r, "fleet-3", "hostpath-system", own)
 		sel := labels.SelectorFromSet(labels.Set{NameLabel: "hostpath-" + string(r)})
 		if !sel.Matches(labels.Set(p.Labels)) {
 			t.Errorf("%s: labels %v do not match the DaemonSet selector %s", r, p.Labels, sel)
@@ -33,7 +33,7 @@ func TestPod(t *testing.T) {
 		if component.PodServing(p) {
 			t.Errorf("%s: a new pod counts as serving", r)
 		}
-		p.Status = readyStatus(r, "198.18.250.3", 42, time.Now())
+		p.Status = ReadyStatus(r, "198.18.250.3", 42, time.Now())
 		if !component.PodServing(p) || p.Status.PodIP != "198.18.250.3" || p.Status.ContainerStatuses[0].ContainerID != "process://42" {
 			t.Errorf("%s: status %+v does not serve at 198.18.250.3", r, p.Status)
 		}

@@ -112,6 +112,41 @@ func parseCPU(stat string) (float64, error) {
 	return ticks / userHZ, nil
 }
 
+// ProvisionerProgram is the provisioner's process name (its
+// /proc/PID/comm) on the real nodes.
+const ProvisionerProgram = "provisioner"
+
+// NodeUsage is the Usage of a node's process.
+type NodeUsage struct {
+	Node string `json:"node"`
+	Usage
+}
+
+// ReadNodes returns the Usage of the process named program on each of
+// nodes, in their order (NodeProcesses). A node without exactly one such
+// process, or whose process cannot be read, is left out, and logf says
+// why.
+func ReadNodes(program string, nodes []string, logf func(format string, args ...any)) []NodeUsage {
+	pids, err := NodeProcesses(program, nodes)
+	if err != nil {
+		logf("The %s processes of %v not read: %v", program, nodes, err)
+	}
+	var out []NodeUsage
+	for _, node := range nodes {
+		if len(pids[node]) != 1 {
+			logf("%s: %d %s processes %v, not read", node, len(pids[node]), program, pids[node])
+			continue
+		}
+		u, err := ReadUsage(pids[node][0])
+		if err != nil {
+			logf("%s: %v", node, err)
+			continue
+		}
+		out = append(out, NodeUsage{Node: node, Usage: u})
+	}
+	return out
+}
+
 // NodeProcesses returns the PIDs, sorted, of the processes of this machine
 // named program (their /proc/PID/comm) in the cgroups of each of nodes: the
 // local cluster's kubelets put every pod of node N under the cgroup /N

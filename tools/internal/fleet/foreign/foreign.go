@@ -77,9 +77,6 @@ const (
 	ClassName = "hostpath-bench-fleet-foreign"
 	// NamespacePrefix starts the name of the claims' namespace.
 	NamespacePrefix = "hostpath-bench-fleet-foreign-"
-	// ProvisionerProgram is the provisioner's process name (its
-	// /proc/PID/comm) on the real nodes.
-	ProvisionerProgram = "provisioner"
 	// annStorageProvisioner is what kube-controller-manager annotates a
 	// claim of an external provisioner with.
 	annStorageProvisioner = "volume.kubernetes.io/storage-provisioner"
@@ -182,16 +179,10 @@ type Result struct {
 type Reading struct {
 	At time.Time `json:"at"`
 	// Fleet is the fleet's provisioners, Real the real nodes'.
-	Fleet []NodeUsage `json:"fleet,omitempty"`
-	Real  []NodeUsage `json:"real,omitempty"`
+	Fleet []fleet.NodeUsage `json:"fleet,omitempty"`
+	Real  []fleet.NodeUsage `json:"real,omitempty"`
 	// Watch is nil when the API server's metrics could not be read.
 	Watch *WatchCounts `json:"watch,omitempty"`
-}
-
-// NodeUsage is the Usage of a node's provisioner process.
-type NodeUsage struct {
-	Node string `json:"node"`
-	fleet.Usage
 }
 
 // Run measures. kube must not be rate limited (the benchmark's own
@@ -215,7 +206,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Inter
 	}
 	if len(res.Before.Real) != len(real) {
 		return res, fmt.Errorf("found the %s process of %d of the %d real nodes %v (is hostpath deployed and running?)",
-			ProvisionerProgram, len(res.Before.Real), len(real), real)
+			fleet.ProvisionerProgram, len(res.Before.Real), len(real), real)
 	}
 	deleteClasses, err := p.baseline(ctx)
 	if err != nil {

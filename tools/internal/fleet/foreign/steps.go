@@ -381,25 +381,11 @@ func (p *phase) read(ctx context.Context) (Reading, error) {
 			if err != nil {
 				return r, fmt.Errorf("%s: %w", m.Node, err)
 			}
-			r.Fleet = append(r.Fleet, NodeUsage{Node: m.Node, Usage: u})
+			r.Fleet = append(r.Fleet, fleet.NodeUsage{Node: m.Node, Usage: u})
 		}
 	}
-	pids, err := fleet.NodeProcesses(ProvisionerProgram, p.res.RealNodes)
-	if err != nil {
-		p.o.logf("The real nodes' provisioners not read: %v", err)
-	}
-	for _, node := range p.res.RealNodes {
-		if len(pids[node]) != 1 {
-			p.o.logf("%s: %d %s processes %v, not read", node, len(pids[node]), ProvisionerProgram, pids[node])
-			continue
-		}
-		u, err := fleet.ReadUsage(pids[node][0])
-		if err != nil {
-			p.o.logf("%s: %v", node, err)
-			continue
-		}
-		r.Real = append(r.Real, NodeUsage{Node: node, Usage: u})
-	}
+	r.Real = fleet.ReadNodes(fleet.ProvisionerProgram, p.res.RealNodes, p.o.logf)
+	var err error
 	r.Watch, err = p.watchCounts(ctx, "persistentvolumeclaims")
 	if err != nil {
 		p.o.logf("The API server's watch counters not read: %v", err)

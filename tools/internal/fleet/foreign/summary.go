@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"hostpath.dev/tools/internal/fleet"
 )
 
 // Spread is the least, median and greatest of N values; all zero for none.
@@ -202,8 +204,8 @@ func realCosts(res Result) ([]NodeCost, []string) {
 	return out, notes
 }
 
-func byNode(us []NodeUsage) map[string]NodeUsage {
-	m := make(map[string]NodeUsage, len(us))
+func byNode(us []fleet.NodeUsage) map[string]fleet.NodeUsage {
+	m := make(map[string]fleet.NodeUsage, len(us))
 	for _, u := range us {
 		m[u.Node] = u
 	}
@@ -211,7 +213,7 @@ func byNode(us []NodeUsage) map[string]NodeUsage {
 }
 
 // same returns the usage of u's node in m if it is of u's process.
-func same(m map[string]NodeUsage, u NodeUsage) (NodeUsage, bool) {
+func same(m map[string]fleet.NodeUsage, u fleet.NodeUsage) (fleet.NodeUsage, bool) {
 	v, ok := m[u.Node]
 	return v, ok && v.PID == u.PID
 }

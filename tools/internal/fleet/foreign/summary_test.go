@@ -14,17 +14,17 @@ import (
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
-// usages is one NodeUsage per node: node, PID, RSS, CPU, repeated.
-func usages(v ...any) []NodeUsage {
-	var out []NodeUsage
+// usages is one fleet.NodeUsage per node: node, PID, RSS, CPU, repeated.
+func usages(v ...any) []fleet.NodeUsage {
+	var out []fleet.NodeUsage
 	for i := 0; i+3 < len(v); i += 4 {
-		out = append(out, NodeUsage{Node: v[i].(string), Usage: fleet.Usage{PID: v[i+1].(int), RSSMiB: v[i+2].(float64), CPUSeconds: v[i+3].(float64)}})
+		out = append(out, fleet.NodeUsage{Node: v[i].(string), Usage: fleet.Usage{PID: v[i+1].(int), RSSMiB: v[i+2].(float64), CPUSeconds: v[i+3].(float64)}})
 	}
 	return out
 }
 
 // withAnon sets the anonymous memory of us, in order.
-func withAnon(us []NodeUsage, anon ...float64) []NodeUsage {
+func withAnon(us []fleet.NodeUsage, anon ...float64) []fleet.NodeUsage {
 	for i := range us {
 		us[i].AnonMiB = anon[i]
 	}
