@@ -142,9 +142,9 @@ cleanup() {
     [ -f "$f" ] || continue
     kill -KILL "$(cat "$f")" 2> /dev/null || true
   done
-  kc delete hostdefinitions -l hostpath.dev/bench-fleet=true --ignore-not-found > /dev/null 2>&1 || true
+  kc delete hostdefinitions -l hostpath.dev/bench-fleet=true --wait=false --ignore-not-found > /dev/null 2>&1 || true
   kc -n "$NS" delete configmap hostpath-bench-fleet --ignore-not-found > /dev/null 2>&1 || true
-  kc -n "$NS" delete pods -l hostpath.dev/bench-fleet=true --grace-period=0 --ignore-not-found > /dev/null 2>&1 || true
+  kc -n "$NS" delete pods -l hostpath.dev/bench-fleet=true --grace-period=0 --wait=false --ignore-not-found > /dev/null 2>&1 || true
   kc delete nodes -l hostpath.dev/fake-node=true --ignore-not-found > /dev/null 2>&1 || true
   kc delete ns -l hostpath.dev/bench-fleet=true --wait=false --ignore-not-found > /dev/null 2>&1 || true
   kc delete storageclass "$FOREIGN_CLASS" "${VOLUMES_CLASSES[@]}" --ignore-not-found > /dev/null 2>&1 || true

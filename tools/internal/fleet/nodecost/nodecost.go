@@ -16,7 +16,7 @@
 //   - the fleet's two pod objects on it (fleet.Pod, controlled by the
 //     fleet's owner ConfigMap, so that the DaemonSets neither adopt nor
 //     delete them), their status Running and Ready (fleet.ReadyStatus) at
-//     an address of 198.19.0.0/16 that nothing serves;
+//     an address of 198.18.128.0/18 that nothing serves;
 //   - a HostDefinition of the pool, a copy of a real node's (its spec and
 //     status, with the fake node's name and manager pod), labelled
 //     fleet.FleetLabel=true.
@@ -30,6 +30,7 @@ package nodecost
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -50,9 +51,11 @@ import (
 	"hostpath.dev/tools/internal/fleet"
 )
 
-// addresses is where the fake nodes' pods say they serve: in the range
-// the local cluster keeps on this machine (198.18.0.0/15), on no device.
-var addresses = netip.MustParsePrefix("198.19.0.0/16")
+// addresses is where the fake nodes' pods say they serve: in the local
+// cluster's pod range (198.18.0.0/16, scripts/cluster-lib.sh), apart from
+// the real nodes' 198.18.N.0/24 and the fleet's 198.18.250.0/24, on no
+// device.
+var addresses = netip.MustParsePrefix("198.18.128.0/18")
 
 // Options say what to measure.
 type Options struct {
@@ -268,29 +271,60 @@ func Definition(template *hostpathv1.HostDefinition, node string, manager *corev
 	return d
 }
 
-// address returns the i-th address of addresses.
+// address returns the i-th address of addresses (i below its size).
 func address(i int) string {
 	a := addresses.Addr().As4()
-	a[2], a[3] = byte(i>>8), byte(i)
+	v := binary.BigEndian.Uint32(a[:]) + uint32(i)
+	binary.BigEndian.PutUint32(a[:], v)
 	return netip.AddrFrom4(a).String()
 }
 
 // deleteAll deletes what Run made: the HostDefinitions, the pods (at once:
 // no kubelet would confirm a graceful deletion), the owner ConfigMap, the
-// fake nodes.
+// fake nodes. One request per object, Workers at a time: a DeleteCollection
+// of thousands of pods outlasts the API server's request timeout.
 func (w *writer) deleteAll() error {
 	// The run's context may be cancelled by now.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	w.o.logf("Deleting the fake nodes' objects")
 	fleetObjects := metav1.ListOptions{LabelSelector: fleet.FleetLabel + "=true"}
-	errs := []error{
-		w.hp.HostpathV1().HostDefinitions().DeleteCollection(ctx, metav1.DeleteOptions{}, fleetObjects),
-		w.kube.CoreV1().Pods(w.o.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, fleetObjects),
+	var errs []error
+	defs := w.hp.HostpathV1().HostDefinitions()
+	if list, err := defs.List(ctx, fleetObjects); err != nil {
+		errs = append(errs, fmt.Errorf("list the HostDefinitions: %w", err))
+	} else {
+		errs = append(errs, w.deleteEach(ctx, len(list.Items), func(ctx context.Context, i int) error {
+			return defs.Delete(ctx, list.Items[i].Name, metav1.DeleteOptions{})
+		}))
+	}
+	pods := w.kube.CoreV1().Pods(w.o.Namespace)
+	if list, err := pods.List(ctx, fleetObjects); err != nil {
+		errs = append(errs, fmt.Errorf("list the pods: %w", err))
+	} else {
+		errs = append(errs, w.deleteEach(ctx, len(list.Items), func(ctx context.Context, i int) error {
+			return pods.Delete(ctx, list.Items[i].Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}))
 	}
 	if err := w.kube.CoreV1().ConfigMaps(w.o.Namespace).Delete(ctx, w.own.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, err)
 	}
 	_, err := fakenodes.Delete(ctx, w.kube, w.o.Workers)
 	return errors.Join(append(errs, err)...)
+}
+
+// deleteEach calls del(0..n-1), Workers at a time; an object already gone
+// is no error.
+func (w *writer) deleteEach(ctx context.Context, n int, del func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(w.o.Workers)
+	for i := 0; i < n && gctx.Err() == nil; i++ {
+		g.Go(func() error {
+			if err := del(gctx, i); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }

@@ -31,8 +31,8 @@ func TestValidate(t *testing.T) {
 		{"no steps", func(o *Options) { o.Steps = nil }, false},
 		{"steps not increasing", func(o *Options) { o.Steps = []int{20, 20} }, false},
 		{"zero nodes", func(o *Options) { o.Steps = []int{0, 5} }, false},
-		{"more nodes than addresses", func(o *Options) { o.Steps = []int{65536} }, false},
-		{"the most nodes", func(o *Options) { o.Steps = []int{65535} }, true},
+		{"more nodes than addresses", func(o *Options) { o.Steps = []int{16384} }, false},
+		{"the most nodes", func(o *Options) { o.Steps = []int{16383} }, true},
 		{"no reading", func(o *Options) { o.Readings = 0 }, false},
 		{"negative settle", func(o *Options) { o.Settle = -time.Second }, false},
 		{"no pool", func(o *Options) { o.Pool = "" }, false},
@@ -63,7 +63,7 @@ func TestCompleteParsesNodes(t *testing.T) {
 }
 
 func TestAddress(t *testing.T) {
-	for i, want := range map[int]string{1: "198.19.0.1", 256: "198.19.1.0", 5000: "198.19.19.136", 65535: "198.19.255.255"} {
+	for i, want := range map[int]string{1: "198.18.128.1", 256: "198.18.129.0", 5000: "198.18.147.136", 16383: "198.18.191.255"} {
 		if got := address(i); got != want {
 			t.Errorf("address(%d) = %s, want %s", i, got, want)
 		}
