@@ -12,11 +12,9 @@
 //	    node and per claim of another provisioner, N of them
 //	    (tools/internal/fleet/foreign.Run), and prints the report
 //	benchfleet node-cost --nodes 1000,5000 [flags]
-//	    without processes, the objects every instance caches of each node
-//	    (its two pods, its HostDefinition) written for that many fake nodes,
-//	    and the real nodes' provisioners' memory after each step
-//	    (tools/internal/fleet/nodecost.Run); prints the report
-//	benchfleet report RESULT.json | foreign-report RESULT.json | node-cost-report RESULT.json
+//	    the real nodes' provisioners' memory with the objects of that many
+//	    fake nodes, without processes (tools/internal/fleet/nodecost.Run)
+//	benchfleet report | foreign-report | node-cost-report RESULT.json
 //	    prints the report of a run's, a foreign phase's or a node-cost
 //	    run's --out file
 package main
