@@ -25,9 +25,20 @@ func ParseFlags(name string, stderr io.Writer, f Flags, argv []string) ([]string
 	return fs.Args(), f.Complete()
 }
 
+// Printf prints a line of progress; a nil Printf prints nothing, so that
+// a benchmark's options may leave it unset.
+type Printf func(format string, a ...any)
+
+// Printf prints through p, if it is set.
+func (p Printf) Printf(format string, a ...any) {
+	if p != nil {
+		p(format, a...)
+	}
+}
+
 // Logf returns a printf for progress: one line to w, after the time of day
 // that now tells.
-func Logf(w io.Writer, now func() time.Time) func(format string, a ...any) {
+func Logf(w io.Writer, now func() time.Time) Printf {
 	return func(format string, a ...any) {
 		_, _ = fmt.Fprintf(w, "[%s] "+format+"\n", append([]any{now().Format("15:04:05")}, a...)...)
 	}

@@ -39,3 +39,15 @@ func TestLogf(t *testing.T) {
 		t.Errorf("Logf printed %q, want %q", got, want)
 	}
 }
+
+// TestPrintf: a set Printf prints through its function, an unset one
+// prints nothing and does not panic.
+func TestPrintf(t *testing.T) {
+	var buf bytes.Buffer
+	Logf(&buf, func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }).Printf("%d of %s", 2, "x")
+	if got, want := buf.String(), "[03:04:05] 2 of x\n"; got != want {
+		t.Errorf("Printf printed %q, want %q", got, want)
+	}
+	var unset Printf
+	unset.Printf("%d", 1)
+}

@@ -45,6 +45,7 @@ import (
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 
 	"hostpath.dev/e2e/framework/apimetrics"
+	"hostpath.dev/e2e/framework/cli"
 	"hostpath.dev/e2e/framework/localcluster"
 	"hostpath.dev/tools/internal/benchprovision"
 	"hostpath.dev/tools/internal/fleet"
@@ -72,7 +73,7 @@ type Options struct {
 	// Timeout bounds each wait.
 	Timeout time.Duration
 	// Logf prints progress.
-	Logf func(format string, args ...any)
+	Logf cli.Printf
 }
 
 // InstanceRun is one instance run: Claims claims over Instances fleet nodes.
@@ -184,7 +185,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Inter
 		return b.res, err
 	}
 	defer func() {
-		o.logf("Closing the fleet of %d nodes", len(b.fleet.Nodes()))
+		o.Logf.Printf("Closing the fleet of %d nodes", len(b.fleet.Nodes()))
 		err = errors.Join(err, b.fleet.Close(ctx))
 	}()
 	for _, s := range steps {
@@ -193,20 +194,14 @@ func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Inter
 			if err := b.fleet.Scale(ctx, s.size); err != nil {
 				return b.res, fmt.Errorf("grow the fleet to %d: %w", s.size, err)
 			}
-			o.logf("Fleet grown from %d to %d nodes in %.1fs", n, s.size, time.Since(t0).Seconds())
+			o.Logf.Printf("Fleet grown from %d to %d nodes in %.1fs", n, s.size, time.Since(t0).Seconds())
 		}
-		o.logf("Step: %s (fleet of %d)", s.name, len(b.fleet.Nodes()))
+		o.Logf.Printf("Step: %s (fleet of %d)", s.name, len(b.fleet.Nodes()))
 		if err := s.run(ctx); err != nil {
 			return b.res, fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
 	return b.res, nil
-}
-
-func (o *Options) logf(format string, args ...any) {
-	if o.Logf != nil {
-		o.Logf(format, args...)
-	}
 }
 
 // bench is a Run in progress.
@@ -292,7 +287,7 @@ func (b *bench) multihost(ctx context.Context, e int) error {
 		}
 	}
 	b.res.Multihost = append(b.res.Multihost, out)
-	b.o.logf("Multihost over %d managers: %d claims, create->Bound %s", e, len(out.Latencies), summary(out.Latencies))
+	b.o.Logf.Printf("Multihost over %d managers: %d claims, create->Bound %s", e, len(out.Latencies), summary(out.Latencies))
 	return nil
 }
 
@@ -313,7 +308,7 @@ func (b *bench) backfill(ctx context.Context) error {
 	if err := b.createBound(ctx, ns, n); err != nil {
 		return err
 	}
-	b.o.logf("Backfill: %d multihost claims Bound over %d nodes in %.1fs", n, before, time.Since(t0).Seconds())
+	b.o.Logf.Printf("Backfill: %d multihost claims Bound over %d nodes in %.1fs", n, before, time.Since(t0).Seconds())
 
 	if err := b.fleet.Scale(ctx, len(b.fleet.Nodes())+1); err != nil {
 		return err
@@ -360,7 +355,7 @@ func (b *bench) backfill(ctx context.Context) error {
 	out.ReadySeconds = readyAt.Sub(m.ManagerReady).Seconds()
 	out.PVsSeconds = pvsAt.Sub(m.ManagerReady).Seconds()
 	b.res.Backfill = out
-	b.o.logf("Backfill of %d volumes onto %s: directories %.2fs, definition Ready %.2fs, PVs %.2fs", n, m.Node, out.DirsSeconds, out.ReadySeconds, out.PVsSeconds)
+	b.o.Logf.Printf("Backfill of %d volumes onto %s: directories %.2fs, definition Ready %.2fs, PVs %.2fs", n, m.Node, out.DirsSeconds, out.ReadySeconds, out.PVsSeconds)
 	return nil
 }
 
@@ -472,9 +467,9 @@ func (b *bench) namespace(ctx context.Context, prefix string) (string, func(), e
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.o.Timeout)
 		defer cancel()
 		t0 := time.Now()
-		b.o.logf("Deleting namespace %s, waiting at most %v for its PVs to be gone", ns, b.o.Timeout)
+		b.o.Logf.Printf("Deleting namespace %s, waiting at most %v for its PVs to be gone", ns, b.o.Timeout)
 		if err := b.kube.CoreV1().Namespaces().Delete(dctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			b.o.logf("Deleting namespace %s: %v", ns, err)
+			b.o.Logf.Printf("Deleting namespace %s: %v", ns, err)
 			return
 		}
 		if err := b.poll(dctx, "the PVs of namespace "+ns+" gone", func(ctx context.Context) (bool, string, error) {
@@ -490,10 +485,10 @@ func (b *bench) namespace(ctx context.Context, prefix string) (string, func(), e
 			}
 			return left == 0, fmt.Sprintf("%d PVs left", left), nil
 		}); err != nil {
-			b.o.logf("%v", err)
+			b.o.Logf.Printf("%v", err)
 			return
 		}
-		b.o.logf("Namespace %s deleted, its PVs gone in %.1fs", ns, time.Since(t0).Seconds())
+		b.o.Logf.Printf("Namespace %s deleted, its PVs gone in %.1fs", ns, time.Since(t0).Seconds())
 	}, nil
 }
 

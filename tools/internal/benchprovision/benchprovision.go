@@ -28,6 +28,7 @@ import (
 
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 	"hostpath.dev/e2e/framework/apimetrics"
+	"hostpath.dev/e2e/framework/cli"
 	"hostpath.dev/e2e/framework/localcluster"
 )
 
@@ -79,7 +80,7 @@ type Options struct {
 	// directory is gone, and keeps the requests in between (APIRequests).
 	APIMetrics func(ctx context.Context) ([]byte, error)
 	// Logf prints progress; nil: none.
-	Logf func(format string, args ...any)
+	Logf cli.Printf
 }
 
 // Validate checks the options.
@@ -99,12 +100,6 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("pool path must be absolute, got %q", o.PoolPath)
 	}
 	return nil
-}
-
-func (o *Options) logf(format string, args ...any) {
-	if o.Logf != nil {
-		o.Logf(format, args...)
-	}
 }
 
 // Result holds the figures of one run; times are in seconds.

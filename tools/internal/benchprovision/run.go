@@ -109,7 +109,7 @@ func (b *bench) setUp(ctx context.Context) error {
 	if len(b.nodes) > 4 {
 		over = fmt.Sprintf("%d nodes (%s ... %s)", len(b.nodes), b.nodes[0], b.nodes[len(b.nodes)-1])
 	}
-	b.o.logf("%s: namespace %s, %d claims of class %s over %s", b.o.Label, b.ns, b.o.Count, b.o.StorageClass, over)
+	b.o.Logf.Printf("%s: namespace %s, %d claims of class %s over %s", b.o.Label, b.ns, b.o.Count, b.o.StorageClass, over)
 	return nil
 }
 
@@ -146,7 +146,7 @@ func (b *bench) createClaims(ctx context.Context) error {
 		return err
 	}
 	b.res.CreateSeconds = seconds(time.Since(b.start))
-	b.o.logf("%s: %d claims created in %.2fs", b.o.Label, n, b.res.CreateSeconds)
+	b.o.Logf.Printf("%s: %d claims created in %.2fs", b.o.Label, n, b.res.CreateSeconds)
 	return nil
 }
 
@@ -210,7 +210,7 @@ func (b *bench) waitPVs(ctx context.Context) error {
 	b.res.LatencyP95Seconds = seconds(Percentile(latencies, 95))
 	b.res.LatencyMaxSeconds = seconds(Percentile(latencies, 100))
 	b.res.PVTimes = timeline(times)
-	b.o.logf("%s: all %d PVs after %.2fs", b.o.Label, n, b.res.AllPVsSeconds)
+	b.o.Logf.Printf("%s: all %d PVs after %.2fs", b.o.Label, n, b.res.AllPVsSeconds)
 	return nil
 }
 
@@ -236,7 +236,7 @@ func (b *bench) waitBound(ctx context.Context) error {
 	b.res.BoundP50Seconds = seconds(Percentile(latencies, 50))
 	b.res.BoundP95Seconds = seconds(Percentile(latencies, 95))
 	b.res.BoundMaxSeconds = seconds(Percentile(latencies, 100))
-	b.o.logf("%s: all %d claims Bound after %.2fs", b.o.Label, n, b.res.AllBoundSeconds)
+	b.o.Logf.Printf("%s: all %d claims Bound after %.2fs", b.o.Label, n, b.res.AllBoundSeconds)
 	return nil
 }
 
@@ -263,7 +263,7 @@ func (b *bench) snapshotAfter(ctx context.Context) error {
 	}
 	b.res.APIRequests = after.Since(b.requests)
 	b.res.WatchEvents, b.res.WatchEventsPerWatcher = watchEventsSince(watch, b.watch)
-	b.o.logf("%s: %d API requests during the run; %.0f claim and PV watch events per watcher", b.o.Label, apimetrics.Total(b.res.APIRequests), b.res.WatchEventsPerWatcher)
+	b.o.Logf.Printf("%s: %d API requests during the run; %.0f claim and PV watch events per watcher", b.o.Label, apimetrics.Total(b.res.APIRequests), b.res.WatchEventsPerWatcher)
 	return nil
 }
 
@@ -426,7 +426,7 @@ func (b *bench) deleteAll(ctx context.Context) error {
 		b.res.DirsGoneSeconds = seconds(dirsGone.Sub(delStart))
 	}
 	b.res.DeletesPerSecond = perSecond(b.o.Count, max(b.res.PVsGoneSeconds, b.res.DirsGoneSeconds))
-	b.o.logf("%s: all PVs gone after %.2fs, all directories after %.2fs", b.o.Label, b.res.PVsGoneSeconds, b.res.DirsGoneSeconds)
+	b.o.Logf.Printf("%s: all PVs gone after %.2fs, all directories after %.2fs", b.o.Label, b.res.PVsGoneSeconds, b.res.DirsGoneSeconds)
 	return nil
 }
 

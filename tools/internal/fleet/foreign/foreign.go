@@ -66,6 +66,7 @@ import (
 	hostpathclient "hostpath.dev/api/generated/clientset/versioned"
 
 	"hostpath.dev/e2e/framework/apimetrics"
+	"hostpath.dev/e2e/framework/cli"
 	"hostpath.dev/e2e/framework/localcluster"
 	"hostpath.dev/tools/internal/fleet"
 )
@@ -108,7 +109,7 @@ type Options struct {
 	Volumes          int
 	MultihostVolumes int
 	// Logf prints progress.
-	Logf func(format string, args ...any)
+	Logf cli.Printf
 }
 
 // Validate checks the options.
@@ -126,12 +127,6 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("the volumes (%d) and multihost volumes (%d) must not be negative", o.Volumes, o.MultihostVolumes)
 	}
 	return o.Fleet.Validate()
-}
-
-func (o *Options) logf(format string, args ...any) {
-	if o.Logf != nil {
-		o.Logf(format, args...)
-	}
 }
 
 // Result is what Run measured; Summary is Summarize of the rest.
@@ -222,7 +217,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Inter
 		return res, err
 	}
 	defer func() {
-		o.logf("Closing the fleet of %d nodes", len(p.fleet.Nodes()))
+		o.Logf.Printf("Closing the fleet of %d nodes", len(p.fleet.Nodes()))
 		err = errors.Join(err, p.fleet.Close(ctx))
 	}()
 	for _, step := range []func(context.Context) error{p.start, p.fill, p.empty, p.volumesUp, p.heartbeats} {

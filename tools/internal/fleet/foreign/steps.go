@@ -62,7 +62,7 @@ func (p *phase) setup(ctx context.Context) (cleanup func(), err error) {
 		defer cancel()
 		err := p.kube.CoreV1().Namespaces().Delete(cctx, p.ns, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			p.o.logf("Deleting namespace %s: %v", p.ns, err)
+			p.o.Logf.Printf("Deleting namespace %s: %v", p.ns, err)
 		}
 		p.deleteClass(cctx)
 	}
@@ -78,7 +78,7 @@ func (p *phase) setup(ctx context.Context) (cleanup func(), err error) {
 func (p *phase) deleteClass(ctx context.Context) {
 	err := p.kube.StorageV1().StorageClasses().Delete(ctx, ClassName, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		p.o.logf("Deleting StorageClass %s: %v", ClassName, err)
+		p.o.Logf.Printf("Deleting StorageClass %s: %v", ClassName, err)
 	}
 }
 
@@ -102,7 +102,7 @@ func (p *phase) start(ctx context.Context) error {
 	if err := p.fleet.Scale(ctx, p.o.Instances); err != nil {
 		return fmt.Errorf("grow the fleet to %d: %w", p.o.Instances, err)
 	}
-	p.o.logf("Fleet of %d nodes started in %.1fs", p.o.Instances, time.Since(t0).Seconds())
+	p.o.Logf.Printf("Fleet of %d nodes started in %.1fs", p.o.Instances, time.Since(t0).Seconds())
 	if err := p.waitDefined(ctx); err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (p *phase) start(ctx context.Context) error {
 func (p *phase) heartbeats(ctx context.Context) error {
 	before, err := p.watchCounts(ctx, "nodes")
 	if err != nil {
-		p.o.logf("The API server's watch counters not read, the Node status updates left out: %v", err)
+		p.o.Logf.Printf("The API server's watch counters not read, the Node status updates left out: %v", err)
 		return nil
 	}
 	nodes := p.fleet.Nodes()
@@ -155,7 +155,7 @@ func (p *phase) heartbeats(ctx context.Context) error {
 	}
 	after, err := p.watchCounts(ctx, "nodes")
 	if err != nil {
-		p.o.logf("The API server's watch counters not read after the Node status updates: %v", err)
+		p.o.Logf.Printf("The API server's watch counters not read after the Node status updates: %v", err)
 	}
 	p.res.NodeWatch = after.Sub(before)
 	return nil
@@ -181,13 +181,13 @@ func heartbeat(ctx context.Context, kube kubernetes.Interface, node string, now 
 // fill creates the N claims, waits until all are annotated, reads
 // annotated and, Settle later, claims.
 func (p *phase) fill(ctx context.Context) error {
-	p.o.logf("Creating %d claims of StorageClass %s (provisioner %s) in namespace %s", p.o.Claims, ClassName, Provisioner, p.ns)
+	p.o.Logf.Printf("Creating %d claims of StorageClass %s (provisioner %s) in namespace %s", p.o.Claims, ClassName, Provisioner, p.ns)
 	t0 := time.Now()
 	if err := p.createClaims(ctx, p.ns, p.o.Claims, claim, t0); err != nil {
 		return err
 	}
 	p.res.CreateSeconds = time.Since(t0).Seconds()
-	p.o.logf("%d claims created in %.1fs", p.o.Claims, p.res.CreateSeconds)
+	p.o.Logf.Printf("%d claims created in %.1fs", p.o.Claims, p.res.CreateSeconds)
 	err := p.poll(ctx, fmt.Sprintf("%d claims annotated with provisioner %s", p.o.Claims, Provisioner), func(context.Context) (bool, string, error) {
 		n, err := p.count(func(c *corev1.PersistentVolumeClaim) bool { return c.Annotations[annStorageProvisioner] == Provisioner })
 		return n == p.o.Claims, fmt.Sprintf("%d annotated", n), err
@@ -249,7 +249,7 @@ func (p *phase) createClaims(ctx context.Context, ns string, n int, newClaim fun
 			return fmt.Errorf("create claims %d to %d in namespace %s: %w", from, from+size-1, ns, err)
 		}
 		if done := from + size; done%(10*chunk) == 0 && done < n {
-			p.o.logf("%d of %d claims created in %.1fs", done, n, time.Since(t0).Seconds())
+			p.o.Logf.Printf("%d of %d claims created in %.1fs", done, n, time.Since(t0).Seconds())
 		}
 	}
 	return nil
@@ -345,21 +345,21 @@ func (p *phase) poll(ctx context.Context, what string, cond func(context.Context
 		}
 		if !ok && time.Since(logged) >= 30*time.Second {
 			logged = time.Now()
-			p.o.logf("Waiting for %s: %s after %.0fs", what, last, time.Since(t0).Seconds())
+			p.o.Logf.Printf("Waiting for %s: %s after %.0fs", what, last, time.Since(t0).Seconds())
 		}
 		return ok && err == nil, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %s (last seen: %s): %w", what, last, err)
 	}
-	p.o.logf("%s after %.1fs", what, time.Since(t0).Seconds())
+	p.o.Logf.Printf("%s after %.1fs", what, time.Since(t0).Seconds())
 	return nil
 }
 
 // settledRead waits Settle, then takes the named reading (see read).
 func (p *phase) settledRead(ctx context.Context, reading string) (Reading, error) {
 	if p.o.Settle > 0 {
-		p.o.logf("Settling %v before the %s reading", p.o.Settle, reading)
+		p.o.Logf.Printf("Settling %v before the %s reading", p.o.Settle, reading)
 		select {
 		case <-time.After(p.o.Settle):
 		case <-ctx.Done():
@@ -384,11 +384,11 @@ func (p *phase) read(ctx context.Context) (Reading, error) {
 			r.Fleet = append(r.Fleet, fleet.NodeUsage{Node: m.Node, Usage: u})
 		}
 	}
-	r.Real = fleet.ReadNodes(fleet.ProvisionerProgram, p.res.RealNodes, p.o.logf)
+	r.Real = fleet.ReadNodes(fleet.ProvisionerProgram, p.res.RealNodes, p.o.Logf.Printf)
 	var err error
 	r.Watch, err = p.watchCounts(ctx, "persistentvolumeclaims")
 	if err != nil {
-		p.o.logf("The API server's watch counters not read: %v", err)
+		p.o.Logf.Printf("The API server's watch counters not read: %v", err)
 	}
 	return r, nil
 }

@@ -136,7 +136,7 @@ func (p *phase) makeVolumeClasses(ctx context.Context) (cleanup func(), err erro
 		for name := range classes {
 			err := p.kube.StorageV1().StorageClasses().Delete(cctx, name, metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
-				p.o.logf("Deleting StorageClass %s: %v", name, err)
+				p.o.Logf.Printf("Deleting StorageClass %s: %v", name, err)
 			}
 		}
 	}
@@ -182,7 +182,7 @@ func (p *phase) volumes(ctx context.Context, k int) error {
 		return nil
 	}
 	if _, _, err := p.claimPVWatch(ctx); err != nil {
-		p.o.logf("The API server's watch counters not read, the hostpath volumes with %d fleet instances left out: %v", k, err)
+		p.o.Logf.Printf("The API server's watch counters not read, the hostpath volumes with %d fleet instances left out: %v", k, err)
 		return nil
 	}
 	ns, err := p.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
@@ -195,7 +195,7 @@ func (p *phase) volumes(ctx context.Context, k int) error {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		if err := p.kube.CoreV1().Namespaces().Delete(cctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			p.o.logf("Deleting namespace %s: %v", ns.Name, err)
+			p.o.Logf.Printf("Deleting namespace %s: %v", ns.Name, err)
 		}
 	}()
 	real := p.res.RealNodes
@@ -229,7 +229,7 @@ func (p *phase) measure(ctx context.Context, ns string, n int, mode string, newC
 	if err != nil {
 		return nil, err
 	}
-	p.o.logf("Creating %d %s claims in namespace %s", n, mode, ns)
+	p.o.Logf.Printf("Creating %d %s claims in namespace %s", n, mode, ns)
 	t0 := time.Now()
 	if err := p.createClaims(ctx, ns, n, newClaim, t0); err != nil {
 		return nil, err
@@ -252,7 +252,7 @@ func (p *phase) measure(ctx context.Context, ns string, n int, mode string, newC
 		return nil, err
 	}
 	w.Claims, w.PVs = *claims1.Sub(claims0), *pvs1.Sub(pvs0)
-	p.o.logf("%d %s volumes with %d fleet instances: %.0f claim and %.0f PV watch events; Bound in %.1fs, gone in %.1fs",
+	p.o.Logf.Printf("%d %s volumes with %d fleet instances: %.0f claim and %.0f PV watch events; Bound in %.1fs, gone in %.1fs",
 		n, mode, len(p.fleetNodes()), w.Claims.Events, w.PVs.Events, w.BoundSeconds, w.GoneSeconds)
 	return w, nil
 }

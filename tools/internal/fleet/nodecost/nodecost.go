@@ -46,6 +46,7 @@ import (
 	hostpathclient "hostpath.dev/api/generated/clientset/versioned"
 	hostpathv1 "hostpath.dev/api/hostpath/v1"
 
+	"hostpath.dev/e2e/framework/cli"
 	"hostpath.dev/e2e/framework/localcluster"
 	"hostpath.dev/tools/internal/fakenodes"
 	"hostpath.dev/tools/internal/fleet"
@@ -75,7 +76,7 @@ type Options struct {
 	// Workers is how many fake nodes are written at once.
 	Workers int
 	// Logf prints progress.
-	Logf func(format string, args ...any)
+	Logf cli.Printf
 }
 
 // Validate checks the options.
@@ -94,12 +95,6 @@ func (o *Options) Validate() error {
 		}
 	}
 	return nil
-}
-
-func (o *Options) logf(format string, args ...any) {
-	if o.Logf != nil {
-		o.Logf(format, args...)
-	}
 }
 
 // Result is what Run measured.
@@ -149,7 +144,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Inter
 	if err != nil {
 		return res, fmt.Errorf("the HostDefinition of pool %s on %s, to copy: %w", o.Pool, real[0], err)
 	}
-	if res.Before = fleet.ReadNodes(fleet.ProvisionerProgram, real, o.logf); len(res.Before) != len(real) {
+	if res.Before = fleet.ReadNodes(fleet.ProvisionerProgram, real, o.Logf.Printf); len(res.Before) != len(real) {
 		return res, fmt.Errorf("read the %s process of %d of the %d real nodes %v (is hostpath deployed and running?)",
 			fleet.ProvisionerProgram, len(res.Before), len(real), real)
 	}
@@ -167,7 +162,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Inter
 		}
 		made = n
 		step := Step{Nodes: n, WriteSeconds: time.Since(t0).Seconds()}
-		o.logf("%d fake nodes written in %.1fs; reading the real nodes' provisioners every %v, %d times", n, step.WriteSeconds, o.Settle, o.Readings)
+		o.Logf.Printf("%d fake nodes written in %.1fs; reading the real nodes' provisioners every %v, %d times", n, step.WriteSeconds, o.Settle, o.Readings)
 		written := time.Now()
 		for range o.Readings {
 			select {
@@ -175,9 +170,9 @@ func Run(ctx context.Context, kube kubernetes.Interface, hp hostpathclient.Inter
 				return res, ctx.Err()
 			case <-time.After(o.Settle):
 			}
-			r := Reading{AfterSeconds: time.Since(written).Seconds(), Real: fleet.ReadNodes(fleet.ProvisionerProgram, real, o.logf)}
+			r := Reading{AfterSeconds: time.Since(written).Seconds(), Real: fleet.ReadNodes(fleet.ProvisionerProgram, real, o.Logf.Printf)}
 			step.Readings = append(step.Readings, r)
-			o.logf("%d nodes, %.0fs after: %s", n, r.AfterSeconds, usageText(r.Real))
+			o.Logf.Printf("%d nodes, %.0fs after: %s", n, r.AfterSeconds, usageText(r.Real))
 		}
 		res.Steps = append(res.Steps, step)
 	}
@@ -287,7 +282,7 @@ func (w *writer) deleteAll() error {
 	// The run's context may be cancelled by now.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	w.o.logf("Deleting the fake nodes' objects")
+	w.o.Logf.Printf("Deleting the fake nodes' objects")
 	fleetObjects := metav1.ListOptions{LabelSelector: fleet.FleetLabel + "=true"}
 	var errs []error
 	defs := w.hp.HostpathV1().HostDefinitions()
