@@ -69,10 +69,13 @@ func (o *Options) Validate() error {
 func (o *Options) Names() []string {
 	names := make([]string, o.Count)
 	for i := range names {
-		names[i] = fmt.Sprintf("%s%d", o.Prefix, i+1)
+		names[i] = o.Name(i + 1)
 	}
 	return names
 }
+
+// Name returns the name of fake node number i (from 1): Prefix<i>.
+func (o *Options) Name(i int) string { return fmt.Sprintf("%s%d", o.Prefix, i) }
 
 // Node is the object of a fake node named name.
 func (o *Options) Node(name string) *corev1.Node {
@@ -105,7 +108,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, ready func
 		return fmt.Errorf("read the API server's version: %w", err)
 	}
 	kubelet := server.GitVersion + "-fake"
-	if err := parallel(ctx, o.Workers, len(names), func(ctx context.Context, i int) error {
+	if err := Parallel(ctx, o.Workers, len(names), func(ctx context.Context, i int) error {
 		node, err := ensureNode(ctx, client, o.Node(names[i]), kubelet)
 		if err != nil {
 			return err
@@ -128,7 +131,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, ready func
 func renewAll(ctx context.Context, client kubernetes.Interface, workers int, leases []*coordinationv1.Lease) {
 	logger := klog.FromContext(ctx)
 	var failed atomic.Int64
-	_ = parallel(ctx, workers, len(leases), func(ctx context.Context, i int) error {
+	_ = Parallel(ctx, workers, len(leases), func(ctx context.Context, i int) error {
 		l, err := renew(ctx, client, leases[i])
 		if err != nil {
 			failed.Add(1)
@@ -150,7 +153,7 @@ func Delete(ctx context.Context, client kubernetes.Interface, workers int) (int,
 	if err != nil {
 		return 0, fmt.Errorf("list fake nodes: %w", err)
 	}
-	err = parallel(ctx, workers, len(list.Items), func(ctx context.Context, i int) error {
+	err = Parallel(ctx, workers, len(list.Items), func(ctx context.Context, i int) error {
 		err := client.CoreV1().Nodes().Delete(ctx, list.Items[i].Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete node %s: %w", list.Items[i].Name, err)
@@ -252,9 +255,10 @@ func renew(ctx context.Context, client kubernetes.Interface, l *coordinationv1.L
 	return updated, nil
 }
 
-// parallel runs fn(0..n-1), at most workers at a time, and returns the first
-// error; once one failed (or ctx ended) no new call starts.
-func parallel(ctx context.Context, workers, n int, fn func(ctx context.Context, i int) error) error {
+// Parallel runs fn(0..n-1), at most workers at a time, and returns the first
+// error; once one failed (or ctx ended) no new call starts. The benchmarks
+// that write many objects of fake nodes use it too.
+func Parallel(ctx context.Context, workers, n int, fn func(ctx context.Context, i int) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for i := 0; i < n && gctx.Err() == nil; i++ {

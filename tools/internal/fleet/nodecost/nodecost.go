@@ -36,7 +36,6 @@ import (
 	"net/netip"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -191,32 +190,21 @@ type writer struct {
 // write makes the fake nodes from+1 to to, Workers at a time.
 func (w *writer) write(ctx context.Context, from, to int) error {
 	nodes := fakenodes.Options{Prefix: w.o.Prefix}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(w.o.Workers)
-	for i := from + 1; i <= to && gctx.Err() == nil; i++ {
-		g.Go(func() error {
-			name := fmt.Sprintf("%s%d", w.o.Prefix, i)
-			if _, err := w.kube.CoreV1().Nodes().Create(gctx, nodes.Node(name), metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("create node %s: %w", name, err)
-			}
-			ip := address(i)
-			var manager *corev1.Pod
-			for _, r := range []fleet.Role{fleet.RoleProvisioner, fleet.RoleManager} {
-				p, err := w.pod(gctx, r, name, ip, i)
-				if err != nil {
-					return err
-				}
-				if r == fleet.RoleManager {
-					manager = p
-				}
-			}
-			return w.definition(gctx, name, manager)
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return ctx.Err()
+	return fakenodes.Parallel(ctx, w.o.Workers, to-from, func(ctx context.Context, k int) error {
+		i := from + 1 + k
+		name := nodes.Name(i)
+		if _, err := w.kube.CoreV1().Nodes().Create(ctx, nodes.Node(name), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create node %s: %w", name, err)
+		}
+		if _, err := w.pod(ctx, fleet.RoleProvisioner, name, address(i), i); err != nil {
+			return err
+		}
+		manager, err := w.pod(ctx, fleet.RoleManager, name, address(i), i)
+		if err != nil {
+			return err
+		}
+		return w.definition(ctx, name, manager)
+	})
 }
 
 // pod creates role's pod on node and sets it Running and Ready at ip.
@@ -308,18 +296,13 @@ func (w *writer) deleteAll() error {
 	return errors.Join(append(errs, err)...)
 }
 
-// deleteEach calls del(0..n-1), Workers at a time; an object already gone
-// is no error.
+// deleteEach calls del(0..n-1), Workers at a time (fakenodes.Parallel); an
+// object already gone is no error.
 func (w *writer) deleteEach(ctx context.Context, n int, del func(ctx context.Context, i int) error) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(w.o.Workers)
-	for i := 0; i < n && gctx.Err() == nil; i++ {
-		g.Go(func() error {
-			if err := del(gctx, i); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-			return nil
-		})
-	}
-	return g.Wait()
+	return fakenodes.Parallel(ctx, w.o.Workers, n, func(ctx context.Context, i int) error {
+		if err := del(ctx, i); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	})
 }
