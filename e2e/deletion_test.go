@@ -42,14 +42,14 @@ const (
 	poolsConfigArg = "--pools-config=/etc/hostpath/pools"
 )
 
-// sweepOften makes every provisioner sweep its node every 5 seconds, with
+// sweepOften makes every provisioner sweep its node every 2 seconds, with
 // a grace period of 1 second, until the test ends. Call it only once the
 // test's claims are Bound: a shorter grace than a provisioning attempt
 // takes to save its PV is not what operators run.
 func (e *provEnv) sweepOften(ctx context.Context, t *testing.T) {
 	t.Helper()
 	e.f.SetArgs(ctx, t, framework.DaemonSet(provisionerDaemonSet), "provisioner",
-		framework.AddArgs("--orphan-grace-period=1s", "--orphan-sweep-period=5s"), provisionTimeout)
+		framework.AddArgs("--orphan-grace-period=1s", "--orphan-sweep-period=2s"), provisionTimeout)
 	for node, p := range e.f.ReadyPodsByNode(ctx, t, framework.SystemNamespace, provisionerSelector, e.nodes, provisionTimeout) {
 		e.instances[node] = p.Name
 	}
@@ -205,7 +205,7 @@ func (e *provEnv) readOwnerRecord(t *testing.T, node, poolPath, dir string) owne
 // a Bound node-mode claim, both in use (the manager's pools, from the
 // ConfigMap as --pools-config, become --pool=renamed=PATH, same path, and
 // the same --pool-root), with the provisioners sweeping
-// every 5 s: every file stays on every node, each PV gets a Warning
+// every 2 s: every file stays on every node, each PV gets a Warning
 // DirectoryMisplaced per node naming the directory, kubectl hostpath
 // orphans lists the directories as misplaced, and renaming the pool back
 // clears the report; deleting the claims then removes the directories.

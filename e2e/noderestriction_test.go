@@ -585,7 +585,7 @@ func TestNodeRestrictionMultihostGrow(t *testing.T) {
 // TestNodeRestrictionSweeperKeepsNamed: the last step of the
 // re-own attack, waited for. A live volume's owner record rewritten by
 // root on its node to name a PV that does not exist ("ghost", dated long
-// ago) is an orphan by the record alone; the sweeper, sweeping every 5 s
+// ago) is an orphan by the record alone; the sweeper, sweeping every 2 s
 // with a grace of 1 s, keeps the directory because the PV names it, and
 // says so with a Warning DirectoryOwnerMismatch on the PV. The data stays.
 func TestNodeRestrictionSweeperKeepsNamed(t *testing.T) {
