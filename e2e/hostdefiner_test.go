@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -424,11 +425,42 @@ func TestHostDefinerDeletionGuards(t *testing.T) {
 }
 
 // setHostDefinerArg adds arg to the host definer's arguments and waits
-// for the rollout; the returned function (and the test's end) restores
-// them.
+// for the rollout, then until a pod running with arg leads; the returned
+// function (and the test's end) restores them and waits until a pod
+// running without it leads. The rollout alone is not enough: it is
+// complete once the old pods are being deleted, and until its kubelet
+// stops it the old leader keeps acting on its old arguments (an
+// undefine that --allow-delete=false was set to prevent, a certificate
+// without the new lifetime).
 func (e *hdEnv) setHostDefinerArg(ctx context.Context, t *testing.T, arg string) (restore func()) {
 	t.Helper()
-	return e.f.SetArgs(ctx, t, framework.Deployment(hostdefinerName), "hostdefiner", framework.AddArgs(arg), provisionTimeout)
+	runsWith := func(want bool) func(*corev1.Pod) bool {
+		return func(p *corev1.Pod) bool { return slices.Contains(containerArgs(p, "hostdefiner"), arg) == want }
+	}
+	restoreArgs := e.f.SetArgs(ctx, t, framework.Deployment(hostdefinerName), "hostdefiner", framework.AddArgs(arg), provisionTimeout)
+	e.leaderWhere(ctx, t, "running with "+arg, runsWith(true))
+	var once sync.Once
+	restore = func() {
+		once.Do(func() {
+			restoreArgs()
+			// The test's context is done once its cleanups run.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defineTimeout)
+			defer cancel()
+			e.leaderWhere(cctx, t, "running without "+arg, runsWith(false))
+		})
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+// containerArgs returns the arguments of the container name of p.
+func containerArgs(p *corev1.Pod, name string) []string {
+	for _, c := range p.Spec.Containers {
+		if c.Name == name {
+			return c.Args
+		}
+	}
+	return nil
 }
 
 // TestHostDefinerLeaderFailover: deleting the leader pod hands the Lease to
@@ -457,8 +489,16 @@ func TestHostDefinerLeaderFailover(t *testing.T) {
 // Lease and returns its name.
 func (e *hdEnv) leader(ctx context.Context, t *testing.T, not string) string {
 	t.Helper()
+	return e.leaderWhere(ctx, t, "other than "+not, func(p *corev1.Pod) bool { return p.Name != not })
+}
+
+// leaderWhere waits until a host definer pod that is not being deleted
+// and that ok accepts (what says how) holds the Lease, and returns its
+// name.
+func (e *hdEnv) leaderWhere(ctx context.Context, t *testing.T, what string, ok func(*corev1.Pod) bool) string {
+	t.Helper()
 	var name string
-	framework.WaitFor(ctx, t, defineTimeout, "a host definer leader other than "+not, func(ctx context.Context) (bool, error) {
+	framework.WaitFor(ctx, t, defineTimeout, "a host definer leader "+what, func(ctx context.Context) (bool, error) {
 		lease, err := e.f.Client.CoordinationV1().Leases(framework.SystemNamespace).Get(ctx, hostdefinerName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -472,7 +512,7 @@ func (e *hdEnv) leader(ctx context.Context, t *testing.T, not string) string {
 			return false, err
 		}
 		for _, p := range pods.Items {
-			if p.Name != not && p.DeletionTimestamp == nil && strings.HasPrefix(holder, p.Name+"_") {
+			if p.DeletionTimestamp == nil && strings.HasPrefix(holder, p.Name+"_") && ok(&p) {
 				name = p.Name
 				return true, nil
 			}
